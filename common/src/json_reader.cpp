@@ -1,0 +1,208 @@
+// Strict JSON reading; see json_reader.hpp.
+#include "simrun/common/json_reader.hpp"
+
+#include "simrun/common/error.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+namespace simrun {
+namespace {
+
+std::string type_name(const nlohmann::json& j) {
+  if (j.is_number_integer()) return "integer";
+  if (j.is_number()) return "number";
+  return j.type_name();
+}
+
+std::string format_number(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+}  // namespace
+
+nlohmann::json parse_json_text(const std::string& text, const std::string& file) {
+  try {
+    return nlohmann::json::parse(text, nullptr, true, /*ignore_comments=*/true);
+  } catch (const nlohmann::json::parse_error& e) {
+    // e.byte is 1-based and points just past the offending character.
+    const size_t offset = e.byte == 0 ? 0 : std::min(text.size(), e.byte - 1);
+    int line = 1, column = 1;
+    for (size_t i = 0; i < offset; ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    std::string what = e.what();
+    const auto colon = what.rfind(": ");
+    const std::string detail = colon == std::string::npos ? what : what.substr(colon + 2);
+    throw InputError(file, "", "malformed JSON at line " + std::to_string(line) + ", column " +
+                                   std::to_string(column) + ": " + detail);
+  }
+}
+
+nlohmann::json load_json_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path.string(), "", "cannot open file (does it exist and is it readable?)");
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return parse_json_text(buffer.str(), path.string());
+}
+
+int edit_distance(const std::string& a, const std::string& b) {
+  std::vector<int> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = static_cast<int>(j);
+  for (size_t i = 1; i <= a.size(); ++i) {
+    int diagonal = row[0];
+    row[0] = static_cast<int>(i);
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const int above = row[j];
+      const int substitute = diagonal + (a[i - 1] == b[j - 1] ? 0 : 1);
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, substitute});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string nearest_name(const std::string& name, const std::vector<std::string>& candidates) {
+  std::string best;
+  int best_distance = 1 << 30;
+  for (const auto& c : candidates) {
+    const int d = edit_distance(name, c);
+    if (d < best_distance) {
+      best_distance = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+std::string join_names(const std::vector<std::string>& names, const std::string& sep) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) out += (i ? sep : "") + names[i];
+  return out;
+}
+
+JsonReader::JsonReader(const nlohmann::json& object, std::string file, std::string path)
+    : m_object(object), m_file(std::move(file)), m_path(std::move(path)) {
+  if (!m_object.is_object())
+    throw InputError(m_file, m_path.empty() ? "(top level)" : m_path,
+                     "expected a JSON object, got " + type_name(m_object));
+}
+
+std::string JsonReader::path_of(const std::string& key) const {
+  return m_path.empty() ? key : m_path + "." + key;
+}
+
+void JsonReader::fail(const std::string& key, const std::string& why) const {
+  throw InputError(m_file, path_of(key), why);
+}
+
+bool JsonReader::has(const std::string& key) const {
+  return m_object.contains(key) && !m_object.at(key).is_null();
+}
+
+void JsonReader::accept(const std::string& key) { m_known.insert(key); }
+
+const nlohmann::json& JsonReader::require(const std::string& key) {
+  m_known.insert(key);
+  if (!has(key)) fail(key, "missing required field");
+  return m_object.at(key);
+}
+
+const nlohmann::json& JsonReader::raw(const std::string& key) { return require(key); }
+
+int64_t JsonReader::integer(const std::string& key, int64_t min, int64_t max) {
+  const auto& v = require(key);
+  const std::string range = "(an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "])";
+  if (v.is_number_integer()) {
+    const int64_t x = v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)
+                          ? INT64_MAX
+                          : v.get<int64_t>();
+    if (x < min || x > max) fail(key, std::to_string(x) + " is out of range " + range);
+    return x;
+  }
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && d >= double(min) && d <= double(max))
+      return static_cast<int64_t>(d);
+    fail(key, format_number(d) + " is not allowed " + range);
+  }
+  fail(key, "expected an integer, got " + type_name(v) + " " + range);
+}
+
+int64_t JsonReader::integer_or(const std::string& key, int64_t fallback, int64_t min, int64_t max) {
+  m_known.insert(key);
+  return has(key) ? integer(key, min, max) : fallback;
+}
+
+double JsonReader::number(const std::string& key, double min, double max) {
+  const auto& v = require(key);
+  const std::string range = "(a number in [" + format_number(min) + ", " + format_number(max) + "])";
+  if (!v.is_number()) fail(key, "expected a number, got " + type_name(v) + " " + range);
+  const double d = v.get<double>();
+  if (!std::isfinite(d) || d < min || d > max) fail(key, format_number(d) + " is out of range " + range);
+  return d;
+}
+
+double JsonReader::number_or(const std::string& key, double fallback, double min, double max) {
+  m_known.insert(key);
+  return has(key) ? number(key, min, max) : fallback;
+}
+
+std::optional<double> JsonReader::optional_number(const std::string& key, double min, double max) {
+  m_known.insert(key);
+  if (!has(key)) return std::nullopt;
+  return number(key, min, max);
+}
+
+bool JsonReader::boolean_or(const std::string& key, bool fallback) {
+  m_known.insert(key);
+  if (!has(key)) return fallback;
+  const auto& v = m_object.at(key);
+  if (!v.is_boolean()) fail(key, "expected true or false, got " + type_name(v));
+  return v.get<bool>();
+}
+
+std::string JsonReader::string(const std::string& key) {
+  const auto& v = require(key);
+  if (!v.is_string()) fail(key, "expected a string, got " + type_name(v));
+  return v.get<std::string>();
+}
+
+std::string JsonReader::string_or(const std::string& key, const std::string& fallback) {
+  m_known.insert(key);
+  return has(key) ? string(key) : fallback;
+}
+
+std::string JsonReader::choice_or(const std::string& key, const std::string& fallback,
+                                  const std::vector<std::string>& allowed) {
+  const std::string value = string_or(key, fallback);
+  if (std::find(allowed.begin(), allowed.end(), value) == allowed.end())
+    fail(key, "\"" + value + "\" is not one of " + join_names(allowed, "|") + " (did you mean \"" +
+                  nearest_name(value, allowed) + "\"?)");
+  return value;
+}
+
+JsonReader JsonReader::object(const std::string& key) {
+  return JsonReader(require(key), m_file, path_of(key));
+}
+
+void JsonReader::finish() const {
+  std::vector<std::string> known(m_known.begin(), m_known.end());
+  for (const auto& item : m_object.items()) {
+    if (m_known.count(item.key())) continue;
+    fail(item.key(), "unknown field (did you mean \"" + nearest_name(item.key(), known) +
+                         "\"? known: " + join_names(known) + ")");
+  }
+}
+
+}  // namespace simrun

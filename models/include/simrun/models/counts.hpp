@@ -1,0 +1,49 @@
+// Parameter and FLOP counts of a ModelSpec, by component.
+// Parameters: exact sums of the weight matrices, biases and norm vectors of the architecture.
+// FLOPs: Megatron-LM's num_floating_point_operations (megatron/training/training.py, HEAD
+// after commit 8873b55d6a: causal attention counts half the s² term), with the older
+// non-causal convention available for comparison with sources that use it.
+#pragma once
+
+#include "simrun/models/model_spec.hpp"
+
+namespace simrun {
+
+struct ParamCounts {
+  double embedding = 0;            // token embedding V·h (+ learned positions)
+  double attention = 0;            // all layers: QKV (or MLA) + output projections (+ biases)
+  double mlp_dense = 0;            // dense-FFN layers
+  double experts_routed = 0;       // all routed experts of all MoE layers
+  double experts_shared = 0;       // shared experts of all MoE layers
+  double router = 0;               // MoE gating matrices
+  double norms = 0;                // per-layer and final norms
+  double output = 0;               // untied output projection h·V (0 when tied)
+  double mtp = 0;                  // multi-token-prediction modules (not in total())
+
+  // Parameters of the main model (excludes mtp), e.g. 70.55e9 for llama3-70b.
+  double total() const;
+  // Parameters one token touches: routed experts scaled by top_k/experts.
+  double active(const ModelSpec& m) const;
+  // Parameters of one transformer layer (average over layers).
+  double per_layer(const ModelSpec& m) const;
+};
+
+ParamCounts count_params(const ModelSpec& m);
+
+enum class AttentionFlops {
+  causal,      // Megatron HEAD: s² term halved for the causal mask
+  non_causal,  // Megatron core_r0.8 and NeMo/Mosaic: full s² term
+};
+
+// Model FLOPs per sequence of m.seq_len tokens, forward + backward (3× forward), no recompute,
+// by component.
+struct FlopCounts {
+  double dense_gemms = 0;      // QKV/out projections + FFN/experts, 6·tokens·(active GEMM params)
+  double attention_core = 0;   // QKᵀ and PV
+  double logits = 0;           // vocabulary projection
+  double total() const { return dense_gemms + attention_core + logits; }
+};
+
+FlopCounts count_flops_per_sequence(const ModelSpec& m, AttentionFlops convention);
+
+}  // namespace simrun

@@ -1,0 +1,1 @@
+# sources of the analytic area of simrun_sim

@@ -1,0 +1,1 @@
+# sources of the engine area of simrun_sim

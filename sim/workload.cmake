@@ -1,0 +1,1 @@
+# sources of the workload area of simrun_sim

@@ -1,0 +1,1 @@
+# tests of the analytic area (tests/sim/test_*.cpp)

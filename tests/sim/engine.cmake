@@ -1,0 +1,1 @@
+# tests of engine, network, collectives

@@ -1,0 +1,1 @@
+# tests of the workload builder and step simulation

@@ -1,0 +1,1 @@
+simrun_add_test_exe(test_topologies SOURCES topologies/test_catalog.cpp LIBS simrun_topologies)
