@@ -1,0 +1,50 @@
+// How subcommands plug into the simrun command: each file adds one CLI11 subcommand and a run
+// function; main() parses, runs the chosen one and maps exceptions to exit codes
+// (InputError → 2 with one line on stderr, InfeasibleError → 3, anything else → 1).
+#pragma once
+
+#include "simrun/sim/scenario_parser.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+namespace simrun::cli {
+
+// What every subcommand may need from the edge: where the catalogs are.
+struct CliEnv {
+  std::filesystem::path data_dir;  // root holding models/catalog and topologies/{gpus,fabrics}
+};
+
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;  // returns the exit code
+};
+
+// "Does not fit / infeasible" under a hard check: exit 3.
+class InfeasibleError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class OutputFormat { table, json, csv };
+
+// Scenario file + the Megatron-style override flags shared by estimate/simulate/plan/topology.
+struct ScenarioArgs {
+  std::string file;
+  ScenarioOverrides overrides;
+  bool sequence_parallel_on = false, sequence_parallel_off = false;
+  bool flash_on = false, flash_off = false;
+};
+void add_scenario_options(CLI::App& cmd, ScenarioArgs& args);
+Scenario resolve_scenario(const ScenarioArgs& args, const Catalogs& catalogs);
+
+Command add_estimate_command(CLI::App& root, const CliEnv& env);
+Command add_collective_command(CLI::App& root, const CliEnv& env);
+Command add_topology_command(CLI::App& root, const CliEnv& env);
+Command add_simulate_command(CLI::App& root, const CliEnv& env);
+
+}  // namespace simrun::cli
