@@ -1,0 +1,2 @@
+// placeholder; being written
+#include <catch2/catch.hpp>
