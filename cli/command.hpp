@@ -3,12 +3,14 @@
 // (InputError → 2 with one line on stderr, InfeasibleError → 3, anything else → 1).
 #pragma once
 
+#include "simrun/sim/report.hpp"
 #include "simrun/sim/scenario_parser.hpp"
 
 #include <CLI/CLI.hpp>
 
 #include <filesystem>
 #include <functional>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 
@@ -46,5 +48,13 @@ Command add_estimate_command(CLI::App& root, const CliEnv& env);
 Command add_collective_command(CLI::App& root, const CliEnv& env);
 Command add_topology_command(CLI::App& root, const CliEnv& env);
 Command add_simulate_command(CLI::App& root, const CliEnv& env);
+Command add_textbook_command(CLI::App& root, const CliEnv& env);
+
+// Report printing shared by estimate and simulate (cli/report_output.cpp).
+void print_report_table(const Report& report, const Scenario& scenario, std::ostream& out);
+void print_report_explain(const Report& report, std::ostream& out);
+void print_report_csv(const Report& report, std::ostream& out);
+// Adds --json/--csv (and --explain when `explain` is given) to a command.
+void add_output_options(CLI::App& cmd, OutputFormat& format, bool* explain);
 
 }  // namespace simrun::cli

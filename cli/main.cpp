@@ -1,2 +1,86 @@
-// placeholder; being written
-int main() { return 0; }
+// simrun: cluster simulator and capacity planner for LLM training.
+//   simrun SCENARIO.json                 the main job (= simrun simulate SCENARIO.json)
+//   simrun estimate SCENARIO.json --json closed-form estimate
+//   simrun collective --op all_reduce --gpu h100-sxm --gpus 16
+//   simrun --help                        every subcommand and flag
+// Exit codes (DESIGN.md): 0 ok, 1 internal error, 2 bad input (one line on stderr),
+// 3 does not fit / infeasible under a hard check.
+#include "command.hpp"
+
+#include "simrun/common/error.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::filesystem::path data_dir() {
+  if (const char* env = std::getenv("SIMRUN_DATA_DIR"); env && *env) return env;
+  return SIMRUN_DATA_DIR;
+}
+
+// `simrun X.json ...` and `simrun --validate X.json` are shorthands for subcommands.
+std::vector<std::string> normalise_arguments(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] == "--validate") args[0] = "validate";
+  const bool first_is_file = !args.empty() && args[0].size() > 5 &&
+                             args[0].compare(args[0].size() - 5, 5, ".json") == 0;
+  if (first_is_file) args.insert(args.begin(), "simulate");
+  return args;
+}
+
+int run(int argc, char** argv) {
+  using namespace simrun::cli;
+  CLI::App app{"simrun: cluster simulator and capacity planner for LLM training"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "simrun 0.1.0");
+  const CliEnv env{data_dir()};
+
+  std::vector<Command> commands = {
+      add_simulate_command(app, env),
+      add_estimate_command(app, env),
+      add_collective_command(app, env),
+      add_topology_command(app, env),
+      add_textbook_command(app, env),
+  };
+
+  std::vector<std::string> args = normalise_arguments(argc, argv);
+  std::reverse(args.begin(), args.end());  // CLI11 takes a reversed vector
+  try {
+    app.parse(args);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string what = e.what();
+    if (what.empty()) what = e.get_name();
+    std::cerr << "command line: " << what << " (see simrun --help)\n";
+    return 2;
+  }
+  for (const auto& command : commands)
+    if (command.app->parsed()) return command.run();
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const simrun::InputError& e) {
+    std::cerr << e.what() << "\n";
+    return 2;
+  } catch (const simrun::cli::InfeasibleError& e) {
+    std::cerr << e.what() << "\n";
+    return 3;
+  } catch (const std::exception& e) {
+    std::cerr << "simrun: internal error: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,1 +1,304 @@
-// placeholder; being written
+// Scenario parsing and validation (DESIGN.md "Scenario file"). Every rule that a layout must
+// satisfy to run is checked here, once, so the models below can assume a valid Scenario.
+#include "simrun/sim/scenario.hpp"
+
+#include "simrun/common/error.hpp"
+#include "simrun/common/json_reader.hpp"
+#include "simrun/sim/scenario_parser.hpp"
+
+#include <cmath>
+#include <string>
+
+namespace simrun {
+namespace {
+
+constexpr int64_t kMaxGpus = int64_t(1) << 20;       // 1M GPUs: beyond any cluster built
+constexpr int64_t kMaxParallel = int64_t(1) << 20;
+constexpr int64_t kMaxBatch = int64_t(1) << 24;      // sequences per step
+constexpr int64_t kMaxSeqLen = int64_t(1) << 24;     // 16M tokens
+
+const std::vector<std::string> kRecomputeNames = {"none", "selective", "full"};
+const std::vector<std::string> kPrecisionNames = {"bf16", "fp16", "fp8", "fp32"};
+const std::vector<std::string> kTopologyNames = {"rail-optimized", "fat-tree"};
+
+Recompute parse_recompute(const std::string& s) {
+  if (s == "selective") return Recompute::selective;
+  if (s == "full") return Recompute::full;
+  return Recompute::none;
+}
+
+Precision parse_precision(const std::string& s) {
+  if (s == "fp16") return Precision::fp16;
+  if (s == "fp8") return Precision::fp8;
+  if (s == "fp32") return Precision::fp32;
+  return Precision::bf16;
+}
+
+ModelSpec read_model_field(JsonReader& top, const Catalogs& catalogs, const std::filesystem::path& base_dir) {
+  const auto& raw = top.raw("model");
+  if (raw.is_string()) return catalogs.models.get(raw.get<std::string>(), top.file(), "model");
+  if (!raw.is_object())
+    top.fail("model", "expected a catalog name (e.g. \"llama3-70b\") or a model object");
+  JsonReader model = top.object("model");
+  if (model.has("hf_config")) {
+    const std::filesystem::path hf_path = base_dir / model.string("hf_config");
+    ModelSpec spec = import_hf_config(load_json_file(hf_path), hf_path.string());
+    spec.seq_len = model.integer_or("seq_len", spec.seq_len, 1, kMaxSeqLen);
+    spec.name = model.string_or("name", spec.name);
+    model.finish();
+    return spec;
+  }
+  return read_model(model);
+}
+
+ClusterSpec read_cluster(JsonReader& top, const Catalogs& catalogs) {
+  JsonReader cluster = top.object("cluster");
+  ClusterSpec spec;
+  spec.gpu = catalogs.hardware.gpu(cluster.string("gpu"), top.file(), "cluster.gpu");
+  spec.num_gpus = cluster.integer_or("num_gpus", 8, 1, kMaxGpus);
+  const int64_t default_per_node = std::min<int64_t>(spec.gpu.scale_up_domain >= 72 ? 4 : 8, spec.num_gpus);
+  spec.gpus_per_node = cluster.integer_or("gpus_per_node", default_per_node, 1, 72);
+  if (spec.num_gpus > spec.gpus_per_node && spec.num_gpus % spec.gpus_per_node != 0)
+    cluster.fail("num_gpus", std::to_string(spec.num_gpus) + " GPUs do not fill whole nodes of " +
+                                 std::to_string(spec.gpus_per_node) + " (use a multiple of gpus_per_node)");
+  std::string fabric_id = "ib-ndr";
+  spec.nics_per_node = spec.gpus_per_node;
+  if (cluster.has("fabric")) {
+    JsonReader fabric = cluster.object("fabric");
+    fabric_id = fabric.string_or("kind", fabric_id);
+    spec.fabric = catalogs.hardware.fabric(fabric_id, top.file(), "cluster.fabric.kind");
+    spec.nics_per_node = fabric.integer_or("nics_per_node", spec.gpus_per_node, 1, 64);
+    const std::string topology = fabric.choice_or("topology", "rail-optimized", kTopologyNames);
+    spec.topology = topology == "fat-tree" ? FabricTopology::fat_tree : FabricTopology::rail_optimized;
+    spec.oversubscription = fabric.number_or("oversubscription", 1.0, 1.0, 64.0);
+    fabric.finish();
+  } else {
+    spec.fabric = catalogs.hardware.fabric(fabric_id, top.file(), "cluster.fabric.kind");
+  }
+  cluster.finish();
+  return spec;
+}
+
+Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& cluster) {
+  Layout layout;
+  if (!top.has("layout")) {
+    top.accept("layout");
+    layout.dp = cluster.num_gpus;
+    layout.global_batch = cluster.num_gpus;
+    return layout;
+  }
+  JsonReader r = top.object("layout");
+  layout.tp = r.integer_or("tp", 1, 1, kMaxParallel);
+  layout.pp = r.integer_or("pp", 1, 1, kMaxParallel);
+  layout.cp = r.integer_or("cp", 1, 1, kMaxParallel);
+  layout.ep = r.integer_or("ep", 1, 1, kMaxParallel);
+  const int64_t model_parallel = layout.tp * layout.pp * layout.cp;
+  if (r.has("dp")) {
+    layout.dp = r.integer("dp", 1, kMaxGpus);
+  } else {
+    r.accept("dp");
+    if (cluster.num_gpus % model_parallel != 0)
+      r.fail("dp", "cannot be derived: num_gpus " + std::to_string(cluster.num_gpus) +
+                       " is not divisible by tp*pp*cp = " + std::to_string(model_parallel));
+    layout.dp = cluster.num_gpus / model_parallel;
+  }
+  layout.virtual_stages = r.integer_or("virtual_stages", 1, 1, 1024);
+  layout.sequence_parallel = r.boolean_or("sequence_parallel", layout.tp > 1);
+  layout.zero_stage = static_cast<int>(r.integer_or("zero_stage", 1, 0, 3));
+  layout.micro_batch = r.integer_or("micro_batch", 1, 1, kMaxBatch);
+  layout.global_batch = r.integer_or("global_batch", layout.micro_batch * layout.dp, 1, kMaxBatch);
+  layout.recompute = parse_recompute(r.choice_or("recompute", "none", kRecomputeNames));
+  layout.precision = parse_precision(r.choice_or("precision", "bf16", kPrecisionNames));
+  layout.flash_attention = r.boolean_or("flash_attention", true);
+  r.finish();
+
+  const std::string f = top.file();
+  if (layout.world_size() != cluster.num_gpus)
+    throw InputError(f, "layout", "tp*pp*dp*cp = " + std::to_string(layout.tp) + "*" + std::to_string(layout.pp) +
+                                      "*" + std::to_string(layout.dp) + "*" + std::to_string(layout.cp) + " = " +
+                                      std::to_string(layout.world_size()) + " but cluster.num_gpus = " +
+                                      std::to_string(cluster.num_gpus) + " (they must be equal)");
+  if (model.heads % layout.tp != 0)
+    throw InputError(f, "layout.tp", "tp " + std::to_string(layout.tp) + " does not divide the model's " +
+                                         std::to_string(model.heads) + " attention heads");
+  if (model.kv_heads % layout.tp != 0 && layout.tp % model.kv_heads != 0)
+    throw InputError(f, "layout.tp", "tp " + std::to_string(layout.tp) + " does not divide the model's " +
+                                         std::to_string(model.kv_heads) +
+                                         " kv_heads (nor is a multiple of them for KV replication)");
+  if (model.layers % layout.pp != 0)
+    throw InputError(f, "layout.pp", "pp " + std::to_string(layout.pp) + " does not divide the model's " +
+                                         std::to_string(model.layers) + " layers");
+  const int64_t layers_per_stage = model.layers / layout.pp;
+  if (layout.virtual_stages > 1 && layers_per_stage % layout.virtual_stages != 0)
+    throw InputError(f, "layout.virtual_stages",
+                     std::to_string(layout.virtual_stages) + " virtual stages do not divide the " +
+                         std::to_string(layers_per_stage) + " layers per pipeline stage");
+  if (layout.virtual_stages > 1 && layout.pp == 1)
+    throw InputError(f, "layout.virtual_stages", "virtual stages need pp > 1 (interleaved 1F1B)");
+  if (layout.global_batch % (layout.micro_batch * layout.dp) != 0)
+    throw InputError(f, "layout.global_batch",
+                     std::to_string(layout.global_batch) + " is not divisible by micro_batch*dp = " +
+                         std::to_string(layout.micro_batch) + "*" + std::to_string(layout.dp) + " = " +
+                         std::to_string(layout.micro_batch * layout.dp));
+  if (model.seq_len % layout.cp != 0)
+    throw InputError(f, "layout.cp", "cp " + std::to_string(layout.cp) + " does not divide seq_len " +
+                                         std::to_string(model.seq_len));
+  if (layout.sequence_parallel && model.seq_len % (layout.tp * layout.cp) != 0)
+    throw InputError(f, "layout.sequence_parallel", "seq_len " + std::to_string(model.seq_len) +
+                                                        " is not divisible by tp*cp for sequence parallelism");
+  if (layout.ep > 1) {
+    if (!model.is_moe())
+      throw InputError(f, "layout.ep", "ep > 1 needs a mixture-of-experts model (this one is dense)");
+    if (model.moe->experts % layout.ep != 0)
+      throw InputError(f, "layout.ep", "ep " + std::to_string(layout.ep) + " does not divide the " +
+                                           std::to_string(model.moe->experts) + " experts");
+    if ((layout.dp * layout.cp) % layout.ep != 0)
+      throw InputError(f, "layout.ep", "ep " + std::to_string(layout.ep) + " must divide dp*cp = " +
+                                           std::to_string(layout.dp * layout.cp));
+  }
+  if (layout.precision == Precision::fp8 && cluster.gpu.fp8_flops_per_s <= 0)
+    throw InputError(f, "layout.precision", "fp8 is not supported by " + cluster.gpu.id +
+                                                " (use bf16 or fp16)");
+  return layout;
+}
+
+RunSpec read_run(JsonReader& top) {
+  RunSpec run;
+  if (!top.has("run")) {
+    top.accept("run");
+    return run;
+  }
+  JsonReader r = top.object("run");
+  run.tokens = r.number_or("tokens", 0, 0, 1e18);
+  run.usd_per_gpu_hour = r.number_or("usd_per_gpu_hour", run.usd_per_gpu_hour, 0, 1e4);
+  run.gpu_mtbf_hours = r.number_or("gpu_mtbf_hours", run.gpu_mtbf_hours, 1, 1e9);
+  r.accept("checkpoint_interval_min");
+  if (r.has("checkpoint_interval_min")) {
+    const auto& v = r.raw("checkpoint_interval_min");
+    if (v.is_string()) {
+      if (v.get<std::string>() != "auto")
+        r.fail("checkpoint_interval_min", "expected minutes (a number) or \"auto\"");
+    } else {
+      run.checkpoint_interval_min = r.number("checkpoint_interval_min", 0.1, 1e6);
+    }
+  }
+  run.assumed_mfu = r.optional_number("assumed_mfu", 1e-4, 1.0);
+  r.finish();
+  return run;
+}
+
+}  // namespace
+
+const char* to_string(Recompute r) {
+  switch (r) {
+    case Recompute::none: return "none";
+    case Recompute::selective: return "selective";
+    case Recompute::full: return "full";
+  }
+  return "?";
+}
+
+const char* to_string(FabricTopology t) {
+  return t == FabricTopology::fat_tree ? "fat-tree" : "rail-optimized";
+}
+
+void ScenarioOverrides::apply_to(nlohmann::json& doc) const {
+  if (!doc.is_object()) return;  // parse_scenario reports the type error
+  auto section = [&doc](const char* key) -> nlohmann::json& {
+    auto& s = doc[key];
+    if (s.is_null()) s = nlohmann::json::object();
+    return s;
+  };
+  auto set = [&](const char* sec, const char* key, const auto& value) {
+    if (!value) return;
+    auto& s = section(sec);
+    if (s.is_object()) s[key] = *value;
+  };
+  if (model) doc["model"] = *model;
+  if (seq_len) {
+    auto& m = doc["model"];
+    if (m.is_string()) m = nlohmann::json{{"name", m}};  // handled below as catalog + override
+    if (m.is_object()) m["seq_len"] = *seq_len;
+  }
+  set("cluster", "gpu", gpu);
+  set("cluster", "num_gpus", gpus);
+  set("cluster", "gpus_per_node", gpus_per_node);
+  if (fabric) {
+    auto& c = section("cluster");
+    if (c.is_object()) {
+      auto& f = c["fabric"];
+      if (f.is_null()) f = nlohmann::json::object();
+      if (f.is_object()) f["kind"] = *fabric;
+    }
+  }
+  set("layout", "tp", tp);
+  set("layout", "pp", pp);
+  set("layout", "dp", dp);
+  set("layout", "cp", cp);
+  set("layout", "ep", ep);
+  set("layout", "virtual_stages", virtual_stages);
+  set("layout", "micro_batch", micro_batch);
+  set("layout", "global_batch", global_batch);
+  set("layout", "zero_stage", zero_stage);
+  set("layout", "recompute", recompute);
+  set("layout", "precision", precision);
+  set("layout", "sequence_parallel", sequence_parallel);
+  set("layout", "flash_attention", flash_attention);
+  set("run", "tokens", tokens);
+  set("run", "usd_per_gpu_hour", usd_per_gpu_hour);
+  set("run", "assumed_mfu", mfu);
+  // A changed GPU count invalidates a file's dp unless dp was given too: derive it again.
+  if (gpus && !dp && doc.contains("layout") && doc["layout"].is_object()) doc["layout"].erase("dp");
+}
+
+Scenario parse_scenario(const nlohmann::json& doc, const std::string& file, const Catalogs& catalogs,
+                        const std::filesystem::path& base_dir) {
+  JsonReader top(doc, file);
+  Scenario s;
+  s.file = file;
+  // A catalog name with a seq_len override arrives as {"name": id, "seq_len": n}.
+  if (top.has("model") && top.raw("model").is_object() && top.raw("model").size() == 2 &&
+      top.raw("model").contains("name") && top.raw("model").contains("seq_len") &&
+      catalogs.models.contains(top.raw("model")["name"].get<std::string>())) {
+    JsonReader m = top.object("model");
+    s.model = catalogs.models.get(m.string("name"), file, "model.name");
+    s.model.seq_len = m.integer("seq_len", 1, kMaxSeqLen);
+    m.finish();
+  } else {
+    s.model = read_model_field(top, catalogs, base_dir);
+  }
+  s.cluster = read_cluster(top, catalogs);
+  s.layout = read_layout(top, s.model, s.cluster);
+  s.run = read_run(top);
+  top.accept("description");  // free text for people reading the file
+  top.finish();
+  if (s.layout.zero_stage == 3 && s.layout.pp > 1)
+    throw InputError(file, "layout.zero_stage",
+                     "ZeRO-3/FSDP with pp > 1 is not supported (use zero_stage <= 2 with pipelining)");
+  return s;
+}
+
+Scenario load_scenario(const std::filesystem::path& path, const ScenarioOverrides& overrides,
+                       const Catalogs& catalogs) {
+  nlohmann::json doc = nlohmann::json::object();
+  std::string file = "command line";
+  std::filesystem::path base_dir = std::filesystem::current_path();
+  if (!path.empty()) {
+    doc = load_json_file(path);
+    file = path.string();
+    base_dir = path.parent_path();
+  }
+  overrides.apply_to(doc);
+  if (!doc.is_object()) throw InputError(file, "(top level)", "expected a JSON object");
+  if (!doc.contains("model")) throw InputError(file, "model", "missing (a catalog name such as \"llama3-70b\", or --model)");
+  if (!doc.contains("cluster") || !doc["cluster"].is_object() || !doc["cluster"].contains("gpu"))
+    throw InputError(file, "cluster.gpu", "missing (a GPU id such as \"h100-sxm\", or --gpu)");
+  return parse_scenario(doc, file, catalogs, base_dir);
+}
+
+Catalogs load_catalogs(const std::filesystem::path& data_dir) {
+  return Catalogs{ModelCatalog::load(data_dir / "models" / "catalog"),
+                  HardwareCatalog::load(data_dir / "topologies" / "gpus", data_dir / "topologies" / "fabrics")};
+}
+
+}  // namespace simrun
