@@ -44,7 +44,6 @@ Command add_estimate_command(CLI::App& root, const CliEnv& env) {
                 }
                 break;
             }
-            if (args->explain && args->format != OutputFormat::table) print_report_explain(report, std::cerr);
             return 0;
           }};
 }
