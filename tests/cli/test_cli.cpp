@@ -1,2 +1,210 @@
-// placeholder; being written
+// End-to-end tests of the simrun command: every bad input gets exactly one line on stderr
+// naming file, field and rule, nothing on stdout, and exit 2; good input prints the contract.
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+fs::path scratch_dir() {
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("simrun-test-cli-" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+RunResult run_simrun(const std::string& args) {
+  const fs::path out = scratch_dir() / "stdout.txt";
+  const fs::path err = scratch_dir() / "stderr.txt";
+  const std::string cmd = std::string("'") + SIMRUN_BINARY + "' " + args + " >'" + out.string() + "' 2>'" +
+                          err.string() + "'";
+  const int status = std::system(cmd.c_str());
+  RunResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = read_file(out);
+  r.err = read_file(err);
+  return r;
+}
+
+fs::path write_scenario(const std::string& name, const std::string& text) {
+  const fs::path p = scratch_dir() / name;
+  std::ofstream(p) << text;
+  return p;
+}
+
+// A valid scenario as a JSON value that each case breaks in one place.
+nlohmann::json good_scenario() {
+  return nlohmann::json::parse(R"({
+    "model": "llama3-70b",
+    "cluster": {"gpu": "h100-sxm", "num_gpus": 64, "gpus_per_node": 8,
+                "fabric": {"kind": "ib-ndr", "nics_per_node": 8}},
+    "layout": {"tp": 8, "pp": 4, "dp": 2, "micro_batch": 1, "global_batch": 64,
+               "recompute": "selective", "sequence_parallel": true},
+    "run": {"tokens": 1e11, "usd_per_gpu_hour": 4.0}
+  })");
+}
+
+int count_lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+void require_one_line_error(const RunResult& r, const std::string& must_contain) {
+  INFO("stderr: " << r.err);
+  INFO("stdout: " << r.out);
+  CHECK(r.exit_code == 2);
+  CHECK(r.out.empty());
+  CHECK(count_lines(r.err) == 1);
+  CHECK(r.err.find(must_contain) != std::string::npos);
+}
+
+RunResult estimate_with(const std::string& name, const nlohmann::json& doc) {
+  return run_simrun("estimate '" + write_scenario(name, doc.dump(2)).string() + "' --json");
+}
+
+}  // namespace
+
+TEST_CASE("estimate --json on the headline example prints every contract key", "[cli]") {
+  const RunResult r = run_simrun(std::string("estimate '") + SIMRUN_DATA_DIR + "/examples/llama3-70b-h100.json' --json");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* key : {"step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "hfu", "flops_per_step", "warnings"})
+    CHECK(j.contains(key));
+  for (const char* key : {"params", "active_params"}) CHECK(j["model"].contains(key));
+  for (const char* key : {"peak_bytes_per_gpu", "capacity_bytes", "fits", "weights", "grads", "optimizer", "activations"})
+    CHECK(j["memory"].contains(key));
+  for (const char* key : {"compute_s", "exposed_comm_s", "bubble_s"}) CHECK(j["breakdown"].contains(key));
+  for (const char* key : {"tokens", "days", "gpu_hours", "cost_usd", "energy_kwh", "goodput"}) CHECK(j["run"].contains(key));
+  CHECK(j["step_time_s"].get<double>() > 0);
+  CHECK(j["mfu"].get<double>() > 0.05);
+  CHECK(j["mfu"].get<double>() < 0.8);
+}
+
+TEST_CASE("estimate works without a file from flags alone", "[cli]") {
+  const RunResult r = run_simrun("estimate --model llama3-8b --gpu h100-sxm --gpus 64 --tp 2 --pp 1 --global-batch 256 --json");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["model"]["params"].get<double>() == Approx(8.03e9).epsilon(0.01));
+}
+
+TEST_CASE("flags override the scenario file", "[cli]") {
+  const fs::path file = write_scenario("override.json", good_scenario().dump());
+  const RunResult base = run_simrun("estimate '" + file.string() + "' --json");
+  const RunResult more = run_simrun("estimate '" + file.string() + "' --json --gpus 128 --global-batch 128");
+  REQUIRE(base.exit_code == 0);
+  REQUIRE(more.exit_code == 0);
+  // Twice the GPUs at twice the batch: same per-replica work, so the step time barely moves.
+  const double t1 = nlohmann::json::parse(base.out)["step_time_s"];
+  const double t2 = nlohmann::json::parse(more.out)["step_time_s"];
+  CHECK(t2 == Approx(t1).epsilon(0.2));
+}
+
+TEST_CASE("unknown model and GPU ids list the known ones and suggest the nearest", "[cli][errors]") {
+  auto doc = good_scenario();
+  doc["model"] = "llama3-70";
+  require_one_line_error(estimate_with("bad_model.json", doc), "did you mean \"llama3-70b\"");
+  doc = good_scenario();
+  doc["cluster"]["gpu"] = "h100sxm";
+  const RunResult r = estimate_with("bad_gpu.json", doc);
+  require_one_line_error(r, "cluster.gpu");
+  CHECK(r.err.find("did you mean \"h100-sxm\"") != std::string::npos);
+  CHECK(r.err.find("a100-80gb") != std::string::npos);
+}
+
+TEST_CASE("layout products and divisibility are checked", "[cli][errors]") {
+  auto doc = good_scenario();
+  doc["layout"]["dp"] = 3;
+  require_one_line_error(estimate_with("product.json", doc), "must be equal");
+
+  doc = good_scenario();  // 64 heads, 8 kv heads
+  doc["layout"]["tp"] = 16;
+  doc["layout"]["pp"] = 2;
+  doc["layout"]["global_batch"] = 64;
+  require_one_line_error(estimate_with("tp_kv.json", doc), "kv_heads");
+
+  doc = good_scenario();
+  doc["model"] = {{"name", "odd"}, {"layers", 8}, {"hidden", 1536}, {"heads", 12}, {"kv_heads", 12},
+                  {"ffn_hidden", 6144}, {"ffn_act", "gelu"}, {"vocab", 50304}, {"seq_len", 2048}};
+  doc["layout"]["tp"] = 8;
+  doc["layout"]["pp"] = 4;
+  require_one_line_error(estimate_with("tp_heads.json", doc), "attention heads");
+
+  doc = good_scenario();  // 80 layers
+  doc["layout"]["pp"] = 3;
+  doc["cluster"]["num_gpus"] = 48;
+  require_one_line_error(estimate_with("pp_layers.json", doc), "layout.pp");
+
+  doc = good_scenario();
+  doc["layout"]["global_batch"] = 63;
+  require_one_line_error(estimate_with("batch.json", doc), "layout.global_batch");
+}
+
+TEST_CASE("zero, negative, absurd numbers and wrong types are refused", "[cli][errors]") {
+  auto doc = good_scenario();
+  doc["layout"]["tp"] = 0;
+  require_one_line_error(estimate_with("zero.json", doc), "layout.tp");
+  doc = good_scenario();
+  doc["run"]["usd_per_gpu_hour"] = -1;
+  require_one_line_error(estimate_with("negative.json", doc), "run.usd_per_gpu_hour");
+  doc = good_scenario();
+  doc["cluster"]["num_gpus"] = 1e13;
+  require_one_line_error(estimate_with("absurd.json", doc), "cluster.num_gpus");
+  doc = good_scenario();
+  doc["layout"]["tp"] = "8";
+  require_one_line_error(estimate_with("type.json", doc), "expected an integer");
+  doc = good_scenario();
+  doc["layout"]["micro_batch"] = 1.5;
+  require_one_line_error(estimate_with("fraction.json", doc), "layout.micro_batch");
+  // NaN is not JSON; a file that spells it is malformed.
+  require_one_line_error(run_simrun("estimate '" + write_scenario("nan.json", R"({"model": NaN})").string() + "'"),
+                         "malformed JSON");
+}
+
+TEST_CASE("unknown keys are refused with a suggestion", "[cli][errors]") {
+  auto doc = good_scenario();
+  doc["layout"]["tensor_parallel"] = 8;
+  doc["layout"].erase("tp");
+  const RunResult r = estimate_with("unknown_key.json", doc);
+  require_one_line_error(r, "layout.tensor_parallel: unknown field");
+  doc = good_scenario();
+  doc["layuot"] = doc["layout"];
+  doc.erase("layout");
+  require_one_line_error(estimate_with("unknown_top.json", doc), "did you mean \"layout\"");
+}
+
+TEST_CASE("malformed JSON names line and column; missing files are named", "[cli][errors]") {
+  const fs::path p = write_scenario("malformed.json", "{\n  \"model\": \"llama3-8b\",\n  \"cluster\": {\"gpu\": }\n}\n");
+  const RunResult r = run_simrun("estimate '" + p.string() + "'");
+  require_one_line_error(r, "line 3, column");
+  require_one_line_error(run_simrun("estimate /nonexistent/scenario.json"), "/nonexistent/scenario.json: cannot open");
+}
+
+TEST_CASE("unknown subcommands and flags exit 2 with one line", "[cli][errors]") {
+  require_one_line_error(run_simrun("frobnicate"), "command line");
+  require_one_line_error(run_simrun("estimate --model llama3-8b --gpu h100-sxm --tp x"), "command line");
+}

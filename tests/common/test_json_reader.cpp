@@ -1,2 +1,62 @@
-// placeholder; being written
+// JsonReader: strict typed reading with one-line errors naming file and field path.
+#include "simrun/common/error.hpp"
+#include "simrun/common/json_reader.hpp"
+
 #include <catch2/catch.hpp>
+
+using simrun::InputError;
+using simrun::JsonReader;
+
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("typed getters check type and range and name the dotted path", "[common][json]") {
+  const auto doc = nlohmann::json::parse(R"({"layout": {"tp": 8, "pp": "4", "mb": 0, "f": 2.5, "big": 1e30}})");
+  JsonReader top(doc, "s.json");
+  JsonReader layout = top.object("layout");
+  CHECK(layout.integer("tp", 1, 64) == 8);
+  CHECK(error_of([&] { layout.integer("pp", 1, 64); }) == "s.json: layout.pp: expected an integer, got string (an integer in [1, 64])");
+  CHECK(error_of([&] { layout.integer("mb", 1, 64); }).find("layout.mb: 0 is out of range") != std::string::npos);
+  CHECK(error_of([&] { layout.integer("f", 1, 64); }).find("layout.f: 2.5 is not allowed") != std::string::npos);
+  CHECK(error_of([&] { layout.number("big", 0, 1e9); }).find("out of range") != std::string::npos);
+  CHECK(error_of([&] { layout.integer("missing", 1, 2); }) == "s.json: layout.missing: missing required field");
+  CHECK(layout.integer_or("absent", 7, 1, 9) == 7);
+}
+
+TEST_CASE("finish() refuses unknown keys and suggests the nearest known one", "[common][json]") {
+  const auto doc = nlohmann::json::parse(R"({"tp": 8, "ppp": 2})");
+  JsonReader r(doc, "s.json", "layout");
+  r.integer("tp", 1, 8);
+  r.integer_or("pp", 1, 1, 8);
+  const std::string e = error_of([&] { r.finish(); });
+  CHECK(e.find("s.json: layout.ppp: unknown field (did you mean \"pp\"?") == 0);
+}
+
+TEST_CASE("choices list the allowed values", "[common][json]") {
+  const auto doc = nlohmann::json::parse(R"({"recompute": "ful"})");
+  JsonReader r(doc, "s.json", "layout");
+  const std::string e = error_of([&] { r.choice_or("recompute", "none", {"none", "selective", "full"}); });
+  CHECK(e.find("none|selective|full") != std::string::npos);
+  CHECK(e.find("did you mean \"full\"") != std::string::npos);
+}
+
+TEST_CASE("malformed JSON reports line and column", "[common][json]") {
+  const std::string e = error_of([] { simrun::parse_json_text("{\n  \"a\": 1,\n  \"b\": ]\n}", "x.json"); });
+  CHECK(e.find("x.json: malformed JSON at line 3, column 8") == 0);
+}
+
+TEST_CASE("edit distance and nearest name", "[common][json]") {
+  CHECK(simrun::edit_distance("kitten", "sitting") == 3);
+  CHECK(simrun::edit_distance("", "abc") == 3);
+  CHECK(simrun::nearest_name("h100sxm", {"a100-80gb", "h100-sxm", "h200"}) == "h100-sxm");
+}
