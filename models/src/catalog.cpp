@@ -1,1 +1,128 @@
-// placeholder; being written
+// The model catalog (models/catalog/*.json, one model per file, file stem = id) and the reader
+// of model objects shared by catalog files and inline scenario "model" objects.
+//
+// Units: every field is a count (layers, widths, heads, tokens) or a plain number of parameters;
+// field names are the ModelSpec member names, e.g. {"layers": 80, "hidden": 8192, ...}.
+#include "simrun/models/catalog.hpp"
+
+#include "model_checks.hpp"
+#include "simrun/common/error.hpp"
+
+#include <algorithm>
+
+namespace simrun {
+
+ModelSpec read_model(JsonReader& r) {
+  using namespace detail;
+  ModelSpec m;
+  m.name = r.string_or("name", "custom");
+  if (m.name.empty()) r.fail("name", "must not be empty");
+  m.layers = r.integer("layers", 1, kMaxLayers);
+  m.hidden = r.integer("hidden", 1, kMaxHidden);
+  m.heads = r.integer("heads", 1, kMaxHeads);
+  m.kv_heads = r.integer_or("kv_heads", m.heads, 1, kMaxHeads);
+  m.ffn_hidden = r.integer("ffn_hidden", 1, kMaxFfn);
+  m.ffn_act = r.choice_or("ffn_act", "swiglu", {"swiglu", "gelu"}) == "gelu" ? FfnActivation::gelu
+                                                                             : FfnActivation::swiglu;
+  m.norm = r.choice_or("norm", "rmsnorm", {"rmsnorm", "layernorm"}) == "layernorm" ? NormKind::layernorm
+                                                                                   : NormKind::rmsnorm;
+  m.vocab = r.integer("vocab", 1, kMaxVocab);
+  m.seq_len = r.integer("seq_len", 1, kMaxSeqLen);
+  m.tied_embeddings = r.boolean_or("tied_embeddings", false);
+  m.attention_bias = r.boolean_or("attention_bias", false);
+  m.mlp_bias = r.boolean_or("mlp_bias", false);
+  m.learned_position_embeddings = r.boolean_or("learned_position_embeddings", false);
+  m.max_positions = r.integer_or("max_positions", m.learned_position_embeddings ? m.seq_len : 0, 0, kMaxSeqLen);
+  m.mtp_layers = r.integer_or("mtp_layers", 0, 0, kMaxLayers);
+  m.published_params = r.number_or("published_params", 0, 0, kMaxPublishedParams);
+  m.source = r.string_or("source", "");
+
+  if (r.has("mla")) {
+    JsonReader a = r.object("mla");
+    MlaSpec mla;
+    mla.q_lora_rank = a.integer_or("q_lora_rank", 0, 0, kMaxHidden);
+    mla.kv_lora_rank = a.integer("kv_lora_rank", 1, kMaxHidden);
+    mla.qk_nope_head_dim = a.integer("qk_nope_head_dim", 0, kMaxHeadDim);
+    mla.qk_rope_head_dim = a.integer("qk_rope_head_dim", 0, kMaxHeadDim);
+    mla.v_head_dim = a.integer("v_head_dim", 1, kMaxHeadDim);
+    a.finish();
+    m.mla = mla;
+  } else {
+    r.accept("mla");
+  }
+
+  if (r.has("head_dim")) {
+    m.head_dim = r.integer("head_dim", 1, kMaxHeadDim);
+  } else if (m.mla) {
+    r.accept("head_dim");
+    m.head_dim = m.mla->v_head_dim;  // MLA: the attention output width per head
+  } else {
+    r.accept("head_dim");
+    if (m.hidden % m.heads != 0)
+      r.fail("hidden", std::to_string(m.hidden) + " is not a multiple of heads = " + std::to_string(m.heads) +
+                           " (make it one, or give head_dim explicitly)");
+    m.head_dim = m.hidden / m.heads;
+  }
+
+  if (r.has("moe")) {
+    JsonReader e = r.object("moe");
+    MoeSpec moe;
+    moe.experts = e.integer("experts", 1, kMaxExperts);
+    moe.top_k = e.integer("top_k", 1, kMaxExperts);
+    moe.expert_ffn_hidden = e.integer_or("expert_ffn_hidden", m.ffn_hidden, 1, kMaxFfn);
+    moe.shared_experts = e.integer_or("shared_experts", 0, 0, kMaxExperts);
+    moe.first_dense_layers = e.integer_or("first_dense_layers", 0, 0, kMaxLayers);
+    e.finish();
+    m.moe = moe;
+  } else {
+    r.accept("moe");
+  }
+  r.finish();
+
+  detail::check_model(m, r.file(), [&r](const std::string& field) { return r.path_of(field); });
+  return m;
+}
+
+ModelCatalog ModelCatalog::load(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    throw InputError(dir.string(), "", "model catalog directory not found");
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".json") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());  // deterministic order, and so deterministic errors
+  if (files.empty()) throw InputError(dir.string(), "", "no *.json model files in the catalog directory");
+
+  ModelCatalog catalog;
+  for (const auto& path : files) {
+    const std::string file = path.string();
+    const std::string id = path.stem().string();
+    const nlohmann::json json = load_json_file(path);
+    JsonReader reader(json, file);
+    ModelSpec spec = read_model(reader);
+    if (spec.name != id)
+      throw InputError(file, "name", "\"" + spec.name + "\" differs from the file name; the id is the file stem \"" +
+                                         id + "\"");
+    if (!catalog.m_models.emplace(id, std::move(spec)).second)
+      throw InputError(file, "name", "duplicate model id \"" + id + "\"");
+  }
+  return catalog;
+}
+
+const ModelSpec& ModelCatalog::get(const std::string& id, const std::string& file, const std::string& field) const {
+  const auto it = m_models.find(id);
+  if (it != m_models.end()) return it->second;
+  const auto known = ids();
+  throw InputError(file, field, "unknown model \"" + id + "\" (known: " + join_names(known) +
+                                    "; did you mean \"" + nearest_name(id, known) + "\"?)");
+}
+
+std::vector<std::string> ModelCatalog::ids() const {
+  std::vector<std::string> out;
+  out.reserve(m_models.size());
+  for (const auto& [id, spec] : m_models) out.push_back(id);
+  return out;
+}
+
+}  // namespace simrun

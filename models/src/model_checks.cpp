@@ -1,0 +1,40 @@
+// Cross-field checks of a ModelSpec; see model_checks.hpp.
+#include "model_checks.hpp"
+
+#include "simrun/common/error.hpp"
+
+namespace simrun::detail {
+
+void check_model(const ModelSpec& m, const std::string& file, const FieldPath& path) {
+  auto fail = [&](const std::string& field, const std::string& why) {
+    throw InputError(file, path(field), why);
+  };
+  if (!m.mla) {
+    if (m.heads % m.kv_heads != 0)
+      fail("kv_heads", std::to_string(m.kv_heads) + " does not divide heads = " + std::to_string(m.heads) +
+                           " (GQA needs heads to be a multiple of kv_heads)");
+  }
+  if (m.kv_heads > m.heads)
+    fail("kv_heads", std::to_string(m.kv_heads) + " exceeds heads = " + std::to_string(m.heads));
+  if (m.head_dim <= 0) fail("head_dim", "must be positive");
+  if (m.learned_position_embeddings && m.max_positions <= 0)
+    fail("max_positions", "learned position embeddings need max_positions ≥ 1");
+  if (m.mla) {
+    const MlaSpec& a = *m.mla;
+    if (a.kv_lora_rank <= 0) fail("mla.kv_lora_rank", "must be positive");
+    if (a.qk_nope_head_dim + a.qk_rope_head_dim <= 0)
+      fail("mla.qk_nope_head_dim", "qk_nope_head_dim + qk_rope_head_dim must be positive");
+    if (a.v_head_dim <= 0) fail("mla.v_head_dim", "must be positive");
+    if (m.attention_bias) fail("attention_bias", "biases are not modelled with mla (use false)");
+  }
+  if (m.moe) {
+    const MoeSpec& e = *m.moe;
+    if (e.top_k > e.experts)
+      fail("moe.top_k", std::to_string(e.top_k) + " exceeds moe.experts = " + std::to_string(e.experts));
+    if (e.first_dense_layers >= m.layers)
+      fail("moe.first_dense_layers", std::to_string(e.first_dense_layers) + " leaves no MoE layer (layers = " +
+                                         std::to_string(m.layers) + ")");
+  }
+}
+
+}  // namespace simrun::detail
