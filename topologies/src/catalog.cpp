@@ -1,1 +1,161 @@
-// placeholder; being written
+// The hardware catalog: topologies/gpus/*.json and topologies/fabrics/*.json, one kind per
+// file, file stem = id. Format: topologies/README.md.
+//
+// Units in the files are the ones vendors print, named in each key, and converted to SI here:
+//   *_gb = 1e9 bytes, *_gib = 2^30 bytes, *_mib = 2^20 bytes, *_kib = 2^10 bytes,
+//   *_tb_per_s = 1e12 bytes/s, *_gb_per_s_* = 1e9 bytes/s, *_gbit_per_s = 1e9 bits/s,
+//   dense_tflops = 1e12 FLOP/s (dense, no sparsity), *_us = 1e-6 s, *_ns = 1e-9 s, *_w = watts.
+// NVIDIA's "KB"/"MB" for shared memory and L2 are binary (device queries: H100 L2 = 52,428,800
+// bytes = 50 MiB), hence _kib/_mib.
+#include "simrun/topologies/catalog.hpp"
+
+#include "simrun/common/error.hpp"
+#include "simrun/common/json_reader.hpp"
+#include "simrun/common/units.hpp"
+
+#include <algorithm>
+
+namespace simrun {
+namespace {
+
+constexpr double kKiB = 1024.0;
+constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kBitsPerByte = 8.0;
+
+// Sane upper bounds: generous multiples of the largest current parts.
+constexpr double kMaxMemoryGb = 100'000;    // 100 TB per GPU
+constexpr double kMaxTflops = 1e7;          // 10 EFLOP/s per GPU
+constexpr double kMaxBandwidthTb = 1'000;   // 1 PB/s
+constexpr int64_t kMaxDomain = 1'000'000;
+
+ScaleUpKind scale_up_kind(const std::string& s) {
+  if (s == "mesh") return ScaleUpKind::mesh;
+  if (s == "bridge") return ScaleUpKind::bridge;
+  if (s == "pcie") return ScaleUpKind::pcie;
+  return ScaleUpKind::nvswitch;
+}
+
+GpuSpec read_gpu(JsonReader& r, const std::string& id) {
+  GpuSpec g;
+  g.id = id;
+  g.name = r.string("name");
+  g.vendor = r.choice_or("vendor", "NVIDIA", {"NVIDIA", "AMD"});
+  g.architecture = r.string("architecture");
+  g.hbm_bytes = r.number("hbm_gb", 0.001, kMaxMemoryGb) * kGB;
+  if (r.has("hbm_usable_gib") && r.has("hbm_usable_gb"))
+    r.fail("hbm_usable_gb", "give hbm_usable_gib or hbm_usable_gb, not both");
+  if (const auto gib = r.optional_number("hbm_usable_gib", 0.001, kMaxMemoryGb)) g.hbm_usable_bytes = *gib * kGiB;
+  if (const auto gb = r.optional_number("hbm_usable_gb", 0.001, kMaxMemoryGb)) g.hbm_usable_bytes = *gb * kGB;
+  g.hbm_bytes_per_s = r.number("hbm_tb_per_s", 0.001, kMaxBandwidthTb) * kTera;
+
+  JsonReader peaks = r.object("dense_tflops");
+  g.fp32_flops_per_s = peaks.number("fp32", 0.001, kMaxTflops) * kTera;
+  g.tf32_flops_per_s = peaks.number_or("tf32", 0, 0, kMaxTflops) * kTera;
+  g.bf16_flops_per_s = peaks.number("bf16", 0.001, kMaxTflops) * kTera;
+  g.fp8_flops_per_s = peaks.number_or("fp8", 0, 0, kMaxTflops) * kTera;
+  g.fp4_flops_per_s = peaks.number_or("fp4", 0, 0, kMaxTflops) * kTera;
+  peaks.finish();
+
+  g.sm_count = r.integer("sm_count", 1, 100'000);
+  g.sram_per_sm_bytes = r.number("sram_per_sm_kib", 1, 1e6) * kKiB;
+  g.l2_bytes = r.number("l2_mib", 0.001, 1e6) * kMiB;
+  g.tdp_w = r.number("tdp_w", 1, 100'000);
+
+  JsonReader up = r.object("scale_up");
+  g.scale_up_kind = scale_up_kind(up.choice_or("kind", "nvswitch", {"nvswitch", "mesh", "bridge", "pcie"}));
+  g.scale_up_name = up.string("name");
+  g.scale_up_bytes_per_s = up.number("gb_per_s_per_direction", 0.001, kMaxBandwidthTb * 1000) * kGB;
+  g.scale_up_domain = up.integer("domain", 1, kMaxDomain);
+  g.nvls = up.boolean_or("nvls", false);
+  up.finish();
+  if (g.nvls && g.scale_up_kind != ScaleUpKind::nvswitch)
+    r.fail("scale_up.nvls", "NVLink SHARP needs kind \"nvswitch\"");
+
+  g.pcie_bytes_per_s = r.number("pcie_gb_per_s_per_direction", 0.001, 100'000) * kGB;
+  g.source = r.string("source");
+  if (g.source.empty()) r.fail("source", "every entry names its source");
+  r.string_or("assumed", "");  // free text: the fields that had to be assumed, and why
+  r.finish();
+  return g;
+}
+
+FabricSpec read_fabric(JsonReader& r, const std::string& id) {
+  FabricSpec f;
+  f.id = id;
+  f.name = r.string("name");
+  f.port_bytes_per_s = r.number("port_gbit_per_s", 0.001, 1e6) * 1e9 / kBitsPerByte;
+  f.latency_s = r.number("latency_us", 0, 1e6) * 1e-6;
+  f.switch_latency_s = r.number("switch_latency_ns", 0, 1e9) * 1e-9;
+  f.switch_radix = r.integer("switch_radix", 2, 100'000);
+  f.source = r.string("source");
+  if (f.source.empty()) r.fail("source", "every entry names its source");
+  r.string_or("assumed", "");
+  r.finish();
+  return f;
+}
+
+// Reads every *.json in `dir` (sorted, so errors are deterministic) with `read`.
+template <typename Spec, typename Read>
+std::map<std::string, Spec> load_dir(const std::filesystem::path& dir, const char* what, Read read) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    throw InputError(dir.string(), "", std::string(what) + " catalog directory not found");
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    if (entry.is_regular_file() && entry.path().extension() == ".json") files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  if (files.empty()) throw InputError(dir.string(), "", std::string("no *.json ") + what + " files in the catalog directory");
+  std::map<std::string, Spec> out;
+  for (const auto& path : files) {
+    const std::string id = path.stem().string();
+    const nlohmann::json json = load_json_file(path);
+    JsonReader reader(json, path.string());
+    Spec spec = read(reader, id);
+    if (!out.emplace(id, std::move(spec)).second)
+      throw InputError(path.string(), "", std::string("duplicate ") + what + " id \"" + id + "\"");
+  }
+  return out;
+}
+
+template <typename Spec>
+const Spec& find_or_throw(const std::map<std::string, Spec>& m, const std::string& id, const char* what,
+                          const std::string& file, const std::string& field) {
+  const auto it = m.find(id);
+  if (it != m.end()) return it->second;
+  std::vector<std::string> known;
+  for (const auto& [k, v] : m) known.push_back(k);
+  throw InputError(file, field, std::string("unknown ") + what + " \"" + id + "\" (known: " + join_names(known) +
+                                    "; did you mean \"" + nearest_name(id, known) + "\"?)");
+}
+
+}  // namespace
+
+HardwareCatalog HardwareCatalog::load(const std::filesystem::path& gpus_dir, const std::filesystem::path& fabrics_dir) {
+  HardwareCatalog c;
+  c.m_gpus = load_dir<GpuSpec>(gpus_dir, "GPU", read_gpu);
+  c.m_fabrics = load_dir<FabricSpec>(fabrics_dir, "fabric", read_fabric);
+  return c;
+}
+
+const GpuSpec& HardwareCatalog::gpu(const std::string& id, const std::string& file, const std::string& field) const {
+  return find_or_throw(m_gpus, id, "GPU", file, field);
+}
+
+const FabricSpec& HardwareCatalog::fabric(const std::string& id, const std::string& file,
+                                          const std::string& field) const {
+  return find_or_throw(m_fabrics, id, "fabric", file, field);
+}
+
+std::vector<std::string> HardwareCatalog::gpu_ids() const {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : m_gpus) out.push_back(k);
+  return out;
+}
+
+std::vector<std::string> HardwareCatalog::fabric_ids() const {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : m_fabrics) out.push_back(k);
+  return out;
+}
+
+}  // namespace simrun
