@@ -5,10 +5,10 @@
 // field names are the ModelSpec member names, e.g. {"layers": 80, "hidden": 8192, ...}.
 #include "simrun/models/catalog.hpp"
 
+#include <algorithm>
+
 #include "model_checks.hpp"
 #include "simrun/common/error.hpp"
-
-#include <algorithm>
 
 namespace simrun {
 
@@ -32,7 +32,8 @@ ModelSpec read_model(JsonReader& r) {
   m.attention_bias = r.boolean_or("attention_bias", false);
   m.mlp_bias = r.boolean_or("mlp_bias", false);
   m.learned_position_embeddings = r.boolean_or("learned_position_embeddings", false);
-  m.max_positions = r.integer_or("max_positions", m.learned_position_embeddings ? m.seq_len : 0, 0, kMaxSeqLen);
+  m.max_positions =
+      r.integer_or("max_positions", m.learned_position_embeddings ? m.seq_len : 0, 0, kMaxSeqLen);
   m.mtp_layers = r.integer_or("mtp_layers", 0, 0, kMaxLayers);
   m.published_params = r.number_or("published_params", 0, 0, kMaxPublishedParams);
   m.source = r.string_or("source", "");
@@ -101,21 +102,25 @@ ModelCatalog ModelCatalog::load(const std::filesystem::path& dir) {
     const nlohmann::json json = load_json_file(path);
     JsonReader reader(json, file);
     ModelSpec spec = read_model(reader);
+    if (!reader.has("name")) spec.name = id;
     if (spec.name != id)
-      throw InputError(file, "name", "\"" + spec.name + "\" differs from the file name; the id is the file stem \"" +
-                                         id + "\"");
+      throw InputError(
+          file, "name",
+          "\"" + spec.name + "\" differs from the file name; the id is the file stem \"" + id + "\"");
     if (!catalog.m_models.emplace(id, std::move(spec)).second)
       throw InputError(file, "name", "duplicate model id \"" + id + "\"");
   }
   return catalog;
 }
 
-const ModelSpec& ModelCatalog::get(const std::string& id, const std::string& file, const std::string& field) const {
+const ModelSpec& ModelCatalog::get(const std::string& id, const std::string& file,
+                                   const std::string& field) const {
   const auto it = m_models.find(id);
   if (it != m_models.end()) return it->second;
   const auto known = ids();
-  throw InputError(file, field, "unknown model \"" + id + "\" (known: " + join_names(known) +
-                                    "; did you mean \"" + nearest_name(id, known) + "\"?)");
+  throw InputError(file, field,
+                   "unknown model \"" + id + "\" (known: " + join_names(known) + "; did you mean \"" +
+                       nearest_name(id, known) + "\"?)");
 }
 
 std::vector<std::string> ModelCatalog::ids() const {

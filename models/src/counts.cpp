@@ -13,7 +13,9 @@ namespace {
 double d(int64_t v) { return static_cast<double>(v); }
 
 // Parameters of one norm: LayerNorm has weight and bias (2h), RMSNorm weight only (h).
-double norm_params(const ModelSpec& m, double width) { return m.norm == NormKind::layernorm ? 2 * width : width; }
+double norm_params(const ModelSpec& m, double width) {
+  return m.norm == NormKind::layernorm ? 2 * width : width;
+}
 
 // Weight matrices of one FFN of width `ffn`: SwiGLU gate+up+down (3·h·f), GELU up+down (2·h·f).
 double ffn_matrices(const ModelSpec& m, int64_t ffn) {
@@ -38,7 +40,8 @@ double attention_matrices(const ModelSpec& m) {
     const MlaSpec& l = *m.mla;
     const double qk = d(l.qk_nope_head_dim + l.qk_rope_head_dim);
     const double q = l.q_lora_rank > 0 ? h * d(l.q_lora_rank) + d(l.q_lora_rank) * a * qk : h * a * qk;
-    const double kv = h * d(l.kv_lora_rank + l.qk_rope_head_dim) + d(l.kv_lora_rank) * a * d(l.qk_nope_head_dim + l.v_head_dim);
+    const double kv = h * d(l.kv_lora_rank + l.qk_rope_head_dim) +
+                      d(l.kv_lora_rank) * a * d(l.qk_nope_head_dim + l.v_head_dim);
     return q + kv + a * d(l.v_head_dim) * h;
   }
   const double q = d(m.q_proj_width()), k = d(m.kv_proj_width());
@@ -64,8 +67,8 @@ struct MoeLayerParams {
 };
 MoeLayerParams moe_layer_params(const ModelSpec& m) {
   const MoeSpec& e = *m.moe;
-  return {d(e.experts) * ffn_params(m, e.expert_ffn_hidden), d(e.shared_experts) * ffn_params(m, e.expert_ffn_hidden),
-          d(e.experts) * d(m.hidden)};
+  return {d(e.experts) * ffn_params(m, e.expert_ffn_hidden),
+          d(e.shared_experts) * ffn_params(m, e.expert_ffn_hidden), d(e.experts) * d(m.hidden)};
 }
 
 }  // namespace
@@ -127,7 +130,8 @@ FlopCounts count_flops_per_sequence(const ModelSpec& m, AttentionFlops conventio
 
   double ffn_per_token = d(m.dense_layers()) * ffn_matrices(m, m.ffn_hidden);
   if (m.is_moe())
-    ffn_per_token += d(m.moe_layers()) * d(m.moe->top_k + m.moe->shared_experts) * ffn_matrices(m, m.moe->expert_ffn_hidden);
+    ffn_per_token += d(m.moe_layers()) * d(m.moe->top_k + m.moe->shared_experts) *
+                     ffn_matrices(m, m.moe->expert_ffn_hidden);
 
   FlopCounts f;
   f.dense_gemms = kFwdBwd * kFma * s * (ffn_per_token + L * attention_matrices(m));

@@ -2,14 +2,13 @@
 // classes (ecosystem.md §5: configuration_llama/mixtral/qwen3_moe/gpt_neox/gpt2/deepseek_v3.py
 // and configuration_utils.py). Unknown keys are ignored: hub configs carry many fields
 // (rope_scaling, torch_dtype, ...) that do not change the shape.
-#include "simrun/common/error.hpp"
-#include "simrun/models/catalog.hpp"
-
-#include "model_checks.hpp"
-
 #include <cmath>
 #include <map>
 #include <vector>
+
+#include "model_checks.hpp"
+#include "simrun/common/error.hpp"
+#include "simrun/models/catalog.hpp"
 
 namespace simrun {
 namespace {
@@ -34,7 +33,8 @@ class HfFields {
     if (key.empty()) fail(names.front(), "missing required field" + also_known_as(names));
     return integer_at(key, min, max);
   }
-  int64_t integer_or(const std::vector<std::string>& names, int64_t fallback, int64_t min, int64_t max) const {
+  int64_t integer_or(const std::vector<std::string>& names, int64_t fallback, int64_t min,
+                     int64_t max) const {
     const std::string key = find(names);
     return key.empty() ? fallback : integer_at(key, min, max);
   }
@@ -71,12 +71,14 @@ class HfFields {
     double x = 0;
     if (v.is_number_integer()) {
       x = static_cast<double>(v.get<int64_t>());
-    } else if (v.is_number_float() && std::isfinite(v.get<double>()) && v.get<double>() == std::floor(v.get<double>())) {
+    } else if (v.is_number_float() && std::isfinite(v.get<double>()) &&
+               v.get<double>() == std::floor(v.get<double>())) {
       x = v.get<double>();
     } else {
       fail(key, std::string("expected an integer, got ") + v.type_name() + " " + range);
     }
-    if (x < double(min) || x > double(max)) fail(key, std::to_string(static_cast<int64_t>(x)) + " is out of range " + range);
+    if (x < double(min) || x > double(max))
+      fail(key, std::to_string(static_cast<int64_t>(x)) + " is out of range " + range);
     return static_cast<int64_t>(x);
   }
 
@@ -89,8 +91,8 @@ class HfFields {
 // DeepSeek: gate·up·down) are SwiGLU with 3 matrices; GELU/ReLU FFNs have 2.
 FfnActivation activation_from(const HfFields& f, const std::string& key, const std::string& act) {
   static const std::vector<std::string> gated = {"silu", "swish", "swiglu"};
-  static const std::vector<std::string> plain = {"gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh",
-                                                 "gelu_python", "gelu_10", "quick_gelu", "relu"};
+  static const std::vector<std::string> plain = {"gelu",        "gelu_new", "gelu_fast",  "gelu_pytorch_tanh",
+                                                 "gelu_python", "gelu_10",  "quick_gelu", "relu"};
   for (const auto& g : gated)
     if (act == g) return FfnActivation::swiglu;
   for (const auto& p : plain)
@@ -105,7 +107,8 @@ FfnActivation activation_from(const HfFields& f, const std::string& key, const s
 
 ModelSpec import_hf_config(const nlohmann::json& config, const std::string& file) {
   using namespace detail;
-  if (!config.is_object()) throw InputError(file, "(top level)", "expected a JSON object (a HuggingFace config.json)");
+  if (!config.is_object())
+    throw InputError(file, "(top level)", "expected a JSON object (a HuggingFace config.json)");
   // Multimodal configs (Llava, Mllama, Gemma 3, ...) nest the language model under text_config.
   const bool nested = config.contains("text_config") && config.at("text_config").is_object();
   const nlohmann::json& obj = nested ? config.at("text_config") : config;
@@ -131,7 +134,10 @@ ModelSpec import_hf_config(const nlohmann::json& config, const std::string& file
   m.ffn_hidden = f.integer_or({"intermediate_size", "n_inner", "ffn_dim"}, 4 * m.hidden, 1, kMaxFfn);
 
   const std::string act_key = f.find({"hidden_act", "activation_function"});
-  const std::string act = act_key.empty() ? (gpt2 ? "gelu_new" : neox ? "gelu" : "silu") : f.string_or({act_key}, "");
+  const std::string act = act_key.empty() ? (gpt2   ? "gelu_new"
+                                             : neox ? "gelu"
+                                                    : "silu")
+                                          : f.string_or({act_key}, "");
   m.ffn_act = activation_from(f, act_key.empty() ? "hidden_act" : act_key, act);
 
   // Family conventions: GPT-2 and GPT-NeoX use LayerNorm with biases and biased projections;
@@ -145,9 +151,9 @@ ModelSpec import_hf_config(const nlohmann::json& config, const std::string& file
   }
   // tie_word_embeddings: Llama/Mistral/Mixtral/Qwen3-MoE/GPT-NeoX/DeepSeek classes default to
   // false; GPT-2 and unknown families inherit PretrainedConfig's v4 default of true.
-  static const std::vector<std::string> untied_by_default = {"llama", "mistral", "mixtral", "qwen2", "qwen3",
-                                                             "qwen2_moe", "qwen3_moe", "gpt_neox", "deepseek_v2",
-                                                             "deepseek_v3"};
+  static const std::vector<std::string> untied_by_default = {
+      "llama",     "mistral",   "mixtral",  "qwen2",       "qwen3",
+      "qwen2_moe", "qwen3_moe", "gpt_neox", "deepseek_v2", "deepseek_v3"};
   bool tie_default = true;
   for (const auto& t : untied_by_default)
     if (model_type == t) tie_default = false;
@@ -169,8 +175,8 @@ ModelSpec import_hf_config(const nlohmann::json& config, const std::string& file
   } else {
     if (m.hidden % m.heads != 0)
       f.fail(f.find({"hidden_size", "n_embd", "d_model"}),
-             std::to_string(m.hidden) + " is not a multiple of the attention heads " + std::to_string(m.heads) +
-                 " and no head_dim is given");
+             std::to_string(m.hidden) + " is not a multiple of the attention heads " +
+                 std::to_string(m.heads) + " and no head_dim is given");
     m.head_dim = m.hidden / m.heads;
   }
 
@@ -188,9 +194,10 @@ ModelSpec import_hf_config(const nlohmann::json& config, const std::string& file
     if (f.has({"shared_expert_intermediate_size"})) {
       const int64_t width = f.integer({"shared_expert_intermediate_size"}, 0, kMaxFfn);
       if (width % moe.expert_ffn_hidden != 0)
-        f.fail("shared_expert_intermediate_size",
-               std::to_string(width) + " is not a multiple of moe_intermediate_size " +
-                   std::to_string(moe.expert_ffn_hidden) + " (simrun models shared experts of the routed width)");
+        f.fail("shared_expert_intermediate_size", std::to_string(width) +
+                                                      " is not a multiple of moe_intermediate_size " +
+                                                      std::to_string(moe.expert_ffn_hidden) +
+                                                      " (simrun models shared experts of the routed width)");
       moe.shared_experts = width / moe.expert_ffn_hidden;
     }
     moe.first_dense_layers = f.integer_or({"first_k_dense_replace"}, 0, 0, m.layers - 1);
@@ -221,11 +228,18 @@ ModelSpec import_hf_config(const nlohmann::json& config, const std::string& file
   m.source = "HuggingFace config.json: " + file;
 
   static const std::map<std::string, std::string> hf_names = {
-      {"kv_heads", "num_key_value_heads"}, {"heads", "num_attention_heads"}, {"head_dim", "head_dim"},
-      {"layers", "num_hidden_layers"},     {"hidden", "hidden_size"},        {"max_positions", "max_position_embeddings"},
-      {"moe.top_k", "num_experts_per_tok"}, {"moe.first_dense_layers", "first_k_dense_replace"},
-      {"mla.kv_lora_rank", "kv_lora_rank"}, {"mla.qk_nope_head_dim", "qk_nope_head_dim"},
-      {"mla.v_head_dim", "v_head_dim"},    {"attention_bias", "attention_bias"}};
+      {"kv_heads", "num_key_value_heads"},
+      {"heads", "num_attention_heads"},
+      {"head_dim", "head_dim"},
+      {"layers", "num_hidden_layers"},
+      {"hidden", "hidden_size"},
+      {"max_positions", "max_position_embeddings"},
+      {"moe.top_k", "num_experts_per_tok"},
+      {"moe.first_dense_layers", "first_k_dense_replace"},
+      {"mla.kv_lora_rank", "kv_lora_rank"},
+      {"mla.qk_nope_head_dim", "qk_nope_head_dim"},
+      {"mla.v_head_dim", "v_head_dim"},
+      {"attention_bias", "attention_bias"}};
   detail::check_model(m, file, [&f](const std::string& field) {
     const auto it = hf_names.find(field);
     return f.path(it == hf_names.end() ? field : it->second);

@@ -32,8 +32,8 @@ void check_model(const ModelSpec& m, const std::string& file, const FieldPath& p
     if (e.top_k > e.experts)
       fail("moe.top_k", std::to_string(e.top_k) + " exceeds moe.experts = " + std::to_string(e.experts));
     if (e.first_dense_layers >= m.layers)
-      fail("moe.first_dense_layers", std::to_string(e.first_dense_layers) + " leaves no MoE layer (layers = " +
-                                         std::to_string(m.layers) + ")");
+      fail("moe.first_dense_layers", std::to_string(e.first_dense_layers) +
+                                         " leaves no MoE layer (layers = " + std::to_string(m.layers) + ")");
   }
 }
 

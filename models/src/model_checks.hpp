@@ -2,10 +2,10 @@
 // (catalog/inline model object or HuggingFace config.json) produced it.
 #pragma once
 
-#include "simrun/models/model_spec.hpp"
-
 #include <functional>
 #include <string>
+
+#include "simrun/models/model_spec.hpp"
 
 namespace simrun::detail {
 

@@ -1,11 +1,10 @@
 // Tests of the model catalog (models/catalog/*.json) and of read_model's validation.
+#include <catch2/catch.hpp>
+#include <fstream>
+
 #include "simrun/common/error.hpp"
 #include "simrun/models/catalog.hpp"
 #include "simrun/models/counts.hpp"
-
-#include <catch2/catch.hpp>
-
-#include <fstream>
 
 using namespace simrun;
 
@@ -36,9 +35,9 @@ const char* kValid = R"({"name": "tiny", "layers": 4, "hidden": 256, "heads": 8,
 }  // namespace
 
 TEST_CASE("every contract model id is in the catalog", "[models][catalog]") {
-  const std::vector<std::string> contract = {"gpt3-175b",  "mt-nlg-530b", "bloom-176b",  "llama2-7b",
-                                             "llama2-13b", "llama2-70b",  "llama3-8b",   "llama3-70b",
-                                             "llama3-405b", "mistral-7b", "mixtral-8x7b", "deepseek-v3"};
+  const std::vector<std::string> contract = {"gpt3-175b",   "mt-nlg-530b", "bloom-176b",   "llama2-7b",
+                                             "llama2-13b",  "llama2-70b",  "llama3-8b",    "llama3-70b",
+                                             "llama3-405b", "mistral-7b",  "mixtral-8x7b", "deepseek-v3"};
   for (const auto& id : contract) {
     INFO(id);
     REQUIRE(catalog().contains(id));
@@ -122,15 +121,20 @@ TEST_CASE("bad model fields are rejected with their field path", "[models][read_
       {"unknown activation", with("\"swiglu\"", "\"relu2\""), "model.ffn_act"},
       {"unknown key", with("\"tied_embeddings\"", "\"tied_embedding\""), "model.tied_embedding"},
       {"missing ffn_hidden", with("\"ffn_hidden\": 1024,", ""), "model.ffn_hidden"},
-      {"moe top_k above experts", with("\"seq_len\": 512", "\"seq_len\": 512, \"moe\": {\"experts\": 4, \"top_k\": 5}"),
+      {"moe top_k above experts",
+       with("\"seq_len\": 512", "\"seq_len\": 512, \"moe\": {\"experts\": 4, \"top_k\": 5}"),
        "model.moe.top_k"},
-      {"moe unknown key", with("\"seq_len\": 512", "\"seq_len\": 512, \"moe\": {\"experts\": 4, \"top_k\": 1, \"topk\": 2}"),
+      {"moe unknown key",
+       with("\"seq_len\": 512", "\"seq_len\": 512, \"moe\": {\"experts\": 4, \"top_k\": 1, \"topk\": 2}"),
        "model.moe.topk"},
       {"moe all layers dense",
-       with("\"seq_len\": 512", "\"seq_len\": 512, \"moe\": {\"experts\": 4, \"top_k\": 1, \"first_dense_layers\": 4}"),
+       with("\"seq_len\": 512",
+            "\"seq_len\": 512, \"moe\": {\"experts\": 4, \"top_k\": 1, \"first_dense_layers\": 4}"),
        "model.moe.first_dense_layers"},
       {"mla without kv_lora_rank",
-       with("\"seq_len\": 512", "\"seq_len\": 512, \"mla\": {\"qk_nope_head_dim\": 16, \"qk_rope_head_dim\": 8, \"v_head_dim\": 16}"),
+       with("\"seq_len\": 512",
+            "\"seq_len\": 512, \"mla\": {\"qk_nope_head_dim\": 16, \"qk_rope_head_dim\": 8, \"v_head_dim\": "
+            "16}"),
        "model.mla.kv_lora_rank"},
   };
   for (const auto& c : cases) {

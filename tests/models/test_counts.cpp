@@ -1,12 +1,11 @@
 // Tests of count_params and count_flops_per_sequence: published totals, exact checkpoint
 // counts, and Megatron-LM's closed forms.
-#include "simrun/models/catalog.hpp"
-#include "simrun/models/counts.hpp"
-
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <map>
+
+#include "simrun/models/catalog.hpp"
+#include "simrun/models/counts.hpp"
 
 using namespace simrun;
 
@@ -20,7 +19,8 @@ const ModelCatalog& catalog() {
 
 double rel_error(double got, double want) { return std::abs(got - want) / want; }
 
-ModelSpec dense(int64_t L, int64_t h, int64_t a, int64_t g, int64_t ffn, FfnActivation act, int64_t V, int64_t s) {
+ModelSpec dense(int64_t L, int64_t h, int64_t a, int64_t g, int64_t ffn, FfnActivation act, int64_t V,
+                int64_t s) {
   ModelSpec m;
   m.name = "test";
   m.layers = L;
@@ -42,8 +42,8 @@ TEST_CASE("parameter counts of every catalog model are within 1% of the publishe
   // Published totals, kept here (not read from the data files) so a data edit cannot move the
   // oracle. Sources: each model's paper or model card, as cited in its catalog file.
   const std::map<std::string, double> published = {
-      {"gpt3-175b", 175e9},    {"mt-nlg-530b", 530e9}, {"bloom-176b", 176.2e9},  {"llama2-7b", 6.74e9},
-      {"llama2-13b", 13.0e9},  {"llama2-70b", 69.0e9}, {"llama3-8b", 8.03e9},    {"llama3-70b", 70.6e9},
+      {"gpt3-175b", 175e9},     {"mt-nlg-530b", 530e9}, {"bloom-176b", 176.2e9},  {"llama2-7b", 6.74e9},
+      {"llama2-13b", 13.0e9},   {"llama2-70b", 69.0e9}, {"llama3-8b", 8.03e9},    {"llama3-70b", 70.6e9},
       {"llama3-405b", 405.9e9}, {"mistral-7b", 7.24e9}, {"mixtral-8x7b", 46.7e9}, {"deepseek-v3", 671e9},
   };
   REQUIRE(catalog().ids().size() == published.size());
@@ -142,7 +142,8 @@ TEST_CASE("FLOPs equal Megatron's closed form (causal, HEAD)", "[models][flops]"
     const double s = m.seq_len, L = m.layers, h = m.hidden, V = m.vocab;
     const double q = double(m.heads * m.head_dim), k = double(m.kv_heads * m.head_dim);
     const double f = m.ffn_act == FfnActivation::swiglu ? 3 : 2;
-    const double closed = 6 * s * (L * h * m.ffn_hidden * f + L * (h * (q + 2 * k) + q * h) + h * V) + 6 * s * s * L * q;
+    const double closed =
+        6 * s * (L * h * m.ffn_hidden * f + L * (h * (q + 2 * k) + q * h) + h * V) + 6 * s * s * L * q;
     const FlopCounts got = count_flops_per_sequence(m, AttentionFlops::causal);
     CHECK(got.total() == Approx(closed).epsilon(1e-12));
     CHECK(got.attention_core == Approx(6 * s * s * L * q).epsilon(1e-12));
@@ -158,7 +159,8 @@ TEST_CASE("non-causal FLOPs match Narayanan et al.'s 72·B·s·l·h²·(1 + s/6h
     const double s = m.seq_len, l = m.layers, h = m.hidden, V = m.vocab;
     const double narayanan = 72 * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
     INFO(id);
-    CHECK(count_flops_per_sequence(m, AttentionFlops::non_causal).total() == Approx(narayanan).epsilon(1e-12));
+    CHECK(count_flops_per_sequence(m, AttentionFlops::non_causal).total() ==
+          Approx(narayanan).epsilon(1e-12));
   }
   // The two conventions differ by exactly half the non-causal score term.
   const ModelSpec& m = catalog().get("llama3-8b", "t", "m");

@@ -1,11 +1,10 @@
 // Tests of import_hf_config on small HuggingFace config.json fixtures (tests/data/hf/).
+#include <catch2/catch.hpp>
+#include <cmath>
+
 #include "simrun/common/error.hpp"
 #include "simrun/models/catalog.hpp"
 #include "simrun/models/counts.hpp"
-
-#include <catch2/catch.hpp>
-
-#include <cmath>
 
 using namespace simrun;
 
@@ -18,7 +17,9 @@ ModelSpec import_fixture(const std::string& name) {
   return import_hf_config(load_json_file(path), path.string());
 }
 
-ModelSpec import_text(const std::string& text) { return import_hf_config(parse_json_text(text, "config.json"), "config.json"); }
+ModelSpec import_text(const std::string& text) {
+  return import_hf_config(parse_json_text(text, "config.json"), "config.json");
+}
 
 const ModelCatalog& catalog() {
   static const ModelCatalog c =
@@ -46,7 +47,7 @@ void check_same_shape(const ModelSpec& a, const ModelSpec& b) {
 TEST_CASE("a Llama-3-8B config.json gives the catalog shape and 8.03B parameters", "[models][hf]") {
   const ModelSpec m = import_fixture("llama3-8b.json");
   check_same_shape(m, catalog().get("llama3-8b", "t", "m"));
-  CHECK(m.seq_len == 8192);  // max_position_embeddings is the default seq_len
+  CHECK(m.seq_len == 8192);                   // max_position_embeddings is the default seq_len
   CHECK(m.ffn_act == FfnActivation::swiglu);  // hidden_act silu ⇒ 3 matrices
   CHECK(count_params(m).total() == 8'030'261'248.0);
 }
@@ -132,7 +133,7 @@ TEST_CASE("GPT-NeoX-20B: untied embed_in/embed_out, biases, 20.55B", "[models][h
   CHECK_FALSE(m.tied_embeddings);
   CHECK(m.attention_bias);
   CHECK(m.norm == NormKind::layernorm);
-  CHECK_FALSE(m.learned_position_embeddings);  // rotary
+  CHECK_FALSE(m.learned_position_embeddings);          // rotary
   CHECK(count_params(m).total() == 20'554'567'680.0);  // EleutherAI checkpoint
 }
 
@@ -155,8 +156,9 @@ TEST_CASE("bad HF configs give one InputError naming the field", "[models][hf][e
   const std::string base = R"("model_type": "llama", "intermediate_size": 128, "num_hidden_layers": 2,
     "vocab_size": 100, "max_position_embeddings": 128)";
   CHECK(field_of("{" + base + R"(, "num_attention_heads": 4})") == "hidden_size");
-  CHECK(field_of("{" + base + R"(, "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 3})") ==
-        "num_key_value_heads");
+  CHECK(
+      field_of("{" + base + R"(, "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 3})") ==
+      "num_key_value_heads");
   CHECK(field_of("{" + base + R"(, "hidden_size": 66, "num_attention_heads": 4})") == "hidden_size");
   CHECK(field_of("{" + base + R"(, "hidden_size": "64", "num_attention_heads": 4})") == "hidden_size");
   CHECK(field_of(R"({"text_config": {)" + base + R"(, "hidden_size": 64, "num_attention_heads": 0}})") ==

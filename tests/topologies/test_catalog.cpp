@@ -1,11 +1,10 @@
 // Tests of the hardware catalog (topologies/gpus/*.json, topologies/fabrics/*.json).
+#include <catch2/catch.hpp>
+#include <fstream>
+
 #include "simrun/common/error.hpp"
 #include "simrun/common/units.hpp"
 #include "simrun/topologies/catalog.hpp"
-
-#include <catch2/catch.hpp>
-
-#include <fstream>
 
 using namespace simrun;
 
@@ -100,7 +99,8 @@ TEST_CASE("GPU figures match the reference datasheets", "[topologies][catalog]")
 }
 
 TEST_CASE("every contract fabric id exists with bandwidth, latency and radix", "[topologies][catalog]") {
-  const std::map<std::string, double> gbit = {{"ib-hdr", 200}, {"ib-ndr", 400}, {"ib-xdr", 800}, {"roce-400g", 400}};
+  const std::map<std::string, double> gbit = {
+      {"ib-hdr", 200}, {"ib-ndr", 400}, {"ib-xdr", 800}, {"roce-400g", 400}};
   for (const auto& id : kContractFabrics) {
     INFO(id);
     const FabricSpec& f = catalog().fabric(id, "test", "cluster.fabric.kind");
@@ -116,7 +116,8 @@ TEST_CASE("every contract fabric id exists with bandwidth, latency and radix", "
   CHECK(catalog().fabric_ids().size() == kContractFabrics.size());
 }
 
-TEST_CASE("unknown GPU and fabric ids list the known ones and suggest the nearest", "[topologies][catalog][errors]") {
+TEST_CASE("unknown GPU and fabric ids list the known ones and suggest the nearest",
+          "[topologies][catalog][errors]") {
   try {
     catalog().gpu("h100", "run.json", "cluster.gpu");
     FAIL("no error");
@@ -125,7 +126,8 @@ TEST_CASE("unknown GPU and fabric ids list the known ones and suggest the neares
     CHECK(e.field() == "cluster.gpu");
     CHECK_THAT(e.why(), Catch::Contains("unknown GPU \"h100\""));
     CHECK_THAT(e.why(), Catch::Contains("known: a100-40gb, a100-80gb"));
-    CHECK_THAT(e.why(), Catch::Contains("did you mean \"h200\"?") || Catch::Contains("did you mean \"h800\"?"));
+    CHECK_THAT(e.why(),
+               Catch::Contains("did you mean \"h200\"?") || Catch::Contains("did you mean \"h800\"?"));
   }
   try {
     catalog().fabric("ib-ndr400", "run.json", "cluster.fabric.kind");

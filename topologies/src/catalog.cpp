@@ -9,11 +9,11 @@
 // bytes = 50 MiB), hence _kib/_mib.
 #include "simrun/topologies/catalog.hpp"
 
+#include <algorithm>
+
 #include "simrun/common/error.hpp"
 #include "simrun/common/json_reader.hpp"
 #include "simrun/common/units.hpp"
-
-#include <algorithm>
 
 namespace simrun {
 namespace {
@@ -23,9 +23,9 @@ constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kBitsPerByte = 8.0;
 
 // Sane upper bounds: generous multiples of the largest current parts.
-constexpr double kMaxMemoryGb = 100'000;    // 100 TB per GPU
-constexpr double kMaxTflops = 1e7;          // 10 EFLOP/s per GPU
-constexpr double kMaxBandwidthTb = 1'000;   // 1 PB/s
+constexpr double kMaxMemoryGb = 100'000;   // 100 TB per GPU
+constexpr double kMaxTflops = 1e7;         // 10 EFLOP/s per GPU
+constexpr double kMaxBandwidthTb = 1'000;  // 1 PB/s
 constexpr int64_t kMaxDomain = 1'000'000;
 
 ScaleUpKind scale_up_kind(const std::string& s) {
@@ -44,7 +44,8 @@ GpuSpec read_gpu(JsonReader& r, const std::string& id) {
   g.hbm_bytes = r.number("hbm_gb", 0.001, kMaxMemoryGb) * kGB;
   if (r.has("hbm_usable_gib") && r.has("hbm_usable_gb"))
     r.fail("hbm_usable_gb", "give hbm_usable_gib or hbm_usable_gb, not both");
-  if (const auto gib = r.optional_number("hbm_usable_gib", 0.001, kMaxMemoryGb)) g.hbm_usable_bytes = *gib * kGiB;
+  if (const auto gib = r.optional_number("hbm_usable_gib", 0.001, kMaxMemoryGb))
+    g.hbm_usable_bytes = *gib * kGiB;
   if (const auto gb = r.optional_number("hbm_usable_gb", 0.001, kMaxMemoryGb)) g.hbm_usable_bytes = *gb * kGB;
   g.hbm_bytes_per_s = r.number("hbm_tb_per_s", 0.001, kMaxBandwidthTb) * kTera;
 
@@ -104,7 +105,8 @@ std::map<std::string, Spec> load_dir(const std::filesystem::path& dir, const cha
   for (const auto& entry : std::filesystem::directory_iterator(dir))
     if (entry.is_regular_file() && entry.path().extension() == ".json") files.push_back(entry.path());
   std::sort(files.begin(), files.end());
-  if (files.empty()) throw InputError(dir.string(), "", std::string("no *.json ") + what + " files in the catalog directory");
+  if (files.empty())
+    throw InputError(dir.string(), "", std::string("no *.json ") + what + " files in the catalog directory");
   std::map<std::string, Spec> out;
   for (const auto& path : files) {
     const std::string id = path.stem().string();
@@ -124,20 +126,23 @@ const Spec& find_or_throw(const std::map<std::string, Spec>& m, const std::strin
   if (it != m.end()) return it->second;
   std::vector<std::string> known;
   for (const auto& [k, v] : m) known.push_back(k);
-  throw InputError(file, field, std::string("unknown ") + what + " \"" + id + "\" (known: " + join_names(known) +
-                                    "; did you mean \"" + nearest_name(id, known) + "\"?)");
+  throw InputError(file, field,
+                   std::string("unknown ") + what + " \"" + id + "\" (known: " + join_names(known) +
+                       "; did you mean \"" + nearest_name(id, known) + "\"?)");
 }
 
 }  // namespace
 
-HardwareCatalog HardwareCatalog::load(const std::filesystem::path& gpus_dir, const std::filesystem::path& fabrics_dir) {
+HardwareCatalog HardwareCatalog::load(const std::filesystem::path& gpus_dir,
+                                      const std::filesystem::path& fabrics_dir) {
   HardwareCatalog c;
   c.m_gpus = load_dir<GpuSpec>(gpus_dir, "GPU", read_gpu);
   c.m_fabrics = load_dir<FabricSpec>(fabrics_dir, "fabric", read_fabric);
   return c;
 }
 
-const GpuSpec& HardwareCatalog::gpu(const std::string& id, const std::string& file, const std::string& field) const {
+const GpuSpec& HardwareCatalog::gpu(const std::string& id, const std::string& file,
+                                    const std::string& field) const {
   return find_or_throw(m_gpus, id, "GPU", file, field);
 }
 
