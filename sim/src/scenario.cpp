@@ -121,10 +121,10 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
   if (model.heads % layout.tp != 0)
     throw InputError(f, "layout.tp", "tp " + std::to_string(layout.tp) + " does not divide the model's " +
                                          std::to_string(model.heads) + " attention heads");
-  if (model.kv_heads % layout.tp != 0 && layout.tp % model.kv_heads != 0)
+  // Megatron-Core's TransformerConfig requires num_query_groups % tp == 0.
+  if (model.kv_heads % layout.tp != 0)
     throw InputError(f, "layout.tp", "tp " + std::to_string(layout.tp) + " does not divide the model's " +
-                                         std::to_string(model.kv_heads) +
-                                         " kv_heads (nor is a multiple of them for KV replication)");
+                                         std::to_string(model.kv_heads) + " kv_heads (query groups)");
   if (model.layers % layout.pp != 0)
     throw InputError(f, "layout.pp", "pp " + std::to_string(layout.pp) + " does not divide the model's " +
                                          std::to_string(model.layers) + " layers");
