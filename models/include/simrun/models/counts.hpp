@@ -22,7 +22,9 @@ struct ParamCounts {
 
   // Parameters of the main model (excludes mtp), e.g. 70.55e9 for llama3-70b.
   double total() const;
-  // Parameters one token touches: routed experts scaled by top_k/experts.
+  // Parameters one token touches: routed experts scaled by top_k/experts; the embedding and
+  // output matrices count in full (Mistral's convention: Mixtral 12.9B). DeepSeek's "37B
+  // activated" leaves the input embedding out: active(m) - embedding.
   double active(const ModelSpec& m) const;
   // Parameters of one transformer layer (average over layers).
   double per_layer(const ModelSpec& m) const;
@@ -36,7 +38,10 @@ enum class AttentionFlops {
 };
 
 // Model FLOPs per sequence of m.seq_len tokens, forward + backward (3× forward), no recompute,
-// by component.
+// by component. Weight matrices only (biases, norms, routers and MTP modules are not counted,
+// as in Megatron). MoE layers count top_k routed + shared experts. MLA counts its low-rank
+// projection matrices, and scores with a·(d_nope + d_rope) for QKᵀ and a·d_v for PV per
+// (query, key) pair in place of 2·q.
 struct FlopCounts {
   double dense_gemms = 0;      // QKV/out projections + FFN/experts, 6·tokens·(active GEMM params)
   double attention_core = 0;   // QKᵀ and PV
