@@ -1,1 +1,9 @@
-# sources of the analytic area of simrun_sim
+# sources of the analytic area of simrun_sim: closed-form FLOPs, memory, step time, run totals,
+# collective α-β costs, the report JSON and the textbook exercises.
+target_sources(simrun_sim PRIVATE
+  src/analytic.cpp
+  src/collective_cost.cpp
+  src/memory_model.cpp
+  src/run_cost.cpp
+  src/textbook.cpp
+)

@@ -1,1 +1,61 @@
-// placeholder; being written
+// The report as JSON: DESIGN.md's contract keys (SI units) plus the extras — fidelity, FLOP
+// convention, hardware FLOPs, the full breakdown, the workspace allowance, the checkpoint
+// interval and, when present, the explanations of --explain.
+#include "simrun/sim/report.hpp"
+
+namespace simrun {
+
+nlohmann::json to_json(const Report& r) {
+  nlohmann::json j;
+  j["fidelity"] = r.fidelity;
+  j["flop_convention"] = r.flop_convention;
+  j["step_time_s"] = r.step_time_s;
+  j["tokens_per_s"] = r.tokens_per_s;
+  j["tflops_per_gpu"] = r.tflops_per_gpu;
+  j["mfu"] = r.mfu;
+  j["hfu"] = r.hfu;
+  j["flops_per_step"] = r.flops_per_step;
+  j["hardware_flops_per_step"] = r.hardware_flops_per_step;
+  j["model"] = {{"params", r.params}, {"active_params", r.active_params}};
+  j["memory"] = {
+      {"peak_bytes_per_gpu", r.memory.peak_bytes_per_gpu},
+      {"capacity_bytes", r.memory.capacity_bytes},
+      {"fits", r.memory.fits},
+      {"weights", r.memory.weights},
+      {"grads", r.memory.grads},
+      {"optimizer", r.memory.optimizer},
+      {"activations", r.memory.activations},
+      {"workspace", r.memory.workspace},
+  };
+  j["breakdown"] = {
+      {"compute_s", r.breakdown.compute_s},
+      {"exposed_comm_s", r.breakdown.exposed_comm_s},
+      {"bubble_s", r.breakdown.bubble_s},
+      {"forward_s", r.breakdown.forward_s},
+      {"backward_s", r.breakdown.backward_s},
+      {"recompute_s", r.breakdown.recompute_s},
+      {"optimizer_s", r.breakdown.optimizer_s},
+      {"tp_comm_s", r.breakdown.tp_comm_s},
+      {"pp_comm_s", r.breakdown.pp_comm_s},
+      {"dp_comm_s", r.breakdown.dp_comm_s},
+  };
+  j["run"] = {
+      {"tokens", r.run.tokens},
+      {"days", r.run.days},
+      {"gpu_hours", r.run.gpu_hours},
+      {"cost_usd", r.run.cost_usd},
+      {"energy_kwh", r.run.energy_kwh},
+      {"goodput", r.run.goodput},
+      {"checkpoint_interval_s", r.run.checkpoint_interval_s},
+  };
+  j["warnings"] = r.warnings;
+  if (!r.explanations.empty()) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const Explained& e : r.explanations)
+      list.push_back({{"key", e.key}, {"value", e.value}, {"unit", e.unit}, {"formula", e.formula}, {"inputs", e.inputs}});
+    j["explanations"] = std::move(list);
+  }
+  return j;
+}
+
+}  // namespace simrun

@@ -1,0 +1,106 @@
+// The analytic (closed-form) model of one layout: FLOPs, step time, memory, run totals, in
+// microseconds, for the planner's sweep, the GUI's instant numbers and `simrun estimate`.
+//
+// FLOPs (per step, SI): model FLOPs are Megatron-LM's num_floating_point_operations with the
+// causal convention (megatron/training/training.py at HEAD after 8873b55d6a: the attention s²
+// term halved for the causal mask; ecosystem.md §6.2) times the global batch. Hardware FLOPs
+// add recomputation: full recompute re-runs every transformer layer's forward (+⅓ of the
+// layers' fwd+bwd FLOPs, not the logits), selective re-runs the attention core's forward
+// (Korthikanti et al. 2022). MFU = model FLOPs / (step time · GPUs · dense peak of the
+// training precision); HFU the same with hardware FLOPs.
+//
+// Step time (slowest pipeline stage, m micro-batches, v virtual stages, p stages):
+//   compute_s      = m · (forward + backward + recompute of one micro-batch) + optimizer
+//                    roofline per micro-batch: GEMMs at peak·gemm_fraction, attention core at
+//                    peak·attention fraction, memory-bound kernels (norms, residuals,
+//                    activation, rotary, unfused scores, cross-entropy) at HBM·memory fraction
+//   exposed_comm_s = m · (TP + CP + EP exposed per micro-batch) + PP exposed + DP exposed
+//     TP: per layer 2 all-reduces forward and 2 backward of s·b·h activations (sequence
+//         parallel: 2 all-gathers + 2 reduce-scatters each way), +forward's under full
+//         recompute; not overlapped (EfficiencyDefaults::tp_overlap_fraction)
+//     CP: ring attention passes K,V (cp−1) times forward, K,V and their grads backward,
+//         hidden behind the attention core where it is shorter
+//     EP: 2 all-to-alls (dispatch, combine) forward and 2 backward per MoE layer, exposed
+//     PP: one send of the stage output forward and one gradient backward per micro-batch and
+//         chunk; 1F1B (v = 1) waits for each, plus the fill/drain hops: 2(m+p−1) sends;
+//         interleaved overlaps them (Megatron --overlap-p2p-communication) but for 2(p−1)
+//     DP: ZeRO-0 all-reduce of the gradients over dp·cp; ZeRO-1/2 reduce-scatter of gradients
+//         + all-gather of updated weights; ZeRO-3 per micro-batch 2 all-gathers + 1
+//         reduce-scatter. Overlap: gradient reduction hides behind the last micro-batch's
+//         backward and the weight all-gather behind the first forward, except what outlasts
+//         that window or the last bucket (EfficiencyDefaults::dp_overlap); ZeRO-3 hides
+//         behind all compute but for the first bucket
+//   bubble_s       = (p−1)/v · (one micro-batch's compute + exposed TP/CP/EP)
+//                    (Narayanan et al. 2021, arXiv:2104.04473 §2.2: bubble (p−1)/(m·v))
+//   step_time_s    = compute_s + exposed_comm_s + bubble_s
+// With run.assumed_mfu set, step_time_s = model FLOPs / (GPUs · peak · MFU) instead (the seed
+// chapter's Exercise 4 method) and the breakdown is not modelled.
+#pragma once
+
+#include "simrun/models/counts.hpp"
+#include "simrun/sim/efficiency.hpp"
+#include "simrun/sim/memory_model.hpp"
+#include "simrun/sim/report.hpp"
+#include "simrun/sim/run_cost.hpp"
+#include "simrun/sim/scenario.hpp"
+
+namespace simrun {
+
+struct AnalyticOptions {
+  EfficiencyDefaults efficiency;
+  MemoryDefaults memory;
+  RunDefaults run;
+  AttentionFlops flop_convention = AttentionFlops::causal;
+};
+
+struct StepFlops {
+  FlopCounts per_sequence;  // model FLOPs of one sequence, fwd+bwd
+  double model = 0;         // per step: per_sequence.total() · global_batch
+  double recompute = 0;     // extra forward FLOPs per step from recompute
+  double hardware = 0;      // model + recompute
+};
+StepFlops step_flops(const ModelSpec& m, const Layout& layout, AttentionFlops convention);
+
+// Time of one micro-batch on one pipeline stage, per GPU.
+struct StageTime {
+  int64_t stage = 0;
+  double gemm_flops = 0;         // fwd+bwd, per GPU
+  double attention_flops = 0;    // fwd+bwd, per GPU
+  double memory_bytes = 0;       // fwd+bwd memory-bound traffic, per GPU
+  double forward_s = 0;
+  double backward_s = 0;
+  double recompute_s = 0;
+  double tp_comm_s = 0;          // all TP collectives of the micro-batch
+  double cp_comm_s = 0;
+  double cp_exposed_s = 0;
+  double ep_comm_s = 0;
+  double optimizer_s = 0;        // once per step
+  double compute_s() const { return forward_s + backward_s + recompute_s; }
+};
+
+struct StepTimeEstimate {
+  std::vector<StageTime> stages;
+  int64_t slowest_stage = 0;
+  double microbatches = 0;       // m
+  double pp_send_s = 0;          // one activation send between stages
+  double dp_grad_s = 0;          // gradient reduction (all-reduce or reduce-scatter), per step
+  double dp_param_s = 0;         // weight all-gather (ZeRO ≥ 1), per step
+  double dp_exposed_s = 0;
+  double pp_exposed_s = 0;
+  double mb_exposed_comm_s = 0;  // TP + CP + EP exposed per micro-batch (slowest stage)
+  BreakdownReport breakdown;
+  double step_time_s = 0;
+};
+
+StepTimeEstimate estimate_step_time(const Scenario& s, const StepFlops& flops, const AnalyticOptions& options);
+
+// The full analytic report (fidelity "analytic"): every Report field, warnings, explanations.
+// Throws InputError when the scenario asks for something the GPU cannot do (no peak for the
+// precision).
+Report estimate(const Scenario& s);
+Report estimate(const Scenario& s, const AnalyticOptions& options);
+
+// The FLOP convention sentence every output states.
+const char* flop_convention_text(AttentionFlops convention);
+
+}  // namespace simrun

@@ -1,0 +1,61 @@
+// Closed-form (α-β) times of the collectives a training step issues, and the link a group of
+// ranks talks over in a cluster. α is a per-step latency (seconds), B the per-direction
+// bandwidth a rank sees (bytes per second), S the message size in bytes as nccl-tests counts
+// it (the full buffer: for all_gather the gathered output, for reduce_scatter the input).
+//   ring all_reduce      2(n−1)/n · S/B + 2(n−1)·α      (Patarasuk & Yuan 2009; NCCL Ring)
+//   tree all_reduce      2·S/B + 2·⌈log2 n⌉·α            (NCCL double binary tree: bandwidth
+//                                                          ratio 0.5 of busbw, tuning.cc §1.3)
+//   all_gather / reduce_scatter (ring)  (n−1)/n · S/B + (n−1)·α
+//   all_to_all (pairwise)                (n−1)/n · S/B + (n−1)·α
+//   send_recv                            S/B + α
+// The bus-bandwidth factors are nccl-tests' (doc/PERFORMANCE.md; ecosystem.md §2.1), so a
+// time here and a measured busbw diff directly.
+#pragma once
+
+#include "simrun/sim/efficiency.hpp"
+#include "simrun/sim/scenario.hpp"
+
+#include <cstdint>
+
+namespace simrun {
+
+// Which network a group's traffic rides: the scale-up domain (NVLink / Infinity Fabric) or
+// the NICs of the inter-node fabric.
+enum class LinkLevel { scale_up, scale_out };
+
+struct LinkCost {
+  double bytes_per_s = 0;  // effective per-direction bandwidth seen by one rank, e.g. 369e9
+  double alpha_s = 0;      // latency per algorithm step, e.g. 1.9e-6
+  LinkLevel level = LinkLevel::scale_up;
+};
+
+double ring_all_reduce_s(double bytes, int64_t n, const LinkCost& link);
+double tree_all_reduce_s(double bytes, int64_t n, const LinkCost& link);
+double ring_all_gather_s(double bytes, int64_t n, const LinkCost& link);
+double ring_reduce_scatter_s(double bytes, int64_t n, const LinkCost& link);
+double all_to_all_s(double bytes, int64_t n, const LinkCost& link);
+double send_recv_s(double bytes, const LinkCost& link);
+// A process group of `size` ranks whose members are `stride` ranks apart in Megatron's rank
+// order (tp-cp-ep-dp-pp: TP fastest), e.g. TP {size tp, stride 1}, DP {size dp·cp, stride tp},
+// PP neighbours {size 2, stride tp·cp·dp}.
+struct GroupShape {
+  int64_t size = 1;
+  int64_t stride = 1;
+};
+
+// The link a group's ring runs over. Inside one scale-up domain (GpuSpec::scale_up_domain GPUs,
+// e.g. 8 on HGX, 72 on NVL72): the scale-up bandwidth × scale_up_fraction (a full-mesh domain
+// only uses the links to group peers: (n−1)/(domain−1) of it; a PCIe "domain" the PCIe link).
+// Across domains: NCCL runs one ring per NIC, so a ring's bandwidth is the NIC bandwidth of the
+// group members inside one domain, local·nic_bytes_per_s_per_gpu × scale_out_fraction, divided
+// by the fabric oversubscription and capped by the scale-up link (nccl-tests: 8×NDR per node ⇒
+// ≈370-385 GB/s busbw, measured-nccl.json h100_ndr_per_nic).
+LinkCost group_link(const ClusterSpec& cluster, GroupShape group, const EfficiencyDefaults& eff);
+
+// True when every member of the group sits in one scale-up domain.
+bool group_inside_scale_up(const ClusterSpec& cluster, GroupShape group);
+
+// GPUs per scale-up domain (GpuSpec::scale_up_domain, or gpus_per_node when that is unset).
+int64_t scale_up_domain_size(const ClusterSpec& cluster);
+
+}  // namespace simrun

@@ -1,0 +1,146 @@
+// Memory per GPU, by kind, on every pipeline stage; the report takes the worst stage.
+//
+// Model states (weights, gradients, optimizer) per parameter, default = Megatron's accounting
+// with fp32 main gradients (docs/user-guide/features/dist_optimizer.md and
+// theoretical_memory_usage.py num_bytes_per_parameter; ecosystem.md §7.2):
+//   bf16/fp8 params: 2 weights + 4 fp32 main grads + 12 (fp32 master, Adam m, v) = 18 B,
+//                    6 + 12/d with the distributed optimizer (ZeRO-1);
+//   fp16 params:     2 + 2 + 16 (master, fp32 grad copy, m, v) = 20 B, 4 + 16/d;
+//   fp32 params:     4 + 4 + 8 (m, v) = 16 B, 8 + 8/d.
+// The ZeRO paper's convention (Rajbhandari et al. 2019, arXiv:1910.02054: 2 + 2 + 12 = 16Ψ,
+// fp16 gradients) is available as StateConvention::zero_paper. ZeRO-2 also shards gradients,
+// ZeRO-3 also weights, over the data-parallel group d = dp·cp (experts: dp·cp/ep).
+// Parameters are split over tp (and routed experts over tp·ep, Megatron's expert-TP = TP);
+// each stage holds its own layers, the first the embedding, the last the output layer (with
+// tied embeddings and pp > 1 Megatron keeps a copy there too).
+//
+// Activations per layer: Korthikanti et al. 2022 (arXiv:2205.05198, Table 2; ecosystem.md
+// §7.1), written element by element so that GQA widths and SwiGLU enter where they belong and
+// MHA with ffn = 4h gives exactly their closed forms:
+//   replicated part  10·sbh  (two norm inputs 4, QKV input 2, MLP input 2, two dropout masks 2)
+//                           — split over t only with sequence parallelism;
+//   TP-split part    2sb·(q + k + v + q) + MLP (gelu 4·sbf, swiglu 6·sbf)   /t
+//                           (MHA, ffn = 4h: 8sbh + 16sbh = 24sbh);
+//   score part       5·a·s²·b /t (softmax 2, its dropout mask 1, dropout output 2 bytes per
+//                           score), absent with flash attention or selective recompute;
+//   full recompute   only the layer input: 2·sbh (/t with sequence parallelism, where the
+//                           stored input is the sequence-sharded one).
+// 16-bit activations (e = 2 bytes, also under fp8: TE keeps most saved tensors in bf16);
+// fp32 training stores e = 4; masks are 1 byte. s is the local sequence s/cp.
+// In-flight micro-batches with 1F1B: stage i holds min(p−i, m); interleaved (v > 1) stage i
+// holds (p−i) + (p−1)/v, i.e. the first stage p·(1 + (p−1)/(p·v)) (Korthikanti §4.2.3; Megatron
+// compute_activation_memory). The first stage adds the embedding inputs 8·sb (int64 ids) and
+// its dropout mask sbh, per micro-batch in flight; the last stage the output layer's input and
+// fp32 logits 4·sbh + 4·sbV (Megatron: 4sbh(1 + V/h)), both /t.
+// Full recompute adds one layer's un-recomputed activations, live while that layer's backward
+// runs.
+//
+// Workspace allowance (MemoryDefaults): CUDA context, cuBLAS workspaces, NCCL buffers, and the
+// caching allocator's fragmentation as a fraction of activations.
+#pragma once
+
+#include "simrun/models/counts.hpp"
+#include "simrun/sim/report.hpp"
+#include "simrun/sim/scenario.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace simrun {
+
+enum class StateConvention {
+  megatron,    // fp32 main gradients: 18 B/param for bf16 (the default)
+  zero_paper,  // 16 B/param: 16-bit gradients (Rajbhandari et al. 2019)
+};
+
+struct MemoryDefaults {
+  // Fixed per-GPU allowance: CUDA context and kernels (≈0.5 GB on Hopper), cuBLAS/cuBLASLt
+  // workspaces (32 MiB per stream on Hopper), NCCL channel buffers of the TP/PP/DP/CP
+  // communicators (NCCL_BUFFSIZE 4 MiB per channel per peer and protocol; several hundred MB
+  // per communicator), TE/fp8 scratch. 2 GB is the usual gap between a run's allocator peak
+  // and nvidia-smi's reading at this scale.
+  double fixed_bytes = 2.0e9;
+  // PyTorch caching-allocator fragmentation, as a fraction of the activation bytes (the
+  // allocations that come and go each micro-batch); model states sit in contiguous buffers.
+  double fragmentation_fraction = 0.10;
+  StateConvention convention = StateConvention::megatron;
+};
+
+struct BytesPerParam {
+  double weights = 0;    // e.g. 2 (bf16)
+  double grads = 0;      // e.g. 4 (fp32 main grads)
+  double optimizer = 0;  // e.g. 12 (fp32 master + Adam m + v)
+  double total() const { return weights + grads + optimizer; }
+};
+
+BytesPerParam bytes_per_param(Precision precision, StateConvention convention);
+
+// Bytes of weights, grads, optimizer for `params` parameters whose optimizer (and, by ZeRO stage,
+// grads/weights) is sharded over `shard_degree` data-parallel ranks.
+struct ModelStateBytes {
+  double weights = 0;
+  double grads = 0;
+  double optimizer = 0;
+  double total() const { return weights + grads + optimizer; }
+};
+ModelStateBytes model_state_bytes(double params, int zero_stage, double shard_degree, BytesPerParam bpp);
+
+// Inputs of the per-layer activation formula.
+struct ActivationConfig {
+  int64_t seq_len = 0;        // s, the local sequence (s/cp), e.g. 8192
+  int64_t micro_batch = 1;    // b
+  int64_t tp = 1;             // t
+  bool sequence_parallel = false;
+  bool flash_attention = false;
+  Recompute recompute = Recompute::none;
+  double element_bytes = 2;   // 2 for 16-bit activations, 4 for fp32
+  int64_t kv_seq_len = 0;     // keys per query in the score matrix (= full s with cp); 0 = seq_len
+};
+
+// Activation bytes one transformer layer keeps for one micro-batch (Korthikanti, above).
+double layer_activation_bytes(const ModelSpec& m, const ActivationConfig& c);
+
+// Parameters of one stage, split by how they are sharded.
+struct StageParams {
+  int64_t layers = 0;          // transformer layers on this pipeline rank (all its chunks)
+  int64_t moe_layers = 0;
+  double dense = 0;            // replicated over dp·cp, split over tp (per GPU)
+  double experts = 0;          // routed experts, split over tp·ep (per GPU)
+  bool has_embedding = false;
+  bool has_output = false;
+  double total() const { return dense + experts; }
+};
+
+// Layers per pipeline rank: ⌊L/p⌋, the first L mod p ranks one more.
+std::vector<int64_t> layers_per_stage(int64_t layers, int64_t pp);
+StageParams stage_params(const ModelSpec& m, const ParamCounts& counts, const Layout& layout, int64_t stage);
+
+struct StageMemory {
+  int64_t stage = 0;
+  StageParams params;
+  ModelStateBytes states;
+  double in_flight_microbatches = 0;
+  double layer_activation_bytes = 0;    // one layer, one micro-batch
+  double transformer_activation_bytes = 0;  // in_flight · layers · per layer
+  double embedding_activation_bytes = 0;
+  double output_activation_bytes = 0;
+  double recompute_working_bytes = 0;
+  double activations = 0;               // sum of the four above
+  double workspace = 0;
+  double peak = 0;
+};
+
+struct MemoryEstimate {
+  std::vector<StageMemory> stages;
+  int64_t worst_stage = 0;
+  MemoryReport report;  // the worst stage, with capacity and fits
+};
+
+MemoryEstimate estimate_memory(const Scenario& s, const MemoryDefaults& defaults = {});
+
+// Bytes per activation element for a GEMM precision (2, or 4 for fp32/tf32).
+double activation_element_bytes(Precision p);
+// Usable HBM of a GPU (hbm_usable_bytes, else hbm_bytes).
+double usable_hbm_bytes(const GpuSpec& gpu);
+
+}  // namespace simrun

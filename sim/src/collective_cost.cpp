@@ -1,0 +1,102 @@
+// α-β collective times and group links; formulas and sources in collective_cost.hpp.
+#include "simrun/sim/collective_cost.hpp"
+
+#include "simrun/common/error.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace simrun {
+namespace {
+
+double steps_ceil_log2(int64_t n) {
+  int64_t steps = 0;
+  for (int64_t k = 1; k < n; k *= 2) ++steps;
+  return double(steps);
+}
+
+void check_args(double bytes, int64_t n, const LinkCost& link) {
+  SIMRUN_ASSERT(bytes >= 0, "collective size must be non-negative");
+  SIMRUN_ASSERT(n >= 1, "collective group must have at least one rank");
+  SIMRUN_ASSERT(link.bytes_per_s > 0 || n == 1, "collective link needs a positive bandwidth");
+}
+
+}  // namespace
+
+double ring_all_reduce_s(double bytes, int64_t n, const LinkCost& link) {
+  check_args(bytes, n, link);
+  if (n == 1 || bytes == 0) return 0;
+  const double nd = double(n);
+  return 2.0 * (nd - 1.0) / nd * bytes / link.bytes_per_s + 2.0 * (nd - 1.0) * link.alpha_s;
+}
+
+double tree_all_reduce_s(double bytes, int64_t n, const LinkCost& link) {
+  check_args(bytes, n, link);
+  if (n == 1 || bytes == 0) return 0;
+  return 2.0 * bytes / link.bytes_per_s + 2.0 * steps_ceil_log2(n) * link.alpha_s;
+}
+
+double ring_all_gather_s(double bytes, int64_t n, const LinkCost& link) {
+  check_args(bytes, n, link);
+  if (n == 1 || bytes == 0) return 0;
+  const double nd = double(n);
+  return (nd - 1.0) / nd * bytes / link.bytes_per_s + (nd - 1.0) * link.alpha_s;
+}
+
+double ring_reduce_scatter_s(double bytes, int64_t n, const LinkCost& link) {
+  return ring_all_gather_s(bytes, n, link);
+}
+
+double all_to_all_s(double bytes, int64_t n, const LinkCost& link) {
+  return ring_all_gather_s(bytes, n, link);
+}
+
+double send_recv_s(double bytes, const LinkCost& link) {
+  check_args(bytes, 2, link);
+  if (bytes == 0) return 0;
+  return bytes / link.bytes_per_s + link.alpha_s;
+}
+
+int64_t scale_up_domain_size(const ClusterSpec& cluster) {
+  if (cluster.gpu.scale_up_domain > 0) return cluster.gpu.scale_up_domain;
+  return std::max<int64_t>(1, cluster.gpus_per_node);
+}
+
+bool group_inside_scale_up(const ClusterSpec& cluster, GroupShape group) {
+  SIMRUN_ASSERT(group.size >= 1 && group.stride >= 1, "group size and stride must be positive");
+  // Groups are aligned in Megatron's rank order, so the members span size·stride consecutive
+  // ranks; the group fits when that span fits in one domain.
+  return group.size == 1 || group.size * group.stride <= scale_up_domain_size(cluster);
+}
+
+LinkCost group_link(const ClusterSpec& cluster, GroupShape group, const EfficiencyDefaults& eff) {
+  const GpuSpec& gpu = cluster.gpu;
+  const int64_t domain = scale_up_domain_size(cluster);
+
+  // Scale-up bandwidth a ring of `peers` members of one domain sees.
+  auto scale_up_bytes_per_s = [&](int64_t peers) {
+    switch (gpu.scale_up_kind) {
+      case ScaleUpKind::nvswitch: return gpu.scale_up_bytes_per_s;
+      case ScaleUpKind::mesh:
+        // Full mesh: scale_up_bytes_per_s is the sum over domain−1 point-to-point links.
+        return domain > 1 ? gpu.scale_up_bytes_per_s * double(std::max<int64_t>(1, peers - 1)) / double(domain - 1)
+                          : gpu.scale_up_bytes_per_s;
+      case ScaleUpKind::bridge: return peers <= 2 ? gpu.scale_up_bytes_per_s : gpu.pcie_bytes_per_s;
+      case ScaleUpKind::pcie: return gpu.pcie_bytes_per_s;
+    }
+    return gpu.scale_up_bytes_per_s;
+  };
+
+  if (group_inside_scale_up(cluster, group)) {
+    const double bw = scale_up_bytes_per_s(group.size);
+    return {bw * eff.scale_up_fraction, eff.scale_up_alpha_s, LinkLevel::scale_up};
+  }
+  // Members of the group inside one domain (at least one).
+  const int64_t local = std::clamp<int64_t>(domain / group.stride, 1, group.size);
+  const double oversub = std::max(1.0, cluster.oversubscription);
+  double bw = double(local) * cluster.nic_bytes_per_s_per_gpu() * eff.scale_out_fraction / oversub;
+  if (local > 1) bw = std::min(bw, scale_up_bytes_per_s(local) * eff.scale_up_fraction);
+  return {bw, eff.scale_out_alpha_s + cluster.fabric.latency_s, LinkLevel::scale_out};
+}
+
+}  // namespace simrun

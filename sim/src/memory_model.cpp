@@ -1,0 +1,206 @@
+// Memory per GPU by kind and pipeline stage; formulas and sources in memory_model.hpp.
+#include "simrun/sim/memory_model.hpp"
+
+#include "simrun/common/error.hpp"
+
+#include <algorithm>
+
+namespace simrun {
+
+BytesPerParam bytes_per_param(Precision precision, StateConvention convention) {
+  if (convention == StateConvention::zero_paper) {
+    // 2 + 2 + K, K = 12 (fp32 master, momentum, variance); fp32 training has no master copy.
+    if (precision == Precision::fp32 || precision == Precision::tf32) return {4, 4, 8};
+    return {2, 2, 12};
+  }
+  switch (precision) {
+    case Precision::fp16: return {2, 2, 16};
+    case Precision::fp32:
+    case Precision::tf32: return {4, 4, 8};
+    case Precision::bf16:
+    case Precision::fp8:  // Megatron keeps bf16 parameters unless --fp8-param
+    case Precision::fp4: return {2, 4, 12};
+  }
+  return {2, 4, 12};
+}
+
+ModelStateBytes model_state_bytes(double params, int zero_stage, double shard_degree, BytesPerParam bpp) {
+  SIMRUN_ASSERT(zero_stage >= 0 && zero_stage <= 3, "zero_stage must be 0..3");
+  SIMRUN_ASSERT(shard_degree >= 1, "ZeRO shard degree must be at least 1");
+  const double d = shard_degree;
+  ModelStateBytes b;
+  b.weights = params * bpp.weights / (zero_stage >= 3 ? d : 1.0);
+  b.grads = params * bpp.grads / (zero_stage >= 2 ? d : 1.0);
+  b.optimizer = params * bpp.optimizer / (zero_stage >= 1 ? d : 1.0);
+  return b;
+}
+
+double activation_element_bytes(Precision p) {
+  return (p == Precision::fp32 || p == Precision::tf32) ? 4.0 : 2.0;
+}
+
+double usable_hbm_bytes(const GpuSpec& gpu) {
+  return gpu.hbm_usable_bytes > 0 ? gpu.hbm_usable_bytes : gpu.hbm_bytes;
+}
+
+double layer_activation_bytes(const ModelSpec& m, const ActivationConfig& c) {
+  SIMRUN_ASSERT(c.tp >= 1 && c.seq_len >= 1 && c.micro_batch >= 1, "activation config needs positive sizes");
+  const double s = double(c.seq_len);
+  const double b = double(c.micro_batch);
+  const double h = double(m.hidden);
+  const double t = double(c.tp);
+  const double e = c.element_bytes;
+  const double sbh = s * b * h;
+
+  if (c.recompute == Recompute::full) {
+    // Only the layer input is kept (Korthikanti Table 2: 2sbh); sequence-sharded under SP.
+    return e * sbh / (c.sequence_parallel ? t : 1.0);
+  }
+  const int64_t head_dim = m.head_dim > 0 ? m.head_dim : m.hidden / std::max<int64_t>(1, m.heads);
+  const double q = double(m.heads * head_dim);
+  const double kv = double((m.kv_heads > 0 ? m.kv_heads : m.heads) * head_dim);
+  const double f = double(m.ffn_hidden);
+
+  // Norm inputs (2 × e·sbh), QKV input (e·sbh), MLP input (e·sbh), two 1-byte dropout masks.
+  const double replicated = 2 * e * sbh + e * sbh + e * sbh + 2 * sbh;
+  // Q, K, V, the attention output (input of the output projection); the MLP's activation input
+  // and output (SwiGLU: gate and up, 2f wide, in; f out).
+  const double attention_tp = e * s * b * (q + kv + kv + q);
+  const double mlp_tp = (m.ffn_act == FfnActivation::swiglu ? 3.0 : 2.0) * e * s * b * f;
+  double bytes = replicated / (c.sequence_parallel ? t : 1.0) + (attention_tp + mlp_tp) / t;
+
+  const bool keeps_scores = !c.flash_attention && c.recompute == Recompute::none;
+  if (keeps_scores) {
+    const double kv_s = double(c.kv_seq_len > 0 ? c.kv_seq_len : c.seq_len);
+    // Softmax output (e), its dropout mask (1), dropout output (e): 5 bytes per score at e = 2.
+    bytes += double(m.heads) * s * kv_s * b * (2 * e + 1) / t;
+  }
+  return bytes;
+}
+
+std::vector<int64_t> layers_per_stage(int64_t layers, int64_t pp) {
+  SIMRUN_ASSERT(pp >= 1 && layers >= 1, "layers and pp must be positive");
+  std::vector<int64_t> out(size_t(pp), layers / pp);
+  for (int64_t i = 0; i < layers % pp; ++i) out[size_t(i)] += 1;
+  return out;
+}
+
+StageParams stage_params(const ModelSpec& m, const ParamCounts& counts, const Layout& layout, int64_t stage) {
+  const std::vector<int64_t> per_stage = layers_per_stage(m.layers, layout.pp);
+  SIMRUN_ASSERT(stage >= 0 && stage < layout.pp, "stage out of range");
+  int64_t first = 0;
+  for (int64_t i = 0; i < stage; ++i) first += per_stage[size_t(i)];
+  const int64_t count = per_stage[size_t(stage)];
+  // MoE layers are those at index ≥ first_dense_layers.
+  const int64_t first_moe = m.is_moe() ? m.moe->first_dense_layers : m.layers;
+  const int64_t moe_here = std::max<int64_t>(0, first + count - std::max(first, first_moe));
+
+  const double L = double(m.layers);
+  const double attention_per_layer = counts.attention / L;
+  const double norms_per_layer = counts.norms / L;  // final norm spread evenly (h params)
+  const int64_t dense_layers = m.dense_layers();
+  const int64_t moe_layers = m.moe_layers();
+  const double dense_ffn_per_layer = dense_layers > 0 ? counts.mlp_dense / double(dense_layers) : 0.0;
+  const double routed_per_layer = moe_layers > 0 ? counts.experts_routed / double(moe_layers) : 0.0;
+  const double shared_per_layer =
+      moe_layers > 0 ? (counts.experts_shared + counts.router) / double(moe_layers) : 0.0;
+
+  const double tp = double(layout.tp);
+  const double ep = double(layout.ep);
+  StageParams p;
+  p.layers = count;
+  p.moe_layers = moe_here;
+  double dense = double(count) * (attention_per_layer + norms_per_layer) +
+                 double(count - moe_here) * dense_ffn_per_layer + double(moe_here) * shared_per_layer;
+  p.has_embedding = stage == 0;
+  p.has_output = stage == layout.pp - 1;
+  if (p.has_embedding) dense += counts.embedding;
+  if (p.has_output) {
+    // Untied: the output projection. Tied with pp > 1: Megatron keeps a copy of the word
+    // embedding on the last stage and all-reduces its gradient with the first.
+    if (counts.output > 0) dense += counts.output;
+    else if (layout.pp > 1) dense += double(m.vocab) * double(m.hidden);
+  }
+  p.dense = dense / tp;
+  p.experts = double(moe_here) * routed_per_layer / (tp * ep);
+  return p;
+}
+
+MemoryEstimate estimate_memory(const Scenario& sc, const MemoryDefaults& defaults) {
+  const ModelSpec& m = sc.model;
+  const Layout& l = sc.layout;
+  SIMRUN_ASSERT(l.tp >= 1 && l.pp >= 1 && l.dp >= 1 && l.cp >= 1 && l.ep >= 1, "layout sizes must be positive");
+  SIMRUN_ASSERT(m.layers >= 1 && m.hidden >= 1 && m.seq_len >= 1, "model needs layers, hidden, seq_len");
+
+  const ParamCounts counts = count_params(m);
+  const BytesPerParam bpp = bytes_per_param(l.precision, defaults.convention);
+  const double dense_shard = double(l.dp * l.cp);
+  const double expert_shard = std::max(1.0, dense_shard / double(l.ep));
+
+  ActivationConfig ac;
+  ac.seq_len = std::max<int64_t>(1, m.seq_len / l.cp);
+  ac.kv_seq_len = m.seq_len;
+  ac.micro_batch = l.micro_batch;
+  ac.tp = l.tp;
+  ac.sequence_parallel = l.sequence_parallel && l.tp > 1;
+  ac.flash_attention = l.flash_attention;
+  ac.recompute = l.recompute;
+  ac.element_bytes = activation_element_bytes(l.precision);
+  const double per_layer = layer_activation_bytes(m, ac);
+  ActivationConfig working = ac;
+  working.recompute = Recompute::none;
+  const double working_layer = l.recompute == Recompute::full ? layer_activation_bytes(m, working) : 0.0;
+
+  const double s = double(ac.seq_len);
+  const double b = double(l.micro_batch);
+  const double h = double(m.hidden);
+  const double t = double(l.tp);
+  const double p = double(l.pp);
+  const double v = double(std::max<int64_t>(1, l.virtual_stages));
+  const double microbatches = double(std::max<int64_t>(1, l.num_microbatches()));
+
+  MemoryEstimate out;
+  for (int64_t i = 0; i < l.pp; ++i) {
+    StageMemory st;
+    st.stage = i;
+    st.params = stage_params(m, counts, l, i);
+    const ModelStateBytes dense = model_state_bytes(st.params.dense, l.zero_stage, dense_shard, bpp);
+    const ModelStateBytes experts = model_state_bytes(st.params.experts, l.zero_stage, expert_shard, bpp);
+    st.states = {dense.weights + experts.weights, dense.grads + experts.grads, dense.optimizer + experts.optimizer};
+
+    const double ahead = p - double(i);  // micro-batches stage i has started but not finished
+    st.in_flight_microbatches = v > 1 ? ahead + (p - 1.0) / v : std::min(ahead, microbatches);
+    st.layer_activation_bytes = per_layer;
+    st.transformer_activation_bytes = st.in_flight_microbatches * double(st.params.layers) * per_layer;
+    if (st.params.has_embedding) {
+      // int64 token ids (8·sb) and the embedding dropout mask (sbh), per micro-batch in flight.
+      st.embedding_activation_bytes = st.in_flight_microbatches * (8.0 * s * b + s * b * h) / t;
+    }
+    if (st.params.has_output) {
+      // Output-layer input and fp32 logits for the cross-entropy: 4sbh + 4sbV, vocab-parallel.
+      st.output_activation_bytes = (4.0 * s * b * h + 4.0 * s * b * double(m.vocab)) / t;
+    }
+    st.recompute_working_bytes = working_layer;
+    st.activations = st.transformer_activation_bytes + st.embedding_activation_bytes +
+                     st.output_activation_bytes + st.recompute_working_bytes;
+    st.workspace = defaults.fixed_bytes + defaults.fragmentation_fraction * st.activations;
+    st.peak = st.states.total() + st.activations + st.workspace;
+    out.stages.push_back(st);
+  }
+  out.worst_stage = 0;
+  for (const StageMemory& st : out.stages)
+    if (st.peak > out.stages[size_t(out.worst_stage)].peak) out.worst_stage = st.stage;
+
+  const StageMemory& w = out.stages[size_t(out.worst_stage)];
+  out.report.weights = w.states.weights;
+  out.report.grads = w.states.grads;
+  out.report.optimizer = w.states.optimizer;
+  out.report.activations = w.activations;
+  out.report.workspace = w.workspace;
+  out.report.peak_bytes_per_gpu = w.peak;
+  out.report.capacity_bytes = usable_hbm_bytes(sc.cluster.gpu);
+  out.report.fits = w.peak <= out.report.capacity_bytes;
+  return out;
+}
+
+}  // namespace simrun

@@ -1,0 +1,1 @@
+// textbook exercises (being written)
