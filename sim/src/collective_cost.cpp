@@ -57,19 +57,35 @@ double send_recv_s(double bytes, const LinkCost& link) {
   return bytes / link.bytes_per_s + link.alpha_s;
 }
 
+double collective_s(CollectiveOp op, double bytes, int64_t n, const LinkCost& link) {
+  switch (op) {
+    case CollectiveOp::all_reduce: return ring_all_reduce_s(bytes, n, link);
+    case CollectiveOp::all_gather: return ring_all_gather_s(bytes, n, link);
+    case CollectiveOp::reduce_scatter: return ring_reduce_scatter_s(bytes, n, link);
+    case CollectiveOp::all_to_all: return all_to_all_s(bytes, n, link);
+    case CollectiveOp::send_recv: return send_recv_s(bytes, link);
+    case CollectiveOp::broadcast:
+    case CollectiveOp::reduce:
+      check_args(bytes, n, link);
+      return (n == 1 || bytes == 0) ? 0.0 : bytes / link.bytes_per_s + double(n - 1) * link.alpha_s;
+  }
+  SIMRUN_ASSERT(false, "unknown collective op");
+  return 0;
+}
+
 int64_t scale_up_domain_size(const ClusterSpec& cluster) {
   if (cluster.gpu.scale_up_domain > 0) return cluster.gpu.scale_up_domain;
   return std::max<int64_t>(1, cluster.gpus_per_node);
 }
 
-bool group_inside_scale_up(const ClusterSpec& cluster, GroupShape group) {
+bool group_inside_scale_up(const ClusterSpec& cluster, RankGroup group) {
   SIMRUN_ASSERT(group.size >= 1 && group.stride >= 1, "group size and stride must be positive");
   // Groups are aligned in Megatron's rank order, so the members span size·stride consecutive
   // ranks; the group fits when that span fits in one domain.
   return group.size == 1 || group.size * group.stride <= scale_up_domain_size(cluster);
 }
 
-LinkCost group_link(const ClusterSpec& cluster, GroupShape group, const EfficiencyDefaults& eff) {
+LinkCost group_link(const ClusterSpec& cluster, RankGroup group, const EfficiencyDefaults& eff) {
   const GpuSpec& gpu = cluster.gpu;
   const int64_t domain = scale_up_domain_size(cluster);
 
@@ -89,14 +105,14 @@ LinkCost group_link(const ClusterSpec& cluster, GroupShape group, const Efficien
 
   if (group_inside_scale_up(cluster, group)) {
     const double bw = scale_up_bytes_per_s(group.size);
-    return {bw * eff.scale_up_fraction, eff.scale_up_alpha_s, LinkLevel::scale_up};
+    return {bw * eff.scale_up_fraction, eff.scale_up_alpha_s, LinkClass::scale_up};
   }
   // Members of the group inside one domain (at least one).
   const int64_t local = std::clamp<int64_t>(domain / group.stride, 1, group.size);
   const double oversub = std::max(1.0, cluster.oversubscription);
   double bw = double(local) * cluster.nic_bytes_per_s_per_gpu() * eff.scale_out_fraction / oversub;
   if (local > 1) bw = std::min(bw, scale_up_bytes_per_s(local) * eff.scale_up_fraction);
-  return {bw, eff.scale_out_alpha_s + cluster.fabric.latency_s, LinkLevel::scale_out};
+  return {bw, eff.scale_out_alpha_s + cluster.fabric.latency_s, LinkClass::scale_out};
 }
 
 }  // namespace simrun

@@ -12,6 +12,7 @@
 // time here and a measured busbw diff directly.
 #pragma once
 
+#include "simrun/sim/collective_tuner.hpp"  // CollectiveOp
 #include "simrun/sim/efficiency.hpp"
 #include "simrun/sim/scenario.hpp"
 
@@ -20,13 +21,13 @@
 namespace simrun {
 
 // Which network a group's traffic rides: the scale-up domain (NVLink / Infinity Fabric) or
-// the NICs of the inter-node fabric.
-enum class LinkLevel { scale_up, scale_out };
+// the NICs of the inter-node fabric. Shared with calibration.json's per-link α/β.
+enum class LinkClass { scale_up, scale_out };
 
 struct LinkCost {
   double bytes_per_s = 0;  // effective per-direction bandwidth seen by one rank, e.g. 369e9
   double alpha_s = 0;      // latency per algorithm step, e.g. 1.9e-6
-  LinkLevel level = LinkLevel::scale_up;
+  LinkClass link_class = LinkClass::scale_up;
 };
 
 double ring_all_reduce_s(double bytes, int64_t n, const LinkCost& link);
@@ -35,10 +36,12 @@ double ring_all_gather_s(double bytes, int64_t n, const LinkCost& link);
 double ring_reduce_scatter_s(double bytes, int64_t n, const LinkCost& link);
 double all_to_all_s(double bytes, int64_t n, const LinkCost& link);
 double send_recv_s(double bytes, const LinkCost& link);
+// By op, ring forms (broadcast and reduce pipelined along a chain: S/B + (n−1)·α).
+double collective_s(CollectiveOp op, double bytes, int64_t n, const LinkCost& link);
 // A process group of `size` ranks whose members are `stride` ranks apart in Megatron's rank
 // order (tp-cp-ep-dp-pp: TP fastest), e.g. TP {size tp, stride 1}, DP {size dp·cp, stride tp},
 // PP neighbours {size 2, stride tp·cp·dp}.
-struct GroupShape {
+struct RankGroup {
   int64_t size = 1;
   int64_t stride = 1;
 };
@@ -50,10 +53,10 @@ struct GroupShape {
 // group members inside one domain, local·nic_bytes_per_s_per_gpu × scale_out_fraction, divided
 // by the fabric oversubscription and capped by the scale-up link (nccl-tests: 8×NDR per node ⇒
 // ≈370-385 GB/s busbw, measured-nccl.json h100_ndr_per_nic).
-LinkCost group_link(const ClusterSpec& cluster, GroupShape group, const EfficiencyDefaults& eff);
+LinkCost group_link(const ClusterSpec& cluster, RankGroup group, const EfficiencyDefaults& eff);
 
 // True when every member of the group sits in one scale-up domain.
-bool group_inside_scale_up(const ClusterSpec& cluster, GroupShape group);
+bool group_inside_scale_up(const ClusterSpec& cluster, RankGroup group);
 
 // GPUs per scale-up domain (GpuSpec::scale_up_domain, or gpus_per_node when that is unset).
 int64_t scale_up_domain_size(const ClusterSpec& cluster);

@@ -1,0 +1,111 @@
+// Tests of the α-β collective closed forms and of the link a process group rides.
+#include "simrun/sim/collective_cost.hpp"
+
+#include "analytic_fixtures.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace simrun;
+
+TEST_CASE("ring all-reduce matches 2(n-1)/n·S/B + 2(n-1)·α", "[sim][collective_cost]") {
+  const LinkCost link{100e9, 2e-6, LinkClass::scale_up};
+  const int64_t n = GENERATE(2, 3, 8, 64);
+  const double bytes = GENERATE(1e3, 1e6, 14e9);
+  const double expected = 2.0 * double(n - 1) / double(n) * bytes / 100e9 + 2.0 * double(n - 1) * 2e-6;
+  CHECK(ring_all_reduce_s(bytes, n, link) == Approx(expected).epsilon(1e-12));
+}
+
+TEST_CASE("all-gather and reduce-scatter take (n-1)/n·S/B + (n-1)·α and add up to an all-reduce",
+          "[sim][collective_cost]") {
+  const LinkCost link{50e9, 5e-6, LinkClass::scale_out};
+  const int64_t n = GENERATE(2, 4, 32);
+  const double bytes = 256e6;
+  const double expected = double(n - 1) / double(n) * bytes / 50e9 + double(n - 1) * 5e-6;
+  CHECK(ring_all_gather_s(bytes, n, link) == Approx(expected).epsilon(1e-12));
+  CHECK(ring_reduce_scatter_s(bytes, n, link) == Approx(expected).epsilon(1e-12));
+  // Rabenseifner: reduce-scatter + all-gather is the ring all-reduce, step for step.
+  CHECK(ring_reduce_scatter_s(bytes, n, link) + ring_all_gather_s(bytes, n, link) ==
+        Approx(ring_all_reduce_s(bytes, n, link)).epsilon(1e-12));
+}
+
+TEST_CASE("tree all-reduce is 2·S/B + 2·ceil(log2 n)·α; send/recv is S/B + α", "[sim][collective_cost]") {
+  const LinkCost link{100e9, 1e-6, LinkClass::scale_out};
+  CHECK(tree_all_reduce_s(1e9, 8, link) == Approx(2.0 * 1e9 / 100e9 + 2.0 * 3.0 * 1e-6));
+  CHECK(tree_all_reduce_s(1e9, 9, link) == Approx(2.0 * 1e9 / 100e9 + 2.0 * 4.0 * 1e-6));
+  CHECK(send_recv_s(1e9, link) == Approx(1e9 / 100e9 + 1e-6));
+  // Small messages: the tree's log-depth latency beats the ring's linear one at scale.
+  CHECK(tree_all_reduce_s(1e3, 1024, link) < ring_all_reduce_s(1e3, 1024, link));
+}
+
+TEST_CASE("a group of one rank or an empty message costs nothing", "[sim][collective_cost]") {
+  const LinkCost link{100e9, 1e-6, LinkClass::scale_up};
+  CHECK(ring_all_reduce_s(1e9, 1, link) == 0.0);
+  CHECK(ring_all_gather_s(0.0, 8, link) == 0.0);
+  CHECK(tree_all_reduce_s(1e9, 1, link) == 0.0);
+}
+
+TEST_CASE("more bandwidth is never slower, more latency never faster", "[sim][collective_cost]") {
+  const double bytes = GENERATE(1e2, 1e6, 1e10);
+  const int64_t n = GENERATE(2, 16);
+  const LinkCost slow{25e9, 5e-6, LinkClass::scale_out};
+  const LinkCost fast{450e9, 5e-6, LinkClass::scale_up};
+  const LinkCost laggy{450e9, 50e-6, LinkClass::scale_up};
+  CHECK(ring_all_reduce_s(bytes, n, fast) < ring_all_reduce_s(bytes, n, slow));
+  CHECK(ring_all_reduce_s(bytes, n, fast) < ring_all_reduce_s(bytes, n, laggy));
+}
+
+TEST_CASE("group links: NVLink inside the 8-GPU domain, the NICs across it", "[sim][collective_cost]") {
+  const ClusterSpec cluster = test::h100_cluster(1024);
+  const EfficiencyDefaults eff;
+
+  SECTION("tp=8 inside one HGX node rides NVLink at 450 GB/s × scale_up_fraction") {
+    const LinkCost l = group_link(cluster, {8, 1}, eff);
+    CHECK(l.link_class == LinkClass::scale_up);
+    CHECK(l.bytes_per_s == Approx(450e9 * eff.scale_up_fraction));
+    CHECK(l.alpha_s == Approx(eff.scale_up_alpha_s));
+  }
+  SECTION("a DP group with stride 8 has one member per node: one NDR NIC, 50 GB/s × scale_out_fraction") {
+    const LinkCost l = group_link(cluster, {32, 8}, eff);
+    CHECK(l.link_class == LinkClass::scale_out);
+    CHECK(l.bytes_per_s == Approx(50e9 * eff.scale_out_fraction));
+    CHECK(l.alpha_s == Approx(eff.scale_out_alpha_s + 2.8e-6));
+  }
+  SECTION("a group with 8 members per node runs one ring per NIC, capped by NVLink") {
+    // 8 × 50 × 0.94 = 376 GB/s vs 450 × 0.82 = 369 GB/s: the NVLink side binds.
+    const LinkCost l = group_link(cluster, {128, 1}, eff);
+    CHECK(l.link_class == LinkClass::scale_out);
+    CHECK(l.bytes_per_s == Approx(std::min(8 * 50e9 * eff.scale_out_fraction, 450e9 * eff.scale_up_fraction)));
+  }
+  SECTION("two members per node get two NICs' worth") {
+    const LinkCost l = group_link(cluster, {64, 4}, eff);
+    CHECK(l.bytes_per_s == Approx(2 * 50e9 * eff.scale_out_fraction));
+  }
+  SECTION("an oversubscribed fabric divides the inter-node bandwidth") {
+    ClusterSpec c = cluster;
+    c.oversubscription = 2.0;
+    CHECK(group_link(c, {32, 8}, eff).bytes_per_s == Approx(25e9 * eff.scale_out_fraction));
+  }
+  SECTION("tp=16 does not fit an 8-GPU NVLink domain but does fit an NVL72 rack") {
+    CHECK_FALSE(group_inside_scale_up(cluster, {16, 1}));
+    ClusterSpec nvl72 = cluster;
+    nvl72.gpu.scale_up_domain = 72;
+    nvl72.gpus_per_node = 4;
+    CHECK(group_inside_scale_up(nvl72, {16, 1}));
+    CHECK(group_link(nvl72, {16, 1}, eff).link_class == LinkClass::scale_up);
+  }
+  SECTION("a full-mesh domain gives a group only the links to its peers") {
+    ClusterSpec amd = cluster;
+    amd.gpu.scale_up_kind = ScaleUpKind::mesh;
+    amd.gpu.scale_up_bytes_per_s = 448e9;  // 7 × 64 GB/s per direction (MI300X, hardware.md)
+    CHECK(group_link(amd, {8, 1}, eff).bytes_per_s == Approx(448e9 * eff.scale_up_fraction));
+    CHECK(group_link(amd, {2, 1}, eff).bytes_per_s == Approx(64e9 * eff.scale_up_fraction));
+  }
+}
+
+TEST_CASE("collective_s dispatches to the ring forms", "[sim][collective_cost]") {
+  const LinkCost link{100e9, 1e-6, LinkClass::scale_up};
+  CHECK(collective_s(CollectiveOp::all_reduce, 1e9, 8, link) == ring_all_reduce_s(1e9, 8, link));
+  CHECK(collective_s(CollectiveOp::reduce_scatter, 1e9, 8, link) == ring_reduce_scatter_s(1e9, 8, link));
+  CHECK(collective_s(CollectiveOp::send_recv, 1e9, 2, link) == send_recv_s(1e9, link));
+  CHECK(collective_s(CollectiveOp::broadcast, 1e9, 8, link) == Approx(1e9 / 100e9 + 7 * 1e-6));
+}
