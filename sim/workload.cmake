@@ -1,1 +1,9 @@
-# sources of the workload area of simrun_sim
+# sources of the workload area of simrun_sim: rank layout, compute model, calibration,
+# workload builder, step simulator, trace
+target_sources(simrun_sim PRIVATE
+  src/rank_layout.cpp
+  src/compute_model.cpp
+  src/calibration.cpp
+  src/workload.cpp
+  src/workload_builder.cpp
+)

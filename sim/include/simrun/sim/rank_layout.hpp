@@ -1,0 +1,82 @@
+// Where each global rank sits in the parallel layout, in Megatron-Core's default rank order
+// "tp-cp-ep-dp-pp" (megatron/core/parallel_state.py, RankGenerator): TP varies fastest, so a
+// TP group is tp consecutive ranks and stays inside a node when tp <= gpus_per_node; PP varies
+// slowest. Expert parallelism splits the cp·dp ranks of one stage (Megatron's expert
+// decomposition "tp-ep-dp-pp" with expert-TP = TP), so it never changes a rank's coordinates
+// in the dense decomposition.
+//
+// Symmetry: ranks that differ only in their tp, cp or dp coordinate run the same program
+// (same layers, same micro-batch schedule) and, on a symmetric fabric, see the same timing.
+// One representative per pipeline stage (tp = cp = dp = 0) therefore stands for its class.
+#pragma once
+
+#include "simrun/sim/scenario.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace simrun {
+
+// A rank's coordinates, each in [0, size).
+struct RankCoord {
+  int64_t tp = 0;
+  int64_t cp = 0;
+  int64_t dp = 0;
+  int64_t pp = 0;
+  auto operator<=>(const RankCoord&) const = default;
+};
+
+// The process groups a collective can run on.
+enum class GroupKind : uint8_t {
+  tp,   // tensor parallel: tp consecutive ranks
+  cp,   // context parallel
+  dp,   // data parallel (gradient reduction); for ZeRO also parameter gathering
+  dp_cp,  // dp × cp: where gradients are reduced when cp > 1 (Megatron reduces over both)
+  ep,   // expert parallel (MoE all-to-all)
+  pp,   // pipeline: the stages of one model replica
+};
+
+const char* to_string(GroupKind g);
+
+class RankLayout {
+ public:
+  RankLayout(const Layout& layout, int64_t gpus_per_node);
+
+  int64_t world_size() const { return m_tp * m_cp * m_dp * m_pp; }
+  int64_t tp() const { return m_tp; }
+  int64_t cp() const { return m_cp; }
+  int64_t dp() const { return m_dp; }
+  int64_t pp() const { return m_pp; }
+  int64_t ep() const { return m_ep; }
+  int64_t gpus_per_node() const { return m_gpus_per_node; }
+
+  // rank = tp + TP·(cp + CP·(dp + DP·pp))
+  int64_t rank_of(const RankCoord& c) const { return c.tp + m_tp * (c.cp + m_cp * (c.dp + m_dp * c.pp)); }
+  RankCoord coord_of(int64_t rank) const;
+  int64_t node_of(int64_t rank) const { return rank / m_gpus_per_node; }
+  int64_t local_gpu_of(int64_t rank) const { return rank % m_gpus_per_node; }
+
+  // The ranks of `kind`'s group containing `rank`, in group order (member i has index i).
+  std::vector<int64_t> group(GroupKind kind, int64_t rank) const;
+  int64_t group_size(GroupKind kind) const;
+  // Position of `rank` inside its `kind` group.
+  int64_t index_in_group(GroupKind kind, int64_t rank) const;
+  // A stable id for the group containing `rank`: equal for all its members, distinct otherwise.
+  int64_t group_id(GroupKind kind, int64_t rank) const;
+  // Distinct nodes spanned by the group containing `rank`.
+  int64_t nodes_spanned(GroupKind kind, int64_t rank) const;
+  // Largest number of group members sharing one node (members per node on a uniform layout).
+  int64_t members_per_node(GroupKind kind, int64_t rank) const;
+
+  // One representative rank per pipeline stage: (tp, cp, dp) = 0. Index = stage.
+  std::vector<int64_t> representatives() const;
+  // The representative standing for `rank` (same pipeline stage).
+  int64_t representative_of(int64_t rank) const { return rank_of(RankCoord{0, 0, 0, coord_of(rank).pp}); }
+
+ private:
+  int64_t m_tp, m_cp, m_dp, m_pp, m_ep;
+  int64_t m_gpus_per_node;
+};
+
+}  // namespace simrun

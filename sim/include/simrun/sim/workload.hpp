@@ -1,0 +1,180 @@
+// The workload builder: from a Scenario, the task graph one GPU runs in one training step.
+//
+// Every rank of one pipeline stage runs the same program (RankLayout's symmetry), so the
+// workload is one StageProgram per stage. A program is a list of tasks in issue order; each
+// task runs on one stream of the GPU (compute, TP comm, PP send, DP comm, ...). Like CUDA
+// streams, a stream runs its tasks one at a time in program order; a task also waits for its
+// explicit dependencies (events recorded on other streams). The executor (step_simulator.hpp)
+// runs these programs, one per simulated rank.
+//
+// What a program holds, per Megatron-LM (Narayanan et al. 2021, arXiv:2104.04473; Korthikanti
+// et al. 2022, arXiv:2205.05198):
+//  - per micro-batch and model chunk, the forward and backward of each layer as its real ops
+//    (norms, QKV/GQA projection, attention core, output projection, MLP GEMMs for GELU or
+//    SwiGLU, activation, bias-dropout-residual), with FLOPs and HBM bytes;
+//  - recompute none | selective (attention core re-run before its backward) | full (the whole
+//    layer forward re-run before its backward);
+//  - the embedding on the first stage, final norm, vocabulary projection and loss on the last;
+//  - tensor-parallel collectives per layer: all-reduce after the attention and MLP blocks, or
+//    with sequence parallelism all-gather before and reduce-scatter after; in the backward the
+//    input re-gather overlaps the dgrad GEMM and the grad reduce-scatter the wgrad GEMM
+//    (Megatron's LinearWithGradAccumulationAndAsyncCommunication);
+//  - pipeline send/recv of activations and gradients with the GPipe, 1F1B or interleaved
+//    1F1B schedule;
+//  - data-parallel gradient reduction in buckets (all-reduce, or reduce-scatter under ZeRO ≥ 1),
+//    issued as the last micro-batch's backward produces each bucket's gradients;
+//  - ZeRO-1/2 parameter all-gather after the optimizer (or overlapped with the next forward);
+//    ZeRO-3/FSDP per-layer parameter all-gather with prefetch and per-layer gradient
+//    reduce-scatter;
+//  - the optimizer step (fused Adam over the local shard: memory-bound).
+#pragma once
+
+#include "simrun/sim/collective_tuner.hpp"
+#include "simrun/sim/compute_model.hpp"
+#include "simrun/sim/rank_layout.hpp"
+#include "simrun/sim/scenario.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace simrun {
+
+// Streams of one GPU; comm streams run concurrently with compute.
+enum class Stream : uint8_t { compute, tp, cp, ep, pp_send, pp_recv, dp_grad, dp_param, count };
+inline constexpr int kStreamCount = static_cast<int>(Stream::count);
+const char* to_string(Stream s);
+
+// What a task's time counts as in the breakdown.
+enum class Phase : uint8_t { forward, backward, recompute, optimizer, comm };
+const char* to_string(Phase p);
+
+enum class TaskKind : uint8_t {
+  compute,     // a GPU kernel, duration from the compute model
+  collective,  // a collective on `group`
+  send,        // pipeline p2p send to peer_stage; completes the matching recv
+  recv,        // arrival marker of a pipeline p2p message (no stream time of its own)
+};
+
+// CollectiveOp is the collectives' own (collective_tuner.hpp). Names as NCCL's kernels spell
+// them, for trace events (ncclDevKernel_AllReduce_...).
+const char* collective_name(CollectiveOp c);
+
+// Names of operations, for traces and breakdowns.
+enum class OpName : uint8_t {
+  embedding, ln_attn, qkv, rope, attn_core, proj, residual_attn, ln_mlp, fc1, act, fc2, residual_mlp,
+  final_ln, logits, loss, optimizer, grad_norm,
+  tp_ag_attn, tp_rs_attn, tp_ar_attn, tp_ag_mlp, tp_rs_mlp, tp_ar_mlp, tp_ag_in_attn, tp_ag_in_mlp,
+  tp_embedding, tp_logits, tp_loss,
+  cp_kv, pp_act, pp_grad, dp_grad_reduce, dp_param_gather, fsdp_gather, fsdp_reduce,
+  count
+};
+const char* to_string(OpName op);
+
+// Framework behaviours that the scenario file does not state (what overlaps with what). The
+// defaults are Megatron-Core's recommended settings; sources using other frameworks set them.
+enum class TpCommOverlap : uint8_t {
+  backward_async,  // Megatron default: forward TP collectives exposed; backward AG/RS or AR
+                   // overlapped with the dgrad/wgrad GEMMs
+  full,            // TE userbuffers (--tp-comm-overlap) or PyTorch async-TP: TP collectives
+                   // pipelined with their GEMMs, only `tp_overlap_exposed` of them shows
+};
+enum class GradReduceOverlap : uint8_t {
+  after_backward,  // reduce after the pipeline flush (Megatron without --overlap-grad-reduce)
+  bucketed,        // each bucket as soon as its gradients are final (--overlap-grad-reduce, torch DDP)
+};
+enum class ParamGatherOverlap : uint8_t {
+  after_optimizer,  // ZeRO ≥ 1: all-gather updated parameters right after the optimizer step
+  next_forward,     // --overlap-param-gather: gather bucket k before its first forward use
+};
+
+struct WorkloadOptions {
+  TpCommOverlap tp_overlap = TpCommOverlap::backward_async;
+  double tp_overlap_exposed = 0.15;   // with TpCommOverlap::full: exposed fraction of each TP collective
+  GradReduceOverlap grad_reduce = GradReduceOverlap::bucketed;
+  ParamGatherOverlap param_gather = ParamGatherOverlap::next_forward;
+  // Megatron DDP bucket: max(40M, 1M·dp) parameters (distributed_data_parallel.py).
+  double bucket_params_min = 40e6;
+  double bucket_params_per_dp = 1e6;
+  // Bytes per gradient element on the wire: 2 (bf16, Megatron default) or 4 (fp32 reduce, as
+  // PyTorch FSDP mixed precision with reduce_dtype=float32 does).
+  double grad_reduce_bytes = 2;
+  // FSDP (ZeRO-3): parameter all-gathers allowed in flight ahead of compute (limit_all_gathers).
+  int fsdp_prefetch_layers = 1;
+};
+
+inline constexpr uint32_t kNoTask = 0xffffffffu;
+
+struct Task {
+  TaskKind kind = TaskKind::compute;
+  Stream stream = Stream::compute;
+  Phase phase = Phase::forward;
+  OpName op = OpName::embedding;
+  CollectiveOp coll = CollectiveOp::all_reduce;
+  GroupKind group = GroupKind::tp;
+  int16_t chunk = 0;           // model chunk (virtual stage) on this rank
+  int32_t layer = -1;          // global layer index, -1 for non-layer ops
+  int32_t micro_batch = -1;    // -1 for per-step ops (optimizer, DP reduction)
+  TimeNs duration{0};          // compute: from the compute model; comm: filled by the executor
+  double flops = 0;            // model FLOPs (Megatron convention, causal) of compute ops
+  double hbm_bytes = 0;        // HBM traffic of compute ops
+  double comm_bytes = 0;       // collective: buffer size per rank (AR in=out, AG out, RS in); p2p message
+  double exposed_fraction = 1; // share of a TP collective that cannot hide behind its GEMM
+  int32_t peer_stage = -1;     // send: destination stage; recv: source stage
+  uint32_t peer_task = kNoTask;  // send: index of the matching recv task in the peer's program
+  uint32_t first_dep = 0;      // into StageProgram::deps
+  uint16_t dep_count = 0;
+};
+
+struct StageProgram {
+  int64_t stage = 0;
+  std::vector<Task> tasks;
+  std::vector<uint32_t> deps;                 // task indices, slices per Task
+  std::vector<int32_t> layers;                // global layer ids held by this stage (all chunks)
+  double params = 0;                          // parameters held (before ZeRO sharding)
+  // Peak of forwards whose backward has not run yet: in layers' worth of activations, in
+  // model chunks, and in micro-batches of this stage's full layer count (rounded up).
+  int64_t max_in_flight_layers = 0;
+  int64_t max_in_flight_chunks = 0;
+  int64_t max_in_flight_micro_batches = 0;
+  double flops_model = 0;                     // sum of task flops, phases forward + backward
+  double flops_recompute = 0;                 // sum of task flops, phase recompute
+
+  uint32_t dep(const Task& t, uint16_t i) const { return deps[t.first_dep + i]; }
+};
+
+enum class PipelineSchedule : uint8_t { gpipe, one_f_one_b, interleaved };
+const char* to_string(PipelineSchedule s);
+
+struct Workload {
+  Layout layout;
+  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+  int64_t micro_batches = 0;              // per pipeline, per step
+  std::vector<int64_t> layers_per_chunk;  // index stage·v + chunk
+  std::vector<StageProgram> stages;
+  std::vector<std::string> warnings;
+  double model_flops_per_step = 0;        // whole cluster, Megatron convention (causal)
+  double hardware_flops_per_step = 0;     // + recompute
+  size_t task_count() const;
+};
+
+// Which pipeline schedule a layout runs (explicit choice or from virtual_stages).
+PipelineSchedule default_schedule(const Layout& layout);
+
+// Builds the per-stage programs. Throws InputError for layouts that cannot run (reason and
+// the nearest valid choice in the message); adds warnings for ones that run with a caveat.
+Workload build_workload(const Scenario& scenario, const ComputeModel& compute, const WorkloadOptions& options,
+                        PipelineSchedule schedule);
+inline Workload build_workload(const Scenario& scenario, const ComputeModel& compute,
+                               const WorkloadOptions& options = WorkloadOptions{}) {
+  return build_workload(scenario, compute, options, default_schedule(scenario.layout));
+}
+
+// Layers of each model chunk (stage·v + chunk): an even split, or — when layers do not divide
+// — Megatron's account-for-embedding/loss split (embedding and loss count as one layer each),
+// else as even as possible with the remainder on the middle stages. Throws InputError when an
+// interleaved schedule cannot split the layers evenly.
+std::vector<int64_t> split_layers(int64_t layers, int64_t pp, int64_t virtual_stages, const std::string& file,
+                                  std::vector<std::string>& warnings);
+
+}  // namespace simrun

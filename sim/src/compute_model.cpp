@@ -1,0 +1,75 @@
+// Roofline × efficiency timing of GPU ops; see compute_model.hpp for the formulas.
+#include "simrun/sim/compute_model.hpp"
+
+#include "simrun/common/error.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace simrun {
+namespace {
+
+double saturate(double x, double half) { return x <= 0 ? 0.0 : x / (x + half); }
+
+}  // namespace
+
+ComputeModel::ComputeModel(const GpuSpec& gpu, const ComputeParams& params) : m_gpu(gpu), m_params(params) {
+  SIMRUN_ASSERT(m_gpu.hbm_bytes_per_s > 0, "GPU without HBM bandwidth: " + m_gpu.id);
+}
+
+double ComputeModel::peak_flops_per_s(Precision p) const {
+  double peak = m_gpu.peak_flops_per_s(p);
+  // A precision the part lacks (fp8 on A100) runs at the 16-bit rate, as frameworks fall back.
+  if (peak <= 0) peak = m_gpu.peak_flops_per_s(Precision::bf16);
+  if (peak <= 0) peak = m_gpu.bf16_flops_per_s;
+  return peak;
+}
+
+double ComputeModel::gemm_efficiency(double m, double n, double k, Precision p) const {
+  const bool fp8 = (p == Precision::fp8 || p == Precision::fp4) && m_gpu.peak_flops_per_s(p) > 0;
+  const double top = fp8 ? m_params.fp8_gemm_max : m_params.gemm_max;
+  const double h = m_params.gemm_dim_half;
+  return top * saturate(m, h) * saturate(n, h) * saturate(k, h);
+}
+
+double ComputeModel::attention_efficiency(double seq_kv, double head_dim, bool backward) const {
+  const double top = backward ? m_params.attn_bwd_max : m_params.attn_fwd_max;
+  return top * saturate(seq_kv, m_params.attn_seq_half) * saturate(head_dim, m_params.attn_head_dim_half);
+}
+
+double ComputeModel::op_seconds(const OpShape& op) const {
+  double compute_s = 0;
+  double memory_s = op.bytes / memory_bytes_per_s();
+  switch (op.cls) {
+    case OpClass::gemm: {
+      const double work = 2.0 * op.m * op.n * op.k * op.batch;
+      compute_s = work / (peak_flops_per_s(op.precision) * gemm_efficiency(op.m, op.n, op.k, op.precision));
+      break;
+    }
+    case OpClass::attention_fwd:
+    case OpClass::attention_bwd: {
+      const bool bwd = op.cls == OpClass::attention_bwd;
+      // Matmul work actually executed: forward QKᵀ and PV (2 matmuls of 2·T·s_kv·d per head),
+      // backward 5 (recomputed QKᵀ, dV, dP, dQ, dK); causal kernels skip the masked half.
+      const double per_matmul = 2.0 * op.tokens * op.seq_kv * op.head_dim * op.heads;
+      const double causal_share = op.causal ? 0.5 : 1.0;
+      if (op.flash) {
+        const double matmuls = bwd ? 5.0 : 2.0;
+        const double work = matmuls * per_matmul * causal_share;
+        compute_s = work / (peak_flops_per_s(Precision::bf16) * attention_efficiency(op.seq_kv, op.head_dim, bwd));
+      } else {
+        // Unfused: batched GEMMs over the full score matrix (no causal skipping); the softmax,
+        // mask and dropout traffic is in op.bytes.
+        const double matmuls = bwd ? 4.0 : 2.0;
+        const double eff = gemm_efficiency(std::min(op.tokens, op.seq_kv), op.seq_kv, op.head_dim, Precision::bf16);
+        compute_s = matmuls * per_matmul / (peak_flops_per_s(Precision::bf16) * eff);
+      }
+      break;
+    }
+    case OpClass::memory:
+      break;
+  }
+  return std::max(compute_s, memory_s) + op.serial_bytes / memory_bytes_per_s() + m_params.launch_overhead_s;
+}
+
+}  // namespace simrun

@@ -1,0 +1,148 @@
+// Megatron rank order tp-cp-ep-dp-pp; see rank_layout.hpp.
+#include "simrun/sim/rank_layout.hpp"
+
+#include "simrun/common/error.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace simrun {
+
+const char* to_string(GroupKind g) {
+  switch (g) {
+    case GroupKind::tp: return "tp";
+    case GroupKind::cp: return "cp";
+    case GroupKind::dp: return "dp";
+    case GroupKind::dp_cp: return "dp_cp";
+    case GroupKind::ep: return "ep";
+    case GroupKind::pp: return "pp";
+  }
+  return "?";
+}
+
+RankLayout::RankLayout(const Layout& layout, int64_t gpus_per_node)
+    : m_tp(layout.tp),
+      m_cp(layout.cp),
+      m_dp(layout.dp),
+      m_pp(layout.pp),
+      m_ep(layout.ep),
+      m_gpus_per_node(std::max<int64_t>(1, gpus_per_node)) {
+  SIMRUN_ASSERT(m_tp >= 1 && m_cp >= 1 && m_dp >= 1 && m_pp >= 1 && m_ep >= 1, "layout sizes must be positive");
+}
+
+RankCoord RankLayout::coord_of(int64_t rank) const {
+  SIMRUN_ASSERT(rank >= 0 && rank < world_size(), "rank out of range");
+  RankCoord c;
+  c.tp = rank % m_tp;
+  rank /= m_tp;
+  c.cp = rank % m_cp;
+  rank /= m_cp;
+  c.dp = rank % m_dp;
+  c.pp = rank / m_dp;
+  return c;
+}
+
+int64_t RankLayout::group_size(GroupKind kind) const {
+  switch (kind) {
+    case GroupKind::tp: return m_tp;
+    case GroupKind::cp: return m_cp;
+    case GroupKind::dp: return m_dp;
+    case GroupKind::dp_cp: return m_dp * m_cp;
+    case GroupKind::ep: return m_ep;
+    case GroupKind::pp: return m_pp;
+  }
+  return 1;
+}
+
+std::vector<int64_t> RankLayout::group(GroupKind kind, int64_t rank) const {
+  const RankCoord c = coord_of(rank);
+  std::vector<int64_t> out;
+  out.reserve(static_cast<size_t>(group_size(kind)));
+  RankCoord m = c;
+  switch (kind) {
+    case GroupKind::tp:
+      for (m.tp = 0; m.tp < m_tp; ++m.tp) out.push_back(rank_of(m));
+      break;
+    case GroupKind::cp:
+      for (m.cp = 0; m.cp < m_cp; ++m.cp) out.push_back(rank_of(m));
+      break;
+    case GroupKind::dp:
+      for (m.dp = 0; m.dp < m_dp; ++m.dp) out.push_back(rank_of(m));
+      break;
+    case GroupKind::dp_cp:
+      for (m.dp = 0; m.dp < m_dp; ++m.dp)
+        for (m.cp = 0; m.cp < m_cp; ++m.cp) out.push_back(rank_of(m));
+      break;
+    case GroupKind::ep: {
+      // Expert groups: ep consecutive members of the flattened (cp, dp) index, same tp and pp.
+      const int64_t flat = c.cp + m_cp * c.dp;
+      const int64_t first = flat - flat % m_ep;
+      for (int64_t f = first; f < first + m_ep; ++f) {
+        m.cp = f % m_cp;
+        m.dp = f / m_cp;
+        out.push_back(rank_of(m));
+      }
+      break;
+    }
+    case GroupKind::pp:
+      for (m.pp = 0; m.pp < m_pp; ++m.pp) out.push_back(rank_of(m));
+      break;
+  }
+  return out;
+}
+
+int64_t RankLayout::index_in_group(GroupKind kind, int64_t rank) const {
+  const RankCoord c = coord_of(rank);
+  switch (kind) {
+    case GroupKind::tp: return c.tp;
+    case GroupKind::cp: return c.cp;
+    case GroupKind::dp: return c.dp;
+    case GroupKind::dp_cp: return c.cp + m_cp * c.dp;
+    case GroupKind::ep: return (c.cp + m_cp * c.dp) % m_ep;
+    case GroupKind::pp: return c.pp;
+  }
+  return 0;
+}
+
+int64_t RankLayout::group_id(GroupKind kind, int64_t rank) const {
+  // The smallest member rank identifies the group.
+  const RankCoord c = coord_of(rank);
+  RankCoord m = c;
+  switch (kind) {
+    case GroupKind::tp: m.tp = 0; break;
+    case GroupKind::cp: m.cp = 0; break;
+    case GroupKind::dp: m.dp = 0; break;
+    case GroupKind::dp_cp: m.dp = 0; m.cp = 0; break;
+    case GroupKind::ep: {
+      const int64_t flat = c.cp + m_cp * c.dp;
+      const int64_t first = flat - flat % m_ep;
+      m.cp = first % m_cp;
+      m.dp = first / m_cp;
+      break;
+    }
+    case GroupKind::pp: m.pp = 0; break;
+  }
+  return rank_of(m);
+}
+
+int64_t RankLayout::nodes_spanned(GroupKind kind, int64_t rank) const {
+  std::set<int64_t> nodes;
+  for (int64_t r : group(kind, rank)) nodes.insert(node_of(r));
+  return static_cast<int64_t>(nodes.size());
+}
+
+int64_t RankLayout::members_per_node(GroupKind kind, int64_t rank) const {
+  std::map<int64_t, int64_t> count;
+  int64_t best = 0;
+  for (int64_t r : group(kind, rank)) best = std::max(best, ++count[node_of(r)]);
+  return best;
+}
+
+std::vector<int64_t> RankLayout::representatives() const {
+  std::vector<int64_t> out;
+  for (int64_t s = 0; s < m_pp; ++s) out.push_back(rank_of(RankCoord{0, 0, 0, s}));
+  return out;
+}
+
+}  // namespace simrun

@@ -1,0 +1,133 @@
+// Private to the workload builder: one StageBuilder assembles one stage's program from the
+// pipeline schedule's slots (workload_builder.cpp).
+#pragma once
+
+#include "simrun/sim/workload.hpp"
+
+#include <initializer_list>
+#include <map>
+#include <tuple>
+#include <vector>
+
+namespace simrun::detail {
+
+// One step of a stage's pipeline schedule: forward or backward of (micro-batch, chunk).
+struct Slot {
+  bool forward = true;
+  int64_t micro_batch = 0;
+  int64_t chunk = 0;
+};
+
+std::vector<Slot> stage_schedule(PipelineSchedule kind, int64_t stage, int64_t pp, int64_t m, int64_t v);
+
+// A gradient bucket: consecutive layers (in backward order) of one chunk.
+struct Bucket {
+  int64_t chunk = 0;
+  double params = 0;           // parameters of this rank in the bucket (after TP split)
+  std::vector<int32_t> layers; // global layer ids; -1 embedding, -2 output layer + final norm
+};
+
+class StageBuilder {
+ public:
+  // Everything the stages share: the scenario's dimensions, precomputed once.
+  struct Shared {
+    Shared(const Scenario& sc, const ComputeModel& cm, const WorkloadOptions& o, const std::vector<int64_t>& layers_per_chunk,
+           int64_t v, int64_t m);
+    const Scenario& sc;
+    const ComputeModel& compute;
+    const WorkloadOptions& opt;
+    std::vector<int64_t> layers_per_chunk;  // stage·v + chunk
+    std::vector<int64_t> first_layer;       // stage·v + chunk → first global layer id
+    int64_t v, m, pp, tp, cp;
+    bool sp, flash, causal, swiglu, rope, layernorm;
+    Precision gemm_precision;
+    double elem;                    // activation element bytes (2, or 4 for fp32)
+    double T, Ts;                   // tokens per micro-batch on this rank: full, and SP-split
+    double h, q_loc, kv_loc, f_loc, heads_loc, head_dim, seq, vocab_loc;
+    double layer_params_local;      // one layer's parameters on this rank (TP split)
+    double embedding_params_local;  // embedding (+positions) on the first stage (vocab split)
+    double output_params_local;     // untied output layer + final norm on the last stage
+    double flops_per_layer_fwd;     // Megatron-convention forward FLOPs of one layer on this rank
+    GroupKind dp_group;             // dp, or dp×cp when cp > 1
+    int64_t dp_size;                // ranks sharing a ZeRO shard
+  };
+
+  StageBuilder(const Shared& shared, int64_t stage);
+  void build(const std::vector<Slot>& slots, PipelineSchedule schedule);
+  StageProgram take() { return std::move(m_prog); }
+  StageProgram& program() { return m_prog; }
+
+  // Recv task of (direction forward?, micro-batch, chunk), for linking sends.
+  std::map<std::tuple<bool, int64_t, int64_t>, uint32_t> recv_index;
+  // Send tasks: (task, destination stage, forward?, micro-batch, destination chunk).
+  struct PendingSend {
+    uint32_t task;
+    int64_t dst_stage;
+    bool forward;
+    int64_t micro_batch;
+    int64_t dst_chunk;
+  };
+  std::vector<PendingSend> sends;
+
+ private:
+  uint32_t add(Task t, const std::vector<uint32_t>& deps);
+  uint32_t compute(OpName op, Phase phase, const OpShape& shape, double flops);
+  uint32_t collective(Stream stream, OpName op, CollectiveOp coll, GroupKind group, double bytes, Phase phase,
+                      std::vector<uint32_t> deps);
+  OpShape gemm(double m, double n, double k, Precision p) const;
+  OpShape memory_op(double bytes) const;
+
+  void forward_slot(int64_t mb, int64_t chunk);
+  void backward_slot(int64_t mb, int64_t chunk);
+  void layer_forward(int32_t layer, Phase phase, bool last_mb_of_step_use);
+  void layer_backward(int32_t layer);
+  void attention_core_forward(Phase phase);
+  // A column-parallel linear's backward (QKV, FC1): input re-gather ∥ dgrad, grad RS/AR ∥ wgrad.
+  void column_parallel_backward(OpName op, OpName ag_name, OpName rs_name, double n_loc, double flops_each);
+  // A row-parallel linear's backward (proj, FC2): grad all-gather (SP) then dgrad, wgrad.
+  void row_parallel_backward(OpName op, OpName ag_name, double k_loc, double flops_each);
+  // Forward TP collective after a row-parallel GEMM (AR, or RS with SP).
+  void tp_after_row_parallel(OpName rs_name, OpName ar_name, uint32_t gemm_task, uint32_t before_gemm, Phase phase);
+  // Forward SP all-gather before a column-parallel GEMM; returns the task or kNoTask.
+  uint32_t tp_before_column_parallel(OpName ag_name, Phase phase);
+  void embedding_forward();
+  void embedding_backward();
+  void head_forward();
+  void head_backward();
+  void grads_ready(double params, int32_t layer);
+  void flush_bucket();
+  void fsdp_gather(int32_t unit, bool backward);
+  void fsdp_reduce(int32_t unit);
+  void optimizer();
+
+  const Shared& m_s;
+  int64_t m_stage;
+  StageProgram m_prog;
+  PipelineSchedule m_schedule = PipelineSchedule::one_f_one_b;
+  // Cursor state while appending.
+  int32_t m_layer = -1;
+  int32_t m_mb = -1;
+  int16_t m_chunk = 0;
+  Phase m_phase = Phase::forward;
+  uint32_t m_last_compute = kNoTask;
+  std::vector<uint32_t> m_wait;          // tasks the next compute op waits for
+  // Gradient buckets (ZeRO 0–2).
+  double m_bucket_fill = 0;
+  double m_bucket_limit = 0;
+  std::vector<uint32_t> m_grad_reduces;
+  std::vector<double> m_deferred_buckets;   // GradReduceOverlap::after_backward
+  std::vector<std::pair<double, std::vector<int32_t>>> m_param_buckets;  // ZeRO 1/2 param all-gather units
+  std::vector<int32_t> m_bucket_layers;
+  std::map<int32_t, uint32_t> m_param_gather_of_layer;  // layer → its bucket's param AG (next_forward)
+  std::map<int32_t, bool> m_layer_forwarded;           // first forward use seen
+  // FSDP (ZeRO-3).
+  std::map<int32_t, uint32_t> m_first_op_of_layer;      // latest first compute op of a layer
+  int64_t m_in_flight_chunks = 0;
+  int64_t m_in_flight_layers = 0;
+  bool m_blocking_send = true;
+};
+
+// Points every send at the recv task it completes in the destination stage's program.
+void link_pipeline_messages(std::vector<StageBuilder>& builders);
+
+}  // namespace simrun::detail

@@ -1,0 +1,56 @@
+// Rank placement in Megatron's order tp-cp-ep-dp-pp and the groups derived from it.
+#include "simrun/sim/rank_layout.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace simrun;
+
+namespace {
+Layout make_layout(int64_t tp, int64_t cp, int64_t dp, int64_t pp) {
+  Layout l;
+  l.tp = tp;
+  l.cp = cp;
+  l.dp = dp;
+  l.pp = pp;
+  return l;
+}
+}  // namespace
+
+TEST_CASE("TP varies fastest and PP slowest (Megatron tp-cp-ep-dp-pp)", "[sim][rank_layout]") {
+  const RankLayout r(make_layout(8, 2, 4, 4), 8);
+  CHECK(r.world_size() == 256);
+  CHECK(r.rank_of({1, 0, 0, 0}) == 1);
+  CHECK(r.rank_of({0, 1, 0, 0}) == 8);
+  CHECK(r.rank_of({0, 0, 1, 0}) == 16);
+  CHECK(r.rank_of({0, 0, 0, 1}) == 64);
+  for (int64_t rank = 0; rank < r.world_size(); ++rank) CHECK(r.rank_of(r.coord_of(rank)) == rank);
+}
+
+TEST_CASE("groups: TP inside a node, DP and PP strided across nodes", "[sim][rank_layout]") {
+  const RankLayout r(make_layout(8, 1, 4, 2), 8);
+  CHECK(r.group(GroupKind::tp, 13) == std::vector<int64_t>{8, 9, 10, 11, 12, 13, 14, 15});
+  CHECK(r.group(GroupKind::dp, 13) == std::vector<int64_t>{5, 13, 21, 29});
+  CHECK(r.group(GroupKind::pp, 13) == std::vector<int64_t>{13, 45});
+  CHECK(r.nodes_spanned(GroupKind::tp, 13) == 1);
+  CHECK(r.nodes_spanned(GroupKind::dp, 13) == 4);
+  CHECK(r.members_per_node(GroupKind::dp, 13) == 1);
+  CHECK(r.index_in_group(GroupKind::dp, 21) == 2);
+  CHECK(r.group_id(GroupKind::dp, 21) == r.group_id(GroupKind::dp, 5));
+  CHECK(r.group_id(GroupKind::dp, 21) != r.group_id(GroupKind::dp, 6));
+}
+
+TEST_CASE("dp_cp groups cover both dimensions; ep splits them", "[sim][rank_layout]") {
+  Layout l = make_layout(2, 2, 4, 1);
+  l.ep = 4;
+  const RankLayout r(l, 8);
+  CHECK(r.group(GroupKind::dp_cp, 0).size() == 8);
+  CHECK(r.group(GroupKind::cp, 0) == std::vector<int64_t>{0, 2});
+  CHECK(r.group(GroupKind::ep, 0) == std::vector<int64_t>{0, 2, 4, 6});
+  CHECK(r.group(GroupKind::ep, 9) == std::vector<int64_t>{9, 11, 13, 15});
+}
+
+TEST_CASE("one representative per pipeline stage", "[sim][rank_layout]") {
+  const RankLayout r(make_layout(8, 1, 16, 4), 8);
+  CHECK(r.representatives() == std::vector<int64_t>{0, 128, 256, 384});
+  CHECK(r.representative_of(300) == 256);
+}

@@ -1,0 +1,159 @@
+// The workload builder: DAG invariants (FLOPs equal Megatron's count times the recompute
+// share, every task runs, no cycles, pipeline messages pair up), schedules and layer splits.
+#include "simrun/common/error.hpp"
+#include "simrun/models/counts.hpp"
+#include "simrun/sim/scenario_parser.hpp"
+#include "simrun/sim/workload.hpp"
+#include "workload_builder.hpp"
+#include "workload_test_util.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <deque>
+
+using namespace simrun;
+using namespace simrun::test;
+
+namespace {
+
+// Runs every stage program with zero-duration tasks under the executor's rules (streams in
+// order, explicit deps, a recv completes when its send does). Returns tasks run per stage.
+std::vector<size_t> run_dry(const Workload& w) {
+  const size_t stages = w.stages.size();
+  std::vector<std::vector<uint8_t>> done(stages);
+  std::vector<std::array<std::vector<uint32_t>, kStreamCount>> queues(stages);
+  std::vector<std::array<size_t, kStreamCount>> head(stages);
+  for (size_t s = 0; s < stages; ++s) {
+    done[s].assign(w.stages[s].tasks.size(), 0);
+    head[s].fill(0);
+    for (uint32_t i = 0; i < w.stages[s].tasks.size(); ++i) {
+      const Task& t = w.stages[s].tasks[i];
+      for (uint16_t k = 0; k < t.dep_count; ++k) REQUIRE(w.stages[s].dep(t, k) < i);  // deps point back: acyclic
+      if (t.kind != TaskKind::recv) queues[s][static_cast<size_t>(t.stream)].push_back(i);
+      if (t.kind == TaskKind::send) REQUIRE(t.peer_task != kNoTask);
+    }
+  }
+  std::vector<size_t> count(stages, 0);
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (size_t s = 0; s < stages; ++s) {
+      const StageProgram& p = w.stages[s];
+      for (int st = 0; st < kStreamCount; ++st) {
+        auto& q = queues[s][static_cast<size_t>(st)];
+        while (head[s][static_cast<size_t>(st)] < q.size()) {
+          const uint32_t i = q[head[s][static_cast<size_t>(st)]];
+          const Task& t = p.tasks[i];
+          bool ready = true;
+          for (uint16_t k = 0; k < t.dep_count; ++k) ready = ready && done[s][p.dep(t, k)];
+          if (!ready) break;
+          done[s][i] = 1;
+          ++count[s];
+          ++head[s][static_cast<size_t>(st)];
+          progress = true;
+          if (t.kind == TaskKind::send) {
+            const auto peer = static_cast<size_t>(t.peer_stage);
+            REQUIRE(w.stages[peer].tasks[t.peer_task].kind == TaskKind::recv);
+            REQUIRE(!done[peer][t.peer_task]);
+            done[peer][t.peer_task] = 1;
+            ++count[peer];
+          }
+        }
+      }
+    }
+  }
+  return count;
+}
+
+double megatron_flops(const Scenario& sc) {
+  return count_flops_per_sequence(sc.model, AttentionFlops::causal).total() * double(sc.layout.global_batch);
+}
+
+}  // namespace
+
+TEST_CASE("FLOPs of the DAG equal Megatron's count times (1 + recompute share)", "[sim][workload]") {
+  const auto recompute = GENERATE(std::string("none"), std::string("selective"), std::string("full"));
+  const auto layout = GENERATE(std::string(R"("tp": 2, "pp": 2, "dp": 2, "virtual_stages": 2)"),
+                               std::string(R"("tp": 1, "pp": 4, "dp": 2, "zero_stage": 3, "pp": 1, "dp": 8)"),
+                               std::string(R"("tp": 4, "pp": 1, "dp": 1, "cp": 2, "zero_stage": 1)"));
+  const Scenario sc = parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
+      "layout": {)" + layout + R"(, "global_batch": 16, "recompute": ")" + recompute + R"("}})");
+  const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
+  const Workload w = build_workload(sc, cm);
+  const double megatron = megatron_flops(sc);
+  CHECK(w.model_flops_per_step == Approx(megatron).epsilon(1e-9));
+  const FlopCounts f = count_flops_per_sequence(sc.model, AttentionFlops::causal);
+  double share = 0;
+  if (recompute == "full") share = (f.dense_gemms + f.attention_core) / 3.0 / f.total();
+  if (recompute == "selective") share = f.attention_core / 3.0 / f.total();
+  CHECK(w.hardware_flops_per_step == Approx(megatron * (1 + share)).epsilon(1e-9));
+}
+
+TEST_CASE("every task of every stage runs: no cycles, no deadlock, every send meets its recv", "[sim][workload]") {
+  const auto layout = GENERATE(std::string(R"("tp": 1, "pp": 4, "dp": 2, "global_batch": 16)"),
+                               std::string(R"("tp": 2, "pp": 4, "dp": 1, "virtual_stages": 2, "global_batch": 8)"),
+                               std::string(R"("tp": 1, "pp": 8, "dp": 1, "virtual_stages": 2, "global_batch": 8)"),
+                               std::string(R"("tp": 1, "pp": 8, "dp": 1, "virtual_stages": 4, "global_batch": 24)"),
+                               std::string(R"("tp": 1, "pp": 2, "dp": 4, "global_batch": 4, "zero_stage": 2)"));
+  const Scenario sc = parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
+      "layout": {)" + layout + R"(, "recompute": "full"}})");
+  const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
+  const Workload w = build_workload(sc, cm);
+  const auto ran = run_dry(w);
+  for (size_t s = 0; s < w.stages.size(); ++s) CHECK(ran[s] == w.stages[s].tasks.size());
+}
+
+TEST_CASE("GPipe runs every stage's ops too", "[sim][workload]") {
+  const Scenario sc = parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
+      "layout": {"tp": 1, "pp": 4, "dp": 2, "global_batch": 16}})");
+  const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
+  const Workload w = build_workload(sc, cm, WorkloadOptions{}, PipelineSchedule::gpipe);
+  const auto ran = run_dry(w);
+  for (size_t s = 0; s < w.stages.size(); ++s) CHECK(ran[s] == w.stages[s].tasks.size());
+  // GPipe keeps every micro-batch in flight; 1F1B at most pp − stage.
+  CHECK(w.stages[0].max_in_flight_chunks == 8);
+  const Workload w1 = build_workload(sc, cm);
+  CHECK(w1.stages[0].max_in_flight_chunks == 4);
+  CHECK(w1.stages[3].max_in_flight_chunks == 1);
+}
+
+TEST_CASE("1F1B and interleaved schedules: order and warm-up as in Megatron", "[sim][workload]") {
+  using detail::stage_schedule;
+  const auto s = stage_schedule(PipelineSchedule::one_f_one_b, 0, 4, 8, 1);
+  REQUIRE(s.size() == 16);
+  CHECK((s[0].forward && s[1].forward && s[2].forward && s[3].forward && !s[4].forward));
+  CHECK(s[4].micro_batch == 0);
+  const auto last = stage_schedule(PipelineSchedule::one_f_one_b, 3, 4, 8, 1);
+  CHECK((last[0].forward && !last[1].forward));
+  const auto il = stage_schedule(PipelineSchedule::interleaved, 0, 4, 8, 2);
+  REQUIRE(il.size() == 32);
+  // warm-up (p−1)·2 + (v−1)·p = 10 forwards; the first p are chunk 0, the next p chunk 1.
+  for (int i = 0; i < 10; ++i) CHECK(il[static_cast<size_t>(i)].forward);
+  CHECK((il[3].chunk == 0 && il[4].chunk == 1 && il[8].chunk == 0 && il[8].micro_batch == 4));
+  CHECK((!il[11].forward && il[11].chunk == 1 && il[11].micro_batch == 0));
+}
+
+TEST_CASE("layer splits: even, embedding/loss accounted, uneven 1F1B, refused interleaved", "[sim][workload]") {
+  std::vector<std::string> warnings;
+  CHECK(split_layers(80, 4, 5, "t", warnings) == std::vector<int64_t>(20, 4));
+  CHECK(warnings.empty());
+  const auto l405 = split_layers(126, 16, 2, "t", warnings);  // 128 = 16·2·4
+  CHECK(l405[0] == 3);                 // stage 0 chunk 0: embedding + 3 layers
+  CHECK(l405[15 * 2 + 1] == 3);        // last stage, last chunk: 3 layers + loss
+  CHECK(l405[1] == 4);
+  CHECK(warnings.size() == 1);
+  const auto uneven = split_layers(30, 4, 1, "t", warnings);
+  CHECK(uneven == std::vector<int64_t>{7, 8, 8, 7});
+  CHECK_THROWS_WITH(split_layers(30, 4, 3, "t", warnings), Catch::Contains("layout.virtual_stages"));
+}
+
+TEST_CASE("bad layouts are refused with the reason, doubtful ones warned about", "[sim][workload][errors]") {
+  const ComputeModel cm(gpu("h100-sxm"), ComputeParams{});
+  Scenario sc = parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
+      "layout": {"tp": 1, "pp": 8, "dp": 1, "global_batch": 4}})");
+  const Workload w = build_workload(sc, cm);
+  REQUIRE_FALSE(w.warnings.empty());
+  CHECK(w.warnings[0].find("micro-batches for 8 pipeline stages") != std::string::npos);
+  sc.layout.virtual_stages = 2;
+  CHECK_THROWS_WITH(build_workload(sc, cm), Catch::Contains("layout.global_batch") && Catch::Contains("interleaved"));
+}
