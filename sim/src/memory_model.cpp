@@ -61,8 +61,9 @@ double layer_activation_bytes(const ModelSpec& m, const ActivationConfig& c) {
   const double kv = double((m.kv_heads > 0 ? m.kv_heads : m.heads) * head_dim);
   const double f = double(m.ffn_hidden);
 
+  const bool dropout = c.dropout == Dropout::masks;
   // Norm inputs (2 × e·sbh), QKV input (e·sbh), MLP input (e·sbh), two 1-byte dropout masks.
-  const double replicated = 2 * e * sbh + e * sbh + e * sbh + 2 * sbh;
+  const double replicated = 2 * e * sbh + e * sbh + e * sbh + (dropout ? 2 * sbh : 0.0);
   // Q, K, V, the attention output (input of the output projection); the MLP's activation input
   // and output (SwiGLU: gate and up, 2f wide, in; f out).
   const double attention_tp = e * s * b * (q + kv + kv + q);
@@ -72,8 +73,9 @@ double layer_activation_bytes(const ModelSpec& m, const ActivationConfig& c) {
   const bool keeps_scores = !c.flash_attention && c.recompute == Recompute::none;
   if (keeps_scores) {
     const double kv_s = double(c.kv_seq_len > 0 ? c.kv_seq_len : c.seq_len);
-    // Softmax output (e), its dropout mask (1), dropout output (e): 5 bytes per score at e = 2.
-    bytes += double(m.heads) * s * kv_s * b * (2 * e + 1) / t;
+    // Softmax output (e), its dropout mask (1), dropout output (e): 5 bytes per score at e = 2;
+    // without dropout the softmax output alone.
+    bytes += double(m.heads) * s * kv_s * b * (dropout ? 2 * e + 1 : e) / t;
   }
   return bytes;
 }
@@ -146,6 +148,7 @@ MemoryEstimate estimate_memory(const Scenario& sc, const MemoryDefaults& default
   ac.flash_attention = l.flash_attention;
   ac.recompute = l.recompute;
   ac.element_bytes = activation_element_bytes(l.precision);
+  ac.dropout = defaults.dropout;
   const double per_layer = layer_activation_bytes(m, ac);
   ActivationConfig working = ac;
   working.recompute = Recompute::none;
@@ -174,7 +177,8 @@ MemoryEstimate estimate_memory(const Scenario& sc, const MemoryDefaults& default
     st.transformer_activation_bytes = st.in_flight_microbatches * double(st.params.layers) * per_layer;
     if (st.params.has_embedding) {
       // int64 token ids (8·sb) and the embedding dropout mask (sbh), per micro-batch in flight.
-      st.embedding_activation_bytes = st.in_flight_microbatches * (8.0 * s * b + s * b * h) / t;
+      const double mask = defaults.dropout == Dropout::masks ? s * b * h : 0.0;
+      st.embedding_activation_bytes = st.in_flight_microbatches * (8.0 * s * b + mask) / t;
     }
     if (st.params.has_output) {
       // Output-layer input and fp32 logits for the cross-entropy: 4sbh + 4sbV, vocab-parallel.

@@ -1,1 +1,404 @@
+// Tests of the memory model: Korthikanti et al. 2022's activation closed forms, Megatron's
+// compute_activation_memory, ZeRO/Megatron model-state bytes, pipeline in-flight accounting, and
+// the published measured runs (which ran, so must be predicted to fit).
+#include "simrun/sim/memory_model.hpp"
+
+#include "analytic_fixtures.hpp"
+#include "simrun/common/json_reader.hpp"
+#include "simrun/models/catalog.hpp"
+#include "simrun/models/counts.hpp"
+#include "simrun/topologies/catalog.hpp"
+
 #include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+
+using namespace simrun;
+
+namespace {
+
+// GPT-3 175B shape (Brown et al. 2020): the model of Korthikanti et al.'s Table 2 / Fig. 7.
+constexpr double kS = 2048, kB = 1, kH = 12288, kA = 96, kL = 96;
+
+ActivationConfig gpt3_config() {
+  ActivationConfig c;
+  c.seq_len = int64_t(kS);
+  c.micro_batch = int64_t(kB);
+  c.element_bytes = 2;
+  c.dropout = Dropout::masks;  // Korthikanti's accounting
+  return c;
+}
+
+MemoryDefaults with_dropout() {
+  MemoryDefaults d;
+  d.dropout = Dropout::masks;
+  return d;
+}
+
+Scenario gpt3_scenario(int64_t tp, int64_t pp, int64_t dp, int64_t global_batch) {
+  Scenario s;
+  s.file = "test";
+  s.model = test::gpt_mha();
+  s.cluster = test::h100_cluster(tp * pp * dp);
+  s.layout.tp = tp;
+  s.layout.pp = pp;
+  s.layout.dp = dp;
+  s.layout.micro_batch = 1;
+  s.layout.global_batch = global_batch;
+  s.layout.sequence_parallel = true;
+  s.layout.recompute = Recompute::selective;
+  s.layout.flash_attention = false;
+  s.layout.zero_stage = 1;
+  return s;
+}
+
+// Megatron-LM megatron/training/theoretical_memory_usage.py, compute_activation_memory
+// (SP + selective recompute; cites Table 2 of arXiv:2205.05198), transcribed literally.
+double megatron_compute_activation_memory(double s, double b, double h, double ffn, double L, double p, double t,
+                                          double vp, double m, double V) {
+  double act = s * b * h * (18 + 4 * ffn / h) * L;
+  act += 8 * s * b * p;
+  act += s * b * h * p;
+  if (vp > 1) {
+    act *= 1 + (p - 1) / (p * vp);
+  } else {
+    act *= std::min(1.0, m / p);
+  }
+  if (p == 1) act += s * b * h * 4 * (1 + V / h);
+  return act / t;
+}
+
+}  // namespace
+
+TEST_CASE("per-layer activations equal Korthikanti et al. 2022 Table 2", "[sim][memory_model]") {
+  const ModelSpec m = test::gpt_mha();
+  const double sbh = kS * kB * kH;
+  ActivationConfig c = gpt3_config();
+
+  SECTION("no parallelism: sbh(34 + 5as/h) = 34sbh + 5as²b") {
+    CHECK(layer_activation_bytes(m, c) == Approx(sbh * (34 + 5 * kA * kS / kH)).epsilon(1e-12));
+    CHECK(layer_activation_bytes(m, c) == Approx(34 * sbh + 5 * kA * kS * kS * kB).epsilon(1e-12));
+  }
+  SECTION("tensor parallel t=8: sbh(10 + 24/t + 5as/(ht))") {
+    c.tp = 8;
+    CHECK(layer_activation_bytes(m, c) == Approx(sbh * (10 + 24.0 / 8 + 5 * kA * kS / (kH * 8))).epsilon(1e-12));
+  }
+  SECTION("tensor + sequence parallel t=8: sbh/t·(34 + 5as/h)") {
+    c.tp = 8;
+    c.sequence_parallel = true;
+    CHECK(layer_activation_bytes(m, c) == Approx(sbh / 8 * (34 + 5 * kA * kS / kH)).epsilon(1e-12));
+  }
+  SECTION("TP + SP + selective recompute: 34sbh/t") {
+    c.tp = 8;
+    c.sequence_parallel = true;
+    c.recompute = Recompute::selective;
+    CHECK(layer_activation_bytes(m, c) == Approx(34 * sbh / 8).epsilon(1e-12));
+  }
+  SECTION("full recompute keeps the layer input: 2sbh (2sbh/t sequence-sharded)") {
+    c.recompute = Recompute::full;
+    CHECK(layer_activation_bytes(m, c) == Approx(2 * sbh).epsilon(1e-12));
+    c.tp = 8;
+    CHECK(layer_activation_bytes(m, c) == Approx(2 * sbh).epsilon(1e-12));
+    c.sequence_parallel = true;
+    CHECK(layer_activation_bytes(m, c) == Approx(2 * sbh / 8).epsilon(1e-12));
+  }
+  SECTION("flash attention removes the 5as²b term and nothing else") {
+    c.flash_attention = true;
+    CHECK(layer_activation_bytes(m, c) == Approx(34 * sbh).epsilon(1e-12));
+  }
+  SECTION("GQA and SwiGLU enter where they belong: Llama-3 70B is not 34sbh") {
+    const ModelSpec llama = test::llama3_70b();
+    ActivationConfig lc;
+    lc.seq_len = 8192;
+    lc.flash_attention = true;
+    const double s = 8192, h = 8192, q = 8192, kv = 1024, f = 28672;
+    // No dropout (Llama recipes): 8sbh + 2s(q + 2kv + q) + 6sf (SwiGLU: gate and up in, f out).
+    CHECK(layer_activation_bytes(llama, lc) == Approx(8 * s * h + 2 * s * (2 * q + 2 * kv) + 6 * s * f).epsilon(1e-12));
+  }
+  SECTION("without dropout: 32sbh + 2as²b (no masks, no dropout output)") {
+    c.dropout = Dropout::none;
+    CHECK(layer_activation_bytes(m, c) == Approx(32 * sbh + 2 * kA * kS * kS * kB).epsilon(1e-12));
+    c.tp = 8;
+    c.sequence_parallel = true;
+    c.recompute = Recompute::selective;
+    CHECK(layer_activation_bytes(m, c) == Approx(32 * sbh / 8).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("stage activations: 1F1B holds L layers' worth on the first stage", "[sim][memory_model]") {
+  const double sbh = kS * kB * kH;
+
+  SECTION("pp=1 without flash: L·(34sbh + 5as²b)") {
+    Scenario s = gpt3_scenario(1, 1, 1, 8);
+    s.layout.recompute = Recompute::none;
+    s.layout.sequence_parallel = false;
+    const MemoryEstimate e = estimate_memory(s, with_dropout());
+    CHECK(e.stages[0].transformer_activation_bytes == Approx(kL * (34 * sbh + 5 * kA * kS * kS * kB)).epsilon(1e-12));
+  }
+  SECTION("pp=8, m ≥ p: first stage L·34sbh/t, last stage (L/p)·34sbh/t") {
+    Scenario s = gpt3_scenario(8, 8, 1, 64);
+    const MemoryEstimate e = estimate_memory(s, with_dropout());
+    CHECK(e.stages[0].in_flight_microbatches == 8);
+    CHECK(e.stages[0].transformer_activation_bytes == Approx(kL * 34 * sbh / 8).epsilon(1e-12));
+    CHECK(e.stages[7].transformer_activation_bytes == Approx(kL / 8 * 34 * sbh / 8).epsilon(1e-12));
+  }
+  SECTION("fewer micro-batches than stages: ×min(1, m/p)") {
+    Scenario s = gpt3_scenario(8, 8, 1, 2);
+    const MemoryEstimate e = estimate_memory(s, with_dropout());
+    CHECK(e.stages[0].transformer_activation_bytes == Approx(kL * 34 * sbh / 8 * 2.0 / 8.0).epsilon(1e-12));
+  }
+  SECTION("interleaved, v=3: ×(1 + (p−1)/(p·v))") {
+    Scenario s = gpt3_scenario(8, 8, 1, 64);
+    s.layout.virtual_stages = 3;
+    const MemoryEstimate e = estimate_memory(s, with_dropout());
+    CHECK(e.stages[0].transformer_activation_bytes == Approx(kL * 34 * sbh / 8 * (1 + 7.0 / 24.0)).epsilon(1e-12));
+  }
+  SECTION("full recompute: L·2sbh plus one layer's working set") {
+    Scenario s = gpt3_scenario(1, 1, 1, 8);
+    s.layout.recompute = Recompute::full;
+    s.layout.sequence_parallel = false;
+    const MemoryEstimate e = estimate_memory(s, with_dropout());
+    CHECK(e.stages[0].transformer_activation_bytes == Approx(kL * 2 * sbh).epsilon(1e-12));
+    CHECK(e.stages[0].recompute_working_bytes == Approx(34 * sbh + 5 * kA * kS * kS * kB).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("first-stage activations equal Megatron's compute_activation_memory", "[sim][memory_model]") {
+  const ModelSpec m = test::gpt_mha();
+  const double ffn = double(m.ffn_hidden), V = double(m.vocab);
+  struct Case {
+    int64_t tp, pp, dp, vp, global_batch;
+  };
+  // GPT-3 175B on 1024 GPUs as in Megatron's example (t8 p16 d8, m = 1536/8 = 192), a p=1
+  // case (the output layer lands on the first stage), an interleaved case and an m < p case.
+  const Case c = GENERATE(Case{8, 16, 8, 1, 1536}, Case{8, 1, 4, 1, 64}, Case{4, 4, 2, 2, 32}, Case{8, 8, 1, 1, 4});
+  Scenario s = gpt3_scenario(c.tp, c.pp, c.dp, c.global_batch);
+  s.layout.virtual_stages = c.vp;
+  const MemoryEstimate e = estimate_memory(s, with_dropout());
+  const StageMemory& first = e.stages[0];
+  const double ours = first.transformer_activation_bytes + first.embedding_activation_bytes +
+                      (c.pp == 1 ? first.output_activation_bytes : 0.0);
+  const double m_mb = double(c.global_batch / c.dp);
+  CHECK(ours == Approx(megatron_compute_activation_memory(kS, kB, kH, ffn, kL, double(c.pp), double(c.tp), double(c.vp),
+                                                          m_mb, V))
+                    .epsilon(1e-12));
+}
+
+TEST_CASE("model states: Megatron 18 B/param, 6 + 12/d distributed; ZeRO paper 16Ψ by stage", "[sim][memory_model]") {
+  const BytesPerParam meg = bytes_per_param(Precision::bf16, StateConvention::megatron);
+  CHECK(meg.total() == 18);
+  CHECK(bytes_per_param(Precision::fp16, StateConvention::megatron).total() == 20);
+  CHECK(bytes_per_param(Precision::fp32, StateConvention::megatron).total() == 16);
+  CHECK(bytes_per_param(Precision::fp8, StateConvention::megatron).total() == 18);
+  const double psi = 7e9, d = 64;
+  // Megatron dist_optimizer.md: bf16 params / fp32 grads, 6 + 12/d bytes per parameter.
+  CHECK(model_state_bytes(psi, 1, d, meg).total() == Approx(psi * (6 + 12 / d)));
+  CHECK(model_state_bytes(psi, 0, d, meg).total() == Approx(psi * 18));
+  CHECK(model_state_bytes(psi, 1, d, bytes_per_param(Precision::fp16, StateConvention::megatron)).total() ==
+        Approx(psi * (4 + 16 / d)));
+  CHECK(model_state_bytes(psi, 1, d, bytes_per_param(Precision::fp32, StateConvention::megatron)).total() ==
+        Approx(psi * (8 + 8 / d)));
+
+  // ZeRO paper (Rajbhandari et al. 2019, Fig. 1 / §5): K = 12.
+  const BytesPerParam zero = bytes_per_param(Precision::bf16, StateConvention::zero_paper);
+  CHECK(model_state_bytes(psi, 0, d, zero).total() == Approx(16 * psi));
+  CHECK(model_state_bytes(psi, 1, d, zero).total() == Approx(2 * psi + 2 * psi + 12 * psi / d));
+  CHECK(model_state_bytes(psi, 2, d, zero).total() == Approx(2 * psi + 14 * psi / d));
+  CHECK(model_state_bytes(psi, 3, d, zero).total() == Approx(16 * psi / d));
+  // The paper's worked example: 7.5B parameters, N_d = 64 → 120 GB, 31.4 GB, 16.6 GB, 1.9 GB.
+  CHECK(model_state_bytes(7.5e9, 0, 64, zero).total() / 1e9 == Approx(120.0).margin(0.05));
+  CHECK(model_state_bytes(7.5e9, 1, 64, zero).total() / 1e9 == Approx(31.4).margin(0.05));
+  CHECK(model_state_bytes(7.5e9, 2, 64, zero).total() / 1e9 == Approx(16.6).margin(0.05));
+  CHECK(model_state_bytes(7.5e9, 3, 64, zero).total() / 1e9 == Approx(1.9).margin(0.05));
+}
+
+TEST_CASE("stage parameters add up to the model; embedding first, output last", "[sim][memory_model]") {
+  const ModelSpec m = test::llama3_70b();
+  const ParamCounts counts = count_params(m);
+  Layout l;
+  l.tp = 8;
+  l.pp = 4;
+  double total = 0;
+  for (int64_t i = 0; i < l.pp; ++i) total += stage_params(m, counts, l, i).dense * double(l.tp);
+  CHECK(total == Approx(counts.total()).epsilon(1e-12));
+  CHECK(stage_params(m, counts, l, 0).has_embedding);
+  CHECK(stage_params(m, counts, l, 3).has_output);
+  CHECK(stage_params(m, counts, l, 0).layers == 20);
+
+  SECTION("tied embeddings with pp > 1: the last stage keeps a copy") {
+    ModelSpec tied = m;
+    tied.tied_embeddings = true;
+    const ParamCounts tc = count_params(tied);
+    double sum = 0;
+    for (int64_t i = 0; i < l.pp; ++i) sum += stage_params(tied, tc, l, i).dense * double(l.tp);
+    CHECK(sum == Approx(tc.total() + double(m.vocab) * double(m.hidden)).epsilon(1e-12));
+  }
+  SECTION("uneven stages: the first L mod p ranks take one more layer") {
+    CHECK(layers_per_stage(126, 8) == std::vector<int64_t>{16, 16, 16, 16, 16, 16, 15, 15});
+  }
+}
+
+TEST_CASE("ZeRO-3 shards weights, grads and optimizer over dp·cp", "[sim][memory_model]") {
+  Scenario s = test::llama3_70b_1024_h100();
+  s.layout.tp = 1;
+  s.layout.pp = 1;
+  s.layout.dp = 1024;
+  s.layout.virtual_stages = 1;
+  s.layout.sequence_parallel = false;
+  s.layout.zero_stage = 3;
+  s.layout.recompute = Recompute::full;
+  const double params = count_params(s.model).total();
+  const MemoryEstimate e = estimate_memory(s, with_dropout());
+  CHECK(e.report.weights == Approx(params * 2 / 1024).epsilon(1e-12));
+  CHECK(e.report.grads == Approx(params * 4 / 1024).epsilon(1e-12));
+  CHECK(e.report.optimizer == Approx(params * 12 / 1024).epsilon(1e-12));
+}
+
+TEST_CASE("fits: the headline layout fits an H100; 70B on 8 GPUs without sharding does not", "[sim][memory_model]") {
+  const Scenario headline = test::llama3_70b_1024_h100();
+  const MemoryEstimate ok = estimate_memory(headline);
+  CHECK(ok.report.fits);
+  CHECK(ok.report.peak_bytes_per_gpu < ok.report.capacity_bytes);
+  CHECK(ok.report.peak_bytes_per_gpu ==
+        Approx(ok.report.weights + ok.report.grads + ok.report.optimizer + ok.report.activations + ok.report.workspace));
+
+  Scenario tight = headline;
+  tight.cluster = test::h100_cluster(8);
+  tight.layout.pp = 1;
+  tight.layout.dp = 1;
+  tight.layout.virtual_stages = 1;
+  tight.layout.zero_stage = 0;
+  tight.layout.global_batch = 8;
+  const MemoryEstimate no = estimate_memory(tight);
+  // 70.6e9 · 18 B / 8 ≈ 159 GB of model states alone.
+  CHECK(no.report.weights + no.report.grads + no.report.optimizer > 150e9);
+  CHECK_FALSE(no.report.fits);
+}
+
+TEST_CASE("more recompute, more parallelism or flash never need more activation memory", "[sim][memory_model]") {
+  const ModelSpec m = test::llama3_70b();
+  ActivationConfig c;
+  c.seq_len = 4096;
+  c.tp = GENERATE(1, 2, 8);
+  c.sequence_parallel = GENERATE(false, true);
+  c.flash_attention = false;
+  ActivationConfig selective = c, full = c, flash = c, wider = c;
+  selective.recompute = Recompute::selective;
+  full.recompute = Recompute::full;
+  flash.flash_attention = true;
+  wider.tp = c.tp * 2;
+  CHECK(layer_activation_bytes(m, selective) < layer_activation_bytes(m, c));
+  CHECK(layer_activation_bytes(m, full) < layer_activation_bytes(m, selective));
+  CHECK(layer_activation_bytes(m, flash) < layer_activation_bytes(m, c));
+  CHECK(layer_activation_bytes(m, wider) < layer_activation_bytes(m, c));
+}
+
+namespace {
+
+// The catalog GPU a measured run's free-text "gpu" names.
+GpuSpec measured_gpu(const HardwareCatalog& hw, const std::string& text) {
+  const bool a100 = text.find("A100") != std::string::npos;
+  if (a100) {
+    GpuSpec g = hw.gpu(text.find("40GB") != std::string::npos ? "a100-40gb" : "a100-80gb", "test", "gpu");
+    // The A100's "80 GB"/"40 GB" are GiB: torch reports 79.35 GiB usable on the 80 GB part
+    // (hardware.md, device-queries); where the catalog omits it, take the same fraction.
+    if (g.hbm_usable_bytes <= 0) g.hbm_usable_bytes = g.hbm_bytes / 80e9 * 79.35 * 1024.0 * 1024.0 * 1024.0;
+    return g;
+  }
+  GpuSpec g = hw.gpu("h100-sxm", "test", "gpu");
+  if (text.find("96GB") != std::string::npos) {
+    // torchtitan's non-standard 96 GB H100: same usable fraction as the 80 GB part.
+    g.hbm_usable_bytes *= 96.0 / 80.0;
+    g.hbm_bytes = 96e9;
+  }
+  return g;
+}
+
+Precision measured_precision(const std::string& text) {
+  if (text.rfind("fp16", 0) == 0) return Precision::fp16;
+  if (text.rfind("fp8", 0) == 0) return Precision::fp8;
+  return Precision::bf16;
+}
+
+}  // namespace
+
+// measured-runs.json (../shared/reference): published runs that trained, so each must fit.
+// Unstated fields take Megatron's defaults of the time: micro_batch 1, no interleaving,
+// sequence parallel with tp > 1, distributed optimizer (ZeRO-1), selective recompute (Megatron's
+// --recompute-activations / NeMo's default), flash attention except for the 2021 runs
+// (Narayanan et al. predate it). Rows without a layout (strong-scaling rows) and MoE rows whose
+// expert shapes the file does not give (Qwen3 MoE) are skipped; Mixtral takes its expert shape
+// from the model catalog.
+TEST_CASE("no published measured run is predicted not to fit", "[sim][memory_model][reference]") {
+  const std::filesystem::path data = SIMRUN_DATA_DIR;
+  const HardwareCatalog hw = HardwareCatalog::load(data / "topologies" / "gpus", data / "topologies" / "fabrics");
+  const ModelCatalog models = ModelCatalog::load(data / "models" / "catalog");
+  const nlohmann::json runs = load_json_file(std::filesystem::path(SIMRUN_REFERENCE_DIR) / "measured-runs.json");
+  int checked = 0;
+  for (const nlohmann::json& row : runs) {
+    const nlohmann::json& lj = row["layout"];
+    const nlohmann::json& mj = row["model"];
+    const std::string id = row["id"];
+    if (lj["tp"].is_null()) continue;
+    const bool moe = !lj["ep"].is_null() && lj["ep"].get<int64_t>() > 1;
+    if (moe && id.find("mixtral") == std::string::npos) continue;
+    auto int_or = [](const nlohmann::json& v, int64_t fallback) { return v.is_null() ? fallback : v.get<int64_t>(); };
+
+    Scenario s;
+    s.file = id;
+    if (moe) {
+      s.model = models.get("mixtral-8x7b", "test", "model");
+    } else {
+      ModelSpec& m = s.model;
+      m.name = mj["name"];
+      m.layers = mj["layers"];
+      m.hidden = mj["hidden"];
+      m.heads = mj["heads"];
+      m.kv_heads = mj["kv_heads"];
+      m.head_dim = m.hidden / m.heads;
+      m.ffn_hidden = mj["ffn"];
+      // ffn = 4h: GPT-style GELU MLP; otherwise a gated (SwiGLU) one (Llama, Mistral).
+      m.ffn_act = m.ffn_hidden == 4 * m.hidden ? FfnActivation::gelu : FfnActivation::swiglu;
+      m.vocab = mj["vocab"];
+    }
+    s.model.seq_len = mj["seq_len"];
+    s.cluster.gpu = measured_gpu(hw, row["gpu"]);
+    s.cluster.num_gpus = row["num_gpus"];
+    s.cluster.fabric = hw.fabric("ib-ndr", "test", "fabric");
+    Layout& l = s.layout;
+    l.tp = int_or(lj["tp"], 1);
+    l.pp = int_or(lj["pp"], 1);
+    l.dp = int_or(lj["dp"], 1);
+    l.cp = int_or(lj["cp"], 1);
+    l.ep = int_or(lj["ep"], 1);
+    l.virtual_stages = int_or(lj["vpp"], 1);
+    l.sequence_parallel = lj["sp"].is_null() ? l.tp > 1 : lj["sp"].get<bool>();
+    l.zero_stage = int(int_or(lj["zero_stage"], 1));
+    l.micro_batch = int_or(lj["micro_batch"], 1);
+    l.global_batch = int_or(lj["global_batch"], l.micro_batch * l.dp);
+    // Unstated recompute: the run fit with whatever its recipe set, so take the mode that needs
+    // least memory (full). torchtitan's "selective" (op-level SAC saving every other matmul
+    // output, or layer-level every other layer) keeps far less than Korthikanti's selective
+    // (everything but the attention core); of our three modes full is the nearest that does not
+    // overstate it.
+    const std::string rc = lj["recompute"].is_null() ? "full" : lj["recompute"].get<std::string>();
+    const bool torchtitan = row["group"] == "torchtitan";
+    l.recompute = rc.rfind("none", 0) == 0                        ? Recompute::none
+                  : rc.rfind("full", 0) == 0 || torchtitan        ? Recompute::full
+                                                                  : Recompute::selective;
+    l.precision = measured_precision(lj["precision"]);
+    l.flash_attention = row["group"] != "narayanan_t1" && row["group"] != "megatron_gpt3";
+
+    // Megatron's 2021 GPT runs trained with dropout 0.1; the others' recipes use none.
+    const bool megatron_gpt = row["group"] == "narayanan_t1" || row["group"] == "megatron_gpt3";
+    const MemoryEstimate e = estimate_memory(s, megatron_gpt ? with_dropout() : MemoryDefaults{});
+    INFO(id << ": peak " << e.report.peak_bytes_per_gpu / 1e9 << " GB (states "
+            << (e.report.weights + e.report.grads + e.report.optimizer) / 1e9 << ", activations "
+            << e.report.activations / 1e9 << ", workspace " << e.report.workspace / 1e9 << ") vs " << e.report.capacity_bytes / 1e9 << " GB");
+    CHECK(e.report.fits);
+    ++checked;
+  }
+  CHECK(checked >= 90);
+}

@@ -23,6 +23,9 @@
 //                           (MHA, ffn = 4h: 8sbh + 16sbh = 24sbh);
 //   score part       5·a·s²·b /t (softmax 2, its dropout mask 1, dropout output 2 bytes per
 //                           score), absent with flash attention or selective recompute;
+//   without dropout  (Dropout::none, the default: Llama/Mistral/MPT/BLOOM-style recipes train
+//                    with dropout 0) the masks and the dropout output are not stored:
+//                    32·sbh + 2·a·s²·b without parallelism;
 //   full recompute   only the layer input: 2·sbh (/t with sequence parallelism, where the
 //                           stored input is the sequence-sharded one).
 // 16-bit activations (e = 2 bytes, also under fp8: TE keeps most saved tensors in bf16);
@@ -30,7 +33,7 @@
 // In-flight micro-batches with 1F1B: stage i holds min(p−i, m); interleaved (v > 1) stage i
 // holds (p−i) + (p−1)/v, i.e. the first stage p·(1 + (p−1)/(p·v)) (Korthikanti §4.2.3; Megatron
 // compute_activation_memory). The first stage adds the embedding inputs 8·sb (int64 ids) and
-// its dropout mask sbh, per micro-batch in flight; the last stage the output layer's input and
+// (with dropout) its mask sbh, per micro-batch in flight; the last stage the output layer's input and
 // fp32 logits 4·sbh + 4·sbV (Megatron: 4sbh(1 + V/h)), both /t.
 // Full recompute adds one layer's un-recomputed activations, live while that layer's backward
 // runs.
@@ -53,6 +56,10 @@ enum class StateConvention {
   zero_paper,  // 16 B/param: 16-bit gradients (Rajbhandari et al. 2019)
 };
 
+// Whether training applies dropout (hidden and attention): Korthikanti's table assumes it
+// (Megatron's GPT recipes, p = 0.1); most current pre-training recipes use none.
+enum class Dropout { none, masks };
+
 struct MemoryDefaults {
   // Fixed per-GPU allowance: CUDA context and kernels (≈0.5 GB on Hopper), cuBLAS/cuBLASLt
   // workspaces (32 MiB per stream on Hopper), NCCL channel buffers of the TP/PP/DP/CP
@@ -62,8 +69,9 @@ struct MemoryDefaults {
   double fixed_bytes = 2.0e9;
   // PyTorch caching-allocator fragmentation, as a fraction of the activation bytes (the
   // allocations that come and go each micro-batch); model states sit in contiguous buffers.
-  double fragmentation_fraction = 0.10;
+  double fragmentation_fraction = 0.05;
   StateConvention convention = StateConvention::megatron;
+  Dropout dropout = Dropout::none;
 };
 
 struct BytesPerParam {
@@ -94,6 +102,7 @@ struct ActivationConfig {
   bool flash_attention = false;
   Recompute recompute = Recompute::none;
   double element_bytes = 2;   // 2 for 16-bit activations, 4 for fp32
+  Dropout dropout = Dropout::none;
   int64_t kv_seq_len = 0;     // keys per query in the score matrix (= full s with cp); 0 = seq_len
 };
 
