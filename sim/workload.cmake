@@ -7,3 +7,4 @@ target_sources(simrun_sim PRIVATE
   src/workload.cpp
   src/workload_builder.cpp
 )
+target_sources(simrun_sim PRIVATE src/step_simulator.cpp src/simulate.cpp src/trace.cpp)

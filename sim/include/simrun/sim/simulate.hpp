@@ -1,0 +1,50 @@
+// `simrun simulate` as a library call: Scenario → workload → event simulation of one step →
+// Report (DESIGN.md contract keys, fidelity "event") plus what the table, CSV and trace need:
+// per-stage time breakdown and memory with the schedule's real in-flight micro-batches.
+//
+// Conventions: model FLOPs are Megatron-LM's causal count (analytic.hpp flop_convention_text);
+// MFU = model FLOPs / (step time · GPUs · dense peak of the training precision); HFU adds the
+// recomputed forward FLOPs; tflops_per_gpu is model FLOPs per GPU per second.
+#pragma once
+
+#include "simrun/sim/calibration.hpp"
+#include "simrun/sim/compute_model.hpp"
+#include "simrun/sim/memory_model.hpp"
+#include "simrun/sim/report.hpp"
+#include "simrun/sim/step_simulator.hpp"
+#include "simrun/sim/workload.hpp"
+
+#include <optional>
+#include <vector>
+
+namespace simrun {
+
+struct SimulateOptions {
+  StepSimOptions step;                        // scope, stragglers, trace, comm efficiencies
+  WorkloadOptions workload;                   // framework overlap behaviour
+  std::optional<PipelineSchedule> schedule;   // default: interleaved when virtual_stages > 1, else 1F1B
+  ComputeParams compute;                      // defaults before calibration
+  Calibration calibration;                    // per GPU kind overrides (--calibration)
+  MemoryDefaults memory;
+};
+
+struct StageReport {
+  int64_t stage = 0;
+  int64_t layers = 0;                 // transformer layers held (all chunks)
+  double params = 0;                  // parameters held per GPU (before ZeRO sharding)
+  int64_t in_flight_micro_batches = 0;
+  MemoryReport memory;
+  RankBreakdown time;                 // the stage's representative rank
+};
+
+struct SimulationOutput {
+  Report report;
+  std::vector<StageReport> stages;
+  Workload workload;
+  StepResult step;
+  double wall_s = 0;                  // host time spent in build + simulation
+};
+
+SimulationOutput simulate(const Scenario& scenario, const SimulateOptions& options = SimulateOptions{});
+
+}  // namespace simrun

@@ -1,0 +1,86 @@
+// Event simulation of one training step: the workload's per-stage programs run on simulated
+// GPUs, each with its own compute and communication streams, on the discrete-event engine
+// (engine.hpp); communication goes through the flow-level network (network.hpp), so the TP,
+// PP, DP and CP traffic that meets on a GPU's NVLink port or NIC shares it max-min fairly.
+//
+// Execution rules (CUDA streams + NCCL): a stream runs its tasks one at a time in program
+// order; a task also waits for its explicit dependencies. A collective starts when every
+// member of its group has reached it (the early ones wait on their comm stream), and lasts its
+// α-β time (collective_cost.hpp: ring/tree formulas, group_link bandwidths, the same ones the
+// analytic model uses; calibration.json α/β override them) — the bandwidth part as a flow on
+// the members' ports of the link class it rides (NVLink port or NIC), the α part as latency.
+// A pipeline send is a flow over the two GPUs' ports; it completes the receiver's recv.
+//
+// Scope: by default one representative rank per pipeline stage is simulated (RankLayout): its
+// TP/CP/DP peers run the same program at the same times, so a collective starts as soon as the
+// representative reaches it and its flow occupies the representative's port only. `full`
+// simulates every rank (every collective waits for all its members), which is what stragglers
+// need; on a symmetric layout both give the same step time.
+#pragma once
+
+#include "simrun/sim/calibration.hpp"
+#include "simrun/sim/compute_model.hpp"
+#include "simrun/sim/efficiency.hpp"
+#include "simrun/sim/rank_layout.hpp"
+#include "simrun/sim/workload.hpp"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace simrun {
+
+enum class SimulationScope { representatives, full };
+
+// One GPU running slower than the rest (thermal throttling, a bad HBM stack, a noisy node).
+struct Straggler {
+  int64_t rank = 0;
+  double slowdown = 1.0;  // compute ops take this many times longer, e.g. 1.3
+};
+
+struct StepSimOptions {
+  SimulationScope scope = SimulationScope::representatives;
+  std::vector<Straggler> stragglers;  // need scope full
+  // Keep per-task start/end times of the traced ranks (representatives, stragglers) for
+  // --trace; other ranks keep only what the breakdown needs.
+  bool record_trace = false;
+  EfficiencyDefaults comm;   // link fractions and α of the collectives (analytic model's)
+};
+
+// Where the time of one simulated rank went, seconds. Exposed communication and bubble are
+// the compute stream's idle gaps attributed to what the next compute op waited for.
+struct RankBreakdown {
+  int64_t rank = 0;
+  int64_t stage = 0;
+  double finish_s = 0;           // last task end
+  double forward_s = 0, backward_s = 0, recompute_s = 0, optimizer_s = 0;  // compute busy time
+  std::array<double, 6> comm_s{};     // total per GroupKind (tp, cp, dp, dp_cp, ep, pp)
+  std::array<double, 6> exposed_s{};  // exposed per GroupKind
+  double bubble_s = 0;           // idle waiting for pipeline peers' compute
+  double compute_s() const { return forward_s + backward_s + recompute_s + optimizer_s; }
+};
+
+struct TaskSpan {
+  int64_t rank = 0;
+  uint32_t task = 0;
+  TimeNs start, end;
+};
+
+struct StepResult {
+  TimeNs step_time;                    // slowest simulated rank's finish
+  std::vector<RankBreakdown> ranks;    // traced ranks (representatives, plus stragglers in full)
+  size_t critical = 0;                 // index into `ranks` of the rank that finishes last
+  std::vector<TaskSpan> spans;         // record_trace: every task of the traced ranks
+  int64_t simulated_ranks = 0;
+  uint64_t events = 0;                 // engine events processed
+  uint64_t tasks = 0;                  // tasks executed over all simulated ranks
+  uint64_t flows = 0;                  // network flows started
+};
+
+// Simulates one step. Throws InputError for stragglers outside the cluster or with
+// representatives scope.
+StepResult simulate_step(const Scenario& scenario, const Workload& workload, const StepSimOptions& options,
+                         const Calibration& calibration = Calibration{});
+
+}  // namespace simrun

@@ -1,0 +1,166 @@
+// Scenario → Report through the event simulation; see simulate.hpp.
+#include "simrun/sim/simulate.hpp"
+
+#include "simrun/common/error.hpp"
+#include "simrun/models/counts.hpp"
+#include "simrun/sim/analytic.hpp"
+#include "simrun/sim/run_cost.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace simrun {
+namespace {
+
+MemoryReport stage_memory(const Scenario& sc, const Workload& w, const StageProgram& p, const MemoryDefaults& md) {
+  const Layout& l = sc.layout;
+  const ModelSpec& m = sc.model;
+  const BytesPerParam bpp = bytes_per_param(l.precision, md.convention);
+  const ModelStateBytes states = model_state_bytes(p.params, l.zero_stage, double(l.dp * l.cp), bpp);
+
+  ActivationConfig ac;
+  ac.seq_len = m.seq_len / l.cp;
+  ac.kv_seq_len = m.seq_len;
+  ac.micro_batch = l.micro_batch;
+  ac.tp = l.tp;
+  ac.sequence_parallel = l.sequence_parallel && l.tp > 1;
+  ac.flash_attention = l.flash_attention;
+  ac.recompute = l.recompute;
+  ac.element_bytes = activation_element_bytes(l.precision);
+  ac.dropout = md.dropout;
+  const double per_layer = layer_activation_bytes(m, ac);
+  double act = per_layer * double(p.max_in_flight_layers);
+  const double s = double(ac.seq_len), b = double(l.micro_batch), h = double(m.hidden), t = double(l.tp);
+  const int64_t chunks_in_flight = p.max_in_flight_chunks;
+  if (p.stage == 0) act += double(std::min<int64_t>(chunks_in_flight, w.micro_batches)) * 8.0 * s * b / t;
+  if (p.stage == l.pp - 1) act += (4.0 * s * b * h + 4.0 * s * b * double(m.vocab)) / t;
+  if (l.recompute == Recompute::full) {
+    ActivationConfig working = ac;
+    working.recompute = Recompute::none;
+    act += layer_activation_bytes(m, working);
+  }
+  MemoryReport r;
+  r.weights = states.weights;
+  r.grads = states.grads;
+  r.optimizer = states.optimizer;
+  r.activations = act;
+  r.workspace = md.fixed_bytes + md.fragmentation_fraction * act;
+  r.peak_bytes_per_gpu = states.total() + act + r.workspace;
+  r.capacity_bytes = usable_hbm_bytes(sc.cluster.gpu);
+  r.fits = r.peak_bytes_per_gpu <= r.capacity_bytes;
+  return r;
+}
+
+}  // namespace
+
+SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const Layout& l = sc.layout;
+  const GpuSpec& gpu = sc.cluster.gpu;
+  const double peak = gpu.peak_flops_per_s(l.precision);
+  if (!(peak > 0))
+    throw InputError(sc.file, "layout.precision",
+                     fmt::format("{} has no dense {} peak (use a precision it supports, e.g. bf16)", gpu.id,
+                                 to_string(l.precision)));
+
+  SimulationOutput out;
+  const ComputeModel compute(gpu, options.calibration.compute_params(gpu.id, options.compute));
+  out.workload = build_workload(sc, compute, options.workload, options.schedule.value_or(default_schedule(l)));
+  out.step = simulate_step(sc, out.workload, options.step, options.calibration);
+  const Workload& w = out.workload;
+  const StepResult& st = out.step;
+
+  Report& r = out.report;
+  r.fidelity = "event";
+  r.flop_convention = flop_convention_text(AttentionFlops::causal);
+  const ParamCounts counts = count_params(sc.model);
+  r.params = counts.total();
+  r.active_params = counts.active(sc.model);
+  r.flops_per_step = w.model_flops_per_step;
+  r.hardware_flops_per_step = w.hardware_flops_per_step;
+  r.step_time_s = st.step_time.seconds();
+  const double n = double(l.world_size());
+  const double tokens_per_step = double(l.global_batch) * double(sc.model.seq_len);
+  r.tokens_per_s = tokens_per_step / r.step_time_s;
+  r.tflops_per_gpu = r.flops_per_step / (r.step_time_s * n) / kTera;
+  r.mfu = r.flops_per_step / (r.step_time_s * n * peak);
+  r.hfu = r.hardware_flops_per_step / (r.step_time_s * n * peak);
+  r.warnings = w.warnings;
+
+  // Breakdown: the rank that finishes last (its compute + exposed comm + bubble = step time).
+  const RankBreakdown& crit = st.ranks.at(st.critical);
+  BreakdownReport& b = r.breakdown;
+  b.forward_s = crit.forward_s;
+  b.backward_s = crit.backward_s;
+  b.recompute_s = crit.recompute_s;
+  b.optimizer_s = crit.optimizer_s;
+  b.compute_s = crit.compute_s();
+  auto at = [](const std::array<double, 6>& a, GroupKind g) { return a[static_cast<size_t>(g)]; };
+  b.tp_comm_s = at(crit.comm_s, GroupKind::tp);
+  b.pp_comm_s = at(crit.comm_s, GroupKind::pp);
+  b.dp_comm_s = at(crit.comm_s, GroupKind::dp) + at(crit.comm_s, GroupKind::dp_cp);
+  b.exposed_comm_s = 0;
+  for (double e : crit.exposed_s) b.exposed_comm_s += e;
+  b.bubble_s = crit.bubble_s;
+
+  // Memory per stage with the schedule's in-flight micro-batches; the report takes the worst.
+  double worst = -1;
+  for (const StageProgram& p : w.stages) {
+    StageReport sr;
+    sr.stage = p.stage;
+    sr.layers = static_cast<int64_t>(p.layers.size());
+    sr.params = p.params;
+    sr.in_flight_micro_batches = p.max_in_flight_micro_batches;
+    sr.memory = stage_memory(sc, w, p, options.memory);
+    for (const RankBreakdown& rb : st.ranks)
+      if (rb.stage == p.stage) {
+        sr.time = rb;
+        break;
+      }
+    if (sr.memory.peak_bytes_per_gpu > worst) {
+      worst = sr.memory.peak_bytes_per_gpu;
+      r.memory = sr.memory;
+    }
+    out.stages.push_back(sr);
+  }
+  if (!r.memory.fits)
+    r.warnings.push_back(fmt::format("does not fit: peak {:.1f} GB per GPU exceeds the {:.1f} GB usable ({:.1f} GB over)",
+                                     r.memory.peak_bytes_per_gpu / kGB, r.memory.capacity_bytes / kGB,
+                                     (r.memory.peak_bytes_per_gpu - r.memory.capacity_bytes) / kGB));
+
+  // Run totals, as the analytic model computes them (checkpoint = weights + optimizer states).
+  const BytesPerParam bpp = bytes_per_param(l.precision, options.memory.convention);
+  RunInputs ri;
+  ri.params = r.params;
+  ri.tokens = sc.run.tokens;
+  ri.tokens_per_step = tokens_per_step;
+  ri.step_time_s = r.step_time_s;
+  ri.busy_fraction = std::clamp(b.compute_s / r.step_time_s, 0.0, 1.0);
+  ri.num_gpus = l.world_size();
+  ri.num_nodes = sc.cluster.num_nodes();
+  ri.checkpoint_bytes = r.params * (bpp.weights + bpp.optimizer);
+  ri.usd_per_gpu_hour = sc.run.usd_per_gpu_hour;
+  ri.gpu_mtbf_hours = sc.run.gpu_mtbf_hours;
+  ri.interval_s = sc.run.checkpoint_interval_min ? *sc.run.checkpoint_interval_min * 60.0 : 0.0;
+  ri.tdp_w = gpu.tdp_w;
+  const RunTotals run = run_totals(ri);
+  r.run.tokens = run.tokens;
+  r.run.days = run.days;
+  r.run.gpu_hours = run.gpu_hours;
+  r.run.cost_usd = run.cost_usd;
+  r.run.energy_kwh = run.energy_kwh;
+  r.run.goodput = run.goodput;
+  r.run.checkpoint_interval_s = run.interval_s;
+
+  r.explanations.push_back({"step_time_s", r.step_time_s, "s", "last task end of the slowest simulated rank",
+                            fmt::format("{} ranks simulated, {} tasks, {} events", st.simulated_ranks, st.tasks, st.events)});
+  r.explanations.push_back({"mfu", r.mfu, "", "flops_per_step / (step_time_s · GPUs · dense peak)",
+                            fmt::format("flops_per_step={:.4g}, step_time_s={:.4g}, GPUs={}, peak={:.4g}",
+                                        r.flops_per_step, r.step_time_s, l.world_size(), peak)});
+  out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+}  // namespace simrun

@@ -1,0 +1,422 @@
+// Event simulation of one training step; see step_simulator.hpp for the execution rules.
+#include "simrun/sim/step_simulator.hpp"
+
+#include "simrun/common/error.hpp"
+#include "simrun/sim/collective_cost.hpp"
+#include "simrun/sim/engine.hpp"
+#include "simrun/sim/network.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <unordered_map>
+
+namespace simrun {
+namespace {
+
+// Network links are per-GPU ports in normalised units: capacity kPortRate "bytes"/s, and a
+// flow's size is its bandwidth time on an idle port × kPortRate. A flow alone on its ports
+// thus lasts exactly its α-β bandwidth term; flows meeting on a port share it max-min.
+constexpr double kPortRate = 1e9;
+
+int group_index(GroupKind g) { return static_cast<int>(g); }
+
+RankGroup rank_group(const Layout& l, GroupKind g) {
+  switch (g) {
+    case GroupKind::tp: return {l.tp, 1};
+    case GroupKind::cp: return {l.cp, l.tp};
+    case GroupKind::dp: return {l.dp, l.tp * l.cp};
+    case GroupKind::dp_cp: return {l.dp * l.cp, l.tp};
+    case GroupKind::ep: return {l.ep, l.tp};
+    case GroupKind::pp: return {2, l.tp * l.cp * l.dp};
+  }
+  return {1, 1};
+}
+
+// Bandwidth-bound share of a ring collective: nccl-tests' bus factor × size / bandwidth.
+double bus_factor(CollectiveOp op, int64_t n) {
+  const double nd = double(n);
+  switch (op) {
+    case CollectiveOp::all_reduce: return 2.0 * (nd - 1.0) / nd;
+    case CollectiveOp::all_gather:
+    case CollectiveOp::reduce_scatter:
+    case CollectiveOp::all_to_all: return (nd - 1.0) / nd;
+    case CollectiveOp::send_recv:
+    case CollectiveOp::broadcast:
+    case CollectiveOp::reduce: return 1.0;
+  }
+  return 1.0;
+}
+
+double latency_steps(CollectiveOp op, int64_t n) {
+  const double nd = double(n);
+  switch (op) {
+    case CollectiveOp::all_reduce: return 2.0 * (nd - 1.0);
+    case CollectiveOp::all_gather:
+    case CollectiveOp::reduce_scatter:
+    case CollectiveOp::all_to_all:
+    case CollectiveOp::broadcast:
+    case CollectiveOp::reduce: return nd - 1.0;
+    case CollectiveOp::send_recv: return 1.0;
+  }
+  return 1.0;
+}
+
+class Executor {
+ public:
+  Executor(const Scenario& sc, const Workload& w, const StepSimOptions& opt, const Calibration& cal)
+      : m_sc(sc), m_w(w), m_opt(opt), m_layout(sc.layout, sc.cluster.gpus_per_node) {
+    const Layout& l = sc.layout;
+    m_full = opt.scope == SimulationScope::full;
+    for (const auto& s : opt.stragglers) {
+      if (s.rank < 0 || s.rank >= m_layout.world_size())
+        throw InputError("command line", "--straggler",
+                         "rank " + std::to_string(s.rank) + " is outside the cluster (0.." +
+                             std::to_string(m_layout.world_size() - 1) + ")");
+      if (!m_full)
+        throw InputError("command line", "--straggler", "a straggler needs every rank simulated (add --full)");
+    }
+    // Link costs per group kind, with calibration.json's α/β where given.
+    for (GroupKind g : {GroupKind::tp, GroupKind::cp, GroupKind::dp, GroupKind::dp_cp, GroupKind::ep, GroupKind::pp}) {
+      LinkCost lc = group_link(sc.cluster, rank_group(l, g), opt.comm);
+      const LinkCalibration c = cal.link(sc.cluster.gpu.id, lc.link_class == LinkClass::scale_up
+                                                                ? CalibratedLink::scale_up
+                                                                : CalibratedLink::scale_out);
+      if (c.alpha_s) lc.alpha_s = *c.alpha_s;
+      if (c.beta_s_per_byte) lc.bytes_per_s = 1.0 / *c.beta_s_per_byte;
+      m_link[static_cast<size_t>(group_index(g))] = lc;
+    }
+
+    // Per-stage stream queues (recv markers are completed by their sends, not by a stream).
+    m_queues.resize(w.stages.size());
+    for (size_t s = 0; s < w.stages.size(); ++s)
+      for (uint32_t i = 0; i < w.stages[s].tasks.size(); ++i) {
+        const Task& t = w.stages[s].tasks[i];
+        if (t.kind != TaskKind::recv) m_queues[s][static_cast<size_t>(t.stream)].push_back(i);
+      }
+
+    // Simulated ranks.
+    std::vector<int64_t> sim;
+    if (m_full) {
+      for (int64_t r = 0; r < m_layout.world_size(); ++r) sim.push_back(r);
+    } else {
+      sim = m_layout.representatives();
+    }
+    m_index_of_rank.assign(static_cast<size_t>(m_layout.world_size()), -1);
+    m_ranks.resize(sim.size());
+    for (size_t i = 0; i < sim.size(); ++i) {
+      RankState& r = m_ranks[i];
+      r.rank = sim[i];
+      r.stage = m_layout.coord_of(sim[i]).pp;
+      r.done.assign(w.stages[static_cast<size_t>(r.stage)].tasks.size(), 0);
+      m_index_of_rank[static_cast<size_t>(sim[i])] = static_cast<int32_t>(i);
+    }
+    // Traced ranks: the representatives and the stragglers.
+    for (int64_t rep : m_layout.representatives()) trace(rep);
+    for (const auto& s : opt.stragglers) {
+      trace(s.rank);
+      m_ranks[static_cast<size_t>(m_index_of_rank[static_cast<size_t>(s.rank)])].slowdown = s.slowdown;
+    }
+    m_network = std::make_unique<Network>(m_engine, std::vector<double>(2 * sim.size(), kPortRate));
+  }
+
+  StepResult run() {
+    for (size_t i = 0; i < m_ranks.size(); ++i) advance(static_cast<uint32_t>(i));
+    m_engine.run();
+    StepResult out;
+    out.simulated_ranks = static_cast<int64_t>(m_ranks.size());
+    out.events = m_engine.events_processed();
+    out.flows = m_network->stats().flows_started;
+    TimeNs step{0};
+    for (size_t i = 0; i < m_ranks.size(); ++i) {
+      const RankState& r = m_ranks[i];
+      const size_t n = r.done.size();
+      SIMRUN_ASSERT(r.completed == n, "rank " + std::to_string(r.rank) + " stopped after " +
+                                         std::to_string(r.completed) + " of " + std::to_string(n) +
+                                         " tasks: the step deadlocked");
+      out.tasks += r.completed;
+      step = std::max(step, r.finish);
+    }
+    out.step_time = step;
+    double worst = -1;
+    for (size_t i = 0; i < m_ranks.size(); ++i) {
+      RankState& r = m_ranks[i];
+      if (!r.traced) continue;
+      finish_breakdown(r);
+      if (r.bd.finish_s > worst) {
+        worst = r.bd.finish_s;
+        out.critical = out.ranks.size();
+      }
+      out.ranks.push_back(r.bd);
+      if (m_opt.record_trace) {
+        const StageProgram& p = m_w.stages[static_cast<size_t>(r.stage)];
+        for (uint32_t t = 0; t < p.tasks.size(); ++t) out.spans.push_back({r.rank, t, r.start[t], r.end[t]});
+      }
+    }
+    return out;
+  }
+
+ private:
+  struct RankState {
+    int64_t rank = 0;
+    int64_t stage = 0;
+    double slowdown = 1.0;
+    bool traced = false;
+    std::array<uint32_t, kStreamCount> head{};
+    std::array<bool, kStreamCount> busy{};
+    std::vector<uint8_t> done;
+    size_t completed = 0;
+    TimeNs finish{0};
+    // Traced ranks only.
+    std::vector<TimeNs> start, end;
+    TimeNs compute_free{0};
+    uint32_t last_task = kNoTask;
+    RankBreakdown bd;
+  };
+
+  struct Arrival {
+    int64_t count = 0;
+  };
+
+  void trace(int64_t rank) {
+    const int32_t i = m_index_of_rank[static_cast<size_t>(rank)];
+    if (i < 0) return;
+    RankState& r = m_ranks[static_cast<size_t>(i)];
+    if (r.traced) return;
+    r.traced = true;
+    r.start.assign(r.done.size(), TimeNs{0});
+    r.end.assign(r.done.size(), TimeNs{0});
+    r.bd.rank = r.rank;
+    r.bd.stage = r.stage;
+  }
+
+  const StageProgram& program(const RankState& r) const { return m_w.stages[static_cast<size_t>(r.stage)]; }
+
+  bool deps_ready(const RankState& r, const StageProgram& p, const Task& t) const {
+    for (uint16_t k = 0; k < t.dep_count; ++k)
+      if (!r.done[p.dep(t, k)]) return false;
+    return true;
+  }
+
+  void advance(uint32_t idx) {
+    RankState& r = m_ranks[idx];
+    const StageProgram& p = program(r);
+    const auto& queues = m_queues[static_cast<size_t>(r.stage)];
+    for (int s = 0; s < kStreamCount; ++s) {
+      const auto& q = queues[static_cast<size_t>(s)];
+      auto& head = r.head[static_cast<size_t>(s)];
+      if (r.busy[static_cast<size_t>(s)] || head >= q.size()) continue;
+      const uint32_t t = q[head];
+      const Task& task = p.tasks[t];
+      if (!deps_ready(r, p, task)) continue;
+      ++head;
+      r.busy[static_cast<size_t>(s)] = true;
+      start(idx, t, task);
+    }
+  }
+
+  void start(uint32_t idx, uint32_t t, const Task& task) {
+    RankState& r = m_ranks[idx];
+    const TimeNs now = m_engine.now();
+    if (r.traced) r.start[t] = now;
+    switch (task.kind) {
+      case TaskKind::compute: {
+        if (r.traced) attribute_gap(r, task, now);
+        TimeNs dur = task.duration;
+        if (r.slowdown != 1.0) dur = TimeNs{static_cast<int64_t>(std::ceil(double(dur.ns) * r.slowdown))};
+        m_engine.schedule_at(now + dur, [this, idx, t] { complete(idx, t); });
+        break;
+      }
+      case TaskKind::collective: arrive(idx, t, task); break;
+      case TaskKind::send: send(idx, t, task); break;
+      case TaskKind::recv: SIMRUN_ASSERT(false, "recv tasks are not on a stream"); break;
+    }
+  }
+
+  // A collective is reached: with representatives it starts now; with every rank simulated it
+  // starts when the last member of its group arrives.
+  void arrive(uint32_t idx, uint32_t t, const Task& task) {
+    RankState& r = m_ranks[idx];
+    if (!m_full) {
+      launch_collective(task, t, std::vector<uint32_t>{idx});
+      return;
+    }
+    const int64_t n = m_layout.group_size(task.group);
+    if (n <= 1) {
+      launch_collective(task, t, std::vector<uint32_t>{idx});
+      return;
+    }
+    const uint64_t key = (static_cast<uint64_t>(m_layout.group_id(task.group, r.rank)) << 32) | t;
+    Arrival& a = m_arrivals[key];
+    if (++a.count < n) return;
+    m_arrivals.erase(key);
+    std::vector<uint32_t> members;
+    members.reserve(static_cast<size_t>(n));
+    for (int64_t m : m_layout.group(task.group, r.rank))
+      members.push_back(static_cast<uint32_t>(m_index_of_rank[static_cast<size_t>(m)]));
+    launch_collective(task, t, std::move(members));
+  }
+
+  void launch_collective(const Task& task, uint32_t t, std::vector<uint32_t> members) {
+    const int64_t n = m_layout.group_size(task.group);
+    const LinkCost& lc = m_link[static_cast<size_t>(group_index(task.group))];
+    const double bw_s = n > 1 ? bus_factor(task.coll, n) * task.comm_bytes / lc.bytes_per_s : 0.0;
+    const double alpha_s = n > 1 ? latency_steps(task.coll, n) * lc.alpha_s : 0.0;
+    const int port = lc.link_class == LinkClass::scale_up ? 0 : 1;
+    const TimeNs now = m_engine.now();
+    for (uint32_t m : members) {
+      RankState& r = m_ranks[m];
+      if (r.traced) r.start[t] = now;  // transfer start (after waiting for the group)
+    }
+    FlowSpec f;
+    f.bytes = bw_s * kPortRate;
+    f.latency = TimeNs::from_seconds(alpha_s);
+    for (uint32_t m : members) f.links.push_back(LinkUse{static_cast<LinkId>(2 * m + static_cast<uint32_t>(port)), 1.0});
+    m_network->start_flow(std::move(f), [this, t, members = std::move(members)](FlowId) {
+      for (uint32_t m : members) complete(m, t);
+    });
+  }
+
+  void send(uint32_t idx, uint32_t t, const Task& task) {
+    const RankState& r = m_ranks[idx];
+    RankCoord c = m_layout.coord_of(r.rank);
+    c.pp = task.peer_stage;
+    const int64_t peer_rank = m_layout.rank_of(c);
+    const int32_t peer = m_index_of_rank[static_cast<size_t>(peer_rank)];
+    SIMRUN_ASSERT(peer >= 0, "pipeline peer not simulated");
+    const bool same_node = m_layout.node_of(r.rank) == m_layout.node_of(peer_rank) &&
+                           scale_up_domain_size(m_sc.cluster) >= m_sc.cluster.gpus_per_node;
+    const LinkCost& pp = m_link[static_cast<size_t>(group_index(GroupKind::pp))];
+    LinkCost lc = pp;
+    if (same_node && pp.link_class == LinkClass::scale_out)
+      lc = group_link(m_sc.cluster, RankGroup{2, 1}, m_opt.comm);  // neighbours inside one node
+    const int port = lc.link_class == LinkClass::scale_up ? 0 : 1;
+    FlowSpec f;
+    f.bytes = task.comm_bytes / lc.bytes_per_s * kPortRate;
+    f.latency = TimeNs::from_seconds(lc.alpha_s);
+    f.links.push_back(LinkUse{static_cast<LinkId>(2 * idx + static_cast<uint32_t>(port)), 1.0});
+    f.links.push_back(LinkUse{static_cast<LinkId>(2 * static_cast<uint32_t>(peer) + static_cast<uint32_t>(port)), 1.0});
+    const TimeNs begin = m_engine.now();
+    const uint32_t recv = task.peer_task;
+    m_network->start_flow(std::move(f), [this, idx, t, peer, recv, begin](FlowId) {
+      RankState& dst = m_ranks[static_cast<size_t>(peer)];
+      if (dst.traced) {
+        dst.start[recv] = begin;
+        dst.end[recv] = m_engine.now();
+      }
+      mark_done(dst, recv);
+      complete(idx, t);
+      advance(static_cast<uint32_t>(peer));
+    });
+  }
+
+  void mark_done(RankState& r, uint32_t t) {
+    SIMRUN_ASSERT(!r.done[t], "task completed twice");
+    r.done[t] = 1;
+    ++r.completed;
+    const TimeNs now = m_engine.now();
+    r.finish = std::max(r.finish, now);
+    if (r.traced) {
+      r.end[t] = now;
+      r.last_task = t;
+    }
+  }
+
+  void complete(uint32_t idx, uint32_t t) {
+    RankState& r = m_ranks[idx];
+    const Task& task = program(r).tasks[t];
+    mark_done(r, t);
+    r.busy[static_cast<size_t>(task.stream)] = false;
+    if (r.traced) account(r, t, task);
+    advance(idx);
+  }
+
+  // Busy time per phase and communication totals of a traced rank.
+  void account(RankState& r, uint32_t t, const Task& task) {
+    const double d = (r.end[t] - r.start[t]).seconds();
+    switch (task.kind) {
+      case TaskKind::compute:
+        r.compute_free = r.end[t];
+        switch (task.phase) {
+          case Phase::forward: r.bd.forward_s += d; break;
+          case Phase::backward: r.bd.backward_s += d; break;
+          case Phase::recompute: r.bd.recompute_s += d; break;
+          case Phase::optimizer: r.bd.optimizer_s += d; break;
+          case Phase::comm: break;
+        }
+        break;
+      case TaskKind::collective:
+      case TaskKind::send:
+      case TaskKind::recv: r.bd.comm_s[static_cast<size_t>(group_index(task.group))] += d; break;
+    }
+  }
+
+  // The compute stream idled from compute_free to now: charge the gap to what the op waited
+  // for last — a collective (exposed comm of its group), a blocking send (exposed PP), or a
+  // recv (exposed PP while the message was on the wire, pipeline bubble before).
+  void attribute_gap(RankState& r, const Task& task, TimeNs now) {
+    const double gap = (now - r.compute_free).seconds();
+    if (gap <= 0) return;
+    const StageProgram& p = program(r);
+    uint32_t blocker = kNoTask;
+    TimeNs latest{-1};
+    for (uint16_t k = 0; k < task.dep_count; ++k) {
+      const uint32_t dep = p.dep(task, k);
+      if (r.end[dep] > latest) {
+        latest = r.end[dep];
+        blocker = dep;
+      }
+    }
+    charge(r, blocker, r.compute_free, now);
+  }
+
+  void charge(RankState& r, uint32_t blocker, TimeNs from, TimeNs to) {
+    const double gap = (to - from).seconds();
+    if (gap <= 0) return;
+    if (blocker == kNoTask) {
+      r.bd.bubble_s += gap;
+      return;
+    }
+    const Task& b = program(r).tasks[blocker];
+    if (b.kind == TaskKind::recv) {
+      const TimeNs lo = std::max(from, r.start[blocker]);
+      const TimeNs hi = std::min(to, r.end[blocker]);
+      const double wire = hi > lo ? (hi - lo).seconds() : 0.0;
+      r.bd.exposed_s[static_cast<size_t>(group_index(GroupKind::pp))] += wire;
+      r.bd.bubble_s += gap - wire;
+    } else if (b.kind == TaskKind::compute) {
+      r.bd.bubble_s += gap;
+    } else {
+      r.bd.exposed_s[static_cast<size_t>(group_index(b.group))] += gap;
+    }
+  }
+
+  void finish_breakdown(RankState& r) {
+    // Tail after the last compute op: waiting for the last reductions/gathers of the step.
+    charge(r, r.last_task, r.compute_free, r.finish);
+    r.bd.finish_s = r.finish.seconds();
+  }
+
+  const Scenario& m_sc;
+  const Workload& m_w;
+  const StepSimOptions& m_opt;
+  RankLayout m_layout;
+  bool m_full = false;
+  std::array<LinkCost, 6> m_link{};
+  std::vector<std::array<std::vector<uint32_t>, kStreamCount>> m_queues;
+  std::vector<RankState> m_ranks;
+  std::vector<int32_t> m_index_of_rank;
+  std::unordered_map<uint64_t, Arrival> m_arrivals;
+  Engine m_engine;
+  std::unique_ptr<Network> m_network;
+};
+
+}  // namespace
+
+StepResult simulate_step(const Scenario& scenario, const Workload& workload, const StepSimOptions& options,
+                         const Calibration& calibration) {
+  Executor ex(scenario, workload, options, calibration);
+  return ex.run();
+}
+
+}  // namespace simrun

@@ -1,0 +1,96 @@
+// Chrome Trace Event JSON writer; see trace.hpp.
+#include "simrun/sim/trace.hpp"
+
+#include "simrun/sim/rank_layout.hpp"
+
+#include <fmt/format.h>
+
+#include <ostream>
+#include <set>
+
+namespace simrun {
+namespace {
+
+const char* phase_tag(Phase p) {
+  switch (p) {
+    case Phase::forward: return "fwd";
+    case Phase::backward: return "bwd";
+    case Phase::recompute: return "recomp";
+    case Phase::optimizer: return "opt";
+    case Phase::comm: return "comm";
+  }
+  return "?";
+}
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    o += c;
+  }
+  return o;
+}
+
+}  // namespace
+
+std::string task_event_name(const Task& t) {
+  std::string name = phase_tag(t.phase);
+  if (t.layer >= 0) name += fmt::format(" L{}", t.layer);
+  else if (t.layer == -1 && (t.op == OpName::embedding || t.op == OpName::tp_embedding)) name += " emb";
+  name += " ";
+  name += to_string(t.op);
+  if (t.micro_batch >= 0) name += fmt::format(" mb{}", t.micro_batch);
+  return name;
+}
+
+void write_chrome_trace(std::ostream& out, const Scenario& sc, const Workload& w, const StepResult& step) {
+  const RankLayout layout(sc.layout, sc.cluster.gpus_per_node);
+  out << "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"simrun simulate\",\"model\":\""
+      << json_escape(sc.model.name) << "\",\"gpu\":\"" << json_escape(sc.cluster.gpu.id)
+      << "\",\"step_time_s\":" << fmt::format("{:.9g}", step.step_time.seconds()) << "},\"traceEvents\":[";
+  bool first = true;
+  auto sep = [&] {
+    if (!first) out << ",\n";
+    first = false;
+  };
+  std::set<int64_t> ranks;
+  for (const auto& s : step.spans) ranks.insert(s.rank);
+  for (int64_t rank : ranks) {
+    const RankCoord c = layout.coord_of(rank);
+    sep();
+    out << fmt::format(
+        R"J({{"ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":"rank {} (node {} GPU {}, stage {}, tp {} cp {} dp {})"}}}})J",
+        rank, rank, layout.node_of(rank), layout.local_gpu_of(rank), c.pp, c.tp, c.cp, c.dp);
+    sep();
+    out << fmt::format(R"({{"ph":"M","name":"process_sort_index","pid":{},"tid":0,"args":{{"sort_index":{}}}}})", rank,
+                       rank);
+    for (int s = 0; s < kStreamCount; ++s) {
+      sep();
+      out << fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":"stream {} {}"}}}})", rank,
+                         s, s, to_string(static_cast<Stream>(s)));
+    }
+  }
+  for (const auto& span : step.spans) {
+    const StageProgram& p = w.stages[static_cast<size_t>(layout.coord_of(span.rank).pp)];
+    const Task& t = p.tasks[span.task];
+    sep();
+    const double ts = double(span.start.ns) * 1e-3;
+    const double dur = double((span.end - span.start).ns) * 1e-3;
+    const char* cat = t.kind == TaskKind::compute ? "kernel" : "collective_comm";
+    out << fmt::format(R"({{"ph":"X","cat":"{}","name":"{}","pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f},"args":{{)", cat,
+                       task_event_name(t), span.rank, static_cast<int>(t.stream), ts, dur);
+    out << fmt::format(R"("layer":{},"microbatch":{},"chunk":{})", t.layer, t.micro_batch, t.chunk);
+    if (t.kind == TaskKind::compute) {
+      out << fmt::format(R"(,"flops":{:.6g},"hbm_bytes":{:.6g})", t.flops, t.hbm_bytes);
+    } else {
+      const int64_t n = t.kind == TaskKind::collective ? layout.group_size(t.group) : 2;
+      out << fmt::format(R"(,"Collective name":"{}","kernel":"ncclDevKernel_{}_Sum_bf16","bytes":{:.6g},"Group size":{},"Process Group Name":"{}")",
+                         to_string(t.coll), collective_name(t.coll), t.comm_bytes, n, to_string(t.group));
+      if (t.peer_stage >= 0) out << fmt::format(R"(,"peer_stage":{})", t.peer_stage);
+    }
+    out << "}}";
+  }
+  out << "]}\n";
+}
+
+}  // namespace simrun
