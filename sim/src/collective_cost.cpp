@@ -74,8 +74,12 @@ double collective_s(CollectiveOp op, double bytes, int64_t n, const LinkCost& li
 }
 
 int64_t scale_up_domain_size(const ClusterSpec& cluster) {
-  if (cluster.gpu.scale_up_domain > 0) return cluster.gpu.scale_up_domain;
-  return std::max<int64_t>(1, cluster.gpus_per_node);
+  const int64_t per_node = std::max<int64_t>(1, cluster.gpus_per_node);
+  const int64_t domain = cluster.gpu.scale_up_domain;
+  if (domain <= 0) return per_node;
+  // Rack-scale NVLink (NVL72: 18 trays of 4 GPUs behind NVLink switches) spans nodes; an
+  // HGX-style board domain (8 GPUs) ends at the node, however many GPUs the node holds.
+  return domain > kBoardScaleUpDomain ? domain : std::min(domain, per_node);
 }
 
 bool group_inside_scale_up(const ClusterSpec& cluster, RankGroup group) {

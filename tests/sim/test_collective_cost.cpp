@@ -109,3 +109,18 @@ TEST_CASE("collective_s dispatches to the ring forms", "[sim][collective_cost]")
   CHECK(collective_s(CollectiveOp::send_recv, 1e9, 2, link) == send_recv_s(1e9, link));
   CHECK(collective_s(CollectiveOp::broadcast, 1e9, 8, link) == Approx(1e9 / 100e9 + 7 * 1e-6));
 }
+
+TEST_CASE("an HGX domain ends at the node; an NVL72 domain spans trays", "[sim][collective_cost]") {
+  ClusterSpec two_by_four = test::h100_cluster(8);
+  two_by_four.gpus_per_node = 4;
+  two_by_four.nics_per_node = 4;
+  CHECK(scale_up_domain_size(two_by_four) == 4);
+  CHECK_FALSE(group_inside_scale_up(two_by_four, {8, 1}));
+  // 4 members per node, one NDR NIC each: NCCL's 4 rings give 4 × 50 GB/s × efficiency.
+  CHECK(group_link(two_by_four, {8, 1}, EfficiencyDefaults{}).bytes_per_s ==
+        Approx(4 * 50e9 * EfficiencyDefaults{}.scale_out_fraction));
+  ClusterSpec nvl72 = test::h100_cluster(72);
+  nvl72.gpu.scale_up_domain = 72;
+  nvl72.gpus_per_node = 4;
+  CHECK(scale_up_domain_size(nvl72) == 72);
+}

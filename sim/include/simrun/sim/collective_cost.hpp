@@ -58,7 +58,12 @@ LinkCost group_link(const ClusterSpec& cluster, RankGroup group, const Efficienc
 // True when every member of the group sits in one scale-up domain.
 bool group_inside_scale_up(const ClusterSpec& cluster, RankGroup group);
 
-// GPUs per scale-up domain (GpuSpec::scale_up_domain, or gpus_per_node when that is unset).
+// Largest scale-up domain that lives on one board (HGX/DGX: 8 GPUs on NVSwitch); larger
+// domains (NVL72) are rack-scale and span nodes.
+inline constexpr int64_t kBoardScaleUpDomain = 8;
+
+// GPUs per scale-up domain: a rack-scale domain as the catalog gives it; a board domain capped
+// by gpus_per_node (an H100 cluster of 4-GPU nodes has 4-GPU NVLink domains).
 int64_t scale_up_domain_size(const ClusterSpec& cluster);
 
 }  // namespace simrun
