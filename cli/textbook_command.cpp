@@ -1,0 +1,56 @@
+// `simrun textbook [1|2|3|4|all] [--scenario FILE]`: the seed chapter's four exercises with the
+// chapter's own numbers and, beside each, simrun's refined figure and why they differ.
+// Exercise 4's full-model line estimates examples/textbook/ex4-llama3-70b-1024-h100.json (or
+// --scenario FILE).
+#include "command.hpp"
+
+#include "simrun/common/error.hpp"
+#include "simrun/sim/textbook.hpp"
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+
+namespace simrun::cli {
+namespace {
+
+struct TextbookArgs {
+  std::string exercise = "all";
+  std::string scenario;
+};
+
+}  // namespace
+
+Command add_textbook_command(CLI::App& root, const CliEnv& env) {
+  auto args = std::make_shared<TextbookArgs>();
+  CLI::App* cmd = root.add_subcommand("textbook", "The seed chapter's exercises: its numbers and simrun's refined ones");
+  cmd->add_option("exercise", args->exercise, "Which exercise: 1, 2, 3, 4 or all (default all)");
+  cmd->add_option("--scenario", args->scenario,
+                  "Scenario for exercise 4's full-model line (default examples/textbook/ex4-llama3-70b-1024-h100.json)");
+  return {cmd, [args, env] {
+            int exercise = 0;
+            if (args->exercise == "all") exercise = 0;
+            else if (args->exercise.size() == 1 && args->exercise[0] >= '1' && args->exercise[0] <= '4')
+              exercise = args->exercise[0] - '0';
+            else
+              throw InputError("command line", "exercise", "'" + args->exercise + "' is not an exercise (use 1, 2, 3, 4 or all)");
+
+            const Catalogs catalogs = load_catalogs(env.data_dir);
+            TextbookInputs in;
+            in.gpu = catalogs.hardware.gpu("h100-sxm", "catalog", "gpu");
+            in.fabric = catalogs.hardware.fabric("ib-ndr", "catalog", "fabric");
+            in.model = catalogs.models.get("llama3-70b", "catalog", "model");
+            std::filesystem::path scenario = args->scenario;
+            if (scenario.empty()) {
+              const auto shipped = env.data_dir / "examples" / "textbook" / "ex4-llama3-70b-1024-h100.json";
+              if (std::filesystem::exists(shipped)) scenario = shipped;
+            }
+            if (!scenario.empty() && (exercise == 0 || exercise == 4))
+              in.ex4_scenario = load_scenario(scenario, ScenarioOverrides{}, catalogs);
+            print_textbook(std::cout, exercise, in);
+            return 0;
+          }};
+}
+
+}  // namespace simrun::cli
