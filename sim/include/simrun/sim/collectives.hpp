@@ -26,10 +26,15 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
 namespace simrun {
+
+namespace detail {
+class LinkWeights;
+}
 
 enum class Decomposition { pipelined, per_step };
 enum class LatencyModel { nccl, none };  // none: bandwidth-only (textbook exercises)
@@ -76,6 +81,9 @@ class CollectiveRunner {
   using DoneCallback = std::function<void(const CollectiveResult&)>;
 
   CollectiveRunner(Engine& engine, Network& network, const ClusterGraph& graph, CollectiveModel model = {});
+  ~CollectiveRunner();
+  CollectiveRunner(const CollectiveRunner&) = delete;
+  CollectiveRunner& operator=(const CollectiveRunner&) = delete;
 
   // The group's shape as the tuner sees it.
   GroupShape shape(const std::vector<int64_t>& ranks) const;
@@ -90,13 +98,14 @@ class CollectiveRunner {
 
  private:
   struct Call;
-  class Builder;
+  std::vector<int64_t> resolve(const std::vector<int64_t>& ranks) const;
   void start_phase(std::shared_ptr<Call> call, size_t phase);
 
   Engine& m_engine;
   Network& m_network;
   const ClusterGraph& m_graph;
   CollectiveModel m_model;
+  std::unique_ptr<detail::LinkWeights> m_weights;  // scratch for planning coupled flows
 };
 
 // Largest collective size accepted (2^50 bytes).

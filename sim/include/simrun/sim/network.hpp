@@ -78,12 +78,16 @@ class Network {
   const NetworkStats& stats() const { return m_stats; }
 
  private:
+  struct LinkEntry {
+    uint32_t flow;   // flow slot
+    uint32_t index;  // position of this link in the flow's `links`
+  };
   struct Link {
     double capacity = 0;
-    double load = 0;          // Σ rate·weight of flows on it
-    double carried = 0;       // bytes carried up to `updated`
+    double load = 0;                // Σ rate·weight of the flows on it, bytes/s
+    double carried = 0;             // bytes carried up to `updated_ns`
     int64_t updated_ns = 0;
-    std::vector<uint32_t> flows;  // flow slots using the link (unordered)
+    std::vector<LinkEntry> flows;   // flows using the link (unordered)
     // scratch for the settle pass
     uint64_t mark = 0;
     double residual = 0;
@@ -92,16 +96,18 @@ class Network {
   struct Flow {
     FlowId id = 0;  // 0 = free slot
     std::vector<LinkUse> links;
-    double remaining = 0;
-    double rate = 0;
+    std::vector<uint32_t> positions;  // index of this flow's entry in each link's `flows`
+    double remaining = 0;             // payload bytes as of `updated_ns`
+    double rate = 0;                  // payload bytes/s
+    double new_rate = 0;
     double cap = 0;
     int64_t updated_ns = 0;
+    int64_t completion_ns = -1;
     TimeNs latency{};
     EventId completion;
     DoneCallback on_done;
     uint64_t mark = 0;
     bool frozen = false;
-    bool in_settle = false;  // started since the last settle
   };
 
   void request_settle();

@@ -28,6 +28,7 @@
 namespace simrun {
 
 enum class FabricShape { rail_optimized, fat_tree };
+const char* to_string(FabricShape shape);  // "rail-optimized" | "fat-tree"
 
 // What the graph is built from (sim/ converts a ClusterSpec into this).
 struct ClusterGraphSpec {
@@ -122,9 +123,14 @@ class ClusterGraph {
   uint32_t gpu_vertex(int64_t gpu) const { return static_cast<uint32_t>(gpu); }
   uint32_t nic_vertex(int64_t node, int64_t rail) const;
 
+  // NVSwitch domains: the GPU -> switch link (switch -> GPU is this + 1); UINT32_MAX otherwise.
+  uint32_t switch_uplink(int64_t gpu) const {
+    return m_nvswitch_vertex.empty() ? UINT32_MAX : m_gpu_up[size_t(gpu)];
+  }
+  // The link from a GPU to its NIC `rail` (NIC -> GPU is this + 1); UINT32_MAX if not attached.
+  uint32_t nic_uplink(int64_t gpu, int32_t rail) const;
   // Shortest route between two GPUs (empty for src == dst).
   Route route(int64_t src_gpu, int64_t dst_gpu, const RouteOptions& options = {}) const;
-  // Route from a GPU up to its NIC `rail` and from NIC `rail` down to a GPU (PXN legs included).
   // BFS hop count between two vertices over the Boost graph (-1 if unreachable); for checks.
   int bfs_hops(uint32_t from, uint32_t to) const;
 
@@ -149,7 +155,8 @@ class ClusterGraph {
   };
 
   uint32_t add_vertex(VertexKind kind, int32_t tier, int64_t index);
-  uint32_t add_link(uint32_t a, uint32_t b, LinkKind kind, int32_t tier, double bytes_per_s, TimeNs latency);
+  uint32_t add_link(uint32_t a, uint32_t b, LinkKind kind, int32_t tier, double bytes_per_s, TimeNs latency,
+                    std::optional<TimeNs> latency_back = std::nullopt);
   void build_scale_up();
   void build_nics();
   void build_fabric();
@@ -157,6 +164,7 @@ class ClusterGraph {
   void append_nvlink_path(Route& r, int64_t src_gpu, int64_t dst_gpu) const;
   void append_fabric_path(Route& r, int64_t src_leaf, int64_t dst_leaf, uint64_t hash) const;
   int64_t leaf_of_nic(int64_t node, int64_t rail) const;
+  const char* to_string_shape() const { return to_string(m_spec.shape); }
 
   ClusterGraphSpec m_spec;
   int64_t m_num_nodes = 0, m_num_domains = 0, m_gpus_per_domain = 0;
@@ -173,8 +181,6 @@ class ClusterGraph {
   std::vector<uint32_t> m_gpu_to_nic, m_nic_to_gpu, m_nic_to_leaf, m_leaf_to_nic;
   std::vector<int64_t> m_nic_leaf;
   std::vector<Tier> m_tiers;  // [0] = leaves
-  // Down links of every switch, keyed by the lower switch: m_down[t][lower index][uplink index]
-  std::vector<std::vector<std::vector<uint32_t>>> m_down;
   double m_bisection = 0;
 };
 

@@ -1,0 +1,623 @@
+// How each collective algorithm becomes flows (see collectives.hpp for the two decompositions).
+//
+// Rings follow NCCL's multi-node rings: the group is split by scale-up domain (an HGX node or an
+// NVL72 rack); channel c enters every domain at the GPU behind NIC entry c (rails interleaved over
+// the domain's nodes), walks the domain's GPUs over NVLink, and leaves for the next domain on the
+// same rail — through the entry GPU's NIC over NVLink (PXN), so rails stay rail-local. Channels
+// whose rings use the same links form one channel group (one coupled flow). Trees are NCCL's
+// double binary tree over domains (ncclGetDtree: tree 1 mirrors tree 0 for an even count, shifts
+// it for an odd one) with a chain through each domain's GPUs; half the channels use each tree.
+#include "collective_plan.hpp"
+
+#include "simrun/common/error.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+namespace simrun::detail {
+
+namespace {
+
+struct Domain {
+  int64_t id = 0;
+  std::vector<int64_t> members;  // global GPU ids, in communicator order
+};
+
+struct Entry {
+  size_t pos = 0;    // position in Domain::members
+  int32_t rail = 0;
+};
+
+struct Edge {
+  int64_t src = 0, dst = 0;
+  int32_t rail = -1;
+};
+
+std::vector<Domain> domains_of(const ClusterGraph& g, const std::vector<int64_t>& ranks) {
+  std::vector<Domain> out;
+  std::map<int64_t, size_t> index;
+  for (int64_t r : ranks) {
+    const int64_t d = g.domain_of(r);
+    auto [it, fresh] = index.emplace(d, out.size());
+    if (fresh) out.push_back(Domain{d, {}});
+    out[it->second].members.push_back(r);
+  }
+  return out;
+}
+
+// The (node, rail) NIC entries of a domain, one per NIC, interleaved rail-major over nodes.
+std::vector<Entry> entries_of(const ClusterGraph& g, const Domain& d) {
+  struct Key {
+    int32_t rail;
+    int64_t node;
+    size_t pos;
+  };
+  std::vector<Key> keys;
+  std::map<std::pair<int64_t, int32_t>, bool> seen;
+  for (size_t i = 0; i < d.members.size(); ++i) {
+    const int64_t node = g.node_of(d.members[i]);
+    for (int32_t rail : g.rails_of(g.local_index(d.members[i]))) {
+      if (seen.emplace(std::make_pair(node, rail), true).second) keys.push_back(Key{rail, node, i});
+    }
+  }
+  std::stable_sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+    return a.rail != b.rail ? a.rail < b.rail : a.node < b.node;
+  });
+  std::vector<Entry> out;
+  for (const Key& k : keys) out.push_back(Entry{k.pos, k.rail});
+  if (out.empty()) out.push_back(Entry{0, 0});
+  return out;
+}
+
+std::vector<int64_t> rotated(const std::vector<int64_t>& v, size_t start) {
+  std::vector<int64_t> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = v[(start + i) % v.size()];
+  return out;
+}
+
+// NCCL's binary tree over ranks 0..n-1 (ncclGetBtree, src/graph/trees.cc): returns parent (-1 root).
+int64_t btree_parent(int64_t n, int64_t rank) {
+  if (rank == 0) return -1;
+  int64_t bit = 1;
+  while (bit < n && !(bit & rank)) bit <<= 1;
+  int64_t up = (rank ^ bit) | (bit << 1);
+  if (up >= n) up = rank ^ bit;
+  return up;
+}
+
+// Double binary tree: parent of `rank` in tree t (0 or 1).
+int64_t dtree_parent(int64_t n, int64_t rank, int t) {
+  if (t == 0 || n <= 1) return btree_parent(n, rank);
+  if (n % 2 == 1) {  // shift by one
+    const int64_t s = (rank - 1 + n) % n;
+    const int64_t p = btree_parent(n, s);
+    return p < 0 ? -1 : (p + 1) % n;
+  }
+  const int64_t s = n - 1 - rank;  // mirror
+  const int64_t p = btree_parent(n, s);
+  return p < 0 ? -1 : n - 1 - p;
+}
+
+int64_t tree_depth(int64_t n, int t) {
+  int64_t depth = 0;
+  for (int64_t r = 0; r < n; ++r) {
+    int64_t d = 0;
+    for (int64_t x = r; dtree_parent(n, x, t) >= 0; x = dtree_parent(n, x, t)) {
+      ++d;
+      SIMRUN_ASSERT(d <= n, "double binary tree has a cycle");
+    }
+    depth = std::max(depth, d);
+  }
+  return depth;
+}
+
+class Planner {
+ public:
+  explicit Planner(const PlanContext& ctx)
+      : m_ctx(ctx), m_g(ctx.graph), m_shape(ctx.shape), m_algo(ctx.choice.algorithm), m_proto(ctx.choice.protocol),
+        m_channels(std::max(1, ctx.choice.channels)), m_domains(domains_of(ctx.graph, ctx.ranks)),
+        m_n(int64_t(ctx.ranks.size())) {
+    const bool no_lat = ctx.model.latency == LatencyModel::none;
+    m_intra_us = no_lat ? 0.0 : CollectiveTuner::intra_step_us(m_algo, m_proto, m_shape);
+    m_inter_us = no_lat ? 0.0 : CollectiveTuner::inter_step_us(m_algo, m_proto, m_shape);
+    m_switch_s = no_lat ? 0.0 : m_g.spec().fabric.switch_latency_s;
+    m_base = no_lat ? TimeNs{} : us(CollectiveTuner::base_latency_us(m_algo, m_proto));
+    const int max_ch = CollectiveTuner::max_channels(m_shape);
+    m_channel_cap = std::max(m_shape.intra_bytes_per_s, m_shape.inter_bytes_per_s) / double(max_ch);
+    if (m_channel_cap <= 0) m_channel_cap = std::numeric_limits<double>::infinity();
+    if (m_domains.size() > 1)
+      for (const Domain& d : m_domains) m_entries.push_back(entries_of(m_g, d));
+  }
+
+  CollectivePlan plan() {
+    switch (m_algo) {
+      case Algorithm::ring: return ring();
+      case Algorithm::tree: return tree();
+      case Algorithm::nvls: return nvls();
+      case Algorithm::nvls_tree: return nvls_tree();
+      case Algorithm::pat: return pat();
+      case Algorithm::hierarchical: return hierarchical();
+      case Algorithm::p2p: return m_ctx.op == CollectiveOp::all_to_all ? all_to_all() : send_recv();
+      default: SIMRUN_ASSERT(false, std::string("no flow plan for ") + to_string(m_algo));
+    }
+    return {};
+  }
+
+ private:
+  static TimeNs us(double v) { return TimeNs::from_seconds(v * 1e-6); }
+
+  Route route(const Edge& e, uint64_t key) const {
+    RouteOptions o;
+    o.rail = e.rail;
+    o.ecmp_key = key;
+    return m_g.route(e.src, e.dst, o);
+  }
+  double alpha_us(const Route& r) const {
+    if (!r.uses_fabric) return m_intra_us;
+    return m_inter_us + double(std::max(0, r.switch_hops - 1)) * m_switch_s * 1e6;
+  }
+  double wire_factor() const {
+    const double nvls_eff = 0.85;
+    switch (m_algo) {
+      case Algorithm::tree:
+        if (m_proto == Protocol::ll) return 3.8;
+        if (m_proto == Protocol::ll128) return m_shape.nodes == 1 ? 9.0 / 7.0 : 128.0 / 120.0;
+        return 1.0 / 0.92;
+      case Algorithm::nvls:
+      case Algorithm::nvls_tree:
+        return 1.0 / (m_shape.cc_index >= 3 ? 0.74 : nvls_eff);  // nvlsEfficiency (tuning.cc)
+      case Algorithm::pat:
+        return 1.0 / 0.75;
+      default:
+        return 1.0 / CollectiveTuner::protocol_efficiency(m_proto);
+    }
+  }
+  // Payload-rate cap of a channel group of `g` channels; `per_rate_busbw` converts the flow's
+  // rate into NCCL's busBw (1 for rings, 2 for trees, whose algbw NCCL takes as busBw/2).
+  double group_cap(int g, double per_rate_busbw) const {
+    const double share = double(g) / double(m_channels);
+    const double proto_cap = CollectiveTuner::protocol_busbw_cap(m_algo, m_proto, m_shape, m_channels);
+    return std::min(double(g) * m_channel_cap, proto_cap * share) / per_rate_busbw;
+  }
+
+  // Ring order for one channel: members of every domain starting at that channel's entry.
+  std::vector<Edge> ring_edges(size_t entry, size_t stride) const {
+    std::vector<Edge> edges;
+    if (m_domains.size() == 1) {
+      const auto& m = m_domains[0].members;
+      const size_t n = m.size();
+      for (size_t i = 0; i < n; ++i) edges.push_back(Edge{m[(i * stride) % n], m[((i + 1) * stride) % n], -1});
+      return edges;
+    }
+    std::vector<std::vector<int64_t>> orders;
+    std::vector<int32_t> rails;
+    for (size_t k = 0; k < m_domains.size(); ++k) {
+      const Entry& e = m_entries[k][entry % m_entries[k].size()];
+      orders.push_back(rotated(m_domains[k].members, e.pos));
+      rails.push_back(e.rail);
+    }
+    for (size_t k = 0; k < orders.size(); ++k) {
+      const auto& o = orders[k];
+      for (size_t i = 0; i + 1 < o.size(); ++i) edges.push_back(Edge{o[i], o[i + 1], -1});
+      const size_t next = (k + 1) % orders.size();
+      edges.push_back(Edge{o.back(), orders[next].front(), rails[next]});
+    }
+    return edges;
+  }
+
+  // Channel groups: channels whose rings use the same links. Key = entry (multi-domain) or
+  // stride (single-domain mesh).
+  std::vector<std::pair<size_t, int>> ring_groups(std::vector<size_t>* strides) const {
+    std::map<size_t, int> count;
+    strides->assign(1, 1);
+    if (m_domains.size() == 1 && m_g.spec().gpu.scale_up_kind == ScaleUpKind::mesh) {
+      strides->clear();
+      const size_t n = m_domains[0].members.size();
+      for (size_t s = 1; s < std::max<size_t>(2, n); ++s)
+        if (std::gcd(s, n) == 1) strides->push_back(s);
+    }
+    for (int c = 0; c < m_channels; ++c) {
+      const size_t key = m_domains.size() > 1 ? size_t(c) % m_entries[0].size() : size_t(c) % strides->size();
+      count[key]++;
+    }
+    return {count.begin(), count.end()};
+  }
+
+  // Bytes every ring edge carries, per payload byte of the whole call, and pipeline steps.
+  void ring_shape(double* edge_fraction, int64_t* steps, int64_t* inter_steps) const {
+    const int64_t n = m_n, d = int64_t(m_domains.size());
+    switch (m_ctx.op) {
+      case CollectiveOp::all_reduce:
+        *edge_fraction = 2.0 * double(n - 1) / double(n);
+        *steps = 2 * (n - 1);
+        *inter_steps = d > 1 ? 2 * (d - 1) : 0;
+        return;
+      case CollectiveOp::all_gather:
+      case CollectiveOp::reduce_scatter:
+        *edge_fraction = double(n - 1) / double(n);
+        *steps = n - 1;
+        *inter_steps = d > 1 ? d - 1 : 0;
+        return;
+      default:  // broadcast, reduce: a pipelined chain, every edge carries the whole buffer
+        *edge_fraction = 1.0;
+        *steps = n - 1;
+        *inter_steps = d > 1 ? d - 1 : 0;
+        return;
+    }
+  }
+
+  CollectivePlan ring() {
+    CollectivePlan plan;
+    std::vector<size_t> strides;
+    const auto groups = ring_groups(&strides);
+    double edge_fraction;
+    int64_t steps, inter_steps;
+    ring_shape(&edge_fraction, &steps, &inter_steps);
+    const bool chain = m_ctx.op == CollectiveOp::broadcast || m_ctx.op == CollectiveOp::reduce;
+    const bool per_step = m_ctx.model.decomposition == Decomposition::per_step && !chain && m_n > 1;
+    const double wire = wire_factor();
+    if (per_step) plan.phases.resize(size_t(steps));
+    else plan.phases.resize(1);
+    plan.phases[0].delay = m_base;
+    for (const auto& [key, g] : groups) {
+      const double group_bytes = m_ctx.bytes * double(g) / double(m_channels);
+      const size_t stride = m_domains.size() == 1 ? strides[key % strides.size()] : 1;
+      std::vector<Edge> edges = ring_edges(key, stride);
+      if (chain) edges = chain_edges(edges);
+      const double cap = group_cap(g, 1.0);
+      if (per_step) {
+        for (const Edge& e : edges) {
+          const Route r = route(e, key);
+          FlowPlan f;
+          for (uint32_t l : r.links) f.links.push_back(LinkUse{l, wire});
+          f.bytes = group_bytes / double(m_n);
+          f.latency = us(alpha_us(r));
+          f.max_bytes_per_s = cap;
+          for (auto& ph : plan.phases) ph.flows.push_back(f);
+        }
+        continue;
+      }
+      double alpha_inter_sum = 0, alpha_chain = 0;
+      int64_t inter_edges = 0;
+      for (const Edge& e : edges) {
+        const Route r = route(e, key);
+        m_ctx.weights->add_route(r, wire);
+        const double a = alpha_us(r);
+        alpha_chain += a;
+        if (r.uses_fabric) {
+          alpha_inter_sum += a;
+          ++inter_edges;
+        }
+      }
+      const double alpha_inter = inter_edges > 0 ? alpha_inter_sum / double(inter_edges) : m_inter_us;
+      double fill_us = chain ? alpha_chain
+                             : double(steps - inter_steps) * m_intra_us + double(inter_steps) * alpha_inter;
+      FlowPlan f;
+      f.links = m_ctx.weights->take();
+      f.bytes = group_bytes * edge_fraction;
+      f.latency = us(fill_us);
+      f.max_bytes_per_s = cap;
+      plan.phases[0].flows.push_back(std::move(f));
+    }
+    return plan;
+  }
+
+  // Broadcast: the ring opened at the root; reduce: the same chain reversed (towards the root).
+  std::vector<Edge> chain_edges(const std::vector<Edge>& ring) const {
+    const int64_t root = m_ctx.ranks[size_t(m_ctx.root)];
+    size_t start = 0;
+    for (size_t i = 0; i < ring.size(); ++i)
+      if (ring[i].src == root) start = i;
+    std::vector<Edge> out;
+    for (size_t i = 0; i + 1 < ring.size(); ++i) {
+      Edge e = ring[(start + i) % ring.size()];
+      if (m_ctx.op == CollectiveOp::reduce) std::swap(e.src, e.dst);
+      out.push_back(e);
+    }
+    return out;
+  }
+
+  CollectivePlan tree() {
+    CollectivePlan plan;
+    plan.phases.resize(1);
+    plan.phases[0].delay = m_base;
+    const int64_t d = int64_t(m_domains.size());
+    const size_t entries = d > 1 ? m_entries[0].size() : 1;
+    std::map<std::pair<int, size_t>, int> groups;
+    for (int c = 0; c < m_channels; ++c) {
+      const int t = (m_channels >= 2 && c >= m_channels / 2) ? 1 : 0;
+      groups[{t, size_t(c) % entries}]++;
+    }
+    const double wire = wire_factor();
+    int64_t ppn = 0;
+    for (const Domain& dom : m_domains) ppn = std::max<int64_t>(ppn, int64_t(dom.members.size()));
+    for (const auto& [key, g] : groups) {
+      const auto [t, entry] = key;
+      std::vector<int64_t> heads(static_cast<size_t>(d), 0);
+      std::vector<int32_t> rails(static_cast<size_t>(d), -1);
+      for (int64_t k = 0; k < d; ++k) {
+        const Domain& dom = m_domains[size_t(k)];
+        size_t pos = 0;
+        if (d > 1) {
+          const Entry& e = m_entries[size_t(k)][entry % m_entries[size_t(k)].size()];
+          pos = e.pos;
+          rails[size_t(k)] = e.rail;
+        }
+        const auto chain = rotated(dom.members, pos);
+        heads[size_t(k)] = chain.front();
+        for (size_t i = 0; i + 1 < chain.size(); ++i) {
+          m_ctx.weights->add_route(route(Edge{chain[i], chain[i + 1], -1}, entry), wire);  // broadcast down
+          m_ctx.weights->add_route(route(Edge{chain[i + 1], chain[i], -1}, entry), wire);  // reduce up
+        }
+      }
+      double alpha_inter = m_inter_us;
+      for (int64_t k = 0; k < d; ++k) {
+        const int64_t p = dtree_parent(d, k, t);
+        if (p < 0) continue;
+        const Route up = route(Edge{heads[size_t(k)], heads[size_t(p)], rails[size_t(p)]}, entry);
+        const Route down = route(Edge{heads[size_t(p)], heads[size_t(k)], rails[size_t(k)]}, entry);
+        m_ctx.weights->add_route(up, wire);
+        m_ctx.weights->add_route(down, wire);
+        alpha_inter = std::max(alpha_inter, alpha_us(up));
+      }
+      const double depth = d > 1 ? double(tree_depth(d, t)) : 0.0;
+      FlowPlan f;
+      f.links = m_ctx.weights->take();
+      f.bytes = m_ctx.bytes * double(g) / double(m_channels);
+      f.latency = us(2.0 * (double(ppn - 1) * m_intra_us + depth * alpha_inter));
+      f.max_bytes_per_s = group_cap(g, 2.0);
+      if (!f.links.empty()) plan.phases[0].flows.push_back(std::move(f));
+    }
+    return plan;
+  }
+
+  // NVLink SHARP inside one domain: multimem loads reduce in the switch, multimem stores multicast.
+  // Bytes per GPU link per payload byte (all_reduce: up S + S/n, down S/n + S).
+  void add_nvls_links(const std::vector<int64_t>& members, double up_weight, double down_weight) {
+    const double wire = wire_factor();
+    for (int64_t gpu : members) {
+      const uint32_t up = m_g.switch_uplink(gpu);
+      SIMRUN_ASSERT(up != UINT32_MAX, "NVLS needs an NVSwitch domain");
+      m_ctx.weights->add(up, up_weight * wire);
+      m_ctx.weights->add(up + 1, down_weight * wire);
+    }
+  }
+
+  CollectivePlan nvls() {
+    CollectivePlan plan;
+    plan.phases.resize(1);
+    const auto& members = m_domains[0].members;
+    const double n = double(members.size());
+    double up = 1, down = 1;
+    switch (m_ctx.op) {
+      case CollectiveOp::all_reduce: up = down = (n + 1) / n; break;
+      case CollectiveOp::all_gather: up = 1 / n; down = (n - 1) / n; break;
+      default: up = 1; down = 1 / n; break;  // reduce_scatter
+    }
+    if (members.size() > 1) add_nvls_links(members, up, down);
+    FlowPlan f;
+    f.links = m_ctx.weights->take();
+    f.bytes = m_ctx.bytes;
+    f.latency = m_ctx.model.latency == LatencyModel::none
+                    ? TimeNs{}
+                    : us(CollectiveTuner::hw_latency_us(CollectiveTuner::Hw::nvlink, Algorithm::nvls, m_proto));
+    plan.phases[0].flows.push_back(std::move(f));
+    return plan;
+  }
+
+  // NVLS reduce-scatter inside each domain, a double binary tree across domains per local shard
+  // (GPU at position l of every domain, on its own rail), NVLS all-gather back: one pipeline.
+  CollectivePlan nvls_tree() {
+    CollectivePlan plan;
+    plan.phases.resize(1);
+    const int64_t d = int64_t(m_domains.size());
+    size_t ppn = m_domains[0].members.size();
+    for (const Domain& dom : m_domains) ppn = std::min(ppn, dom.members.size());
+    for (const Domain& dom : m_domains) {
+      const double p = double(dom.members.size());
+      if (dom.members.size() > 1) add_nvls_links(dom.members, (p + 1) / p, (p + 1) / p);
+    }
+    double alpha_inter = m_inter_us;
+    for (size_t l = 0; l < ppn; ++l) {
+      for (int t = 0; t < 2; ++t) {
+        for (int64_t k = 0; k < d; ++k) {
+          const int64_t par = dtree_parent(d, k, t);
+          if (par < 0) continue;
+          const int64_t a = m_domains[size_t(k)].members[l], b = m_domains[size_t(par)].members[l];
+          const int32_t rail = m_g.rails_of(m_g.local_index(a)).front();
+          const Route up = route(Edge{a, b, rail}, uint64_t(t));
+          m_ctx.weights->add_route(up, 0.5 / double(ppn));
+          m_ctx.weights->add_route(route(Edge{b, a, rail}, uint64_t(t)), 0.5 / double(ppn));
+          alpha_inter = std::max(alpha_inter, alpha_us(up));
+        }
+      }
+    }
+    FlowPlan f;
+    f.links = m_ctx.weights->take();
+    f.bytes = m_ctx.bytes;
+    const double depth = double(std::max(tree_depth(d, 0), tree_depth(d, 1)));
+    f.latency = m_ctx.model.latency == LatencyModel::none
+                    ? TimeNs{}
+                    : us(CollectiveTuner::hw_latency_us(CollectiveTuner::Hw::nvlink, Algorithm::nvls_tree, m_proto) +
+                         2.0 * depth * alpha_inter);
+    plan.phases[0].flows.push_back(std::move(f));
+    return plan;
+  }
+
+  // PAT (NCCL 2.23+) for one GPU per node: log2(n) Bruck-style steps of doubling distance; step k
+  // moves min(2^k, n - 2^k) blocks of S/n. reduce_scatter runs the steps in reverse.
+  CollectivePlan pat() {
+    CollectivePlan plan;
+    const int64_t n = m_n;
+    std::vector<int64_t> dist;
+    for (int64_t s = 1; s < n; s <<= 1) dist.push_back(s);
+    if (m_ctx.op == CollectiveOp::reduce_scatter) std::reverse(dist.begin(), dist.end());
+    const bool no_lat = m_ctx.model.latency == LatencyModel::none;
+    const double wire = wire_factor();
+    for (size_t k = 0; k < dist.size(); ++k) {
+      PhasePlan ph;
+      if (k == 0) ph.delay = no_lat ? TimeNs{} : m_base + us(double(n) * 2.8);
+      double alpha = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t src = m_ctx.ranks[size_t(i)], dst = m_ctx.ranks[size_t((i - dist[k] % n + n) % n)];
+        const Route r = route(Edge{src, dst, m_g.rails_of(m_g.local_index(src)).front()}, uint64_t(k));
+        m_ctx.weights->add_route(r, wire);
+        alpha = std::max(alpha, alpha_us(r));
+      }
+      FlowPlan f;
+      f.links = m_ctx.weights->take();
+      f.bytes = m_ctx.bytes / double(n) * double(std::min(dist[k], n - dist[k]));
+      f.latency = no_lat ? TimeNs{} : us(alpha / 3.5);
+      ph.flows.push_back(std::move(f));
+      plan.phases.push_back(std::move(ph));
+    }
+    return plan;
+  }
+
+  // One coupled ring flow over `rings` (each a list of GPUs in ring order, edges on `rail`).
+  FlowPlan ring_flow(const std::vector<std::vector<int64_t>>& rings, double edge_bytes, int64_t steps,
+                     const std::vector<int32_t>& rails) {
+    double alpha = 0;
+    for (size_t k = 0; k < rings.size(); ++k) {
+      const auto& ring = rings[k];
+      for (size_t i = 0; i < ring.size(); ++i) {
+        const Route r = route(Edge{ring[i], ring[(i + 1) % ring.size()], rails[k]}, k);
+        m_ctx.weights->add_route(r, 1.0);
+        alpha = std::max(alpha, alpha_us(r));
+      }
+    }
+    FlowPlan f;
+    f.links = m_ctx.weights->take();
+    f.bytes = edge_bytes;
+    f.latency = us(double(steps) * alpha);
+    return f;
+  }
+
+  // simrun's hierarchical form (Horovod/2D style, phases in sequence): all_reduce = intra-domain
+  // reduce-scatter, inter-domain all-reduce of each 1/p shard among same-position GPUs on their
+  // own rail, intra-domain all-gather. all_gather / reduce_scatter use the two halves.
+  CollectivePlan hierarchical() {
+    CollectivePlan plan;
+    const double s = m_ctx.bytes;
+    size_t ppn = m_domains[0].members.size();
+    for (const Domain& dom : m_domains) ppn = std::min(ppn, dom.members.size());
+    const double p = double(ppn), d = double(m_domains.size());
+    std::vector<std::vector<int64_t>> intra;
+    for (const Domain& dom : m_domains) intra.push_back(dom.members);
+    std::vector<int32_t> no_rail(intra.size(), -1);
+    auto intra_phase = [&](double fraction) {
+      PhasePlan ph;
+      ph.flows.push_back(ring_flow(intra, s * fraction, int64_t(ppn) - 1, no_rail));
+      return ph;
+    };
+    auto inter_phase = [&](double fraction, int64_t steps) {
+      PhasePlan ph;
+      for (size_t l = 0; l < ppn; ++l) {
+        std::vector<int64_t> ring;
+        for (const Domain& dom : m_domains) ring.push_back(dom.members[l]);
+        const int32_t rail = m_g.rails_of(m_g.local_index(ring.front())).front();
+        ph.flows.push_back(ring_flow({ring}, s / p * fraction, steps, {rail}));
+      }
+      return ph;
+    };
+    switch (m_ctx.op) {
+      case CollectiveOp::all_reduce:
+        plan.phases.push_back(intra_phase((p - 1) / p));
+        plan.phases.push_back(inter_phase(2 * (d - 1) / d, 2 * (int64_t(d) - 1)));
+        plan.phases.push_back(intra_phase((p - 1) / p));
+        break;
+      case CollectiveOp::all_gather:
+        plan.phases.push_back(inter_phase((d - 1) / d, int64_t(d) - 1));
+        plan.phases.push_back(intra_phase((p - 1) / p));
+        break;
+      default:
+        plan.phases.push_back(intra_phase((p - 1) / p));
+        plan.phases.push_back(inter_phase((d - 1) / d, int64_t(d) - 1));
+        break;
+    }
+    plan.phases.front().delay = m_base;
+    return plan;
+  }
+
+  // all_to_all: every rank sends S/n to every other (NCCL: grouped send/recv, PXN to the
+  // destination's rail). Independent flows up to kIndependentPairs pairs, then one coupled flow.
+  CollectivePlan all_to_all() {
+    CollectivePlan plan;
+    plan.phases.resize(1);
+    plan.phases[0].delay = m_base;
+    const int64_t n = m_n;
+    const double wire = wire_factor();
+    const double pair_bytes = m_ctx.bytes / double(n);
+    constexpr int64_t kIndependentPairs = 128 * 127;
+    const bool coupled = n * (n - 1) > kIndependentPairs;
+    double alpha = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        if (i == j) continue;
+        const int64_t src = m_ctx.ranks[size_t(i)], dst = m_ctx.ranks[size_t(j)];
+        if (src == dst) continue;
+        const auto rails = m_g.rails_of(m_g.local_index(dst));
+        const Route r = route(Edge{src, dst, rails.empty() ? -1 : rails.front()}, uint64_t(i * n + j));
+        const double a = alpha_us(r);
+        if (coupled) {
+          m_ctx.weights->add_route(r, wire);
+          alpha = std::max(alpha, a);
+          continue;
+        }
+        FlowPlan f;
+        for (uint32_t l : r.links) f.links.push_back(LinkUse{l, wire});
+        f.bytes = pair_bytes;
+        f.latency = us(a);
+        plan.phases[0].flows.push_back(std::move(f));
+      }
+    }
+    if (coupled && !m_ctx.weights->empty()) {
+      FlowPlan f;
+      f.links = m_ctx.weights->take();
+      f.bytes = pair_bytes;
+      f.latency = us(alpha);
+      plan.phases[0].flows.push_back(std::move(f));
+    }
+    return plan;
+  }
+
+  // nccl-tests sendrecv: rank i sends S to i+1 and receives S from i-1, all at once.
+  CollectivePlan send_recv() {
+    CollectivePlan plan;
+    plan.phases.resize(1);
+    plan.phases[0].delay = m_base;
+    const double wire = wire_factor();
+    for (int64_t i = 0; i < m_n; ++i) {
+      const int64_t src = m_ctx.ranks[size_t(i)], dst = m_ctx.ranks[size_t((i + 1) % m_n)];
+      if (src == dst) continue;
+      const Route r = m_g.route(src, dst);
+      FlowPlan f;
+      for (uint32_t l : r.links) f.links.push_back(LinkUse{l, wire});
+      f.bytes = m_ctx.bytes;
+      f.latency = us(alpha_us(r));
+      plan.phases[0].flows.push_back(std::move(f));
+    }
+    return plan;
+  }
+
+  const PlanContext& m_ctx;
+  const ClusterGraph& m_g;
+  const GroupShape& m_shape;
+  Algorithm m_algo;
+  Protocol m_proto;
+  int m_channels;
+  std::vector<Domain> m_domains;
+  std::vector<std::vector<Entry>> m_entries;
+  int64_t m_n;
+  double m_intra_us = 0, m_inter_us = 0, m_switch_s = 0;
+  TimeNs m_base{};
+  double m_channel_cap = 0;
+};
+
+}  // namespace
+
+CollectivePlan build_plan(const PlanContext& ctx) { return Planner(ctx).plan(); }
+
+}  // namespace simrun::detail

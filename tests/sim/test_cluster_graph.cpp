@@ -1,0 +1,149 @@
+// The cluster graph: element counts (DGX SuperPOD sizes), shortest routes with ECMP, PXN,
+// oversubscription, domains, DOT, bad input.
+#include "collective_fixtures.hpp"
+
+#include "simrun/common/error.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <sstream>
+
+using namespace simrun;
+using namespace simrun::test;
+
+TEST_CASE("rail-optimized NDR fabric reproduces the DGX H100 SuperPOD switch counts", "[topologies][graph]") {
+  // hardware.md §7 (nv-superpod-h100-ra): 2,048 GPUs = 64 leaf + 32 spine; 16,384 GPUs =
+  // 512 leaf + 512 spine + 256 core (radix-64 QM9700).
+  {
+    const ClusterGraph g(cluster(h100(), 2048));
+    const auto s = g.summary();
+    CHECK(s.nodes == 256);
+    CHECK(s.switches_per_tier == std::vector<int64_t>{64, 32});
+    CHECK(s.nics == 2048);
+    CHECK(s.nvswitches == 256);
+  }
+  {
+    const ClusterGraph g(cluster(h100(), 16384));
+    const auto s = g.summary();
+    CHECK(s.switches_per_tier == std::vector<int64_t>{512, 512, 256});
+    CHECK(s.bisection_bytes_per_s == Approx(16384 * 50e9 / 2));
+    CHECK(s.injection_scale_out_bytes_per_s == Approx(50e9));
+    CHECK(s.injection_scale_up_bytes_per_s == Approx(450e9));
+  }
+}
+
+TEST_CASE("routes are shortest paths (BFS over the Boost graph)", "[topologies][graph]") {
+  for (FabricShape shape : {FabricShape::rail_optimized, FabricShape::fat_tree}) {
+    auto spec = cluster(h100(), 1024);
+    spec.shape = shape;
+    spec.fabric.switch_radix = 8;  // forces three tiers on 128 nodes
+    const ClusterGraph g(spec);
+    CHECK(g.fabric_tiers() >= 3);
+    for (int64_t src : {0, 3, 77, 512, 1000}) {
+      for (int64_t dst : {1, 8, 9, 64, 200, 513, 1023}) {
+        if (src == dst) continue;
+        // Rail-matched pairs (same local index) and intra-node pairs route without PXN detours.
+        if (g.local_index(src) != g.local_index(dst) && g.node_of(src) != g.node_of(dst)) continue;
+        const Route r = g.route(src, dst);
+        INFO("src " << src << " dst " << dst);
+        CHECK(int(r.links.size()) == g.bfs_hops(g.gpu_vertex(src), g.gpu_vertex(dst)));
+        // The route is connected.
+        for (size_t i = 0; i + 1 < r.links.size(); ++i)
+          CHECK(g.links()[r.links[i]].dst == g.links()[r.links[i + 1]].src);
+        CHECK(g.links()[r.links.front()].src == g.gpu_vertex(src));
+        CHECK(g.links()[r.links.back()].dst == g.gpu_vertex(dst));
+      }
+    }
+  }
+}
+
+TEST_CASE("ECMP spreads flows over spines; PXN keeps cross-rail traffic on its rail", "[topologies][graph]") {
+  const ClusterGraph g(cluster(h100(), 4096));  // 512 nodes: 16 node groups per rail
+  std::set<uint32_t> spines;
+  for (uint64_t key = 0; key < 64; ++key) {
+    RouteOptions o;
+    o.ecmp_key = key;
+    const Route r = g.route(0, 8 * 200, o);  // rail 0, different leaf
+    spines.insert(g.links()[r.links[3]].dst);
+  }
+  CHECK(spines.size() > 8);
+  // GPU 1 of node 0 to GPU 0 of node 1 on rail 0: NVLink to GPU 0 first (PXN), then rail 0 only.
+  RouteOptions o;
+  o.rail = 0;
+  const Route r = g.route(1, 8, o);
+  CHECK(g.links()[r.links[0]].kind == LinkKind::scale_up);
+  CHECK(r.switch_hops == 1);  // same rail-0 leaf
+  CHECK(r.uses_fabric);
+}
+
+TEST_CASE("route latency grows with switch hops", "[topologies][graph]") {
+  const ClusterGraph g(cluster(h100(), 1024));
+  const Route same_leaf = g.route(0, 8);
+  const Route cross_leaf = g.route(0, 8 * 64);
+  CHECK(same_leaf.switch_hops == 1);
+  CHECK(cross_leaf.switch_hops == 3);
+  // DeepSeek H800 measurements: 2.8 µs same leaf, 3.7 µs cross leaf (hardware.md §5.3)
+  CHECK(same_leaf.latency.micros() == Approx(2.8).margin(0.01));
+  CHECK(cross_leaf.latency.micros() == Approx(3.7).margin(0.01));
+}
+
+TEST_CASE("oversubscription halves leaf uplinks and bisection", "[topologies][graph]") {
+  auto spec = cluster(h100(), 2048);
+  spec.oversubscription = 2.0;
+  const ClusterGraph g(spec);
+  CHECK(g.summary().bisection_bytes_per_s == Approx(2048 * 50e9 / 4));
+}
+
+TEST_CASE("NVL72 racks are one NVLink domain across trays; MI300X is a mesh", "[topologies][graph]") {
+  const ClusterGraph nvl(cluster(gb200(), 144, 4, ndr(), 4));
+  CHECK(nvl.num_domains() == 2);
+  CHECK(nvl.num_nodes() == 36);
+  const Route in_rack = nvl.route(0, 71);  // tray 0 to tray 17 of rack 0: NVLink only
+  CHECK_FALSE(in_rack.uses_fabric);
+  CHECK(in_rack.links.size() == 2);
+  CHECK(nvl.route(0, 72).uses_fabric);
+  const ClusterGraph amd(cluster(mi300x(), 8));
+  const Route r = amd.route(0, 5);
+  REQUIRE(r.links.size() == 1);
+  CHECK(amd.links()[r.links[0]].bytes_per_s == Approx(64e9));
+  CHECK(amd.summary().nvswitches == 0);
+}
+
+TEST_CASE("four NICs for eight GPUs: two GPUs share each NIC", "[topologies][graph]") {
+  const ClusterGraph g(cluster(a100(), 24, 8, hdr(), 4));
+  CHECK(g.rails_of(0) == std::vector<int32_t>{0});
+  CHECK(g.rails_of(1) == std::vector<int32_t>{0});
+  CHECK(g.rails_of(7) == std::vector<int32_t>{3});
+  CHECK(g.rail_owner(3) == 6);
+  CHECK(g.summary().nics == 12);
+  CHECK(g.summary().injection_scale_out_bytes_per_s == Approx(12.5e9));
+}
+
+TEST_CASE("DOT output for small clusters, refused for large ones", "[topologies][graph]") {
+  const ClusterGraph small(cluster(h100(), 16));
+  std::ostringstream dot;
+  REQUIRE(small.write_dot(dot));
+  const std::string s = dot.str();
+  CHECK(s.rfind("graph cluster {", 0) == 0);
+  CHECK(s.find("gpu0 -- nvswitch0") != std::string::npos);
+  CHECK(s.find("nic1_7 -- leaf") != std::string::npos);
+  const ClusterGraph big(cluster(h100(), 4096));
+  std::ostringstream none;
+  CHECK_FALSE(big.write_dot(none));
+  CHECK(none.str().empty());
+}
+
+TEST_CASE("clusters the hardware cannot host are refused with a reason", "[topologies][graph]") {
+  std::string field;
+  CHECK(ClusterGraph::check(cluster(h100(), 12), &field));  // 1.5 nodes
+  CHECK(field == "num_gpus");
+  CHECK(ClusterGraph::check(cluster(h100(), 32, 16)));  // 16 per node > NVLink domain of 8
+  CHECK(ClusterGraph::check(cluster(h100(), 0)));
+  CHECK(ClusterGraph::check(cluster(h100(), 16, 8, ndr(), 3)));  // 3 NICs for 8 GPUs
+  auto radix4 = cluster(h100(), 1 << 20);
+  radix4.fabric.switch_radix = 4;
+  CHECK(ClusterGraph::check(radix4));  // too many tiers
+  CHECK_THROWS_AS(ClusterGraph(cluster(h100(), 12)), InputError);
+  CHECK_FALSE(ClusterGraph::check(cluster(h100(), 4)));  // part of one node is fine
+}
