@@ -2,15 +2,14 @@
 // chapter's own numbers and, beside each, simrun's refined figure and why they differ.
 // Exercise 4's full-model line estimates examples/textbook/ex4-llama3-70b-1024-h100.json (or
 // --scenario FILE).
-#include "command.hpp"
-
-#include "simrun/common/error.hpp"
-#include "simrun/sim/textbook.hpp"
-
 #include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
+
+#include "command.hpp"
+#include "simrun/common/error.hpp"
+#include "simrun/sim/textbook.hpp"
 
 namespace simrun::cli {
 namespace {
@@ -24,17 +23,21 @@ struct TextbookArgs {
 
 Command add_textbook_command(CLI::App& root, const CliEnv& env) {
   auto args = std::make_shared<TextbookArgs>();
-  CLI::App* cmd = root.add_subcommand("textbook", "The seed chapter's exercises: its numbers and simrun's refined ones");
+  CLI::App* cmd =
+      root.add_subcommand("textbook", "The seed chapter's exercises: its numbers and simrun's refined ones");
   cmd->add_option("exercise", args->exercise, "Which exercise: 1, 2, 3, 4 or all (default all)");
-  cmd->add_option("--scenario", args->scenario,
-                  "Scenario for exercise 4's full-model line (default examples/textbook/ex4-llama3-70b-1024-h100.json)");
+  cmd->add_option(
+      "--scenario", args->scenario,
+      "Scenario for exercise 4's full-model line (default examples/textbook/ex4-llama3-70b-1024-h100.json)");
   return {cmd, [args, env] {
             int exercise = 0;
-            if (args->exercise == "all") exercise = 0;
+            if (args->exercise == "all")
+              exercise = 0;
             else if (args->exercise.size() == 1 && args->exercise[0] >= '1' && args->exercise[0] <= '4')
               exercise = args->exercise[0] - '0';
             else
-              throw InputError("command line", "exercise", "'" + args->exercise + "' is not an exercise (use 1, 2, 3, 4 or all)");
+              throw InputError("command line", "exercise",
+                               "'" + args->exercise + "' is not an exercise (use 1, 2, 3, 4 or all)");
 
             const Catalogs catalogs = load_catalogs(env.data_dir);
             TextbookInputs in;

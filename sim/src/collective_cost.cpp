@@ -1,10 +1,10 @@
 // α-β collective times and group links; formulas and sources in collective_cost.hpp.
 #include "simrun/sim/collective_cost.hpp"
 
-#include "simrun/common/error.hpp"
-
 #include <algorithm>
 #include <cmath>
+
+#include "simrun/common/error.hpp"
 
 namespace simrun {
 namespace {
@@ -59,11 +59,16 @@ double send_recv_s(double bytes, const LinkCost& link) {
 
 double collective_s(CollectiveOp op, double bytes, int64_t n, const LinkCost& link) {
   switch (op) {
-    case CollectiveOp::all_reduce: return ring_all_reduce_s(bytes, n, link);
-    case CollectiveOp::all_gather: return ring_all_gather_s(bytes, n, link);
-    case CollectiveOp::reduce_scatter: return ring_reduce_scatter_s(bytes, n, link);
-    case CollectiveOp::all_to_all: return all_to_all_s(bytes, n, link);
-    case CollectiveOp::send_recv: return send_recv_s(bytes, link);
+    case CollectiveOp::all_reduce:
+      return ring_all_reduce_s(bytes, n, link);
+    case CollectiveOp::all_gather:
+      return ring_all_gather_s(bytes, n, link);
+    case CollectiveOp::reduce_scatter:
+      return ring_reduce_scatter_s(bytes, n, link);
+    case CollectiveOp::all_to_all:
+      return all_to_all_s(bytes, n, link);
+    case CollectiveOp::send_recv:
+      return send_recv_s(bytes, link);
     case CollectiveOp::broadcast:
     case CollectiveOp::reduce:
       check_args(bytes, n, link);
@@ -96,13 +101,17 @@ LinkCost group_link(const ClusterSpec& cluster, RankGroup group, const Efficienc
   // Scale-up bandwidth a ring of `peers` members of one domain sees.
   auto scale_up_bytes_per_s = [&](int64_t peers) {
     switch (gpu.scale_up_kind) {
-      case ScaleUpKind::nvswitch: return gpu.scale_up_bytes_per_s;
+      case ScaleUpKind::nvswitch:
+        return gpu.scale_up_bytes_per_s;
       case ScaleUpKind::mesh:
         // Full mesh: scale_up_bytes_per_s is the sum over domain−1 point-to-point links.
-        return domain > 1 ? gpu.scale_up_bytes_per_s * double(std::max<int64_t>(1, peers - 1)) / double(domain - 1)
-                          : gpu.scale_up_bytes_per_s;
-      case ScaleUpKind::bridge: return peers <= 2 ? gpu.scale_up_bytes_per_s : gpu.pcie_bytes_per_s;
-      case ScaleUpKind::pcie: return gpu.pcie_bytes_per_s;
+        return domain > 1
+                   ? gpu.scale_up_bytes_per_s * double(std::max<int64_t>(1, peers - 1)) / double(domain - 1)
+                   : gpu.scale_up_bytes_per_s;
+      case ScaleUpKind::bridge:
+        return peers <= 2 ? gpu.scale_up_bytes_per_s : gpu.pcie_bytes_per_s;
+      case ScaleUpKind::pcie:
+        return gpu.pcie_bytes_per_s;
     }
     return gpu.scale_up_bytes_per_s;
   };

@@ -1,9 +1,9 @@
 // Memory per GPU by kind and pipeline stage; formulas and sources in memory_model.hpp.
 #include "simrun/sim/memory_model.hpp"
 
-#include "simrun/common/error.hpp"
-
 #include <algorithm>
+
+#include "simrun/common/error.hpp"
 
 namespace simrun {
 
@@ -14,12 +14,15 @@ BytesPerParam bytes_per_param(Precision precision, StateConvention convention) {
     return {2, 2, 12};
   }
   switch (precision) {
-    case Precision::fp16: return {2, 2, 16};
+    case Precision::fp16:
+      return {2, 2, 16};
     case Precision::fp32:
-    case Precision::tf32: return {4, 4, 8};
+    case Precision::tf32:
+      return {4, 4, 8};
     case Precision::bf16:
     case Precision::fp8:  // Megatron keeps bf16 parameters unless --fp8-param
-    case Precision::fp4: return {2, 4, 12};
+    case Precision::fp4:
+      return {2, 4, 12};
   }
   return {2, 4, 12};
 }
@@ -120,8 +123,10 @@ StageParams stage_params(const ModelSpec& m, const ParamCounts& counts, const La
   if (p.has_output) {
     // Untied: the output projection. Tied with pp > 1: Megatron keeps a copy of the word
     // embedding on the last stage and all-reduces its gradient with the first.
-    if (counts.output > 0) dense += counts.output;
-    else if (layout.pp > 1) dense += double(m.vocab) * double(m.hidden);
+    if (counts.output > 0)
+      dense += counts.output;
+    else if (layout.pp > 1)
+      dense += double(m.vocab) * double(m.hidden);
   }
   p.dense = dense / tp;
   p.experts = double(moe_here) * routed_per_layer / (tp * ep);
@@ -131,7 +136,8 @@ StageParams stage_params(const ModelSpec& m, const ParamCounts& counts, const La
 MemoryEstimate estimate_memory(const Scenario& sc, const MemoryDefaults& defaults) {
   const ModelSpec& m = sc.model;
   const Layout& l = sc.layout;
-  SIMRUN_ASSERT(l.tp >= 1 && l.pp >= 1 && l.dp >= 1 && l.cp >= 1 && l.ep >= 1, "layout sizes must be positive");
+  SIMRUN_ASSERT(l.tp >= 1 && l.pp >= 1 && l.dp >= 1 && l.cp >= 1 && l.ep >= 1,
+                "layout sizes must be positive");
   SIMRUN_ASSERT(m.layers >= 1 && m.hidden >= 1 && m.seq_len >= 1, "model needs layers, hidden, seq_len");
 
   const ParamCounts counts = count_params(m);
@@ -169,7 +175,8 @@ MemoryEstimate estimate_memory(const Scenario& sc, const MemoryDefaults& default
     st.params = stage_params(m, counts, l, i);
     const ModelStateBytes dense = model_state_bytes(st.params.dense, l.zero_stage, dense_shard, bpp);
     const ModelStateBytes experts = model_state_bytes(st.params.experts, l.zero_stage, expert_shard, bpp);
-    st.states = {dense.weights + experts.weights, dense.grads + experts.grads, dense.optimizer + experts.optimizer};
+    st.states = {dense.weights + experts.weights, dense.grads + experts.grads,
+                 dense.optimizer + experts.optimizer};
 
     const double ahead = p - double(i);  // micro-batches stage i has started but not finished
     st.in_flight_microbatches = v > 1 ? ahead + (p - 1.0) / v : std::min(ahead, microbatches);

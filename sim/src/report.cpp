@@ -28,16 +28,11 @@ nlohmann::json to_json(const Report& r) {
       {"workspace", r.memory.workspace},
   };
   j["breakdown"] = {
-      {"compute_s", r.breakdown.compute_s},
-      {"exposed_comm_s", r.breakdown.exposed_comm_s},
-      {"bubble_s", r.breakdown.bubble_s},
-      {"forward_s", r.breakdown.forward_s},
-      {"backward_s", r.breakdown.backward_s},
-      {"recompute_s", r.breakdown.recompute_s},
-      {"optimizer_s", r.breakdown.optimizer_s},
-      {"tp_comm_s", r.breakdown.tp_comm_s},
-      {"pp_comm_s", r.breakdown.pp_comm_s},
-      {"dp_comm_s", r.breakdown.dp_comm_s},
+      {"compute_s", r.breakdown.compute_s},     {"exposed_comm_s", r.breakdown.exposed_comm_s},
+      {"bubble_s", r.breakdown.bubble_s},       {"forward_s", r.breakdown.forward_s},
+      {"backward_s", r.breakdown.backward_s},   {"recompute_s", r.breakdown.recompute_s},
+      {"optimizer_s", r.breakdown.optimizer_s}, {"tp_comm_s", r.breakdown.tp_comm_s},
+      {"pp_comm_s", r.breakdown.pp_comm_s},     {"dp_comm_s", r.breakdown.dp_comm_s},
   };
   j["run"] = {
       {"tokens", r.run.tokens},
@@ -52,7 +47,11 @@ nlohmann::json to_json(const Report& r) {
   if (!r.explanations.empty()) {
     nlohmann::json list = nlohmann::json::array();
     for (const Explained& e : r.explanations)
-      list.push_back({{"key", e.key}, {"value", e.value}, {"unit", e.unit}, {"formula", e.formula}, {"inputs", e.inputs}});
+      list.push_back({{"key", e.key},
+                      {"value", e.value},
+                      {"unit", e.unit},
+                      {"formula", e.formula},
+                      {"inputs", e.inputs}});
     j["explanations"] = std::move(list);
   }
   return j;

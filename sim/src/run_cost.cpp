@@ -1,11 +1,11 @@
 // Run totals: tokens, checkpoint/failure overhead, days, cost, energy; formulas in run_cost.hpp.
 #include "simrun/sim/run_cost.hpp"
 
-#include "simrun/common/error.hpp"
-#include "simrun/common/units.hpp"
-
 #include <algorithm>
 #include <cmath>
+
+#include "simrun/common/error.hpp"
+#include "simrun/common/units.hpp"
 
 namespace simrun {
 
@@ -21,7 +21,8 @@ double daly_interval_s(double checkpoint_s, double mtbf_s) {
   return std::sqrt(2.0 * checkpoint_s * mtbf_s) * (1.0 + std::sqrt(x) / 3.0 + x / 9.0) - checkpoint_s;
 }
 
-double daly_wall_time_s(double solve_s, double interval_s, double checkpoint_s, double restart_s, double mtbf_s) {
+double daly_wall_time_s(double solve_s, double interval_s, double checkpoint_s, double restart_s,
+                        double mtbf_s) {
   SIMRUN_ASSERT(interval_s > 0 && mtbf_s > 0, "Daly wall time needs τ > 0 and M > 0");
   return mtbf_s * std::exp(restart_s / mtbf_s) * std::expm1((interval_s + checkpoint_s) / mtbf_s) * solve_s /
          interval_s;
@@ -34,8 +35,9 @@ RunTotals run_totals(const RunInputs& in, const RunDefaults& d) {
   r.steps = std::ceil(r.tokens / in.tokens_per_step);
   r.solve_s = r.steps * in.step_time_s;
 
-  r.checkpoint_write_bytes_per_s = std::min(d.storage_write_bytes_per_s_per_node * double(std::max<int64_t>(1, in.num_nodes)),
-                                            d.storage_write_cap_bytes_per_s);
+  r.checkpoint_write_bytes_per_s =
+      std::min(d.storage_write_bytes_per_s_per_node * double(std::max<int64_t>(1, in.num_nodes)),
+               d.storage_write_cap_bytes_per_s);
   r.checkpoint_s = in.checkpoint_bytes / r.checkpoint_write_bytes_per_s;
   if (in.gpu_mtbf_hours > 0) {
     r.mtbf_s = in.gpu_mtbf_hours * kSecondsPerHour / double(in.num_gpus);

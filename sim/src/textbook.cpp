@@ -2,6 +2,12 @@
 // figures beside them; see textbook.hpp.
 #include "simrun/sim/textbook.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <algorithm>
+#include <cmath>
+
 #include "simrun/common/error.hpp"
 #include "simrun/common/units.hpp"
 #include "simrun/models/counts.hpp"
@@ -9,18 +15,12 @@
 #include "simrun/sim/collective_cost.hpp"
 #include "simrun/sim/memory_model.hpp"
 
-#include <fmt/format.h>
-#include <fmt/ostream.h>
-
-#include <algorithm>
-#include <cmath>
-
 namespace simrun {
 namespace {
 
 // The chapter's constants (Exercise templates, verbatim).
-constexpr double kChapterNvlinkGbps = 900;     // "NVLink (~900 GB/s)"
-constexpr double kChapterIbGbps = 25;          // "InfiniBand (~25 GB/s)"
+constexpr double kChapterNvlinkGbps = 900;  // "NVLink (~900 GB/s)"
+constexpr double kChapterIbGbps = 25;       // "InfiniBand (~25 GB/s)"
 constexpr double kChapterParams7b = 7e9;
 constexpr double kChapterSramTokens = 100000;  // flashattention_hbm_io(sram_size=100_000)
 constexpr double kChapterHbmGb = 80;           // H100_MEM_GB
@@ -77,7 +77,8 @@ Exercise2 textbook_exercise2(const TextbookInputs& in) {
   // key/value blocks of B_c = ⌈M/(4d)⌉ columns; K and V are read once, and for each of the
   // T_c = ⌈N/B_c⌉ key blocks Q and O are read and O written (3·N·d) with the softmax statistics
   // ℓ, m (4·N): HBM I/O = 2Nd + T_c·(3Nd + 4N) elements — Θ(N²d²/M), Theorem 2.
-  const double sram_elements = (in.gpu.sram_per_sm_bytes > 0 ? in.gpu.sram_per_sm_bytes : 228.0 * 1024.0) / bytes;
+  const double sram_elements =
+      (in.gpu.sram_per_sm_bytes > 0 ? in.gpu.sram_per_sm_bytes : 228.0 * 1024.0) / bytes;
   e.block_cols = int64_t(std::ceil(sram_elements / (4 * d)));
   for (int64_t n : {512, 2048, 8192, 32768, 131072}) {
     Exercise2Row r;
@@ -167,7 +168,8 @@ Exercise4 textbook_exercise4(const TextbookInputs& in) {
     const double hours = total_flops / (double(kChapterGpus) * kChapterPeak * mfu) / 3600;
     r.days = hours / 24;
     r.cost_usd = hours * double(kChapterGpus) * kChapterUsdPerGpuHour;
-    const double refined_hours = e.refined_flops_per_token * kChapterTokens / (double(kChapterGpus) * peak * mfu) / 3600;
+    const double refined_hours =
+        e.refined_flops_per_token * kChapterTokens / (double(kChapterGpus) * peak * mfu) / 3600;
     r.refined_days = refined_hours / 24;
     r.refined_cost_usd = refined_hours * double(kChapterGpus) * kChapterUsdPerGpuHour;
     e.rows.push_back(r);
@@ -201,7 +203,8 @@ void print_exercise1(std::ostream& out, const TextbookInputs& in) {
   fmt::print(out, "  refined (alpha-beta ring, {} + {}):\n", in.gpu.id, in.fabric.id);
   fmt::print(out, "    NVLink, 8 GPUs in one node:                {:>7.2f} ms\n", e.refined_nvlink_s * 1000);
   fmt::print(out, "    2 nodes x 4 GPUs, one NDR NIC per GPU:     {:>7.2f} ms\n", e.refined_ib_s * 1000);
-  fmt::print(out, "    2 nodes x 4 GPUs, one NDR NIC per node:    {:>7.2f} ms\n", e.refined_ib_one_nic_s * 1000);
+  fmt::print(out, "    2 nodes x 4 GPUs, one NDR NIC per node:    {:>7.2f} ms\n",
+             e.refined_ib_one_nic_s * 1000);
   fmt::print(out, "    Speed gap: {:.1f}x (single NIC per node: {:.1f}x)\n", e.refined_gap,
              e.refined_ib_one_nic_s / e.refined_nvlink_s);
   fmt::print(out, "  why they differ: {}\n", e.why);
@@ -212,8 +215,8 @@ void print_exercise2(std::ostream& out, const TextbookInputs& in) {
   fmt::print(out, "Exercise 2: FlashAttention I/O complexity (d = {}, bf16)\n", e.head_dim);
   fmt::print(out, "  chapter:\n");
   for (const Exercise2Row& r : e.rows)
-    fmt::print(out, "    {:>8} {:>12.1f} MB {:>12.1f} MB {:>10.1f}x\n", r.n, r.standard_bytes / 1e6, r.flash_bytes / 1e6,
-               r.speedup);
+    fmt::print(out, "    {:>8} {:>12.1f} MB {:>12.1f} MB {:>10.1f}x\n", r.n, r.standard_bytes / 1e6,
+               r.flash_bytes / 1e6, r.speedup);
   fmt::print(out, "  refined (FlashAttention Algorithm 1, B_c = {}):\n", e.block_cols);
   for (const Exercise2Row& r : e.rows)
     fmt::print(out, "    {:>8} {:>12.1f} MB {:>12.1f} MB {:>10.1f}x\n", r.n, r.standard_bytes / 1e6,
@@ -232,33 +235,40 @@ void print_exercise3(std::ostream& out, const TextbookInputs& in) {
   for (const Exercise3Row& r : e.rows)
     fmt::print(out, "    {:>8}{:>10.1f} GB{:>11.1f} GB{:>7} /{:>7}\n", r.seq_len, r.no_ckpt_bytes / 1e9,
                r.ckpt_bytes / 1e9, yes_no(r.fits_no_ckpt), yes_no(r.fits_ckpt));
-  fmt::print(out, "  refined (Korthikanti et al. 2022: 34sbh + 5as^2b per layer; full recompute 2sbh + one layer):\n");
+  fmt::print(
+      out,
+      "  refined (Korthikanti et al. 2022: 34sbh + 5as^2b per layer; full recompute 2sbh + one layer):\n");
   fmt::print(out, "    {}\n", kExercise3Header);
   for (const Exercise3Row& r : e.rows)
-    fmt::print(out, "    {:>8}{:>10.1f} GB{:>11.1f} GB{:>7} /{:>7}\n", r.seq_len, r.refined_no_ckpt_bytes / 1e9,
-               r.refined_ckpt_bytes / 1e9, yes_no(r.refined_fits_no_ckpt), yes_no(r.refined_fits_ckpt));
+    fmt::print(out, "    {:>8}{:>10.1f} GB{:>11.1f} GB{:>7} /{:>7}\n", r.seq_len,
+               r.refined_no_ckpt_bytes / 1e9, r.refined_ckpt_bytes / 1e9, yes_no(r.refined_fits_no_ckpt),
+               yes_no(r.refined_fits_ckpt));
   fmt::print(out, "  why they differ: {}\n", e.why);
 }
 
 void print_exercise4(std::ostream& out, const TextbookInputs& in) {
   const Exercise4 e = textbook_exercise4(in);
-  fmt::print(out, "Exercise 4: MFU calculation + cost projection (70B, 1.4T tokens, 1024 H100, $5/GPU-hour)\n");
+  fmt::print(out,
+             "Exercise 4: MFU calculation + cost projection (70B, 1.4T tokens, 1024 H100, $5/GPU-hour)\n");
   fmt::print(out, "  chapter:\n");
   for (const Exercise4Row& r : e.rows)
     fmt::print(out, "    MFU={:.0f}%: {:.1f} days, cost ${:.1f}M\n", r.mfu * 100, r.days, r.cost_usd / 1e6);
   fmt::print(out, "    Observed MFU from 1M tokens/sec: {:.1f}%\n", e.observed_mfu * 100);
-  fmt::print(out, "  refined ({}: Megatron causal FLOPs, {:.3g} FLOP/token):\n", in.model.name, e.refined_flops_per_token);
+  fmt::print(out, "  refined ({}: Megatron causal FLOPs, {:.3g} FLOP/token):\n", in.model.name,
+             e.refined_flops_per_token);
   for (const Exercise4Row& r : e.rows)
-    fmt::print(out, "    MFU={:.0f}%: {:.1f} days, cost ${:.1f}M\n", r.mfu * 100, r.refined_days, r.refined_cost_usd / 1e6);
+    fmt::print(out, "    MFU={:.0f}%: {:.1f} days, cost ${:.1f}M\n", r.mfu * 100, r.refined_days,
+               r.refined_cost_usd / 1e6);
   fmt::print(out, "    Observed MFU from 1M tokens/sec: {:.1f}%\n", e.refined_observed_mfu * 100);
   if (e.full_model) {
     const Report& r = *e.full_model;
     const Layout& l = in.ex4_scenario->layout;
-    fmt::print(out,
-               "  full model (tp{} pp{} dp{} vpp{}, {} recompute, global batch {}): step {:.2f} s, MFU {:.1f}%, "
-               "{:.0f} tokens/s, goodput {:.3f}, {:.1f} days, ${:.2f}M\n",
-               l.tp, l.pp, l.dp, l.virtual_stages, to_string(l.recompute), l.global_batch, r.step_time_s, r.mfu * 100,
-               r.tokens_per_s, r.run.goodput, r.run.days, r.run.cost_usd / 1e6);
+    fmt::print(
+        out,
+        "  full model (tp{} pp{} dp{} vpp{}, {} recompute, global batch {}): step {:.2f} s, MFU {:.1f}%, "
+        "{:.0f} tokens/s, goodput {:.3f}, {:.1f} days, ${:.2f}M\n",
+        l.tp, l.pp, l.dp, l.virtual_stages, to_string(l.recompute), l.global_batch, r.step_time_s,
+        r.mfu * 100, r.tokens_per_s, r.run.goodput, r.run.days, r.run.cost_usd / 1e6);
   }
   fmt::print(out, "  why they differ: {}\n", e.why);
 }

@@ -26,8 +26,8 @@ inline ModelSpec llama3_70b() {
 
 // A GPT-style MHA model with ffn = 4h and GELU: the shape Korthikanti et al. 2022 derive
 // their activation table for. Defaults: GPT-3 175B (Brown et al. 2020, Table 2.1).
-inline ModelSpec gpt_mha(int64_t layers = 96, int64_t hidden = 12288, int64_t heads = 96, int64_t seq_len = 2048,
-                         int64_t vocab = 51200) {
+inline ModelSpec gpt_mha(int64_t layers = 96, int64_t hidden = 12288, int64_t heads = 96,
+                         int64_t seq_len = 2048, int64_t vocab = 51200) {
   ModelSpec m;
   m.name = "gpt";
   m.layers = layers;

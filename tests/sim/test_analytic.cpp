@@ -1,15 +1,13 @@
 // Tests of the analytic estimate: FLOPs against Megatron's closed form, MFU/HFU definitions,
 // the step-time composition, collective traffic against the α-β forms, warnings, and the
 // report JSON's contract keys.
-#include "simrun/sim/analytic.hpp"
+#include <catch2/catch.hpp>
+#include <string>
 
 #include "analytic_fixtures.hpp"
 #include "simrun/common/error.hpp"
+#include "simrun/sim/analytic.hpp"
 #include "simrun/sim/collective_cost.hpp"
-
-#include <catch2/catch.hpp>
-
-#include <string>
 
 using namespace simrun;
 
@@ -61,7 +59,8 @@ TEST_CASE("hardware FLOPs add the recomputed forward", "[sim][analytic]") {
   CHECK(step_flops(m, l, AttentionFlops::causal).hardware ==
         Approx(64 * (per_seq.total() + (per_seq.dense_gemms + per_seq.attention_core) / 3)));
   l.recompute = Recompute::selective;
-  CHECK(step_flops(m, l, AttentionFlops::causal).hardware == Approx(64 * (per_seq.total() + per_seq.attention_core / 3)));
+  CHECK(step_flops(m, l, AttentionFlops::causal).hardware ==
+        Approx(64 * (per_seq.total() + per_seq.attention_core / 3)));
 }
 
 TEST_CASE("the headline estimate: consistent definitions and a plausible MFU", "[sim][analytic]") {
@@ -111,8 +110,9 @@ TEST_CASE("TP traffic per step equals 4 collectives per layer per micro-batch on
   const LinkCost nvlink = group_link(s.cluster, {8, 1}, EfficiencyDefaults{});
   const double bytes = 8192.0 * 1 * 8192 * 2;  // s·b·h bf16
   const double m = double(s.layout.num_microbatches());
-  const double per_layer = sp ? 4 * (ring_all_gather_s(bytes, 8, nvlink) + ring_reduce_scatter_s(bytes, 8, nvlink))
-                              : 4 * ring_all_reduce_s(bytes, 8, nvlink);
+  const double per_layer =
+      sp ? 4 * (ring_all_gather_s(bytes, 8, nvlink) + ring_reduce_scatter_s(bytes, 8, nvlink))
+         : 4 * ring_all_reduce_s(bytes, 8, nvlink);
   CHECK(t.breakdown.tp_comm_s == Approx(m * 8 * per_layer));
   // Not overlapped by default: all of it is exposed; no PP, no DP in this layout.
   CHECK(t.breakdown.exposed_comm_s == Approx(t.breakdown.tp_comm_s));
@@ -130,7 +130,8 @@ TEST_CASE("DP gradient reduction: ZeRO-0 all-reduce, ZeRO-1 reduce-scatter + all
   const double params = counts.total();
 
   s.layout.zero_stage = 0;
-  StepTimeEstimate t = estimate_step_time(s, step_flops(s.model, s.layout, AttentionFlops::causal), AnalyticOptions{});
+  StepTimeEstimate t =
+      estimate_step_time(s, step_flops(s.model, s.layout, AttentionFlops::causal), AnalyticOptions{});
   CHECK(t.breakdown.dp_comm_s == Approx(ring_all_reduce_s(params * 4, 8, nvlink)));
 
   s.layout.zero_stage = 1;
@@ -223,10 +224,12 @@ TEST_CASE("report JSON has every DESIGN.md contract key", "[sim][analytic][repor
   for (const char* key : {"step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "hfu", "flops_per_step"})
     CHECK(j.at(key).is_number());
   for (const char* key : {"params", "active_params"}) CHECK(j.at("model").at(key).is_number());
-  for (const char* key : {"peak_bytes_per_gpu", "capacity_bytes", "weights", "grads", "optimizer", "activations"})
+  for (const char* key :
+       {"peak_bytes_per_gpu", "capacity_bytes", "weights", "grads", "optimizer", "activations"})
     CHECK(j.at("memory").at(key).is_number());
   CHECK(j.at("memory").at("fits").is_boolean());
-  for (const char* key : {"compute_s", "exposed_comm_s", "bubble_s"}) CHECK(j.at("breakdown").at(key).is_number());
+  for (const char* key : {"compute_s", "exposed_comm_s", "bubble_s"})
+    CHECK(j.at("breakdown").at(key).is_number());
   for (const char* key : {"tokens", "days", "gpu_hours", "cost_usd", "energy_kwh", "goodput"})
     CHECK(j.at("run").at(key).is_number());
   CHECK(j.at("warnings").is_array());
@@ -235,9 +238,11 @@ TEST_CASE("report JSON has every DESIGN.md contract key", "[sim][analytic][repor
   REQUIRE(j.at("explanations").is_array());
   bool step_explained = false;
   for (const auto& e : j.at("explanations"))
-    step_explained = step_explained || (e.at("key") == "step_time_s" && !e.at("formula").get<std::string>().empty());
+    step_explained =
+        step_explained || (e.at("key") == "step_time_s" && !e.at("formula").get<std::string>().empty());
   CHECK(step_explained);
   // Values round-trip.
   CHECK(j.at("step_time_s").get<double>() > 0);
-  CHECK(j.at("memory").at("peak_bytes_per_gpu").get<double>() < j.at("memory").at("capacity_bytes").get<double>());
+  CHECK(j.at("memory").at("peak_bytes_per_gpu").get<double>() <
+        j.at("memory").at("capacity_bytes").get<double>());
 }

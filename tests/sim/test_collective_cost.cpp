@@ -1,9 +1,8 @@
 // Tests of the α-β collective closed forms and of the link a process group rides.
-#include "simrun/sim/collective_cost.hpp"
+#include <catch2/catch.hpp>
 
 #include "analytic_fixtures.hpp"
-
-#include <catch2/catch.hpp>
+#include "simrun/sim/collective_cost.hpp"
 
 using namespace simrun;
 
@@ -74,7 +73,8 @@ TEST_CASE("group links: NVLink inside the 8-GPU domain, the NICs across it", "[s
     // 8 × 50 × 0.94 = 376 GB/s vs 450 × 0.82 = 369 GB/s: the NVLink side binds.
     const LinkCost l = group_link(cluster, {128, 1}, eff);
     CHECK(l.link_class == LinkClass::scale_out);
-    CHECK(l.bytes_per_s == Approx(std::min(8 * 50e9 * eff.scale_out_fraction, 450e9 * eff.scale_up_fraction)));
+    CHECK(l.bytes_per_s ==
+          Approx(std::min(8 * 50e9 * eff.scale_out_fraction, 450e9 * eff.scale_up_fraction)));
   }
   SECTION("two members per node get two NICs' worth") {
     const LinkCost l = group_link(cluster, {64, 4}, eff);

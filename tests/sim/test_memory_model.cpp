@@ -1,19 +1,17 @@
 // Tests of the memory model: Korthikanti et al. 2022's activation closed forms, Megatron's
 // compute_activation_memory, ZeRO/Megatron model-state bytes, pipeline in-flight accounting, and
 // the published measured runs (which ran, so must be predicted to fit).
-#include "simrun/sim/memory_model.hpp"
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <string>
 
 #include "analytic_fixtures.hpp"
 #include "simrun/common/json_reader.hpp"
 #include "simrun/models/catalog.hpp"
 #include "simrun/models/counts.hpp"
+#include "simrun/sim/memory_model.hpp"
 #include "simrun/topologies/catalog.hpp"
-
-#include <catch2/catch.hpp>
-
-#include <algorithm>
-#include <filesystem>
-#include <string>
 
 using namespace simrun;
 
@@ -56,8 +54,8 @@ Scenario gpt3_scenario(int64_t tp, int64_t pp, int64_t dp, int64_t global_batch)
 
 // Megatron-LM megatron/training/theoretical_memory_usage.py, compute_activation_memory
 // (SP + selective recompute; cites Table 2 of arXiv:2205.05198), transcribed literally.
-double megatron_compute_activation_memory(double s, double b, double h, double ffn, double L, double p, double t,
-                                          double vp, double m, double V) {
+double megatron_compute_activation_memory(double s, double b, double h, double ffn, double L, double p,
+                                          double t, double vp, double m, double V) {
   double act = s * b * h * (18 + 4 * ffn / h) * L;
   act += 8 * s * b * p;
   act += s * b * h * p;
@@ -83,7 +81,8 @@ TEST_CASE("per-layer activations equal Korthikanti et al. 2022 Table 2", "[sim][
   }
   SECTION("tensor parallel t=8: sbh(10 + 24/t + 5as/(ht))") {
     c.tp = 8;
-    CHECK(layer_activation_bytes(m, c) == Approx(sbh * (10 + 24.0 / 8 + 5 * kA * kS / (kH * 8))).epsilon(1e-12));
+    CHECK(layer_activation_bytes(m, c) ==
+          Approx(sbh * (10 + 24.0 / 8 + 5 * kA * kS / (kH * 8))).epsilon(1e-12));
   }
   SECTION("tensor + sequence parallel t=8: sbh/t·(34 + 5as/h)") {
     c.tp = 8;
@@ -115,7 +114,8 @@ TEST_CASE("per-layer activations equal Korthikanti et al. 2022 Table 2", "[sim][
     lc.flash_attention = true;
     const double s = 8192, h = 8192, q = 8192, kv = 1024, f = 28672;
     // No dropout (Llama recipes): 8sbh + 2s(q + 2kv + q) + 6sf (SwiGLU: gate and up in, f out).
-    CHECK(layer_activation_bytes(llama, lc) == Approx(8 * s * h + 2 * s * (2 * q + 2 * kv) + 6 * s * f).epsilon(1e-12));
+    CHECK(layer_activation_bytes(llama, lc) ==
+          Approx(8 * s * h + 2 * s * (2 * q + 2 * kv) + 6 * s * f).epsilon(1e-12));
   }
   SECTION("without dropout: 32sbh + 2as²b (no masks, no dropout output)") {
     c.dropout = Dropout::none;
@@ -135,7 +135,8 @@ TEST_CASE("stage activations: 1F1B holds L layers' worth on the first stage", "[
     s.layout.recompute = Recompute::none;
     s.layout.sequence_parallel = false;
     const MemoryEstimate e = estimate_memory(s, with_dropout());
-    CHECK(e.stages[0].transformer_activation_bytes == Approx(kL * (34 * sbh + 5 * kA * kS * kS * kB)).epsilon(1e-12));
+    CHECK(e.stages[0].transformer_activation_bytes ==
+          Approx(kL * (34 * sbh + 5 * kA * kS * kS * kB)).epsilon(1e-12));
   }
   SECTION("pp=8, m ≥ p: first stage L·34sbh/t, last stage (L/p)·34sbh/t") {
     Scenario s = gpt3_scenario(8, 8, 1, 64);
@@ -153,7 +154,8 @@ TEST_CASE("stage activations: 1F1B holds L layers' worth on the first stage", "[
     Scenario s = gpt3_scenario(8, 8, 1, 64);
     s.layout.virtual_stages = 3;
     const MemoryEstimate e = estimate_memory(s, with_dropout());
-    CHECK(e.stages[0].transformer_activation_bytes == Approx(kL * 34 * sbh / 8 * (1 + 7.0 / 24.0)).epsilon(1e-12));
+    CHECK(e.stages[0].transformer_activation_bytes ==
+          Approx(kL * 34 * sbh / 8 * (1 + 7.0 / 24.0)).epsilon(1e-12));
   }
   SECTION("full recompute: L·2sbh plus one layer's working set") {
     Scenario s = gpt3_scenario(1, 1, 1, 8);
@@ -173,7 +175,8 @@ TEST_CASE("first-stage activations equal Megatron's compute_activation_memory", 
   };
   // GPT-3 175B on 1024 GPUs as in Megatron's example (t8 p16 d8, m = 1536/8 = 192), a p=1
   // case (the output layer lands on the first stage), an interleaved case and an m < p case.
-  const Case c = GENERATE(Case{8, 16, 8, 1, 1536}, Case{8, 1, 4, 1, 64}, Case{4, 4, 2, 2, 32}, Case{8, 8, 1, 1, 4});
+  const Case c =
+      GENERATE(Case{8, 16, 8, 1, 1536}, Case{8, 1, 4, 1, 64}, Case{4, 4, 2, 2, 32}, Case{8, 8, 1, 1, 4});
   Scenario s = gpt3_scenario(c.tp, c.pp, c.dp, c.global_batch);
   s.layout.virtual_stages = c.vp;
   const MemoryEstimate e = estimate_memory(s, with_dropout());
@@ -181,12 +184,13 @@ TEST_CASE("first-stage activations equal Megatron's compute_activation_memory", 
   const double ours = first.transformer_activation_bytes + first.embedding_activation_bytes +
                       (c.pp == 1 ? first.output_activation_bytes : 0.0);
   const double m_mb = double(c.global_batch / c.dp);
-  CHECK(ours == Approx(megatron_compute_activation_memory(kS, kB, kH, ffn, kL, double(c.pp), double(c.tp), double(c.vp),
-                                                          m_mb, V))
+  CHECK(ours == Approx(megatron_compute_activation_memory(kS, kB, kH, ffn, kL, double(c.pp), double(c.tp),
+                                                          double(c.vp), m_mb, V))
                     .epsilon(1e-12));
 }
 
-TEST_CASE("model states: Megatron 18 B/param, 6 + 12/d distributed; ZeRO paper 16Ψ by stage", "[sim][memory_model]") {
+TEST_CASE("model states: Megatron 18 B/param, 6 + 12/d distributed; ZeRO paper 16Ψ by stage",
+          "[sim][memory_model]") {
   const BytesPerParam meg = bytes_per_param(Precision::bf16, StateConvention::megatron);
   CHECK(meg.total() == 18);
   CHECK(bytes_per_param(Precision::fp16, StateConvention::megatron).total() == 20);
@@ -256,13 +260,14 @@ TEST_CASE("ZeRO-3 shards weights, grads and optimizer over dp·cp", "[sim][memor
   CHECK(e.report.optimizer == Approx(params * 12 / 1024).epsilon(1e-12));
 }
 
-TEST_CASE("fits: the headline layout fits an H100; 70B on 8 GPUs without sharding does not", "[sim][memory_model]") {
+TEST_CASE("fits: the headline layout fits an H100; 70B on 8 GPUs without sharding does not",
+          "[sim][memory_model]") {
   const Scenario headline = test::llama3_70b_1024_h100();
   const MemoryEstimate ok = estimate_memory(headline);
   CHECK(ok.report.fits);
   CHECK(ok.report.peak_bytes_per_gpu < ok.report.capacity_bytes);
-  CHECK(ok.report.peak_bytes_per_gpu ==
-        Approx(ok.report.weights + ok.report.grads + ok.report.optimizer + ok.report.activations + ok.report.workspace));
+  CHECK(ok.report.peak_bytes_per_gpu == Approx(ok.report.weights + ok.report.grads + ok.report.optimizer +
+                                               ok.report.activations + ok.report.workspace));
 
   Scenario tight = headline;
   tight.cluster = test::h100_cluster(8);
@@ -277,7 +282,8 @@ TEST_CASE("fits: the headline layout fits an H100; 70B on 8 GPUs without shardin
   CHECK_FALSE(no.report.fits);
 }
 
-TEST_CASE("more recompute, more parallelism or flash never need more activation memory", "[sim][memory_model]") {
+TEST_CASE("more recompute, more parallelism or flash never need more activation memory",
+          "[sim][memory_model]") {
   const ModelSpec m = test::llama3_70b();
   ActivationConfig c;
   c.seq_len = 4096;
@@ -333,9 +339,11 @@ Precision measured_precision(const std::string& text) {
 // from the model catalog.
 TEST_CASE("no published measured run is predicted not to fit", "[sim][memory_model][reference]") {
   const std::filesystem::path data = SIMRUN_DATA_DIR;
-  const HardwareCatalog hw = HardwareCatalog::load(data / "topologies" / "gpus", data / "topologies" / "fabrics");
+  const HardwareCatalog hw =
+      HardwareCatalog::load(data / "topologies" / "gpus", data / "topologies" / "fabrics");
   const ModelCatalog models = ModelCatalog::load(data / "models" / "catalog");
-  const nlohmann::json runs = load_json_file(std::filesystem::path(SIMRUN_REFERENCE_DIR) / "measured-runs.json");
+  const nlohmann::json runs =
+      load_json_file(std::filesystem::path(SIMRUN_REFERENCE_DIR) / "measured-runs.json");
   int checked = 0;
   for (const nlohmann::json& row : runs) {
     const nlohmann::json& lj = row["layout"];
@@ -344,7 +352,9 @@ TEST_CASE("no published measured run is predicted not to fit", "[sim][memory_mod
     if (lj["tp"].is_null()) continue;
     const bool moe = !lj["ep"].is_null() && lj["ep"].get<int64_t>() > 1;
     if (moe && id.find("mixtral") == std::string::npos) continue;
-    auto int_or = [](const nlohmann::json& v, int64_t fallback) { return v.is_null() ? fallback : v.get<int64_t>(); };
+    auto int_or = [](const nlohmann::json& v, int64_t fallback) {
+      return v.is_null() ? fallback : v.get<int64_t>();
+    };
 
     Scenario s;
     s.file = id;
@@ -385,9 +395,9 @@ TEST_CASE("no published measured run is predicted not to fit", "[sim][memory_mod
     // overstate it.
     const std::string rc = lj["recompute"].is_null() ? "full" : lj["recompute"].get<std::string>();
     const bool torchtitan = row["group"] == "torchtitan";
-    l.recompute = rc.rfind("none", 0) == 0                        ? Recompute::none
-                  : rc.rfind("full", 0) == 0 || torchtitan        ? Recompute::full
-                                                                  : Recompute::selective;
+    l.recompute = rc.rfind("none", 0) == 0                 ? Recompute::none
+                  : rc.rfind("full", 0) == 0 || torchtitan ? Recompute::full
+                                                           : Recompute::selective;
     l.precision = measured_precision(lj["precision"]);
     l.flash_attention = row["group"] != "narayanan_t1" && row["group"] != "megatron_gpt3";
 
@@ -396,7 +406,8 @@ TEST_CASE("no published measured run is predicted not to fit", "[sim][memory_mod
     const MemoryEstimate e = estimate_memory(s, megatron_gpt ? with_dropout() : MemoryDefaults{});
     INFO(id << ": peak " << e.report.peak_bytes_per_gpu / 1e9 << " GB (states "
             << (e.report.weights + e.report.grads + e.report.optimizer) / 1e9 << ", activations "
-            << e.report.activations / 1e9 << ", workspace " << e.report.workspace / 1e9 << ") vs " << e.report.capacity_bytes / 1e9 << " GB");
+            << e.report.activations / 1e9 << ", workspace " << e.report.workspace / 1e9 << ") vs "
+            << e.report.capacity_bytes / 1e9 << " GB");
     CHECK(e.report.fits);
     ++checked;
   }

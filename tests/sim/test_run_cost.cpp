@@ -1,10 +1,9 @@
 // Tests of the run totals: Young/Daly checkpoint intervals, Daly's expected wall-clock,
 // Chinchilla tokens, GPU-hours, dollars and energy.
-#include "simrun/sim/run_cost.hpp"
-
 #include <catch2/catch.hpp>
-
 #include <cmath>
+
+#include "simrun/sim/run_cost.hpp"
 
 using namespace simrun;
 
@@ -28,7 +27,8 @@ TEST_CASE("Daly's interval minimises Daly's expected wall-clock", "[sim][run_cos
   const double restart = 600, solve = 30 * 86400.0;
   const double tau = daly_interval_s(delta, mtbf);
   const double best = daly_wall_time_s(solve, tau, delta, restart, mtbf);
-  for (double f : {0.5, 0.8, 0.95, 1.05, 1.25, 2.0}) CHECK(daly_wall_time_s(solve, f * tau, delta, restart, mtbf) > best);
+  for (double f : {0.5, 0.8, 0.95, 1.05, 1.25, 2.0})
+    CHECK(daly_wall_time_s(solve, f * tau, delta, restart, mtbf) > best);
   CHECK(best > solve);
 }
 

@@ -1,17 +1,16 @@
 // Tests of the seed chapter's four exercises (../shared/seed/training-infrastructure-chapter.txt,
 // "Exercises"): the chapter's printed numbers to their printed precision, the printed lines
 // verbatim, and the refined figures against the closed forms they come from.
-#include "simrun/sim/textbook.hpp"
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <sstream>
+#include <string>
 
 #include "analytic_fixtures.hpp"
 #include "simrun/models/counts.hpp"
 #include "simrun/sim/collective_cost.hpp"
-
-#include <catch2/catch.hpp>
-#include <fmt/format.h>
-
-#include <sstream>
-#include <string>
+#include "simrun/sim/textbook.hpp"
 
 using namespace simrun;
 
@@ -37,7 +36,8 @@ TEST_CASE("Exercise 1: ring all-reduce of 7B bf16 gradients, NVLink vs InfiniBan
   CHECK(fmt::format("{:.0f}", e.gap) == "36");  // "Verify the ~36x speed difference"
   // Refined: α-β ring on NVLink 4 (450 GB/s per direction) and 4 NDR NICs per node.
   const EfficiencyDefaults eff;
-  CHECK(e.refined_nvlink_s == Approx(1.75 * 14e9 / (450e9 * eff.scale_up_fraction) + 14 * eff.scale_up_alpha_s));
+  CHECK(e.refined_nvlink_s ==
+        Approx(1.75 * 14e9 / (450e9 * eff.scale_up_fraction) + 14 * eff.scale_up_alpha_s));
   CHECK(e.refined_ib_s ==
         Approx(1.75 * 14e9 / (4 * 50e9 * eff.scale_out_fraction) + 14 * (eff.scale_out_alpha_s + 2.8e-6)));
   CHECK(e.refined_ib_one_nic_s > e.refined_ib_s);
@@ -62,8 +62,8 @@ TEST_CASE("Exercise 2: the chapter's FlashAttention HBM I/O table, digit for dig
   };
   for (size_t i = 0; i < e.rows.size(); ++i) {
     const Exercise2Row& r = e.rows[i];
-    CHECK(fmt::format("{:>8} {:>12.1f} MB {:>12.1f} MB {:>10.1f}x", r.n, r.standard_bytes / 1e6, r.flash_bytes / 1e6,
-                      r.speedup) == chapter[i]);
+    CHECK(fmt::format("{:>8} {:>12.1f} MB {:>12.1f} MB {:>10.1f}x", r.n, r.standard_bytes / 1e6,
+                      r.flash_bytes / 1e6, r.speedup) == chapter[i]);
   }
   const std::string out = printed(2);
   for (const char* line : chapter) CHECK(out.find(line) != std::string::npos);
@@ -85,15 +85,18 @@ TEST_CASE("Exercise 3: the chapter's activation-memory table, digit for digit", 
   CHECK(fmt::format("{:.1f}", e.state_bytes_per_gpu / 1e9) == "39.4");  // STATE_GB, "# 39.4 GB/GPU"
   REQUIRE(e.rows.size() == 6);
   const char* chapter[] = {
-      "     512      26.8 GB        2.7 GB    yes /    yes", "    1024      53.7 GB        5.4 GB     no /    yes",
-      "    2048     107.4 GB       10.7 GB     no /    yes", "    4096     214.7 GB       21.5 GB     no /    yes",
-      "    8192     429.5 GB       42.9 GB     no /     no", "   16384     859.0 GB       85.9 GB     no /     no",
+      "     512      26.8 GB        2.7 GB    yes /    yes",
+      "    1024      53.7 GB        5.4 GB     no /    yes",
+      "    2048     107.4 GB       10.7 GB     no /    yes",
+      "    4096     214.7 GB       21.5 GB     no /    yes",
+      "    8192     429.5 GB       42.9 GB     no /     no",
+      "   16384     859.0 GB       85.9 GB     no /     no",
   };
   auto yes_no = [](bool b) { return b ? "yes" : "no"; };
   for (size_t i = 0; i < e.rows.size(); ++i) {
     const Exercise3Row& r = e.rows[i];
-    CHECK(fmt::format("{:>8}{:>10.1f} GB{:>11.1f} GB{:>7} /{:>7}", r.seq_len, r.no_ckpt_bytes / 1e9, r.ckpt_bytes / 1e9,
-                      yes_no(r.fits_no_ckpt), yes_no(r.fits_ckpt)) == chapter[i]);
+    CHECK(fmt::format("{:>8}{:>10.1f} GB{:>11.1f} GB{:>7} /{:>7}", r.seq_len, r.no_ckpt_bytes / 1e9,
+                      r.ckpt_bytes / 1e9, yes_no(r.fits_no_ckpt), yes_no(r.fits_ckpt)) == chapter[i]);
   }
   const std::string out = printed(3);
   CHECK(out.find(" seq_len   no checkpt   with checkpt    fits no/yes") != std::string::npos);
@@ -123,7 +126,8 @@ TEST_CASE("Exercise 4: the chapter's MFU, days and cost; 41.5% observed", "[sim]
                            "MFU=50%: 13.4 days, cost $1.7M"};
   for (size_t i = 0; i < 3; ++i) {
     const Exercise4Row& r = e.rows[i];
-    CHECK(fmt::format("MFU={:.0f}%: {:.1f} days, cost ${:.1f}M", r.mfu * 100, r.days, r.cost_usd / 1e6) == chapter[i]);
+    CHECK(fmt::format("MFU={:.0f}%: {:.1f} days, cost ${:.1f}M", r.mfu * 100, r.days, r.cost_usd / 1e6) ==
+          chapter[i]);
   }
   CHECK(fmt::format("{:.1f}%", e.observed_mfu * 100) == "41.5%");
   const std::string out = printed(4);

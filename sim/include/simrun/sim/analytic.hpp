@@ -64,27 +64,27 @@ StepFlops step_flops(const ModelSpec& m, const Layout& layout, AttentionFlops co
 // Time of one micro-batch on one pipeline stage, per GPU.
 struct StageTime {
   int64_t stage = 0;
-  double gemm_flops = 0;         // fwd+bwd, per GPU
-  double attention_flops = 0;    // fwd+bwd, per GPU
-  double memory_bytes = 0;       // fwd+bwd memory-bound traffic, per GPU
+  double gemm_flops = 0;       // fwd+bwd, per GPU
+  double attention_flops = 0;  // fwd+bwd, per GPU
+  double memory_bytes = 0;     // fwd+bwd memory-bound traffic, per GPU
   double forward_s = 0;
   double backward_s = 0;
   double recompute_s = 0;
-  double tp_comm_s = 0;          // all TP collectives of the micro-batch
+  double tp_comm_s = 0;  // all TP collectives of the micro-batch
   double cp_comm_s = 0;
   double cp_exposed_s = 0;
   double ep_comm_s = 0;
-  double optimizer_s = 0;        // once per step
+  double optimizer_s = 0;  // once per step
   double compute_s() const { return forward_s + backward_s + recompute_s; }
 };
 
 struct StepTimeEstimate {
   std::vector<StageTime> stages;
   int64_t slowest_stage = 0;
-  double microbatches = 0;       // m
-  double pp_send_s = 0;          // one activation send between stages
-  double dp_grad_s = 0;          // gradient reduction (all-reduce or reduce-scatter), per step
-  double dp_param_s = 0;         // weight all-gather (ZeRO ≥ 1), per step
+  double microbatches = 0;  // m
+  double pp_send_s = 0;     // one activation send between stages
+  double dp_grad_s = 0;     // gradient reduction (all-reduce or reduce-scatter), per step
+  double dp_param_s = 0;    // weight all-gather (ZeRO ≥ 1), per step
   double dp_exposed_s = 0;
   double pp_exposed_s = 0;
   double mb_exposed_comm_s = 0;  // TP + CP + EP exposed per micro-batch (slowest stage)
@@ -92,7 +92,8 @@ struct StepTimeEstimate {
   double step_time_s = 0;
 };
 
-StepTimeEstimate estimate_step_time(const Scenario& s, const StepFlops& flops, const AnalyticOptions& options);
+StepTimeEstimate estimate_step_time(const Scenario& s, const StepFlops& flops,
+                                    const AnalyticOptions& options);
 
 // The full analytic report (fidelity "analytic"): every Report field, warnings, explanations.
 // Throws InputError when the scenario asks for something the GPU cannot do (no peak for the

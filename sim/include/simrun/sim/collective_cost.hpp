@@ -12,11 +12,11 @@
 // time here and a measured busbw diff directly.
 #pragma once
 
+#include <cstdint>
+
 #include "simrun/sim/collective_tuner.hpp"  // CollectiveOp
 #include "simrun/sim/efficiency.hpp"
 #include "simrun/sim/scenario.hpp"
-
-#include <cstdint>
 
 namespace simrun {
 

@@ -42,12 +42,12 @@
 // caching allocator's fragmentation as a fraction of activations.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "simrun/models/counts.hpp"
 #include "simrun/sim/report.hpp"
 #include "simrun/sim/scenario.hpp"
-
-#include <cstdint>
-#include <vector>
 
 namespace simrun {
 
@@ -95,15 +95,15 @@ ModelStateBytes model_state_bytes(double params, int zero_stage, double shard_de
 
 // Inputs of the per-layer activation formula.
 struct ActivationConfig {
-  int64_t seq_len = 0;        // s, the local sequence (s/cp), e.g. 8192
-  int64_t micro_batch = 1;    // b
-  int64_t tp = 1;             // t
+  int64_t seq_len = 0;      // s, the local sequence (s/cp), e.g. 8192
+  int64_t micro_batch = 1;  // b
+  int64_t tp = 1;           // t
   bool sequence_parallel = false;
   bool flash_attention = false;
   Recompute recompute = Recompute::none;
-  double element_bytes = 2;   // 2 for 16-bit activations, 4 for fp32
+  double element_bytes = 2;  // 2 for 16-bit activations, 4 for fp32
   Dropout dropout = Dropout::none;
-  int64_t kv_seq_len = 0;     // keys per query in the score matrix (= full s with cp); 0 = seq_len
+  int64_t kv_seq_len = 0;  // keys per query in the score matrix (= full s with cp); 0 = seq_len
 };
 
 // Activation bytes one transformer layer keeps for one micro-batch (Korthikanti, above).
@@ -111,10 +111,10 @@ double layer_activation_bytes(const ModelSpec& m, const ActivationConfig& c);
 
 // Parameters of one stage, split by how they are sharded.
 struct StageParams {
-  int64_t layers = 0;          // transformer layers on this pipeline rank (all its chunks)
+  int64_t layers = 0;  // transformer layers on this pipeline rank (all its chunks)
   int64_t moe_layers = 0;
-  double dense = 0;            // replicated over dp·cp, split over tp (per GPU)
-  double experts = 0;          // routed experts, split over tp·ep (per GPU)
+  double dense = 0;    // replicated over dp·cp, split over tp (per GPU)
+  double experts = 0;  // routed experts, split over tp·ep (per GPU)
   bool has_embedding = false;
   bool has_output = false;
   double total() const { return dense + experts; }
@@ -129,12 +129,12 @@ struct StageMemory {
   StageParams params;
   ModelStateBytes states;
   double in_flight_microbatches = 0;
-  double layer_activation_bytes = 0;    // one layer, one micro-batch
+  double layer_activation_bytes = 0;        // one layer, one micro-batch
   double transformer_activation_bytes = 0;  // in_flight · layers · per layer
   double embedding_activation_bytes = 0;
   double output_activation_bytes = 0;
   double recompute_working_bytes = 0;
-  double activations = 0;               // sum of the four above
+  double activations = 0;  // sum of the four above
   double workspace = 0;
   double peak = 0;
 };

@@ -40,32 +40,33 @@ double young_interval_s(double checkpoint_s, double mtbf_s);
 // Daly 2006 higher-order optimum (above).
 double daly_interval_s(double checkpoint_s, double mtbf_s);
 // Daly 2006 expected wall-clock (above).
-double daly_wall_time_s(double solve_s, double interval_s, double checkpoint_s, double restart_s, double mtbf_s);
+double daly_wall_time_s(double solve_s, double interval_s, double checkpoint_s, double restart_s,
+                        double mtbf_s);
 
 struct RunInputs {
-  double params = 0;                 // total parameters, for Chinchilla tokens
-  double tokens = 0;                 // 0 = Chinchilla
-  double tokens_per_step = 0;        // global_batch · seq_len
+  double params = 0;           // total parameters, for Chinchilla tokens
+  double tokens = 0;           // 0 = Chinchilla
+  double tokens_per_step = 0;  // global_batch · seq_len
   double step_time_s = 0;
-  double busy_fraction = 1;          // compute_s / step_time_s
+  double busy_fraction = 1;  // compute_s / step_time_s
   int64_t num_gpus = 0;
   int64_t num_nodes = 0;
-  double checkpoint_bytes = 0;       // whole job's checkpoint (weights + optimizer states)
+  double checkpoint_bytes = 0;  // whole job's checkpoint (weights + optimizer states)
   double usd_per_gpu_hour = 0;
   double gpu_mtbf_hours = 0;
-  double interval_s = 0;             // 0 = Daly optimum
+  double interval_s = 0;  // 0 = Daly optimum
   double tdp_w = 0;
 };
 
 struct RunTotals {
   double tokens = 0;
   double steps = 0;
-  double solve_s = 0;               // steps · step time, no failures
-  double mtbf_s = 0;                // job MTBF
+  double solve_s = 0;  // steps · step time, no failures
+  double mtbf_s = 0;   // job MTBF
   double checkpoint_write_bytes_per_s = 0;
-  double checkpoint_s = 0;          // δ
-  double interval_s = 0;            // τ
-  double wall_s = 0;                // T_w
+  double checkpoint_s = 0;  // δ
+  double interval_s = 0;    // τ
+  double wall_s = 0;        // T_w
   double days = 0;
   double gpu_hours = 0;
   double cost_usd = 0;
