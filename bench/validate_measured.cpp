@@ -102,6 +102,7 @@ WorkloadOptions framework_options(const std::string& group) {
   } else if (group == "torchtitan") {
     o.tp_overlap = TpCommOverlap::full;
     o.grad_reduce_bytes = 4;
+    o.selective = SelectiveRecompute::every_other_layer;
   }
   return o;
 }
@@ -201,7 +202,9 @@ Case build_case(const json& run, const Catalogs& catalogs) {
   l.recompute = has(rc, "full") ? Recompute::full : has(rc, "selective") ? Recompute::selective : Recompute::none;
   const std::string prec = lower(opt_str(lj, "precision"));
   l.precision = has(prec, "fp8") ? Precision::fp8 : has(prec, "fp16") ? Precision::fp16 : Precision::bf16;
-  l.flash_attention = true;
+  // Megatron-LM of 2021 predates FlashAttention (2022): scaled-masked-softmax over the
+  // materialised score matrix.
+  l.flash_attention = !(c.group == "narayanan_t1" || c.group == "megatron_gpt3");
   sc.run.tokens = 0;
 
   if (l.world_size() != sc.cluster.num_gpus) {
@@ -224,11 +227,14 @@ Case build_case(const json& run, const Catalogs& catalogs) {
 int main(int argc, char** argv) {
   bool verbose = false, as_json = false;
   std::string only_group, calibration_file;
+  std::optional<double> step_overhead, overlap_slowdown;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--verbose")) verbose = true;
     else if (!std::strcmp(argv[i], "--json")) as_json = true;
     else if (!std::strcmp(argv[i], "--group") && i + 1 < argc) only_group = argv[++i];
     else if (!std::strcmp(argv[i], "--calibration") && i + 1 < argc) calibration_file = argv[++i];
+    else if (!std::strcmp(argv[i], "--step-overhead") && i + 1 < argc) step_overhead = std::stod(argv[++i]);
+    else if (!std::strcmp(argv[i], "--overlap-slowdown") && i + 1 < argc) overlap_slowdown = std::stod(argv[++i]);
     else {
       std::cerr << "usage: validate_measured [--verbose] [--group NAME] [--json] [--calibration FILE]\n";
       return 2;
@@ -255,6 +261,8 @@ int main(int argc, char** argv) {
       json row = {{"id", c.id}, {"group", c.group}};
       if (c.status == "ok") {
         c.options.calibration = calibration;
+        if (step_overhead) c.options.workload.step_overhead_s = *step_overhead;
+        if (overlap_slowdown) c.options.step.overlap_slowdown = *overlap_slowdown;
         try {
           const SimulationOutput o = simulate(c.scenario, c.options);
           const double pred = o.report.step_time_s;
@@ -288,6 +296,20 @@ int main(int argc, char** argv) {
                   b.forward_s, b.backward_s, b.recompute_s, b.optimizer_s, b.exposed_comm_s, b.tp_comm_s, b.pp_comm_s,
                   b.dp_comm_s, b.bubble_s, o.report.mfu, o.report.memory.peak_bytes_per_gpu / 1e9,
                   o.report.memory.fits ? "" : " (does not fit)");
+              std::map<std::string, double> per_op;
+              double total = 0;
+              for (const Task& t : o.workload.stages[0].tasks)
+                if (t.kind == TaskKind::compute) {
+                  per_op[std::string(to_string(t.phase)).substr(0, 3) + ":" + to_string(t.op)] += t.duration.seconds();
+                  total += t.duration.seconds();
+                }
+              std::vector<std::pair<double, std::string>> top;
+              for (const auto& [k, v] : per_op) top.emplace_back(v, k);
+              std::sort(top.rbegin(), top.rend());
+              std::string line = "    stage0 ops:";
+              for (size_t i = 0; i < std::min<size_t>(top.size(), 12); ++i)
+                line += fmt::format(" {} {:.0f}%", top[i].second, 100 * top[i].first / total);
+              std::cout << line << "\n";
             }
           }
         } catch (const InputError& e) {

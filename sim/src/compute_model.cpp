@@ -13,6 +13,24 @@ double saturate(double x, double half) { return x <= 0 ? 0.0 : x / (x + half); }
 
 }  // namespace
 
+ComputeParams default_compute_params(const GpuSpec& gpu) {
+  ComputeParams p;
+  const std::string& arch = gpu.architecture;
+  if (arch == "Ampere") {
+    p.gemm_max = 0.72;
+    p.gemm_dim_half = 200;
+    p.attn_fwd_max = 0.68;
+    p.attn_bwd_max = 0.55;
+  } else if (arch == "Hopper") {
+    p.gemm_max = 0.72;
+    p.gemm_dim_half = 240;
+    p.fp8_gemm_max = 0.55;
+    p.attn_fwd_max = 0.55;
+    p.attn_bwd_max = 0.42;
+  }
+  return p;
+}
+
 ComputeModel::ComputeModel(const GpuSpec& gpu, const ComputeParams& params) : m_gpu(gpu), m_params(params) {
   SIMRUN_ASSERT(m_gpu.hbm_bytes_per_s > 0, "GPU without HBM bandwidth: " + m_gpu.id);
 }

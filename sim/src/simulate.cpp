@@ -66,7 +66,7 @@ SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
                                  to_string(l.precision)));
 
   SimulationOutput out;
-  const ComputeModel compute(gpu, options.calibration.compute_params(gpu.id, options.compute));
+  const ComputeModel compute(gpu, options.calibration.compute_params(gpu.id, options.compute.value_or(default_compute_params(gpu))));
   out.workload = build_workload(sc, compute, options.workload, options.schedule.value_or(default_schedule(l)));
   out.step = simulate_step(sc, out.workload, options.step, options.calibration);
   const Workload& w = out.workload;

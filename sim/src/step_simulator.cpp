@@ -167,6 +167,7 @@ class Executor {
     std::vector<uint8_t> done;
     size_t completed = 0;
     TimeNs finish{0};
+    int32_t nccl_active = 0;  // DP/PP/CP/EP comm kernels in flight (SM sharing)
     // Traced ranks only.
     std::vector<TimeNs> start, end;
     TimeNs compute_free{0};
@@ -223,7 +224,9 @@ class Executor {
       case TaskKind::compute: {
         if (r.traced) attribute_gap(r, task, now);
         TimeNs dur = task.duration;
-        if (r.slowdown != 1.0) dur = TimeNs{static_cast<int64_t>(std::ceil(double(dur.ns) * r.slowdown))};
+        double factor = r.slowdown;
+        if (r.nccl_active > 0) factor *= 1.0 + m_opt.overlap_slowdown;
+        if (factor != 1.0) dur = TimeNs{static_cast<int64_t>(std::ceil(double(dur.ns) * factor))};
         m_engine.schedule_at(now + dur, [this, idx, t] { complete(idx, t); });
         break;
       }
@@ -264,16 +267,21 @@ class Executor {
     const double alpha_s = n > 1 ? latency_steps(task.coll, n) * lc.alpha_s : 0.0;
     const int port = lc.link_class == LinkClass::scale_up ? 0 : 1;
     const TimeNs now = m_engine.now();
+    const bool sm_sharing = task.group != GroupKind::tp;
     for (uint32_t m : members) {
       RankState& r = m_ranks[m];
       if (r.traced) r.start[t] = now;  // transfer start (after waiting for the group)
+      if (sm_sharing) ++r.nccl_active;
     }
     FlowSpec f;
     f.bytes = bw_s * kPortRate;
     f.latency = TimeNs::from_seconds(alpha_s);
     for (uint32_t m : members) f.links.push_back(LinkUse{static_cast<LinkId>(2 * m + static_cast<uint32_t>(port)), 1.0});
-    m_network->start_flow(std::move(f), [this, t, members = std::move(members)](FlowId) {
-      for (uint32_t m : members) complete(m, t);
+    m_network->start_flow(std::move(f), [this, t, sm_sharing, members = std::move(members)](FlowId) {
+      for (uint32_t m : members) {
+        if (sm_sharing) --m_ranks[m].nccl_active;
+        complete(m, t);
+      }
     });
   }
 
@@ -298,7 +306,9 @@ class Executor {
     f.links.push_back(LinkUse{static_cast<LinkId>(2 * static_cast<uint32_t>(peer) + static_cast<uint32_t>(port)), 1.0});
     const TimeNs begin = m_engine.now();
     const uint32_t recv = task.peer_task;
+    ++m_ranks[idx].nccl_active;
     m_network->start_flow(std::move(f), [this, idx, t, peer, recv, begin](FlowId) {
+      --m_ranks[idx].nccl_active;
       RankState& dst = m_ranks[static_cast<size_t>(peer)];
       if (dst.traced) {
         dst.start[recv] = begin;

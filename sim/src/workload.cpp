@@ -56,7 +56,7 @@ const char* collective_name(CollectiveOp c) {
 const char* to_string(OpName op) {
   static const char* const kNames[] = {
       "embedding", "ln_attn", "qkv", "rope", "attn_core", "proj", "residual_attn", "ln_mlp", "fc1", "act", "fc2",
-      "residual_mlp", "final_ln", "logits", "loss", "optimizer", "grad_norm", "tp_ag_attn", "tp_rs_attn",
+      "residual_mlp", "final_ln", "logits", "loss", "optimizer", "grad_norm", "step_overhead", "tp_ag_attn", "tp_rs_attn",
       "tp_ar_attn", "tp_ag_mlp", "tp_rs_mlp", "tp_ar_mlp", "tp_ag_in_attn", "tp_ag_in_mlp", "tp_embedding",
       "tp_logits", "tp_loss", "cp_kv", "pp_act", "pp_grad", "dp_grad_reduce", "dp_param_gather", "fsdp_gather",
       "fsdp_reduce"};

@@ -306,7 +306,9 @@ void StageBuilder::layer_backward(int32_t layer) {
   const Shared& s = m_s;
   const Layout& l = s.sc.layout;
   if (l.zero_stage == 3 && (l.pp == 1 || m_mb == 0)) fsdp_gather(layer, true);
-  if (l.recompute == Recompute::full) layer_forward(layer, Phase::recompute, false);
+  const bool every_other = l.recompute == Recompute::selective &&
+                           s.opt.selective == SelectiveRecompute::every_other_layer;
+  if (l.recompute == Recompute::full || (every_other && layer % 2 == 1)) layer_forward(layer, Phase::recompute, false);
   m_layer = layer;
   const double q = s.q_loc, kv = s.kv_loc;
   const double norm_bwd_bytes = s.Ts * s.h * s.elem * 4;
@@ -323,7 +325,8 @@ void StageBuilder::layer_backward(int32_t layer) {
   // Attention block, reversed.
   compute(OpName::residual_attn, Phase::backward, memory_op(residual_bwd_bytes), 0);
   row_parallel_backward(OpName::proj, OpName::tp_ag_attn, q, 2.0 * s.T * q * s.h);
-  if (l.recompute == Recompute::selective) attention_core_forward(Phase::recompute);
+  if (l.recompute == Recompute::selective && s.opt.selective == SelectiveRecompute::attention_core)
+    attention_core_forward(Phase::recompute);
   {
     OpShape a;
     a.cls = OpClass::attention_bwd;
@@ -517,6 +520,16 @@ void StageBuilder::optimizer() {
   // m, v (16 B) and writes master, m, v and the 16-bit copy (14 B).
   compute(OpName::grad_norm, Phase::optimizer, memory_op(shard * 4), 0);
   compute(OpName::optimizer, Phase::optimizer, memory_op(shard * 30), 0);
+  if (s.opt.step_overhead_s > 0) {
+    Task t;
+    t.kind = TaskKind::compute;
+    t.stream = Stream::compute;
+    t.phase = Phase::optimizer;
+    t.op = OpName::step_overhead;
+    t.duration = TimeNs::from_seconds(s.opt.step_overhead_s);
+    m_last_compute = add(t, m_wait);
+    m_wait.clear();
+  }
   if (l.zero_stage >= 1 && l.zero_stage <= 2 && s.opt.param_gather == ParamGatherOverlap::after_optimizer)
     for (const auto& b : m_param_buckets)
       collective(Stream::dp_param, OpName::dp_param_gather, CollectiveOp::all_gather, s.dp_group, b.first * s.elem,

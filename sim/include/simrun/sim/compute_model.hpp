@@ -33,8 +33,9 @@
 
 namespace simrun {
 
-// The documented defaults of the compute model (one set for every GPU kind; calibration.json
-// replaces them per kind). Each is a fraction of the catalog's datasheet figure or a time.
+// The compute model's parameters. The member initialisers are the generic defaults;
+// default_compute_params() adjusts them per GPU architecture (the one documented table of
+// defaults); calibration.json replaces any of them per GPU kind.
 struct ComputeParams {
   // Large bf16/fp16 GEMMs: fraction of the dense datasheet peak sustained by cuBLAS in a
   // training loop (boost clock is not held under full tensor-core load; A100 ~ 0.85, H100
@@ -83,6 +84,10 @@ struct OpShape {
   // amax+cast of a GEMM's input (Transformer Engine); timed at the memory-bound rate.
   double serial_bytes = 0;
 };
+
+// The documented defaults for a GPU, by architecture (see compute_model.cpp for the table and
+// its sources); other architectures get the generic member initialisers.
+ComputeParams default_compute_params(const GpuSpec& gpu);
 
 class ComputeModel {
  public:

@@ -23,7 +23,7 @@ struct SimulateOptions {
   StepSimOptions step;                        // scope, stragglers, trace, comm efficiencies
   WorkloadOptions workload;                   // framework overlap behaviour
   std::optional<PipelineSchedule> schedule;   // default: interleaved when virtual_stages > 1, else 1F1B
-  ComputeParams compute;                      // defaults before calibration
+  std::optional<ComputeParams> compute;       // defaults before calibration (default_compute_params)
   Calibration calibration;                    // per GPU kind overrides (--calibration)
   MemoryDefaults memory;
 };

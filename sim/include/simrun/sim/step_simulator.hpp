@@ -46,6 +46,10 @@ struct StepSimOptions {
   // --trace; other ranks keep only what the breakdown needs.
   bool record_trace = false;
   EfficiencyDefaults comm;   // link fractions and α of the collectives (analytic model's)
+  // A compute kernel that starts while a data-parallel or pipeline NCCL kernel runs on the
+  // same GPU takes this much longer: NCCL's channels occupy SMs (one CTA each, 16–32 on
+  // Hopper) and the copies compete for HBM bandwidth.
+  double overlap_slowdown = 0.15;
 };
 
 // Where the time of one simulated rank went, seconds. Exposed communication and bubble are

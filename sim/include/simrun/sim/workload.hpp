@@ -63,7 +63,7 @@ const char* collective_name(CollectiveOp c);
 // Names of operations, for traces and breakdowns.
 enum class OpName : uint8_t {
   embedding, ln_attn, qkv, rope, attn_core, proj, residual_attn, ln_mlp, fc1, act, fc2, residual_mlp,
-  final_ln, logits, loss, optimizer, grad_norm,
+  final_ln, logits, loss, optimizer, grad_norm, step_overhead,
   tp_ag_attn, tp_rs_attn, tp_ar_attn, tp_ag_mlp, tp_rs_mlp, tp_ar_mlp, tp_ag_in_attn, tp_ag_in_mlp,
   tp_embedding, tp_logits, tp_loss,
   cp_kv, pp_act, pp_grad, dp_grad_reduce, dp_param_gather, fsdp_gather, fsdp_reduce,
@@ -88,7 +88,18 @@ enum class ParamGatherOverlap : uint8_t {
   next_forward,     // --overlap-param-gather: gather bucket k before its first forward use
 };
 
+enum class SelectiveRecompute : uint8_t {
+  attention_core,     // Megatron --recompute-granularity selective: the attention core re-runs
+                      // before its backward (Korthikanti et al. 2022)
+  every_other_layer,  // torchtitan's selective activation checkpointing: per-layer (every 2nd
+                      // block checkpointed) or per-op (every 2nd matmul recomputed) — half a forward
+};
+
 struct WorkloadOptions {
+  SelectiveRecompute selective = SelectiveRecompute::attention_core;
+  // Host work once per step that the GPU waits for: launching the optimizer over every
+  // parameter tensor, the gradient-norm and loss host syncs, logging, the data loader hand-off.
+  double step_overhead_s = 0.03;
   TpCommOverlap tp_overlap = TpCommOverlap::backward_async;
   double tp_overlap_exposed = 0.15;   // with TpCommOverlap::full: exposed fraction of each TP collective
   GradReduceOverlap grad_reduce = GradReduceOverlap::bucketed;
