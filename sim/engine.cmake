@@ -7,4 +7,5 @@ target_sources(simrun_sim PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/src/collectives.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/collective_sweep.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/simulation.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/src/nccl_reference.cpp
 )

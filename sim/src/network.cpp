@@ -142,6 +142,18 @@ void Network::detach(uint32_t slot) {
 void Network::finish(uint32_t slot) {
   Flow& f = m_flows[slot];
   f.completion = EventId{};  // this event is running
+  // Completion times are whole nanoseconds (rounded up), so the links have been credited with a
+  // few bytes more (or, after rounding, less) than the flow had left: settle the difference so
+  // every link carries exactly Σ bytes·weight.
+  const int64_t now_ns = m_engine.now().ns;
+  if (std::isfinite(f.rate)) {
+    const double left = f.remaining - f.rate * double(now_ns - f.updated_ns) * 1e-9;
+    for (const LinkUse& u : f.links) {
+      Link& l = m_links[u.link];
+      advance_link(l, now_ns);
+      l.carried += left * u.weight;
+    }
+  }
   const FlowId id = f.id;
   DoneCallback cb = std::move(f.on_done);
   const TimeNs latency = f.latency;

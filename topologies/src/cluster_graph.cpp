@@ -38,9 +38,14 @@ uint64_t mix(uint64_t x) {  // splitmix64 finaliser
   return x ^ (x >> 31);
 }
 
+// NVLink domains above this size are rack-scale systems (NVL32, NVL72: hardware.md §3) whose
+// trays are separate nodes; smaller ones are baseboards (HGX 8-GPU) that end at the node.
+constexpr int64_t kLargestBoardDomain = 16;
+
 int64_t gpus_per_domain_of(const ClusterGraphSpec& s) {
   const int64_t gpn = std::min(s.gpus_per_node, s.num_gpus);
-  if (s.gpu.scale_up_kind == ScaleUpKind::nvswitch && s.gpu.scale_up_domain > gpn &&
+  if (s.gpu.scale_up_kind == ScaleUpKind::nvswitch && s.gpu.scale_up_domain > kLargestBoardDomain &&
+      s.gpu.scale_up_domain > gpn &&
       s.gpu.scale_up_domain % gpn == 0) {
     return std::min(s.gpu.scale_up_domain, s.num_gpus);  // NVL72-style rack domain
   }
