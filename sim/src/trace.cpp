@@ -64,10 +64,10 @@ void write_chrome_trace(std::ostream& out, const Scenario& sc, const Workload& w
     sep();
     out << fmt::format(R"({{"ph":"M","name":"process_sort_index","pid":{},"tid":0,"args":{{"sort_index":{}}}}})", rank,
                        rank);
-    for (int s = 0; s < kStreamCount; ++s) {
+    for (int s = 0; s <= kStreamCount; ++s) {
       sep();
       out << fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":"stream {} {}"}}}})", rank,
-                         s, s, to_string(static_cast<Stream>(s)));
+                         s, s, s == kStreamCount ? "pp recv grad" : to_string(static_cast<Stream>(s)));
     }
   }
   for (const auto& span : step.spans) {
@@ -77,8 +77,11 @@ void write_chrome_trace(std::ostream& out, const Scenario& sc, const Workload& w
     const double ts = double(span.start.ns) * 1e-3;
     const double dur = double((span.end - span.start).ns) * 1e-3;
     const char* cat = t.kind == TaskKind::compute ? "kernel" : "collective_comm";
+    // Activations and gradients arrive from different neighbours and may overlap in time:
+    // gradients get their own row so that every row's events nest.
+    const int tid = t.kind == TaskKind::recv && t.op == OpName::pp_grad ? kStreamCount : static_cast<int>(t.stream);
     out << fmt::format(R"({{"ph":"X","cat":"{}","name":"{}","pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f},"args":{{)", cat,
-                       task_event_name(t), span.rank, static_cast<int>(t.stream), ts, dur);
+                       task_event_name(t), span.rank, tid, ts, dur);
     out << fmt::format(R"("layer":{},"microbatch":{},"chunk":{})", t.layer, t.micro_batch, t.chunk);
     if (t.kind == TaskKind::compute) {
       out << fmt::format(R"(,"flops":{:.6g},"hbm_bytes":{:.6g})", t.flops, t.hbm_bytes);

@@ -1,6 +1,6 @@
 // Chrome Trace Event JSON of a simulated step (opens in Perfetto / chrome://tracing):
 // one process per traced GPU (pid = global rank), one thread per stream (compute, TP comm, CP
-// comm, PP send, PP recv, DP grad, DP param), complete events ("ph":"X", µs) named
+// comm, PP send, PP recv of activations, DP grad, DP param, PP recv of gradients), complete events ("ph":"X", µs) named
 // "<phase> L<layer> <op> mb<micro-batch>", e.g. "fwd L3 qkv mb2", with FLOPs, bytes and the
 // collective in args (Kineto's "Collective name", "Group size", "Process Group Name" keys for
 // communication, so simulated and measured traces read alike). ecosystem.md §3.
