@@ -14,7 +14,9 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <functional>
 #include <numeric>
+#include <random>
 
 namespace simrun::detail {
 
@@ -182,20 +184,39 @@ class Planner {
     return std::min(double(g) * m_channel_cap, proto_cap * share) / per_rate_busbw;
   }
 
-  // Ring order for one channel: members of every domain starting at that channel's entry.
-  std::vector<Edge> ring_edges(size_t entry, size_t stride) const {
+  // The cycle (successor of each member position) a ring channel follows inside a domain of
+  // `size` members: the identity ring on switches, one of the link-disjoint mesh rings on a mesh.
+  size_t next_in_cycle(size_t cycle, size_t pos, size_t size) const {
+    if (m_ctx.cycles && !m_ctx.cycles->empty() && m_ctx.cycles->front().size() == size)
+      return size_t((*m_ctx.cycles)[cycle % m_ctx.cycles->size()][pos]);
+    return (pos + 1) % size;
+  }
+  size_t num_cycles() const { return m_ctx.cycles && !m_ctx.cycles->empty() ? m_ctx.cycles->size() : 1; }
+
+  std::vector<int64_t> cycle_order(const std::vector<int64_t>& members, size_t start, size_t cycle) const {
+    std::vector<int64_t> out;
+    size_t pos = start;
+    for (size_t i = 0; i < members.size(); ++i) {
+      out.push_back(members[pos]);
+      pos = next_in_cycle(cycle, pos, members.size());
+    }
+    return out;
+  }
+
+  // Ring order for one channel group: every domain entered at the group's NIC entry, walked along
+  // the group's cycle, left (PXN) towards the next domain's entry on that entry's rail.
+  std::vector<Edge> ring_edges(size_t entry, size_t cycle) const {
     std::vector<Edge> edges;
     if (m_domains.size() == 1) {
-      const auto& m = m_domains[0].members;
-      const size_t n = m.size();
-      for (size_t i = 0; i < n; ++i) edges.push_back(Edge{m[(i * stride) % n], m[((i + 1) * stride) % n], -1});
+      const auto o = cycle_order(m_domains[0].members, 0, cycle);
+      for (size_t i = 0; i < o.size(); ++i) edges.push_back(Edge{o[i], o[(i + 1) % o.size()], -1});
       return edges;
     }
     std::vector<std::vector<int64_t>> orders;
     std::vector<int32_t> rails;
     for (size_t k = 0; k < m_domains.size(); ++k) {
       const Entry& e = m_entries[k][entry % m_entries[k].size()];
-      orders.push_back(rotated(m_domains[k].members, e.pos));
+      orders.push_back(cycle_order(m_domains[k].members, e.pos, cycle));
       rails.push_back(e.rail);
     }
     for (size_t k = 0; k < orders.size(); ++k) {
@@ -207,21 +228,12 @@ class Planner {
     return edges;
   }
 
-  // Channel groups: channels whose rings use the same links. Key = entry (multi-domain) or
-  // stride (single-domain mesh).
-  std::vector<std::pair<size_t, int>> ring_groups(std::vector<size_t>* strides) const {
-    std::map<size_t, int> count;
-    strides->assign(1, 1);
-    if (m_domains.size() == 1 && m_g.spec().gpu.scale_up_kind == ScaleUpKind::mesh) {
-      strides->clear();
-      const size_t n = m_domains[0].members.size();
-      for (size_t s = 1; s < std::max<size_t>(2, n); ++s)
-        if (std::gcd(s, n) == 1) strides->push_back(s);
-    }
-    for (int c = 0; c < m_channels; ++c) {
-      const size_t key = m_domains.size() > 1 ? size_t(c) % m_entries[0].size() : size_t(c) % strides->size();
-      count[key]++;
-    }
+  // Channel groups: channels whose rings use the same links, keyed by (entry, cycle): channel c
+  // enters at entry c mod E and follows cycle c mod R.
+  std::vector<std::pair<std::pair<size_t, size_t>, int>> ring_groups() const {
+    std::map<std::pair<size_t, size_t>, int> count;
+    const size_t entries = m_domains.size() > 1 ? m_entries[0].size() : 1;
+    for (int c = 0; c < m_channels; ++c) count[{size_t(c) % entries, size_t(c) % num_cycles()}]++;
     return {count.begin(), count.end()};
   }
 
@@ -250,8 +262,7 @@ class Planner {
 
   CollectivePlan ring() {
     CollectivePlan plan;
-    std::vector<size_t> strides;
-    const auto groups = ring_groups(&strides);
+    const auto groups = ring_groups();
     double edge_fraction;
     int64_t steps, inter_steps;
     ring_shape(&edge_fraction, &steps, &inter_steps);
@@ -261,10 +272,10 @@ class Planner {
     if (per_step) plan.phases.resize(size_t(steps));
     else plan.phases.resize(1);
     plan.phases[0].delay = m_base;
-    for (const auto& [key, g] : groups) {
+    for (const auto& [group, g] : groups) {
       const double group_bytes = m_ctx.bytes * double(g) / double(m_channels);
-      const size_t stride = m_domains.size() == 1 ? strides[key % strides.size()] : 1;
-      std::vector<Edge> edges = ring_edges(key, stride);
+      const size_t key = group.first * num_cycles() + group.second;
+      std::vector<Edge> edges = ring_edges(group.first, group.second);
       if (chain) edges = chain_edges(edges);
       const double cap = group_cap(g, 1.0);
       if (per_step) {
@@ -616,7 +627,61 @@ class Planner {
   double m_channel_cap = 0;
 };
 
+// One directed Hamiltonian cycle over the arcs still free, by randomised depth-first search.
+bool hamiltonian_cycle(size_t p, std::vector<std::vector<char>>& free_arc, std::mt19937& rng, std::vector<int32_t>* succ) {
+  std::vector<int32_t> path{0};
+  std::vector<char> on_path(p, 0);
+  on_path[0] = 1;
+  int64_t budget = 20000;
+  std::function<bool()> extend = [&]() -> bool {
+    if (--budget < 0) return false;
+    const size_t u = size_t(path.back());
+    if (path.size() == p) return free_arc[u][0] != 0;
+    std::vector<int32_t> next;
+    for (size_t v = 0; v < p; ++v)
+      if (!on_path[v] && free_arc[u][v]) next.push_back(int32_t(v));
+    std::shuffle(next.begin(), next.end(), rng);
+    for (int32_t v : next) {
+      path.push_back(v);
+      on_path[size_t(v)] = 1;
+      if (extend()) return true;
+      on_path[size_t(v)] = 0;
+      path.pop_back();
+    }
+    return false;
+  };
+  if (!extend()) return false;
+  succ->assign(p, 0);
+  for (size_t i = 0; i < p; ++i) (*succ)[size_t(path[i])] = path[(i + 1) % p];
+  for (size_t i = 0; i < p; ++i) free_arc[size_t(path[i])][size_t(path[(i + 1) % p])] = 0;
+  return true;
+}
+
 }  // namespace
+
+std::vector<std::vector<int32_t>> mesh_ring_cycles(int64_t members) {
+  const size_t p = size_t(std::max<int64_t>(members, 1));
+  std::vector<std::vector<int32_t>> best;
+  for (size_t s = 1; s < std::max<size_t>(p, 2); ++s) {  // rings of stride s coprime with p
+    if (std::gcd(s, p) != 1) continue;
+    std::vector<int32_t> succ(p);
+    for (size_t i = 0; i < p; ++i) succ[i] = int32_t((i + s) % p);
+    best.push_back(std::move(succ));
+  }
+  if (p < 3 || p > 16) return best;
+  // A full decomposition of the complete digraph into p-1 Hamiltonian cycles exists for every
+  // p except 4 and 6 (Tillson 1980); randomised search with restarts finds one for small p.
+  std::mt19937 rng(12345);
+  for (int attempt = 0; attempt < 2000 && best.size() + 1 < p; ++attempt) {
+    std::vector<std::vector<char>> free_arc(p, std::vector<char>(p, 1));
+    for (size_t i = 0; i < p; ++i) free_arc[i][i] = 0;
+    std::vector<std::vector<int32_t>> cycles;
+    std::vector<int32_t> succ;
+    while (hamiltonian_cycle(p, free_arc, rng, &succ)) cycles.push_back(succ);
+    if (cycles.size() > best.size()) best = std::move(cycles);
+  }
+  return best;
+}
 
 CollectivePlan build_plan(const PlanContext& ctx) { return Planner(ctx).plan(); }
 

@@ -63,8 +63,14 @@ struct PlanContext {
   TunerChoice choice;
   CollectiveModel model;
   LinkWeights* weights = nullptr;
+  // Ring cycles inside a domain (successor per member position), all of one size; null = identity.
+  const std::vector<std::vector<int32_t>>* cycles = nullptr;
 };
 
 CollectivePlan build_plan(const PlanContext& ctx);
+
+// Link-disjoint directed Hamiltonian cycles over `members` GPUs of a full mesh (Infinity Fabric):
+// the rings RCCL spreads channels over so every peer link carries traffic. Deterministic.
+std::vector<std::vector<int32_t>> mesh_ring_cycles(int64_t members);
 
 }  // namespace simrun::detail

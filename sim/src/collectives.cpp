@@ -87,10 +87,10 @@ GroupShape CollectiveRunner::shape(const std::vector<int64_t>& ranks_in) const {
   if (const uint32_t up = m_graph.switch_uplink(g0); up != UINT32_MAX) {
     s.intra_bytes_per_s = m_network.link_capacity(up);
   } else if (gpu.scale_up_kind == ScaleUpKind::mesh) {
-    int64_t coprime = 0;
-    for (int64_t k = 1; k < s.ranks_per_node; ++k) coprime += std::gcd(k, s.ranks_per_node) == 1 ? 1 : 0;
+    // Rings over the mesh use one peer link per ring: as many rings as link-disjoint cycles.
     const Route r = m_graph.route(g0, g0 % m_graph.gpus_per_node() == 0 ? g0 + 1 : g0 - 1);
-    s.intra_bytes_per_s = r.links.empty() ? 0 : m_network.link_capacity(r.links.front()) * double(std::max<int64_t>(1, coprime));
+    const double rings = double(std::max<size_t>(1, ring_cycles(s.ranks_per_node).size()));
+    s.intra_bytes_per_s = r.links.empty() ? 0 : m_network.link_capacity(r.links.front()) * rings;
   } else {
     const Route r = m_graph.route(g0, g0 % m_graph.gpus_per_node() == 0 ? g0 + 1 : g0 - 1);
     s.intra_bytes_per_s = r.links.empty() ? 0 : m_network.link_capacity(r.links.front());
@@ -109,6 +109,12 @@ GroupShape CollectiveRunner::shape(const std::vector<int64_t>& ranks_in) const {
     s.inter_bytes_per_s = double(s.rails) * port;
   }
   return s;
+}
+
+const std::vector<std::vector<int32_t>>& CollectiveRunner::ring_cycles(int64_t members) const {
+  auto it = m_ring_cycles.find(members);
+  if (it == m_ring_cycles.end()) it = m_ring_cycles.emplace(members, detail::mesh_ring_cycles(members)).first;
+  return it->second;
 }
 
 TunerChoice CollectiveRunner::plan(const CollectiveRequest& req) const {
@@ -148,8 +154,11 @@ void CollectiveRunner::run(const CollectiveRequest& req, DoneCallback on_done) {
   r.ranks = int64_t(ranks.size());
   if (ranks.size() > 1) {
     if (!m_weights) m_weights = std::make_unique<detail::LinkWeights>(m_graph.links().size());
-    detail::PlanContext ctx{m_graph, req.op, std::move(ranks), req.bytes, req.root, shape(req.ranks), choice, m_model,
-                            m_weights.get()};
+    const GroupShape s = shape(req.ranks);
+    const bool mesh = m_graph.spec().gpu.scale_up_kind == ScaleUpKind::mesh;
+    detail::PlanContext ctx{m_graph,  req.op, std::move(ranks), req.bytes,
+                            req.root, s,      choice,           m_model,
+                            m_weights.get(), mesh ? &ring_cycles(s.ranks_per_node) : nullptr};
     call->plan = detail::build_plan(ctx);
   }
   start_phase(call, 0);

@@ -1,0 +1,41 @@
+// Cluster flags shared by `simrun collective` and `simrun topology`: a scenario file's cluster
+// and/or --gpu/--gpus/--fabric/... overrides, resolved against the catalog into a ClusterSpec
+// and a cluster graph (bad values become one-line InputErrors naming the flag or field).
+#pragma once
+
+#include "command.hpp"
+
+#include "simrun/sim/scenario.hpp"
+#include "simrun/topologies/cluster_graph.hpp"
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace simrun::cli {
+
+struct ClusterArgs {
+  std::string scenario;                       // --scenario FILE (or positional for topology)
+  std::optional<std::string> gpu;             // --gpu h100-sxm
+  std::optional<int64_t> gpus;                // --gpus 16
+  std::optional<int64_t> gpus_per_node;       // --gpus-per-node 8
+  std::optional<int64_t> nics_per_node;       // --nics-per-node 8
+  std::optional<std::string> fabric;          // --fabric ib-ndr
+  std::optional<std::string> topology;        // --topology rail-optimized|fat-tree
+  std::optional<double> oversubscription;     // --oversubscription 2
+};
+
+void add_cluster_options(CLI::App& cmd, ClusterArgs& args);
+
+// The cluster: from the scenario file (validated in full) with the flags applied, or from the
+// flags alone (defaults: h100-sxm, 8 GPUs, ib-ndr, rail-optimized).
+ClusterSpec resolve_cluster(const ClusterArgs& args, const Catalogs& catalogs);
+
+// Builds the graph; a cluster the hardware cannot host is an InputError naming the flag (or the
+// scenario field when the value came from the file).
+std::shared_ptr<const ClusterGraph> build_cluster_graph(const ClusterSpec& cluster, const ClusterArgs& args);
+
+// "16 x h100-sxm (2 nodes x 8), ib-ndr rail-optimized"
+std::string describe_cluster(const ClusterGraph& graph);
+
+}  // namespace simrun::cli

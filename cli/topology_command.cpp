@@ -1,0 +1,104 @@
+// `simrun topology SCENARIO.json [--dot FILE] [--json]`: the cluster graph of a scenario (or of
+// --gpu/--gpus/--fabric flags): element counts per kind and tier, bisection bandwidth, per-GPU
+// injection bandwidth; Graphviz DOT for small clusters.
+#include "cluster_options.hpp"
+#include "command.hpp"
+
+#include "simrun/common/error.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+namespace simrun::cli {
+namespace {
+
+struct TopologyArgs {
+  ClusterArgs cluster;
+  std::string dot;
+  bool json = false;
+};
+
+std::string tier_name(size_t tier, size_t tiers) {
+  if (tier == 0) return "leaf switches";
+  if (tier == 1) return tiers == 2 ? "spine switches (top)" : "spine switches";
+  return "core switches (tier " + std::to_string(tier + 1) + ")";
+}
+
+}  // namespace
+
+Command add_topology_command(CLI::App& root, const CliEnv& env) {
+  auto a = std::make_shared<TopologyArgs>();
+  CLI::App* cmd = root.add_subcommand("topology", "Summarise the cluster graph of a scenario (counts, bisection, DOT)");
+  cmd->add_option("scenario", a->cluster.scenario, "Scenario JSON file (or give --gpu/--gpus/--fabric)");
+  add_cluster_options(*cmd, a->cluster);
+  cmd->add_option("--dot", a->dot, "Write the graph as Graphviz DOT to this file (small clusters)");
+  cmd->add_flag("--json", a->json, "JSON summary instead of the table");
+  return {cmd, [a, env] {
+            const Catalogs catalogs = load_catalogs(env.data_dir);
+            const ClusterSpec cluster = resolve_cluster(a->cluster, catalogs);
+            const auto graph = build_cluster_graph(cluster, a->cluster);
+            if (!a->dot.empty()) {
+              constexpr size_t kMaxDotVertices = 2000;
+              if (graph->vertices().size() > kMaxDotVertices)
+                throw InputError("command line", "--dot",
+                                 "the cluster has " + std::to_string(graph->vertices().size()) +
+                                     " vertices; DOT output is for clusters up to " + std::to_string(kMaxDotVertices));
+              std::ofstream out(a->dot);
+              if (!out) throw InputError("command line", "--dot", "cannot write '" + a->dot + "'");
+              graph->write_dot(out, kMaxDotVertices);
+            }
+            const ClusterSummary s = graph->summary();
+            if (a->json) {
+              nlohmann::json j = {{"gpus", s.gpus},
+                                  {"nodes", s.nodes},
+                                  {"scale_up_domains", s.scale_up_domains},
+                                  {"gpus_per_scale_up_domain", graph->gpus_per_domain()},
+                                  {"nvswitches", s.nvswitches},
+                                  {"nics", s.nics},
+                                  {"switches_per_tier", s.switches_per_tier},
+                                  {"fabric_links", s.fabric_links},
+                                  {"directed_links", s.directed_links},
+                                  {"bisection_bytes_per_s", s.bisection_bytes_per_s},
+                                  {"scale_up_bisection_bytes_per_s", s.scale_up_bisection_bytes_per_s},
+                                  {"injection_scale_up_bytes_per_s", s.injection_scale_up_bytes_per_s},
+                                  {"injection_scale_out_bytes_per_s", s.injection_scale_out_bytes_per_s}};
+              std::cout << j.dump(2) << "\n";
+              return 0;
+            }
+            auto row = [](const std::string& k, const std::string& v) {
+              std::printf("%-34s %s\n", k.c_str(), v.c_str());
+            };
+            auto gbps = [](double b) {
+              char buf[64];
+              std::snprintf(buf, sizeof buf, b >= 1e12 ? "%.1f TB/s" : "%.1f GB/s", b >= 1e12 ? b / 1e12 : b / 1e9);
+              return std::string(buf);
+            };
+            std::printf("# cluster: %s\n", describe_cluster(*graph).c_str());
+            row("GPUs", std::to_string(s.gpus));
+            row("nodes", std::to_string(s.nodes));
+            const char* kind = cluster.gpu.scale_up_kind == ScaleUpKind::nvswitch ? "NVSwitch"
+                               : cluster.gpu.scale_up_kind == ScaleUpKind::mesh   ? "full mesh"
+                               : cluster.gpu.scale_up_kind == ScaleUpKind::bridge ? "bridge pairs + PCIe"
+                                                                                   : "PCIe";
+            row("scale-up domains", std::to_string(s.scale_up_domains) + " x " +
+                                        std::to_string(graph->gpus_per_domain()) + " GPUs (" + kind + ")");
+            if (s.nvswitches > 0) row("NVSwitch vertices", std::to_string(s.nvswitches) + " (one per domain)");
+            row("NICs", std::to_string(s.nics));
+            for (size_t t = 0; t < s.switches_per_tier.size(); ++t)
+              row(tier_name(t, s.switches_per_tier.size()), std::to_string(s.switches_per_tier[t]));
+            row("switch-to-switch cables (bundles)", std::to_string(s.fabric_links));
+            row("directed links", std::to_string(s.directed_links));
+            if (s.scale_up_domains > 1) row("bisection bandwidth (fabric)", gbps(s.bisection_bytes_per_s) + " per direction");
+            row("bisection of one scale-up domain", gbps(s.scale_up_bisection_bytes_per_s) + " per direction");
+            row("per-GPU injection, scale-up", gbps(s.injection_scale_up_bytes_per_s) + " per direction");
+            if (s.scale_up_domains > 1) row("per-GPU injection, scale-out", gbps(s.injection_scale_out_bytes_per_s) + " per direction");
+            if (!a->dot.empty()) row("DOT written to", a->dot);
+            return 0;
+          }};
+}
+
+}  // namespace simrun::cli
