@@ -21,6 +21,8 @@ GpuCalibration read_gpu(JsonReader& r) {
   g.fp8_gemm_max = r.optional_number("fp8_gemm_max", 0.01, 1.0);
   g.attn_fwd_max = r.optional_number("attn_fwd_max", 0.01, 1.0);
   g.attn_bwd_max = r.optional_number("attn_bwd_max", 0.01, 1.0);
+  g.attn_fa2_fwd_max = r.optional_number("attn_fa2_fwd_max", 0.01, 1.0);
+  g.attn_fa2_bwd_max = r.optional_number("attn_fa2_bwd_max", 0.01, 1.0);
   g.attn_seq_half = r.optional_number("attn_seq_half", 0.0, 1e6);
   g.attn_head_dim_half = r.optional_number("attn_head_dim_half", 0.0, 1e4);
   g.mem_bw_fraction = r.optional_number("mem_bw_fraction", 0.01, 1.0);
@@ -81,6 +83,8 @@ ComputeParams Calibration::compute_params(const std::string& gpu_id, ComputePara
   apply(g.fp8_gemm_max, p.fp8_gemm_max);
   apply(g.attn_fwd_max, p.attn_fwd_max);
   apply(g.attn_bwd_max, p.attn_bwd_max);
+  apply(g.attn_fa2_fwd_max, p.attn_fa2_fwd_max);
+  apply(g.attn_fa2_bwd_max, p.attn_fa2_bwd_max);
   apply(g.attn_seq_half, p.attn_seq_half);
   apply(g.attn_head_dim_half, p.attn_head_dim_half);
   apply(g.mem_bw_fraction, p.mem_bw_fraction);

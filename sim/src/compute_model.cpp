@@ -21,12 +21,16 @@ ComputeParams default_compute_params(const GpuSpec& gpu) {
     p.gemm_dim_half = 200;
     p.attn_fwd_max = 0.68;
     p.attn_bwd_max = 0.55;
+    p.attn_fa2_fwd_max = p.attn_fwd_max;  // FA2 is Ampere's best kernel
+    p.attn_fa2_bwd_max = p.attn_bwd_max;
   } else if (arch == "Hopper") {
     p.gemm_max = 0.72;
     p.gemm_dim_half = 240;
     p.fp8_gemm_max = 0.55;
     p.attn_fwd_max = 0.55;
     p.attn_bwd_max = 0.42;
+    p.attn_fa2_fwd_max = 0.33;
+    p.attn_fa2_bwd_max = 0.30;
   }
   return p;
 }
@@ -50,8 +54,9 @@ double ComputeModel::gemm_efficiency(double m, double n, double k, Precision p) 
   return top * saturate(m, h) * saturate(n, h) * saturate(k, h);
 }
 
-double ComputeModel::attention_efficiency(double seq_kv, double head_dim, bool backward) const {
-  const double top = backward ? m_params.attn_bwd_max : m_params.attn_fwd_max;
+double ComputeModel::attention_efficiency(double seq_kv, double head_dim, bool backward, bool flash2) const {
+  const double top = flash2 ? (backward ? m_params.attn_fa2_bwd_max : m_params.attn_fa2_fwd_max)
+                            : (backward ? m_params.attn_bwd_max : m_params.attn_fwd_max);
   return top * saturate(seq_kv, m_params.attn_seq_half) * saturate(head_dim, m_params.attn_head_dim_half);
 }
 
@@ -74,7 +79,7 @@ double ComputeModel::op_seconds(const OpShape& op) const {
       if (op.flash) {
         const double matmuls = bwd ? 5.0 : 2.0;
         const double work = matmuls * per_matmul * causal_share;
-        compute_s = work / (peak_flops_per_s(Precision::bf16) * attention_efficiency(op.seq_kv, op.head_dim, bwd));
+        compute_s = work / (peak_flops_per_s(Precision::bf16) * attention_efficiency(op.seq_kv, op.head_dim, bwd, op.flash2));
       } else {
         // Unfused: batched GEMMs over the full score matrix (no causal skipping); the softmax,
         // mask and dropout traffic is in op.bytes.

@@ -164,7 +164,7 @@ OpShape StageBuilder::gemm(double m, double n, double k, Precision p) const {
 OpShape StageBuilder::memory_op(double bytes) const {
   OpShape s;
   s.cls = OpClass::memory;
-  s.bytes = bytes;
+  s.bytes = m_s.opt.kernels == KernelStack::eager ? bytes * m_s.opt.eager_memory_factor : bytes;
   return s;
 }
 
@@ -205,6 +205,7 @@ void StageBuilder::attention_core_forward(Phase phase) {
   a.head_dim = s.head_dim;
   a.heads = s.heads_loc;
   a.flash = s.flash;
+  a.flash2 = s.opt.kernels == KernelStack::eager;
   a.causal = s.causal;
   if (s.flash) {
     a.bytes = s.T * (2 * s.q_loc + 2 * s.kv_loc) * s.elem;  // read Q, K, V; write O
@@ -335,6 +336,7 @@ void StageBuilder::layer_backward(int32_t layer) {
     a.head_dim = s.head_dim;
     a.heads = s.heads_loc;
     a.flash = s.flash;
+    a.flash2 = s.opt.kernels == KernelStack::eager;
     a.causal = s.causal;
     a.bytes = s.T * (4 * q + 4 * kv) * s.elem;
     if (!s.flash) a.bytes += s.T * s.seq * s.heads_loc * (4 * s.elem + 1);
@@ -518,8 +520,13 @@ void StageBuilder::optimizer() {
   const double shard = l.zero_stage >= 1 ? m_prog.params / d(s.dp_size) : m_prog.params;
   // Gradient-norm clipping reads the fp32 gradients once; fused Adam reads grad, fp32 master,
   // m, v (16 B) and writes master, m, v and the 16-bit copy (14 B).
-  compute(OpName::grad_norm, Phase::optimizer, memory_op(shard * 4), 0);
-  compute(OpName::optimizer, Phase::optimizer, memory_op(shard * 30), 0);
+  OpShape norm;  // multi-tensor kernels in every framework: no eager factor
+  norm.cls = OpClass::memory;
+  norm.bytes = shard * 4;
+  compute(OpName::grad_norm, Phase::optimizer, norm, 0);
+  OpShape adam = norm;
+  adam.bytes = shard * 30;
+  compute(OpName::optimizer, Phase::optimizer, adam, 0);
   if (s.opt.step_overhead_s > 0) {
     Task t;
     t.kind = TaskKind::compute;

@@ -50,6 +50,11 @@ struct ComputeParams {
   // and large head dimension (FlashAttention-2 on A100 reaches ~70% fwd, ~60% bwd of peak).
   double attn_fwd_max = 0.70;
   double attn_bwd_max = 0.60;
+  // FlashAttention-2 where it is not the architecture's best kernel (Hopper: FA2 lacks the
+  // wgmma/TMA pipeline of cuDNN/FA3 and reaches ≈330 TFLOP/s forward, ≈300 backward on H100;
+  // Shah et al. 2024, arXiv:2407.08608, Fig. 4–6). Used by frameworks running FA2 (eager PyTorch).
+  double attn_fa2_fwd_max = 0.70;
+  double attn_fa2_bwd_max = 0.60;
   double attn_seq_half = 128.0;       // tokens of key sequence at which eff is halved
   double attn_head_dim_half = 16.0;   // head dimension at which eff is halved
   // Memory-bound kernels: fraction of the HBM datasheet bandwidth reached by elementwise,
@@ -77,6 +82,7 @@ struct OpShape {
   // local heads, whether fused (flash).
   double tokens = 0, seq_kv = 0, head_dim = 0, heads = 0;
   bool flash = true;
+  bool flash2 = false;   // the FlashAttention-2 kernel rather than the architecture's best fused one
   bool causal = true;
   double flops = 0;  // counted work (model convention): GEMMs 2MNK·batch, attention see workload
   double bytes = 0;  // HBM bytes read + written, overlapped with the op's math (roofline)
@@ -99,7 +105,7 @@ class ComputeModel {
 
   // The efficiency factors (exposed for tests, --explain and the analytic comparison).
   double gemm_efficiency(double m, double n, double k, Precision p) const;
-  double attention_efficiency(double seq_kv, double head_dim, bool backward) const;
+  double attention_efficiency(double seq_kv, double head_dim, bool backward, bool flash2 = false) const;
   double peak_flops_per_s(Precision p) const;
   double memory_bytes_per_s() const { return m_gpu.hbm_bytes_per_s * m_params.mem_bw_fraction; }
 

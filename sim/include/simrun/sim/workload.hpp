@@ -95,7 +95,21 @@ enum class SelectiveRecompute : uint8_t {
                       // block checkpointed) or per-op (every 2nd matmul recomputed) — half a forward
 };
 
+// Which kernels the framework runs around the GEMMs.
+enum class KernelStack : uint8_t {
+  fused,  // Transformer Engine / Megatron fused kernels: LayerNorm+cast, bias+GeLU, bias+dropout+add,
+          // the architecture's best fused attention (cuDNN / FlashAttention-3 on Hopper)
+  eager,  // PyTorch eager: separate norm, activation, residual and cast kernels (each re-reads its
+          // inputs from HBM: eager_memory_factor × the fused traffic) and FlashAttention-2
+};
+
 struct WorkloadOptions {
+  KernelStack kernels = KernelStack::fused;
+  // HBM traffic of the memory-bound ops with unfused kernels, relative to fused ones: a fused
+  // bias+dropout+residual reads 2 and writes 1 tensor where eager dropout then add moves 6;
+  // GeLU with its bias, LayerNorm with its cast likewise; not every op doubles (torch fuses
+  // LayerNorm, GeLU and bias into single kernels), so 1.6 on average.
+  double eager_memory_factor = 1.6;
   SelectiveRecompute selective = SelectiveRecompute::attention_core;
   // Host work once per step that the GPU waits for: launching the optimizer over every
   // parameter tensor, the gradient-norm and loss host syncs, logging, the data loader hand-off.
