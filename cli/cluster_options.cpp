@@ -1,11 +1,11 @@
 // Cluster flags for `simrun collective` and `simrun topology` (see cluster_options.hpp).
 #include "cluster_options.hpp"
 
+#include <sstream>
+
 #include "simrun/common/error.hpp"
 #include "simrun/common/json_reader.hpp"
 #include "simrun/sim/simulation.hpp"
-
-#include <sstream>
 
 namespace simrun::cli {
 
@@ -14,7 +14,8 @@ void add_cluster_options(CLI::App& cmd, ClusterArgs& a) {
   cmd.add_option("--gpus", a.gpus, "Number of GPUs, e.g. 16 (default 8)");
   cmd.add_option("--gpus-per-node", a.gpus_per_node, "GPUs per node (default 8; 4 for NVL72 GPUs)");
   cmd.add_option("--nics-per-node", a.nics_per_node, "Fabric NICs per node (default: one per GPU)");
-  cmd.add_option("--fabric", a.fabric, "Fabric catalog id: ib-hdr, ib-ndr, ib-xdr, roce-400g (default ib-ndr)");
+  cmd.add_option("--fabric", a.fabric,
+                 "Fabric catalog id: ib-hdr, ib-ndr, ib-xdr, roce-400g (default ib-ndr)");
   cmd.add_option("--topology", a.topology, "rail-optimized (default) or fat-tree");
   cmd.add_option("--oversubscription", a.oversubscription, "Leaf down:up bandwidth ratio (default 1)");
 }
@@ -32,7 +33,8 @@ ClusterSpec resolve_cluster(const ClusterArgs& a, const Catalogs& catalogs) {
   } else {
     c.gpu = catalogs.hardware.gpu(a.gpu.value_or("h100-sxm"), file, "--gpu");
     c.num_gpus = a.gpus.value_or(8);
-    if (c.num_gpus < 1) throw InputError(file, "--gpus", "must be at least 1 (got " + std::to_string(c.num_gpus) + ")");
+    if (c.num_gpus < 1)
+      throw InputError(file, "--gpus", "must be at least 1 (got " + std::to_string(c.num_gpus) + ")");
     const int64_t default_per_node = std::min<int64_t>(c.gpu.scale_up_domain >= 72 ? 4 : 8, c.num_gpus);
     c.gpus_per_node = a.gpus_per_node.value_or(default_per_node);
     c.fabric = catalogs.hardware.fabric(a.fabric.value_or("ib-ndr"), file, "--fabric");
@@ -45,7 +47,8 @@ ClusterSpec resolve_cluster(const ClusterArgs& a, const Catalogs& catalogs) {
     } else if (*a.topology == "fat-tree" || *a.topology == "fat_tree") {
       c.topology = FabricTopology::fat_tree;
     } else {
-      throw InputError(file, "--topology", "unknown topology '" + *a.topology + "' (known: rail-optimized, fat-tree)");
+      throw InputError(file, "--topology",
+                       "unknown topology '" + *a.topology + "' (known: rail-optimized, fat-tree)");
     }
   }
   if (a.oversubscription) c.oversubscription = *a.oversubscription;
@@ -70,9 +73,10 @@ std::shared_ptr<const ClusterGraph> build_cluster_graph(const ClusterSpec& clust
     for (const Flag& f : flags) {
       if (field != f.field) continue;
       if (a.scenario.empty() || f.given) throw InputError("command line", f.flag, *why);
-      const std::string path = field == "nics_per_node" || field == "oversubscription" ? "cluster.fabric." + field
-                               : field == "fabric"                                       ? "cluster.fabric.kind"
-                                                                                         : "cluster." + field;
+      const std::string path = field == "nics_per_node" || field == "oversubscription"
+                                   ? "cluster.fabric." + field
+                               : field == "fabric" ? "cluster.fabric.kind"
+                                                   : "cluster." + field;
       throw InputError(a.scenario, path, *why);
     }
     throw InputError(a.scenario.empty() ? "command line" : a.scenario, "cluster", *why);
@@ -82,10 +86,11 @@ std::shared_ptr<const ClusterGraph> build_cluster_graph(const ClusterSpec& clust
 
 std::string describe_cluster(const ClusterGraph& g) {
   std::ostringstream o;
-  o << g.num_gpus() << " x " << g.spec().gpu.id << " (" << g.num_nodes() << " node" << (g.num_nodes() == 1 ? "" : "s")
-    << " x " << g.gpus_per_node() << ")";
+  o << g.num_gpus() << " x " << g.spec().gpu.id << " (" << g.num_nodes() << " node"
+    << (g.num_nodes() == 1 ? "" : "s") << " x " << g.gpus_per_node() << ")";
   if (g.num_domains() > 1) {
-    o << ", " << g.spec().nics_per_node << " x " << g.spec().fabric.id << " per node, " << to_string(g.spec().shape);
+    o << ", " << g.spec().nics_per_node << " x " << g.spec().fabric.id << " per node, "
+      << to_string(g.spec().shape);
     if (g.spec().oversubscription != 1.0) o << " " << g.spec().oversubscription << ":1 oversubscribed";
   }
   return o.str();

@@ -3,26 +3,25 @@
 // and a cluster graph (bad values become one-line InputErrors naming the flag or field).
 #pragma once
 
-#include "command.hpp"
-
-#include "simrun/sim/scenario.hpp"
-#include "simrun/topologies/cluster_graph.hpp"
-
 #include <memory>
 #include <optional>
 #include <string>
 
+#include "command.hpp"
+#include "simrun/sim/scenario.hpp"
+#include "simrun/topologies/cluster_graph.hpp"
+
 namespace simrun::cli {
 
 struct ClusterArgs {
-  std::string scenario;                       // --scenario FILE (or positional for topology)
-  std::optional<std::string> gpu;             // --gpu h100-sxm
-  std::optional<int64_t> gpus;                // --gpus 16
-  std::optional<int64_t> gpus_per_node;       // --gpus-per-node 8
-  std::optional<int64_t> nics_per_node;       // --nics-per-node 8
-  std::optional<std::string> fabric;          // --fabric ib-ndr
-  std::optional<std::string> topology;        // --topology rail-optimized|fat-tree
-  std::optional<double> oversubscription;     // --oversubscription 2
+  std::string scenario;                    // --scenario FILE (or positional for topology)
+  std::optional<std::string> gpu;          // --gpu h100-sxm
+  std::optional<int64_t> gpus;             // --gpus 16
+  std::optional<int64_t> gpus_per_node;    // --gpus-per-node 8
+  std::optional<int64_t> nics_per_node;    // --nics-per-node 8
+  std::optional<std::string> fabric;       // --fabric ib-ndr
+  std::optional<std::string> topology;     // --topology rail-optimized|fat-tree
+  std::optional<double> oversubscription;  // --oversubscription 2
 };
 
 void add_cluster_options(CLI::App& cmd, ClusterArgs& args);

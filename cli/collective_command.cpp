@@ -1,20 +1,18 @@
 // `simrun collective --op all_reduce --gpu h100-sxm --gpus 16 [--fabric ib-ndr] [-b 8 -e 8G -f 2]
 //  [--algo ring] [--proto simple] [--json] [--stats] [--scenario FILE]`: an nccl-tests-style sweep
 // of one collective over every GPU of the cluster, simulated on the flow-level network.
-#include "cluster_options.hpp"
-#include "command.hpp"
-
-#include "simrun/common/error.hpp"
-#include "simrun/common/json_reader.hpp"
-#include "simrun/sim/collective_sweep.hpp"
-
-#include <nlohmann/json.hpp>
-
 #include <cctype>
 #include <chrono>
 #include <cmath>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cluster_options.hpp"
+#include "command.hpp"
+#include "simrun/common/error.hpp"
+#include "simrun/common/json_reader.hpp"
+#include "simrun/sim/collective_sweep.hpp"
 
 namespace simrun::cli {
 namespace {
@@ -48,16 +46,22 @@ double parse_size(const std::string& text, const char* flag) {
   if (suffix.size() >= 2 && suffix.back() == 'B') suffix.pop_back();
   if (suffix.size() == 2 && suffix[1] == 'I') suffix.pop_back();
   double scale = 1;
-  if (suffix == "K") scale = 1024.0;
-  else if (suffix == "M") scale = 1024.0 * 1024;
-  else if (suffix == "G") scale = 1024.0 * 1024 * 1024;
-  else if (suffix == "T") scale = 1024.0 * 1024 * 1024 * 1024;
-  else if (!suffix.empty()) throw InputError("command line", flag, bad);
+  if (suffix == "K")
+    scale = 1024.0;
+  else if (suffix == "M")
+    scale = 1024.0 * 1024;
+  else if (suffix == "G")
+    scale = 1024.0 * 1024 * 1024;
+  else if (suffix == "T")
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (!suffix.empty())
+    throw InputError("command line", flag, bad);
   v *= scale;
   if (!(v >= 1) || !std::isfinite(v))
     throw InputError("command line", flag, "size must be at least 1 byte (got '" + text + "')");
   if (v > kMaxCollectiveBytes)
-    throw InputError("command line", flag, "size '" + text + "' is beyond 2^50 bytes (1 PiB), the largest simulated");
+    throw InputError("command line", flag,
+                     "size '" + text + "' is beyond 2^50 bytes (1 PiB), the largest simulated");
   return std::floor(v);
 }
 
@@ -67,98 +71,105 @@ Command add_collective_command(CLI::App& root, const CliEnv& env) {
   auto a = std::make_shared<CollectiveArgs>();
   CLI::App* cmd = root.add_subcommand(
       "collective", "Simulate one NCCL collective over the cluster at a sweep of sizes (nccl-tests columns)");
-  cmd->add_option("--op", a->op,
-                  "all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, sendrecv (default all_reduce)");
+  cmd->add_option(
+      "--op", a->op,
+      "all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, sendrecv (default all_reduce)");
   add_cluster_options(*cmd, a->cluster);
   cmd->add_option("--scenario", a->cluster.scenario, "Take the cluster from this scenario file");
   cmd->add_option("-b,--minbytes", a->min_bytes, "Smallest size, nccl-tests style (default 8)");
   cmd->add_option("-e,--maxbytes", a->max_bytes, "Largest size (default 128M)");
   cmd->add_option("-f,--stepfactor", a->factor, "Size multiplier between rows (default 2)");
-  cmd->add_option("--algo", a->algo, "NCCL_ALGO: Ring, Tree, NVLS, NVLSTree, PAT, or Hierarchical (default: tuner)");
+  cmd->add_option("--algo", a->algo,
+                  "NCCL_ALGO: Ring, Tree, NVLS, NVLSTree, PAT, or Hierarchical (default: tuner)");
   cmd->add_option("--proto", a->proto, "NCCL_PROTO: LL, LL128, Simple (default: tuner)");
   cmd->add_option("--root", a->root, "Root rank for broadcast/reduce (default 0)");
   cmd->add_option("--decomposition", a->decomposition,
                   "pipelined (default: one coupled flow per channel group) or steps (every algorithm step)");
   cmd->add_flag("--json", a->json, "JSON rows instead of the table");
   cmd->add_flag("--stats", a->stats, "Also print events processed, flows, wall time and events/s");
-  return {cmd, [a, env] {
-            SweepOptions o;
-            const auto op = parse_collective_op(a->op);
-            if (!op)
-              throw InputError("command line", "--op",
-                               "unknown collective '" + a->op + "' (known: " + join_names(collective_op_names()) + ")");
-            o.op = *op;
-            if (!a->algo.empty()) {
-              o.algorithm = parse_algorithm(a->algo);
-              if (!o.algorithm)
-                throw InputError("command line", "--algo",
-                                 "unknown algorithm '" + a->algo + "' (known: " + join_names(algorithm_names()) + ")");
-            }
-            if (!a->proto.empty()) {
-              o.protocol = parse_protocol(a->proto);
-              if (!o.protocol)
-                throw InputError("command line", "--proto",
-                                 "unknown protocol '" + a->proto + "' (known: " + join_names(protocol_names()) + ")");
-            }
-            if (a->decomposition == "steps" || a->decomposition == "per-step") {
-              o.simulation.collectives.decomposition = Decomposition::per_step;
-            } else if (a->decomposition != "pipelined") {
-              throw InputError("command line", "--decomposition",
-                               "unknown decomposition '" + a->decomposition + "' (known: pipelined, steps)");
-            }
-            o.min_bytes = parse_size(a->min_bytes, "-b");
-            o.max_bytes = parse_size(a->max_bytes, "-e");
-            o.factor = a->factor;
-            o.root = a->root;
+  return {
+      cmd, [a, env] {
+        SweepOptions o;
+        const auto op = parse_collective_op(a->op);
+        if (!op)
+          throw InputError(
+              "command line", "--op",
+              "unknown collective '" + a->op + "' (known: " + join_names(collective_op_names()) + ")");
+        o.op = *op;
+        if (!a->algo.empty()) {
+          o.algorithm = parse_algorithm(a->algo);
+          if (!o.algorithm)
+            throw InputError(
+                "command line", "--algo",
+                "unknown algorithm '" + a->algo + "' (known: " + join_names(algorithm_names()) + ")");
+        }
+        if (!a->proto.empty()) {
+          o.protocol = parse_protocol(a->proto);
+          if (!o.protocol)
+            throw InputError(
+                "command line", "--proto",
+                "unknown protocol '" + a->proto + "' (known: " + join_names(protocol_names()) + ")");
+        }
+        if (a->decomposition == "steps" || a->decomposition == "per-step") {
+          o.simulation.collectives.decomposition = Decomposition::per_step;
+        } else if (a->decomposition != "pipelined") {
+          throw InputError("command line", "--decomposition",
+                           "unknown decomposition '" + a->decomposition + "' (known: pipelined, steps)");
+        }
+        o.min_bytes = parse_size(a->min_bytes, "-b");
+        o.max_bytes = parse_size(a->max_bytes, "-e");
+        o.factor = a->factor;
+        o.root = a->root;
 
-            const Catalogs catalogs = load_catalogs(env.data_dir);
-            const ClusterSpec cluster = resolve_cluster(a->cluster, catalogs);
-            const auto t0 = std::chrono::steady_clock::now();
-            const auto graph = build_cluster_graph(cluster, a->cluster);
-            const double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            if (o.root < 0 || o.root >= graph->num_gpus())
-              throw InputError("command line", "--root",
-                               "root must be a rank 0.." + std::to_string(graph->num_gpus() - 1));
-            // Validate every size up front (algorithm/protocol availability), so nothing is printed
-            // before a bad-input error.
-            {
-              Simulation probe(graph, o.simulation);
-              for (double bytes : sweep_sizes(o, graph->num_gpus())) {
-                CollectiveRequest req;
-                req.op = o.op;
-                req.bytes = bytes;
-                req.root = o.root;
-                req.algorithm = o.algorithm;
-                req.protocol = o.protocol;
-                probe.collectives().plan(req);
-              }
-            }
-            SweepStats stats;
-            const auto rows = run_collective_sweep(graph, o, &stats);
-            if (a->json) {
-              std::ostringstream body;
-              print_sweep_json(body, o, rows);
-              nlohmann::json doc = nlohmann::json::parse(body.str());
-              if (a->stats) {
-                doc["stats"] = {{"events", stats.events},
-                                {"flows", stats.flows},
-                                {"rate_recomputations", stats.settles},
-                                {"graph_build_s", build_s},
-                                {"wall_s", stats.wall_s},
-                                {"events_per_s", stats.wall_s > 0 ? double(stats.events) / stats.wall_s : 0.0}};
-              }
-              std::cout << doc.dump(2) << "\n";
-              return 0;
-            }
-            std::cout << "# cluster: " << describe_cluster(*graph) << "\n";
-            print_sweep_table(std::cout, o, graph->num_gpus(), rows);
-            if (a->stats) {
-              std::cout << "# stats: events " << stats.events << ", flows " << stats.flows << ", rate recomputations "
-                        << stats.settles << ", graph build " << build_s << " s, simulation " << stats.wall_s << " s, "
-                        << (stats.wall_s > 0 ? double(stats.events) / stats.wall_s : 0.0) << " events/s\n";
-            }
-            return 0;
-          }};
+        const Catalogs catalogs = load_catalogs(env.data_dir);
+        const ClusterSpec cluster = resolve_cluster(a->cluster, catalogs);
+        const auto t0 = std::chrono::steady_clock::now();
+        const auto graph = build_cluster_graph(cluster, a->cluster);
+        const double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (o.root < 0 || o.root >= graph->num_gpus())
+          throw InputError("command line", "--root",
+                           "root must be a rank 0.." + std::to_string(graph->num_gpus() - 1));
+        // Validate every size up front (algorithm/protocol availability), so nothing is printed
+        // before a bad-input error.
+        {
+          Simulation probe(graph, o.simulation);
+          for (double bytes : sweep_sizes(o, graph->num_gpus())) {
+            CollectiveRequest req;
+            req.op = o.op;
+            req.bytes = bytes;
+            req.root = o.root;
+            req.algorithm = o.algorithm;
+            req.protocol = o.protocol;
+            probe.collectives().plan(req);
+          }
+        }
+        SweepStats stats;
+        const auto rows = run_collective_sweep(graph, o, &stats);
+        if (a->json) {
+          std::ostringstream body;
+          print_sweep_json(body, o, rows);
+          nlohmann::json doc = nlohmann::json::parse(body.str());
+          if (a->stats) {
+            doc["stats"] = {{"events", stats.events},
+                            {"flows", stats.flows},
+                            {"rate_recomputations", stats.settles},
+                            {"graph_build_s", build_s},
+                            {"wall_s", stats.wall_s},
+                            {"events_per_s", stats.wall_s > 0 ? double(stats.events) / stats.wall_s : 0.0}};
+          }
+          std::cout << doc.dump(2) << "\n";
+          return 0;
+        }
+        std::cout << "# cluster: " << describe_cluster(*graph) << "\n";
+        print_sweep_table(std::cout, o, graph->num_gpus(), rows);
+        if (a->stats) {
+          std::cout << "# stats: events " << stats.events << ", flows " << stats.flows
+                    << ", rate recomputations " << stats.settles << ", graph build " << build_s
+                    << " s, simulation " << stats.wall_s << " s, "
+                    << (stats.wall_s > 0 ? double(stats.events) / stats.wall_s : 0.0) << " events/s\n";
+        }
+        return 0;
+      }};
 }
 
 }  // namespace simrun::cli

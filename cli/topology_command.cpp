@@ -1,17 +1,15 @@
 // `simrun topology SCENARIO.json [--dot FILE] [--json]`: the cluster graph of a scenario (or of
 // --gpu/--gpus/--fabric flags): element counts per kind and tier, bisection bandwidth, per-GPU
 // injection bandwidth; Graphviz DOT for small clusters.
-#include "cluster_options.hpp"
-#include "command.hpp"
-
-#include "simrun/common/error.hpp"
-
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cluster_options.hpp"
+#include "command.hpp"
+#include "simrun/common/error.hpp"
 
 namespace simrun::cli {
 namespace {
@@ -32,7 +30,8 @@ std::string tier_name(size_t tier, size_t tiers) {
 
 Command add_topology_command(CLI::App& root, const CliEnv& env) {
   auto a = std::make_shared<TopologyArgs>();
-  CLI::App* cmd = root.add_subcommand("topology", "Summarise the cluster graph of a scenario (counts, bisection, DOT)");
+  CLI::App* cmd =
+      root.add_subcommand("topology", "Summarise the cluster graph of a scenario (counts, bisection, DOT)");
   cmd->add_option("scenario", a->cluster.scenario, "Scenario JSON file (or give --gpu/--gpus/--fabric)");
   add_cluster_options(*cmd, a->cluster);
   cmd->add_option("--dot", a->dot, "Write the graph as Graphviz DOT to this file (small clusters)");
@@ -46,7 +45,8 @@ Command add_topology_command(CLI::App& root, const CliEnv& env) {
               if (graph->vertices().size() > kMaxDotVertices)
                 throw InputError("command line", "--dot",
                                  "the cluster has " + std::to_string(graph->vertices().size()) +
-                                     " vertices; DOT output is for clusters up to " + std::to_string(kMaxDotVertices));
+                                     " vertices; DOT output is for clusters up to " +
+                                     std::to_string(kMaxDotVertices));
               std::ofstream out(a->dot);
               if (!out) throw InputError("command line", "--dot", "cannot write '" + a->dot + "'");
               graph->write_dot(out, kMaxDotVertices);
@@ -74,7 +74,8 @@ Command add_topology_command(CLI::App& root, const CliEnv& env) {
             };
             auto gbps = [](double b) {
               char buf[64];
-              std::snprintf(buf, sizeof buf, b >= 1e12 ? "%.1f TB/s" : "%.1f GB/s", b >= 1e12 ? b / 1e12 : b / 1e9);
+              std::snprintf(buf, sizeof buf, b >= 1e12 ? "%.1f TB/s" : "%.1f GB/s",
+                            b >= 1e12 ? b / 1e12 : b / 1e9);
               return std::string(buf);
             };
             std::printf("# cluster: %s\n", describe_cluster(*graph).c_str());
@@ -83,19 +84,23 @@ Command add_topology_command(CLI::App& root, const CliEnv& env) {
             const char* kind = cluster.gpu.scale_up_kind == ScaleUpKind::nvswitch ? "NVSwitch"
                                : cluster.gpu.scale_up_kind == ScaleUpKind::mesh   ? "full mesh"
                                : cluster.gpu.scale_up_kind == ScaleUpKind::bridge ? "bridge pairs + PCIe"
-                                                                                   : "PCIe";
+                                                                                  : "PCIe";
             row("scale-up domains", std::to_string(s.scale_up_domains) + " x " +
                                         std::to_string(graph->gpus_per_domain()) + " GPUs (" + kind + ")");
-            if (s.nvswitches > 0) row("NVSwitch vertices", std::to_string(s.nvswitches) + " (one per domain)");
+            if (s.nvswitches > 0)
+              row("NVSwitch vertices", std::to_string(s.nvswitches) + " (one per domain)");
             row("NICs", std::to_string(s.nics));
             for (size_t t = 0; t < s.switches_per_tier.size(); ++t)
               row(tier_name(t, s.switches_per_tier.size()), std::to_string(s.switches_per_tier[t]));
             row("switch-to-switch cables (bundles)", std::to_string(s.fabric_links));
             row("directed links", std::to_string(s.directed_links));
-            if (s.scale_up_domains > 1) row("bisection bandwidth (fabric)", gbps(s.bisection_bytes_per_s) + " per direction");
-            row("bisection of one scale-up domain", gbps(s.scale_up_bisection_bytes_per_s) + " per direction");
+            if (s.scale_up_domains > 1)
+              row("bisection bandwidth (fabric)", gbps(s.bisection_bytes_per_s) + " per direction");
+            row("bisection of one scale-up domain",
+                gbps(s.scale_up_bisection_bytes_per_s) + " per direction");
             row("per-GPU injection, scale-up", gbps(s.injection_scale_up_bytes_per_s) + " per direction");
-            if (s.scale_up_domains > 1) row("per-GPU injection, scale-out", gbps(s.injection_scale_out_bytes_per_s) + " per direction");
+            if (s.scale_up_domains > 1)
+              row("per-GPU injection, scale-out", gbps(s.injection_scale_out_bytes_per_s) + " per direction");
             if (!a->dot.empty()) row("DOT written to", a->dot);
             return 0;
           }};

@@ -7,16 +7,15 @@
 // whose rings use the same links form one channel group (one coupled flow). Trees are NCCL's
 // double binary tree over domains (ncclGetDtree: tree 1 mirrors tree 0 for an even count, shifts
 // it for an odd one) with a chain through each domain's GPUs; half the channels use each tree.
-#include "collective_plan.hpp"
-
-#include "simrun/common/error.hpp"
-
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <functional>
+#include <map>
 #include <numeric>
 #include <random>
+
+#include "collective_plan.hpp"
+#include "simrun/common/error.hpp"
 
 namespace simrun::detail {
 
@@ -28,7 +27,7 @@ struct Domain {
 };
 
 struct Entry {
-  size_t pos = 0;    // position in Domain::members
+  size_t pos = 0;  // position in Domain::members
   int32_t rail = 0;
 };
 
@@ -118,8 +117,13 @@ int64_t tree_depth(int64_t n, int t) {
 class Planner {
  public:
   explicit Planner(const PlanContext& ctx)
-      : m_ctx(ctx), m_g(ctx.graph), m_shape(ctx.shape), m_algo(ctx.choice.algorithm), m_proto(ctx.choice.protocol),
-        m_channels(std::max(1, ctx.choice.channels)), m_domains(domains_of(ctx.graph, ctx.ranks)),
+      : m_ctx(ctx),
+        m_g(ctx.graph),
+        m_shape(ctx.shape),
+        m_algo(ctx.choice.algorithm),
+        m_proto(ctx.choice.protocol),
+        m_channels(std::max(1, ctx.choice.channels)),
+        m_domains(domains_of(ctx.graph, ctx.ranks)),
         m_n(int64_t(ctx.ranks.size())) {
     const bool no_lat = ctx.model.latency == LatencyModel::none;
     m_intra_us = no_lat ? 0.0 : CollectiveTuner::intra_step_us(m_algo, m_proto, m_shape);
@@ -135,14 +139,22 @@ class Planner {
 
   CollectivePlan plan() {
     switch (m_algo) {
-      case Algorithm::ring: return ring();
-      case Algorithm::tree: return tree();
-      case Algorithm::nvls: return nvls();
-      case Algorithm::nvls_tree: return nvls_tree();
-      case Algorithm::pat: return pat();
-      case Algorithm::hierarchical: return hierarchical();
-      case Algorithm::p2p: return m_ctx.op == CollectiveOp::all_to_all ? all_to_all() : send_recv();
-      default: SIMRUN_ASSERT(false, std::string("no flow plan for ") + to_string(m_algo));
+      case Algorithm::ring:
+        return ring();
+      case Algorithm::tree:
+        return tree();
+      case Algorithm::nvls:
+        return nvls();
+      case Algorithm::nvls_tree:
+        return nvls_tree();
+      case Algorithm::pat:
+        return pat();
+      case Algorithm::hierarchical:
+        return hierarchical();
+      case Algorithm::p2p:
+        return m_ctx.op == CollectiveOp::all_to_all ? all_to_all() : send_recv();
+      default:
+        SIMRUN_ASSERT(false, std::string("no flow plan for ") + to_string(m_algo));
     }
     return {};
   }
@@ -269,8 +281,10 @@ class Planner {
     const bool chain = m_ctx.op == CollectiveOp::broadcast || m_ctx.op == CollectiveOp::reduce;
     const bool per_step = m_ctx.model.decomposition == Decomposition::per_step && !chain && m_n > 1;
     const double wire = wire_factor();
-    if (per_step) plan.phases.resize(size_t(steps));
-    else plan.phases.resize(1);
+    if (per_step)
+      plan.phases.resize(size_t(steps));
+    else
+      plan.phases.resize(1);
     plan.phases[0].delay = m_base;
     for (const auto& [group, g] : groups) {
       const double group_bytes = m_ctx.bytes * double(g) / double(m_channels);
@@ -303,8 +317,8 @@ class Planner {
         }
       }
       const double alpha_inter = inter_edges > 0 ? alpha_inter_sum / double(inter_edges) : m_inter_us;
-      double fill_us = chain ? alpha_chain
-                             : double(steps - inter_steps) * m_intra_us + double(inter_steps) * alpha_inter;
+      double fill_us =
+          chain ? alpha_chain : double(steps - inter_steps) * m_intra_us + double(inter_steps) * alpha_inter;
       FlowPlan f;
       f.links = m_ctx.weights->take();
       f.bytes = group_bytes * edge_fraction;
@@ -403,17 +417,26 @@ class Planner {
     const double n = double(members.size());
     double up = 1, down = 1;
     switch (m_ctx.op) {
-      case CollectiveOp::all_reduce: up = down = (n + 1) / n; break;
-      case CollectiveOp::all_gather: up = 1 / n; down = (n - 1) / n; break;
-      default: up = 1; down = 1 / n; break;  // reduce_scatter
+      case CollectiveOp::all_reduce:
+        up = down = (n + 1) / n;
+        break;
+      case CollectiveOp::all_gather:
+        up = 1 / n;
+        down = (n - 1) / n;
+        break;
+      default:
+        up = 1;
+        down = 1 / n;
+        break;  // reduce_scatter
     }
     if (members.size() > 1) add_nvls_links(members, up, down);
     FlowPlan f;
     f.links = m_ctx.weights->take();
     f.bytes = m_ctx.bytes;
-    f.latency = m_ctx.model.latency == LatencyModel::none
-                    ? TimeNs{}
-                    : us(CollectiveTuner::hw_latency_us(CollectiveTuner::Hw::nvlink, Algorithm::nvls, m_proto));
+    f.latency =
+        m_ctx.model.latency == LatencyModel::none
+            ? TimeNs{}
+            : us(CollectiveTuner::hw_latency_us(CollectiveTuner::Hw::nvlink, Algorithm::nvls, m_proto));
     plan.phases[0].flows.push_back(std::move(f));
     return plan;
   }
@@ -449,10 +472,11 @@ class Planner {
     f.links = m_ctx.weights->take();
     f.bytes = m_ctx.bytes;
     const double depth = double(std::max(tree_depth(d, 0), tree_depth(d, 1)));
-    f.latency = m_ctx.model.latency == LatencyModel::none
-                    ? TimeNs{}
-                    : us(CollectiveTuner::hw_latency_us(CollectiveTuner::Hw::nvlink, Algorithm::nvls_tree, m_proto) +
-                         2.0 * depth * alpha_inter);
+    f.latency =
+        m_ctx.model.latency == LatencyModel::none
+            ? TimeNs{}
+            : us(CollectiveTuner::hw_latency_us(CollectiveTuner::Hw::nvlink, Algorithm::nvls_tree, m_proto) +
+                 2.0 * depth * alpha_inter);
     plan.phases[0].flows.push_back(std::move(f));
     return plan;
   }
@@ -628,7 +652,8 @@ class Planner {
 };
 
 // One directed Hamiltonian cycle over the arcs still free, by randomised depth-first search.
-bool hamiltonian_cycle(size_t p, std::vector<std::vector<char>>& free_arc, std::mt19937& rng, std::vector<int32_t>* succ) {
+bool hamiltonian_cycle(size_t p, std::vector<std::vector<char>>& free_arc, std::mt19937& rng,
+                       std::vector<int32_t>* succ) {
   std::vector<int32_t> path{0};
   std::vector<char> on_path(p, 0);
   on_path[0] = 1;

@@ -2,9 +2,9 @@
 // after `delay` and ends when all its flows have completed (a barrier); phases run in order.
 #pragma once
 
-#include "simrun/sim/collectives.hpp"
-
 #include <vector>
+
+#include "simrun/sim/collectives.hpp"
 
 namespace simrun::detail {
 

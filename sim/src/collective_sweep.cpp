@@ -1,14 +1,13 @@
 // nccl-tests-style sweep over message sizes, and its text/JSON output (ecosystem.md §2.3).
 #include "simrun/sim/collective_sweep.hpp"
 
-#include "simrun/common/error.hpp"
-
-#include <nlohmann/json.hpp>
-
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <ostream>
+
+#include "simrun/common/error.hpp"
 
 namespace simrun {
 
@@ -17,7 +16,8 @@ namespace {
 constexpr double kTypeBytes = 4;  // nccl-tests default type: float
 
 bool per_rank_count(CollectiveOp op) {
-  return op == CollectiveOp::all_gather || op == CollectiveOp::reduce_scatter || op == CollectiveOp::all_to_all;
+  return op == CollectiveOp::all_gather || op == CollectiveOp::reduce_scatter ||
+         op == CollectiveOp::all_to_all;
 }
 
 // nccl-tests getFloatStr: "%*.2f", then "%*.1f", "%*.0f", then exponent, whichever fits.
@@ -38,14 +38,17 @@ std::vector<double> sweep_sizes(const SweepOptions& o, int64_t ranks) {
     throw InputError("command line", "-b", "minimum size must be between 1 byte and 2^50 bytes");
   if (!(o.max_bytes >= 1) || o.max_bytes > kMaxCollectiveBytes)
     throw InputError("command line", "-e", "maximum size must be between 1 byte and 2^50 bytes");
-  if (o.max_bytes < o.min_bytes) throw InputError("command line", "-e", "maximum size is below the minimum (-b)");
-  if (!(o.factor > 1) || o.factor > 1024) throw InputError("command line", "-f", "step factor must be above 1 (e.g. 2)");
+  if (o.max_bytes < o.min_bytes)
+    throw InputError("command line", "-e", "maximum size is below the minimum (-b)");
+  if (!(o.factor > 1) || o.factor > 1024)
+    throw InputError("command line", "-f", "step factor must be above 1 (e.g. 2)");
   const double unit = kTypeBytes * (per_rank_count(o.op) ? double(ranks) : 1.0);
   std::vector<double> sizes;
   for (double s = o.min_bytes; s <= o.max_bytes * (1 + 1e-12); s *= o.factor) {
     const double rounded = std::max(1.0, std::floor(s / unit)) * unit;
     if (sizes.empty() || rounded != sizes.back()) sizes.push_back(rounded);
-    if (sizes.size() > 10000) throw InputError("command line", "-f", "more than 10000 sizes; use a larger step");
+    if (sizes.size() > 10000)
+      throw InputError("command line", "-f", "more than 10000 sizes; use a larger step");
   }
   return sizes;
 }
@@ -72,7 +75,8 @@ std::vector<SweepRow> run_collective_sweep(std::shared_ptr<const ClusterGraph> g
     row.bytes = bytes;
     row.count = int64_t(bytes / kTypeBytes / (per_rank_count(o.op) ? double(n) : 1.0));
     row.type = "float";
-    const bool reduces = o.op == CollectiveOp::all_reduce || o.op == CollectiveOp::reduce_scatter || o.op == CollectiveOp::reduce;
+    const bool reduces = o.op == CollectiveOp::all_reduce || o.op == CollectiveOp::reduce_scatter ||
+                         o.op == CollectiveOp::reduce;
     row.redop = reduces ? "sum" : "none";
     row.root = (o.op == CollectiveOp::broadcast || o.op == CollectiveOp::reduce) ? o.root : -1;
     row.time_us = result->seconds() * 1e6;
@@ -92,25 +96,28 @@ std::vector<SweepRow> run_collective_sweep(std::shared_ptr<const ClusterGraph> g
   return rows;
 }
 
-void print_sweep_table(std::ostream& out, const SweepOptions& o, int64_t ranks, const std::vector<SweepRow>& rows) {
+void print_sweep_table(std::ostream& out, const SweepOptions& o, int64_t ranks,
+                       const std::vector<SweepRow>& rows) {
   char line[512];
   out << "# simrun collective: " << to_string(o.op) << " over " << ranks << " ranks (simulated)\n#\n";
-  std::snprintf(line, sizeof line, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %-8s  %-6s\n", "size", "count", "type",
-                "redop", "root", "time", "algbw", "busbw", "algo", "proto");
+  std::snprintf(line, sizeof line, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %-8s  %-6s\n", "size",
+                "count", "type", "redop", "root", "time", "algbw", "busbw", "algo", "proto");
   out << line;
-  std::snprintf(line, sizeof line, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %-8s  %-6s\n", "(B)", "(elements)", "",
-                "", "", "(us)", "(GB/s)", "(GB/s)", "", "");
+  std::snprintf(line, sizeof line, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %-8s  %-6s\n", "(B)",
+                "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "");
   out << line;
   double sum_busbw = 0;
   for (const SweepRow& r : rows) {
     std::snprintf(line, sizeof line, "%12.0f  %12lld  %8s  %6s  %6lld  %7s  %6s  %6s  %-8s  %-6s\n", r.bytes,
-                  static_cast<long long>(r.count), r.type.c_str(), r.redop.c_str(), static_cast<long long>(r.root),
-                  float_str(r.time_us, 7).c_str(), float_str(r.algbw_GBps, 6).c_str(),
-                  float_str(r.busbw_GBps, 6).c_str(), to_string(r.algorithm), to_string(r.protocol));
+                  static_cast<long long>(r.count), r.type.c_str(), r.redop.c_str(),
+                  static_cast<long long>(r.root), float_str(r.time_us, 7).c_str(),
+                  float_str(r.algbw_GBps, 6).c_str(), float_str(r.busbw_GBps, 6).c_str(),
+                  to_string(r.algorithm), to_string(r.protocol));
     out << line;
     sum_busbw += r.busbw_GBps;
   }
-  std::snprintf(line, sizeof line, "# %-20s : %g \n", "Avg bus bandwidth", rows.empty() ? 0.0 : sum_busbw / double(rows.size()));
+  std::snprintf(line, sizeof line, "# %-20s : %g \n", "Avg bus bandwidth",
+                rows.empty() ? 0.0 : sum_busbw / double(rows.size()));
   out << line << "#\n";
 }
 

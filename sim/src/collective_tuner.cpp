@@ -5,12 +5,12 @@
 // search").
 #include "simrun/sim/collective_tuner.hpp"
 
-#include "simrun/common/error.hpp"
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <limits>
+
+#include "simrun/common/error.hpp"
 
 namespace simrun {
 
@@ -20,7 +20,7 @@ constexpr int LL = 0, LL128 = 1, SIMPLE = 2;
 constexpr int TREE = 0, RING = 1, NVLS = 4, NVLS_TREE = 5, PAT = 6;
 
 // baseLatencies (µs) [algo][LL, LL128, Simple]
-constexpr double kBaseLat[7][3] = {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0},
+constexpr double kBaseLat[7][3] = {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0},      {0, 0, 0},
                                    {0, 0, 0},        {0, 0, 0},        {8.0, 8.0, 8.0}};
 // hwLatencies (µs per step/hop) [hw NVLINK, PCI, NET][algo][proto]
 constexpr double kHwLat[3][7][3] = {
@@ -28,11 +28,15 @@ constexpr double kHwLat[3][7][3] = {
     {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 3.7}, {0, 0, 2.8}, {0, 0, 0}, {0, 0, 0}, {0, 0, 4.0}},
     {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 31}, {0, 0, 30}, {0, 0, 18}, {0, 0, 20.9}, {0, 0, 14}}};
 // llMaxBws (GB/s) [row][N1, N2, N4]
-constexpr double kLlMaxBw[4][3] = {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282.0, 90.0, 70.0}};
+constexpr double kLlMaxBw[4][3] = {
+    {39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282.0, 90.0, 70.0}};
 constexpr double kPerChMaxRingLL128Bw[4][3] = {{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 36.7}, {40, 40, 40}};
-constexpr double kPerChMaxTreeLL128Bw[4][3] = {{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}};
-constexpr double kPerChMaxTreeBw[4][3] = {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}};
-constexpr double kPerChMaxNVLSTreeBw[4][3] = {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {0.0, 57.7, 45.5}, {0.0, 96.0, 80.0}};
+constexpr double kPerChMaxTreeLL128Bw[4][3] = {
+    {20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}};
+constexpr double kPerChMaxTreeBw[4][3] = {
+    {26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}};
+constexpr double kPerChMaxNVLSTreeBw[4][3] = {
+    {26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {0.0, 57.7, 45.5}, {0.0, 96.0, 80.0}};
 constexpr double kNvlsEfficiency[4] = {0.0, 0.0, 0.85, 0.74};
 // treeCorrectionFactor [proto][log2(nBytes/64)]
 constexpr double kTreeCorrection[3][24] = {
@@ -67,37 +71,56 @@ int node_index(const GroupShape& s) { return s.nodes <= 2 ? int(s.nodes - 1) : 2
 
 const char* to_string(CollectiveOp op) {
   switch (op) {
-    case CollectiveOp::all_reduce: return "all_reduce";
-    case CollectiveOp::all_gather: return "all_gather";
-    case CollectiveOp::reduce_scatter: return "reduce_scatter";
-    case CollectiveOp::broadcast: return "broadcast";
-    case CollectiveOp::reduce: return "reduce";
-    case CollectiveOp::all_to_all: return "alltoall";
-    case CollectiveOp::send_recv: return "sendrecv";
+    case CollectiveOp::all_reduce:
+      return "all_reduce";
+    case CollectiveOp::all_gather:
+      return "all_gather";
+    case CollectiveOp::reduce_scatter:
+      return "reduce_scatter";
+    case CollectiveOp::broadcast:
+      return "broadcast";
+    case CollectiveOp::reduce:
+      return "reduce";
+    case CollectiveOp::all_to_all:
+      return "alltoall";
+    case CollectiveOp::send_recv:
+      return "sendrecv";
   }
   return "?";
 }
 
 const char* to_string(Algorithm a) {
   switch (a) {
-    case Algorithm::tree: return "Tree";
-    case Algorithm::ring: return "Ring";
-    case Algorithm::collnet_direct: return "CollNetDirect";
-    case Algorithm::collnet_chain: return "CollNetChain";
-    case Algorithm::nvls: return "NVLS";
-    case Algorithm::nvls_tree: return "NVLSTree";
-    case Algorithm::pat: return "PAT";
-    case Algorithm::hierarchical: return "Hierarchical";
-    case Algorithm::p2p: return "P2P";
+    case Algorithm::tree:
+      return "Tree";
+    case Algorithm::ring:
+      return "Ring";
+    case Algorithm::collnet_direct:
+      return "CollNetDirect";
+    case Algorithm::collnet_chain:
+      return "CollNetChain";
+    case Algorithm::nvls:
+      return "NVLS";
+    case Algorithm::nvls_tree:
+      return "NVLSTree";
+    case Algorithm::pat:
+      return "PAT";
+    case Algorithm::hierarchical:
+      return "Hierarchical";
+    case Algorithm::p2p:
+      return "P2P";
   }
   return "?";
 }
 
 const char* to_string(Protocol p) {
   switch (p) {
-    case Protocol::ll: return "LL";
-    case Protocol::ll128: return "LL128";
-    case Protocol::simple: return "Simple";
+    case Protocol::ll:
+      return "LL";
+    case Protocol::ll128:
+      return "LL128";
+    case Protocol::simple:
+      return "Simple";
   }
   return "?";
 }
@@ -158,10 +181,14 @@ int compute_capability_index(const GpuSpec& gpu) {
 double scale_up_efficiency(const GpuSpec& gpu) {
   if (gpu.scale_up_kind == ScaleUpKind::pcie) return 0.75;  // NCCL Gen4 x16 = 24 of ~31.5 GB/s (topo.cc)
   switch (compute_capability_index(gpu)) {
-    case 0: return 20.0 / 25.0;   // SM70: 20.0 GB/s per 25 GB/s NVLink 2
-    case 1: return 20.0 / 25.0;   // SM80: 20.0 per 25 GB/s NVLink 3 link
-    case 2: return 20.6 / 25.0;   // SM90: 20.6 per 25 GB/s NVLink 4 link
-    default: return 40.1 / 50.0;  // SM100: 40.1 per 50 GB/s NVLink 5 link
+    case 0:
+      return 20.0 / 25.0;  // SM70: 20.0 GB/s per 25 GB/s NVLink 2
+    case 1:
+      return 20.0 / 25.0;  // SM80: 20.0 per 25 GB/s NVLink 3 link
+    case 2:
+      return 20.6 / 25.0;  // SM90: 20.6 per 25 GB/s NVLink 4 link
+    default:
+      return 40.1 / 50.0;  // SM100: 40.1 per 50 GB/s NVLink 5 link
   }
 }
 
@@ -200,14 +227,18 @@ double CollectiveTuner::inter_step_us(Algorithm algo, Protocol proto, const Grou
 
 double CollectiveTuner::protocol_efficiency(Protocol proto) {
   switch (proto) {
-    case Protocol::ll: return 0.5;
-    case Protocol::ll128: return 0.92;  // NCCL's 120/128 factor as written in tuning.cc
-    case Protocol::simple: return 1.0;
+    case Protocol::ll:
+      return 0.5;
+    case Protocol::ll128:
+      return 0.92;  // NCCL's 120/128 factor as written in tuning.cc
+    case Protocol::simple:
+      return 1.0;
   }
   return 1.0;
 }
 
-double CollectiveTuner::protocol_busbw_cap(Algorithm algo, Protocol proto, const GroupShape& shape, int channels) {
+double CollectiveTuner::protocol_busbw_cap(Algorithm algo, Protocol proto, const GroupShape& shape,
+                                           int channels) {
   const int idx = node_index(shape);
   const int cc = std::clamp(shape.cc_index, 0, 3);
   const int row = shape.nodes == 1 ? cc : 0;  // multi-node: CPU vendor row (Intel/ARM = 0)
@@ -223,7 +254,8 @@ double CollectiveTuner::protocol_busbw_cap(Algorithm algo, Protocol proto, const
   return std::numeric_limits<double>::infinity();
 }
 
-std::optional<std::string> CollectiveTuner::unsupported(CollectiveOp op, Algorithm algo, const GroupShape& s) {
+std::optional<std::string> CollectiveTuner::unsupported(CollectiveOp op, Algorithm algo,
+                                                        const GroupShape& s) {
   const bool p2p_op = op == CollectiveOp::all_to_all || op == CollectiveOp::send_recv;
   if (p2p_op) {
     if (algo != Algorithm::p2p)
@@ -236,34 +268,47 @@ std::optional<std::string> CollectiveTuner::unsupported(CollectiveOp op, Algorit
     case Algorithm::ring:
       return std::nullopt;
     case Algorithm::tree:
-      if (op != CollectiveOp::all_reduce) return std::string("NCCL runs Tree only for all_reduce, not ") + to_string(op);
+      if (op != CollectiveOp::all_reduce)
+        return std::string("NCCL runs Tree only for all_reduce, not ") + to_string(op);
       return std::nullopt;
     case Algorithm::collnet_direct:
     case Algorithm::collnet_chain:
       return std::string(to_string(algo)) +
-             " needs in-network reduction (IB SHARP, NCCL_COLLNET_ENABLE=1), which the fabric catalog does not describe";
+             " needs in-network reduction (IB SHARP, NCCL_COLLNET_ENABLE=1), which the fabric catalog does "
+             "not describe";
     case Algorithm::nvls:
-      if (!s.nvls) return "NVLS needs NVSwitch in-switch reduction (NVLink SHARP, NVSwitch gen 3+, Hopper or later)";
-      if (op != CollectiveOp::all_reduce && op != CollectiveOp::all_gather && op != CollectiveOp::reduce_scatter)
-        return std::string("NCCL runs NVLS only for all_reduce, all_gather and reduce_scatter, not ") + to_string(op);
-      if (s.nodes > 1) return "multi-node NVLS needs CollNet (IB SHARP); use NVLSTree for all_reduce across nodes";
+      if (!s.nvls)
+        return "NVLS needs NVSwitch in-switch reduction (NVLink SHARP, NVSwitch gen 3+, Hopper or later)";
+      if (op != CollectiveOp::all_reduce && op != CollectiveOp::all_gather &&
+          op != CollectiveOp::reduce_scatter)
+        return std::string("NCCL runs NVLS only for all_reduce, all_gather and reduce_scatter, not ") +
+               to_string(op);
+      if (s.nodes > 1)
+        return "multi-node NVLS needs CollNet (IB SHARP); use NVLSTree for all_reduce across nodes";
       if (op != CollectiveOp::all_reduce && s.ranks_per_node > 32)
         return "NVLS all_gather/reduce_scatter supports at most 32 local ranks (NCCL_MAX_NVLS_ARITY)";
       return std::nullopt;
     case Algorithm::nvls_tree:
-      if (!s.nvls) return "NVLSTree needs NVSwitch in-switch reduction (NVLink SHARP, NVSwitch gen 3+, Hopper or later)";
-      if (op != CollectiveOp::all_reduce) return std::string("NCCL runs NVLSTree only for all_reduce, not ") + to_string(op);
+      if (!s.nvls)
+        return "NVLSTree needs NVSwitch in-switch reduction (NVLink SHARP, NVSwitch gen 3+, Hopper or later)";
+      if (op != CollectiveOp::all_reduce)
+        return std::string("NCCL runs NVLSTree only for all_reduce, not ") + to_string(op);
       if (s.nodes == 1) return "NVLSTree is disabled on a single node (NCCL); use NVLS";
       return std::nullopt;
     case Algorithm::pat:
       if (op != CollectiveOp::all_gather && op != CollectiveOp::reduce_scatter)
         return std::string("PAT runs only all_gather and reduce_scatter, not ") + to_string(op);
-      if (s.ranks_per_node != 1 || s.nodes != s.ranks) return "PAT needs one GPU per node (NCCL enables it only then)";
+      if (s.ranks_per_node != 1 || s.nodes != s.ranks)
+        return "PAT needs one GPU per node (NCCL enables it only then)";
       return std::nullopt;
     case Algorithm::hierarchical:
-      if (op != CollectiveOp::all_reduce && op != CollectiveOp::all_gather && op != CollectiveOp::reduce_scatter)
-        return std::string("the hierarchical form exists for all_reduce, all_gather and reduce_scatter, not ") + to_string(op);
-      if (s.nodes < 2 || s.ranks_per_node < 2) return "the hierarchical form needs several nodes with several GPUs each";
+      if (op != CollectiveOp::all_reduce && op != CollectiveOp::all_gather &&
+          op != CollectiveOp::reduce_scatter)
+        return std::string(
+                   "the hierarchical form exists for all_reduce, all_gather and reduce_scatter, not ") +
+               to_string(op);
+      if (s.nodes < 2 || s.ranks_per_node < 2)
+        return "the hierarchical form needs several nodes with several GPUs each";
       return std::nullopt;
   }
   return std::nullopt;
@@ -272,12 +317,15 @@ std::optional<std::string> CollectiveTuner::unsupported(CollectiveOp op, Algorit
 std::optional<std::string> CollectiveTuner::unsupported(CollectiveOp op, Algorithm algo, Protocol proto,
                                                         const GroupShape& s) {
   if (auto why = unsupported(op, algo, s)) return why;
-  if ((algo == Algorithm::nvls || algo == Algorithm::nvls_tree || algo == Algorithm::pat) && proto != Protocol::simple)
+  if ((algo == Algorithm::nvls || algo == Algorithm::nvls_tree || algo == Algorithm::pat) &&
+      proto != Protocol::simple)
     return std::string(to_string(algo)) + " runs only with the Simple protocol";
-  if (algo == Algorithm::hierarchical && proto != Protocol::simple) return "the hierarchical form runs with Simple";
+  if (algo == Algorithm::hierarchical && proto != Protocol::simple)
+    return "the hierarchical form runs with Simple";
   if (proto == Protocol::ll128 && (s.pcie_only || s.cc_index < 1))
     return "LL128 needs NVLink between GPUs (NCCL enables it only on NVLink paths, cc >= 7.0)";
-  if (algo == Algorithm::p2p && proto == Protocol::ll128) return "send/recv uses LL (small) or Simple, not LL128";
+  if (algo == Algorithm::p2p && proto == Protocol::ll128)
+    return "send/recv uses LL (small) or Simple, not LL128";
   return std::nullopt;
 }
 
@@ -294,8 +342,9 @@ std::vector<CostEntry> CollectiveTuner::cost_table(CollectiveOp op, const GroupS
   const int64_t nsteps = ar ? 2 * (n - 1) : (agrs ? n - 1 : n);
   const double ring_bw = s.nodes == 1 ? intra : (s.ranks_per_node == 1 ? inter : std::min(intra, inter));
 
-  for (Algorithm algo : {Algorithm::tree, Algorithm::ring, Algorithm::collnet_direct, Algorithm::collnet_chain,
-                         Algorithm::nvls, Algorithm::nvls_tree, Algorithm::pat, Algorithm::hierarchical, Algorithm::p2p}) {
+  for (Algorithm algo :
+       {Algorithm::tree, Algorithm::ring, Algorithm::collnet_direct, Algorithm::collnet_chain,
+        Algorithm::nvls, Algorithm::nvls_tree, Algorithm::pat, Algorithm::hierarchical, Algorithm::p2p}) {
     for (Protocol proto : {Protocol::ll, Protocol::ll128, Protocol::simple}) {
       CostEntry e{algo, proto, 0, 0, -1, {}};
       if (auto why = unsupported(op, algo, proto, s)) {
@@ -317,14 +366,16 @@ std::vector<CostEntry> CollectiveTuner::cost_table(CollectiveOp op, const GroupS
         bus = s.nodes > 1 ? std::min(intra_bw, inter_bw) : intra_bw;
         if (algo == Algorithm::nvls_tree) bus = std::min(bus, double(nch) * kPerChMaxNVLSTreeBw[cc][idx]);
       }
-      if (algo == Algorithm::ring && proto == Protocol::ll) bus = std::min(kLlMaxBw[s.nodes == 1 ? cc : 0][idx], bus * 0.5);
+      if (algo == Algorithm::ring && proto == Protocol::ll)
+        bus = std::min(kLlMaxBw[s.nodes == 1 ? cc : 0][idx], bus * 0.5);
       if (algo == Algorithm::ring && proto == Protocol::ll128)
         bus = std::min(bus * 0.92, double(nch) * kPerChMaxRingLL128Bw[cc][idx]);
       if (algo == Algorithm::tree) {
         bus = std::min(bus * 0.92, double(nch) * kPerChMaxTreeBw[cc][idx]);
         if (proto == Protocol::ll) bus = std::min(bus / 3.8, kLlMaxBw[s.nodes == 1 ? cc : 0][idx]);
         if (proto == Protocol::ll128)
-          bus = std::min(bus * (s.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), double(nch) * kPerChMaxTreeLL128Bw[cc][idx]);
+          bus = std::min(bus * (s.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
+                         double(nch) * kPerChMaxTreeLL128Bw[cc][idx]);
       }
       if (algo == Algorithm::pat) bus *= 0.75;
       if (algo == Algorithm::p2p) {
@@ -343,7 +394,8 @@ std::vector<CostEntry> CollectiveTuner::cost_table(CollectiveOp op, const GroupS
         case Algorithm::ring:
         case Algorithm::hierarchical:
           if (op == CollectiveOp::broadcast || op == CollectiveOp::reduce) {
-            lat += double(nsteps) * hw_latency_us(hw, proto == Protocol::simple ? Algorithm::tree : Algorithm::ring, proto);
+            lat += double(nsteps) *
+                   hw_latency_us(hw, proto == Protocol::simple ? Algorithm::tree : Algorithm::ring, proto);
           } else {
             const int64_t inter_steps = s.nodes == 1 ? 0 : (ar ? 2 * (s.nodes - 1) : s.nodes - 1);
             lat += double(nsteps - inter_steps) * intra_lat + double(inter_steps) * inter_lat;
@@ -372,11 +424,13 @@ std::vector<CostEntry> CollectiveTuner::cost_table(CollectiveOp op, const GroupS
       // Time (§1.5).
       double bw = e.algbw_GBps;
       const int log_size = log2i(int64_t(bytes) >> 6);
-      if (algo == Algorithm::tree && ar && int64_t(bytes) >= 64 && log_size < 23) bw *= kTreeCorrection[p][log_size];
+      if (algo == Algorithm::tree && ar && int64_t(bytes) >= 64 && log_size < 23)
+        bw *= kTreeCorrection[p][log_size];
       if (algo == Algorithm::ring && proto == Protocol::simple && s.nodes > 1 && ar &&
           bytes / (double(nch) * double(n)) >= 64)
         lat *= cc < 1 ? 1.9 : 1.4;
-      if (algo == Algorithm::hierarchical) e.why_disabled = "not an NCCL algorithm: only on request (--algo hierarchical)";
+      if (algo == Algorithm::hierarchical)
+        e.why_disabled = "not an NCCL algorithm: only on request (--algo hierarchical)";
       e.time_us = bw > 0 ? lat + bytes / (1000.0 * bw) : -1;
       table.push_back(e);
     }
@@ -384,7 +438,8 @@ std::vector<CostEntry> CollectiveTuner::cost_table(CollectiveOp op, const GroupS
   return table;
 }
 
-int CollectiveTuner::channels_for(CollectiveOp op, Algorithm algo, Protocol proto, const GroupShape& s, double bytes) {
+int CollectiveTuner::channels_for(CollectiveOp op, Algorithm algo, Protocol proto, const GroupShape& s,
+                                  double bytes) {
   int nc = max_channels(s);
   if (algo == Algorithm::nvls || algo == Algorithm::nvls_tree) return nc;
   const int p = static_cast<int>(proto);
@@ -396,8 +451,8 @@ int CollectiveTuner::channels_for(CollectiveOp op, Algorithm algo, Protocol prot
   return nc;
 }
 
-TunerChoice CollectiveTuner::choose(CollectiveOp op, const GroupShape& s, double bytes, std::optional<Algorithm> algo,
-                                    std::optional<Protocol> proto) {
+TunerChoice CollectiveTuner::choose(CollectiveOp op, const GroupShape& s, double bytes,
+                                    std::optional<Algorithm> algo, std::optional<Protocol> proto) {
   if (algo) {
     if (auto why = unsupported(op, *algo, s)) throw InputError("command line", "--algo", *why);
   }
@@ -416,12 +471,18 @@ TunerChoice CollectiveTuner::choose(CollectiveOp op, const GroupShape& s, double
   }
   if (!best) {
     std::string why = "no algorithm/protocol can run " + std::string(to_string(op));
-    for (const CostEntry& e : table) {
-      if ((algo && e.algorithm != *algo) || (proto && e.protocol != *proto)) continue;
-      if (!e.why_disabled.empty()) {
+    // Prefer the reason of an algorithm that could run this op but not with this protocol.
+    for (int pass = 0; pass < 2; ++pass) {
+      bool found = false;
+      for (const CostEntry& e : table) {
+        if ((algo && e.algorithm != *algo) || (proto && e.protocol != *proto) || e.why_disabled.empty())
+          continue;
+        if (pass == 0 && unsupported(op, e.algorithm, s)) continue;
         why = e.why_disabled;
+        found = true;
         break;
       }
+      if (found) break;
     }
     throw InputError("command line", proto ? "--proto" : "--algo", why);
   }

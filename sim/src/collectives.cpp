@@ -2,27 +2,32 @@
 // channels, plans the flows (collective_algorithms.cpp) and runs the phases on the network.
 #include "simrun/sim/collectives.hpp"
 
-#include "collective_plan.hpp"
-#include "simrun/common/error.hpp"
-
 #include <algorithm>
 #include <map>
 #include <numeric>
 #include <set>
 #include <string>
 
+#include "collective_plan.hpp"
+#include "simrun/common/error.hpp"
+
 namespace simrun {
 
 double busbw_factor(CollectiveOp op, int64_t n) {
-  if (n <= 1) return op == CollectiveOp::broadcast || op == CollectiveOp::reduce || op == CollectiveOp::send_recv ? 1.0 : 0.0;
+  if (n <= 1)
+    return op == CollectiveOp::broadcast || op == CollectiveOp::reduce || op == CollectiveOp::send_recv ? 1.0
+                                                                                                        : 0.0;
   switch (op) {
-    case CollectiveOp::all_reduce: return 2.0 * double(n - 1) / double(n);
+    case CollectiveOp::all_reduce:
+      return 2.0 * double(n - 1) / double(n);
     case CollectiveOp::all_gather:
     case CollectiveOp::reduce_scatter:
-    case CollectiveOp::all_to_all: return double(n - 1) / double(n);
+    case CollectiveOp::all_to_all:
+      return double(n - 1) / double(n);
     case CollectiveOp::broadcast:
     case CollectiveOp::reduce:
-    case CollectiveOp::send_recv: return 1.0;
+    case CollectiveOp::send_recv:
+      return 1.0;
   }
   return 1.0;
 }
@@ -41,7 +46,8 @@ struct CollectiveRunner::Call {
   size_t outstanding = 0;
 };
 
-CollectiveRunner::CollectiveRunner(Engine& engine, Network& network, const ClusterGraph& graph, CollectiveModel model)
+CollectiveRunner::CollectiveRunner(Engine& engine, Network& network, const ClusterGraph& graph,
+                                   CollectiveModel model)
     : m_engine(engine), m_network(network), m_graph(graph), m_model(model) {
   SIMRUN_ASSERT(network.num_links() == graph.links().size(), "network and cluster graph disagree on links");
 }
@@ -57,9 +63,11 @@ std::vector<int64_t> CollectiveRunner::resolve(const std::vector<int64_t>& ranks
   std::set<int64_t> seen;
   for (int64_t r : out) {
     if (r < 0 || r >= m_graph.num_gpus())
-      throw InputError("collective", "ranks", "GPU " + std::to_string(r) + " is not in the cluster (0.." +
-                                                  std::to_string(m_graph.num_gpus() - 1) + ")");
-    if (!seen.insert(r).second) throw InputError("collective", "ranks", "GPU " + std::to_string(r) + " appears twice");
+      throw InputError("collective", "ranks",
+                       "GPU " + std::to_string(r) + " is not in the cluster (0.." +
+                           std::to_string(m_graph.num_gpus() - 1) + ")");
+    if (!seen.insert(r).second)
+      throw InputError("collective", "ranks", "GPU " + std::to_string(r) + " appears twice");
   }
   return out;
 }
@@ -119,21 +127,26 @@ const std::vector<std::vector<int32_t>>& CollectiveRunner::ring_cycles(int64_t m
 
 TunerChoice CollectiveRunner::plan(const CollectiveRequest& req) const {
   if (!(req.bytes > 0) || req.bytes > kMaxCollectiveBytes)
-    throw InputError("collective", "bytes", "size must be between 1 byte and 2^50 bytes (got " + std::to_string(req.bytes) + ")");
+    throw InputError("collective", "bytes",
+                     "size must be between 1 byte and 2^50 bytes (got " + std::to_string(req.bytes) + ")");
   const std::vector<int64_t> ranks = resolve(req.ranks);
   const int64_t n = int64_t(ranks.size());
   if (req.root < 0 || req.root >= n)
-    throw InputError("collective", "root", "root must be a rank of the group (0.." + std::to_string(n - 1) + ")");
+    throw InputError("collective", "root",
+                     "root must be a rank of the group (0.." + std::to_string(n - 1) + ")");
   constexpr int64_t kMaxAllToAllRanks = 8192;
   if (req.op == CollectiveOp::all_to_all && n > kMaxAllToAllRanks)
-    throw InputError("command line", "--gpus", "all_to_all is simulated pair by pair (n² transfers): at most " +
-                                                   std::to_string(kMaxAllToAllRanks) + " ranks");
+    throw InputError("command line", "--gpus",
+                     "all_to_all is simulated pair by pair (n² transfers): at most " +
+                         std::to_string(kMaxAllToAllRanks) + " ranks");
   const GroupShape s = shape(ranks);
   std::optional<Algorithm> algo = req.algorithm;
-  if (!algo && (req.op == CollectiveOp::all_to_all || req.op == CollectiveOp::send_recv)) algo = Algorithm::p2p;
+  if (!algo && (req.op == CollectiveOp::all_to_all || req.op == CollectiveOp::send_recv))
+    algo = Algorithm::p2p;
   TunerChoice c = CollectiveTuner::choose(req.op, s, req.bytes, algo, req.protocol);
   if (req.channels) {
-    if (*req.channels < 1 || *req.channels > 64) throw InputError("command line", "--channels", "must be 1..64");
+    if (*req.channels < 1 || *req.channels > 64)
+      throw InputError("command line", "--channels", "must be 1..64");
     c.channels = *req.channels;
   }
   return c;
@@ -156,9 +169,9 @@ void CollectiveRunner::run(const CollectiveRequest& req, DoneCallback on_done) {
     if (!m_weights) m_weights = std::make_unique<detail::LinkWeights>(m_graph.links().size());
     const GroupShape s = shape(req.ranks);
     const bool mesh = m_graph.spec().gpu.scale_up_kind == ScaleUpKind::mesh;
-    detail::PlanContext ctx{m_graph,  req.op, std::move(ranks), req.bytes,
-                            req.root, s,      choice,           m_model,
-                            m_weights.get(), mesh ? &ring_cycles(s.ranks_per_node) : nullptr};
+    detail::PlanContext ctx{
+        m_graph, req.op, std::move(ranks), req.bytes,       req.root,
+        s,       choice, m_model,          m_weights.get(), mesh ? &ring_cycles(s.ranks_per_node) : nullptr};
     call->plan = detail::build_plan(ctx);
   }
   start_phase(call, 0);

@@ -2,10 +2,10 @@
 // heap entries stay small; cancelled events are skipped when they reach the top.
 #include "simrun/sim/engine.hpp"
 
-#include "simrun/common/error.hpp"
-
 #include <algorithm>
 #include <string>
+
+#include "simrun/common/error.hpp"
 
 namespace simrun {
 

@@ -2,19 +2,19 @@
 // the rows describe their setups in prose ("8x A100 SXM (HGX, NVSwitch), 4x200Gb IB").
 #include "simrun/sim/nccl_reference.hpp"
 
-#include "simrun/sim/collective_sweep.hpp"
-
 #include <algorithm>
 #include <map>
 #include <memory>
+
+#include "simrun/sim/collective_sweep.hpp"
 
 namespace simrun {
 
 namespace {
 
-
 NcclReferenceSetup setup(std::string gpu, std::string fabric, int64_t gpus, int64_t gpn, int64_t nics,
-                         std::optional<Algorithm> algo, double max_bytes, std::string how, double divisor = 1) {
+                         std::optional<Algorithm> algo, double max_bytes, std::string how,
+                         double divisor = 1) {
   NcclReferenceSetup s;
   s.gpu_id = std::move(gpu);
   s.fabric_id = std::move(fabric);
@@ -41,7 +41,8 @@ const std::map<std::string, Mapping>& mappings() {
        {setup("a100-80gb", "ib-hdr", 8, 8, 8, std::nullopt, 8 * kGiB, "1 node x 8 a100-80gb"), ""}},
       {"a100_8gpu_hpe_apollo_allreduce",
        {std::nullopt,
-        "measured in nccl-tests thread mode (-t 8, one process driving 8 GPUs) up to 1 GB, which the row itself calls "
+        "measured in nccl-tests thread mode (-t 8, one process driving 8 GPUs) up to 1 GB, which the row "
+        "itself calls "
         "below peak; host-thread launch overhead is not in the catalog"}},
       {"dgxa100_multinode_allreduce_8x200",
        {setup("a100-80gb", "ib-hdr", 32, 8, 8, std::nullopt, 8 * kGiB,
@@ -56,18 +57,25 @@ const std::map<std::string, Mapping>& mappings() {
               "3 nodes x 8 a100-40gb, 4 x ib-hdr per node, -e 128M (where the row peaked)"),
         ""}},
       {"a100_2nodes_4x200_allreduce_a",
-       {setup("a100-80gb", "ib-hdr", 16, 8, 4, std::nullopt, 8 * kGiB, "2 nodes x 8 a100-80gb, 4 x ib-hdr per node"),
+       {setup("a100-80gb", "ib-hdr", 16, 8, 4, std::nullopt, 8 * kGiB,
+              "2 nodes x 8 a100-80gb, 4 x ib-hdr per node"),
         ""}},
       {"a100_2nodes_4x200_allreduce_b",
        {setup("a100-80gb", "ib-hdr", 16, 8, 4, std::nullopt, 8 * kGiB,
               "2 nodes x 8 a100-80gb, 4 x ib-hdr per node, -e 8G"),
         ""}},
       {"h100_8gpu_nvls_allreduce",
-       {setup("h100-sxm", "ib-ndr", 8, 8, 8, std::nullopt, 8 * kGiB, "1 node x 8 h100-sxm (tuner picks NVLS)"), ""}},
+       {setup("h100-sxm", "ib-ndr", 8, 8, 8, std::nullopt, 8 * kGiB,
+              "1 node x 8 h100-sxm (tuner picks NVLS)"),
+        ""}},
       {"h100_8gpu_ring_effective",
-       {setup("h100-sxm", "ib-ndr", 8, 8, 8, Algorithm::ring, 8 * kGiB, "1 node x 8 h100-sxm, NCCL_ALGO=Ring"), ""}},
+       {setup("h100-sxm", "ib-ndr", 8, 8, 8, Algorithm::ring, 8 * kGiB,
+              "1 node x 8 h100-sxm, NCCL_ALGO=Ring"),
+        ""}},
       {"h100_8gpu_allreduce_476",
-       {setup("h100-sxm", "ib-ndr", 8, 8, 8, std::nullopt, 8 * kGiB, "1 node x 8 h100-sxm (tuner picks NVLS)"), ""}},
+       {setup("h100-sxm", "ib-ndr", 8, 8, 8, std::nullopt, 8 * kGiB,
+              "1 node x 8 h100-sxm (tuner picks NVLS)"),
+        ""}},
       {"h100_ndr_per_nic",
        {setup("h100-sxm", "ib-ndr", 16, 8, 8, Algorithm::ring, 8 * kGiB,
               "2 nodes x 8 h100-sxm, 8 x ib-ndr per node, NCCL_ALGO=Ring, busbw / 8 NICs", 8),
@@ -90,7 +98,8 @@ std::vector<NcclReferenceRow> nccl_reference_rows(const nlohmann::json& doc) {
     NcclReferenceRow row;
     row.id = r.value("id", "");
     row.hardware = r.value("hardware", "");
-    row.measured_busbw_GBps = r.contains("busbw_GBps") && r["busbw_GBps"].is_number() ? r["busbw_GBps"].get<double>() : 0;
+    row.measured_busbw_GBps =
+        r.contains("busbw_GBps") && r["busbw_GBps"].is_number() ? r["busbw_GBps"].get<double>() : 0;
     const auto it = mappings().find(row.id);
     if (it == mappings().end()) {
       row.not_expressible = "row not known to simrun's mapping (new in measured-nccl.json)";

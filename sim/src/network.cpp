@@ -3,12 +3,12 @@
 // §6.5.2; SimGrid's lmm solver does the same with weights).
 #include "simrun/sim/network.hpp"
 
-#include "simrun/common/error.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <queue>
 #include <string>
+
+#include "simrun/common/error.hpp"
 
 namespace simrun {
 
@@ -39,7 +39,8 @@ FlowId Network::start_flow(FlowSpec spec, DoneCallback on_done) {
   SIMRUN_ASSERT(spec.max_bytes_per_s > 0, "flow rate cap must be positive");
   SIMRUN_ASSERT(spec.latency.ns >= 0, "flow latency must be >= 0");
   // Merge duplicate links (a coupled flow may list a link once per edge).
-  std::sort(spec.links.begin(), spec.links.end(), [](const LinkUse& a, const LinkUse& b) { return a.link < b.link; });
+  std::sort(spec.links.begin(), spec.links.end(),
+            [](const LinkUse& a, const LinkUse& b) { return a.link < b.link; });
   size_t out = 0;
   for (size_t i = 0; i < spec.links.size(); ++i) {
     SIMRUN_ASSERT(spec.links[i].link < m_links.size(), "flow uses an unknown link");
@@ -89,7 +90,8 @@ FlowId Network::start_flow(FlowSpec spec, DoneCallback on_done) {
 void Network::request_settle() {
   if (m_settle_pending) return;
   m_settle_pending = true;
-  m_engine.schedule_at(m_engine.now(), [this] { settle(); }, kTagSettle);
+  m_engine.schedule_at(
+      m_engine.now(), [this] { settle(); }, kTagSettle);
 }
 
 void Network::advance_link(Link& l, int64_t now_ns) {
@@ -160,7 +162,8 @@ void Network::finish(uint32_t slot) {
   ++m_stats.flows_completed;
   detach(slot);
   if (cb) {
-    m_engine.schedule_in(latency, [cb = std::move(cb), id] { cb(id); }, kTagFlowNotify);
+    m_engine.schedule_in(
+        latency, [cb = std::move(cb), id] { cb(id); }, kTagFlowNotify);
   }
 }
 
@@ -318,8 +321,8 @@ void Network::settle() {
       link_offers.pop();
     }
     while (!cap_offers.empty() && m_flows[cap_offers.top().id].frozen) cap_offers.pop();
-    const bool use_cap = !cap_offers.empty() &&
-                         (link_offers.empty() || cap_offers.top().share <= link_offers.top().share);
+    const bool use_cap =
+        !cap_offers.empty() && (link_offers.empty() || cap_offers.top().share <= link_offers.top().share);
     if (use_cap) {
       const Offer o = cap_offers.top();
       cap_offers.pop();

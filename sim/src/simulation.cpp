@@ -13,7 +13,8 @@ ClusterGraphSpec cluster_graph_spec(const ClusterSpec& c) {
   s.num_gpus = c.num_gpus;
   s.gpus_per_node = c.gpus_per_node;
   s.nics_per_node = c.nics_per_node;
-  s.shape = c.topology == FabricTopology::rail_optimized ? FabricShape::rail_optimized : FabricShape::fat_tree;
+  s.shape =
+      c.topology == FabricTopology::rail_optimized ? FabricShape::rail_optimized : FabricShape::fat_tree;
   s.oversubscription = c.oversubscription;
   return s;
 }
@@ -28,11 +29,19 @@ std::vector<double> link_capacities(const ClusterGraph& g, LinkEfficiency effici
     double f = 1.0;
     if (efficiency == LinkEfficiency::nccl) {
       switch (l.kind) {
-        case LinkKind::scale_up: f = scale_up; break;
-        case LinkKind::host_pcie: f = 0.75; break;  // NCCL: Gen4 x16 = 24 GB/s (topo.cc)
-        case LinkKind::nic_pcie: f = 1.0; break;
+        case LinkKind::scale_up:
+          f = scale_up;
+          break;
+        case LinkKind::host_pcie:
+          f = 0.75;
+          break;  // NCCL: Gen4 x16 = 24 GB/s (topo.cc)
+        case LinkKind::nic_pcie:
+          f = 1.0;
+          break;
         case LinkKind::nic_port:
-        case LinkKind::fabric: f = kNetworkEfficiency; break;
+        case LinkKind::fabric:
+          f = kNetworkEfficiency;
+          break;
       }
     }
     caps.push_back(l.bytes_per_s * f);

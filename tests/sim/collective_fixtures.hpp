@@ -2,12 +2,12 @@
 // those of ../shared/reference/hardware.md with the section they come from.
 #pragma once
 
+#include <memory>
+#include <optional>
+
 #include "simrun/sim/collective_sweep.hpp"
 #include "simrun/sim/simulation.hpp"
 #include "simrun/topologies/cluster_graph.hpp"
-
-#include <memory>
-#include <optional>
 
 namespace simrun::test {
 
@@ -104,10 +104,13 @@ inline ClusterGraphSpec cluster(const GpuSpec& gpu, int64_t gpus, int64_t gpus_p
   return s;
 }
 
-inline std::shared_ptr<const ClusterGraph> graph(const ClusterGraphSpec& s) { return std::make_shared<ClusterGraph>(s); }
+inline std::shared_ptr<const ClusterGraph> graph(const ClusterGraphSpec& s) {
+  return std::make_shared<ClusterGraph>(s);
+}
 
 // Runs one collective to completion in a fresh simulation.
-inline CollectiveResult run_one(std::shared_ptr<const ClusterGraph> g, CollectiveRequest req, SimulationOptions opt = {}) {
+inline CollectiveResult run_one(std::shared_ptr<const ClusterGraph> g, CollectiveRequest req,
+                                SimulationOptions opt = {}) {
   Simulation sim(std::move(g), opt);
   std::optional<CollectiveResult> out;
   sim.collectives().run(req, [&](const CollectiveResult& r) { out = r; });

@@ -1,13 +1,11 @@
 // The cluster graph: element counts (DGX SuperPOD sizes), shortest routes with ECMP, PXN,
 // oversubscription, domains, DOT, bad input.
-#include "collective_fixtures.hpp"
-
-#include "simrun/common/error.hpp"
-
 #include <catch2/catch.hpp>
-
 #include <set>
 #include <sstream>
+
+#include "collective_fixtures.hpp"
+#include "simrun/common/error.hpp"
 
 using namespace simrun;
 using namespace simrun::test;

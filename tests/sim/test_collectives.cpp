@@ -1,12 +1,10 @@
 // Collectives on the flow-level network: closed forms, conservation, symmetry, determinism,
 // monotonicity, congestion, the chapter's Exercise 1, bad input.
-#include "collective_fixtures.hpp"
-
-#include "simrun/common/error.hpp"
-
 #include <catch2/catch.hpp>
-
 #include <cmath>
+
+#include "collective_fixtures.hpp"
+#include "simrun/common/error.hpp"
 
 using namespace simrun;
 using namespace simrun::test;
@@ -23,7 +21,8 @@ TEST_CASE("ring all-reduce matches 2(n-1)/n·S/B + steps·α", "[sim][collective
     auto g = graph(cluster(h100(), n));
     INFO("n = " << n);
     // Bandwidth only: raw 450 GB/s NVLink.
-    const auto bw = run_one(g, request(CollectiveOp::all_reduce, S, Algorithm::ring, Protocol::simple), ideal());
+    const auto bw =
+        run_one(g, request(CollectiveOp::all_reduce, S, Algorithm::ring, Protocol::simple), ideal());
     CHECK(bw.seconds() == Approx(2.0 * double(n - 1) / double(n) * S / 450e9).epsilon(1e-6));
     // With NCCL's latencies and effective NVLink bandwidth, pipelined and per-step agree.
     const double expected = (kRingSimpleBaseUs + 2.0 * double(n - 1) * kRingSimpleNvlinkUs) * 1e-6 +
@@ -32,7 +31,8 @@ TEST_CASE("ring all-reduce matches 2(n-1)/n·S/B + steps·α", "[sim][collective
     CHECK(piped.seconds() == Approx(expected).epsilon(1e-6));
     SimulationOptions steps;
     steps.collectives.decomposition = Decomposition::per_step;
-    const auto stepped = run_one(g, request(CollectiveOp::all_reduce, S, Algorithm::ring, Protocol::simple), steps);
+    const auto stepped =
+        run_one(g, request(CollectiveOp::all_reduce, S, Algorithm::ring, Protocol::simple), steps);
     CHECK(stepped.seconds() == Approx(expected).epsilon(1e-5));
     CHECK(stepped.flows > piped.flows);
   }
@@ -66,7 +66,8 @@ TEST_CASE("tree all-reduce: chain in the node, double binary tree across nodes",
   // One node: a chain; every inner GPU sends S up and S down over its NVLink: 2S/B, with NCCL's
   // 0.92 tree efficiency (tuning.cc "Tree & AllReduce: busBw *= 0.92").
   auto one = graph(cluster(h100(), 8));
-  const auto chain = run_one(one, request(CollectiveOp::all_reduce, S, Algorithm::tree, Protocol::simple), ideal());
+  const auto chain =
+      run_one(one, request(CollectiveOp::all_reduce, S, Algorithm::tree, Protocol::simple), ideal());
   CHECK(chain.seconds() == Approx(2 * S / (0.92 * 450e9)).epsilon(1e-6));
   // Latency: 2·((ppn-1)·α_intra + log2(nodes)·α_inter) + base (ecosystem.md §1.4), here with
   // a tiny buffer so the latency term dominates: 4 nodes x 1 GPU, Tree LL.
@@ -78,8 +79,10 @@ TEST_CASE("tree all-reduce: chain in the node, double binary tree across nodes",
   // Across nodes, the double binary tree balances NICs: every node sends and receives S per
   // direction in each phase, about the ring's 2(n-1)/n·S.
   auto sixteen = graph(cluster(h100(), 16, 1, ndr(), 1));
-  const auto tree = run_one(sixteen, request(CollectiveOp::all_reduce, S, Algorithm::tree, Protocol::simple), ideal());
-  const auto ring = run_one(sixteen, request(CollectiveOp::all_reduce, S, Algorithm::ring, Protocol::simple), ideal());
+  const auto tree =
+      run_one(sixteen, request(CollectiveOp::all_reduce, S, Algorithm::tree, Protocol::simple), ideal());
+  const auto ring =
+      run_one(sixteen, request(CollectiveOp::all_reduce, S, Algorithm::ring, Protocol::simple), ideal());
   CHECK(tree.seconds() / ring.seconds() == Approx(1.0 / 0.92 * 2.0 / (2.0 * 15 / 16)).epsilon(0.15));
 }
 
@@ -144,11 +147,12 @@ TEST_CASE("more bandwidth or fewer hops is never slower", "[sim][collectives]") 
     CollectiveOp op;
     std::optional<Algorithm> algo;
   };
-  const std::vector<Case> cases = {{CollectiveOp::all_reduce, Algorithm::ring},   {CollectiveOp::all_reduce, Algorithm::tree},
-                                   {CollectiveOp::all_reduce, Algorithm::nvls_tree}, {CollectiveOp::all_reduce, std::nullopt},
-                                   {CollectiveOp::all_gather, Algorithm::ring},   {CollectiveOp::reduce_scatter, std::nullopt},
-                                   {CollectiveOp::broadcast, Algorithm::ring},    {CollectiveOp::all_to_all, std::nullopt},
-                                   {CollectiveOp::send_recv, std::nullopt},       {CollectiveOp::all_reduce, Algorithm::hierarchical}};
+  const std::vector<Case> cases = {
+      {CollectiveOp::all_reduce, Algorithm::ring},      {CollectiveOp::all_reduce, Algorithm::tree},
+      {CollectiveOp::all_reduce, Algorithm::nvls_tree}, {CollectiveOp::all_reduce, std::nullopt},
+      {CollectiveOp::all_gather, Algorithm::ring},      {CollectiveOp::reduce_scatter, std::nullopt},
+      {CollectiveOp::broadcast, Algorithm::ring},       {CollectiveOp::all_to_all, std::nullopt},
+      {CollectiveOp::send_recv, std::nullopt},          {CollectiveOp::all_reduce, Algorithm::hierarchical}};
   for (const Case& c : cases) {
     for (double bytes : {4096.0, 4e6, 4e9}) {
       INFO(to_string(c.op) << " " << (c.algo ? to_string(*c.algo) : "auto") << " " << bytes);
@@ -175,10 +179,12 @@ TEST_CASE("more bandwidth or fewer hops is never slower", "[sim][collectives]") 
   }
 }
 
-TEST_CASE("concurrent collectives share links: two on the same GPUs each take twice as long", "[sim][collectives]") {
+TEST_CASE("concurrent collectives share links: two on the same GPUs each take twice as long",
+          "[sim][collectives]") {
   const double S = 1 * kGiB;
   auto g = graph(cluster(h100(), 16));
-  const double alone = run_one(g, request(CollectiveOp::all_reduce, S, Algorithm::ring, Protocol::simple), ideal()).seconds();
+  const double alone =
+      run_one(g, request(CollectiveOp::all_reduce, S, Algorithm::ring, Protocol::simple), ideal()).seconds();
   Simulation sim(g, ideal());
   std::vector<double> t;
   for (int i = 0; i < 2; ++i)
@@ -201,7 +207,8 @@ TEST_CASE("a 2:1 oversubscribed spine halves cross-leaf bandwidth", "[sim][netwo
     s.oversubscription = over;
     Simulation sim(graph(s), ideal());
     std::vector<double> t;
-    for (int64_t i = 0; i < 4; ++i) sim.send(i, 4 + i, 1e9, [&](FlowId) { t.push_back(sim.engine().now().seconds()); });
+    for (int64_t i = 0; i < 4; ++i)
+      sim.send(i, 4 + i, 1e9, [&](FlowId) { t.push_back(sim.engine().now().seconds()); });
     sim.run();
     return 1e9 / t.back();
   };
@@ -211,8 +218,10 @@ TEST_CASE("a 2:1 oversubscribed spine halves cross-leaf bandwidth", "[sim][netwo
   // And a whole all_reduce across the two leaves slows down accordingly.
   auto s2 = spec;
   s2.oversubscription = 2.0;
-  const auto ar1 = run_one(graph(spec), request(CollectiveOp::all_reduce, 1e9, Algorithm::ring, Protocol::simple), ideal());
-  const auto ar2 = run_one(graph(s2), request(CollectiveOp::all_reduce, 1e9, Algorithm::ring, Protocol::simple), ideal());
+  const auto ar1 = run_one(
+      graph(spec), request(CollectiveOp::all_reduce, 1e9, Algorithm::ring, Protocol::simple), ideal());
+  const auto ar2 =
+      run_one(graph(s2), request(CollectiveOp::all_reduce, 1e9, Algorithm::ring, Protocol::simple), ideal());
   CHECK(ar2.seconds() > ar1.seconds());
 }
 
@@ -242,11 +251,16 @@ TEST_CASE("selection: tree or LL at small sizes, ring/Simple or NVLS at large", 
   CHECK(a.collectives().plan(request(CollectiveOp::all_reduce, 4 * kGiB)).algorithm == Algorithm::ring);
   // Channels shrink for small messages (NCCL's nc-- loop).
   Simulation h(graph(cluster(h100(), 8)));
-  CHECK(h.collectives().plan(request(CollectiveOp::all_reduce, 8, Algorithm::ring, Protocol::simple)).channels == 1);
-  CHECK(h.collectives().plan(request(CollectiveOp::all_reduce, 1e9, Algorithm::ring, Protocol::simple)).channels == 16);
+  CHECK(h.collectives()
+            .plan(request(CollectiveOp::all_reduce, 8, Algorithm::ring, Protocol::simple))
+            .channels == 1);
+  CHECK(h.collectives()
+            .plan(request(CollectiveOp::all_reduce, 1e9, Algorithm::ring, Protocol::simple))
+            .channels == 16);
 }
 
-TEST_CASE("Exercise 1: 7B bf16 ring all-reduce, NVLink 900 GB/s vs IB 25 GB/s, is about 36x", "[sim][collectives][textbook]") {
+TEST_CASE("Exercise 1: 7B bf16 ring all-reduce, NVLink 900 GB/s vs IB 25 GB/s, is about 36x",
+          "[sim][collectives][textbook]") {
   // The chapter's Exercise 1, bandwidth only: 7e9 parameters x 2 bytes over 8 GPUs.
   const double S = 7e9 * 2;
   GpuSpec nvlink = h100();
@@ -254,7 +268,8 @@ TEST_CASE("Exercise 1: 7B bf16 ring all-reduce, NVLink 900 GB/s vs IB 25 GB/s, i
   FabricSpec ib = ndr();
   ib.port_bytes_per_s = 25e9;
   const auto t_nvlink =
-      run_one(graph(cluster(nvlink, 8)), request(CollectiveOp::all_reduce, S, Algorithm::ring, Protocol::simple), ideal());
+      run_one(graph(cluster(nvlink, 8)),
+              request(CollectiveOp::all_reduce, S, Algorithm::ring, Protocol::simple), ideal());
   const auto t_ib = run_one(graph(cluster(nvlink, 8, 1, ib, 1)),
                             request(CollectiveOp::all_reduce, S, Algorithm::ring, Protocol::simple), ideal());
   CHECK(t_nvlink.seconds() == Approx(2.0 * 7 / 8 * S / 900e9).epsilon(1e-6));  // 27.2 ms
@@ -327,7 +342,8 @@ TEST_CASE("bad requests are InputErrors naming the flag", "[sim][collectives]") 
   Simulation h(graph(cluster(h100(), 16)));
   auto nvls_multi = request(CollectiveOp::all_reduce, 1e6, Algorithm::nvls);
   CHECK_THROWS_AS(h.collectives().plan(nvls_multi), InputError);
-  CHECK_THROWS_AS(h.collectives().plan(request(CollectiveOp::all_reduce, 1e6, Algorithm::nvls, Protocol::ll)), InputError);
+  CHECK_THROWS_AS(h.collectives().plan(request(CollectiveOp::all_reduce, 1e6, Algorithm::nvls, Protocol::ll)),
+                  InputError);
   CHECK_FALSE(parse_algorithm("bogus"));
   CHECK(parse_algorithm("NVLSTREE") == Algorithm::nvls_tree);
   CHECK(parse_algorithm("Ring") == Algorithm::ring);

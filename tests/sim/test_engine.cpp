@@ -1,11 +1,10 @@
 // The discrete-event engine: (time, seq) order, cancellation, invariants, determinism.
-#include "simrun/common/error.hpp"
-#include "simrun/sim/engine.hpp"
-
 #include <catch2/catch.hpp>
-
 #include <random>
 #include <vector>
+
+#include "simrun/common/error.hpp"
+#include "simrun/sim/engine.hpp"
 
 using namespace simrun;
 
@@ -22,7 +21,8 @@ TEST_CASE("events run in (time, insertion) order", "[sim][engine]") {
   CHECK(e.events_processed() == 4);
 }
 
-TEST_CASE("events scheduled from callbacks at the current time run after those already queued", "[sim][engine]") {
+TEST_CASE("events scheduled from callbacks at the current time run after those already queued",
+          "[sim][engine]") {
   Engine e;
   std::vector<int> order;
   e.schedule_at(TimeNs{5}, [&] {
@@ -101,8 +101,8 @@ TEST_CASE("random schedules: time is monotone, nothing lost, identical logs", "[
       last = t;
       if (depth == 0) return;
       for (int i = 0; i < 3; ++i) {
-        ids.push_back(e.schedule_in(TimeNs{int64_t(rng() % 50)}, [&spawn, depth] { spawn(depth - 1); },
-                                    uint32_t(depth)));
+        ids.push_back(e.schedule_in(
+            TimeNs{int64_t(rng() % 50)}, [&spawn, depth] { spawn(depth - 1); }, uint32_t(depth)));
       }
       if (rng() % 4 == 0 && !ids.empty()) e.cancel(ids[rng() % ids.size()]);
     };

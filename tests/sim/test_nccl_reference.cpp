@@ -1,13 +1,11 @@
 // Accuracy against measured NCCL bandwidths (../shared/reference/measured-nccl.json): every row
 // the catalog can express is predicted within 10% of its large-message busbw.
-#include "collective_fixtures.hpp"
+#include <catch2/catch.hpp>
+#include <cmath>
 
+#include "collective_fixtures.hpp"
 #include "simrun/common/json_reader.hpp"
 #include "simrun/sim/nccl_reference.hpp"
-
-#include <catch2/catch.hpp>
-
-#include <cmath>
 
 using namespace simrun;
 using namespace simrun::test;
@@ -43,7 +41,8 @@ TEST_CASE("measured NCCL busbw rows are predicted within 10%", "[sim][collective
       continue;
     }
     ++expressed;
-    const double predicted = predict_reference_busbw(*row.setup, gpu_by_id(row.setup->gpu_id), fabric_by_id(row.setup->fabric_id));
+    const double predicted =
+        predict_reference_busbw(*row.setup, gpu_by_id(row.setup->gpu_id), fabric_by_id(row.setup->fabric_id));
     INFO("predicted " << predicted << " GB/s, measured " << row.measured_busbw_GBps << " GB/s");
     CHECK(std::abs(predicted - row.measured_busbw_GBps) <= 0.10 * row.measured_busbw_GBps);
   }

@@ -1,11 +1,9 @@
 // Flow-level network: max-min fair sharing, incremental recomputation, latency, conservation.
-#include "collective_fixtures.hpp"
-
-#include "simrun/sim/network.hpp"
-
 #include <catch2/catch.hpp>
-
 #include <map>
+
+#include "collective_fixtures.hpp"
+#include "simrun/sim/network.hpp"
 
 using namespace simrun;
 
@@ -151,11 +149,13 @@ TEST_CASE("bytes are conserved on every link", "[sim][network]") {
     if (route.empty()) route.push_back(LinkId(i % links));
     const double bytes = 1e6 * double(1 + i % 9);
     for (LinkId l : route) expected[l] += bytes;
-    e.schedule_at(TimeNs{int64_t(i) * 37'000}, [&, route, bytes] { net.start_flow(flow(route, bytes), d.cb(e)); });
+    e.schedule_at(TimeNs{int64_t(i) * 37'000},
+                  [&, route, bytes] { net.start_flow(flow(route, bytes), d.cb(e)); });
   }
   e.run();
   CHECK(d.at.size() == 40);
-  for (int l = 0; l < links; ++l) CHECK(net.link_carried_bytes(LinkId(l)) == Approx(expected[l]).epsilon(1e-6));
+  for (int l = 0; l < links; ++l)
+    CHECK(net.link_carried_bytes(LinkId(l)) == Approx(expected[l]).epsilon(1e-6));
 }
 
 TEST_CASE("recomputation touches only the affected component", "[sim][network]") {
@@ -173,7 +173,8 @@ TEST_CASE("recomputation touches only the affected component", "[sim][network]")
   CHECK(d.at.size() == 1001);
 }
 
-TEST_CASE("thousands of concurrent flows through a fat-tree complete, none faster than its NIC", "[sim][network]") {
+TEST_CASE("thousands of concurrent flows through a fat-tree complete, none faster than its NIC",
+          "[sim][network]") {
   // 512 GPUs, every GPU sends to the GPU 256 away (crosses the spine). ECMP hashes the 32 flows
   // of a leaf over 8 spine bundles of 4 ports, so unlucky bundles carry more than 4 flows.
   auto g = test::graph(test::cluster(test::h100(), 512));

@@ -10,16 +10,15 @@
 // 2,048 GPUs = 64 leaf + 32 spine; 16,384 GPUs = 512 leaf + 512 spine + 256 core).
 #include "simrun/topologies/cluster_graph.hpp"
 
-#include "simrun/common/error.hpp"
-
+#include <algorithm>
 #include <boost/graph/breadth_first_search.hpp>
 #include <boost/graph/visitors.hpp>
-
-#include <algorithm>
 #include <cmath>
 #include <map>
 #include <ostream>
 #include <sstream>
+
+#include "simrun/common/error.hpp"
 
 namespace simrun {
 
@@ -45,8 +44,7 @@ constexpr int64_t kLargestBoardDomain = 16;
 int64_t gpus_per_domain_of(const ClusterGraphSpec& s) {
   const int64_t gpn = std::min(s.gpus_per_node, s.num_gpus);
   if (s.gpu.scale_up_kind == ScaleUpKind::nvswitch && s.gpu.scale_up_domain > kLargestBoardDomain &&
-      s.gpu.scale_up_domain > gpn &&
-      s.gpu.scale_up_domain % gpn == 0) {
+      s.gpu.scale_up_domain > gpn && s.gpu.scale_up_domain % gpn == 0) {
     return std::min(s.gpu.scale_up_domain, s.num_gpus);  // NVL72-style rack domain
   }
   return gpn;
@@ -73,7 +71,8 @@ std::optional<std::string> ClusterGraph::check(const ClusterGraphSpec& s, std::s
     return fail("num_gpus", "must be between 1 and " + std::to_string(kMaxGpus) + " (got " +
                                 std::to_string(s.num_gpus) + ")");
   }
-  if (s.gpus_per_node < 1 || s.gpus_per_node > 1024) return fail("gpus_per_node", "must be between 1 and 1024");
+  if (s.gpus_per_node < 1 || s.gpus_per_node > 1024)
+    return fail("gpus_per_node", "must be between 1 and 1024");
   if (s.num_gpus > s.gpus_per_node && s.num_gpus % s.gpus_per_node != 0) {
     return fail("num_gpus", std::to_string(s.num_gpus) + " GPUs do not fill whole nodes of " +
                                 std::to_string(s.gpus_per_node) + " (use a multiple of " +
@@ -83,11 +82,13 @@ std::optional<std::string> ClusterGraph::check(const ClusterGraphSpec& s, std::s
     return fail("gpu", "GPU '" + s.gpu.id + "' has no scale-up bandwidth");
   }
   const int64_t gpn = std::min(s.gpus_per_node, s.num_gpus);
-  if (s.gpu.scale_up_kind == ScaleUpKind::nvswitch && gpn > s.gpu.scale_up_domain && s.gpu.scale_up_domain > 0) {
+  if (s.gpu.scale_up_kind == ScaleUpKind::nvswitch && gpn > s.gpu.scale_up_domain &&
+      s.gpu.scale_up_domain > 0) {
     return fail("gpus_per_node", std::to_string(gpn) + " GPUs per node exceed the " + s.gpu.id +
                                      " NVLink domain of " + std::to_string(s.gpu.scale_up_domain));
   }
-  if (s.gpu.scale_up_kind == ScaleUpKind::mesh && (s.gpu.scale_up_domain < 2 || gpn > s.gpu.scale_up_domain)) {
+  if (s.gpu.scale_up_kind == ScaleUpKind::mesh &&
+      (s.gpu.scale_up_domain < 2 || gpn > s.gpu.scale_up_domain)) {
     return fail("gpus_per_node", std::to_string(gpn) + " GPUs per node exceed the " + s.gpu.id +
                                      " Infinity Fabric mesh of " + std::to_string(s.gpu.scale_up_domain));
   }
@@ -102,7 +103,8 @@ std::optional<std::string> ClusterGraph::check(const ClusterGraphSpec& s, std::s
       return fail("nics_per_node", std::to_string(s.nics_per_node) + " NICs cannot be shared evenly by " +
                                        std::to_string(gpn) + " GPUs per node");
     }
-    if (s.fabric.port_bytes_per_s <= 0) return fail("fabric", "fabric '" + s.fabric.id + "' has no port bandwidth");
+    if (s.fabric.port_bytes_per_s <= 0)
+      return fail("fabric", "fabric '" + s.fabric.id + "' has no port bandwidth");
     if (s.fabric.switch_radix < 4 || s.fabric.switch_radix % 2 != 0) {
       return fail("fabric", "fabric '" + s.fabric.id + "' needs an even switch radix >= 4");
     }
@@ -112,15 +114,15 @@ std::optional<std::string> ClusterGraph::check(const ClusterGraphSpec& s, std::s
     // Tiers needed: leaves, then pods of radix/2 until one plane fits under radix ports.
     const int64_t half = s.fabric.switch_radix / 2;
     const int64_t nodes = s.num_gpus / gpn;
-    int64_t members = s.shape == FabricShape::rail_optimized
-                          ? ((nodes + half - 1) / half) * s.nics_per_node
-                          : (nodes * s.nics_per_node + half - 1) / half;
+    int64_t members = s.shape == FabricShape::rail_optimized ? ((nodes + half - 1) / half) * s.nics_per_node
+                                                             : (nodes * s.nics_per_node + half - 1) / half;
     int tiers = 1;
     while (members > s.fabric.switch_radix) {
       members = (members + half - 1) / half;
       if (++tiers >= kMaxTiers) {
-        return fail("num_gpus", std::to_string(s.num_gpus) + " GPUs need more than " + std::to_string(kMaxTiers) +
-                                    " switch tiers of radix " + std::to_string(s.fabric.switch_radix) +
+        return fail("num_gpus", std::to_string(s.num_gpus) + " GPUs need more than " +
+                                    std::to_string(kMaxTiers) + " switch tiers of radix " +
+                                    std::to_string(s.fabric.switch_radix) +
                                     " (use a higher-radix fabric or fewer GPUs)");
       }
     }
@@ -173,7 +175,8 @@ void ClusterGraph::build_scale_up() {
     case ScaleUpKind::nvswitch: {
       m_gpu_up.resize(n);
       m_gpu_down.resize(n);
-      for (int64_t d = 0; d < m_num_domains; ++d) m_nvswitch_vertex.push_back(add_vertex(VertexKind::nvswitch, 0, d));
+      for (int64_t d = 0; d < m_num_domains; ++d)
+        m_nvswitch_vertex.push_back(add_vertex(VertexKind::nvswitch, 0, d));
       for (int64_t g = 0; g < n; ++g) {
         const uint32_t id = add_link(gpu_vertex(g), m_nvswitch_vertex[domain_of(g)], LinkKind::scale_up, 0,
                                      gpu.scale_up_bytes_per_s, half_path);
@@ -185,7 +188,8 @@ void ClusterGraph::build_scale_up() {
     case ScaleUpKind::mesh: {
       // Full mesh: each GPU's bandwidth is split evenly over its domain peers (MI300X: 7 links of
       // 64 GB/s per direction, hardware.md §6 amd-mi300x-platform).
-      const double per_peer = gpu.scale_up_bytes_per_s / double(std::max<int64_t>(1, gpu.scale_up_domain - 1));
+      const double per_peer =
+          gpu.scale_up_bytes_per_s / double(std::max<int64_t>(1, gpu.scale_up_domain - 1));
       m_mesh_link.assign(n * gpn, UINT32_MAX);
       for (int64_t node = 0; node < m_num_nodes; ++node) {
         for (int64_t i = 0; i < gpn; ++i) {
@@ -205,9 +209,11 @@ void ClusterGraph::build_scale_up() {
       const double pcie = gpu.pcie_bytes_per_s > 0 ? gpu.pcie_bytes_per_s : 32e9;
       m_gpu_up.resize(n);
       m_gpu_down.resize(n);
-      for (int64_t node = 0; node < m_num_nodes; ++node) m_host_vertex.push_back(add_vertex(VertexKind::host, 0, node));
+      for (int64_t node = 0; node < m_num_nodes; ++node)
+        m_host_vertex.push_back(add_vertex(VertexKind::host, 0, node));
       for (int64_t g = 0; g < n; ++g) {
-        const uint32_t id = add_link(gpu_vertex(g), m_host_vertex[node_of(g)], LinkKind::host_pcie, 0, pcie, half_path);
+        const uint32_t id =
+            add_link(gpu_vertex(g), m_host_vertex[node_of(g)], LinkKind::host_pcie, 0, pcie, half_path);
         m_gpu_up[g] = id;
         m_gpu_down[g] = id + 1;
       }
@@ -250,7 +256,8 @@ uint32_t ClusterGraph::nic_vertex(int64_t node, int64_t rail) const {
 
 void ClusterGraph::build_nics() {
   const int64_t gpn = m_spec.gpus_per_node, nics = m_spec.nics_per_node;
-  const double pcie = m_spec.gpu.pcie_bytes_per_s > 0 ? m_spec.gpu.pcie_bytes_per_s : m_spec.fabric.port_bytes_per_s;
+  const double pcie =
+      m_spec.gpu.pcie_bytes_per_s > 0 ? m_spec.gpu.pcie_bytes_per_s : m_spec.fabric.port_bytes_per_s;
   // GPU <-> NIC: per (gpu, rail) pair; indexed by node·nics·max(1, gpn/nics)… kept simple as a map
   // from (node, rail, attached local) through `m_gpu_to_nic[(node * nics + rail) * share + k]`.
   const int64_t share = nics >= gpn ? 1 : gpn / nics;  // GPUs behind one NIC
@@ -262,7 +269,8 @@ void ClusterGraph::build_nics() {
       m_nic_vertex.push_back(v);
       for (int64_t k = 0; k < share; ++k) {
         const int64_t local = rail_owner(r) + k;
-        const uint32_t id = add_link(gpu_vertex(node * gpn + local), v, LinkKind::nic_pcie, 0, pcie, TimeNs{});
+        const uint32_t id =
+            add_link(gpu_vertex(node * gpn + local), v, LinkKind::nic_pcie, 0, pcie, TimeNs{});
         m_gpu_to_nic[(node * nics + r) * share + k] = id;
         m_nic_to_gpu[(node * nics + r) * share + k] = id + 1;
       }
@@ -302,12 +310,13 @@ void ClusterGraph::build_fabric() {
     for (int64_t p = 0; p < m_num_nodes * nics; ++p) m_nic_leaf[p] = p / half;
   }
   m_tiers.emplace_back();
-  for (int64_t i = 0; i < num_leaves; ++i) m_tiers[0].switches.push_back(Switch{add_vertex(VertexKind::fabric_switch, 1, i), {}, {}});
+  for (int64_t i = 0; i < num_leaves; ++i)
+    m_tiers[0].switches.push_back(Switch{add_vertex(VertexKind::fabric_switch, 1, i), {}, {}});
   m_nic_to_leaf.resize(m_num_nodes * nics);
   m_leaf_to_nic.resize(m_num_nodes * nics);
   for (int64_t p = 0; p < m_num_nodes * nics; ++p) {
-    const uint32_t id = add_link(m_nic_vertex[p], m_tiers[0].switches[m_nic_leaf[p]].vertex, LinkKind::nic_port, 0,
-                                 port, nic_latency + hop_latency, nic_latency);
+    const uint32_t id = add_link(m_nic_vertex[p], m_tiers[0].switches[m_nic_leaf[p]].vertex,
+                                 LinkKind::nic_port, 0, port, nic_latency + hop_latency, nic_latency);
     m_nic_to_leaf[p] = id;
     m_leaf_to_nic[p] = id + 1;
   }
@@ -352,8 +361,8 @@ void ClusterGraph::build_fabric() {
         }
         for (int64_t sw : list) {
           for (int64_t k = 0; k < c; ++k) {
-            const uint32_t id = add_link(lower.switches[sw].vertex, upper.switches[tops[k]].vertex, LinkKind::fabric,
-                                         t + 1, port * double(bundle), hop_latency);
+            const uint32_t id = add_link(lower.switches[sw].vertex, upper.switches[tops[k]].vertex,
+                                         LinkKind::fabric, t + 1, port * double(bundle), hop_latency);
             lower.switches[sw].up_links.push_back(id);
             lower.switches[sw].up_switch.push_back(static_cast<uint32_t>(tops[k]));
           }
@@ -384,12 +393,15 @@ void ClusterGraph::build_fabric() {
     }
     members = std::move(next);
     up = radix - half;
-    SIMRUN_ASSERT(int(m_tiers.size()) < kMaxTiers, "fabric needs too many tiers (check() should have refused)");
+    SIMRUN_ASSERT(int(m_tiers.size()) < kMaxTiers,
+                  "fabric needs too many tiers (check() should have refused)");
   }
   m_bisection = min_up / 2;
 }
 
-int64_t ClusterGraph::leaf_of_nic(int64_t node, int64_t rail) const { return m_nic_leaf[node * m_spec.nics_per_node + rail]; }
+int64_t ClusterGraph::leaf_of_nic(int64_t node, int64_t rail) const {
+  return m_nic_leaf[node * m_spec.nics_per_node + rail];
+}
 
 void ClusterGraph::append_link(Route& r, uint32_t link) const {
   r.links.push_back(link);
@@ -406,7 +418,8 @@ void ClusterGraph::append_nvlink_path(Route& r, int64_t a, int64_t b) const {
       return;
     }
   }
-  SIMRUN_ASSERT(!m_gpu_up.empty(), "no scale-up path between GPUs " + std::to_string(a) + " and " + std::to_string(b));
+  SIMRUN_ASSERT(!m_gpu_up.empty(),
+                "no scale-up path between GPUs " + std::to_string(a) + " and " + std::to_string(b));
   append_link(r, m_gpu_up[a]);
   append_link(r, m_gpu_down[b]);
 }
@@ -422,7 +435,8 @@ void ClusterGraph::append_fabric_path(Route& r, int64_t leaf_a, int64_t leaf_b, 
   while (a != b) {
     const Switch& sa = m_tiers[t].switches[a];
     const Switch& sb = m_tiers[t].switches[b];
-    SIMRUN_ASSERT(!sa.up_links.empty() && sa.up_links.size() == sb.up_links.size(), "fabric tiers are not uniform");
+    SIMRUN_ASSERT(!sa.up_links.empty() && sa.up_links.size() == sb.up_links.size(),
+                  "fabric tiers are not uniform");
     const size_t j = mix(hash + uint64_t(t) * 0x632be59bd9b4e019ULL) % sa.up_links.size();
     append_link(r, sa.up_links[j]);
     down.push_back(sb.up_links[j] + 1);
@@ -447,7 +461,9 @@ Route ClusterGraph::route(int64_t src, int64_t dst, const RouteOptions& options)
   const int64_t rail = options.rail >= 0 ? options.rail % nics : rails_of(local_index(src)).front();
   const int64_t sn = node_of(src), dn = node_of(dst);
   // Source leg: the GPU itself if it sits behind NIC `rail`, else PXN through the rail owner.
-  auto attached = [&](int64_t local) { return local >= rail_owner(rail) && local < rail_owner(rail) + share; };
+  auto attached = [&](int64_t local) {
+    return local >= rail_owner(rail) && local < rail_owner(rail) + share;
+  };
   int64_t src_gpu = src;
   if (!attached(local_index(src))) {
     src_gpu = sn * gpn + rail_owner(rail);
@@ -455,7 +471,8 @@ Route ClusterGraph::route(int64_t src, int64_t dst, const RouteOptions& options)
   }
   append_link(r, m_gpu_to_nic[(sn * nics + rail) * share + (local_index(src_gpu) - rail_owner(rail))]);
   append_link(r, m_nic_to_leaf[sn * nics + rail]);
-  const uint64_t hash = mix(uint64_t(src) * 0x9e3779b97f4a7c15ULL ^ mix(uint64_t(dst)) ^ mix(options.ecmp_key + 1));
+  const uint64_t hash =
+      mix(uint64_t(src) * 0x9e3779b97f4a7c15ULL ^ mix(uint64_t(dst)) ^ mix(options.ecmp_key + 1));
   append_fabric_path(r, leaf_of_nic(sn, rail), leaf_of_nic(dn, rail), hash);
   append_link(r, m_leaf_to_nic[dn * nics + rail]);
   int64_t dst_gpu = dst;
@@ -493,7 +510,9 @@ std::string ClusterGraph::vertex_name(uint32_t v) const {
       return "nic" + std::to_string(x.index / std::max<int64_t>(1, m_spec.nics_per_node)) + "_" +
              std::to_string(x.index % std::max<int64_t>(1, m_spec.nics_per_node));
     case VertexKind::fabric_switch:
-      return (x.tier == 1 ? "leaf" : x.tier == 2 ? "spine" : "core" + std::to_string(x.tier - 2) + "_") +
+      return (x.tier == 1   ? "leaf"
+              : x.tier == 2 ? "spine"
+                            : "core" + std::to_string(x.tier - 2) + "_") +
              std::to_string(x.index);
   }
   return "?";
@@ -520,7 +539,8 @@ ClusterSummary ClusterGraph::summary() const {
     const double per_peer = gpu.scale_up_bytes_per_s / double(std::max<int64_t>(1, gpu.scale_up_domain - 1));
     s.scale_up_bisection_bytes_per_s = per_peer * double(dom / 2) * double(dom - dom / 2);
   } else {
-    s.scale_up_bisection_bytes_per_s = (gpu.pcie_bytes_per_s > 0 ? gpu.pcie_bytes_per_s : 32e9) * double(dom / 2);
+    s.scale_up_bisection_bytes_per_s =
+        (gpu.pcie_bytes_per_s > 0 ? gpu.pcie_bytes_per_s : 32e9) * double(dom / 2);
   }
   if (m_num_domains > 1) {
     s.injection_scale_out_bytes_per_s =
@@ -532,11 +552,15 @@ ClusterSummary ClusterGraph::summary() const {
 bool ClusterGraph::write_dot(std::ostream& out, size_t max_vertices) const {
   if (m_vertices.size() > max_vertices) return false;
   out << "graph cluster {\n  // " << m_spec.num_gpus << " x " << m_spec.gpu.id;
-  if (m_num_domains > 1) out << ", " << m_spec.fabric.id << " " << to_string_shape() << "\n";
-  else out << "\n";
+  if (m_num_domains > 1)
+    out << ", " << m_spec.fabric.id << " " << to_string_shape() << "\n";
+  else
+    out << "\n";
   out << "  node [shape=box, fontsize=10];\n";
   for (uint32_t v = 0; v < m_vertices.size(); ++v) {
-    const char* shape = m_vertices[v].kind == VertexKind::gpu ? "box" : m_vertices[v].kind == VertexKind::nic ? "ellipse" : "hexagon";
+    const char* shape = m_vertices[v].kind == VertexKind::gpu   ? "box"
+                        : m_vertices[v].kind == VertexKind::nic ? "ellipse"
+                                                                : "hexagon";
     out << "  " << vertex_name(v) << " [shape=" << shape << "];\n";
   }
   // One undirected edge per cable: the even (a->b) half of each pair, found through Boost.
@@ -545,8 +569,8 @@ bool ClusterGraph::write_dot(std::ostream& out, size_t max_vertices) const {
     const uint32_t link = m_graph[*it].link;
     if (link % 2 != 0) continue;
     out << "  " << vertex_name(uint32_t(boost::source(*it, m_graph))) << " -- "
-        << vertex_name(uint32_t(boost::target(*it, m_graph))) << " [label=\"" << gbps(m_links[link].bytes_per_s)
-        << "\"];\n";
+        << vertex_name(uint32_t(boost::target(*it, m_graph))) << " [label=\""
+        << gbps(m_links[link].bytes_per_s) << "\"];\n";
   }
   out << "}\n";
   return true;

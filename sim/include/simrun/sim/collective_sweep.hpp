@@ -3,14 +3,14 @@
 // nccl-tests columns (size, count, type, redop, root, time, algbw, busbw) plus algo/proto.
 #pragma once
 
-#include "simrun/sim/collectives.hpp"
-#include "simrun/sim/simulation.hpp"
-
 #include <cstdint>
 #include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "simrun/sim/collectives.hpp"
+#include "simrun/sim/simulation.hpp"
 
 namespace simrun {
 
@@ -26,10 +26,10 @@ struct SweepOptions {
 };
 
 struct SweepRow {
-  double bytes = 0;      // nccl-tests size column
-  int64_t count = 0;     // elements (per rank for all_gather/reduce_scatter/all_to_all)
-  std::string type;      // "float"
-  std::string redop;     // "sum" or "none"
+  double bytes = 0;   // nccl-tests size column
+  int64_t count = 0;  // elements (per rank for all_gather/reduce_scatter/all_to_all)
+  std::string type;   // "float"
+  std::string redop;  // "sum" or "none"
   int64_t root = -1;
   double time_us = 0;
   double algbw_GBps = 0;
@@ -43,8 +43,8 @@ struct SweepStats {
   uint64_t events = 0;
   uint64_t flows = 0;
   uint64_t settles = 0;
-  double wall_s = 0;       // simulation only (graph built before)
-  double build_s = 0;      // cluster graph construction
+  double wall_s = 0;   // simulation only (graph built before)
+  double build_s = 0;  // cluster graph construction
 };
 
 // Sizes as nccl-tests steps them (min·f^k up to max), rounded to the element size (×n for the

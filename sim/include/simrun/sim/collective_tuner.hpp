@@ -7,14 +7,14 @@
 // collectives use, so the tuner and the simulation read the same numbers.
 #pragma once
 
-#include "simrun/topologies/hardware_spec.hpp"
-
 #include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "simrun/topologies/hardware_spec.hpp"
 
 namespace simrun {
 
@@ -27,9 +27,9 @@ enum class Protocol { ll, ll128, simple };  // NCCL_PROTO names LL, LL128, Simpl
 inline constexpr int kNumAlgorithms = 9;
 inline constexpr int kNumProtocols = 3;
 
-const char* to_string(CollectiveOp op);        // "all_reduce" (nccl-tests binary names)
-const char* to_string(Algorithm a);            // "Ring", "Tree", "NVLS", "NVLSTree", "PAT", ...
-const char* to_string(Protocol p);             // "LL", "LL128", "Simple"
+const char* to_string(CollectiveOp op);  // "all_reduce" (nccl-tests binary names)
+const char* to_string(Algorithm a);      // "Ring", "Tree", "NVLS", "NVLSTree", "PAT", ...
+const char* to_string(Protocol p);       // "LL", "LL128", "Simple"
 // Case-insensitive; accept NCCL spellings ("ring", "NVLSTree", "collnetdirect", "simple",
 // "ll128") and "hierarchical"/"hier". nullopt when unknown.
 std::optional<CollectiveOp> parse_collective_op(std::string_view name);
@@ -53,31 +53,31 @@ inline constexpr double kNetworkEfficiency = 0.94;
 
 // The communicator as the tuner sees it.
 struct GroupShape {
-  int64_t ranks = 1;              // nRanks
-  int64_t nodes = 1;              // nNodes: scale-up domains spanned
-  int64_t ranks_per_node = 1;     // ppn (largest)
-  int64_t rails = 0;              // NICs per node usable by the group (0 on one node)
-  double intra_bytes_per_s = 0;   // per GPU per direction, effective (NVLink × efficiency)
-  double inter_bytes_per_s = 0;   // per node per direction, effective (rails × port × efficiency)
+  int64_t ranks = 1;             // nRanks
+  int64_t nodes = 1;             // nNodes: scale-up domains spanned
+  int64_t ranks_per_node = 1;    // ppn (largest)
+  int64_t rails = 0;             // NICs per node usable by the group (0 on one node)
+  double intra_bytes_per_s = 0;  // per GPU per direction, effective (NVLink × efficiency)
+  double inter_bytes_per_s = 0;  // per node per direction, effective (rails × port × efficiency)
   int cc_index = 2;
-  bool nvls = false;              // NVSwitch with in-switch reduction in every domain
-  bool nvswitch = true;           // scale-up through a switch (not mesh/bridge/PCIe)
-  bool pcie_only = false;         // no NVLink between peers (NCCL's PCI latency row)
+  bool nvls = false;       // NVSwitch with in-switch reduction in every domain
+  bool nvswitch = true;    // scale-up through a switch (not mesh/bridge/PCIe)
+  bool pcie_only = false;  // no NVLink between peers (NCCL's PCI latency row)
 };
 
 struct TunerChoice {
   Algorithm algorithm = Algorithm::ring;
   Protocol protocol = Protocol::simple;
-  int channels = 1;              // after NCCL's small-message channel reduction
-  double predicted_us = 0;       // NCCL-model time
+  int channels = 1;         // after NCCL's small-message channel reduction
+  double predicted_us = 0;  // NCCL-model time
 };
 
 struct CostEntry {
   Algorithm algorithm;
   Protocol protocol;
-  double latency_us = 0;         // NCCL-model latency
-  double algbw_GBps = 0;         // NCCL-model bandwidth (0 = disabled)
-  double time_us = -1;           // -1 = disabled
+  double latency_us = 0;  // NCCL-model latency
+  double algbw_GBps = 0;  // NCCL-model bandwidth (0 = disabled)
+  double time_us = -1;    // -1 = disabled
   std::string why_disabled;
 };
 

@@ -18,18 +18,18 @@
 // and share links.
 #pragma once
 
-#include "simrun/common/units.hpp"
-#include "simrun/sim/collective_tuner.hpp"
-#include "simrun/sim/engine.hpp"
-#include "simrun/sim/network.hpp"
-#include "simrun/topologies/cluster_graph.hpp"
-
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <vector>
+
+#include "simrun/common/units.hpp"
+#include "simrun/sim/collective_tuner.hpp"
+#include "simrun/sim/engine.hpp"
+#include "simrun/sim/network.hpp"
+#include "simrun/topologies/cluster_graph.hpp"
 
 namespace simrun {
 
@@ -51,10 +51,10 @@ struct CollectiveRequest {
   // nccl-tests' size: all_reduce/broadcast/reduce/send_recv = buffer bytes (count·typesize);
   // all_gather/reduce_scatter/all_to_all = total bytes (count·typesize·n, count per rank).
   double bytes = 0;
-  int64_t root = 0;                      // communicator rank, broadcast/reduce
-  std::optional<Algorithm> algorithm;    // nullopt = tuner's choice
-  std::optional<Protocol> protocol;      // nullopt = tuner's choice
-  std::optional<int> channels;           // nullopt = tuner's choice
+  int64_t root = 0;                    // communicator rank, broadcast/reduce
+  std::optional<Algorithm> algorithm;  // nullopt = tuner's choice
+  std::optional<Protocol> protocol;    // nullopt = tuner's choice
+  std::optional<int> channels;         // nullopt = tuner's choice
 };
 
 struct CollectiveResult {

@@ -7,11 +7,11 @@
 // past, and no event is lost (scheduled = executed + cancelled + pending, at every quiescent point).
 #pragma once
 
-#include "simrun/common/units.hpp"
-
 #include <cstdint>
 #include <functional>
 #include <vector>
+
+#include "simrun/common/units.hpp"
 
 namespace simrun {
 

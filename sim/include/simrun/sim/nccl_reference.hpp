@@ -4,21 +4,20 @@
 // and bench/nccl_measured.
 #pragma once
 
-#include "simrun/sim/collective_tuner.hpp"
-#include "simrun/topologies/hardware_spec.hpp"
-
-#include <nlohmann/json.hpp>
-
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "simrun/sim/collective_tuner.hpp"
+#include "simrun/topologies/hardware_spec.hpp"
+
 namespace simrun {
 
 struct NcclReferenceSetup {
-  std::string gpu_id;             // catalog id, e.g. "h100-sxm"
-  std::string fabric_id;          // catalog id, e.g. "ib-ndr" (unused on one node)
+  std::string gpu_id;     // catalog id, e.g. "h100-sxm"
+  std::string fabric_id;  // catalog id, e.g. "ib-ndr" (unused on one node)
   int64_t num_gpus = 8;
   int64_t gpus_per_node = 8;
   int64_t nics_per_node = 8;
@@ -31,10 +30,10 @@ struct NcclReferenceSetup {
 
 struct NcclReferenceRow {
   std::string id;
-  std::string hardware;          // the row's own description
+  std::string hardware;  // the row's own description
   double measured_busbw_GBps = 0;
   std::optional<NcclReferenceSetup> setup;
-  std::string not_expressible;   // why, when setup is empty
+  std::string not_expressible;  // why, when setup is empty
 };
 
 // Rows of measured-nccl.json (the parsed document), each with its setup or its reason.

@@ -14,13 +14,13 @@
 // single recomputation (a "settle" event scheduled at that instant).
 #pragma once
 
-#include "simrun/common/units.hpp"
-#include "simrun/sim/engine.hpp"
-
 #include <cstdint>
 #include <functional>
 #include <limits>
 #include <vector>
+
+#include "simrun/common/units.hpp"
+#include "simrun/sim/engine.hpp"
 
 namespace simrun {
 
@@ -84,10 +84,10 @@ class Network {
   };
   struct Link {
     double capacity = 0;
-    double load = 0;                // Σ rate·weight of the flows on it, bytes/s
-    double carried = 0;             // bytes carried up to `updated_ns`
+    double load = 0;     // Σ rate·weight of the flows on it, bytes/s
+    double carried = 0;  // bytes carried up to `updated_ns`
     int64_t updated_ns = 0;
-    std::vector<LinkEntry> flows;   // flows using the link (unordered)
+    std::vector<LinkEntry> flows;  // flows using the link (unordered)
     // scratch for the settle pass
     uint64_t mark = 0;
     double residual = 0;

@@ -9,13 +9,13 @@
 //   sim.run();
 #pragma once
 
+#include <memory>
+
 #include "simrun/sim/collectives.hpp"
 #include "simrun/sim/engine.hpp"
 #include "simrun/sim/network.hpp"
 #include "simrun/sim/scenario.hpp"
 #include "simrun/topologies/cluster_graph.hpp"
-
-#include <memory>
 
 namespace simrun {
 

@@ -14,16 +14,15 @@
 // injection bandwidth).
 #pragma once
 
-#include "simrun/common/units.hpp"
-#include "simrun/topologies/hardware_spec.hpp"
-
 #include <boost/graph/adjacency_list.hpp>
-
 #include <cstdint>
 #include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "simrun/common/units.hpp"
+#include "simrun/topologies/hardware_spec.hpp"
 
 namespace simrun {
 
@@ -34,9 +33,9 @@ const char* to_string(FabricShape shape);  // "rail-optimized" | "fat-tree"
 struct ClusterGraphSpec {
   GpuSpec gpu;
   FabricSpec fabric;
-  int64_t num_gpus = 8;         // e.g. 16384
-  int64_t gpus_per_node = 8;    // e.g. 8 (HGX), 4 (GB200 compute tray)
-  int64_t nics_per_node = 8;    // one fabric port each, e.g. 8
+  int64_t num_gpus = 8;       // e.g. 16384
+  int64_t gpus_per_node = 8;  // e.g. 8 (HGX), 4 (GB200 compute tray)
+  int64_t nics_per_node = 8;  // one fabric port each, e.g. 8
   FabricShape shape = FabricShape::rail_optimized;
   double oversubscription = 1.0;  // leaf down:up bandwidth, e.g. 1.0 or 2.0
 };
@@ -52,16 +51,16 @@ enum class LinkKind {
 
 struct GraphVertex {
   VertexKind kind = VertexKind::gpu;
-  int32_t tier = 0;    // fabric switches: 1 = leaf, 2 = spine, 3+ = core; 0 otherwise
-  int64_t index = 0;   // GPU id, NIC id, switch id within its tier, domain id (nvswitch), node (host)
+  int32_t tier = 0;   // fabric switches: 1 = leaf, 2 = spine, 3+ = core; 0 otherwise
+  int64_t index = 0;  // GPU id, NIC id, switch id within its tier, domain id (nvswitch), node (host)
 };
 
 struct GraphLink {
   uint32_t src = 0, dst = 0;  // vertex ids
   LinkKind kind = LinkKind::scale_up;
-  int32_t tier = 0;           // fabric links: tier of the lower switch (1 = leaf-spine)
-  double bytes_per_s = 0;     // per direction
-  TimeNs latency{};           // wire + switch traversal at `dst`
+  int32_t tier = 0;        // fabric links: tier of the lower switch (1 = leaf-spine)
+  double bytes_per_s = 0;  // per direction
+  TimeNs latency{};        // wire + switch traversal at `dst`
 };
 
 struct Route {
@@ -81,10 +80,10 @@ struct ClusterSummary {
   std::vector<int64_t> switches_per_tier;  // [0] = leaves, [1] = spines, [2..] = core tiers
   int64_t fabric_links = 0;                // physical switch-to-switch bundles
   int64_t directed_links = 0;
-  double bisection_bytes_per_s = 0;        // fabric, one direction across a balanced cut of nodes
-  double scale_up_bisection_bytes_per_s = 0;  // inside one scale-up domain
-  double injection_scale_up_bytes_per_s = 0;  // per GPU per direction (NVLink)
-  double injection_scale_out_bytes_per_s = 0; // per GPU per direction (its share of node NICs)
+  double bisection_bytes_per_s = 0;            // fabric, one direction across a balanced cut of nodes
+  double scale_up_bisection_bytes_per_s = 0;   // inside one scale-up domain
+  double injection_scale_up_bytes_per_s = 0;   // per GPU per direction (NVLink)
+  double injection_scale_out_bytes_per_s = 0;  // per GPU per direction (its share of node NICs)
 };
 
 class ClusterGraph {
@@ -147,8 +146,8 @@ class ClusterGraph {
  private:
   struct Switch {
     uint32_t vertex = 0;
-    std::vector<uint32_t> up_links;  // to tier+1, in uplink-index order
-    std::vector<uint32_t> up_switch; // index (within tier+1) of the switch each up link reaches
+    std::vector<uint32_t> up_links;   // to tier+1, in uplink-index order
+    std::vector<uint32_t> up_switch;  // index (within tier+1) of the switch each up link reaches
   };
   struct Tier {
     std::vector<Switch> switches;
