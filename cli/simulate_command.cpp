@@ -28,6 +28,8 @@ struct SimulateArgs {
   bool full = false;
   bool compare_analytic = false;
   bool tp_comm_overlap = false;
+  std::string kernels;
+  std::string selective;
   std::string trace_file;
   std::string calibration_file;
   std::string schedule;
@@ -108,6 +110,12 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
       ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}));
   cmd->add_flag("--tp-comm-overlap", args->tp_comm_overlap,
                 "Overlap TP collectives with their GEMMs (Megatron --tp-comm-overlap / async-TP)");
+  cmd->add_option("--kernels", args->kernels,
+                  "Kernel stack: fused (Transformer Engine / Megatron, default) | eager (PyTorch eager + FlashAttention-2)")
+      ->check(CLI::IsMember({"fused", "eager"}));
+  cmd->add_option("--selective-recompute", args->selective,
+                  "What recompute=selective re-runs: attention (Megatron core_attn, default) | every-other-layer (torchtitan AC)")
+      ->check(CLI::IsMember({"attention", "every-other-layer"}));
   return {cmd, [args, env] {
             const Catalogs catalogs = load_catalogs(env.data_dir);
             const Scenario scenario = resolve_scenario(args->scenario, catalogs);
@@ -118,6 +126,9 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
                 args->full || !options.step.stragglers.empty() ? SimulationScope::full : SimulationScope::representatives;
             options.step.record_trace = !args->trace_file.empty();
             if (args->tp_comm_overlap) options.workload.tp_overlap = TpCommOverlap::full;
+            if (args->kernels == "eager") options.workload.kernels = KernelStack::eager;
+            if (args->selective == "every-other-layer")
+              options.workload.selective = SelectiveRecompute::every_other_layer;
             if (args->schedule == "gpipe") options.schedule = PipelineSchedule::gpipe;
             if (args->schedule == "1f1b") options.schedule = PipelineSchedule::one_f_one_b;
             if (args->schedule == "interleaved") {
