@@ -174,7 +174,9 @@ void CollectiveRunner::run(const CollectiveRequest& req, DoneCallback on_done) {
         s,       choice, m_model,          m_weights.get(), mesh ? &ring_cycles(s.ranks_per_node) : nullptr};
     call->plan = detail::build_plan(ctx);
   }
-  start_phase(call, 0);
+  // Always asynchronous: on_done never runs inside run(), even for a one-rank group.
+  m_engine.schedule_in(
+      TimeNs{}, [this, call] { start_phase(call, 0); }, /*tag=*/10);
 }
 
 void CollectiveRunner::start_phase(std::shared_ptr<Call> call, size_t phase) {

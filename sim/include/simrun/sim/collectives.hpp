@@ -11,8 +11,10 @@
 //    weighted by the bytes each link carries; the 2(n-1) per-step latencies of the chunk's trip
 //    (pipeline fill) are added once. Link sharing with any concurrent traffic stays max-min fair
 //    and exact for the pipelined model; the per-step latency total is that of the closed form.
-//  - per_step: every step of the textbook algorithm is its own set of point-to-point flows with a
+//  - per_step: every step of the textbook ring is its own set of point-to-point flows with a
 //    barrier between steps (t = Σ steps (α + bytes_step / rate)). Slower; for checks and small n.
+//    Applies to ring all_reduce/all_gather/reduce_scatter; other algorithms stay pipelined (PAT
+//    and hierarchical are step/phase-wise anyway; all_to_all and send_recv are plain p2p flows).
 //
 // Works inside an ongoing simulation: several collectives (and raw flows) may run concurrently
 // and share links.
