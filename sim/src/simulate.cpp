@@ -88,6 +88,7 @@ SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
   r.mfu = r.flops_per_step / (r.step_time_s * n * peak);
   r.hfu = r.hardware_flops_per_step / (r.step_time_s * n * peak);
   r.warnings = w.warnings;
+  for (const auto& warning : st.warnings) r.warnings.push_back(warning);
 
   // Breakdown: the rank that finishes last (its compute + exposed comm + bubble = step time).
   const RankBreakdown& crit = st.ranks.at(st.critical);

@@ -5,10 +5,13 @@
 #include "simrun/sim/collective_cost.hpp"
 #include "simrun/sim/engine.hpp"
 #include "simrun/sim/network.hpp"
+#include "simrun/sim/simulation.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
+#include <tuple>
 #include <unordered_map>
 
 namespace simrun {
@@ -62,6 +65,13 @@ double latency_steps(CollectiveOp op, int64_t n) {
   return 1.0;
 }
 
+// Time of one collective alone: bandwidth-bound seconds (shared on the ports) and latency.
+struct CommCost {
+  double bw_s = 0;
+  double alpha_s = 0;
+  int port = 0;  // 0 NVLink port, 1 NIC
+};
+
 class Executor {
  public:
   Executor(const Scenario& sc, const Workload& w, const StepSimOptions& opt, const Calibration& cal)
@@ -78,13 +88,7 @@ class Executor {
     }
     // Link costs per group kind, with calibration.json's α/β where given.
     for (GroupKind g : {GroupKind::tp, GroupKind::cp, GroupKind::dp, GroupKind::dp_cp, GroupKind::ep, GroupKind::pp}) {
-      LinkCost lc = group_link(sc.cluster, rank_group(l, g), opt.comm);
-      const LinkCalibration c = cal.link(sc.cluster.gpu.id, lc.link_class == LinkClass::scale_up
-                                                                ? CalibratedLink::scale_up
-                                                                : CalibratedLink::scale_out);
-      if (c.alpha_s) lc.alpha_s = *c.alpha_s;
-      if (c.beta_s_per_byte) lc.bytes_per_s = 1.0 / *c.beta_s_per_byte;
-      m_link[static_cast<size_t>(group_index(g))] = lc;
+      m_link[static_cast<size_t>(group_index(g))] = group_link(sc.cluster, rank_group(l, g), opt.comm);
     }
 
     // Per-stage stream queues (recv markers are completed by their sends, not by a stream).
@@ -118,6 +122,20 @@ class Executor {
       m_ranks[static_cast<size_t>(m_index_of_rank[static_cast<size_t>(s.rank)])].slowdown = s.slowdown;
     }
     m_network = std::make_unique<Network>(m_engine, std::vector<double>(2 * sim.size(), kPortRate));
+    if (opt.timing == CollectiveTiming::nccl_model) {
+      const ClusterGraphSpec spec = cluster_graph_spec(sc.cluster);
+      if (const auto why = ClusterGraph::check(spec)) {
+        m_warnings.push_back("collectives timed with the alpha-beta model: the cluster graph cannot be built (" + *why + ")");
+      } else {
+        m_graph = std::make_shared<ClusterGraph>(spec);
+      }
+    }
+    for (LinkClass c : {LinkClass::scale_up, LinkClass::scale_out}) {
+      const LinkCalibration lcal = cal.link(sc.cluster.gpu.id, c == LinkClass::scale_up ? CalibratedLink::scale_up
+                                                                                      : CalibratedLink::scale_out);
+      m_calibrated[c == LinkClass::scale_up ? 0 : 1] = lcal.alpha_s.has_value() || lcal.beta_s_per_byte.has_value();
+      m_cal_links[c == LinkClass::scale_up ? 0 : 1] = lcal;
+    }
   }
 
   StepResult run() {
@@ -138,6 +156,7 @@ class Executor {
       step = std::max(step, r.finish);
     }
     out.step_time = step;
+    out.warnings = m_warnings;
     double worst = -1;
     for (size_t i = 0; i < m_ranks.size(); ++i) {
       RankState& r = m_ranks[i];
@@ -261,11 +280,9 @@ class Executor {
   }
 
   void launch_collective(const Task& task, uint32_t t, std::vector<uint32_t> members) {
-    const int64_t n = m_layout.group_size(task.group);
-    const LinkCost& lc = m_link[static_cast<size_t>(group_index(task.group))];
-    const double bw_s = n > 1 ? bus_factor(task.coll, n) * task.comm_bytes / lc.bytes_per_s : 0.0;
-    const double alpha_s = n > 1 ? latency_steps(task.coll, n) * lc.alpha_s : 0.0;
-    const int port = lc.link_class == LinkClass::scale_up ? 0 : 1;
+    const CommCost cost = collective_cost(task.coll, task.group, task.comm_bytes);
+    const double bw_s = cost.bw_s, alpha_s = cost.alpha_s;
+    const int port = cost.port;
     const TimeNs now = m_engine.now();
     const bool sm_sharing = task.group != GroupKind::tp;
     for (uint32_t m : members) {
@@ -292,16 +309,12 @@ class Executor {
     const int64_t peer_rank = m_layout.rank_of(c);
     const int32_t peer = m_index_of_rank[static_cast<size_t>(peer_rank)];
     SIMRUN_ASSERT(peer >= 0, "pipeline peer not simulated");
-    const bool same_node = m_layout.node_of(r.rank) == m_layout.node_of(peer_rank) &&
-                           scale_up_domain_size(m_sc.cluster) >= m_sc.cluster.gpus_per_node;
-    const LinkCost& pp = m_link[static_cast<size_t>(group_index(GroupKind::pp))];
-    LinkCost lc = pp;
-    if (same_node && pp.link_class == LinkClass::scale_out)
-      lc = group_link(m_sc.cluster, RankGroup{2, 1}, m_opt.comm);  // neighbours inside one node
-    const int port = lc.link_class == LinkClass::scale_up ? 0 : 1;
+    const bool same_domain = r.rank / scale_up_domain_size(m_sc.cluster) == peer_rank / scale_up_domain_size(m_sc.cluster);
+    const CommCost cost = p2p_cost(task.comm_bytes, same_domain);
+    const int port = cost.port;
     FlowSpec f;
-    f.bytes = task.comm_bytes / lc.bytes_per_s * kPortRate;
-    f.latency = TimeNs::from_seconds(lc.alpha_s);
+    f.bytes = cost.bw_s * kPortRate;
+    f.latency = TimeNs::from_seconds(cost.alpha_s);
     f.links.push_back(LinkUse{static_cast<LinkId>(2 * idx + static_cast<uint32_t>(port)), 1.0});
     f.links.push_back(LinkUse{static_cast<LinkId>(2 * static_cast<uint32_t>(peer) + static_cast<uint32_t>(port)), 1.0});
     const TimeNs begin = m_engine.now();
@@ -318,6 +331,75 @@ class Executor {
       complete(idx, t);
       advance(static_cast<uint32_t>(peer));
     });
+  }
+
+  // α-β time of a collective on `ranks`-shaped group (analytic formulas, calibration α/β).
+  CommCost alpha_beta(CollectiveOp op, int64_t n, LinkCost lc, double bytes) const {
+    const LinkCalibration c = m_cal_links[lc.link_class == LinkClass::scale_up ? 0 : 1];
+    if (c.alpha_s) lc.alpha_s = *c.alpha_s;
+    if (c.beta_s_per_byte) lc.bytes_per_s = 1.0 / *c.beta_s_per_byte;
+    CommCost cost;
+    cost.port = lc.link_class == LinkClass::scale_up ? 0 : 1;
+    if (n <= 1) return cost;
+    cost.bw_s = bus_factor(op, n) * bytes / lc.bytes_per_s;
+    cost.alpha_s = latency_steps(op, n) * lc.alpha_s;
+    return cost;
+  }
+
+  // The NCCL model's time of `op` on `ranks` alone on the cluster graph: the latency part is
+  // the time of a 1-byte call, the rest is bandwidth-bound.
+  CommCost nccl_model(CollectiveOp op, const std::vector<int64_t>& ranks, double bytes, int port) const {
+    auto run = [&](double b) {
+      Simulation sim(m_graph);
+      double t = 0;
+      CollectiveRequest req;
+      req.op = op;
+      req.ranks = ranks;
+      req.bytes = b;
+      sim.collectives().run(req, [&t](const CollectiveResult& r) { t = r.seconds(); });
+      sim.run();
+      return t;
+    };
+    CommCost cost;
+    cost.port = port;
+    const double latency = run(1.0);
+    cost.alpha_s = latency;
+    cost.bw_s = std::max(0.0, run(bytes) - latency);
+    return cost;
+  }
+
+  CommCost collective_cost(CollectiveOp op, GroupKind g, double bytes) {
+    const auto key = std::make_tuple(static_cast<int>(op), static_cast<int>(g), bytes);
+    const auto it = m_cost_cache.find(key);
+    if (it != m_cost_cache.end()) return it->second;
+    const int64_t n = m_layout.group_size(g);
+    const LinkCost lc = m_link[static_cast<size_t>(group_index(g))];
+    const int port = lc.link_class == LinkClass::scale_up ? 0 : 1;
+    CommCost cost;
+    if (m_graph && n > 1 && !m_calibrated[port])
+      cost = nccl_model(op, m_layout.group(g, 0), bytes, port);
+    else
+      cost = alpha_beta(op, n, lc, bytes);
+    m_cost_cache.emplace(key, cost);
+    return cost;
+  }
+
+  CommCost p2p_cost(double bytes, bool same_domain) {
+    const auto key = std::make_tuple(-1, same_domain ? 1 : 0, bytes);
+    const auto it = m_cost_cache.find(key);
+    if (it != m_cost_cache.end()) return it->second;
+    const int64_t domain = scale_up_domain_size(m_sc.cluster);
+    LinkCost lc = m_link[static_cast<size_t>(group_index(GroupKind::pp))];
+    if (same_domain) lc = group_link(m_sc.cluster, RankGroup{2, 1}, m_opt.comm);
+    else if (lc.link_class == LinkClass::scale_up) lc = group_link(m_sc.cluster, RankGroup{2, domain}, m_opt.comm);
+    const int port = lc.link_class == LinkClass::scale_up ? 0 : 1;
+    CommCost cost;
+    if (m_graph && !m_calibrated[port] && m_sc.cluster.num_gpus > domain - (same_domain ? domain : 0))
+      cost = nccl_model(CollectiveOp::send_recv, {0, same_domain ? 1 : domain}, bytes, port);
+    else
+      cost = alpha_beta(CollectiveOp::send_recv, 2, lc, bytes);
+    m_cost_cache.emplace(key, cost);
+    return cost;
   }
 
   void mark_done(RankState& r, uint32_t t) {
@@ -419,6 +501,11 @@ class Executor {
   std::unordered_map<uint64_t, Arrival> m_arrivals;
   Engine m_engine;
   std::unique_ptr<Network> m_network;
+  std::shared_ptr<const ClusterGraph> m_graph;  // nccl_model timing
+  std::array<bool, 2> m_calibrated{};           // calibration.json gives α/β for the link class
+  std::array<LinkCalibration, 2> m_cal_links{};
+  std::map<std::tuple<int, int, double>, CommCost> m_cost_cache;
+  std::vector<std::string> m_warnings;
 };
 
 }  // namespace

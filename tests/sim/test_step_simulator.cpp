@@ -103,6 +103,7 @@ TEST_CASE("the analytic estimate and the event simulation agree within 5% on unc
   o.workload.step_overhead_s = 0;
   o.step.overlap_slowdown = 0;
   o.step.comm = eff;
+  o.step.timing = CollectiveTiming::alpha_beta;
   const auto layout = GENERATE(std::string(R"("tp": 8, "pp": 1, "dp": 1, "global_batch": 16, "model": "x")"),
                                std::string(R"("tp": 1, "pp": 1, "dp": 8, "global_batch": 64, "zero_stage": 1)"),
                                std::string(R"("tp": 4, "pp": 1, "dp": 2, "global_batch": 32, "recompute": "full")"));

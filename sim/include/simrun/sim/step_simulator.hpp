@@ -5,11 +5,14 @@
 //
 // Execution rules (CUDA streams + NCCL): a stream runs its tasks one at a time in program
 // order; a task also waits for its explicit dependencies. A collective starts when every
-// member of its group has reached it (the early ones wait on their comm stream), and lasts its
-// α-β time (collective_cost.hpp: ring/tree formulas, group_link bandwidths, the same ones the
-// analytic model uses; calibration.json α/β override them) — the bandwidth part as a flow on
-// the members' ports of the link class it rides (NVLink port or NIC), the α part as latency.
-// A pipeline send is a flow over the two GPUs' ports; it completes the receiver's recv.
+// member of its group has reached it (the early ones wait on their comm stream). Its time alone
+// comes from the NCCL model of collectives.hpp (the tuner's algorithm/protocol run once per
+// op, group and size on an idle cluster graph, then reused), or from the analytic model's α-β
+// ring formulas (collective_cost.hpp); calibration.json α/β override either per link class.
+// Contention: the bandwidth part of that time is a flow on the members' ports of the link
+// class it rides (each GPU has an NVLink port and a NIC share), the α part its latency, so
+// TP, PP, DP and CP traffic meeting on a port share it max-min fairly. A pipeline send is a
+// flow over the two GPUs' ports; it completes the receiver's recv.
 //
 // Scope: by default one representative rank per pipeline stage is simulated (RankLayout): its
 // TP/CP/DP peers run the same program at the same times, so a collective starts as soon as the
@@ -33,6 +36,13 @@ namespace simrun {
 
 enum class SimulationScope { representatives, full };
 
+// How long a collective takes before contention.
+enum class CollectiveTiming {
+  nccl_model,  // simrun's NCCL model (collectives.hpp): the tuner's algorithm and protocol (ring,
+               // tree, NVLS, ...) run alone on the cluster graph, once per (op, group, size)
+  alpha_beta,  // the analytic model's ring α-β formulas (collective_cost.hpp)
+};
+
 // One GPU running slower than the rest (thermal throttling, a bad HBM stack, a noisy node).
 struct Straggler {
   int64_t rank = 0;
@@ -45,7 +55,8 @@ struct StepSimOptions {
   // Keep per-task start/end times of the traced ranks (representatives, stragglers) for
   // --trace; other ranks keep only what the breakdown needs.
   bool record_trace = false;
-  EfficiencyDefaults comm;   // link fractions and α of the collectives (analytic model's)
+  CollectiveTiming timing = CollectiveTiming::nccl_model;
+  EfficiencyDefaults comm;   // link fractions and α of the α-β timing (analytic model's)
   // A compute kernel that starts while a data-parallel or pipeline NCCL kernel runs on the
   // same GPU takes this much longer: NCCL's channels occupy SMs (one CTA each, 16–32 on
   // Hopper) and the copies compete for HBM bandwidth.
@@ -80,6 +91,7 @@ struct StepResult {
   uint64_t events = 0;                 // engine events processed
   uint64_t tasks = 0;                  // tasks executed over all simulated ranks
   uint64_t flows = 0;                  // network flows started
+  std::vector<std::string> warnings;
 };
 
 // Simulates one step. Throws InputError for stragglers outside the cluster or with
