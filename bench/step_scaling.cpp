@@ -6,9 +6,6 @@
 // (representative ranks) and the --full (every rank) simulation.
 //
 //   build/bench/step_scaling [--max-gpus N] [--no-full] [--full-max-gpus N]
-#include "simrun/sim/scenario_parser.hpp"
-#include "simrun/sim/simulate.hpp"
-
 #include <fmt/format.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -19,6 +16,9 @@
 #include <iostream>
 #include <string>
 #include <vector>
+
+#include "simrun/sim/scenario_parser.hpp"
+#include "simrun/sim/simulate.hpp"
 
 using namespace simrun;
 
@@ -64,20 +64,25 @@ int main(int argc, char** argv) {
   int64_t max_gpus = 16384, full_max = 16384;
   bool full = true;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--max-gpus") && i + 1 < argc) max_gpus = std::stoll(argv[++i]);
-    else if (!std::strcmp(argv[i], "--full-max-gpus") && i + 1 < argc) full_max = std::stoll(argv[++i]);
-    else if (!std::strcmp(argv[i], "--no-full")) full = false;
+    if (!std::strcmp(argv[i], "--max-gpus") && i + 1 < argc)
+      max_gpus = std::stoll(argv[++i]);
+    else if (!std::strcmp(argv[i], "--full-max-gpus") && i + 1 < argc)
+      full_max = std::stoll(argv[++i]);
+    else if (!std::strcmp(argv[i], "--no-full"))
+      full = false;
     else {
       std::cerr << "usage: step_scaling [--max-gpus N] [--full-max-gpus N] [--no-full]\n";
       return 2;
     }
   }
   const Catalogs catalogs = load_catalogs(SIMRUN_DATA_DIR);
-  const std::vector<Config> configs = {{8, 8, 1, 1, 1},       {64, 8, 8, 1, 2},      {128, 8, 16, 1, 2},
-                                       {1024, 8, 16, 8, 2},   {4096, 8, 16, 32, 2},  {16384, 8, 16, 128, 2}};
-  fmt::print("Llama-3 405B, 8K sequence, H100 SXM, TP8, interleaved (v=2 where pp>1), 16 micro-batches per pipeline\n");
-  fmt::print("{:>6} {:>13} {:>6} {:>8} {:>9} {:>11} {:>12} {:>10} {:>9} {:>10}\n", "GPUs", "layout", "mode", "ranks",
-             "step s", "tasks", "events", "wall s", "Mev/s", "peak RSS");
+  const std::vector<Config> configs = {{8, 8, 1, 1, 1},     {64, 8, 8, 1, 2},     {128, 8, 16, 1, 2},
+                                       {1024, 8, 16, 8, 2}, {4096, 8, 16, 32, 2}, {16384, 8, 16, 128, 2}};
+  fmt::print(
+      "Llama-3 405B, 8K sequence, H100 SXM, TP8, interleaved (v=2 where pp>1), 16 micro-batches per "
+      "pipeline\n");
+  fmt::print("{:>6} {:>13} {:>6} {:>8} {:>9} {:>11} {:>12} {:>10} {:>9} {:>10}\n", "GPUs", "layout", "mode",
+             "ranks", "step s", "tasks", "events", "wall s", "Mev/s", "peak RSS");
   for (const Config& c : configs) {
     if (c.gpus > max_gpus) continue;
     for (int mode = 0; mode < 2; ++mode) {
@@ -114,9 +119,9 @@ int main(int argc, char** argv) {
         fmt::print("{:>6} {:>13} {:>6}  failed\n", c.gpus, layout, is_full ? "full" : "rep");
         continue;
       }
-      fmt::print("{:>6} {:>13} {:>6} {:>8} {:>9.3f} {:>11} {:>12} {:>10.3f} {:>9.2f} {:>7.0f} MiB\n", c.gpus, layout,
-                 is_full ? "full" : "rep", r.ranks, r.step_s, r.tasks, r.events, r.wall_s, r.events / r.wall_s / 1e6,
-                 double(ru.ru_maxrss) / 1024.0);
+      fmt::print("{:>6} {:>13} {:>6} {:>8} {:>9.3f} {:>11} {:>12} {:>10.3f} {:>9.2f} {:>7.0f} MiB\n", c.gpus,
+                 layout, is_full ? "full" : "rep", r.ranks, r.step_s, r.tasks, r.events, r.wall_s,
+                 r.events / r.wall_s / 1e6, double(ru.ru_maxrss) / 1024.0);
       std::cout.flush();
     }
   }

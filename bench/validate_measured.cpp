@@ -26,11 +26,6 @@
 //    gather; PyTorch FSDP (mosaic: FSDP1, bf16 reduce; torchtitan: FSDP2, fp32 reduce).
 // Unsupported: MoE models (no expert all-to-all model yet), the non-standard H100 96 GB HBM2e
 // 500 W SKU (not in the GPU catalog), runs without a layout or without a reference time.
-#include "simrun/common/error.hpp"
-#include "simrun/common/json_reader.hpp"
-#include "simrun/sim/scenario_parser.hpp"
-#include "simrun/sim/simulate.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -42,13 +37,19 @@
 #include <string>
 #include <vector>
 
+#include "simrun/common/error.hpp"
+#include "simrun/common/json_reader.hpp"
+#include "simrun/sim/scenario_parser.hpp"
+#include "simrun/sim/simulate.hpp"
+
 using namespace simrun;
 using nlohmann::json;
 
 namespace {
 
 std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
 }
 bool has(const std::string& hay, const char* needle) { return hay.find(needle) != std::string::npos; }
@@ -116,7 +117,8 @@ Case build_case(const json& run, const Catalogs& catalogs) {
   const json& mj = run.at("model");
   const json& lj = run.at("layout");
   const json& meas = run.contains("measured") ? run.at("measured") : json::object();
-  const json& der = run.contains("derived") && run.at("derived").is_object() ? run.at("derived") : json::object();
+  const json& der =
+      run.contains("derived") && run.at("derived").is_object() ? run.at("derived") : json::object();
 
   if (auto it = opt_num(meas, "iteration_s")) {
     c.reference_s = *it;
@@ -133,8 +135,8 @@ Case build_case(const json& run, const Catalogs& catalogs) {
     c.status = "unsupported: GPU \"" + run.at("gpu").get<std::string>() + "\" not in the catalog";
     return c;
   }
-  if (opt_int(mj, "experts").value_or(0) > 1 || has(lname, "moe") || has(lname, "mixtral") || has(lname, "a3b") ||
-      has(lname, "a22b") || opt_int(lj, "ep").value_or(1) > 1) {
+  if (opt_int(mj, "experts").value_or(0) > 1 || has(lname, "moe") || has(lname, "mixtral") ||
+      has(lname, "a3b") || has(lname, "a22b") || opt_int(lj, "ep").value_or(1) > 1) {
     c.status = "unsupported: mixture-of-experts (no expert all-to-all model yet)";
     return c;
   }
@@ -183,9 +185,12 @@ Case build_case(const json& run, const Catalogs& catalogs) {
   l.cp = opt_int(lj, "cp").value_or(1);
   l.ep = opt_int(lj, "ep").value_or(1);
   auto note = [&](const std::string& what) { c.defaults_used.push_back(what); };
-  if (auto v = opt_int(lj, "vpp")) l.virtual_stages = *v;
-  else note("vpp=1");
-  if (auto mb = opt_int(lj, "micro_batch")) l.micro_batch = *mb;
+  if (auto v = opt_int(lj, "vpp"))
+    l.virtual_stages = *v;
+  else
+    note("vpp=1");
+  if (auto mb = opt_int(lj, "micro_batch"))
+    l.micro_batch = *mb;
   else {
     l.micro_batch = 1;
     note("micro_batch=1");
@@ -194,14 +199,17 @@ Case build_case(const json& run, const Catalogs& catalogs) {
   const std::string sp = opt_str(lj, "sp");
   if (sp.empty()) note("sp=(tp>1)");
   l.sequence_parallel = sp.empty() ? l.tp > 1 : sp == "true";
-  if (auto z = opt_int(lj, "zero_stage")) l.zero_stage = static_cast<int>(*z);
+  if (auto z = opt_int(lj, "zero_stage"))
+    l.zero_stage = static_cast<int>(*z);
   else {
     l.zero_stage = 1;
     note("zero_stage=1");
   }
   const std::string rc = lower(opt_str(lj, "recompute"));
   if (rc.empty()) note("recompute=none");
-  l.recompute = has(rc, "full") ? Recompute::full : has(rc, "selective") ? Recompute::selective : Recompute::none;
+  l.recompute = has(rc, "full")        ? Recompute::full
+                : has(rc, "selective") ? Recompute::selective
+                                       : Recompute::none;
   const std::string prec = lower(opt_str(lj, "precision"));
   l.precision = has(prec, "fp8") ? Precision::fp8 : has(prec, "fp16") ? Precision::fp16 : Precision::bf16;
   // Megatron-LM of 2021 predates FlashAttention (2022): scaled-masked-softmax over the
@@ -210,14 +218,16 @@ Case build_case(const json& run, const Catalogs& catalogs) {
   sc.run.tokens = 0;
 
   if (l.world_size() != sc.cluster.num_gpus) {
-    c.status = fmt::format("unsupported: tp·pp·dp·cp = {} but num_gpus = {}", l.world_size(), sc.cluster.num_gpus);
+    c.status =
+        fmt::format("unsupported: tp·pp·dp·cp = {} but num_gpus = {}", l.world_size(), sc.cluster.num_gpus);
     return c;
   }
   if (l.global_batch % (l.micro_batch * l.dp) != 0) {
     // Composer accepts a micro-batch that does not divide the per-GPU batch: the last
     // micro-batch is short. Simulate the equivalent whole micro-batches of the same tokens.
     const int64_t per_gpu = l.global_batch / l.dp;
-    note(fmt::format("micro_batch {} does not divide {} per GPU: micro_batch=1 x {}", l.micro_batch, per_gpu, per_gpu));
+    note(fmt::format("micro_batch {} does not divide {} per GPU: micro_batch=1 x {}", l.micro_batch, per_gpu,
+                     per_gpu));
     l.micro_batch = 1;
   }
   c.options.workload = framework_options(c.group);
@@ -232,13 +242,20 @@ int main(int argc, char** argv) {
   // Exploration knobs (not used for the published figures): override one default for all runs.
   std::optional<double> step_overhead, overlap_slowdown, eager_factor;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--verbose")) verbose = true;
-    else if (!std::strcmp(argv[i], "--json")) as_json = true;
-    else if (!std::strcmp(argv[i], "--group") && i + 1 < argc) only_group = argv[++i];
-    else if (!std::strcmp(argv[i], "--calibration") && i + 1 < argc) calibration_file = argv[++i];
-    else if (!std::strcmp(argv[i], "--step-overhead") && i + 1 < argc) step_overhead = std::stod(argv[++i]);
-    else if (!std::strcmp(argv[i], "--overlap-slowdown") && i + 1 < argc) overlap_slowdown = std::stod(argv[++i]);
-    else if (!std::strcmp(argv[i], "--eager-factor") && i + 1 < argc) eager_factor = std::stod(argv[++i]);
+    if (!std::strcmp(argv[i], "--verbose"))
+      verbose = true;
+    else if (!std::strcmp(argv[i], "--json"))
+      as_json = true;
+    else if (!std::strcmp(argv[i], "--group") && i + 1 < argc)
+      only_group = argv[++i];
+    else if (!std::strcmp(argv[i], "--calibration") && i + 1 < argc)
+      calibration_file = argv[++i];
+    else if (!std::strcmp(argv[i], "--step-overhead") && i + 1 < argc)
+      step_overhead = std::stod(argv[++i]);
+    else if (!std::strcmp(argv[i], "--overlap-slowdown") && i + 1 < argc)
+      overlap_slowdown = std::stod(argv[++i]);
+    else if (!std::strcmp(argv[i], "--eager-factor") && i + 1 < argc)
+      eager_factor = std::stod(argv[++i]);
     else {
       std::cerr << "usage: validate_measured [--verbose] [--group NAME] [--json] [--calibration FILE]\n";
       return 2;
@@ -257,8 +274,8 @@ int main(int argc, char** argv) {
     double worst = 0;
     std::string worst_id;
     if (!as_json)
-      std::cout << fmt::format("{:<46} {:<13} {:>10} {:>10} {:>8} {:>8}  {}\n", "id", "group", "predicted", "reference",
-                               "error", "wall", "notes");
+      std::cout << fmt::format("{:<46} {:<13} {:>10} {:>10} {:>8} {:>8}  {}\n", "id", "group", "predicted",
+                               "reference", "error", "wall", "notes");
     for (const json& run : runs) {
       Case c = build_case(run, catalogs);
       if (!only_group.empty() && c.group != only_group) continue;
@@ -291,21 +308,23 @@ int main(int argc, char** argv) {
           if (!as_json) {
             std::string notes = c.reference_kind == "measured" ? "measured" : "derived";
             for (const auto& d : c.defaults_used) notes += ", " + d;
-            std::cout << fmt::format("{:<46} {:<13} {:>9.3f}s {:>9.3f}s {:>+7.1f}% {:>7.2f}s  {}\n", c.id, c.group, pred,
-                                     c.reference_s, 100 * err, o.wall_s, notes);
+            std::cout << fmt::format("{:<46} {:<13} {:>9.3f}s {:>9.3f}s {:>+7.1f}% {:>7.2f}s  {}\n", c.id,
+                                     c.group, pred, c.reference_s, 100 * err, o.wall_s, notes);
             if (verbose) {
               const auto& b = o.report.breakdown;
               std::cout << fmt::format(
-                  "    fwd {:.3f} bwd {:.3f} recomp {:.3f} opt {:.3f} | exposed comm {:.3f} (tp {:.3f} pp {:.3f} dp {:.3f}) "
+                  "    fwd {:.3f} bwd {:.3f} recomp {:.3f} opt {:.3f} | exposed comm {:.3f} (tp {:.3f} pp "
+                  "{:.3f} dp {:.3f}) "
                   "bubble {:.3f} | mfu {:.3f} | mem {:.1f} GB{}\n",
-                  b.forward_s, b.backward_s, b.recompute_s, b.optimizer_s, b.exposed_comm_s, b.tp_comm_s, b.pp_comm_s,
-                  b.dp_comm_s, b.bubble_s, o.report.mfu, o.report.memory.peak_bytes_per_gpu / 1e9,
-                  o.report.memory.fits ? "" : " (does not fit)");
+                  b.forward_s, b.backward_s, b.recompute_s, b.optimizer_s, b.exposed_comm_s, b.tp_comm_s,
+                  b.pp_comm_s, b.dp_comm_s, b.bubble_s, o.report.mfu,
+                  o.report.memory.peak_bytes_per_gpu / 1e9, o.report.memory.fits ? "" : " (does not fit)");
               std::map<std::string, double> per_op;
               double total = 0;
               for (const Task& t : o.workload.stages[0].tasks)
                 if (t.kind == TaskKind::compute) {
-                  per_op[std::string(to_string(t.phase)).substr(0, 3) + ":" + to_string(t.op)] += t.duration.seconds();
+                  per_op[std::string(to_string(t.phase)).substr(0, 3) + ":" + to_string(t.op)] +=
+                      t.duration.seconds();
                   total += t.duration.seconds();
                 }
               std::vector<std::pair<double, std::string>> top;
@@ -323,7 +342,10 @@ int main(int argc, char** argv) {
       }
       if (c.status != "ok") {
         row["status"] = c.status;
-        if (!as_json) std::cout << fmt::format("{:<46} {:<13} {:>10} {:>10} {:>8} {:>8}  {}\n", c.id, c.group, "-", c.reference_s > 0 ? fmt::format("{:.3f}s", c.reference_s) : "-", "-", "-", c.status);
+        if (!as_json)
+          std::cout << fmt::format("{:<46} {:<13} {:>10} {:>10} {:>8} {:>8}  {}\n", c.id, c.group, "-",
+                                   c.reference_s > 0 ? fmt::format("{:.3f}s", c.reference_s) : "-", "-", "-",
+                                   c.status);
       }
       out_rows.push_back(row);
     }
@@ -331,15 +353,20 @@ int main(int argc, char** argv) {
     if (as_json) {
       json g = json::object();
       for (const auto& [k, v] : per_group) g[k] = v.first / v.second;
-      std::cout << json{{"rows", out_rows}, {"supported", n_ok}, {"within_15pct", n_within}, {"mape", mape},
+      std::cout << json{{"rows", out_rows},
+                        {"supported", n_ok},
+                        {"within_15pct", n_within},
+                        {"mape", mape},
                         {"mape_by_group", g}}
                        .dump(1)
                 << "\n";
     } else {
-      std::cout << fmt::format("\nsupported runs: {}   within 15%: {}   MAPE: {:.2f}%   worst: {} ({:.1f}%)\n", n_ok, n_within,
-                               100 * mape, worst_id, 100 * worst);
+      std::cout << fmt::format(
+          "\nsupported runs: {}   within 15%: {}   MAPE: {:.2f}%   worst: {} ({:.1f}%)\n", n_ok, n_within,
+          100 * mape, worst_id, 100 * worst);
       for (const auto& [k, v] : per_group)
-        std::cout << fmt::format("  {:<13} {:>3} runs  MAPE {:.2f}%\n", k, v.second, 100 * v.first / v.second);
+        std::cout << fmt::format("  {:<13} {:>3} runs  MAPE {:.2f}%\n", k, v.second,
+                                 100 * v.first / v.second);
     }
     return 0;
   } catch (const InputError& e) {

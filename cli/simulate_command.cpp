@@ -3,19 +3,18 @@
 // the event simulation of one training step (the main job; `simrun SCENARIO.json` is this).
 // Prints the report (table, JSON with the contract keys plus "stages" and "simulation", or
 // CSV), optionally the analytic estimate beside it, and writes a Chrome trace.
-#include "command.hpp"
-
-#include "simrun/common/error.hpp"
-#include "simrun/sim/analytic.hpp"
-#include "simrun/sim/simulate.hpp"
-#include "simrun/sim/trace.hpp"
-
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
 #include <fstream>
 #include <iostream>
 #include <memory>
+
+#include "command.hpp"
+#include "simrun/common/error.hpp"
+#include "simrun/sim/analytic.hpp"
+#include "simrun/sim/simulate.hpp"
+#include "simrun/sim/trace.hpp"
 
 namespace simrun::cli {
 namespace {
@@ -38,7 +37,8 @@ struct SimulateArgs {
 
 Straggler parse_straggler(const std::string& text) {
   const auto colon = text.find(':');
-  const std::string why = "expected RANK:SLOWDOWN, e.g. 17:1.3 (rank 17 runs its kernels 1.3x slower), got \"" + text + "\"";
+  const std::string why =
+      "expected RANK:SLOWDOWN, e.g. 17:1.3 (rank 17 runs its kernels 1.3x slower), got \"" + text + "\"";
   if (colon == std::string::npos) throw InputError("command line", "--straggler", why);
   Straggler s;
   try {
@@ -52,7 +52,8 @@ Straggler parse_straggler(const std::string& text) {
     throw InputError("command line", "--straggler", why);
   }
   if (!(s.slowdown >= 1.0 && s.slowdown <= 100.0))
-    throw InputError("command line", "--straggler", "slowdown must be in [1, 100], got " + text.substr(colon + 1));
+    throw InputError("command line", "--straggler",
+                     "slowdown must be in [1, 100], got " + text.substr(colon + 1));
   return s;
 }
 
@@ -77,18 +78,20 @@ nlohmann::json stages_json(const SimulationOutput& o) {
 
 void print_stage_table(const SimulationOutput& o, std::ostream& out) {
   fmt::print(out, "\nper pipeline stage (representative rank)\n");
-  fmt::print(out, "  {:>5} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>11}\n", "stage", "layers", "in-flight", "compute",
-             "exp.comm", "bubble", "finish", "peak mem");
+  fmt::print(out, "  {:>5} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>11}\n", "stage", "layers", "in-flight",
+             "compute", "exp.comm", "bubble", "finish", "peak mem");
   for (const StageReport& s : o.stages) {
     double exposed = 0;
     for (double e : s.time.exposed_s) exposed += e;
-    fmt::print(out, "  {:>5} {:>6} {:>9} {:>8.3f}s {:>8.3f}s {:>8.3f}s {:>8.3f}s {:>8.1f}GB{}\n", s.stage, s.layers,
-               s.in_flight_micro_batches, s.time.compute_s(), exposed, s.time.bubble_s, s.time.finish_s,
-               s.memory.peak_bytes_per_gpu / 1e9, s.memory.fits ? "" : " !");
+    fmt::print(out, "  {:>5} {:>6} {:>9} {:>8.3f}s {:>8.3f}s {:>8.3f}s {:>8.3f}s {:>8.1f}GB{}\n", s.stage,
+               s.layers, s.in_flight_micro_batches, s.time.compute_s(), exposed, s.time.bubble_s,
+               s.time.finish_s, s.memory.peak_bytes_per_gpu / 1e9, s.memory.fits ? "" : " !");
   }
-  fmt::print(out, "simulation: {} schedule, {} micro-batches, {} ranks simulated, {} tasks, {} events, {:.2f} s wall\n",
-             to_string(o.workload.schedule), o.workload.micro_batches, o.step.simulated_ranks, o.step.tasks,
-             o.step.events, o.wall_s);
+  fmt::print(
+      out,
+      "simulation: {} schedule, {} micro-batches, {} ranks simulated, {} tasks, {} events, {:.2f} s wall\n",
+      to_string(o.workload.schedule), o.workload.micro_batches, o.step.simulated_ranks, o.step.tasks,
+      o.step.events, o.wall_s);
 }
 
 }  // namespace
@@ -96,99 +99,114 @@ void print_stage_table(const SimulationOutput& o, std::ostream& out) {
 Command add_simulate_command(CLI::App& root, const CliEnv& env) {
   auto args = std::make_shared<SimulateArgs>();
   CLI::App* cmd = root.add_subcommand(
-      "simulate", "Event simulation of one training step: step time, MFU, breakdown, memory, timeline (the main job)");
+      "simulate",
+      "Event simulation of one training step: step time, MFU, breakdown, memory, timeline (the main job)");
   add_scenario_options(*cmd, args->scenario);
   add_output_options(*cmd, args->format, &args->explain);
-  cmd->add_option("--trace", args->trace_file, "Write a Chrome-trace JSON timeline (open in ui.perfetto.dev)");
+  cmd->add_option("--trace", args->trace_file,
+                  "Write a Chrome-trace JSON timeline (open in ui.perfetto.dev)");
   cmd->add_flag("--full", args->full, "Simulate every rank, not one representative per pipeline stage");
-  cmd->add_option("--straggler", args->stragglers,
-                  "RANK:SLOWDOWN, a GPU whose kernels run SLOWDOWN times slower (implies --full; repeatable)");
-  cmd->add_option("--calibration", args->calibration_file, "calibration.json with fitted efficiencies per GPU kind");
-  cmd->add_flag("--compare-analytic", args->compare_analytic, "Also print the closed-form estimate and the difference");
+  cmd->add_option(
+      "--straggler", args->stragglers,
+      "RANK:SLOWDOWN, a GPU whose kernels run SLOWDOWN times slower (implies --full; repeatable)");
+  cmd->add_option("--calibration", args->calibration_file,
+                  "calibration.json with fitted efficiencies per GPU kind");
+  cmd->add_flag("--compare-analytic", args->compare_analytic,
+                "Also print the closed-form estimate and the difference");
   cmd->add_flag("--require-fit", args->require_fit, "Exit 3 when the layout does not fit in GPU memory");
-  cmd->add_option("--schedule", args->schedule, "Pipeline schedule: gpipe | 1f1b | interleaved (default from virtual_stages)")
+  cmd->add_option("--schedule", args->schedule,
+                  "Pipeline schedule: gpipe | 1f1b | interleaved (default from virtual_stages)")
       ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}));
   cmd->add_flag("--tp-comm-overlap", args->tp_comm_overlap,
                 "Overlap TP collectives with their GEMMs (Megatron --tp-comm-overlap / async-TP)");
   cmd->add_option("--kernels", args->kernels,
-                  "Kernel stack: fused (Transformer Engine / Megatron, default) | eager (PyTorch eager + FlashAttention-2)")
+                  "Kernel stack: fused (Transformer Engine / Megatron, default) | eager (PyTorch eager + "
+                  "FlashAttention-2)")
       ->check(CLI::IsMember({"fused", "eager"}));
   cmd->add_option("--selective-recompute", args->selective,
-                  "What recompute=selective re-runs: attention (Megatron core_attn, default) | every-other-layer (torchtitan AC)")
+                  "What recompute=selective re-runs: attention (Megatron core_attn, default) | "
+                  "every-other-layer (torchtitan AC)")
       ->check(CLI::IsMember({"attention", "every-other-layer"}));
-  return {cmd, [args, env] {
-            const Catalogs catalogs = load_catalogs(env.data_dir);
-            const Scenario scenario = resolve_scenario(args->scenario, catalogs);
-            SimulateOptions options;
-            if (!args->calibration_file.empty()) options.calibration = Calibration::load(args->calibration_file);
-            for (const auto& s : args->stragglers) options.step.stragglers.push_back(parse_straggler(s));
-            options.step.scope =
-                args->full || !options.step.stragglers.empty() ? SimulationScope::full : SimulationScope::representatives;
-            options.step.record_trace = !args->trace_file.empty();
-            if (args->tp_comm_overlap) options.workload.tp_overlap = TpCommOverlap::full;
-            if (args->kernels == "eager") options.workload.kernels = KernelStack::eager;
-            if (args->selective == "every-other-layer")
-              options.workload.selective = SelectiveRecompute::every_other_layer;
-            if (args->schedule == "gpipe") options.schedule = PipelineSchedule::gpipe;
-            if (args->schedule == "1f1b") options.schedule = PipelineSchedule::one_f_one_b;
-            if (args->schedule == "interleaved") {
-              if (scenario.layout.virtual_stages < 2)
-                throw InputError("command line", "--schedule",
-                                 "interleaved needs virtual_stages >= 2 (set layout.virtual_stages or --virtual-stages)");
-              options.schedule = PipelineSchedule::interleaved;
-            }
+  return {
+      cmd, [args, env] {
+        const Catalogs catalogs = load_catalogs(env.data_dir);
+        const Scenario scenario = resolve_scenario(args->scenario, catalogs);
+        SimulateOptions options;
+        if (!args->calibration_file.empty()) options.calibration = Calibration::load(args->calibration_file);
+        for (const auto& s : args->stragglers) options.step.stragglers.push_back(parse_straggler(s));
+        options.step.scope = args->full || !options.step.stragglers.empty()
+                                 ? SimulationScope::full
+                                 : SimulationScope::representatives;
+        options.step.record_trace = !args->trace_file.empty();
+        if (args->tp_comm_overlap) options.workload.tp_overlap = TpCommOverlap::full;
+        if (args->kernels == "eager") options.workload.kernels = KernelStack::eager;
+        if (args->selective == "every-other-layer")
+          options.workload.selective = SelectiveRecompute::every_other_layer;
+        if (args->schedule == "gpipe") options.schedule = PipelineSchedule::gpipe;
+        if (args->schedule == "1f1b") options.schedule = PipelineSchedule::one_f_one_b;
+        if (args->schedule == "interleaved") {
+          if (scenario.layout.virtual_stages < 2)
+            throw InputError(
+                "command line", "--schedule",
+                "interleaved needs virtual_stages >= 2 (set layout.virtual_stages or --virtual-stages)");
+          options.schedule = PipelineSchedule::interleaved;
+        }
 
-            const SimulationOutput out = simulate(scenario, options);
-            const Report& report = out.report;
-            if (!args->trace_file.empty()) {
-              std::ofstream f(args->trace_file);
-              if (!f) throw InputError("command line", "--trace", "cannot write " + args->trace_file);
-              write_chrome_trace(f, scenario, out.workload, out.step);
-            }
-            std::optional<Report> analytic;
-            if (args->compare_analytic) analytic = estimate(scenario);
+        const SimulationOutput out = simulate(scenario, options);
+        const Report& report = out.report;
+        if (!args->trace_file.empty()) {
+          std::ofstream f(args->trace_file);
+          if (!f) throw InputError("command line", "--trace", "cannot write " + args->trace_file);
+          write_chrome_trace(f, scenario, out.workload, out.step);
+        }
+        std::optional<Report> analytic;
+        if (args->compare_analytic) analytic = estimate(scenario);
 
-            switch (args->format) {
-              case OutputFormat::json: {
-                nlohmann::json j = to_json(report);
-                j["stages"] = stages_json(out);
-                j["simulation"] = {{"schedule", to_string(out.workload.schedule)},
-                                   {"micro_batches", out.workload.micro_batches},
-                                   {"scope", options.step.scope == SimulationScope::full ? "full" : "representatives"},
-                                   {"simulated_ranks", out.step.simulated_ranks},
-                                   {"tasks", out.step.tasks},
-                                   {"events", out.step.events},
-                                   {"wall_s", out.wall_s}};
-                if (analytic) {
-                  j["analytic"] = to_json(*analytic);
-                  j["analytic_difference"] = (report.step_time_s - analytic->step_time_s) / analytic->step_time_s;
-                }
-                std::cout << j.dump(2) << "\n";
-                break;
-              }
-              case OutputFormat::csv: print_report_csv(report, std::cout); break;
-              case OutputFormat::table:
-                print_report_table(report, scenario, std::cout);
-                print_stage_table(out, std::cout);
-                if (analytic)
-                  fmt::print(std::cout,
-                             "\nanalytic estimate: step {:.3f} s, MFU {:.1f} % (event simulation {:.3f} s, {:+.1f} %)\n",
-                             analytic->step_time_s, 100 * analytic->mfu, report.step_time_s,
-                             100 * (report.step_time_s - analytic->step_time_s) / analytic->step_time_s);
-                if (args->explain) {
-                  std::cout << "\n";
-                  print_report_explain(report, std::cout);
-                }
-                break;
+        switch (args->format) {
+          case OutputFormat::json: {
+            nlohmann::json j = to_json(report);
+            j["stages"] = stages_json(out);
+            j["simulation"] = {
+                {"schedule", to_string(out.workload.schedule)},
+                {"micro_batches", out.workload.micro_batches},
+                {"scope", options.step.scope == SimulationScope::full ? "full" : "representatives"},
+                {"simulated_ranks", out.step.simulated_ranks},
+                {"tasks", out.step.tasks},
+                {"events", out.step.events},
+                {"wall_s", out.wall_s}};
+            if (analytic) {
+              j["analytic"] = to_json(*analytic);
+              j["analytic_difference"] = (report.step_time_s - analytic->step_time_s) / analytic->step_time_s;
             }
-            if (!args->trace_file.empty() && args->format == OutputFormat::table)
-              fmt::print(std::cout, "trace written to {} (open in https://ui.perfetto.dev)\n", args->trace_file);
-            if (args->require_fit && !report.memory.fits)
-              throw InfeasibleError(fmt::format("{}: memory: peak {:.1f} GB per GPU exceeds {:.1f} GB usable (--require-fit)",
-                                                scenario.file, report.memory.peak_bytes_per_gpu / 1e9,
-                                                report.memory.capacity_bytes / 1e9));
-            return 0;
-          }};
+            std::cout << j.dump(2) << "\n";
+            break;
+          }
+          case OutputFormat::csv:
+            print_report_csv(report, std::cout);
+            break;
+          case OutputFormat::table:
+            print_report_table(report, scenario, std::cout);
+            print_stage_table(out, std::cout);
+            if (analytic)
+              fmt::print(
+                  std::cout,
+                  "\nanalytic estimate: step {:.3f} s, MFU {:.1f} % (event simulation {:.3f} s, {:+.1f} %)\n",
+                  analytic->step_time_s, 100 * analytic->mfu, report.step_time_s,
+                  100 * (report.step_time_s - analytic->step_time_s) / analytic->step_time_s);
+            if (args->explain) {
+              std::cout << "\n";
+              print_report_explain(report, std::cout);
+            }
+            break;
+        }
+        if (!args->trace_file.empty() && args->format == OutputFormat::table)
+          fmt::print(std::cout, "trace written to {} (open in https://ui.perfetto.dev)\n", args->trace_file);
+        if (args->require_fit && !report.memory.fits)
+          throw InfeasibleError(fmt::format(
+              "{}: memory: peak {:.1f} GB per GPU exceeds {:.1f} GB usable (--require-fit)", scenario.file,
+              report.memory.peak_bytes_per_gpu / 1e9, report.memory.capacity_bytes / 1e9));
+        return 0;
+      }};
 }
 
 }  // namespace simrun::cli

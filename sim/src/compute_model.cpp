@@ -1,10 +1,10 @@
 // Roofline × efficiency timing of GPU ops; see compute_model.hpp for the formulas.
 #include "simrun/sim/compute_model.hpp"
 
-#include "simrun/common/error.hpp"
-
 #include <algorithm>
 #include <cmath>
+
+#include "simrun/common/error.hpp"
 
 namespace simrun {
 namespace {
@@ -79,12 +79,14 @@ double ComputeModel::op_seconds(const OpShape& op) const {
       if (op.flash) {
         const double matmuls = bwd ? 5.0 : 2.0;
         const double work = matmuls * per_matmul * causal_share;
-        compute_s = work / (peak_flops_per_s(Precision::bf16) * attention_efficiency(op.seq_kv, op.head_dim, bwd, op.flash2));
+        compute_s = work / (peak_flops_per_s(Precision::bf16) *
+                            attention_efficiency(op.seq_kv, op.head_dim, bwd, op.flash2));
       } else {
         // Unfused: batched GEMMs over the full score matrix (no causal skipping); the softmax,
         // mask and dropout traffic is in op.bytes.
         const double matmuls = bwd ? 4.0 : 2.0;
-        const double eff = gemm_efficiency(std::min(op.tokens, op.seq_kv), op.seq_kv, op.head_dim, Precision::bf16);
+        const double eff =
+            gemm_efficiency(std::min(op.tokens, op.seq_kv), op.seq_kv, op.head_dim, Precision::bf16);
         compute_s = matmuls * per_matmul / (peak_flops_per_s(Precision::bf16) * eff);
       }
       break;

@@ -1,22 +1,28 @@
 // Megatron rank order tp-cp-ep-dp-pp; see rank_layout.hpp.
 #include "simrun/sim/rank_layout.hpp"
 
-#include "simrun/common/error.hpp"
-
 #include <algorithm>
 #include <map>
 #include <set>
+
+#include "simrun/common/error.hpp"
 
 namespace simrun {
 
 const char* to_string(GroupKind g) {
   switch (g) {
-    case GroupKind::tp: return "tp";
-    case GroupKind::cp: return "cp";
-    case GroupKind::dp: return "dp";
-    case GroupKind::dp_cp: return "dp_cp";
-    case GroupKind::ep: return "ep";
-    case GroupKind::pp: return "pp";
+    case GroupKind::tp:
+      return "tp";
+    case GroupKind::cp:
+      return "cp";
+    case GroupKind::dp:
+      return "dp";
+    case GroupKind::dp_cp:
+      return "dp_cp";
+    case GroupKind::ep:
+      return "ep";
+    case GroupKind::pp:
+      return "pp";
   }
   return "?";
 }
@@ -28,7 +34,8 @@ RankLayout::RankLayout(const Layout& layout, int64_t gpus_per_node)
       m_pp(layout.pp),
       m_ep(layout.ep),
       m_gpus_per_node(std::max<int64_t>(1, gpus_per_node)) {
-  SIMRUN_ASSERT(m_tp >= 1 && m_cp >= 1 && m_dp >= 1 && m_pp >= 1 && m_ep >= 1, "layout sizes must be positive");
+  SIMRUN_ASSERT(m_tp >= 1 && m_cp >= 1 && m_dp >= 1 && m_pp >= 1 && m_ep >= 1,
+                "layout sizes must be positive");
 }
 
 RankCoord RankLayout::coord_of(int64_t rank) const {
@@ -45,12 +52,18 @@ RankCoord RankLayout::coord_of(int64_t rank) const {
 
 int64_t RankLayout::group_size(GroupKind kind) const {
   switch (kind) {
-    case GroupKind::tp: return m_tp;
-    case GroupKind::cp: return m_cp;
-    case GroupKind::dp: return m_dp;
-    case GroupKind::dp_cp: return m_dp * m_cp;
-    case GroupKind::ep: return m_ep;
-    case GroupKind::pp: return m_pp;
+    case GroupKind::tp:
+      return m_tp;
+    case GroupKind::cp:
+      return m_cp;
+    case GroupKind::dp:
+      return m_dp;
+    case GroupKind::dp_cp:
+      return m_dp * m_cp;
+    case GroupKind::ep:
+      return m_ep;
+    case GroupKind::pp:
+      return m_pp;
   }
   return 1;
 }
@@ -95,12 +108,18 @@ std::vector<int64_t> RankLayout::group(GroupKind kind, int64_t rank) const {
 int64_t RankLayout::index_in_group(GroupKind kind, int64_t rank) const {
   const RankCoord c = coord_of(rank);
   switch (kind) {
-    case GroupKind::tp: return c.tp;
-    case GroupKind::cp: return c.cp;
-    case GroupKind::dp: return c.dp;
-    case GroupKind::dp_cp: return c.cp + m_cp * c.dp;
-    case GroupKind::ep: return (c.cp + m_cp * c.dp) % m_ep;
-    case GroupKind::pp: return c.pp;
+    case GroupKind::tp:
+      return c.tp;
+    case GroupKind::cp:
+      return c.cp;
+    case GroupKind::dp:
+      return c.dp;
+    case GroupKind::dp_cp:
+      return c.cp + m_cp * c.dp;
+    case GroupKind::ep:
+      return (c.cp + m_cp * c.dp) % m_ep;
+    case GroupKind::pp:
+      return c.pp;
   }
   return 0;
 }
@@ -110,10 +129,19 @@ int64_t RankLayout::group_id(GroupKind kind, int64_t rank) const {
   const RankCoord c = coord_of(rank);
   RankCoord m = c;
   switch (kind) {
-    case GroupKind::tp: m.tp = 0; break;
-    case GroupKind::cp: m.cp = 0; break;
-    case GroupKind::dp: m.dp = 0; break;
-    case GroupKind::dp_cp: m.dp = 0; m.cp = 0; break;
+    case GroupKind::tp:
+      m.tp = 0;
+      break;
+    case GroupKind::cp:
+      m.cp = 0;
+      break;
+    case GroupKind::dp:
+      m.dp = 0;
+      break;
+    case GroupKind::dp_cp:
+      m.dp = 0;
+      m.cp = 0;
+      break;
     case GroupKind::ep: {
       const int64_t flat = c.cp + m_cp * c.dp;
       const int64_t first = flat - flat % m_ep;
@@ -121,7 +149,9 @@ int64_t RankLayout::group_id(GroupKind kind, int64_t rank) const {
       m.dp = first / m_cp;
       break;
     }
-    case GroupKind::pp: m.pp = 0; break;
+    case GroupKind::pp:
+      m.pp = 0;
+      break;
   }
   return rank_of(m);
 }

@@ -1,20 +1,21 @@
 // Scenario → Report through the event simulation; see simulate.hpp.
 #include "simrun/sim/simulate.hpp"
 
-#include "simrun/common/error.hpp"
-#include "simrun/models/counts.hpp"
-#include "simrun/sim/analytic.hpp"
-#include "simrun/sim/run_cost.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 
+#include "simrun/common/error.hpp"
+#include "simrun/models/counts.hpp"
+#include "simrun/sim/analytic.hpp"
+#include "simrun/sim/run_cost.hpp"
+
 namespace simrun {
 namespace {
 
-MemoryReport stage_memory(const Scenario& sc, const Workload& w, const StageProgram& p, const MemoryDefaults& md) {
+MemoryReport stage_memory(const Scenario& sc, const Workload& w, const StageProgram& p,
+                          const MemoryDefaults& md) {
   const Layout& l = sc.layout;
   const ModelSpec& m = sc.model;
   const BytesPerParam bpp = bytes_per_param(l.precision, md.convention);
@@ -66,8 +67,10 @@ SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
                                  to_string(l.precision)));
 
   SimulationOutput out;
-  const ComputeModel compute(gpu, options.calibration.compute_params(gpu.id, options.compute.value_or(default_compute_params(gpu))));
-  out.workload = build_workload(sc, compute, options.workload, options.schedule.value_or(default_schedule(l)));
+  const ComputeModel compute(
+      gpu, options.calibration.compute_params(gpu.id, options.compute.value_or(default_compute_params(gpu))));
+  out.workload =
+      build_workload(sc, compute, options.workload, options.schedule.value_or(default_schedule(l)));
   out.step = simulate_step(sc, out.workload, options.step, options.calibration);
   const Workload& w = out.workload;
   const StepResult& st = out.step;
@@ -127,9 +130,10 @@ SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
     out.stages.push_back(sr);
   }
   if (!r.memory.fits)
-    r.warnings.push_back(fmt::format("does not fit: peak {:.1f} GB per GPU exceeds the {:.1f} GB usable ({:.1f} GB over)",
-                                     r.memory.peak_bytes_per_gpu / kGB, r.memory.capacity_bytes / kGB,
-                                     (r.memory.peak_bytes_per_gpu - r.memory.capacity_bytes) / kGB));
+    r.warnings.push_back(
+        fmt::format("does not fit: peak {:.1f} GB per GPU exceeds the {:.1f} GB usable ({:.1f} GB over)",
+                    r.memory.peak_bytes_per_gpu / kGB, r.memory.capacity_bytes / kGB,
+                    (r.memory.peak_bytes_per_gpu - r.memory.capacity_bytes) / kGB));
 
   // Run totals, as the analytic model computes them (checkpoint = weights + optimizer states).
   const BytesPerParam bpp = bytes_per_param(l.precision, options.memory.convention);
@@ -155,8 +159,9 @@ SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
   r.run.goodput = run.goodput;
   r.run.checkpoint_interval_s = run.interval_s;
 
-  r.explanations.push_back({"step_time_s", r.step_time_s, "s", "last task end of the slowest simulated rank",
-                            fmt::format("{} ranks simulated, {} tasks, {} events", st.simulated_ranks, st.tasks, st.events)});
+  r.explanations.push_back(
+      {"step_time_s", r.step_time_s, "s", "last task end of the slowest simulated rank",
+       fmt::format("{} ranks simulated, {} tasks, {} events", st.simulated_ranks, st.tasks, st.events)});
   r.explanations.push_back({"mfu", r.mfu, "", "flops_per_step / (step_time_s · GPUs · dense peak)",
                             fmt::format("flops_per_step={:.4g}, step_time_s={:.4g}, GPUs={}, peak={:.4g}",
                                         r.flops_per_step, r.step_time_s, l.world_size(), peak)});

@@ -1,18 +1,18 @@
 // Event simulation of one training step; see step_simulator.hpp for the execution rules.
 #include "simrun/sim/step_simulator.hpp"
 
-#include "simrun/common/error.hpp"
-#include "simrun/sim/collective_cost.hpp"
-#include "simrun/sim/engine.hpp"
-#include "simrun/sim/network.hpp"
-#include "simrun/sim/simulation.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
 #include <tuple>
 #include <unordered_map>
+
+#include "simrun/common/error.hpp"
+#include "simrun/sim/collective_cost.hpp"
+#include "simrun/sim/engine.hpp"
+#include "simrun/sim/network.hpp"
+#include "simrun/sim/simulation.hpp"
 
 namespace simrun {
 namespace {
@@ -26,12 +26,18 @@ int group_index(GroupKind g) { return static_cast<int>(g); }
 
 RankGroup rank_group(const Layout& l, GroupKind g) {
   switch (g) {
-    case GroupKind::tp: return {l.tp, 1};
-    case GroupKind::cp: return {l.cp, l.tp};
-    case GroupKind::dp: return {l.dp, l.tp * l.cp};
-    case GroupKind::dp_cp: return {l.dp * l.cp, l.tp};
-    case GroupKind::ep: return {l.ep, l.tp};
-    case GroupKind::pp: return {2, l.tp * l.cp * l.dp};
+    case GroupKind::tp:
+      return {l.tp, 1};
+    case GroupKind::cp:
+      return {l.cp, l.tp};
+    case GroupKind::dp:
+      return {l.dp, l.tp * l.cp};
+    case GroupKind::dp_cp:
+      return {l.dp * l.cp, l.tp};
+    case GroupKind::ep:
+      return {l.ep, l.tp};
+    case GroupKind::pp:
+      return {2, l.tp * l.cp * l.dp};
   }
   return {1, 1};
 }
@@ -40,13 +46,16 @@ RankGroup rank_group(const Layout& l, GroupKind g) {
 double bus_factor(CollectiveOp op, int64_t n) {
   const double nd = double(n);
   switch (op) {
-    case CollectiveOp::all_reduce: return 2.0 * (nd - 1.0) / nd;
+    case CollectiveOp::all_reduce:
+      return 2.0 * (nd - 1.0) / nd;
     case CollectiveOp::all_gather:
     case CollectiveOp::reduce_scatter:
-    case CollectiveOp::all_to_all: return (nd - 1.0) / nd;
+    case CollectiveOp::all_to_all:
+      return (nd - 1.0) / nd;
     case CollectiveOp::send_recv:
     case CollectiveOp::broadcast:
-    case CollectiveOp::reduce: return 1.0;
+    case CollectiveOp::reduce:
+      return 1.0;
   }
   return 1.0;
 }
@@ -54,13 +63,16 @@ double bus_factor(CollectiveOp op, int64_t n) {
 double latency_steps(CollectiveOp op, int64_t n) {
   const double nd = double(n);
   switch (op) {
-    case CollectiveOp::all_reduce: return 2.0 * (nd - 1.0);
+    case CollectiveOp::all_reduce:
+      return 2.0 * (nd - 1.0);
     case CollectiveOp::all_gather:
     case CollectiveOp::reduce_scatter:
     case CollectiveOp::all_to_all:
     case CollectiveOp::broadcast:
-    case CollectiveOp::reduce: return nd - 1.0;
-    case CollectiveOp::send_recv: return 1.0;
+    case CollectiveOp::reduce:
+      return nd - 1.0;
+    case CollectiveOp::send_recv:
+      return 1.0;
   }
   return 1.0;
 }
@@ -84,10 +96,12 @@ class Executor {
                          "rank " + std::to_string(s.rank) + " is outside the cluster (0.." +
                              std::to_string(m_layout.world_size() - 1) + ")");
       if (!m_full)
-        throw InputError("command line", "--straggler", "a straggler needs every rank simulated (add --full)");
+        throw InputError("command line", "--straggler",
+                         "a straggler needs every rank simulated (add --full)");
     }
     // Link costs per group kind, with calibration.json's α/β where given.
-    for (GroupKind g : {GroupKind::tp, GroupKind::cp, GroupKind::dp, GroupKind::dp_cp, GroupKind::ep, GroupKind::pp}) {
+    for (GroupKind g :
+         {GroupKind::tp, GroupKind::cp, GroupKind::dp, GroupKind::dp_cp, GroupKind::ep, GroupKind::pp}) {
       m_link[static_cast<size_t>(group_index(g))] = group_link(sc.cluster, rank_group(l, g), opt.comm);
     }
 
@@ -125,15 +139,17 @@ class Executor {
     if (opt.timing == CollectiveTiming::nccl_model) {
       const ClusterGraphSpec spec = cluster_graph_spec(sc.cluster);
       if (const auto why = ClusterGraph::check(spec)) {
-        m_warnings.push_back("collectives timed with the alpha-beta model: the cluster graph cannot be built (" + *why + ")");
+        m_warnings.push_back(
+            "collectives timed with the alpha-beta model: the cluster graph cannot be built (" + *why + ")");
       } else {
         m_graph = std::make_shared<ClusterGraph>(spec);
       }
     }
     for (LinkClass c : {LinkClass::scale_up, LinkClass::scale_out}) {
-      const LinkCalibration lcal = cal.link(sc.cluster.gpu.id, c == LinkClass::scale_up ? CalibratedLink::scale_up
-                                                                                      : CalibratedLink::scale_out);
-      m_calibrated[c == LinkClass::scale_up ? 0 : 1] = lcal.alpha_s.has_value() || lcal.beta_s_per_byte.has_value();
+      const LinkCalibration lcal = cal.link(
+          sc.cluster.gpu.id, c == LinkClass::scale_up ? CalibratedLink::scale_up : CalibratedLink::scale_out);
+      m_calibrated[c == LinkClass::scale_up ? 0 : 1] =
+          lcal.alpha_s.has_value() || lcal.beta_s_per_byte.has_value();
       m_cal_links[c == LinkClass::scale_up ? 0 : 1] = lcal;
     }
   }
@@ -150,8 +166,8 @@ class Executor {
       const RankState& r = m_ranks[i];
       const size_t n = r.done.size();
       SIMRUN_ASSERT(r.completed == n, "rank " + std::to_string(r.rank) + " stopped after " +
-                                         std::to_string(r.completed) + " of " + std::to_string(n) +
-                                         " tasks: the step deadlocked");
+                                          std::to_string(r.completed) + " of " + std::to_string(n) +
+                                          " tasks: the step deadlocked");
       out.tasks += r.completed;
       step = std::max(step, r.finish);
     }
@@ -249,9 +265,15 @@ class Executor {
         m_engine.schedule_at(now + dur, [this, idx, t] { complete(idx, t); });
         break;
       }
-      case TaskKind::collective: arrive(idx, t, task); break;
-      case TaskKind::send: send(idx, t, task); break;
-      case TaskKind::recv: SIMRUN_ASSERT(false, "recv tasks are not on a stream"); break;
+      case TaskKind::collective:
+        arrive(idx, t, task);
+        break;
+      case TaskKind::send:
+        send(idx, t, task);
+        break;
+      case TaskKind::recv:
+        SIMRUN_ASSERT(false, "recv tasks are not on a stream");
+        break;
     }
   }
 
@@ -293,7 +315,8 @@ class Executor {
     FlowSpec f;
     f.bytes = bw_s * kPortRate;
     f.latency = TimeNs::from_seconds(alpha_s);
-    for (uint32_t m : members) f.links.push_back(LinkUse{static_cast<LinkId>(2 * m + static_cast<uint32_t>(port)), 1.0});
+    for (uint32_t m : members)
+      f.links.push_back(LinkUse{static_cast<LinkId>(2 * m + static_cast<uint32_t>(port)), 1.0});
     m_network->start_flow(std::move(f), [this, t, sm_sharing, members = std::move(members)](FlowId) {
       for (uint32_t m : members) {
         if (sm_sharing) --m_ranks[m].nccl_active;
@@ -309,14 +332,16 @@ class Executor {
     const int64_t peer_rank = m_layout.rank_of(c);
     const int32_t peer = m_index_of_rank[static_cast<size_t>(peer_rank)];
     SIMRUN_ASSERT(peer >= 0, "pipeline peer not simulated");
-    const bool same_domain = r.rank / scale_up_domain_size(m_sc.cluster) == peer_rank / scale_up_domain_size(m_sc.cluster);
+    const bool same_domain =
+        r.rank / scale_up_domain_size(m_sc.cluster) == peer_rank / scale_up_domain_size(m_sc.cluster);
     const CommCost cost = p2p_cost(task.comm_bytes, same_domain);
     const int port = cost.port;
     FlowSpec f;
     f.bytes = cost.bw_s * kPortRate;
     f.latency = TimeNs::from_seconds(cost.alpha_s);
     f.links.push_back(LinkUse{static_cast<LinkId>(2 * idx + static_cast<uint32_t>(port)), 1.0});
-    f.links.push_back(LinkUse{static_cast<LinkId>(2 * static_cast<uint32_t>(peer) + static_cast<uint32_t>(port)), 1.0});
+    f.links.push_back(
+        LinkUse{static_cast<LinkId>(2 * static_cast<uint32_t>(peer) + static_cast<uint32_t>(port)), 1.0});
     const TimeNs begin = m_engine.now();
     const uint32_t recv = task.peer_task;
     ++m_ranks[idx].nccl_active;
@@ -390,8 +415,10 @@ class Executor {
     if (it != m_cost_cache.end()) return it->second;
     const int64_t domain = scale_up_domain_size(m_sc.cluster);
     LinkCost lc = m_link[static_cast<size_t>(group_index(GroupKind::pp))];
-    if (same_domain) lc = group_link(m_sc.cluster, RankGroup{2, 1}, m_opt.comm);
-    else if (lc.link_class == LinkClass::scale_up) lc = group_link(m_sc.cluster, RankGroup{2, domain}, m_opt.comm);
+    if (same_domain)
+      lc = group_link(m_sc.cluster, RankGroup{2, 1}, m_opt.comm);
+    else if (lc.link_class == LinkClass::scale_up)
+      lc = group_link(m_sc.cluster, RankGroup{2, domain}, m_opt.comm);
     const int port = lc.link_class == LinkClass::scale_up ? 0 : 1;
     CommCost cost;
     if (m_graph && !m_calibrated[port] && m_sc.cluster.num_gpus > domain - (same_domain ? domain : 0))
@@ -430,16 +457,27 @@ class Executor {
       case TaskKind::compute:
         r.compute_free = r.end[t];
         switch (task.phase) {
-          case Phase::forward: r.bd.forward_s += d; break;
-          case Phase::backward: r.bd.backward_s += d; break;
-          case Phase::recompute: r.bd.recompute_s += d; break;
-          case Phase::optimizer: r.bd.optimizer_s += d; break;
-          case Phase::comm: break;
+          case Phase::forward:
+            r.bd.forward_s += d;
+            break;
+          case Phase::backward:
+            r.bd.backward_s += d;
+            break;
+          case Phase::recompute:
+            r.bd.recompute_s += d;
+            break;
+          case Phase::optimizer:
+            r.bd.optimizer_s += d;
+            break;
+          case Phase::comm:
+            break;
         }
         break;
       case TaskKind::collective:
       case TaskKind::send:
-      case TaskKind::recv: r.bd.comm_s[static_cast<size_t>(group_index(task.group))] += d; break;
+      case TaskKind::recv:
+        r.bd.comm_s[static_cast<size_t>(group_index(task.group))] += d;
+        break;
     }
   }
 

@@ -3,63 +3,114 @@
 // pipeline schedule, the step structure (buckets, ZeRO, optimizer) and the checks.
 #include "simrun/sim/workload.hpp"
 
-#include "simrun/common/error.hpp"
-#include "simrun/models/counts.hpp"
-#include "workload_builder.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <numeric>
 
+#include "simrun/common/error.hpp"
+#include "simrun/models/counts.hpp"
+#include "workload_builder.hpp"
+
 namespace simrun {
 
 const char* to_string(Stream s) {
   switch (s) {
-    case Stream::compute: return "compute";
-    case Stream::tp: return "tp comm";
-    case Stream::cp: return "cp comm";
-    case Stream::ep: return "ep comm";
-    case Stream::pp_send: return "pp send";
-    case Stream::pp_recv: return "pp recv";
-    case Stream::dp_grad: return "dp grad";
-    case Stream::dp_param: return "dp param";
-    case Stream::count: break;
+    case Stream::compute:
+      return "compute";
+    case Stream::tp:
+      return "tp comm";
+    case Stream::cp:
+      return "cp comm";
+    case Stream::ep:
+      return "ep comm";
+    case Stream::pp_send:
+      return "pp send";
+    case Stream::pp_recv:
+      return "pp recv";
+    case Stream::dp_grad:
+      return "dp grad";
+    case Stream::dp_param:
+      return "dp param";
+    case Stream::count:
+      break;
   }
   return "?";
 }
 
 const char* to_string(Phase p) {
   switch (p) {
-    case Phase::forward: return "forward";
-    case Phase::backward: return "backward";
-    case Phase::recompute: return "recompute";
-    case Phase::optimizer: return "optimizer";
-    case Phase::comm: return "comm";
+    case Phase::forward:
+      return "forward";
+    case Phase::backward:
+      return "backward";
+    case Phase::recompute:
+      return "recompute";
+    case Phase::optimizer:
+      return "optimizer";
+    case Phase::comm:
+      return "comm";
   }
   return "?";
 }
 
 const char* collective_name(CollectiveOp c) {
   switch (c) {
-    case CollectiveOp::all_reduce: return "AllReduce";
-    case CollectiveOp::all_gather: return "AllGather";
-    case CollectiveOp::reduce_scatter: return "ReduceScatter";
-    case CollectiveOp::all_to_all: return "AllToAll";
-    case CollectiveOp::send_recv: return "SendRecv";
-    case CollectiveOp::broadcast: return "Broadcast";
-    case CollectiveOp::reduce: return "Reduce";
+    case CollectiveOp::all_reduce:
+      return "AllReduce";
+    case CollectiveOp::all_gather:
+      return "AllGather";
+    case CollectiveOp::reduce_scatter:
+      return "ReduceScatter";
+    case CollectiveOp::all_to_all:
+      return "AllToAll";
+    case CollectiveOp::send_recv:
+      return "SendRecv";
+    case CollectiveOp::broadcast:
+      return "Broadcast";
+    case CollectiveOp::reduce:
+      return "Reduce";
   }
   return "?";
 }
 
 const char* to_string(OpName op) {
-  static const char* const kNames[] = {
-      "embedding", "ln_attn", "qkv", "rope", "attn_core", "proj", "residual_attn", "ln_mlp", "fc1", "act", "fc2",
-      "residual_mlp", "final_ln", "logits", "loss", "optimizer", "grad_norm", "step_overhead", "tp_ag_attn", "tp_rs_attn",
-      "tp_ar_attn", "tp_ag_mlp", "tp_rs_mlp", "tp_ar_mlp", "tp_ag_in_attn", "tp_ag_in_mlp", "tp_embedding",
-      "tp_logits", "tp_loss", "cp_kv", "pp_act", "pp_grad", "dp_grad_reduce", "dp_param_gather", "fsdp_gather",
-      "fsdp_reduce"};
+  static const char* const kNames[] = {"embedding",
+                                       "ln_attn",
+                                       "qkv",
+                                       "rope",
+                                       "attn_core",
+                                       "proj",
+                                       "residual_attn",
+                                       "ln_mlp",
+                                       "fc1",
+                                       "act",
+                                       "fc2",
+                                       "residual_mlp",
+                                       "final_ln",
+                                       "logits",
+                                       "loss",
+                                       "optimizer",
+                                       "grad_norm",
+                                       "step_overhead",
+                                       "tp_ag_attn",
+                                       "tp_rs_attn",
+                                       "tp_ar_attn",
+                                       "tp_ag_mlp",
+                                       "tp_rs_mlp",
+                                       "tp_ar_mlp",
+                                       "tp_ag_in_attn",
+                                       "tp_ag_in_mlp",
+                                       "tp_embedding",
+                                       "tp_logits",
+                                       "tp_loss",
+                                       "cp_kv",
+                                       "pp_act",
+                                       "pp_grad",
+                                       "dp_grad_reduce",
+                                       "dp_param_gather",
+                                       "fsdp_gather",
+                                       "fsdp_reduce"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(OpName::count));
   const auto i = static_cast<size_t>(op);
   return i < static_cast<size_t>(OpName::count) ? kNames[i] : "?";
@@ -67,9 +118,12 @@ const char* to_string(OpName op) {
 
 const char* to_string(PipelineSchedule s) {
   switch (s) {
-    case PipelineSchedule::gpipe: return "gpipe";
-    case PipelineSchedule::one_f_one_b: return "1f1b";
-    case PipelineSchedule::interleaved: return "interleaved-1f1b";
+    case PipelineSchedule::gpipe:
+      return "gpipe";
+    case PipelineSchedule::one_f_one_b:
+      return "1f1b";
+    case PipelineSchedule::interleaved:
+      return "interleaved-1f1b";
   }
   return "?";
 }
@@ -89,8 +143,9 @@ std::vector<int64_t> split_layers(int64_t layers, int64_t pp, int64_t v, const s
   const int64_t chunks = pp * v;
   std::vector<int64_t> out(static_cast<size_t>(chunks), 0);
   if (layers < chunks && !(layers + 2 == chunks))
-    throw InputError(file, "layout.pp", std::to_string(layers) + " layers cannot fill pp·virtual_stages = " +
-                                            std::to_string(chunks) + " model chunks (use pp·virtual_stages <= layers)");
+    throw InputError(file, "layout.pp",
+                     std::to_string(layers) + " layers cannot fill pp·virtual_stages = " +
+                         std::to_string(chunks) + " model chunks (use pp·virtual_stages <= layers)");
   if (layers % chunks == 0) {
     std::fill(out.begin(), out.end(), layers / chunks);
     return out;
@@ -111,11 +166,12 @@ std::vector<int64_t> split_layers(int64_t layers, int64_t pp, int64_t v, const s
     return out;
   }
   if (v > 1)
-    throw InputError(file, "layout.virtual_stages",
-                     "the interleaved schedule needs layers (" + std::to_string(layers) +
-                         ") divisible by pp·virtual_stages (" + std::to_string(chunks) +
-                         "), or layers + 2 divisible when embedding and loss count as layers; try virtual_stages = 1 "
-                         "or a pp that divides the layers");
+    throw InputError(
+        file, "layout.virtual_stages",
+        "the interleaved schedule needs layers (" + std::to_string(layers) +
+            ") divisible by pp·virtual_stages (" + std::to_string(chunks) +
+            "), or layers + 2 divisible when embedding and loss count as layers; try virtual_stages = 1 "
+            "or a pp that divides the layers");
   // Plain 1F1B with uneven stages: as even as possible, the extra layers on the middle stages
   // (the first and last stages also run the embedding and the loss).
   const int64_t base = layers / chunks;
@@ -128,9 +184,10 @@ std::vector<int64_t> split_layers(int64_t layers, int64_t pp, int64_t v, const s
     return dist(a) > dist(b);
   });
   for (int64_t i = 0; extra > 0; ++i, --extra) out[static_cast<size_t>(order[static_cast<size_t>(i)])] += 1;
-  warnings.push_back(std::to_string(layers) + " layers do not divide into " + std::to_string(pp) +
-                     " pipeline stages: uneven split (Megatron --decoder-first/last-pipeline-num-layers), stages hold " +
-                     std::to_string(base) + " or " + std::to_string(base + 1) + " layers");
+  warnings.push_back(
+      std::to_string(layers) + " layers do not divide into " + std::to_string(pp) +
+      " pipeline stages: uneven split (Megatron --decoder-first/last-pipeline-num-layers), stages hold " +
+      std::to_string(base) + " or " + std::to_string(base + 1) + " layers");
   return out;
 }
 
@@ -163,7 +220,9 @@ std::vector<Slot> stage_schedule(PipelineSchedule kind, int64_t stage, int64_t p
       for (int64_t mb = first; mb < std::min(first + group, m); ++mb) table.emplace_back(mb, c);
   const int64_t total = static_cast<int64_t>(table.size());
   const int64_t warm = (m == pp) ? total : std::min(total, (pp - stage - 1) * 2 + (v - 1) * group);
-  auto fwd = [&](int64_t k) { return Slot{true, table[static_cast<size_t>(k)].first, table[static_cast<size_t>(k)].second}; };
+  auto fwd = [&](int64_t k) {
+    return Slot{true, table[static_cast<size_t>(k)].first, table[static_cast<size_t>(k)].second};
+  };
   auto bwd = [&](int64_t k) {
     return Slot{false, table[static_cast<size_t>(k)].first, v - 1 - table[static_cast<size_t>(k)].second};
   };
@@ -185,29 +244,40 @@ void check_layout(const Scenario& sc, PipelineSchedule schedule, Workload& w) {
   const ModelSpec& m = sc.model;
   const std::string& file = sc.file;
   if (m.is_moe())
-    throw InputError(file, "model.moe",
-                     "mixture-of-experts models are not supported by the event simulation yet (expert all-to-all "
-                     "and routed expert GEMMs are not modelled); use `simrun estimate` for an analytic figure");
-  if (m.mla) throw InputError(file, "model", "multi-head latent attention (MLA) is not supported by the event simulation yet");
-  if (l.ep > 1) throw InputError(file, "layout.ep", "expert parallelism needs an MoE model, which the event simulation does not support yet (use ep = 1)");
+    throw InputError(
+        file, "model.moe",
+        "mixture-of-experts models are not supported by the event simulation yet (expert all-to-all "
+        "and routed expert GEMMs are not modelled); use `simrun estimate` for an analytic figure");
+  if (m.mla)
+    throw InputError(file, "model",
+                     "multi-head latent attention (MLA) is not supported by the event simulation yet");
+  if (l.ep > 1)
+    throw InputError(file, "layout.ep",
+                     "expert parallelism needs an MoE model, which the event simulation does not support yet "
+                     "(use ep = 1)");
   if (m.heads % l.tp != 0)
-    throw InputError(file, "layout.tp", "tp (" + std::to_string(l.tp) + ") must divide the attention heads (" +
-                                            std::to_string(m.heads) + ")");
+    throw InputError(file, "layout.tp",
+                     "tp (" + std::to_string(l.tp) + ") must divide the attention heads (" +
+                         std::to_string(m.heads) + ")");
   if (m.kv_heads % l.tp != 0 && l.tp % m.kv_heads != 0)
-    throw InputError(file, "layout.tp", "tp (" + std::to_string(l.tp) + ") must divide the key/value heads (" +
-                                            std::to_string(m.kv_heads) + ") or be a multiple of them");
+    throw InputError(file, "layout.tp",
+                     "tp (" + std::to_string(l.tp) + ") must divide the key/value heads (" +
+                         std::to_string(m.kv_heads) + ") or be a multiple of them");
   if (m.seq_len % l.cp != 0)
-    throw InputError(file, "layout.cp", "cp (" + std::to_string(l.cp) + ") must divide the sequence length (" +
-                                            std::to_string(m.seq_len) + ")");
+    throw InputError(file, "layout.cp",
+                     "cp (" + std::to_string(l.cp) + ") must divide the sequence length (" +
+                         std::to_string(m.seq_len) + ")");
   if (l.global_batch % (l.micro_batch * l.dp) != 0)
     throw InputError(file, "layout.global_batch",
-                     "global_batch (" + std::to_string(l.global_batch) + ") must be a multiple of micro_batch·dp (" +
-                         std::to_string(l.micro_batch * l.dp) + ")");
+                     "global_batch (" + std::to_string(l.global_batch) +
+                         ") must be a multiple of micro_batch·dp (" + std::to_string(l.micro_batch * l.dp) +
+                         ")");
   const int64_t mbs = l.num_microbatches();
   if (mbs < 1) throw InputError(file, "layout.global_batch", "fewer sequences than data-parallel replicas");
   if (schedule == PipelineSchedule::interleaved) {
     if (l.pp < 2)
-      throw InputError(file, "layout.virtual_stages", "the interleaved schedule needs pp >= 2 (use virtual_stages = 1)");
+      throw InputError(file, "layout.virtual_stages",
+                       "the interleaved schedule needs pp >= 2 (use virtual_stages = 1)");
     if (mbs < l.pp)
       throw InputError(file, "layout.global_batch",
                        "the interleaved schedule needs at least pp (" + std::to_string(l.pp) +
@@ -215,20 +285,21 @@ void check_layout(const Scenario& sc, PipelineSchedule schedule, Workload& w) {
                            " = global_batch/(micro_batch·dp); raise global_batch or lower pp");
   }
   if (schedule == PipelineSchedule::one_f_one_b && l.pp > 1 && mbs < l.pp)
-    w.warnings.push_back("only " + std::to_string(mbs) + " micro-batches for " + std::to_string(l.pp) +
-                         " pipeline stages: 1F1B never reaches its steady state, every stage idles for most of "
-                         "the step (bubble (pp-1)/(m+pp-1) = " +
-                         std::to_string(int(100.0 * double(l.pp - 1) / double(mbs + l.pp - 1))) +
-                         "%); use at least pp micro-batches, ideally >= 4·pp");
+    w.warnings.push_back(
+        "only " + std::to_string(mbs) + " micro-batches for " + std::to_string(l.pp) +
+        " pipeline stages: 1F1B never reaches its steady state, every stage idles for most of "
+        "the step (bubble (pp-1)/(m+pp-1) = " +
+        std::to_string(int(100.0 * double(l.pp - 1) / double(mbs + l.pp - 1))) +
+        "%); use at least pp micro-batches, ideally >= 4·pp");
   if (l.tp > sc.cluster.gpu.scale_up_domain || l.tp > sc.cluster.gpus_per_node)
     w.warnings.push_back("tp = " + std::to_string(l.tp) + " spans more GPUs than one NVLink domain (" +
                          std::to_string(std::min(sc.cluster.gpu.scale_up_domain, sc.cluster.gpus_per_node)) +
                          "): tensor-parallel collectives cross the inter-node network every layer");
   if (l.zero_stage == 3 && l.pp > 1)
-    w.warnings.push_back("ZeRO-3 with pp > 1: Megatron-LM does not support it; simulated as torchtitan FSDP+PP "
-                         "(parameters gathered once per step and kept across micro-batches)");
-  if (l.sequence_parallel && l.tp == 1)
-    w.warnings.push_back("sequence_parallel has no effect with tp = 1");
+    w.warnings.push_back(
+        "ZeRO-3 with pp > 1: Megatron-LM does not support it; simulated as torchtitan FSDP+PP "
+        "(parameters gathered once per step and kept across micro-batches)");
+  if (l.sequence_parallel && l.tp == 1) w.warnings.push_back("sequence_parallel has no effect with tp = 1");
 }
 
 }  // namespace
@@ -237,7 +308,8 @@ Workload build_workload(const Scenario& sc, const ComputeModel& compute, const W
                         PipelineSchedule schedule) {
   Workload w;
   w.layout = sc.layout;
-  if (schedule == PipelineSchedule::interleaved && sc.layout.virtual_stages < 2) schedule = PipelineSchedule::one_f_one_b;
+  if (schedule == PipelineSchedule::interleaved && sc.layout.virtual_stages < 2)
+    schedule = PipelineSchedule::one_f_one_b;
   w.schedule = schedule;
   check_layout(sc, schedule, w);
   const Layout& l = sc.layout;

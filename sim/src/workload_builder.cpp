@@ -8,11 +8,11 @@
 // causal attention core 2·T·s·q/t forward, i.e. half of the full score matrix).
 #include "workload_builder.hpp"
 
-#include "simrun/common/error.hpp"
-#include "simrun/models/counts.hpp"
-
 #include <algorithm>
 #include <cmath>
+
+#include "simrun/common/error.hpp"
+#include "simrun/models/counts.hpp"
 
 namespace simrun::detail {
 namespace {
@@ -22,11 +22,16 @@ double d(int64_t v) { return static_cast<double>(v); }
 Precision gemm_precision_of(Precision p) {
   switch (p) {
     case Precision::fp8:
-    case Precision::fp4: return p;
-    case Precision::fp16: return Precision::fp16;
-    case Precision::fp32: return Precision::fp32;
-    case Precision::tf32: return Precision::tf32;
-    case Precision::bf16: return Precision::bf16;
+    case Precision::fp4:
+      return p;
+    case Precision::fp16:
+      return Precision::fp16;
+    case Precision::fp32:
+      return Precision::fp32;
+    case Precision::tf32:
+      return Precision::tf32;
+    case Precision::bf16:
+      return Precision::bf16;
   }
   return Precision::bf16;
 }
@@ -125,8 +130,10 @@ uint32_t StageBuilder::compute(OpName op, Phase phase, const OpShape& shape, dou
   t.flops = flops;
   t.hbm_bytes = shape.bytes + shape.serial_bytes;
   t.duration = m_s.compute.op_time(shape);
-  if (phase == Phase::recompute) m_prog.flops_recompute += flops;
-  else if (phase != Phase::optimizer) m_prog.flops_model += flops;
+  if (phase == Phase::recompute)
+    m_prog.flops_recompute += flops;
+  else if (phase != Phase::optimizer)
+    m_prog.flops_model += flops;
   const uint32_t id = add(t, m_wait);
   m_wait.clear();
   m_last_compute = id;
@@ -173,23 +180,23 @@ OpShape StageBuilder::memory_op(double bytes) const {
 
 uint32_t StageBuilder::tp_before_column_parallel(OpName ag_name, Phase phase) {
   if (!m_s.sp) return kNoTask;
-  const uint32_t ag = collective(Stream::tp, ag_name, CollectiveOp::all_gather, GroupKind::tp, m_s.T * m_s.h * m_s.elem,
-                                 phase, {m_last_compute});
+  const uint32_t ag = collective(Stream::tp, ag_name, CollectiveOp::all_gather, GroupKind::tp,
+                                 m_s.T * m_s.h * m_s.elem, phase, {m_last_compute});
   if (m_s.opt.tp_overlap == TpCommOverlap::full) return ag;  // pipelined with the GEMM: waited for after it
   m_wait.push_back(ag);
   return kNoTask;
 }
 
-void StageBuilder::tp_after_row_parallel(OpName rs_name, OpName ar_name, uint32_t gemm_task, uint32_t before_gemm,
-                                         Phase phase) {
+void StageBuilder::tp_after_row_parallel(OpName rs_name, OpName ar_name, uint32_t gemm_task,
+                                         uint32_t before_gemm, Phase phase) {
   if (m_s.tp == 1) return;
   const double bytes = m_s.T * m_s.h * m_s.elem;
   const bool overlapped = m_s.sp && m_s.opt.tp_overlap == TpCommOverlap::full;
   const uint32_t start_after = overlapped ? before_gemm : gemm_task;
-  const uint32_t c = m_s.sp ? collective(Stream::tp, rs_name, CollectiveOp::reduce_scatter, GroupKind::tp, bytes, phase,
-                                         {start_after})
-                            : collective(Stream::tp, ar_name, CollectiveOp::all_reduce, GroupKind::tp, bytes, phase,
-                                         {start_after});
+  const uint32_t c = m_s.sp ? collective(Stream::tp, rs_name, CollectiveOp::reduce_scatter, GroupKind::tp,
+                                         bytes, phase, {start_after})
+                            : collective(Stream::tp, ar_name, CollectiveOp::all_reduce, GroupKind::tp, bytes,
+                                         phase, {start_after});
   m_wait.push_back(c);
 }
 
@@ -275,12 +282,12 @@ void StageBuilder::row_parallel_backward(OpName op, OpName ag_name, double k_loc
   const Shared& s = m_s;
   if (s.sp) {
     // Backward of the forward reduce-scatter: all-gather the output gradient.
-    const uint32_t ag = collective(Stream::tp, ag_name, CollectiveOp::all_gather, GroupKind::tp, s.T * s.h * s.elem,
-                                   Phase::backward, {m_last_compute});
+    const uint32_t ag = collective(Stream::tp, ag_name, CollectiveOp::all_gather, GroupKind::tp,
+                                   s.T * s.h * s.elem, Phase::backward, {m_last_compute});
     m_wait.push_back(ag);
   }
-  compute(op, Phase::backward, gemm(s.T, k_loc, s.h, s.gemm_precision), flops_each);   // dgrad
-  compute(op, Phase::backward, gemm(k_loc, s.h, s.T, s.gemm_precision), flops_each);   // wgrad
+  compute(op, Phase::backward, gemm(s.T, k_loc, s.h, s.gemm_precision), flops_each);  // dgrad
+  compute(op, Phase::backward, gemm(k_loc, s.h, s.T, s.gemm_precision), flops_each);  // wgrad
 }
 
 void StageBuilder::column_parallel_backward(OpName op, OpName ag_name, OpName rs_name, double n_loc,
@@ -294,10 +301,10 @@ void StageBuilder::column_parallel_backward(OpName op, OpName ag_name, OpName rs
   const uint32_t dgrad = compute(op, Phase::backward, gemm(s.T, s.h, n_loc, s.gemm_precision), flops_each);
   uint32_t red = kNoTask;
   if (s.tp > 1)  // reduce the input gradient over TP, overlapping the wgrad
-    red = s.sp ? collective(Stream::tp, rs_name, CollectiveOp::reduce_scatter, GroupKind::tp, bytes, Phase::backward,
-                            {dgrad})
-               : collective(Stream::tp, rs_name, CollectiveOp::all_reduce, GroupKind::tp, bytes, Phase::backward,
-                            {dgrad});
+    red = s.sp ? collective(Stream::tp, rs_name, CollectiveOp::reduce_scatter, GroupKind::tp, bytes,
+                            Phase::backward, {dgrad})
+               : collective(Stream::tp, rs_name, CollectiveOp::all_reduce, GroupKind::tp, bytes,
+                            Phase::backward, {dgrad});
   if (ag != kNoTask) m_wait.push_back(ag);
   compute(op, Phase::backward, gemm(s.h, n_loc, s.T, s.gemm_precision), flops_each);  // wgrad
   if (red != kNoTask) m_wait.push_back(red);
@@ -307,9 +314,10 @@ void StageBuilder::layer_backward(int32_t layer) {
   const Shared& s = m_s;
   const Layout& l = s.sc.layout;
   if (l.zero_stage == 3 && (l.pp == 1 || m_mb == 0)) fsdp_gather(layer, true);
-  const bool every_other = l.recompute == Recompute::selective &&
-                           s.opt.selective == SelectiveRecompute::every_other_layer;
-  if (l.recompute == Recompute::full || (every_other && layer % 2 == 1)) layer_forward(layer, Phase::recompute, false);
+  const bool every_other =
+      l.recompute == Recompute::selective && s.opt.selective == SelectiveRecompute::every_other_layer;
+  if (l.recompute == Recompute::full || (every_other && layer % 2 == 1))
+    layer_forward(layer, Phase::recompute, false);
   m_layer = layer;
   const double q = s.q_loc, kv = s.kv_loc;
   const double norm_bwd_bytes = s.Ts * s.h * s.elem * 4;
@@ -373,8 +381,8 @@ void StageBuilder::embedding_forward() {
     // VocabParallelEmbedding: each rank holds V/t rows; partial sums are all-reduced
     // (reduce-scattered into the sequence-parallel region with SP).
     const uint32_t c = collective(Stream::tp, OpName::tp_embedding,
-                                  s.sp ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, GroupKind::tp,
-                                  s.T * s.h * s.elem, Phase::forward, {m_last_compute});
+                                  s.sp ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce,
+                                  GroupKind::tp, s.T * s.h * s.elem, Phase::forward, {m_last_compute});
     m_wait.push_back(c);
   }
 }
@@ -403,33 +411,36 @@ void StageBuilder::head_forward() {
   compute(OpName::final_ln, Phase::forward, memory_op(s.Ts * s.h * s.elem * 2), 0);
   tp_before_column_parallel(OpName::tp_logits, Phase::forward);
   // The output layer stays in 16-bit under fp8 (Transformer Engine converts transformer layers).
-  const Precision p = s.gemm_precision == Precision::fp8 || s.gemm_precision == Precision::fp4 ? Precision::bf16
-                                                                                              : s.gemm_precision;
+  const Precision p = s.gemm_precision == Precision::fp8 || s.gemm_precision == Precision::fp4
+                          ? Precision::bf16
+                          : s.gemm_precision;
   compute(OpName::logits, Phase::forward, gemm(s.T, s.vocab_loc, s.h, p), 2.0 * s.T * s.h * s.vocab_loc);
   // Vocab-parallel cross entropy: fp32 logits, max/sum-exp/target all-reduces (T floats each).
   compute(OpName::loss, Phase::forward, memory_op(s.T * s.vocab_loc * (s.elem + 4 + 4)), 0);
   if (s.tp > 1) {
-    const uint32_t c = collective(Stream::tp, OpName::tp_loss, CollectiveOp::all_reduce, GroupKind::tp, 3 * s.T * 4,
-                                  Phase::forward, {m_last_compute});
+    const uint32_t c = collective(Stream::tp, OpName::tp_loss, CollectiveOp::all_reduce, GroupKind::tp,
+                                  3 * s.T * 4, Phase::forward, {m_last_compute});
     m_wait.push_back(c);
   }
 }
 
 void StageBuilder::head_backward() {
   const Shared& s = m_s;
-  const Precision p = s.gemm_precision == Precision::fp8 || s.gemm_precision == Precision::fp4 ? Precision::bf16
-                                                                                              : s.gemm_precision;
+  const Precision p = s.gemm_precision == Precision::fp8 || s.gemm_precision == Precision::fp4
+                          ? Precision::bf16
+                          : s.gemm_precision;
   compute(OpName::loss, Phase::backward, memory_op(s.T * s.vocab_loc * (4 + s.elem)), 0);
   const double flops = 2.0 * s.T * s.h * s.vocab_loc;
   uint32_t ag = kNoTask;
   if (s.sp)
-    ag = collective(Stream::tp, OpName::tp_logits, CollectiveOp::all_gather, GroupKind::tp, s.T * s.h * s.elem,
-                    Phase::backward, {m_last_compute});
+    ag = collective(Stream::tp, OpName::tp_logits, CollectiveOp::all_gather, GroupKind::tp,
+                    s.T * s.h * s.elem, Phase::backward, {m_last_compute});
   const uint32_t dgrad = compute(OpName::logits, Phase::backward, gemm(s.T, s.h, s.vocab_loc, p), flops);
   uint32_t red = kNoTask;
   if (s.tp > 1)
-    red = collective(Stream::tp, OpName::tp_logits, s.sp ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce,
-                     GroupKind::tp, s.T * s.h * s.elem, Phase::backward, {dgrad});
+    red = collective(Stream::tp, OpName::tp_logits,
+                     s.sp ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, GroupKind::tp,
+                     s.T * s.h * s.elem, Phase::backward, {dgrad});
   if (ag != kNoTask) m_wait.push_back(ag);
   compute(OpName::logits, Phase::backward, gemm(s.vocab_loc, s.h, s.T, p), flops);
   if (red != kNoTask) m_wait.push_back(red);
@@ -460,8 +471,8 @@ void StageBuilder::flush_bucket() {
     const int32_t saved = m_layer;
     m_layer = m_bucket_layers.empty() ? -1 : m_bucket_layers.back();
     m_grad_reduces.push_back(collective(Stream::dp_grad, OpName::dp_grad_reduce,
-                                        zero ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, s.dp_group,
-                                        bytes, Phase::comm, {m_last_compute}));
+                                        zero ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce,
+                                        s.dp_group, bytes, Phase::comm, {m_last_compute}));
     m_layer = saved;
   } else {
     m_deferred_buckets.push_back(bytes);
@@ -477,7 +488,9 @@ void StageBuilder::fsdp_gather(int32_t unit, bool backward) {
   const Layout& l = s.sc.layout;
   // With pp > 1 (torchtitan FSDP+PP) parameters stay gathered across micro-batches.
   if (l.pp > 1 && (backward || m_mb != 0)) return;
-  const double params = unit >= 0 ? s.layer_params_local : unit == -1 ? s.embedding_params_local : s.output_params_local;
+  const double params = unit >= 0    ? s.layer_params_local
+                        : unit == -1 ? s.embedding_params_local
+                                     : s.output_params_local;
   // Prefetch window: this gather may start once the unit `fsdp_prefetch_layers` before it has
   // started computing (forward order: layer−k; backward order: layer+k).
   std::vector<uint32_t> deps;
@@ -497,11 +510,14 @@ void StageBuilder::fsdp_gather(int32_t unit, bool backward) {
 void StageBuilder::fsdp_reduce(int32_t unit) {
   const Shared& s = m_s;
   if (s.dp_size <= 1) return;
-  const double params = unit >= 0 ? s.layer_params_local : unit == -1 ? s.embedding_params_local : s.output_params_local;
+  const double params = unit >= 0    ? s.layer_params_local
+                        : unit == -1 ? s.embedding_params_local
+                                     : s.output_params_local;
   const int32_t saved = m_layer;
   m_layer = unit;
-  m_grad_reduces.push_back(collective(Stream::dp_grad, OpName::fsdp_reduce, CollectiveOp::reduce_scatter, s.dp_group,
-                                      params * s.opt.grad_reduce_bytes, Phase::comm, {m_last_compute}));
+  m_grad_reduces.push_back(collective(Stream::dp_grad, OpName::fsdp_reduce, CollectiveOp::reduce_scatter,
+                                      s.dp_group, params * s.opt.grad_reduce_bytes, Phase::comm,
+                                      {m_last_compute}));
   m_layer = saved;
 }
 
@@ -513,9 +529,10 @@ void StageBuilder::optimizer() {
   m_layer = -1;
   flush_bucket();
   for (double bytes : m_deferred_buckets)
-    m_grad_reduces.push_back(collective(Stream::dp_grad, OpName::dp_grad_reduce,
-                                        l.zero_stage >= 1 ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce,
-                                        s.dp_group, bytes, Phase::comm, {m_last_compute}));
+    m_grad_reduces.push_back(
+        collective(Stream::dp_grad, OpName::dp_grad_reduce,
+                   l.zero_stage >= 1 ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, s.dp_group,
+                   bytes, Phase::comm, {m_last_compute}));
   for (uint32_t r : m_grad_reduces) m_wait.push_back(r);
   const double shard = l.zero_stage >= 1 ? m_prog.params / d(s.dp_size) : m_prog.params;
   // Gradient-norm clipping reads the fp32 gradients once; fused Adam reads grad, fp32 master,
@@ -539,8 +556,8 @@ void StageBuilder::optimizer() {
   }
   if (l.zero_stage >= 1 && l.zero_stage <= 2 && s.opt.param_gather == ParamGatherOverlap::after_optimizer)
     for (const auto& b : m_param_buckets)
-      collective(Stream::dp_param, OpName::dp_param_gather, CollectiveOp::all_gather, s.dp_group, b.first * s.elem,
-                 Phase::comm, {m_last_compute});
+      collective(Stream::dp_param, OpName::dp_param_gather, CollectiveOp::all_gather, s.dp_group,
+                 b.first * s.elem, Phase::comm, {m_last_compute});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -651,7 +668,8 @@ void StageBuilder::build(const std::vector<Slot>& slots, PipelineSchedule schedu
   // ZeRO-1/2 with --overlap-param-gather: the previous step's parameter all-gather runs in
   // this step's first forward, bucket by bucket; buckets are the gradient buckets (backward
   // order), so precompute them and issue their gathers in forward order.
-  if (l.zero_stage >= 1 && l.zero_stage <= 2 && s.dp_size > 1 && s.opt.param_gather == ParamGatherOverlap::next_forward) {
+  if (l.zero_stage >= 1 && l.zero_stage <= 2 && s.dp_size > 1 &&
+      s.opt.param_gather == ParamGatherOverlap::next_forward) {
     std::vector<std::pair<double, std::vector<int32_t>>> buckets;
     double fill = 0;
     std::vector<int32_t> members;
@@ -676,16 +694,18 @@ void StageBuilder::build(const std::vector<Slot>& slots, PipelineSchedule schedu
     m_mb = -1;
     for (auto it = buckets.rbegin(); it != buckets.rend(); ++it) {
       m_layer = it->second.back();
-      const uint32_t g = collective(Stream::dp_param, OpName::dp_param_gather, CollectiveOp::all_gather, s.dp_group,
-                                    it->first * s.elem, Phase::comm, {});
+      const uint32_t g = collective(Stream::dp_param, OpName::dp_param_gather, CollectiveOp::all_gather,
+                                    s.dp_group, it->first * s.elem, Phase::comm, {});
       for (int32_t layer : it->second) m_param_gather_of_layer[layer] = g;
     }
     m_layer = -1;
   }
 
   for (const Slot& slot : slots) {
-    if (slot.forward) forward_slot(slot.micro_batch, slot.chunk);
-    else backward_slot(slot.micro_batch, slot.chunk);
+    if (slot.forward)
+      forward_slot(slot.micro_batch, slot.chunk);
+    else
+      backward_slot(slot.micro_batch, slot.chunk);
   }
   optimizer();
   // max_in_flight_micro_batches was tracked in layers; convert to micro-batches of this stage.

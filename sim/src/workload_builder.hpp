@@ -2,12 +2,12 @@
 // pipeline schedule's slots (workload_builder.cpp).
 #pragma once
 
-#include "simrun/sim/workload.hpp"
-
 #include <initializer_list>
 #include <map>
 #include <tuple>
 #include <vector>
+
+#include "simrun/sim/workload.hpp"
 
 namespace simrun::detail {
 
@@ -23,16 +23,16 @@ std::vector<Slot> stage_schedule(PipelineSchedule kind, int64_t stage, int64_t p
 // A gradient bucket: consecutive layers (in backward order) of one chunk.
 struct Bucket {
   int64_t chunk = 0;
-  double params = 0;           // parameters of this rank in the bucket (after TP split)
-  std::vector<int32_t> layers; // global layer ids; -1 embedding, -2 output layer + final norm
+  double params = 0;            // parameters of this rank in the bucket (after TP split)
+  std::vector<int32_t> layers;  // global layer ids; -1 embedding, -2 output layer + final norm
 };
 
 class StageBuilder {
  public:
   // Everything the stages share: the scenario's dimensions, precomputed once.
   struct Shared {
-    Shared(const Scenario& sc, const ComputeModel& cm, const WorkloadOptions& o, const std::vector<int64_t>& layers_per_chunk,
-           int64_t v, int64_t m);
+    Shared(const Scenario& sc, const ComputeModel& cm, const WorkloadOptions& o,
+           const std::vector<int64_t>& layers_per_chunk, int64_t v, int64_t m);
     const Scenario& sc;
     const ComputeModel& compute;
     const WorkloadOptions& opt;
@@ -41,8 +41,8 @@ class StageBuilder {
     int64_t v, m, pp, tp, cp;
     bool sp, flash, causal, swiglu, rope, layernorm;
     Precision gemm_precision;
-    double elem;                    // activation element bytes (2, or 4 for fp32)
-    double T, Ts;                   // tokens per micro-batch on this rank: full, and SP-split
+    double elem;   // activation element bytes (2, or 4 for fp32)
+    double T, Ts;  // tokens per micro-batch on this rank: full, and SP-split
     double h, q_loc, kv_loc, f_loc, heads_loc, head_dim, seq, vocab_loc;
     double layer_params_local;      // one layer's parameters on this rank (TP split)
     double embedding_params_local;  // embedding (+positions) on the first stage (vocab split)
@@ -87,7 +87,8 @@ class StageBuilder {
   // A row-parallel linear's backward (proj, FC2): grad all-gather (SP) then dgrad, wgrad.
   void row_parallel_backward(OpName op, OpName ag_name, double k_loc, double flops_each);
   // Forward TP collective after a row-parallel GEMM (AR, or RS with SP).
-  void tp_after_row_parallel(OpName rs_name, OpName ar_name, uint32_t gemm_task, uint32_t before_gemm, Phase phase);
+  void tp_after_row_parallel(OpName rs_name, OpName ar_name, uint32_t gemm_task, uint32_t before_gemm,
+                             Phase phase);
   // Forward SP all-gather before a column-parallel GEMM; returns the task or kNoTask.
   uint32_t tp_before_column_parallel(OpName ag_name, Phase phase);
   void embedding_forward();
@@ -110,18 +111,18 @@ class StageBuilder {
   int16_t m_chunk = 0;
   Phase m_phase = Phase::forward;
   uint32_t m_last_compute = kNoTask;
-  std::vector<uint32_t> m_wait;          // tasks the next compute op waits for
+  std::vector<uint32_t> m_wait;  // tasks the next compute op waits for
   // Gradient buckets (ZeRO 0–2).
   double m_bucket_fill = 0;
   double m_bucket_limit = 0;
   std::vector<uint32_t> m_grad_reduces;
-  std::vector<double> m_deferred_buckets;   // GradReduceOverlap::after_backward
+  std::vector<double> m_deferred_buckets;                                // GradReduceOverlap::after_backward
   std::vector<std::pair<double, std::vector<int32_t>>> m_param_buckets;  // ZeRO 1/2 param all-gather units
   std::vector<int32_t> m_bucket_layers;
   std::map<int32_t, uint32_t> m_param_gather_of_layer;  // layer → its bucket's param AG (next_forward)
-  std::map<int32_t, bool> m_layer_forwarded;           // first forward use seen
+  std::map<int32_t, bool> m_layer_forwarded;            // first forward use seen
   // FSDP (ZeRO-3).
-  std::map<int32_t, uint32_t> m_first_op_of_layer;      // latest first compute op of a layer
+  std::map<int32_t, uint32_t> m_first_op_of_layer;  // latest first compute op of a layer
   int64_t m_in_flight_chunks = 0;
   int64_t m_in_flight_layers = 0;
   bool m_blocking_send = true;

@@ -1,9 +1,9 @@
 // The roofline × efficiency op timing and the calibration file that overrides its defaults.
+#include <catch2/catch.hpp>
+
 #include "simrun/common/error.hpp"
 #include "simrun/sim/calibration.hpp"
 #include "simrun/sim/compute_model.hpp"
-
-#include <catch2/catch.hpp>
 
 using namespace simrun;
 
@@ -30,7 +30,8 @@ OpShape gemm(double m, double n, double k, Precision p = Precision::bf16) {
 }
 }  // namespace
 
-TEST_CASE("large GEMMs approach gemm_max of the dense peak; small ones are less efficient", "[sim][compute_model]") {
+TEST_CASE("large GEMMs approach gemm_max of the dense peak; small ones are less efficient",
+          "[sim][compute_model]") {
   ComputeParams p;
   p.launch_overhead_s = 0;
   const ComputeModel cm(h100(), p);
@@ -39,7 +40,8 @@ TEST_CASE("large GEMMs approach gemm_max of the dense peak; small ones are less 
   CHECK(cm.gemm_efficiency(8192, 128, 8192, Precision::bf16) < 0.8 * big);
   // Time of a big GEMM = flops / (peak · eff).
   const OpShape g = gemm(8192, 8192, 8192);
-  const double expect = 2.0 * 8192.0 * 8192 * 8192 / (989.4e12 * cm.gemm_efficiency(8192, 8192, 8192, Precision::bf16));
+  const double expect =
+      2.0 * 8192.0 * 8192 * 8192 / (989.4e12 * cm.gemm_efficiency(8192, 8192, 8192, Precision::bf16));
   CHECK(cm.op_seconds(g) == Approx(expect).epsilon(1e-9));
   // More work never takes less time; efficiency never decreases with size.
   double last_t = 0, last_e = 0;
@@ -106,7 +108,8 @@ TEST_CASE("calibration.json overrides defaults per GPU kind and refuses unknown 
     (void)Calibration::parse(bad, "cal.json");
     FAIL("unknown key accepted");
   } catch (const InputError& e) {
-    CHECK(std::string(e.what()).find("cal.json: gpus.h100-sxm.gemm_maxx: unknown field (did you mean \"gemm_max\"") == 0);
+    CHECK(std::string(e.what()).find(
+              "cal.json: gpus.h100-sxm.gemm_maxx: unknown field (did you mean \"gemm_max\"") == 0);
   }
   const auto out_of_range = nlohmann::json::parse(R"({"gpus": {"h100-sxm": {"gemm_max": 1.7}}})");
   CHECK_THROWS_AS(Calibration::parse(out_of_range, "cal.json"), InputError);

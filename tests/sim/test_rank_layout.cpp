@@ -1,7 +1,7 @@
 // Rank placement in Megatron's order tp-cp-ep-dp-pp and the groups derived from it.
-#include "simrun/sim/rank_layout.hpp"
-
 #include <catch2/catch.hpp>
+
+#include "simrun/sim/rank_layout.hpp"
 
 using namespace simrun;
 

@@ -1,12 +1,12 @@
 // Event simulation of a step: representative ranks = every rank on symmetric layouts, a
 // straggler slows the step by its share, the pipeline bubble matches (p−1)/(m+p−1), the
 // analytic estimate agrees on uncongested layouts, and determinism.
+#include <catch2/catch.hpp>
+
 #include "simrun/common/error.hpp"
 #include "simrun/sim/analytic.hpp"
 #include "simrun/sim/simulate.hpp"
 #include "workload_test_util.hpp"
-
-#include <catch2/catch.hpp>
 
 using namespace simrun;
 using namespace simrun::test;
@@ -15,7 +15,8 @@ namespace {
 
 Scenario scenario(const std::string& model, const std::string& gpu, int64_t gpus, const std::string& layout) {
   return parse_scenario_text(R"({"model": ")" + model + R"(", "cluster": {"gpu": ")" + gpu +
-                             R"(", "num_gpus": )" + std::to_string(gpus) + R"(}, "layout": {)" + layout + "}}");
+                             R"(", "num_gpus": )" + std::to_string(gpus) + R"(}, "layout": {)" + layout +
+                             "}}");
 }
 
 double step_s(const Scenario& sc, SimulationScope scope, std::vector<Straggler> stragglers = {}) {
@@ -30,7 +31,8 @@ double step_s(const Scenario& sc, SimulationScope scope, std::vector<Straggler> 
 TEST_CASE("representative ranks give the full simulation's step time on symmetric layouts", "[sim][step]") {
   const auto layout = GENERATE(
       std::string(R"("tp": 2, "pp": 2, "dp": 4, "global_batch": 16, "zero_stage": 1)"),
-      std::string(R"("tp": 2, "pp": 4, "dp": 2, "virtual_stages": 2, "global_batch": 16, "recompute": "full")"),
+      std::string(
+          R"("tp": 2, "pp": 4, "dp": 2, "virtual_stages": 2, "global_batch": 16, "recompute": "full")"),
       std::string(R"("tp": 1, "pp": 1, "dp": 16, "global_batch": 32, "zero_stage": 3)"),
       std::string(R"("tp": 4, "pp": 1, "dp": 2, "cp": 2, "global_batch": 8, "zero_stage": 0)"),
       std::string(R"("tp": 8, "pp": 2, "dp": 1, "global_batch": 8, "sequence_parallel": false)"));
@@ -42,7 +44,8 @@ TEST_CASE("representative ranks give the full simulation's step time on symmetri
 }
 
 TEST_CASE("a straggler slows the whole step by about its slowdown of the compute share", "[sim][step]") {
-  const Scenario sc = scenario("llama3-8b", "h100-sxm", 16, R"("tp": 2, "pp": 2, "dp": 4, "global_batch": 32)");
+  const Scenario sc =
+      scenario("llama3-8b", "h100-sxm", 16, R"("tp": 2, "pp": 2, "dp": 4, "global_batch": 32)");
   SimulateOptions o;
   o.step.scope = SimulationScope::full;
   const SimulationOutput base = simulate(sc, o);
@@ -68,7 +71,8 @@ TEST_CASE("a straggler slows the whole step by about its slowdown of the compute
 TEST_CASE("1F1B pipeline bubble is (p-1)/(m+p-1) of the step when compute dominates", "[sim][step]") {
   // tp 1 inside one node, no data parallelism: communication is negligible; a small vocabulary
   // keeps the first and last stages as heavy as the others.
-  const Scenario sc = parse_scenario_text(R"({"model": {"name": "even", "layers": 32, "hidden": 4096, "heads": 32,
+  const Scenario sc =
+      parse_scenario_text(R"({"model": {"name": "even", "layers": 32, "hidden": 4096, "heads": 32,
       "kv_heads": 8, "ffn_hidden": 14336, "ffn_act": "swiglu", "vocab": 1024, "seq_len": 4096},
       "cluster": {"gpu": "h100-sxm", "num_gpus": 8}, "layout": {"tp": 1, "pp": 8, "dp": 1, "global_batch": 32}})");
   SimulateOptions o;
@@ -82,7 +86,8 @@ TEST_CASE("1F1B pipeline bubble is (p-1)/(m+p-1) of the step when compute domina
   CHECK(b.compute_s + b.exposed_comm_s + b.bubble_s == Approx(out.report.step_time_s).epsilon(1e-6));
 }
 
-TEST_CASE("the analytic estimate and the event simulation agree within 5% on uncongested layouts", "[sim][step][analytic]") {
+TEST_CASE("the analytic estimate and the event simulation agree within 5% on uncongested layouts",
+          "[sim][step][analytic]") {
   // The same efficiencies on both sides: the event model's shape-dependent curves flattened to
   // the analytic model's constant fractions, no per-kernel or per-step overheads.
   const EfficiencyDefaults eff;
@@ -104,9 +109,10 @@ TEST_CASE("the analytic estimate and the event simulation agree within 5% on unc
   o.step.overlap_slowdown = 0;
   o.step.comm = eff;
   o.step.timing = CollectiveTiming::alpha_beta;
-  const auto layout = GENERATE(std::string(R"("tp": 8, "pp": 1, "dp": 1, "global_batch": 16, "model": "x")"),
-                               std::string(R"("tp": 1, "pp": 1, "dp": 8, "global_batch": 64, "zero_stage": 1)"),
-                               std::string(R"("tp": 4, "pp": 1, "dp": 2, "global_batch": 32, "recompute": "full")"));
+  const auto layout =
+      GENERATE(std::string(R"("tp": 8, "pp": 1, "dp": 1, "global_batch": 16, "model": "x")"),
+               std::string(R"("tp": 1, "pp": 1, "dp": 8, "global_batch": 64, "zero_stage": 1)"),
+               std::string(R"("tp": 4, "pp": 1, "dp": 2, "global_batch": 32, "recompute": "full")"));
   const std::string l = layout.substr(0, layout.find(R"(, "model")"));
   const Scenario sc = scenario("llama3-8b", "h100-sxm", 8, l);
   const double event = simulate(sc, o).report.step_time_s;
@@ -117,7 +123,8 @@ TEST_CASE("the analytic estimate and the event simulation agree within 5% on unc
 }
 
 TEST_CASE("the simulation is deterministic", "[sim][step]") {
-  const Scenario sc = scenario("llama3-8b", "a100-80gb", 16, R"("tp": 2, "pp": 2, "dp": 4, "global_batch": 32)");
+  const Scenario sc =
+      scenario("llama3-8b", "a100-80gb", 16, R"("tp": 2, "pp": 2, "dp": 4, "global_batch": 32)");
   SimulateOptions o;
   o.step.scope = SimulationScope::full;
   const auto a = simulate(sc, o);
@@ -127,8 +134,10 @@ TEST_CASE("the simulation is deterministic", "[sim][step]") {
 }
 
 TEST_CASE("more bandwidth or a faster GPU is never slower", "[sim][step]") {
-  const Scenario a100 = scenario("llama3-8b", "a100-80gb", 16, R"("tp": 2, "pp": 2, "dp": 4, "global_batch": 32)");
-  const Scenario h100 = scenario("llama3-8b", "h100-sxm", 16, R"("tp": 2, "pp": 2, "dp": 4, "global_batch": 32)");
+  const Scenario a100 =
+      scenario("llama3-8b", "a100-80gb", 16, R"("tp": 2, "pp": 2, "dp": 4, "global_batch": 32)");
+  const Scenario h100 =
+      scenario("llama3-8b", "h100-sxm", 16, R"("tp": 2, "pp": 2, "dp": 4, "global_batch": 32)");
   CHECK(step_s(h100, SimulationScope::representatives) < step_s(a100, SimulationScope::representatives));
   Scenario slow_net = h100;
   slow_net.cluster.fabric.port_bytes_per_s /= 8;
@@ -136,7 +145,8 @@ TEST_CASE("more bandwidth or a faster GPU is never slower", "[sim][step]") {
 }
 
 TEST_CASE("report: contract fields, per-stage memory with the schedule's in-flight count", "[sim][step]") {
-  const Scenario sc = scenario("llama3-70b", "h100-sxm", 64, R"("tp": 8, "pp": 4, "dp": 2, "virtual_stages": 5,
+  const Scenario sc =
+      scenario("llama3-70b", "h100-sxm", 64, R"("tp": 8, "pp": 4, "dp": 2, "virtual_stages": 5,
       "global_batch": 32, "recompute": "selective")");
   const SimulationOutput out = simulate(sc);
   const Report& r = out.report;

@@ -1,21 +1,21 @@
 // The Chrome trace of a simulated step validates as Trace Event JSON: metadata names every
 // process and thread, complete events carry ts/dur in µs, events of one thread nest (Perfetto
 // requires it), names say phase, layer, op and micro-batch.
-#include "simrun/sim/simulate.hpp"
-#include "simrun/sim/trace.hpp"
-#include "workload_test_util.hpp"
-
 #include <catch2/catch.hpp>
-
 #include <map>
 #include <set>
 #include <sstream>
+
+#include "simrun/sim/simulate.hpp"
+#include "simrun/sim/trace.hpp"
+#include "workload_test_util.hpp"
 
 using namespace simrun;
 using namespace simrun::test;
 
 TEST_CASE("the simulated trace is valid Chrome trace JSON", "[sim][trace]") {
-  const Scenario sc = parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 16},
+  const Scenario sc =
+      parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 16},
       "layout": {"tp": 2, "pp": 4, "dp": 2, "virtual_stages": 2, "global_batch": 16, "zero_stage": 1}})");
   SimulateOptions o;
   o.step.record_trace = true;
@@ -38,7 +38,8 @@ TEST_CASE("the simulated trace is valid Chrome trace JSON", "[sim][trace]") {
     if (ph == "M") {
       if (e["name"] == "process_name" || e["name"] == "thread_name") REQUIRE(e["args"]["name"].is_string());
       if (e["name"] == "process_name") named_processes.insert(e["pid"].get<int64_t>());
-      if (e["name"] == "thread_name") named_threads.insert({e["pid"].get<int64_t>(), e["tid"].get<int64_t>()});
+      if (e["name"] == "thread_name")
+        named_threads.insert({e["pid"].get<int64_t>(), e["tid"].get<int64_t>()});
       continue;
     }
     REQUIRE(ph == "X");

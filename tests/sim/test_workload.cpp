@@ -1,15 +1,14 @@
 // The workload builder: DAG invariants (FLOPs equal Megatron's count times the recompute
 // share, every task runs, no cycles, pipeline messages pair up), schedules and layer splits.
+#include <catch2/catch.hpp>
+#include <deque>
+
 #include "simrun/common/error.hpp"
 #include "simrun/models/counts.hpp"
 #include "simrun/sim/scenario_parser.hpp"
 #include "simrun/sim/workload.hpp"
 #include "workload_builder.hpp"
 #include "workload_test_util.hpp"
-
-#include <catch2/catch.hpp>
-
-#include <deque>
 
 using namespace simrun;
 using namespace simrun::test;
@@ -28,7 +27,8 @@ std::vector<size_t> run_dry(const Workload& w) {
     head[s].fill(0);
     for (uint32_t i = 0; i < w.stages[s].tasks.size(); ++i) {
       const Task& t = w.stages[s].tasks[i];
-      for (uint16_t k = 0; k < t.dep_count; ++k) REQUIRE(w.stages[s].dep(t, k) < i);  // deps point back: acyclic
+      for (uint16_t k = 0; k < t.dep_count; ++k)
+        REQUIRE(w.stages[s].dep(t, k) < i);  // deps point back: acyclic
       if (t.kind != TaskKind::recv) queues[s][static_cast<size_t>(t.stream)].push_back(i);
       if (t.kind == TaskKind::send) REQUIRE(t.peer_task != kNoTask);
     }
@@ -76,8 +76,10 @@ TEST_CASE("FLOPs of the DAG equal Megatron's count times (1 + recompute share)",
   const auto layout = GENERATE(std::string(R"("tp": 2, "pp": 2, "dp": 2, "virtual_stages": 2)"),
                                std::string(R"("tp": 1, "pp": 4, "dp": 2, "zero_stage": 3, "pp": 1, "dp": 8)"),
                                std::string(R"("tp": 4, "pp": 1, "dp": 1, "cp": 2, "zero_stage": 1)"));
-  const Scenario sc = parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
-      "layout": {)" + layout + R"(, "global_batch": 16, "recompute": ")" + recompute + R"("}})");
+  const Scenario sc =
+      parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
+      "layout": {)" + layout +
+                          R"(, "global_batch": 16, "recompute": ")" + recompute + R"("}})");
   const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
   const Workload w = build_workload(sc, cm);
   const double megatron = megatron_flops(sc);
@@ -89,14 +91,18 @@ TEST_CASE("FLOPs of the DAG equal Megatron's count times (1 + recompute share)",
   CHECK(w.hardware_flops_per_step == Approx(megatron * (1 + share)).epsilon(1e-9));
 }
 
-TEST_CASE("every task of every stage runs: no cycles, no deadlock, every send meets its recv", "[sim][workload]") {
-  const auto layout = GENERATE(std::string(R"("tp": 1, "pp": 4, "dp": 2, "global_batch": 16)"),
-                               std::string(R"("tp": 2, "pp": 4, "dp": 1, "virtual_stages": 2, "global_batch": 8)"),
-                               std::string(R"("tp": 1, "pp": 8, "dp": 1, "virtual_stages": 2, "global_batch": 8)"),
-                               std::string(R"("tp": 1, "pp": 8, "dp": 1, "virtual_stages": 4, "global_batch": 24)"),
-                               std::string(R"("tp": 1, "pp": 2, "dp": 4, "global_batch": 4, "zero_stage": 2)"));
-  const Scenario sc = parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
-      "layout": {)" + layout + R"(, "recompute": "full"}})");
+TEST_CASE("every task of every stage runs: no cycles, no deadlock, every send meets its recv",
+          "[sim][workload]") {
+  const auto layout =
+      GENERATE(std::string(R"("tp": 1, "pp": 4, "dp": 2, "global_batch": 16)"),
+               std::string(R"("tp": 2, "pp": 4, "dp": 1, "virtual_stages": 2, "global_batch": 8)"),
+               std::string(R"("tp": 1, "pp": 8, "dp": 1, "virtual_stages": 2, "global_batch": 8)"),
+               std::string(R"("tp": 1, "pp": 8, "dp": 1, "virtual_stages": 4, "global_batch": 24)"),
+               std::string(R"("tp": 1, "pp": 2, "dp": 4, "global_batch": 4, "zero_stage": 2)"));
+  const Scenario sc =
+      parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
+      "layout": {)" + layout +
+                          R"(, "recompute": "full"}})");
   const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
   const Workload w = build_workload(sc, cm);
   const auto ran = run_dry(w);
@@ -104,7 +110,8 @@ TEST_CASE("every task of every stage runs: no cycles, no deadlock, every send me
 }
 
 TEST_CASE("GPipe runs every stage's ops too", "[sim][workload]") {
-  const Scenario sc = parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
+  const Scenario sc =
+      parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
       "layout": {"tp": 1, "pp": 4, "dp": 2, "global_batch": 16}})");
   const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
   const Workload w = build_workload(sc, cm, WorkloadOptions{}, PipelineSchedule::gpipe);
@@ -133,13 +140,14 @@ TEST_CASE("1F1B and interleaved schedules: order and warm-up as in Megatron", "[
   CHECK((!il[11].forward && il[11].chunk == 1 && il[11].micro_batch == 0));
 }
 
-TEST_CASE("layer splits: even, embedding/loss accounted, uneven 1F1B, refused interleaved", "[sim][workload]") {
+TEST_CASE("layer splits: even, embedding/loss accounted, uneven 1F1B, refused interleaved",
+          "[sim][workload]") {
   std::vector<std::string> warnings;
   CHECK(split_layers(80, 4, 5, "t", warnings) == std::vector<int64_t>(20, 4));
   CHECK(warnings.empty());
   const auto l405 = split_layers(126, 16, 2, "t", warnings);  // 128 = 16·2·4
-  CHECK(l405[0] == 3);                 // stage 0 chunk 0: embedding + 3 layers
-  CHECK(l405[15 * 2 + 1] == 3);        // last stage, last chunk: 3 layers + loss
+  CHECK(l405[0] == 3);                                        // stage 0 chunk 0: embedding + 3 layers
+  CHECK(l405[15 * 2 + 1] == 3);                               // last stage, last chunk: 3 layers + loss
   CHECK(l405[1] == 4);
   CHECK(warnings.size() == 1);
   const auto uneven = split_layers(30, 4, 1, "t", warnings);
@@ -155,5 +163,6 @@ TEST_CASE("bad layouts are refused with the reason, doubtful ones warned about",
   REQUIRE_FALSE(w.warnings.empty());
   CHECK(w.warnings[0].find("micro-batches for 8 pipeline stages") != std::string::npos);
   sc.layout.virtual_stages = 2;
-  CHECK_THROWS_WITH(build_workload(sc, cm), Catch::Contains("layout.global_batch") && Catch::Contains("interleaved"));
+  CHECK_THROWS_WITH(build_workload(sc, cm),
+                    Catch::Contains("layout.global_batch") && Catch::Contains("interleaved"));
 }

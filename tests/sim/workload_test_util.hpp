@@ -1,11 +1,10 @@
 // Shared helpers of the workload/step-simulation tests: catalogs and scenarios from JSON text.
 #pragma once
 
-#include "simrun/sim/scenario_parser.hpp"
-
 #include <nlohmann/json.hpp>
-
 #include <string>
+
+#include "simrun/sim/scenario_parser.hpp"
 
 namespace simrun::test {
 

@@ -22,14 +22,13 @@
 // (1 / busbw), α the per-step latency of a ring/tree step.
 #pragma once
 
-#include "simrun/sim/compute_model.hpp"
-
-#include <nlohmann/json.hpp>
-
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+
+#include "simrun/sim/compute_model.hpp"
 
 namespace simrun {
 

@@ -25,11 +25,11 @@
 // them per GPU kind.
 #pragma once
 
-#include "simrun/common/units.hpp"
-#include "simrun/topologies/hardware_spec.hpp"
-
 #include <cstdint>
 #include <string>
+
+#include "simrun/common/units.hpp"
+#include "simrun/topologies/hardware_spec.hpp"
 
 namespace simrun {
 
@@ -55,8 +55,8 @@ struct ComputeParams {
   // Shah et al. 2024, arXiv:2407.08608, Fig. 4–6). Used by frameworks running FA2 (eager PyTorch).
   double attn_fa2_fwd_max = 0.70;
   double attn_fa2_bwd_max = 0.60;
-  double attn_seq_half = 128.0;       // tokens of key sequence at which eff is halved
-  double attn_head_dim_half = 16.0;   // head dimension at which eff is halved
+  double attn_seq_half = 128.0;      // tokens of key sequence at which eff is halved
+  double attn_head_dim_half = 16.0;  // head dimension at which eff is halved
   // Memory-bound kernels: fraction of the HBM datasheet bandwidth reached by elementwise,
   // norm and optimizer kernels (STREAM-like triad on HBM: ~0.8–0.9).
   double mem_bw_fraction = 0.80;
@@ -66,10 +66,10 @@ struct ComputeParams {
 
 // What a GPU op is, for timing.
 enum class OpClass : uint8_t {
-  gemm,            // dense matmul M×K · K×N (batch copies)
-  attention_fwd,   // fused attention forward (flash) or unfused score+softmax+PV
-  attention_bwd,   // its backward
-  memory,          // elementwise / norm / softmax / optimizer: HBM-bound
+  gemm,           // dense matmul M×K · K×N (batch copies)
+  attention_fwd,  // fused attention forward (flash) or unfused score+softmax+PV
+  attention_bwd,  // its backward
+  memory,         // elementwise / norm / softmax / optimizer: HBM-bound
 };
 
 // One operation's shape and work on one GPU.
@@ -82,7 +82,7 @@ struct OpShape {
   // local heads, whether fused (flash).
   double tokens = 0, seq_kv = 0, head_dim = 0, heads = 0;
   bool flash = true;
-  bool flash2 = false;   // the FlashAttention-2 kernel rather than the architecture's best fused one
+  bool flash2 = false;  // the FlashAttention-2 kernel rather than the architecture's best fused one
   bool causal = true;
   double flops = 0;  // counted work (model convention): GEMMs 2MNK·batch, attention see workload
   double bytes = 0;  // HBM bytes read + written, overlapped with the op's math (roofline)

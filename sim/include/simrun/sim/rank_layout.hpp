@@ -10,11 +10,11 @@
 // One representative per pipeline stage (tp = cp = dp = 0) therefore stands for its class.
 #pragma once
 
-#include "simrun/sim/scenario.hpp"
-
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "simrun/sim/scenario.hpp"
 
 namespace simrun {
 
@@ -29,12 +29,12 @@ struct RankCoord {
 
 // The process groups a collective can run on.
 enum class GroupKind : uint8_t {
-  tp,   // tensor parallel: tp consecutive ranks
-  cp,   // context parallel
-  dp,   // data parallel (gradient reduction); for ZeRO also parameter gathering
+  tp,     // tensor parallel: tp consecutive ranks
+  cp,     // context parallel
+  dp,     // data parallel (gradient reduction); for ZeRO also parameter gathering
   dp_cp,  // dp × cp: where gradients are reduced when cp > 1 (Megatron reduces over both)
-  ep,   // expert parallel (MoE all-to-all)
-  pp,   // pipeline: the stages of one model replica
+  ep,     // expert parallel (MoE all-to-all)
+  pp,     // pipeline: the stages of one model replica
 };
 
 const char* to_string(GroupKind g);

@@ -7,6 +7,9 @@
 // recomputed forward FLOPs; tflops_per_gpu is model FLOPs per GPU per second.
 #pragma once
 
+#include <optional>
+#include <vector>
+
 #include "simrun/sim/calibration.hpp"
 #include "simrun/sim/compute_model.hpp"
 #include "simrun/sim/memory_model.hpp"
@@ -14,27 +17,24 @@
 #include "simrun/sim/step_simulator.hpp"
 #include "simrun/sim/workload.hpp"
 
-#include <optional>
-#include <vector>
-
 namespace simrun {
 
 struct SimulateOptions {
-  StepSimOptions step;                        // scope, stragglers, trace, comm efficiencies
-  WorkloadOptions workload;                   // framework overlap behaviour
-  std::optional<PipelineSchedule> schedule;   // default: interleaved when virtual_stages > 1, else 1F1B
-  std::optional<ComputeParams> compute;       // defaults before calibration (default_compute_params)
-  Calibration calibration;                    // per GPU kind overrides (--calibration)
+  StepSimOptions step;                       // scope, stragglers, trace, comm efficiencies
+  WorkloadOptions workload;                  // framework overlap behaviour
+  std::optional<PipelineSchedule> schedule;  // default: interleaved when virtual_stages > 1, else 1F1B
+  std::optional<ComputeParams> compute;      // defaults before calibration (default_compute_params)
+  Calibration calibration;                   // per GPU kind overrides (--calibration)
   MemoryDefaults memory;
 };
 
 struct StageReport {
   int64_t stage = 0;
-  int64_t layers = 0;                 // transformer layers held (all chunks)
-  double params = 0;                  // parameters held per GPU (before ZeRO sharding)
+  int64_t layers = 0;  // transformer layers held (all chunks)
+  double params = 0;   // parameters held per GPU (before ZeRO sharding)
   int64_t in_flight_micro_batches = 0;
   MemoryReport memory;
-  RankBreakdown time;                 // the stage's representative rank
+  RankBreakdown time;  // the stage's representative rank
 };
 
 struct SimulationOutput {
@@ -42,7 +42,7 @@ struct SimulationOutput {
   std::vector<StageReport> stages;
   Workload workload;
   StepResult step;
-  double wall_s = 0;                  // host time spent in build + simulation
+  double wall_s = 0;  // host time spent in build + simulation
 };
 
 SimulationOutput simulate(const Scenario& scenario, const SimulateOptions& options = SimulateOptions{});

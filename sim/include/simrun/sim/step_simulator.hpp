@@ -21,16 +21,16 @@
 // need; on a symmetric layout both give the same step time.
 #pragma once
 
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include "simrun/sim/calibration.hpp"
 #include "simrun/sim/compute_model.hpp"
 #include "simrun/sim/efficiency.hpp"
 #include "simrun/sim/rank_layout.hpp"
 #include "simrun/sim/workload.hpp"
-
-#include <array>
-#include <cstdint>
-#include <string>
-#include <vector>
 
 namespace simrun {
 
@@ -56,7 +56,7 @@ struct StepSimOptions {
   // --trace; other ranks keep only what the breakdown needs.
   bool record_trace = false;
   CollectiveTiming timing = CollectiveTiming::nccl_model;
-  EfficiencyDefaults comm;   // link fractions and α of the α-β timing (analytic model's)
+  EfficiencyDefaults comm;  // link fractions and α of the α-β timing (analytic model's)
   // A compute kernel that starts while a data-parallel or pipeline NCCL kernel runs on the
   // same GPU takes this much longer: NCCL's channels occupy SMs (one CTA each, 16–32 on
   // Hopper) and the copies compete for HBM bandwidth.
@@ -68,11 +68,11 @@ struct StepSimOptions {
 struct RankBreakdown {
   int64_t rank = 0;
   int64_t stage = 0;
-  double finish_s = 0;           // last task end
+  double finish_s = 0;                                                     // last task end
   double forward_s = 0, backward_s = 0, recompute_s = 0, optimizer_s = 0;  // compute busy time
   std::array<double, 6> comm_s{};     // total per GroupKind (tp, cp, dp, dp_cp, ep, pp)
   std::array<double, 6> exposed_s{};  // exposed per GroupKind
-  double bubble_s = 0;           // idle waiting for pipeline peers' compute
+  double bubble_s = 0;                // idle waiting for pipeline peers' compute
   double compute_s() const { return forward_s + backward_s + recompute_s + optimizer_s; }
 };
 
@@ -83,14 +83,14 @@ struct TaskSpan {
 };
 
 struct StepResult {
-  TimeNs step_time;                    // slowest simulated rank's finish
-  std::vector<RankBreakdown> ranks;    // traced ranks (representatives, plus stragglers in full)
-  size_t critical = 0;                 // index into `ranks` of the rank that finishes last
-  std::vector<TaskSpan> spans;         // record_trace: every task of the traced ranks
+  TimeNs step_time;                  // slowest simulated rank's finish
+  std::vector<RankBreakdown> ranks;  // traced ranks (representatives, plus stragglers in full)
+  size_t critical = 0;               // index into `ranks` of the rank that finishes last
+  std::vector<TaskSpan> spans;       // record_trace: every task of the traced ranks
   int64_t simulated_ranks = 0;
-  uint64_t events = 0;                 // engine events processed
-  uint64_t tasks = 0;                  // tasks executed over all simulated ranks
-  uint64_t flows = 0;                  // network flows started
+  uint64_t events = 0;  // engine events processed
+  uint64_t tasks = 0;   // tasks executed over all simulated ranks
+  uint64_t flows = 0;   // network flows started
   std::vector<std::string> warnings;
 };
 

@@ -29,14 +29,14 @@
 //  - the optimizer step (fused Adam over the local shard: memory-bound).
 #pragma once
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include "simrun/sim/collective_tuner.hpp"
 #include "simrun/sim/compute_model.hpp"
 #include "simrun/sim/rank_layout.hpp"
 #include "simrun/sim/scenario.hpp"
-
-#include <cstdint>
-#include <string>
-#include <vector>
 
 namespace simrun {
 
@@ -62,11 +62,42 @@ const char* collective_name(CollectiveOp c);
 
 // Names of operations, for traces and breakdowns.
 enum class OpName : uint8_t {
-  embedding, ln_attn, qkv, rope, attn_core, proj, residual_attn, ln_mlp, fc1, act, fc2, residual_mlp,
-  final_ln, logits, loss, optimizer, grad_norm, step_overhead,
-  tp_ag_attn, tp_rs_attn, tp_ar_attn, tp_ag_mlp, tp_rs_mlp, tp_ar_mlp, tp_ag_in_attn, tp_ag_in_mlp,
-  tp_embedding, tp_logits, tp_loss,
-  cp_kv, pp_act, pp_grad, dp_grad_reduce, dp_param_gather, fsdp_gather, fsdp_reduce,
+  embedding,
+  ln_attn,
+  qkv,
+  rope,
+  attn_core,
+  proj,
+  residual_attn,
+  ln_mlp,
+  fc1,
+  act,
+  fc2,
+  residual_mlp,
+  final_ln,
+  logits,
+  loss,
+  optimizer,
+  grad_norm,
+  step_overhead,
+  tp_ag_attn,
+  tp_rs_attn,
+  tp_ar_attn,
+  tp_ag_mlp,
+  tp_rs_mlp,
+  tp_ar_mlp,
+  tp_ag_in_attn,
+  tp_ag_in_mlp,
+  tp_embedding,
+  tp_logits,
+  tp_loss,
+  cp_kv,
+  pp_act,
+  pp_grad,
+  dp_grad_reduce,
+  dp_param_gather,
+  fsdp_gather,
+  fsdp_reduce,
   count
 };
 const char* to_string(OpName op);
@@ -115,7 +146,7 @@ struct WorkloadOptions {
   // parameter tensor, the gradient-norm and loss host syncs, logging, the data loader hand-off.
   double step_overhead_s = 0.03;
   TpCommOverlap tp_overlap = TpCommOverlap::backward_async;
-  double tp_overlap_exposed = 0.15;   // with TpCommOverlap::full: exposed fraction of each TP collective
+  double tp_overlap_exposed = 0.15;  // with TpCommOverlap::full: exposed fraction of each TP collective
   GradReduceOverlap grad_reduce = GradReduceOverlap::bucketed;
   ParamGatherOverlap param_gather = ParamGatherOverlap::next_forward;
   // Megatron DDP bucket: max(40M, 1M·dp) parameters (distributed_data_parallel.py).
@@ -137,33 +168,33 @@ struct Task {
   OpName op = OpName::embedding;
   CollectiveOp coll = CollectiveOp::all_reduce;
   GroupKind group = GroupKind::tp;
-  int16_t chunk = 0;           // model chunk (virtual stage) on this rank
-  int32_t layer = -1;          // global layer index, -1 for non-layer ops
-  int32_t micro_batch = -1;    // -1 for per-step ops (optimizer, DP reduction)
-  TimeNs duration{0};          // compute: from the compute model; comm: filled by the executor
-  double flops = 0;            // model FLOPs (Megatron convention, causal) of compute ops
-  double hbm_bytes = 0;        // HBM traffic of compute ops
-  double comm_bytes = 0;       // collective: buffer size per rank (AR in=out, AG out, RS in); p2p message
-  double exposed_fraction = 1; // share of a TP collective that cannot hide behind its GEMM
-  int32_t peer_stage = -1;     // send: destination stage; recv: source stage
+  int16_t chunk = 0;             // model chunk (virtual stage) on this rank
+  int32_t layer = -1;            // global layer index, -1 for non-layer ops
+  int32_t micro_batch = -1;      // -1 for per-step ops (optimizer, DP reduction)
+  TimeNs duration{0};            // compute: from the compute model; comm: filled by the executor
+  double flops = 0;              // model FLOPs (Megatron convention, causal) of compute ops
+  double hbm_bytes = 0;          // HBM traffic of compute ops
+  double comm_bytes = 0;         // collective: buffer size per rank (AR in=out, AG out, RS in); p2p message
+  double exposed_fraction = 1;   // share of a TP collective that cannot hide behind its GEMM
+  int32_t peer_stage = -1;       // send: destination stage; recv: source stage
   uint32_t peer_task = kNoTask;  // send: index of the matching recv task in the peer's program
-  uint32_t first_dep = 0;      // into StageProgram::deps
+  uint32_t first_dep = 0;        // into StageProgram::deps
   uint16_t dep_count = 0;
 };
 
 struct StageProgram {
   int64_t stage = 0;
   std::vector<Task> tasks;
-  std::vector<uint32_t> deps;                 // task indices, slices per Task
-  std::vector<int32_t> layers;                // global layer ids held by this stage (all chunks)
-  double params = 0;                          // parameters held (before ZeRO sharding)
+  std::vector<uint32_t> deps;   // task indices, slices per Task
+  std::vector<int32_t> layers;  // global layer ids held by this stage (all chunks)
+  double params = 0;            // parameters held (before ZeRO sharding)
   // Peak of forwards whose backward has not run yet: in layers' worth of activations, in
   // model chunks, and in micro-batches of this stage's full layer count (rounded up).
   int64_t max_in_flight_layers = 0;
   int64_t max_in_flight_chunks = 0;
   int64_t max_in_flight_micro_batches = 0;
-  double flops_model = 0;                     // sum of task flops, phases forward + backward
-  double flops_recompute = 0;                 // sum of task flops, phase recompute
+  double flops_model = 0;      // sum of task flops, phases forward + backward
+  double flops_recompute = 0;  // sum of task flops, phase recompute
 
   uint32_t dep(const Task& t, uint16_t i) const { return deps[t.first_dep + i]; }
 };
@@ -178,8 +209,8 @@ struct Workload {
   std::vector<int64_t> layers_per_chunk;  // index stage·v + chunk
   std::vector<StageProgram> stages;
   std::vector<std::string> warnings;
-  double model_flops_per_step = 0;        // whole cluster, Megatron convention (causal)
-  double hardware_flops_per_step = 0;     // + recompute
+  double model_flops_per_step = 0;     // whole cluster, Megatron convention (causal)
+  double hardware_flops_per_step = 0;  // + recompute
   size_t task_count() const;
 };
 
