@@ -20,6 +20,13 @@ constexpr int64_t kMaxSeqLen = int64_t(1) << 24;     // 16M tokens
 const std::vector<std::string> kRecomputeNames = {"none", "selective", "full"};
 const std::vector<std::string> kPrecisionNames = {"bf16", "fp16", "fp8", "fp32"};
 const std::vector<std::string> kTopologyNames = {"rail-optimized", "fat-tree"};
+const std::vector<std::string> kPipelineSplitNames = {"even", "embedding-loss-layers", "balanced"};
+
+PipelineSplit parse_pipeline_split(const std::string& s) {
+  if (s == "embedding-loss-layers") return PipelineSplit::embedding_loss_layers;
+  if (s == "balanced") return PipelineSplit::balanced;
+  return PipelineSplit::even;
+}
 
 Recompute parse_recompute(const std::string& s) {
   if (s == "selective") return Recompute::selective;
@@ -103,6 +110,7 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
     layout.dp = cluster.num_gpus / model_parallel;
   }
   layout.virtual_stages = r.integer_or("virtual_stages", 1, 1, 1024);
+  layout.pipeline_split = parse_pipeline_split(r.choice_or("pipeline_split", "even", kPipelineSplitNames));
   layout.sequence_parallel = r.boolean_or("sequence_parallel", layout.tp > 1);
   layout.zero_stage = static_cast<int>(r.integer_or("zero_stage", 1, 0, 3));
   layout.micro_batch = r.integer_or("micro_batch", 1, 1, kMaxBatch);
@@ -125,16 +133,38 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
   if (model.kv_heads % layout.tp != 0)
     throw InputError(f, "layout.tp", "tp " + std::to_string(layout.tp) + " does not divide the model's " +
                                          std::to_string(model.kv_heads) + " kv_heads (query groups)");
-  if (model.layers % layout.pp != 0)
-    throw InputError(f, "layout.pp", "pp " + std::to_string(layout.pp) + " does not divide the model's " +
-                                         std::to_string(model.layers) + " layers");
-  const int64_t layers_per_stage = model.layers / layout.pp;
-  if (layout.virtual_stages > 1 && layers_per_stage % layout.virtual_stages != 0)
-    throw InputError(f, "layout.virtual_stages",
-                     std::to_string(layout.virtual_stages) + " virtual stages do not divide the " +
-                         std::to_string(layers_per_stage) + " layers per pipeline stage");
   if (layout.virtual_stages > 1 && layout.pp == 1)
     throw InputError(f, "layout.virtual_stages", "virtual stages need pp > 1 (interleaved 1F1B)");
+  const int64_t chunks = layout.pp * layout.virtual_stages;
+  const std::string uneven_hint = " (or set layout.pipeline_split to \"embedding-loss-layers\" when layers + 2 divide, "
+                                  "or \"balanced\" for plain 1F1B)";
+  switch (layout.pipeline_split) {
+    case PipelineSplit::even:
+      if (model.layers % layout.pp != 0)
+        throw InputError(f, "layout.pp", "pp " + std::to_string(layout.pp) + " does not divide the model's " +
+                                             std::to_string(model.layers) + " layers" + uneven_hint);
+      if (model.layers % chunks != 0)
+        throw InputError(f, "layout.virtual_stages",
+                         std::to_string(layout.virtual_stages) + " virtual stages do not divide the " +
+                             std::to_string(model.layers / layout.pp) + " layers per pipeline stage");
+      break;
+    case PipelineSplit::embedding_loss_layers:
+      if ((model.layers + 2) % chunks != 0 || (model.layers + 2) / chunks < 2)
+        throw InputError(f, "layout.pipeline_split",
+                         "embedding-loss-layers needs layers + 2 = " + std::to_string(model.layers + 2) +
+                             " divisible by pp*virtual_stages = " + std::to_string(chunks) +
+                             " with at least 2 per chunk");
+      break;
+    case PipelineSplit::balanced:
+      if (layout.virtual_stages > 1)
+        throw InputError(f, "layout.pipeline_split",
+                         "balanced splits are for plain 1F1B (virtual_stages 1); interleaving needs \"even\" or "
+                         "\"embedding-loss-layers\"");
+      if (model.layers < layout.pp)
+        throw InputError(f, "layout.pp", "pp " + std::to_string(layout.pp) + " exceeds the model's " +
+                                             std::to_string(model.layers) + " layers");
+      break;
+  }
   if (layout.global_batch % (layout.micro_batch * layout.dp) != 0)
     throw InputError(f, "layout.global_batch",
                      std::to_string(layout.global_batch) + " is not divisible by micro_batch*dp = " +
@@ -194,6 +224,15 @@ const char* to_string(Recompute r) {
     case Recompute::none: return "none";
     case Recompute::selective: return "selective";
     case Recompute::full: return "full";
+  }
+  return "?";
+}
+
+const char* to_string(PipelineSplit p) {
+  switch (p) {
+    case PipelineSplit::even: return "even";
+    case PipelineSplit::embedding_loss_layers: return "embedding-loss-layers";
+    case PipelineSplit::balanced: return "balanced";
   }
   return "?";
 }

@@ -14,6 +14,16 @@ namespace simrun {
 enum class Recompute { none, selective, full };  // Korthikanti et al. 2022 (arXiv:2205.05198)
 enum class FabricTopology { rail_optimized, fat_tree };
 
+// How transformer layers are split over pipeline stages (× virtual stages = model chunks).
+enum class PipelineSplit {
+  even,                   // every chunk holds layers / (pp·v): pp·v must divide layers
+  embedding_loss_layers,  // Megatron --account-for-embedding-in-pipeline-split and
+                          // --account-for-loss-in-pipeline-split: the embedding and the loss each
+                          // take one layer's place, so (layers + 2) must divide by pp·v
+  balanced,               // 1F1B only: as even as possible, the extra layers on middle stages
+                          // (Megatron --decoder-first/last-pipeline-num-layers with smaller ends)
+};
+
 // Megatron's parallel layout. Sizes multiply: tp·pp·dp·cp = num_gpus (ep splits experts
 // inside the dp·cp ranks, as in Megatron-Core).
 struct Layout {
@@ -23,6 +33,7 @@ struct Layout {
   int64_t cp = 1;                 // context-parallel size (sequence split for attention), e.g. 2
   int64_t ep = 1;                 // expert-parallel size (MoE), e.g. 8
   int64_t virtual_stages = 1;     // model chunks per pipeline rank (interleaved 1F1B when > 1)
+  PipelineSplit pipeline_split = PipelineSplit::even;
   bool sequence_parallel = false; // Megatron SP: norms/dropout split over tp, AG+RS instead of AR
   int zero_stage = 0;             // 0 DDP, 1 optimizer sharded (distributed optimizer), 2 +grads, 3 +params (FSDP)
   int64_t micro_batch = 1;        // sequences per micro-batch, e.g. 1
@@ -70,5 +81,6 @@ struct Scenario {
 
 const char* to_string(Recompute r);
 const char* to_string(FabricTopology t);
+const char* to_string(PipelineSplit p);
 
 }  // namespace simrun
