@@ -197,7 +197,7 @@ TEST_CASE("unknown keys are refused with a suggestion", "[cli][errors]") {
   require_one_line_error(estimate_with("unknown_top.json", doc), "did you mean \"layout\"");
 }
 
-TEST_CASE("malformed JSON names line and column; missing files are named", "[cli][errors]") {
+TEST_CASE("malformed JSON names line and column, and missing files are named", "[cli][errors]") {
   const fs::path p = write_scenario("malformed.json", "{\n  \"model\": \"llama3-8b\",\n  \"cluster\": {\"gpu\": }\n}\n");
   const RunResult r = run_simrun("estimate '" + p.string() + "'");
   require_one_line_error(r, "line 3, column");
