@@ -1,5 +1,6 @@
 // `simrun simulate SCENARIO.json [overrides] [--json|--csv] [--trace FILE] [--full]
-//  [--straggler RANK:SLOWDOWN]... [--calibration FILE] [--compare-analytic] [--require-fit]`:
+//  [--straggler RANK:SLOWDOWN]... [--straggler-node NODE:SLOWDOWN]... [--slow-link RANK:FRACTION]...
+//  [--calibration FILE] [--compare-analytic] [--require-fit]`:
 // the event simulation of one training step (the main job; `simrun SCENARIO.json` is this).
 // Prints the report (table, JSON with the contract keys plus "stages" and "simulation", or
 // CSV), optionally the analytic estimate beside it, and writes a Chrome trace.
@@ -33,7 +34,27 @@ struct SimulateArgs {
   std::string calibration_file;
   std::string schedule;
   std::vector<std::string> stragglers;
+  std::vector<std::string> straggler_nodes;
+  std::vector<std::string> slow_links;
 };
+
+// "A:B" with A an integer and B a number; `flag` and `example` name it in errors.
+std::pair<int64_t, double> parse_pair(const std::string& text, const char* flag, const char* example) {
+  const auto colon = text.find(':');
+  const std::string why = std::string("expected ") + example + ", got \"" + text + "\"";
+  if (colon == std::string::npos) throw InputError("command line", flag, why);
+  try {
+    size_t used = 0;
+    const int64_t a = std::stoll(text.substr(0, colon), &used);
+    if (used != colon) throw std::invalid_argument("first");
+    const std::string second = text.substr(colon + 1);
+    const double b = std::stod(second, &used);
+    if (used != second.size()) throw std::invalid_argument("second");
+    return {a, b};
+  } catch (const std::exception&) {
+    throw InputError("command line", flag, why);
+  }
+}
 
 Straggler parse_straggler(const std::string& text) {
   const auto colon = text.find(':');
@@ -109,6 +130,12 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
   cmd->add_option(
       "--straggler", args->stragglers,
       "RANK:SLOWDOWN, a GPU whose kernels run SLOWDOWN times slower (implies --full; repeatable)");
+  cmd->add_option(
+      "--straggler-node", args->straggler_nodes,
+      "NODE:SLOWDOWN, every GPU of a node runs SLOWDOWN times slower (implies --full; repeatable)");
+  cmd->add_option(
+      "--slow-link", args->slow_links,
+      "RANK:FRACTION, that GPU's NIC runs at FRACTION of its bandwidth (implies --full; repeatable)");
   cmd->add_option("--calibration", args->calibration_file,
                   "calibration.json with fitted efficiencies per GPU kind");
   cmd->add_flag("--compare-analytic", args->compare_analytic,
@@ -134,9 +161,23 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
         SimulateOptions options;
         if (!args->calibration_file.empty()) options.calibration = Calibration::load(args->calibration_file);
         for (const auto& s : args->stragglers) options.step.stragglers.push_back(parse_straggler(s));
-        options.step.scope = args->full || !options.step.stragglers.empty()
-                                 ? SimulationScope::full
-                                 : SimulationScope::representatives;
+        for (const auto& s : args->straggler_nodes) {
+          const auto [node, slowdown] = parse_pair(s, "--straggler-node", "NODE:SLOWDOWN, e.g. 3:1.2");
+          if (node < 0 || node >= scenario.cluster.num_nodes())
+            throw InputError("command line", "--straggler-node",
+                             "node " + std::to_string(node) + " is outside the cluster (0.." +
+                                 std::to_string(scenario.cluster.num_nodes() - 1) + ")");
+          for (int64_t g = 0; g < scenario.cluster.gpus_per_node; ++g)
+            options.step.stragglers.push_back(parse_straggler(
+                std::to_string(node * scenario.cluster.gpus_per_node + g) + ":" + std::to_string(slowdown)));
+        }
+        for (const auto& s : args->slow_links) {
+          const auto [rank, fraction] = parse_pair(s, "--slow-link", "RANK:FRACTION, e.g. 12:0.25");
+          options.step.slow_links.push_back({rank, fraction});
+        }
+        const bool needs_full = !options.step.stragglers.empty() || !options.step.slow_links.empty();
+        options.step.scope =
+            args->full || needs_full ? SimulationScope::full : SimulationScope::representatives;
         options.step.record_trace = !args->trace_file.empty();
         if (args->tp_comm_overlap) options.workload.tp_overlap = TpCommOverlap::full;
         if (args->kernels == "eager") options.workload.kernels = KernelStack::eager;

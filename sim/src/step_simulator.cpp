@@ -99,6 +99,17 @@ class Executor {
         throw InputError("command line", "--straggler",
                          "a straggler needs every rank simulated (add --full)");
     }
+    for (const auto& s : opt.slow_links) {
+      if (s.rank < 0 || s.rank >= m_layout.world_size())
+        throw InputError("command line", "--slow-link",
+                         "rank " + std::to_string(s.rank) + " is outside the cluster (0.." +
+                             std::to_string(m_layout.world_size() - 1) + ")");
+      if (!(s.bandwidth_fraction > 0 && s.bandwidth_fraction <= 1))
+        throw InputError("command line", "--slow-link", "the bandwidth fraction must be in (0, 1]");
+      if (!m_full)
+        throw InputError("command line", "--slow-link",
+                         "a degraded link needs every rank simulated (add --full)");
+    }
     // Link costs per group kind, with calibration.json's α/β where given.
     for (GroupKind g :
          {GroupKind::tp, GroupKind::cp, GroupKind::dp, GroupKind::dp_cp, GroupKind::ep, GroupKind::pp}) {
@@ -135,7 +146,13 @@ class Executor {
       trace(s.rank);
       m_ranks[static_cast<size_t>(m_index_of_rank[static_cast<size_t>(s.rank)])].slowdown = s.slowdown;
     }
-    m_network = std::make_unique<Network>(m_engine, std::vector<double>(2 * sim.size(), kPortRate));
+    std::vector<double> ports(2 * sim.size(), kPortRate);
+    for (const auto& s : opt.slow_links) {
+      const auto i = static_cast<size_t>(m_index_of_rank[static_cast<size_t>(s.rank)]);
+      ports[2 * i + 1] = kPortRate * s.bandwidth_fraction;
+      trace(s.rank);
+    }
+    m_network = std::make_unique<Network>(m_engine, std::move(ports));
     if (opt.timing == CollectiveTiming::nccl_model) {
       const ClusterGraphSpec spec = cluster_graph_spec(sc.cluster);
       if (const auto why = ClusterGraph::check(spec)) {

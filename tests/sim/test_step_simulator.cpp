@@ -161,3 +161,17 @@ TEST_CASE("report: contract fields, per-stage memory with the schedule's in-flig
   CHECK(r.memory.peak_bytes_per_gpu > 0);
   CHECK(r.run.days > 0);
 }
+
+TEST_CASE("a degraded NIC slows the data-parallel traffic that crosses it", "[sim][step]") {
+  // DP over nodes (tp 8 fills a node), ZeRO-3: parameter gathers and gradient reductions on the NICs.
+  const Scenario sc = scenario("llama3-8b", "h100-sxm", 16,
+                               R"("tp": 8, "pp": 1, "dp": 2, "global_batch": 2, "zero_stage": 3)");
+  SimulateOptions o;
+  o.step.scope = SimulationScope::full;
+  const double base = simulate(sc, o).report.step_time_s;
+  o.step.slow_links.push_back({9, 0.05});
+  const double slow = simulate(sc, o).report.step_time_s;
+  CHECK(slow > base * 1.05);
+  o.step.slow_links[0].bandwidth_fraction = 1.0;
+  CHECK(simulate(sc, o).report.step_time_s == Approx(base));
+}

@@ -49,9 +49,17 @@ struct Straggler {
   double slowdown = 1.0;  // compute ops take this many times longer, e.g. 1.3
 };
 
+// One GPU's NIC share running below its line rate (a flapping link, a degraded cable, a
+// congested leaf port).
+struct SlowLink {
+  int64_t rank = 0;
+  double bandwidth_fraction = 1.0;  // of the NIC bandwidth, e.g. 0.25
+};
+
 struct StepSimOptions {
   SimulationScope scope = SimulationScope::representatives;
   std::vector<Straggler> stragglers;  // need scope full
+  std::vector<SlowLink> slow_links;   // need scope full
   // Keep per-task start/end times of the traced ranks (representatives, stragglers) for
   // --trace; other ranks keep only what the breakdown needs.
   bool record_trace = false;
