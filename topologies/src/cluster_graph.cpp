@@ -150,8 +150,9 @@ ClusterGraph::ClusterGraph(const ClusterGraphSpec& spec) : m_spec(spec) {
 uint32_t ClusterGraph::add_vertex(VertexKind kind, int32_t tier, int64_t index) {
   const uint32_t id = static_cast<uint32_t>(m_vertices.size());
   m_vertices.push_back(GraphVertex{kind, tier, index});
-  const auto v = boost::add_vertex(VertexProps{id}, m_graph);
+  const auto v = boost::add_vertex(m_graph);
   SIMRUN_ASSERT(v == id, "Boost vertex ids must follow insertion order");
+  m_graph[v].id = id;
   return id;
 }
 
