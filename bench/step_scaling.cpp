@@ -43,6 +43,8 @@ Scenario make_scenario(const Catalogs& cat, const Config& c) {
   l.pp = c.pp;
   l.dp = c.dp;
   l.virtual_stages = c.v;
+  // 126 layers: the embedding and the loss take a layer's place each (128 = 16 stages · 2 · 4).
+  if (sc.model.layers % (c.pp * c.v) != 0) l.pipeline_split = PipelineSplit::embedding_loss_layers;
   l.sequence_parallel = true;
   l.zero_stage = 1;
   l.micro_batch = 1;

@@ -217,6 +217,14 @@ Case build_case(const json& run, const Catalogs& catalogs) {
   l.flash_attention = !(c.group == "narayanan_t1" || c.group == "megatron_gpt3");
   sc.run.tokens = 0;
 
+  // Layers that do not divide into pp·vpp chunks: Megatron's account-for-embedding/loss split
+  // when layers + 2 divide (the Megatron-Bridge Llama-3.1 405B recipe), else balanced 1F1B.
+  const int64_t chunks = l.pp * l.virtual_stages;
+  if (m.layers % chunks != 0) {
+    l.pipeline_split =
+        (m.layers + 2) % chunks == 0 ? PipelineSplit::embedding_loss_layers : PipelineSplit::balanced;
+    note(std::string("pipeline_split=") + to_string(l.pipeline_split));
+  }
   if (l.world_size() != sc.cluster.num_gpus) {
     c.status =
         fmt::format("unsupported: tp·pp·dp·cp = {} but num_gpus = {}", l.world_size(), sc.cluster.num_gpus);

@@ -140,19 +140,20 @@ TEST_CASE("1F1B and interleaved schedules: order and warm-up as in Megatron", "[
   CHECK((!il[11].forward && il[11].chunk == 1 && il[11].micro_batch == 0));
 }
 
-TEST_CASE("layer splits: even, embedding/loss accounted, uneven 1F1B, refused interleaved",
+TEST_CASE("layer splits: even, embedding/loss accounted, balanced 1F1B; refusals say why",
           "[sim][workload]") {
-  std::vector<std::string> warnings;
-  CHECK(split_layers(80, 4, 5, "t", warnings) == std::vector<int64_t>(20, 4));
-  CHECK(warnings.empty());
-  const auto l405 = split_layers(126, 16, 2, "t", warnings);  // 128 = 16·2·4
-  CHECK(l405[0] == 3);                                        // stage 0 chunk 0: embedding + 3 layers
-  CHECK(l405[15 * 2 + 1] == 3);                               // last stage, last chunk: 3 layers + loss
+  CHECK(split_layers(80, 4, 5, PipelineSplit::even, "t") == std::vector<int64_t>(20, 4));
+  const auto l405 = split_layers(126, 16, 2, PipelineSplit::embedding_loss_layers, "t");  // 128 = 16·2·4
+  CHECK(l405[0] == 3);           // stage 0 chunk 0: embedding + 3 layers
+  CHECK(l405[15 * 2 + 1] == 3);  // last stage, last chunk: 3 layers + loss
   CHECK(l405[1] == 4);
-  CHECK(warnings.size() == 1);
-  const auto uneven = split_layers(30, 4, 1, "t", warnings);
-  CHECK(uneven == std::vector<int64_t>{7, 8, 8, 7});
-  CHECK_THROWS_WITH(split_layers(30, 4, 3, "t", warnings), Catch::Contains("layout.virtual_stages"));
+  CHECK(split_layers(30, 4, 1, PipelineSplit::balanced, "t") == std::vector<int64_t>{7, 8, 8, 7});
+  CHECK_THROWS_WITH(split_layers(126, 16, 2, PipelineSplit::even, "t"),
+                    Catch::Contains("embedding-loss-layers"));
+  CHECK_THROWS_WITH(split_layers(30, 4, 3, PipelineSplit::balanced, "t"),
+                    Catch::Contains("layout.pipeline_split"));
+  CHECK_THROWS_WITH(split_layers(31, 4, 2, PipelineSplit::embedding_loss_layers, "t"),
+                    Catch::Contains("layers + 2 = 33"));
 }
 
 TEST_CASE("bad layouts are refused with the reason, doubtful ones warned about", "[sim][workload][errors]") {

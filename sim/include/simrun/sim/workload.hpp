@@ -226,11 +226,11 @@ inline Workload build_workload(const Scenario& scenario, const ComputeModel& com
   return build_workload(scenario, compute, options, default_schedule(scenario.layout));
 }
 
-// Layers of each model chunk (stage·v + chunk): an even split, or — when layers do not divide
-// — Megatron's account-for-embedding/loss split (embedding and loss count as one layer each),
-// else as even as possible with the remainder on the middle stages. Throws InputError when an
-// interleaved schedule cannot split the layers evenly.
-std::vector<int64_t> split_layers(int64_t layers, int64_t pp, int64_t virtual_stages, const std::string& file,
-                                  std::vector<std::string>& warnings);
+// Layers of each model chunk (index stage·v + chunk) under the layout's pipeline_split: even,
+// Megatron's account-for-embedding/loss split (embedding and loss take a layer's place each),
+// or balanced (1F1B: extra layers on the middle stages). Throws InputError when the split
+// cannot be made, saying which split would work.
+std::vector<int64_t> split_layers(int64_t layers, int64_t pp, int64_t virtual_stages, PipelineSplit split,
+                                  const std::string& file);
 
 }  // namespace simrun
