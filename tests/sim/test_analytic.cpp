@@ -150,7 +150,7 @@ TEST_CASE("DP gradient reduction: ZeRO-0 all-reduce, ZeRO-1 reduce-scatter + all
   }
 }
 
-TEST_CASE("pipeline bubble is (p−1)/v of a micro-batch; interleaving shrinks it", "[sim][analytic]") {
+TEST_CASE("pipeline bubble is (p−1)/v of a micro-batch, interleaving shrinks it", "[sim][analytic]") {
   Scenario s = test::llama3_70b_1024_h100();
   s.layout.virtual_stages = 1;
   const StepFlops f = step_flops(s.model, s.layout, AttentionFlops::causal);

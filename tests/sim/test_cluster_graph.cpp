@@ -56,7 +56,7 @@ TEST_CASE("routes are shortest paths (BFS over the Boost graph)", "[topologies][
   }
 }
 
-TEST_CASE("ECMP spreads flows over spines; PXN keeps cross-rail traffic on its rail", "[topologies][graph]") {
+TEST_CASE("ECMP spreads flows over spines, PXN keeps cross-rail traffic on its rail", "[topologies][graph]") {
   const ClusterGraph g(cluster(h100(), 4096));  // 512 nodes: 16 node groups per rail
   std::set<uint32_t> spines;
   for (uint64_t key = 0; key < 64; ++key) {
@@ -93,7 +93,7 @@ TEST_CASE("oversubscription halves leaf uplinks and bisection", "[topologies][gr
   CHECK(g.summary().bisection_bytes_per_s == Approx(2048 * 50e9 / 4));
 }
 
-TEST_CASE("NVL72 racks are one NVLink domain across trays; MI300X is a mesh", "[topologies][graph]") {
+TEST_CASE("NVL72 racks are one NVLink domain across trays, MI300X is a mesh", "[topologies][graph]") {
   const ClusterGraph nvl(cluster(gb200(), 144, 4, ndr(), 4));
   CHECK(nvl.num_domains() == 2);
   CHECK(nvl.num_nodes() == 36);

@@ -66,7 +66,7 @@ TEST_CASE("simrun collective prints the nccl-tests columns, one row per size", "
   CHECK(r.out.find("float") != std::string::npos);
 }
 
-TEST_CASE("simrun collective --json has the contract keys; --stats adds events/s", "[cli][collectives]") {
+TEST_CASE("simrun collective --json has the contract keys, --stats adds events/s", "[cli][collectives]") {
   const auto r = simrun("collective --op all_gather --gpus 8 -b 1M -e 1G -f 4 --json --stats");
   REQUIRE(r.exit_code == 0);
   const auto doc = nlohmann::json::parse(r.out);

@@ -27,7 +27,7 @@ TEST_CASE("all-gather and reduce-scatter take (n-1)/n·S/B + (n-1)·α and add u
         Approx(ring_all_reduce_s(bytes, n, link)).epsilon(1e-12));
 }
 
-TEST_CASE("tree all-reduce is 2·S/B + 2·ceil(log2 n)·α; send/recv is S/B + α", "[sim][collective_cost]") {
+TEST_CASE("tree all-reduce is 2·S/B + 2·ceil(log2 n)·α, send/recv is S/B + α", "[sim][collective_cost]") {
   const LinkCost link{100e9, 1e-6, LinkClass::scale_out};
   CHECK(tree_all_reduce_s(1e9, 8, link) == Approx(2.0 * 1e9 / 100e9 + 2.0 * 3.0 * 1e-6));
   CHECK(tree_all_reduce_s(1e9, 9, link) == Approx(2.0 * 1e9 / 100e9 + 2.0 * 4.0 * 1e-6));
@@ -110,7 +110,7 @@ TEST_CASE("collective_s dispatches to the ring forms", "[sim][collective_cost]")
   CHECK(collective_s(CollectiveOp::broadcast, 1e9, 8, link) == Approx(1e9 / 100e9 + 7 * 1e-6));
 }
 
-TEST_CASE("an HGX domain ends at the node; an NVL72 domain spans trays", "[sim][collective_cost]") {
+TEST_CASE("an HGX domain ends at the node, an NVL72 domain spans trays", "[sim][collective_cost]") {
   ClusterSpec two_by_four = test::h100_cluster(8);
   two_by_four.gpus_per_node = 4;
   two_by_four.nics_per_node = 4;

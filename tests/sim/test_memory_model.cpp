@@ -189,7 +189,7 @@ TEST_CASE("first-stage activations equal Megatron's compute_activation_memory", 
                     .epsilon(1e-12));
 }
 
-TEST_CASE("model states: Megatron 18 B/param, 6 + 12/d distributed; ZeRO paper 16Ψ by stage",
+TEST_CASE("model states: Megatron 18 B/param, 6 + 12/d distributed, ZeRO paper 16Ψ by stage",
           "[sim][memory_model]") {
   const BytesPerParam meg = bytes_per_param(Precision::bf16, StateConvention::megatron);
   CHECK(meg.total() == 18);
@@ -218,7 +218,7 @@ TEST_CASE("model states: Megatron 18 B/param, 6 + 12/d distributed; ZeRO paper 1
   CHECK(model_state_bytes(7.5e9, 3, 64, zero).total() / 1e9 == Approx(1.9).margin(0.05));
 }
 
-TEST_CASE("stage parameters add up to the model; embedding first, output last", "[sim][memory_model]") {
+TEST_CASE("stage parameters add up to the model, embedding first, output last", "[sim][memory_model]") {
   const ModelSpec m = test::llama3_70b();
   const ParamCounts counts = count_params(m);
   Layout l;
@@ -260,7 +260,7 @@ TEST_CASE("ZeRO-3 shards weights, grads and optimizer over dp·cp", "[sim][memor
   CHECK(e.report.optimizer == Approx(params * 12 / 1024).epsilon(1e-12));
 }
 
-TEST_CASE("fits: the headline layout fits an H100; 70B on 8 GPUs without sharding does not",
+TEST_CASE("fits: the headline layout fits an H100, 70B on 8 GPUs without sharding does not",
           "[sim][memory_model]") {
   const Scenario headline = test::llama3_70b_1024_h100();
   const MemoryEstimate ok = estimate_memory(headline);

@@ -30,7 +30,7 @@ std::string error_of(const std::string& text, const ScenarioOverrides& o = {}) {
 
 }  // namespace
 
-TEST_CASE("only model and cluster.gpu are required; the rest defaults", "[sim][scenario]") {
+TEST_CASE("only model and cluster.gpu are required, the rest defaults", "[sim][scenario]") {
   const Scenario s = parse(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm"}})");
   CHECK(s.model.name == "llama3-8b");
   CHECK(s.cluster.num_gpus == 8);

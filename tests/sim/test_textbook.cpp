@@ -119,7 +119,7 @@ TEST_CASE("Exercise 3: the chapter's activation-memory table, digit for digit", 
   CHECK_FALSE(e.rows[3].refined_fits_ckpt);
 }
 
-TEST_CASE("Exercise 4: the chapter's MFU, days and cost; 41.5% observed", "[sim][textbook]") {
+TEST_CASE("Exercise 4: the chapter's MFU, days and cost, 41.5% observed", "[sim][textbook]") {
   const Exercise4 e = textbook_exercise4(inputs());
   REQUIRE(e.rows.size() == 3);
   const char* chapter[] = {"MFU=30%: 22.4 days, cost $2.8M", "MFU=40%: 16.8 days, cost $2.1M",
