@@ -1,11 +1,13 @@
-// `simrun estimate SCENARIO.json [overrides] [--json|--csv] [--explain] [--require-fit]`:
-// the closed-form (analytic) model of one layout.
+// `simrun estimate SCENARIO.json [overrides] [--json|--csv] [--explain] [--require-fit]
+//  [--calibration FILE]`: the closed-form (analytic) model of one layout, over the same workload
+// ops, compute model and calibration as `simrun simulate`.
 #include "command.hpp"
 
 #include "simrun/sim/analytic.hpp"
 
 #include <iostream>
 #include <memory>
+#include <string>
 
 namespace simrun::cli {
 namespace {
@@ -15,6 +17,7 @@ struct EstimateArgs {
   OutputFormat format = OutputFormat::table;
   bool explain = false;
   bool require_fit = false;
+  std::string calibration_file;
 };
 
 }  // namespace
@@ -25,10 +28,14 @@ Command add_estimate_command(CLI::App& root, const CliEnv& env) {
   add_scenario_options(*cmd, args->scenario);
   add_output_options(*cmd, args->format, &args->explain);
   cmd->add_flag("--require-fit", args->require_fit, "Exit 3 when the layout does not fit in GPU memory");
+  cmd->add_option("--calibration", args->calibration_file,
+                  "calibration.json with fitted efficiencies per GPU kind (as simulate applies it)");
   return {cmd, [args, env] {
             const Catalogs catalogs = load_catalogs(env.data_dir);
             const Scenario scenario = resolve_scenario(args->scenario, catalogs);
-            const Report report = estimate(scenario);
+            AnalyticOptions options;
+            if (!args->calibration_file.empty()) options.calibration = Calibration::load(args->calibration_file);
+            const Report report = estimate(scenario, options);
             if (args->require_fit && !report.memory.fits)
               throw InfeasibleError(scenario.file + ": memory: peak " +
                                     std::to_string(report.memory.peak_bytes_per_gpu / 1e9) + " GB per GPU exceeds " +

@@ -201,7 +201,7 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
           write_chrome_trace(f, scenario, out.workload, out.step);
         }
         std::optional<Report> analytic;
-        if (args->compare_analytic) analytic = estimate(scenario);
+        if (args->compare_analytic) analytic = estimate(scenario, analytic_options(options));
 
         switch (args->format) {
           case OutputFormat::json: {

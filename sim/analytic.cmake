@@ -6,4 +6,5 @@ target_sources(simrun_sim PRIVATE
   src/memory_model.cpp
   src/run_cost.cpp
   src/textbook.cpp
+  src/workload_probe.cpp  # the workload builder's ops of one micro-batch, for the estimate
 )

@@ -6,11 +6,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "simrun/common/error.hpp"
 #include "simrun/common/units.hpp"
 #include "simrun/sim/collective_cost.hpp"
+#include "simrun/sim/simulate.hpp"
 
 namespace simrun {
 namespace {
@@ -24,33 +26,112 @@ double checked_peak(const Scenario& s, Precision p) {
   return peak;
 }
 
-// GEMM parameters of one dense and one MoE layer (weights a token multiplies), scaled so that
-// all layers together reproduce count_flops_per_sequence's dense_gemms.
-struct LayerGemmParams {
-  double dense_layer = 0;
-  double moe_layer = 0;
+// Seconds of one micro-batch through one piece of the model (a layer, the embedding, the
+// head) on one GPU, from the workload builder's tasks.
+struct PieceTime {
+  double forward_s = 0, backward_s = 0, recompute_s = 0;  // compute kernels by phase
+  double tp_comm_s = 0, cp_comm_s = 0;                    // collective durations
+  double tp_exposed_s = 0, cp_exposed_s = 0;              // compute stream waiting for them
+  double gemm_flops = 0, attention_flops = 0, hbm_bytes = 0;
+  void add(const PieceTime& o) {
+    forward_s += o.forward_s;
+    backward_s += o.backward_s;
+    recompute_s += o.recompute_s;
+    tp_comm_s += o.tp_comm_s;
+    cp_comm_s += o.cp_comm_s;
+    tp_exposed_s += o.tp_exposed_s;
+    cp_exposed_s += o.cp_exposed_s;
+    gemm_flops += o.gemm_flops;
+    attention_flops += o.attention_flops;
+    hbm_bytes += o.hbm_bytes;
+  }
 };
 
-LayerGemmParams layer_gemm_params(const ModelSpec& m, const ParamCounts& c, const FlopCounts& per_seq) {
-  const double L = double(m.layers);
-  const double attention = c.attention / L;
-  const int64_t dense_layers = m.dense_layers();
-  const int64_t moe_layers = m.moe_layers();
-  LayerGemmParams p;
-  p.dense_layer = attention + (dense_layers > 0 ? c.mlp_dense / double(dense_layers) : 0.0);
-  if (moe_layers > 0) {
-    const double routed_active =
-        c.experts_routed / double(moe_layers) * double(m.moe->top_k) / double(m.moe->experts);
-    p.moe_layer = attention + routed_active + (c.experts_shared + c.router) / double(moe_layers);
+struct ProbeTimes {
+  std::array<PieceTime, 2> layer;  // by layer-id parity
+  int64_t layers = 1;              // layers the probe holds (1 or 2)
+  PieceTime embedding, head;
+};
+
+struct GroupLinks {
+  LinkCost tp;
+  int64_t tp_size = 1;
+  LinkCost cp;
+  int64_t cp_size = 1;
+};
+
+// Runs the probe's tasks on their streams (a stream runs its tasks in program order; a task
+// also waits for its dependencies), with α-β times for the TP and CP collectives and none for
+// the data-parallel ones (timed per step, below). A wait of the compute stream is charged to
+// the piece and group of the dependency it waited for last, as the event simulation charges it.
+ProbeTimes time_probe(const StageProgram& prog, const GroupLinks& links) {
+  ProbeTimes out;
+  auto piece_of = [&](const Task& t) -> PieceTime* {
+    if (t.layer >= 0) {
+      out.layers = std::max<int64_t>(out.layers, int64_t(t.layer) + 1);
+      return &out.layer[size_t(std::min<int32_t>(t.layer, 1))];
+    }
+    switch (t.op) {
+      case OpName::embedding:
+      case OpName::tp_embedding:
+        return &out.embedding;
+      case OpName::final_ln:
+      case OpName::logits:
+      case OpName::loss:
+      case OpName::tp_logits:
+      case OpName::tp_loss:
+        return &out.head;
+      default:
+        return nullptr;  // optimizer, DP traffic: per step, not per micro-batch
+    }
+  };
+  std::array<double, kStreamCount> stream_free{};
+  std::vector<double> end(prog.tasks.size(), 0.0);
+  double compute_free = 0;
+  for (size_t i = 0; i < prog.tasks.size(); ++i) {
+    const Task& t = prog.tasks[i];
+    double ready = 0;
+    uint32_t blocker = kNoTask;
+    for (uint16_t k = 0; k < t.dep_count; ++k) {
+      const uint32_t dep = prog.dep(t, k);
+      if (end[dep] > ready) {
+        ready = end[dep];
+        blocker = dep;
+      }
+    }
+    const size_t stream = size_t(t.stream);
+    const double start = std::max(stream_free[stream], ready);
+    double duration = 0;
+    PieceTime* piece = piece_of(t);
+    if (t.kind == TaskKind::compute) {
+      duration = t.duration.seconds();
+      if (start > compute_free && blocker != kNoTask) {
+        const Task& b = prog.tasks[blocker];
+        PieceTime* owner = piece_of(b);
+        if (owner && b.kind == TaskKind::collective && b.group == GroupKind::tp)
+          owner->tp_exposed_s += start - compute_free;
+        else if (owner && b.kind == TaskKind::collective && b.group == GroupKind::cp)
+          owner->cp_exposed_s += start - compute_free;
+      }
+      compute_free = start + duration;
+      if (piece) {
+        (t.phase == Phase::forward    ? piece->forward_s
+         : t.phase == Phase::backward ? piece->backward_s
+                                      : piece->recompute_s) += duration;
+        (t.op == OpName::attn_core ? piece->attention_flops : piece->gemm_flops) += t.flops;
+        piece->hbm_bytes += t.hbm_bytes;
+      }
+    } else if (t.kind == TaskKind::collective && t.group == GroupKind::tp) {
+      duration = collective_s(t.coll, t.comm_bytes, links.tp_size, links.tp);
+      if (piece) piece->tp_comm_s += duration;
+    } else if (t.kind == TaskKind::collective && t.group == GroupKind::cp) {
+      duration = collective_s(t.coll, t.comm_bytes, links.cp_size, links.cp);
+      if (piece) piece->cp_comm_s += duration;
+    }
+    end[i] = start + duration;
+    stream_free[stream] = end[i];
   }
-  const double raw =
-      6.0 * double(m.seq_len) * (double(dense_layers) * p.dense_layer + double(moe_layers) * p.moe_layer);
-  if (raw > 0) {
-    const double scale = per_seq.dense_gemms / raw;
-    p.dense_layer *= scale;
-    p.moe_layer *= scale;
-  }
-  return p;
+  return out;
 }
 
 std::string gb(double bytes) { return fmt::format("{:.2f} GB", bytes / 1e9); }
@@ -89,185 +170,167 @@ StepFlops step_flops(const ModelSpec& m, const Layout& layout, AttentionFlops co
 
 StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
                                     const AnalyticOptions& options) {
+  (void)flops;  // FLOPs come with the workload's ops
   const ModelSpec& m = sc.model;
   const Layout& l = sc.layout;
   const ClusterSpec& cluster = sc.cluster;
-  const GpuSpec& gpu = cluster.gpu;
   const EfficiencyDefaults& eff = options.efficiency;
-
-  const double gemm_peak = checked_peak(sc, l.precision);
-  const Precision attention_precision =
-      (l.precision == Precision::fp32 || l.precision == Precision::tf32) ? l.precision : Precision::bf16;
-  const double attention_peak = checked_peak(sc, attention_precision);
-  const double gemm_rate =
-      gemm_peak * ((l.precision == Precision::fp8 || l.precision == Precision::fp4) ? eff.fp8_gemm_fraction
-                                                                                    : eff.gemm_fraction);
-  const double attention_rate =
-      attention_peak * (l.flash_attention ? eff.flash_attention_fraction : eff.unfused_attention_fraction);
-  const double memory_rate = gpu.hbm_bytes_per_s * eff.memory_bound_fraction;
-  SIMRUN_ASSERT(memory_rate > 0, "GPU needs an HBM bandwidth");
-
-  const ParamCounts counts = count_params(m);
-  const LayerGemmParams layer_params = layer_gemm_params(m, counts, flops.per_sequence);
-  const BytesPerParam bpp = bytes_per_param(l.precision, options.memory.convention);
+  const WorkloadOptions& wo = options.workload;
+  checked_peak(sc, l.precision);
+  const ComputeModel compute = analytic_compute_model(sc, options);
 
   const double tp = double(l.tp);
-  const double cp = double(l.cp);
   const double p = double(l.pp);
-  const double v = double(std::max<int64_t>(1, l.virtual_stages));
-  const double mb = double(l.micro_batch);
-  const double s_local = double(m.seq_len) / cp;
-  const double h = double(m.hidden);
+  const PipelineSchedule schedule = options.schedule.value_or(default_schedule(l));
+  const int64_t v_chunks = (schedule == PipelineSchedule::interleaved && l.pp > 1)
+                               ? std::max<int64_t>(1, l.virtual_stages)
+                               : 1;
+  const double v = double(v_chunks);
   const double e = activation_element_bytes(l.precision);
-  const bool sp = l.sequence_parallel && l.tp > 1;
-  const int64_t head_dim = m.head_dim > 0 ? m.head_dim : m.hidden / std::max<int64_t>(1, m.heads);
-  const double q_width = double(m.heads * head_dim);
-  const double kv_width = double((m.kv_heads > 0 ? m.kv_heads : m.heads) * head_dim);
-  const double f = double(m.ffn_hidden);
-  const double tokens_mb = mb * double(m.seq_len);  // tokens of one micro-batch (all cp ranks)
+  const double tokens_mb = double(l.micro_batch) * double(m.seq_len) / double(l.cp);  // per GPU
 
   StepTimeEstimate out;
   out.microbatches = double(std::max<int64_t>(1, l.num_microbatches()));
   const double microbatches = out.microbatches;
 
-  // Links of the process groups (Megatron order tp-cp-ep-dp-pp).
-  const LinkCost tp_link = group_link(cluster, {l.tp, 1}, eff);
-  const LinkCost cp_link = group_link(cluster, {l.cp, l.tp}, eff);
-  const LinkCost ep_link = group_link(cluster, {l.ep, l.tp * l.cp}, eff);
-  const LinkCost dp_link = group_link(cluster, {l.dp * l.cp, l.tp}, eff);
+  // Links of the process groups (Megatron order tp-cp-ep-dp-pp), with calibration α/β.
+  const std::string& gpu_id = cluster.gpu.id;
+  auto link = [&](RankGroup g) { return options.calibration.calibrated(gpu_id, group_link(cluster, g, eff)); };
+  const LinkCost tp_link = link({l.tp, 1});
+  const LinkCost cp_link = link({l.cp, l.tp});
+  const LinkCost ep_link = link({l.ep, l.tp * l.cp});
+  const LinkCost dp_link = link({l.dp * l.cp, l.tp});
   const int64_t expert_dp = std::max<int64_t>(1, (l.dp * l.cp) / l.ep);
-  const LinkCost expert_dp_link = group_link(cluster, {expert_dp, l.tp * l.ep}, eff);
-  const LinkCost pp_link = group_link(cluster, {2, l.tp * l.cp * l.dp}, eff);
+  const LinkCost expert_dp_link = link({expert_dp, l.tp * l.ep});
+  const LinkCost pp_link = link({2, l.tp * l.cp * l.dp});
 
-  // Per layer, one micro-batch, per GPU.
-  const double attention_flops_layer = flops.per_sequence.attention_core / double(m.layers) * mb / cp / tp;
-  const double sbh = s_local * mb * h;
-  const double replicated_split = sp ? tp : 1.0;
-  // Forward memory-bound traffic: two norms (read+write, 4·sbh), two residual adds (6·sbh),
-  // the activation function (gelu read f write f; swiglu read 2f write f), rotary on q and k
-  // (read+write), and without flash the score matrix (write S, read S, write P, read P:
-  // FlashAttention paper Algorithm 0). Backward moves about twice the forward's bytes.
-  double layer_fwd_bytes = 10.0 * e * sbh / replicated_split +
-                           (m.ffn_act == FfnActivation::swiglu ? 3.0 : 2.0) * e * s_local * mb * f / tp +
-                           2.0 * e * s_local * mb * (q_width + kv_width) / tp;
-  double score_fwd_bytes = 0;
-  if (!l.flash_attention) score_fwd_bytes = 4.0 * e * double(m.heads) * s_local * double(m.seq_len) * mb / tp;
-  layer_fwd_bytes += score_fwd_bytes;
-  // Cross-entropy over fp32 vocab-parallel logits: read and write them once forward.
-  const double logits_fwd_bytes = 2.0 * 4.0 * s_local * mb * double(m.vocab) / tp;
-
-  // TP collectives of one layer (fwd + bwd) on s·b·h activations.
-  const double tp_bytes = sbh * e;
-  double tp_layer_s = 0;
-  if (l.tp > 1) {
-    tp_layer_s = sp ? 4.0 * (ring_all_gather_s(tp_bytes, l.tp, tp_link) +
-                             ring_reduce_scatter_s(tp_bytes, l.tp, tp_link))
-                    : 4.0 * ring_all_reduce_s(tp_bytes, l.tp, tp_link);
-    if (l.recompute == Recompute::full) tp_layer_s *= 1.5;  // the forward's two again
+  // One micro-batch of one dense layer (and of one MoE layer, probed as a dense one of the
+  // routed width), the embedding and the head: the workload builder's ops and collectives.
+  const GroupLinks links{tp_link, l.tp, cp_link, l.cp};
+  ProbeTimes dense_probe, moe_probe;
+  const int64_t dense_layers = m.dense_layers();
+  const int64_t moe_layers = m.moe_layers();
+  if (dense_layers > 0 || moe_layers == 0)
+    dense_probe = time_probe(probe_micro_batch(sc, compute, wo), links);
+  if (moe_layers > 0) {
+    Scenario routed = sc;
+    routed.model.ffn_hidden = m.moe->expert_ffn_hidden * (m.moe->top_k + m.moe->shared_experts);
+    routed.model.moe.reset();
+    moe_probe = time_probe(probe_micro_batch(routed, compute, wo), links);
+    if (dense_layers == 0) {
+      dense_probe.embedding = moe_probe.embedding;
+      dense_probe.head = moe_probe.head;
+    }
   }
-  // CP ring attention: K and V of the local chunk, (cp−1) hops forward, twice that backward.
-  const double kv_bytes = 2.0 * s_local * mb * kv_width * e / tp;
-  const double cp_layer_fwd_s = l.cp > 1 ? (cp - 1.0) * send_recv_s(kv_bytes, cp_link) : 0.0;
+
+  // Layers per stage as the workload splits them (pipeline_split); where that split cannot be
+  // made (the event simulation refuses the layout) the memory model's near-even split.
+  std::vector<int64_t> layers_per_chunk;
+  int64_t split_v = v_chunks;
+  try {
+    layers_per_chunk = split_layers(m.layers, l.pp, split_v, l.pipeline_split, sc.file);
+  } catch (const InputError&) {
+    split_v = 1;
+    layers_per_chunk = layers_per_stage(m.layers, l.pp);
+  }
+  std::vector<int64_t> first_layer(layers_per_chunk.size(), 0);
+  for (int64_t vs = 0, next = 0; vs < l.pp * split_v; ++vs) {  // virtual stage vs = chunk·pp + stage
+    const size_t idx = size_t((vs % l.pp) * split_v + vs / l.pp);
+    first_layer[idx] = next;
+    next += layers_per_chunk[idx];
+  }
+
   // EP: dispatch + combine all-to-alls of top_k copies of the local tokens, forward and backward.
   double ep_moe_layer_s = 0;
   if (m.is_moe() && l.ep > 1) {
-    const double a2a_bytes = sbh * e * double(m.moe->top_k) / tp;
+    const double a2a_bytes = tokens_mb * double(m.hidden) * e * double(m.moe->top_k) / tp;
     ep_moe_layer_s = 4.0 * all_to_all_s(a2a_bytes, l.ep, ep_link);
   }
 
-  const double dense_shard = double(l.dp * l.cp);
+  const ParamCounts counts = count_params(m);
+  double dense_local = 0, expert_local = 0;  // the biggest stage's parameters per GPU
+  const int64_t first_moe = m.is_moe() ? m.moe->first_dense_layers : m.layers;
   for (int64_t i = 0; i < l.pp; ++i) {
-    const StageParams sp_params = stage_params(m, counts, l, i);
-    const double layers = double(sp_params.layers);
-    const double moe_layers = double(sp_params.moe_layers);
-    const double dense_layers = layers - moe_layers;
     StageTime st;
     st.stage = i;
-    st.gemm_flops = 6.0 * tokens_mb / cp / tp *
-                    (dense_layers * layer_params.dense_layer + moe_layers * layer_params.moe_layer);
-    double logits_flops = 0;
-    if (sp_params.has_output) logits_flops = flops.per_sequence.logits * mb / cp / tp;
-    st.attention_flops = attention_flops_layer * layers;
-    double fwd_bytes = layer_fwd_bytes * layers + (sp_params.has_output ? logits_fwd_bytes : 0.0);
-    st.memory_bytes = 3.0 * fwd_bytes;
-
-    const double gemm_s = (st.gemm_flops + logits_flops) / gemm_rate;
-    const double attention_s = st.attention_flops / attention_rate;
-    const double fwd_mem_s = fwd_bytes / memory_rate;
-    st.forward_s = (gemm_s + attention_s) / 3.0 + fwd_mem_s;
-    st.backward_s = 2.0 * (gemm_s + attention_s) / 3.0 + 2.0 * fwd_mem_s;
-    switch (l.recompute) {
-      case Recompute::none:
-        st.recompute_s = 0;
-        break;
-      case Recompute::full:
-        st.recompute_s =
-            (st.gemm_flops / gemm_rate + attention_s) / 3.0 + layer_fwd_bytes * layers / memory_rate;
-        break;
-      case Recompute::selective:
-        st.recompute_s = attention_s / 3.0 + score_fwd_bytes * layers / memory_rate;
-        break;
+    PieceTime sum;
+    int64_t stage_moe_layers = 0;
+    for (int64_t c = 0; c < split_v; ++c) {
+      const size_t idx = size_t(i * split_v + c);
+      for (int64_t k = 0; k < layers_per_chunk[idx]; ++k) {
+        const int64_t id = first_layer[idx] + k;
+        const bool moe = id >= first_moe;
+        const ProbeTimes& probe = moe ? moe_probe : dense_probe;
+        sum.add(probe.layer[size_t(std::min<int64_t>(id % 2, probe.layers - 1))]);
+        stage_moe_layers += moe ? 1 : 0;
+      }
     }
-    st.tp_comm_s = tp_layer_s * layers;
-    st.cp_comm_s = 3.0 * cp_layer_fwd_s * layers;
-    // Ring attention overlaps each hop with the attention block it feeds.
-    const double attention_layer_s = attention_flops_layer / attention_rate;
-    st.cp_exposed_s = layers * (std::max(0.0, cp_layer_fwd_s - attention_layer_s / 3.0) +
-                                std::max(0.0, 2.0 * cp_layer_fwd_s - 2.0 * attention_layer_s / 3.0));
-    st.ep_comm_s = ep_moe_layer_s * moe_layers;
+    if (i == 0) sum.add(dense_probe.embedding);
+    if (i == l.pp - 1) sum.add(dense_probe.head);
+    st.gemm_flops = sum.gemm_flops;
+    st.attention_flops = sum.attention_flops;
+    st.memory_bytes = sum.hbm_bytes;
+    st.forward_s = sum.forward_s;
+    st.backward_s = sum.backward_s;
+    st.recompute_s = sum.recompute_s;
+    st.tp_comm_s = sum.tp_comm_s;
+    st.tp_exposed_s = sum.tp_exposed_s;
+    st.cp_comm_s = sum.cp_comm_s;
+    st.cp_exposed_s = sum.cp_exposed_s;
+    st.ep_comm_s = ep_moe_layer_s * double(stage_moe_layers);
 
-    // Optimizer: fused Adam over the local shard reads grads and optimizer states and writes
-    // states and weights; the gradient-norm pass reads the grads once more.
-    const double local_dense = sp_params.dense / (l.zero_stage >= 1 ? dense_shard : 1.0);
-    const double local_experts = sp_params.experts / (l.zero_stage >= 1 ? double(expert_dp) : 1.0);
-    st.optimizer_s =
-        (local_dense + local_experts) * (2.0 * bpp.grads + 2.0 * bpp.optimizer + bpp.weights) / memory_rate;
+    // Optimizer: the stage's own optimizer program (grad-norm, fused Adam, host overhead).
+    const StageProgram opt = optimizer_program(sc, compute, wo, layers_per_chunk, split_v, i);
+    for (const Task& t : opt.tasks)
+      if (t.kind == TaskKind::compute && t.phase == Phase::optimizer) st.optimizer_s += t.duration.seconds();
+    if (m.is_moe()) {
+      const StageParams sp_params = stage_params(m, counts, l, i);
+      dense_local = std::max(dense_local, sp_params.dense);
+      expert_local = std::max(expert_local, sp_params.experts);
+    } else {
+      dense_local = std::max(dense_local, opt.params);
+    }
     out.stages.push_back(st);
   }
 
-  auto mb_total = [&](const StageTime& st) {
-    return st.compute_s() + st.tp_comm_s * (1.0 - eff.tp_overlap_fraction) + st.cp_exposed_s + st.ep_comm_s;
-  };
+  auto mb_exposed = [&](const StageTime& st) { return st.tp_exposed_s + st.cp_exposed_s + st.ep_comm_s; };
   out.slowest_stage = 0;
   for (const StageTime& st : out.stages)
-    if (mb_total(st) > mb_total(out.stages[size_t(out.slowest_stage)])) out.slowest_stage = st.stage;
+    if (st.compute_s() + mb_exposed(st) >
+        out.stages[size_t(out.slowest_stage)].compute_s() + mb_exposed(out.stages[size_t(out.slowest_stage)]))
+      out.slowest_stage = st.stage;
   const StageTime& slow = out.stages[size_t(out.slowest_stage)];
   double optimizer_s = 0;
   for (const StageTime& st : out.stages) optimizer_s = std::max(optimizer_s, st.optimizer_s);
-  out.mb_exposed_comm_s =
-      slow.tp_comm_s * (1.0 - eff.tp_overlap_fraction) + slow.cp_exposed_s + slow.ep_comm_s;
+  out.mb_exposed_comm_s = mb_exposed(slow);
 
-  // Pipeline sends: the stage output, sequence-sharded under SP (Megatron sends the scattered
-  // tensor).
-  double pp_total_s = 0;
+  // Pipeline sends: 1/tp of the stage output each (Megatron's scatter-gather, as the workload
+  // sends it).
+  double pp_total_s = 0, pp_overlapped_s = 0;
   if (l.pp > 1) {
-    const double send_bytes = sbh * e / (sp ? tp : 1.0);
+    const double send_bytes = tokens_mb * double(m.hidden) * e / tp;
     out.pp_send_s = send_recv_s(send_bytes, pp_link);
     pp_total_s = 2.0 * microbatches * v * out.pp_send_s;
     out.pp_exposed_s =
         v > 1 ? 2.0 * (p - 1.0) * out.pp_send_s : 2.0 * (microbatches + p - 1.0) * out.pp_send_s;
+    if (v > 1) pp_overlapped_s = std::max(0.0, pp_total_s - out.pp_exposed_s);
   }
 
-  // Data parallel: the biggest stage's local gradients and weights.
-  double dense_local = 0, expert_local = 0;
-  for (int64_t i = 0; i < l.pp; ++i) {
-    const StageParams sp_params = stage_params(m, counts, l, i);
-    dense_local = std::max(dense_local, sp_params.dense);
-    expert_local = std::max(expert_local, sp_params.experts);
-  }
+  // Data parallel: the biggest stage's local gradients and weights, in the workload's element
+  // sizes (gradients as reduced, weights as gathered).
   const int64_t dp_n = l.dp * l.cp;
-  auto reduce = [&](double params, int64_t n, const LinkCost& link) {
-    const double bytes = params * bpp.grads;
-    return l.zero_stage == 0 ? ring_all_reduce_s(bytes, n, link) : ring_reduce_scatter_s(bytes, n, link);
+  auto reduce = [&](double params, int64_t n, const LinkCost& lk) {
+    const double bytes = params * wo.grad_reduce_bytes;
+    return l.zero_stage == 0 ? ring_all_reduce_s(bytes, n, lk) : ring_reduce_scatter_s(bytes, n, lk);
   };
-  auto gather = [&](double params, int64_t n, const LinkCost& link) {
-    return l.zero_stage >= 1 ? ring_all_gather_s(params * bpp.weights, n, link) : 0.0;
+  auto gather = [&](double params, int64_t n, const LinkCost& lk) {
+    return l.zero_stage >= 1 ? ring_all_gather_s(params * e, n, lk) : 0.0;
   };
   const double grad_s = reduce(dense_local, dp_n, dp_link) + reduce(expert_local, expert_dp, expert_dp_link);
   const double param_s = gather(dense_local, dp_n, dp_link) + gather(expert_local, expert_dp, expert_dp_link);
-  const double bucket_params = std::max(eff.dp_bucket_params, 1e6 * double(l.dp));
+  const double bucket_params = std::max(wo.bucket_params_min, wo.bucket_params_per_dp * double(dp_n));
   const double bucket_fraction = std::min(1.0, bucket_params / std::max(1.0, dense_local + expert_local));
-  double dp_total_s = 0;
+  double dp_total_s = 0, grad_overlapped_s = 0, param_overlapped_s = 0;
   if (l.zero_stage >= 3) {
     // Weights gathered for forward and again for backward, gradients reduce-scattered, per
     // micro-batch (FSDP / ZeRO-3), prefetched behind compute.
@@ -275,24 +338,30 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     out.dp_param_s = microbatches * 2.0 * param_s;
     dp_total_s = out.dp_grad_s + out.dp_param_s;
     const double window = microbatches * slow.compute_s();
-    out.dp_exposed_s = eff.dp_overlap == DpOverlap::none
-                           ? dp_total_s
-                           : std::max(dp_total_s - window, param_s * bucket_fraction);
+    out.dp_exposed_s = std::max(dp_total_s - window, param_s * bucket_fraction);
+    grad_overlapped_s = std::max(0.0, dp_total_s - out.dp_exposed_s);
   } else {
     out.dp_grad_s = grad_s;
     out.dp_param_s = param_s;
     dp_total_s = grad_s + param_s;
-    if (eff.dp_overlap == DpOverlap::none) {
-      out.dp_exposed_s = dp_total_s;
-    } else {
-      out.dp_exposed_s = std::max(grad_s - slow.backward_s, grad_s * bucket_fraction) +
-                         std::max(param_s - slow.forward_s, param_s * bucket_fraction);
-    }
+    const double grad_exposed = wo.grad_reduce == GradReduceOverlap::bucketed
+                                    ? std::max(grad_s - slow.backward_s, grad_s * bucket_fraction)
+                                    : grad_s;
+    const double param_exposed = wo.param_gather == ParamGatherOverlap::next_forward
+                                     ? std::max(param_s - slow.forward_s, param_s * bucket_fraction)
+                                     : param_s;
+    out.dp_exposed_s = grad_exposed + param_exposed;
+    grad_overlapped_s = grad_s - grad_exposed;
+    param_overlapped_s = param_s - param_exposed;
   }
+  // Compute running beside DP or PP NCCL kernels is slower (their SMs and HBM traffic).
+  const double grad_slowdown_s = options.overlap_slowdown * grad_overlapped_s;
+  const double fwd_slowdown_s = options.overlap_slowdown * (param_overlapped_s + pp_overlapped_s);
+  out.overlap_slowdown_s = grad_slowdown_s + fwd_slowdown_s;
 
   BreakdownReport& b = out.breakdown;
-  b.forward_s = microbatches * slow.forward_s;
-  b.backward_s = microbatches * slow.backward_s;
+  b.forward_s = microbatches * slow.forward_s + fwd_slowdown_s;
+  b.backward_s = microbatches * slow.backward_s + grad_slowdown_s;
   b.recompute_s = microbatches * slow.recompute_s;
   b.optimizer_s = optimizer_s;
   b.compute_s = b.forward_s + b.backward_s + b.recompute_s + b.optimizer_s;
@@ -303,6 +372,24 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
   b.bubble_s = (p - 1.0) / v * (slow.compute_s() + out.mb_exposed_comm_s);
   out.step_time_s = b.compute_s + b.exposed_comm_s + b.bubble_s;
   return out;
+}
+
+AnalyticOptions analytic_options(const SimulateOptions& simulate) {
+  AnalyticOptions o;
+  o.efficiency = simulate.step.comm;
+  o.workload = simulate.workload;
+  o.compute = simulate.compute;
+  o.calibration = simulate.calibration;
+  o.schedule = simulate.schedule;
+  o.overlap_slowdown = simulate.step.overlap_slowdown;
+  o.memory = simulate.memory;
+  return o;
+}
+
+ComputeModel analytic_compute_model(const Scenario& s, const AnalyticOptions& options) {
+  const GpuSpec& gpu = s.cluster.gpu;
+  return ComputeModel(gpu, options.calibration.compute_params(
+                               gpu.id, options.compute.value_or(default_compute_params(gpu))));
 }
 
 Report estimate(const Scenario& s) { return estimate(s, AnalyticOptions{}); }
@@ -420,6 +507,7 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
     r.explanations.push_back({std::move(key), value, std::move(unit), std::move(formula), std::move(inputs)});
   };
   const BreakdownReport& b = r.breakdown;
+  const ComputeParams cparams = analytic_compute_model(sc, options).params();
   if (sc.run.assumed_mfu) {
     explain("step_time_s", r.step_time_s, "s", "flops_per_step / (num_gpus · peak · assumed_mfu)",
             fmt::format("flops_per_step={:.4g}, num_gpus={}, peak={:.4g} FLOP/s ({}), assumed_mfu={}",
@@ -430,20 +518,19 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
                         b.exposed_comm_s, b.bubble_s));
     explain(
         "breakdown.compute_s", b.compute_s, "s",
-        "m · (forward + backward + recompute of one micro-batch on the slowest stage) + optimizer; GEMMs at "
-        "peak·gemm_fraction, attention at peak·attention_fraction, memory-bound traffic at "
-        "HBM·memory_fraction",
+        "m · (forward + backward + recompute of one micro-batch on the slowest stage) + optimizer + "
+        "overlap slowdown; each of the workload builder's ops timed by ComputeModel::op_seconds "
+        "(roofline × shape efficiency + launch)",
         fmt::format(
             "m={}, stage={}, forward={:.4g} s, backward={:.4g} s, recompute={:.4g} s, optimizer={:.4g} s, "
-            "gemm_fraction={}, attention_fraction={}, memory_fraction={}",
+            "overlap slowdown={:.4g} s; gemm_max={}, attn_fwd_max={}, attn_bwd_max={}, mem_bw_fraction={}, "
+            "launch={:.3g} s ({}{})",
             time.microbatches, time.slowest_stage, time.stages[size_t(time.slowest_stage)].forward_s,
             time.stages[size_t(time.slowest_stage)].backward_s,
-            time.stages[size_t(time.slowest_stage)].recompute_s, b.optimizer_s,
-            l.precision == Precision::fp8 ? options.efficiency.fp8_gemm_fraction
-                                          : options.efficiency.gemm_fraction,
-            l.flash_attention ? options.efficiency.flash_attention_fraction
-                              : options.efficiency.unfused_attention_fraction,
-            options.efficiency.memory_bound_fraction));
+            time.stages[size_t(time.slowest_stage)].recompute_s, b.optimizer_s, time.overlap_slowdown_s,
+            cparams.gemm_max, cparams.attn_fwd_max, cparams.attn_bwd_max, cparams.mem_bw_fraction,
+            cparams.launch_overhead_s, gpu.architecture.empty() ? "generic" : gpu.architecture,
+            options.calibration.has_gpu(gpu.id) ? ", calibrated" : " defaults"));
     explain(
         "breakdown.exposed_comm_s", b.exposed_comm_s, "s",
         "m · (TP + CP + EP exposed per micro-batch) + PP exposed + DP exposed (α-β ring times)",

@@ -9,45 +9,70 @@
 // (Korthikanti et al. 2022). MFU = model FLOPs / (step time · GPUs · dense peak of the
 // training precision); HFU the same with hardware FLOPs.
 //
-// Step time (slowest pipeline stage, m micro-batches, v virtual stages, p stages):
+// Step time (slowest pipeline stage, m micro-batches, v virtual stages, p stages). The work is
+// the workload builder's (workload.hpp probe_micro_batch, optimizer_program): the same ops, timed
+// by the same compute model (compute_model.hpp: default_compute_params + calibration.json) and
+// the same TP/CP collectives with the same dependencies as the event simulation runs, so the
+// two fidelities differ only where the event engine schedules, and not in what they count.
 //   compute_s      = m · (forward + backward + recompute of one micro-batch) + optimizer
-//                    roofline per micro-batch: GEMMs at peak·gemm_fraction, attention core at
-//                    peak·attention fraction, memory-bound kernels (norms, residuals,
-//                    activation, rotary, unfused scores, cross-entropy) at HBM·memory fraction
+//                    one micro-batch on a stage = its layers × one layer's ops (by the parity of
+//                    the layer id, for every-other-layer recompute) + embedding on the first,
+//                    final norm, logits and loss on the last stage; each op ComputeModel::op_seconds
+//                    optimizer = the stage's optimizer program (grad-norm, fused Adam, host step
+//                    overhead)
 //   exposed_comm_s = m · (TP + CP + EP exposed per micro-batch) + PP exposed + DP exposed
-//     TP: per layer 2 all-reduces forward and 2 backward of s·b·h activations (sequence
-//         parallel: 2 all-gathers + 2 reduce-scatters each way), +forward's under full
-//         recompute; not overlapped (EfficiencyDefaults::tp_overlap_fraction)
-//     CP: ring attention passes K,V (cp−1) times forward, K,V and their grads backward,
-//         hidden behind the attention core where it is shorter
+//     TP, CP: the probe's tasks run on their streams with α-β collective times (ring forms of
+//         collective_cost.hpp, calibration α/β); exposed = the compute stream's wait for them
+//         (WorkloadOptions::tp_overlap decides what overlaps)
 //     EP: 2 all-to-alls (dispatch, combine) forward and 2 backward per MoE layer, exposed
-//     PP: one send of the stage output forward and one gradient backward per micro-batch and
-//         chunk; 1F1B (v = 1) waits for each, plus the fill/drain hops: 2(m+p−1) sends;
-//         interleaved overlaps them (Megatron --overlap-p2p-communication) but for 2(p−1)
+//     PP: one send of the stage output (1/tp of it, Megatron's scatter-gather) forward and one
+//         gradient backward per micro-batch and chunk; 1F1B (v = 1) waits for each, plus the
+//         fill/drain hops: 2(m+p−1) sends; interleaved overlaps them but for 2(p−1)
 //     DP: ZeRO-0 all-reduce of the gradients over dp·cp; ZeRO-1/2 reduce-scatter of gradients
 //         + all-gather of updated weights; ZeRO-3 per micro-batch 2 all-gathers + 1
-//         reduce-scatter. Overlap: gradient reduction hides behind the last micro-batch's
-//         backward and the weight all-gather behind the first forward, except what outlasts
-//         that window or the last bucket (EfficiencyDefaults::dp_overlap); ZeRO-3 hides
-//         behind all compute but for the first bucket
+//         reduce-scatter (bytes per element as the workload reduces them). Overlap
+//         (WorkloadOptions::grad_reduce, param_gather): gradient reduction hides behind the last
+//         micro-batch's backward and the weight all-gather behind the first forward, except what
+//         outlasts that window or the last bucket; ZeRO-3 hides behind all compute but for the
+//         first bucket. Compute that overlaps DP or PP traffic runs overlap_slowdown slower
+//         (NCCL's SMs, as the event simulation charges it), added to forward/backward
 //   bubble_s       = (p−1)/v · (one micro-batch's compute + exposed TP/CP/EP)
 //                    (Narayanan et al. 2021, arXiv:2104.04473 §2.2: bubble (p−1)/(m·v))
 //   step_time_s    = compute_s + exposed_comm_s + bubble_s
+// Models the workload builder does not describe are probed as the nearest one it does: an MoE
+// layer as a dense layer of ffn width top_k·expert_ffn_hidden (+ shared experts), MLA as
+// attention with the model's heads and head_dim.
 // With run.assumed_mfu set, step_time_s = model FLOPs / (GPUs · peak · MFU) instead (the seed
 // chapter's Exercise 4 method) and the breakdown is not modelled.
 #pragma once
 
+#include <optional>
+
 #include "simrun/models/counts.hpp"
+#include "simrun/sim/calibration.hpp"
+#include "simrun/sim/compute_model.hpp"
 #include "simrun/sim/efficiency.hpp"
 #include "simrun/sim/memory_model.hpp"
 #include "simrun/sim/report.hpp"
 #include "simrun/sim/run_cost.hpp"
 #include "simrun/sim/scenario.hpp"
+#include "simrun/sim/step_simulator.hpp"
+#include "simrun/sim/workload.hpp"
 
 namespace simrun {
 
+struct SimulateOptions;
+
+// What the estimate reads. Everything but the run defaults and the FLOP convention is the event
+// simulation's own description (SimulateOptions): analytic_options() copies it from there.
 struct AnalyticOptions {
-  EfficiencyDefaults efficiency;
+  EfficiencyDefaults efficiency;         // collective link fractions and α (as StepSimOptions::comm)
+  WorkloadOptions workload;              // framework behaviour: overlaps, buckets, kernels, recompute
+  std::optional<ComputeParams> compute;  // default: default_compute_params(gpu)
+  Calibration calibration;               // per GPU kind overrides (--calibration)
+  std::optional<PipelineSchedule> schedule;  // default: default_schedule(layout)
+  // Compute slowdown while DP/PP NCCL kernels share the SMs (the event simulation's value).
+  double overlap_slowdown = StepSimOptions{}.overlap_slowdown;
   MemoryDefaults memory;
   RunDefaults run;
   AttentionFlops flop_convention = AttentionFlops::causal;
@@ -71,6 +96,7 @@ struct StageTime {
   double backward_s = 0;
   double recompute_s = 0;
   double tp_comm_s = 0;  // all TP collectives of the micro-batch
+  double tp_exposed_s = 0;  // of which the compute stream waits for
   double cp_comm_s = 0;
   double cp_exposed_s = 0;
   double ep_comm_s = 0;
@@ -88,6 +114,7 @@ struct StepTimeEstimate {
   double dp_exposed_s = 0;
   double pp_exposed_s = 0;
   double mb_exposed_comm_s = 0;  // TP + CP + EP exposed per micro-batch (slowest stage)
+  double overlap_slowdown_s = 0;  // compute slowed by overlapping DP/PP traffic, per step
   BreakdownReport breakdown;
   double step_time_s = 0;
 };
@@ -100,6 +127,14 @@ StepTimeEstimate estimate_step_time(const Scenario& s, const StepFlops& flops,
 // precision).
 Report estimate(const Scenario& s);
 Report estimate(const Scenario& s, const AnalyticOptions& options);
+
+// The estimate's options taken from a simulation's: same workload behaviour, compute defaults,
+// calibration, collective efficiencies and memory conventions (for --compare-analytic).
+AnalyticOptions analytic_options(const SimulateOptions& simulate);
+
+// The compute model both fidelities time kernels with: default_compute_params(gpu) (or
+// options.compute) with the calibration's overrides for the GPU kind.
+ComputeModel analytic_compute_model(const Scenario& s, const AnalyticOptions& options);
 
 // The FLOP convention sentence every output states.
 const char* flop_convention_text(AttentionFlops convention);

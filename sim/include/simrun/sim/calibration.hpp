@@ -28,6 +28,7 @@
 #include <optional>
 #include <string>
 
+#include "simrun/sim/collective_cost.hpp"
 #include "simrun/sim/compute_model.hpp"
 
 namespace simrun {
@@ -59,6 +60,15 @@ class Calibration {
   // The defaults with this GPU kind's overrides applied.
   ComputeParams compute_params(const std::string& gpu_id, ComputeParams defaults = ComputeParams{}) const;
   LinkCalibration link(const std::string& gpu_id, CalibratedLink link) const;
+  // An α-β link cost with this GPU kind's calibrated α and β (bytes_per_s = 1/β) where given,
+  // as both fidelities apply them.
+  LinkCost calibrated(const std::string& gpu_id, LinkCost cost) const {
+    const LinkCalibration c =
+        link(gpu_id, cost.link_class == LinkClass::scale_up ? CalibratedLink::scale_up : CalibratedLink::scale_out);
+    if (c.alpha_s) cost.alpha_s = *c.alpha_s;
+    if (c.beta_s_per_byte) cost.bytes_per_s = 1.0 / *c.beta_s_per_byte;
+    return cost;
+  }
   bool has_gpu(const std::string& gpu_id) const { return m_gpus.count(gpu_id) != 0; }
   const std::string& source() const { return m_source; }
 

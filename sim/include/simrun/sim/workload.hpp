@@ -233,4 +233,24 @@ inline Workload build_workload(const Scenario& scenario, const ComputeModel& com
 std::vector<int64_t> split_layers(int64_t layers, int64_t pp, int64_t virtual_stages, PipelineSplit split,
                                   const std::string& file);
 
+// Pieces of the workload outside any pipeline schedule, for the analytic model (analytic.hpp):
+// it times the very ops, TP/CP collectives and dependencies the event simulation runs.
+//
+// probe_micro_batch: one micro-batch through a slice of the model's first two layers (pp 1,
+// one chunk, one micro-batch per step) on one GPU, in program order: embedding forward, layers
+// 0 and 1 forward, head forward, head backward, layers 1 and 0 backward (each with its
+// recompute), embedding backward, then the slice's gradient reduction and optimizer. Task::layer
+// tells the layers apart (0, 1); the rest have layer -1 and Task::op names them. Two layers, so
+// that recompute of every other layer shows both parities; one for a one-layer model.
+StageProgram probe_micro_batch(const Scenario& scenario, const ComputeModel& compute,
+                               const WorkloadOptions& options);
+
+// The per-step tail of `stage` with no micro-batch before it: ZeRO-1/2 parameter gathers,
+// gradient-norm, fused Adam over the local shard, the host step overhead. Its `params` are the
+// parameters the stage holds (before ZeRO sharding). layers_per_chunk as split_layers returns
+// them for v chunks per stage.
+StageProgram optimizer_program(const Scenario& scenario, const ComputeModel& compute,
+                               const WorkloadOptions& options, const std::vector<int64_t>& layers_per_chunk,
+                               int64_t v, int64_t stage);
+
 }  // namespace simrun
