@@ -9,21 +9,8 @@
 // recompute-inclusive, causal or not). Reference time: measured.iteration_s, else
 // derived.iteration_s (computed by the reference from the source's own numbers).
 //
-// One set of defaults for every run (no per-run tuning, no use of the measured answer):
-//  - GPU: "A100…80GB"/"A100 (… 80GB)" → a100-80gb, "A100…40GB" → a100-40gb, "H100-SXM5-80GB"
-//    → h100-sxm; 8 GPUs and 8 NICs per node, InfiniBand HDR (A100) or NDR (H100), rail-optimized.
-//  - Model: GPT-style (gelu, LayerNorm, learned positions, tied embeddings for Megatron 2021
-//    and MPT) unless the name says Llama (SwiGLU, RMSNorm, RoPE, untied); Nemotron's squared
-//    ReLU is a 2-matrix MLP like GELU; MPT uses ALiBi (no rotary).
-//  - null layout fields → Megatron defaults: micro_batch 1, virtual stages 1, recompute none,
-//    sequence parallel on when tp > 1, zero_stage 1 (distributed optimizer, required by the
-//    overlap-param-gather the Megatron-Core sources state).
-//  - Framework behaviour by source (what the source's framework does by default):
-//    Megatron-LM 2021 (narayanan_t1, megatron_gpt3): TP backward-async overlap only, fp16
-//    gradients reduced in buckets during the last backward; Megatron-Core / NeMo /
-//    Megatron-Bridge (megatron_h100, nemo2407, bridge): TP communication overlap
-//    (--tp-comm-overlap, on in their performance recipes), overlapped grad reduce and param
-//    gather; PyTorch FSDP (mosaic: FSDP1, bf16 reduce; torchtitan: FSDP2, fp32 reduce).
+// One set of defaults for every run (no per-run tuning, no use of the measured answer): the
+// mapping of sim/measured_runs.hpp (the memory test uses the same), printed with --defaults.
 // Unsupported: MoE models (no expert all-to-all model yet), the non-standard H100 96 GB HBM2e
 // 500 W SKU (not in the GPU catalog), runs without a layout or without a reference time.
 #include <fmt/format.h>
@@ -39,6 +26,7 @@
 
 #include "simrun/common/error.hpp"
 #include "simrun/common/json_reader.hpp"
+#include "simrun/sim/measured_runs.hpp"
 #include "simrun/sim/scenario_parser.hpp"
 #include "simrun/sim/simulate.hpp"
 
@@ -47,200 +35,15 @@ using nlohmann::json;
 
 namespace {
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-bool has(const std::string& hay, const char* needle) { return hay.find(needle) != std::string::npos; }
-
-std::optional<int64_t> opt_int(const json& j, const char* key) {
-  if (!j.contains(key) || j.at(key).is_null()) return std::nullopt;
-  if (j.at(key).is_number()) return static_cast<int64_t>(j.at(key).get<double>());
-  return std::nullopt;
-}
-std::optional<double> opt_num(const json& j, const char* key) {
-  if (!j.contains(key) || j.at(key).is_null() || !j.at(key).is_number()) return std::nullopt;
-  return j.at(key).get<double>();
-}
-std::string opt_str(const json& j, const char* key) {
-  if (!j.contains(key) || j.at(key).is_null()) return "";
-  if (j.at(key).is_string()) return j.at(key).get<std::string>();
-  if (j.at(key).is_boolean()) return j.at(key).get<bool>() ? "true" : "false";
-  return j.at(key).dump();
-}
-
 struct Case {
   std::string id, group;
-  std::string status = "ok";  // ok | unsupported: why | no reference
+  std::string status = "ok";  // ok | unsupported: why
   Scenario scenario;
   SimulateOptions options;
   double reference_s = 0;
   std::string reference_kind;
   std::vector<std::string> defaults_used;
 };
-
-std::string gpu_id(const std::string& gpu) {
-  const std::string g = lower(gpu);
-  if (has(g, "a100")) return has(g, "40gb") ? "a100-40gb" : "a100-80gb";
-  if (has(g, "h100") && (has(g, "96gb") || has(g, "500w"))) return "";
-  if (has(g, "h100")) return "h100-sxm";
-  return "";
-}
-
-// Framework behaviour of a source group (see the file comment).
-WorkloadOptions framework_options(const std::string& group) {
-  WorkloadOptions o;
-  if (group == "narayanan_t1" || group == "megatron_gpt3") {
-    o.tp_overlap = TpCommOverlap::backward_async;
-    o.param_gather = ParamGatherOverlap::after_optimizer;
-  } else if (group == "megatron_h100" || group == "nemo2407" || group == "bridge" || group == "nemo_cp" ||
-             group == "mcore_moe") {
-    o.tp_overlap = TpCommOverlap::full;
-  } else if (group == "mosaic") {
-    o.tp_overlap = TpCommOverlap::backward_async;
-    o.grad_reduce_bytes = 2;
-    o.kernels = KernelStack::eager;
-  } else if (group == "torchtitan") {
-    o.tp_overlap = TpCommOverlap::full;
-    o.grad_reduce_bytes = 4;
-    o.selective = SelectiveRecompute::every_other_layer;
-    o.kernels = KernelStack::eager;
-  }
-  return o;
-}
-
-Case build_case(const json& run, const Catalogs& catalogs) {
-  Case c;
-  c.id = run.at("id").get<std::string>();
-  c.group = opt_str(run, "group");
-  const json& mj = run.at("model");
-  const json& lj = run.at("layout");
-  const json& meas = run.contains("measured") ? run.at("measured") : json::object();
-  const json& der =
-      run.contains("derived") && run.at("derived").is_object() ? run.at("derived") : json::object();
-
-  if (auto it = opt_num(meas, "iteration_s")) {
-    c.reference_s = *it;
-    c.reference_kind = "measured";
-  } else if (auto d = opt_num(der, "iteration_s")) {
-    c.reference_s = *d;
-    c.reference_kind = "derived";
-  }
-
-  const std::string id = gpu_id(run.at("gpu").get<std::string>());
-  const std::string name = opt_str(mj, "name");
-  const std::string lname = lower(name);
-  if (id.empty()) {
-    c.status = "unsupported: GPU \"" + run.at("gpu").get<std::string>() + "\" not in the catalog";
-    return c;
-  }
-  if (opt_int(mj, "experts").value_or(0) > 1 || has(lname, "moe") || has(lname, "mixtral") ||
-      has(lname, "a3b") || has(lname, "a22b") || opt_int(lj, "ep").value_or(1) > 1) {
-    c.status = "unsupported: mixture-of-experts (no expert all-to-all model yet)";
-    return c;
-  }
-  if (!opt_int(lj, "tp") || !opt_int(lj, "pp") || !opt_int(lj, "dp")) {
-    c.status = "unsupported: layout not stated (tp/pp/dp null)";
-    return c;
-  }
-  if (c.reference_s <= 0) {
-    c.status = "no reference step time (measured and derived iteration_s null)";
-    return c;
-  }
-
-  Scenario& sc = c.scenario;
-  sc.file = c.id;
-  ModelSpec& m = sc.model;
-  m.name = name;
-  m.layers = opt_int(mj, "layers").value_or(0);
-  m.hidden = opt_int(mj, "hidden").value_or(0);
-  m.heads = opt_int(mj, "heads").value_or(0);
-  m.kv_heads = opt_int(mj, "kv_heads").value_or(m.heads);
-  m.head_dim = m.hidden / std::max<int64_t>(1, m.heads);
-  m.ffn_hidden = opt_int(mj, "ffn").value_or(4 * m.hidden);
-  m.vocab = opt_int(mj, "vocab").value_or(50257);
-  m.seq_len = opt_int(mj, "seq_len").value_or(2048);
-  const bool llama = has(lname, "llama");
-  const bool mpt = has(lname, "mpt");
-  m.ffn_act = llama ? FfnActivation::swiglu : FfnActivation::gelu;
-  m.norm = llama ? NormKind::rmsnorm : NormKind::layernorm;
-  m.learned_position_embeddings = !llama && !mpt && !has(lname, "nemotron");
-  m.max_positions = m.learned_position_embeddings ? m.seq_len : 0;
-  m.tied_embeddings = mpt || c.group == "narayanan_t1" || c.group == "megatron_gpt3";
-  m.attention_bias = !llama && !mpt;
-  m.mlp_bias = m.attention_bias;
-
-  sc.cluster.gpu = catalogs.hardware.gpu(id, c.id, "gpu");
-  sc.cluster.num_gpus = run.at("num_gpus").get<int64_t>();
-  sc.cluster.gpus_per_node = 8;
-  sc.cluster.nics_per_node = 8;
-  sc.cluster.fabric = catalogs.hardware.fabric(has(id, "a100") ? "ib-hdr" : "ib-ndr", c.id, "fabric");
-  sc.cluster.topology = FabricTopology::rail_optimized;
-
-  Layout& l = sc.layout;
-  l.tp = *opt_int(lj, "tp");
-  l.pp = *opt_int(lj, "pp");
-  l.dp = *opt_int(lj, "dp");
-  l.cp = opt_int(lj, "cp").value_or(1);
-  l.ep = opt_int(lj, "ep").value_or(1);
-  auto note = [&](const std::string& what) { c.defaults_used.push_back(what); };
-  if (auto v = opt_int(lj, "vpp"))
-    l.virtual_stages = *v;
-  else
-    note("vpp=1");
-  if (auto mb = opt_int(lj, "micro_batch"))
-    l.micro_batch = *mb;
-  else {
-    l.micro_batch = 1;
-    note("micro_batch=1");
-  }
-  l.global_batch = opt_int(lj, "global_batch").value_or(l.micro_batch * l.dp);
-  const std::string sp = opt_str(lj, "sp");
-  if (sp.empty()) note("sp=(tp>1)");
-  l.sequence_parallel = sp.empty() ? l.tp > 1 : sp == "true";
-  if (auto z = opt_int(lj, "zero_stage"))
-    l.zero_stage = static_cast<int>(*z);
-  else {
-    l.zero_stage = 1;
-    note("zero_stage=1");
-  }
-  const std::string rc = lower(opt_str(lj, "recompute"));
-  if (rc.empty()) note("recompute=none");
-  l.recompute = has(rc, "full")        ? Recompute::full
-                : has(rc, "selective") ? Recompute::selective
-                                       : Recompute::none;
-  const std::string prec = lower(opt_str(lj, "precision"));
-  l.precision = has(prec, "fp8") ? Precision::fp8 : has(prec, "fp16") ? Precision::fp16 : Precision::bf16;
-  // Megatron-LM of 2021 predates FlashAttention (2022): scaled-masked-softmax over the
-  // materialised score matrix.
-  l.flash_attention = !(c.group == "narayanan_t1" || c.group == "megatron_gpt3");
-  sc.run.tokens = 0;
-
-  // Layers that do not divide into pp·vpp chunks: Megatron's account-for-embedding/loss split
-  // when layers + 2 divide (the Megatron-Bridge Llama-3.1 405B recipe), else balanced 1F1B.
-  const int64_t chunks = l.pp * l.virtual_stages;
-  if (m.layers % chunks != 0) {
-    l.pipeline_split =
-        (m.layers + 2) % chunks == 0 ? PipelineSplit::embedding_loss_layers : PipelineSplit::balanced;
-    note(std::string("pipeline_split=") + to_string(l.pipeline_split));
-  }
-  if (l.world_size() != sc.cluster.num_gpus) {
-    c.status =
-        fmt::format("unsupported: tp·pp·dp·cp = {} but num_gpus = {}", l.world_size(), sc.cluster.num_gpus);
-    return c;
-  }
-  if (l.global_batch % (l.micro_batch * l.dp) != 0) {
-    // Composer accepts a micro-batch that does not divide the per-GPU batch: the last
-    // micro-batch is short. Simulate the equivalent whole micro-batches of the same tokens.
-    const int64_t per_gpu = l.global_batch / l.dp;
-    note(fmt::format("micro_batch {} does not divide {} per GPU: micro_batch=1 x {}", l.micro_batch, per_gpu,
-                     per_gpu));
-    l.micro_batch = 1;
-  }
-  c.options.workload = framework_options(c.group);
-  return c;
-}
 
 }  // namespace
 
@@ -271,7 +74,8 @@ int main(int argc, char** argv) {
   }
   try {
     const Catalogs catalogs = load_catalogs(SIMRUN_DATA_DIR);
-    const json runs = load_json_file(std::string(SIMRUN_REFERENCE_DIR) + "/measured-runs.json");
+    const std::vector<MeasuredRun> runs =
+        load_measured_runs(std::string(SIMRUN_REFERENCE_DIR) + "/measured-runs.json", catalogs);
     Calibration calibration;
     if (!calibration_file.empty()) calibration = Calibration::load(calibration_file);
 
@@ -281,12 +85,16 @@ int main(int argc, char** argv) {
     std::map<std::string, std::pair<double, int>> per_group;
     double worst = 0;
     std::string worst_id;
+    std::vector<std::string> not_fitting;
     if (!as_json)
       std::cout << fmt::format("{:<46} {:<13} {:>10} {:>10} {:>8} {:>8}  {}\n", "id", "group", "predicted",
                                "reference", "error", "wall", "notes");
-    for (const json& run : runs) {
-      Case c = build_case(run, catalogs);
-      if (!only_group.empty() && c.group != only_group) continue;
+    for (const MeasuredRun& run : runs) {
+      if (!only_group.empty() && run.group != only_group) continue;
+      Case c{run.id, run.group, run.simulatable() ? "ok" : "unsupported: " + run.unsupported, run.scenario, {},
+             run.reference_s, run.reference_kind, run.defaults_used};
+      c.options.workload = run.workload;
+      c.options.memory = run.memory;
       json row = {{"id", c.id}, {"group", c.group}};
       if (c.status == "ok") {
         c.options.calibration = calibration;
@@ -312,10 +120,13 @@ int main(int argc, char** argv) {
           row["reference"] = c.reference_kind;
           row["error"] = err;
           row["mfu"] = o.report.mfu;
+          row["fits"] = o.report.memory.fits;
+          if (!o.report.memory.fits) not_fitting.push_back(c.id);
           row["defaults"] = c.defaults_used;
           if (!as_json) {
             std::string notes = c.reference_kind == "measured" ? "measured" : "derived";
             for (const auto& d : c.defaults_used) notes += ", " + d;
+            if (!o.report.memory.fits) notes += ", DOES NOT FIT";
             std::cout << fmt::format("{:<46} {:<13} {:>9.3f}s {:>9.3f}s {:>+7.1f}% {:>7.2f}s  {}\n", c.id,
                                      c.group, pred, c.reference_s, 100 * err, o.wall_s, notes);
             if (verbose) {
@@ -365,6 +176,8 @@ int main(int argc, char** argv) {
                         {"supported", n_ok},
                         {"within_15pct", n_within},
                         {"mape", mape},
+                        {"not_fitting", not_fitting},
+                        {"defaults", measured_run_defaults_text()},
                         {"mape_by_group", g}}
                        .dump(1)
                 << "\n";
@@ -375,6 +188,10 @@ int main(int argc, char** argv) {
       for (const auto& [k, v] : per_group)
         std::cout << fmt::format("  {:<13} {:>3} runs  MAPE {:.2f}%\n", k, v.second,
                                  100 * v.first / v.second);
+      std::cout << fmt::format("predicted not to fit: {}\n", not_fitting.size());
+      for (const auto& id : not_fitting) std::cout << "  " << id << "\n";
+      std::cout << "\ndefaults for unstated fields and framework behaviour (sim/measured_runs.hpp):\n"
+                << measured_run_defaults_text();
     }
     return 0;
   } catch (const InputError& e) {

@@ -6,5 +6,6 @@ target_sources(simrun_sim PRIVATE
   src/calibration.cpp
   src/workload.cpp
   src/workload_builder.cpp
+  src/measured_runs.cpp
 )
 target_sources(simrun_sim PRIVATE src/step_simulator.cpp src/simulate.cpp src/trace.cpp)

@@ -13,6 +13,7 @@ BytesPerParam bytes_per_param(Precision precision, StateConvention convention) {
     if (precision == Precision::fp32 || precision == Precision::tf32) return {4, 4, 8};
     return {2, 2, 12};
   }
+  if (convention == StateConvention::fsdp) return {4, 4, 8};
   switch (precision) {
     case Precision::fp16:
       return {2, 2, 16};
@@ -55,6 +56,13 @@ double layer_activation_bytes(const ModelSpec& m, const ActivationConfig& c) {
   const double e = c.element_bytes;
   const double sbh = s * b * h;
 
+  if (c.recompute == Recompute::selective && c.selective == SelectiveKeeps::every_other_layer) {
+    // Half the layers keep only their input, half everything (averaged per layer).
+    ActivationConfig full = c, none = c;
+    full.recompute = Recompute::full;
+    none.recompute = Recompute::none;
+    return 0.5 * (layer_activation_bytes(m, full) + layer_activation_bytes(m, none));
+  }
   if (c.recompute == Recompute::full) {
     // Only the layer input is kept (Korthikanti Table 2: 2sbh); sequence-sharded under SP.
     return e * sbh / (c.sequence_parallel ? t : 1.0);
@@ -65,12 +73,13 @@ double layer_activation_bytes(const ModelSpec& m, const ActivationConfig& c) {
   const double f = double(m.ffn_hidden);
 
   const bool dropout = c.dropout == Dropout::masks;
+  const double gi = c.fp8_gemm_inputs ? 1.0 : e;  // bytes per saved GEMM-input element
   // Norm inputs (2 × e·sbh), QKV input (e·sbh), MLP input (e·sbh), two 1-byte dropout masks.
-  const double replicated = 2 * e * sbh + e * sbh + e * sbh + (dropout ? 2 * sbh : 0.0);
+  const double replicated = 2 * e * sbh + gi * sbh + gi * sbh + (dropout ? 2 * sbh : 0.0);
   // Q, K, V, the attention output (input of the output projection); the MLP's activation input
   // and output (SwiGLU: gate and up, 2f wide, in; f out).
   const double attention_tp = e * s * b * (q + kv + kv + q);
-  const double mlp_tp = (m.ffn_act == FfnActivation::swiglu ? 3.0 : 2.0) * e * s * b * f;
+  const double mlp_tp = ((m.ffn_act == FfnActivation::swiglu ? 2.0 : 1.0) * e + gi) * s * b * f;
   double bytes = replicated / (c.sequence_parallel ? t : 1.0) + (attention_tp + mlp_tp) / t;
 
   const bool keeps_scores = !c.flash_attention && c.recompute == Recompute::none;
@@ -155,6 +164,8 @@ MemoryEstimate estimate_memory(const Scenario& sc, const MemoryDefaults& default
   ac.recompute = l.recompute;
   ac.element_bytes = activation_element_bytes(l.precision);
   ac.dropout = defaults.dropout;
+  ac.fp8_gemm_inputs = l.precision == Precision::fp8 || l.precision == Precision::fp4;
+  ac.selective = defaults.selective;
   const double per_layer = layer_activation_bytes(m, ac);
   ActivationConfig working = ac;
   working.recompute = Recompute::none;

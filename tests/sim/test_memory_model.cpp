@@ -10,7 +10,9 @@
 #include "simrun/common/json_reader.hpp"
 #include "simrun/models/catalog.hpp"
 #include "simrun/models/counts.hpp"
+#include "simrun/sim/measured_runs.hpp"
 #include "simrun/sim/memory_model.hpp"
+#include "simrun/sim/scenario_parser.hpp"
 #include "simrun/topologies/catalog.hpp"
 
 using namespace simrun;
@@ -301,113 +303,24 @@ TEST_CASE("more recompute, more parallelism or flash never need more activation 
   CHECK(layer_activation_bytes(m, wider) < layer_activation_bytes(m, c));
 }
 
-namespace {
-
-// The catalog GPU a measured run's free-text "gpu" names.
-GpuSpec measured_gpu(const HardwareCatalog& hw, const std::string& text) {
-  const bool a100 = text.find("A100") != std::string::npos;
-  if (a100) {
-    GpuSpec g = hw.gpu(text.find("40GB") != std::string::npos ? "a100-40gb" : "a100-80gb", "test", "gpu");
-    // The A100's "80 GB"/"40 GB" are GiB: torch reports 79.35 GiB usable on the 80 GB part
-    // (hardware.md, device-queries); where the catalog omits it, take the same fraction.
-    if (g.hbm_usable_bytes <= 0) g.hbm_usable_bytes = g.hbm_bytes / 80e9 * 79.35 * 1024.0 * 1024.0 * 1024.0;
-    return g;
-  }
-  GpuSpec g = hw.gpu("h100-sxm", "test", "gpu");
-  if (text.find("96GB") != std::string::npos) {
-    // torchtitan's non-standard 96 GB H100: same usable fraction as the 80 GB part.
-    g.hbm_usable_bytes *= 96.0 / 80.0;
-    g.hbm_bytes = 96e9;
-  }
-  return g;
-}
-
-Precision measured_precision(const std::string& text) {
-  if (text.rfind("fp16", 0) == 0) return Precision::fp16;
-  if (text.rfind("fp8", 0) == 0) return Precision::fp8;
-  return Precision::bf16;
-}
-
-}  // namespace
-
-// measured-runs.json (../shared/reference): published runs that trained, so each must fit.
-// Unstated fields take Megatron's defaults of the time: micro_batch 1, no interleaving,
-// sequence parallel with tp > 1, distributed optimizer (ZeRO-1), selective recompute (Megatron's
-// --recompute-activations / NeMo's default), flash attention except for the 2021 runs
-// (Narayanan et al. predate it). Rows without a layout (strong-scaling rows) and MoE rows whose
-// expert shapes the file does not give (Qwen3 MoE) are skipped; Mixtral takes its expert shape
-// from the model catalog.
+// measured-runs.json (../shared/reference): published runs that trained, so each must fit. The
+// rows become scenarios through the one mapping the accuracy benchmark uses (measured_runs.hpp:
+// its defaults for unstated fields, each source framework's model-state convention and dropout).
+// Rows without a layout and MoE rows whose architecture neither the file nor the catalog gives
+// (Qwen3 MoE) have no scenario; the non-standard 96 GB H100 is checked at 96/80 of the h100-sxm.
 TEST_CASE("no published measured run is predicted not to fit", "[sim][memory_model][reference]") {
   const std::filesystem::path data = SIMRUN_DATA_DIR;
-  const HardwareCatalog hw =
-      HardwareCatalog::load(data / "topologies" / "gpus", data / "topologies" / "fabrics");
-  const ModelCatalog models = ModelCatalog::load(data / "models" / "catalog");
-  const nlohmann::json runs =
-      load_json_file(std::filesystem::path(SIMRUN_REFERENCE_DIR) / "measured-runs.json");
+  const Catalogs catalogs = load_catalogs(data);
+  const std::vector<MeasuredRun> runs =
+      load_measured_runs(std::filesystem::path(SIMRUN_REFERENCE_DIR) / "measured-runs.json", catalogs);
   int checked = 0;
-  for (const nlohmann::json& row : runs) {
-    const nlohmann::json& lj = row["layout"];
-    const nlohmann::json& mj = row["model"];
-    const std::string id = row["id"];
-    if (lj["tp"].is_null()) continue;
-    const bool moe = !lj["ep"].is_null() && lj["ep"].get<int64_t>() > 1;
-    if (moe && id.find("mixtral") == std::string::npos) continue;
-    auto int_or = [](const nlohmann::json& v, int64_t fallback) {
-      return v.is_null() ? fallback : v.get<int64_t>();
-    };
-
-    Scenario s;
-    s.file = id;
-    if (moe) {
-      s.model = models.get("mixtral-8x7b", "test", "model");
-    } else {
-      ModelSpec& m = s.model;
-      m.name = mj["name"];
-      m.layers = mj["layers"];
-      m.hidden = mj["hidden"];
-      m.heads = mj["heads"];
-      m.kv_heads = mj["kv_heads"];
-      m.head_dim = m.hidden / m.heads;
-      m.ffn_hidden = mj["ffn"];
-      // ffn = 4h: GPT-style GELU MLP; otherwise a gated (SwiGLU) one (Llama, Mistral).
-      m.ffn_act = m.ffn_hidden == 4 * m.hidden ? FfnActivation::gelu : FfnActivation::swiglu;
-      m.vocab = mj["vocab"];
-    }
-    s.model.seq_len = mj["seq_len"];
-    s.cluster.gpu = measured_gpu(hw, row["gpu"]);
-    s.cluster.num_gpus = row["num_gpus"];
-    s.cluster.fabric = hw.fabric("ib-ndr", "test", "fabric");
-    Layout& l = s.layout;
-    l.tp = int_or(lj["tp"], 1);
-    l.pp = int_or(lj["pp"], 1);
-    l.dp = int_or(lj["dp"], 1);
-    l.cp = int_or(lj["cp"], 1);
-    l.ep = int_or(lj["ep"], 1);
-    l.virtual_stages = int_or(lj["vpp"], 1);
-    l.sequence_parallel = lj["sp"].is_null() ? l.tp > 1 : lj["sp"].get<bool>();
-    l.zero_stage = int(int_or(lj["zero_stage"], 1));
-    l.micro_batch = int_or(lj["micro_batch"], 1);
-    l.global_batch = int_or(lj["global_batch"], l.micro_batch * l.dp);
-    // Unstated recompute: the run fit with whatever its recipe set, so take the mode that needs
-    // least memory (full). torchtitan's "selective" (op-level SAC saving every other matmul
-    // output, or layer-level every other layer) keeps far less than Korthikanti's selective
-    // (everything but the attention core); of our three modes full is the nearest that does not
-    // overstate it.
-    const std::string rc = lj["recompute"].is_null() ? "full" : lj["recompute"].get<std::string>();
-    const bool torchtitan = row["group"] == "torchtitan";
-    l.recompute = rc.rfind("none", 0) == 0                 ? Recompute::none
-                  : rc.rfind("full", 0) == 0 || torchtitan ? Recompute::full
-                                                           : Recompute::selective;
-    l.precision = measured_precision(lj["precision"]);
-    l.flash_attention = row["group"] != "narayanan_t1" && row["group"] != "megatron_gpt3";
-
-    // Megatron's 2021 GPT runs trained with dropout 0.1; the others' recipes use none.
-    const bool megatron_gpt = row["group"] == "narayanan_t1" || row["group"] == "megatron_gpt3";
-    const MemoryEstimate e = estimate_memory(s, megatron_gpt ? with_dropout() : MemoryDefaults{});
-    INFO(id << ": peak " << e.report.peak_bytes_per_gpu / 1e9 << " GB (states "
-            << (e.report.weights + e.report.grads + e.report.optimizer) / 1e9 << ", activations "
-            << e.report.activations / 1e9 << ", workspace " << e.report.workspace / 1e9 << ") vs "
-            << e.report.capacity_bytes / 1e9 << " GB");
+  for (const MeasuredRun& run : runs) {
+    if (!run.has_scenario()) continue;
+    const MemoryEstimate e = estimate_memory(run.scenario, run.memory);
+    INFO(run.id << ": peak " << e.report.peak_bytes_per_gpu / 1e9 << " GB (states "
+                << (e.report.weights + e.report.grads + e.report.optimizer) / 1e9 << ", activations "
+                << e.report.activations / 1e9 << ", workspace " << e.report.workspace / 1e9 << ") vs "
+                << e.report.capacity_bytes / 1e9 << " GB");
     CHECK(e.report.fits);
     ++checked;
   }

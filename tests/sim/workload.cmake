@@ -6,5 +6,6 @@ simrun_add_test_exe(test_sim_workload
     sim/test_workload.cpp
     sim/test_step_simulator.cpp
     sim/test_trace.cpp
+    sim/test_measured_runs.cpp
   LIBS simrun_sim)
 target_include_directories(test_sim_workload PRIVATE ${CMAKE_SOURCE_DIR}/sim/src ${CMAKE_CURRENT_LIST_DIR}/sim)

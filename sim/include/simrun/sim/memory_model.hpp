@@ -54,11 +54,15 @@ namespace simrun {
 enum class StateConvention {
   megatron,    // fp32 main gradients: 18 B/param for bf16 (the default)
   zero_paper,  // 16 B/param: 16-bit gradients (Rajbhandari et al. 2019)
+  fsdp,        // PyTorch FSDP mixed precision: the sharded parameter stays fp32 (the all-gather
+               // casts it to bf16), the reduced gradient shard is fp32, Adam m, v fp32: 4 + 4 + 8
 };
 
 // Whether training applies dropout (hidden and attention): Korthikanti's table assumes it
 // (Megatron's GPT recipes, p = 0.1); most current pre-training recipes use none.
 enum class Dropout { none, masks };
+
+enum class SelectiveKeeps { all_but_attention_core, every_other_layer };
 
 struct MemoryDefaults {
   // Fixed per-GPU allowance: CUDA context and kernels (≈0.5 GB on Hopper), cuBLAS/cuBLASLt
@@ -72,6 +76,10 @@ struct MemoryDefaults {
   double fragmentation_fraction = 0.05;
   StateConvention convention = StateConvention::megatron;
   Dropout dropout = Dropout::none;
+  // What Recompute::selective keeps: Korthikanti's (everything but the attention core) or
+  // torchtitan's selective AC (every other layer checkpointed, i.e. half the layers keep only
+  // their input).
+  SelectiveKeeps selective = SelectiveKeeps::all_but_attention_core;
 };
 
 struct BytesPerParam {
@@ -104,6 +112,12 @@ struct ActivationConfig {
   double element_bytes = 2;  // 2 for 16-bit activations, 4 for fp32
   Dropout dropout = Dropout::none;
   int64_t kv_seq_len = 0;  // keys per query in the score matrix (= full s with cp); 0 = seq_len
+  // fp8 training (Transformer Engine, torchao float8): the linear layers save their input for
+  // the wgrad GEMM as the fp8 cast (1 byte), not the 16-bit tensor: the QKV and MLP inputs and
+  // the fc2 input (activation output). Norm inputs, Q/K/V/O of the attention core and the
+  // activation's input stay 16-bit.
+  bool fp8_gemm_inputs = false;
+  SelectiveKeeps selective = SelectiveKeeps::all_but_attention_core;
 };
 
 // Activation bytes one transformer layer keeps for one micro-batch (Korthikanti, above).
