@@ -1,13 +1,12 @@
 // `simrun estimate SCENARIO.json [overrides] [--json|--csv] [--explain] [--require-fit]
 //  [--calibration FILE]`: the closed-form (analytic) model of one layout, over the same workload
 // ops, compute model and calibration as `simrun simulate`.
-#include "command.hpp"
-
-#include "simrun/sim/analytic.hpp"
-
 #include <iostream>
 #include <memory>
 #include <string>
+
+#include "command.hpp"
+#include "simrun/sim/analytic.hpp"
 
 namespace simrun::cli {
 namespace {
@@ -24,7 +23,8 @@ struct EstimateArgs {
 
 Command add_estimate_command(CLI::App& root, const CliEnv& env) {
   auto args = std::make_shared<EstimateArgs>();
-  CLI::App* cmd = root.add_subcommand("estimate", "Closed-form estimate: step time, MFU, memory, days and cost");
+  CLI::App* cmd =
+      root.add_subcommand("estimate", "Closed-form estimate: step time, MFU, memory, days and cost");
   add_scenario_options(*cmd, args->scenario);
   add_output_options(*cmd, args->format, &args->explain);
   cmd->add_flag("--require-fit", args->require_fit, "Exit 3 when the layout does not fit in GPU memory");
@@ -34,15 +34,21 @@ Command add_estimate_command(CLI::App& root, const CliEnv& env) {
             const Catalogs catalogs = load_catalogs(env.data_dir);
             const Scenario scenario = resolve_scenario(args->scenario, catalogs);
             AnalyticOptions options;
-            if (!args->calibration_file.empty()) options.calibration = Calibration::load(args->calibration_file);
+            if (!args->calibration_file.empty())
+              options.calibration = Calibration::load(args->calibration_file);
             const Report report = estimate(scenario, options);
             if (args->require_fit && !report.memory.fits)
-              throw InfeasibleError(scenario.file + ": memory: peak " +
-                                    std::to_string(report.memory.peak_bytes_per_gpu / 1e9) + " GB per GPU exceeds " +
-                                    std::to_string(report.memory.capacity_bytes / 1e9) + " GB (--require-fit)");
+              throw InfeasibleError(
+                  scenario.file + ": memory: peak " + std::to_string(report.memory.peak_bytes_per_gpu / 1e9) +
+                  " GB per GPU exceeds " + std::to_string(report.memory.capacity_bytes / 1e9) +
+                  " GB (--require-fit)");
             switch (args->format) {
-              case OutputFormat::json: std::cout << to_json(report).dump(2) << "\n"; break;
-              case OutputFormat::csv: print_report_csv(report, std::cout); break;
+              case OutputFormat::json:
+                std::cout << to_json(report).dump(2) << "\n";
+                break;
+              case OutputFormat::csv:
+                print_report_csv(report, std::cout);
+                break;
               case OutputFormat::table:
                 print_report_table(report, scenario, std::cout);
                 if (args->explain) {

@@ -182,9 +182,8 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
   const double tp = double(l.tp);
   const double p = double(l.pp);
   const PipelineSchedule schedule = options.schedule.value_or(default_schedule(l));
-  const int64_t v_chunks = (schedule == PipelineSchedule::interleaved && l.pp > 1)
-                               ? std::max<int64_t>(1, l.virtual_stages)
-                               : 1;
+  const int64_t v_chunks =
+      (schedule == PipelineSchedule::interleaved && l.pp > 1) ? std::max<int64_t>(1, l.virtual_stages) : 1;
   const double v = double(v_chunks);
   const double e = activation_element_bytes(l.precision);
   const double tokens_mb = double(l.micro_batch) * double(m.seq_len) / double(l.cp);  // per GPU
@@ -195,7 +194,9 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
 
   // Links of the process groups (Megatron order tp-cp-ep-dp-pp), with calibration α/β.
   const std::string& gpu_id = cluster.gpu.id;
-  auto link = [&](RankGroup g) { return options.calibration.calibrated(gpu_id, group_link(cluster, g, eff)); };
+  auto link = [&](RankGroup g) {
+    return options.calibration.calibrated(gpu_id, group_link(cluster, g, eff));
+  };
   const LinkCost tp_link = link({l.tp, 1});
   const LinkCost cp_link = link({l.cp, l.tp});
   const LinkCost ep_link = link({l.ep, l.tp * l.cp});
@@ -388,8 +389,8 @@ AnalyticOptions analytic_options(const SimulateOptions& simulate) {
 
 ComputeModel analytic_compute_model(const Scenario& s, const AnalyticOptions& options) {
   const GpuSpec& gpu = s.cluster.gpu;
-  return ComputeModel(gpu, options.calibration.compute_params(
-                               gpu.id, options.compute.value_or(default_compute_params(gpu))));
+  return ComputeModel(
+      gpu, options.calibration.compute_params(gpu.id, options.compute.value_or(default_compute_params(gpu))));
 }
 
 Report estimate(const Scenario& s) { return estimate(s, AnalyticOptions{}); }

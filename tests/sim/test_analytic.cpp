@@ -109,9 +109,9 @@ TEST_CASE("TP traffic per step is Megatron's collectives per layer, embedding an
   const StepFlops f = step_flops(s.model, s.layout, AttentionFlops::causal);
   const StepTimeEstimate t = estimate_step_time(s, f, AnalyticOptions{});
   const LinkCost nvlink = group_link(s.cluster, {8, 1}, EfficiencyDefaults{});
-  const double tokens = 8192.0;             // s·b on this rank
-  const double bytes = tokens * 8192 * 2;   // s·b·h bf16
-  const double loss = 3 * tokens * 4;       // vocab-parallel cross entropy: max, sum-exp, target (fp32)
+  const double tokens = 8192.0;            // s·b on this rank
+  const double bytes = tokens * 8192 * 2;  // s·b·h bf16
+  const double loss = 3 * tokens * 4;      // vocab-parallel cross entropy: max, sum-exp, target (fp32)
   const double m = double(s.layout.num_microbatches());
   const double ag = ring_all_gather_s(bytes, 8, nvlink), rs = ring_reduce_scatter_s(bytes, 8, nvlink);
   const double ar = ring_all_reduce_s(bytes, 8, nvlink);
@@ -120,8 +120,9 @@ TEST_CASE("TP traffic per step is Megatron's collectives per layer, embedding an
   // backward AG of the output gradient (row-parallel), re-gather of the input and RS of its
   // gradient (column-parallel). Embedding: AR (SP: RS) forward, AG backward under SP. Head:
   // AG forward under SP, the loss all-reduce, AG + RS (or AR) backward.
-  const double per_mb = sp ? 8 * (6 * ag + 4 * rs) + (rs + ag) + (2 * ag + rs) + ring_all_reduce_s(loss, 8, nvlink)
-                           : 8 * 4 * ar + ar + ar + ring_all_reduce_s(loss, 8, nvlink);
+  const double per_mb =
+      sp ? 8 * (6 * ag + 4 * rs) + (rs + ag) + (2 * ag + rs) + ring_all_reduce_s(loss, 8, nvlink)
+         : 8 * 4 * ar + ar + ar + ring_all_reduce_s(loss, 8, nvlink);
   CHECK(t.breakdown.tp_comm_s == Approx(m * per_mb));
   // Megatron's default overlaps the backward's collectives with the dgrad/wgrad GEMMs, not the
   // forward's: at least the forward per layer is exposed, and less than all of it.

@@ -109,13 +109,14 @@ TEST_CASE("the analytic estimate and the event simulation agree within 5% on unc
   const double event = simulate(sc).report.step_time_s;
   const double analytic = estimate(sc).step_time_s;
   INFO(c.model << " on " << c.gpus << " GPUs, " << c.layout << ": event " << event << " s, analytic "
-                << analytic << " s");
+               << analytic << " s");
   CHECK(analytic == Approx(event).epsilon(0.05));
 }
 
 TEST_CASE("the analytic-event agreement is not by construction: one side's calibration breaks it",
           "[sim][step][analytic]") {
-  const Scenario sc = scenario("llama3-8b", "h100-sxm", 8, R"("tp": 8, "pp": 1, "dp": 1, "global_batch": 16)");
+  const Scenario sc =
+      scenario("llama3-8b", "h100-sxm", 8, R"("tp": 8, "pp": 1, "dp": 1, "global_batch": 16)");
   GpuCalibration slow_gemms;
   slow_gemms.gemm_max = 0.8 * default_compute_params(sc.cluster.gpu).gemm_max;
   slow_gemms.launch_overhead_s = 10e-6;

@@ -66,10 +66,10 @@ struct SimulateOptions;
 // What the estimate reads. Everything but the run defaults and the FLOP convention is the event
 // simulation's own description (SimulateOptions): analytic_options() copies it from there.
 struct AnalyticOptions {
-  EfficiencyDefaults efficiency;         // collective link fractions and α (as StepSimOptions::comm)
-  WorkloadOptions workload;              // framework behaviour: overlaps, buckets, kernels, recompute
-  std::optional<ComputeParams> compute;  // default: default_compute_params(gpu)
-  Calibration calibration;               // per GPU kind overrides (--calibration)
+  EfficiencyDefaults efficiency;             // collective link fractions and α (as StepSimOptions::comm)
+  WorkloadOptions workload;                  // framework behaviour: overlaps, buckets, kernels, recompute
+  std::optional<ComputeParams> compute;      // default: default_compute_params(gpu)
+  Calibration calibration;                   // per GPU kind overrides (--calibration)
   std::optional<PipelineSchedule> schedule;  // default: default_schedule(layout)
   // Compute slowdown while DP/PP NCCL kernels share the SMs (the event simulation's value).
   double overlap_slowdown = StepSimOptions{}.overlap_slowdown;
@@ -95,7 +95,7 @@ struct StageTime {
   double forward_s = 0;
   double backward_s = 0;
   double recompute_s = 0;
-  double tp_comm_s = 0;  // all TP collectives of the micro-batch
+  double tp_comm_s = 0;     // all TP collectives of the micro-batch
   double tp_exposed_s = 0;  // of which the compute stream waits for
   double cp_comm_s = 0;
   double cp_exposed_s = 0;
@@ -113,7 +113,7 @@ struct StepTimeEstimate {
   double dp_param_s = 0;    // weight all-gather (ZeRO ≥ 1), per step
   double dp_exposed_s = 0;
   double pp_exposed_s = 0;
-  double mb_exposed_comm_s = 0;  // TP + CP + EP exposed per micro-batch (slowest stage)
+  double mb_exposed_comm_s = 0;   // TP + CP + EP exposed per micro-batch (slowest stage)
   double overlap_slowdown_s = 0;  // compute slowed by overlapping DP/PP traffic, per step
   BreakdownReport breakdown;
   double step_time_s = 0;

@@ -64,7 +64,8 @@ class Calibration {
   // as both fidelities apply them.
   LinkCost calibrated(const std::string& gpu_id, LinkCost cost) const {
     const LinkCalibration c =
-        link(gpu_id, cost.link_class == LinkClass::scale_up ? CalibratedLink::scale_up : CalibratedLink::scale_out);
+        link(gpu_id,
+             cost.link_class == LinkClass::scale_up ? CalibratedLink::scale_up : CalibratedLink::scale_out);
     if (c.alpha_s) cost.alpha_s = *c.alpha_s;
     if (c.beta_s_per_byte) cost.bytes_per_s = 1.0 / *c.beta_s_per_byte;
     return cost;
