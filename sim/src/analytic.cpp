@@ -118,7 +118,8 @@ ProbeTimes time_probe(const StageProgram& prog, const GroupLinks& links) {
         (t.phase == Phase::forward    ? piece->forward_s
          : t.phase == Phase::backward ? piece->backward_s
                                       : piece->recompute_s) += duration;
-        (t.op == OpName::attn_core ? piece->attention_flops : piece->gemm_flops) += t.flops;
+        if (t.phase != Phase::recompute)  // model FLOPs, as the workload counts them
+          (t.op == OpName::attn_core ? piece->attention_flops : piece->gemm_flops) += t.flops;
         piece->hbm_bytes += t.hbm_bytes;
       }
     } else if (t.kind == TaskKind::collective && t.group == GroupKind::tp) {

@@ -133,6 +133,28 @@ TEST_CASE("TP traffic per step is Megatron's collectives per layer, embedding an
   CHECK(t.breakdown.dp_comm_s == 0);
 }
 
+TEST_CASE("the estimate's ops carry Megatron's FLOPs and are timed by the compute model", "[sim][analytic]") {
+  const bool sp = GENERATE(false, true);
+  const Scenario s = single_node(8, sp);
+  const StepFlops f = step_flops(s.model, s.layout, AttentionFlops::causal);
+  const StepTimeEstimate t = estimate_step_time(s, f, AnalyticOptions{});
+  REQUIRE(t.stages.size() == 1);
+  const StageTime& st = t.stages[0];
+  // The workload builder's ops of one micro-batch, per GPU, add up to the closed form.
+  const double ranks = double(s.layout.tp * s.layout.dp);
+  CHECK((st.gemm_flops + st.attention_flops) * t.microbatches * ranks == Approx(f.model).epsilon(1e-9));
+  // Compute time is bounded by the roofline of those FLOPs at the compute model's best GEMM
+  // efficiency; a slower calibrated GEMM makes it slower.
+  const ComputeParams defaults = default_compute_params(s.cluster.gpu);
+  CHECK(st.compute_s() > (st.gemm_flops + st.attention_flops) / (989.4e12 * defaults.gemm_max));
+  AnalyticOptions slow;
+  GpuCalibration g;
+  g.gemm_max = defaults.gemm_max / 2;
+  slow.calibration.set_gpu(s.cluster.gpu.id, g);
+  const StepTimeEstimate t2 = estimate_step_time(s, f, slow);
+  CHECK(t2.stages[0].forward_s > 1.5 * st.forward_s);
+}
+
 TEST_CASE("DP gradient reduction: ZeRO-0 all-reduce, ZeRO-1 reduce-scatter + all-gather", "[sim][analytic]") {
   Scenario s = single_node(1, false);
   s.model.layers = 2;

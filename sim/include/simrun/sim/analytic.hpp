@@ -89,9 +89,9 @@ StepFlops step_flops(const ModelSpec& m, const Layout& layout, AttentionFlops co
 // Time of one micro-batch on one pipeline stage, per GPU.
 struct StageTime {
   int64_t stage = 0;
-  double gemm_flops = 0;       // fwd+bwd, per GPU
-  double attention_flops = 0;  // fwd+bwd, per GPU
-  double memory_bytes = 0;     // fwd+bwd memory-bound traffic, per GPU
+  double gemm_flops = 0;       // fwd+bwd model FLOPs of every op but the attention core, per GPU
+  double attention_flops = 0;  // fwd+bwd model FLOPs of the attention core, per GPU
+  double memory_bytes = 0;     // HBM bytes of all ops (recompute included), per GPU
   double forward_s = 0;
   double backward_s = 0;
   double recompute_s = 0;
