@@ -142,18 +142,9 @@ StageParams stage_params(const ModelSpec& m, const ParamCounts& counts, const La
   return p;
 }
 
-MemoryEstimate estimate_memory(const Scenario& sc, const MemoryDefaults& defaults) {
+ActivationConfig activation_config(const Scenario& sc, const MemoryDefaults& defaults) {
   const ModelSpec& m = sc.model;
   const Layout& l = sc.layout;
-  SIMRUN_ASSERT(l.tp >= 1 && l.pp >= 1 && l.dp >= 1 && l.cp >= 1 && l.ep >= 1,
-                "layout sizes must be positive");
-  SIMRUN_ASSERT(m.layers >= 1 && m.hidden >= 1 && m.seq_len >= 1, "model needs layers, hidden, seq_len");
-
-  const ParamCounts counts = count_params(m);
-  const BytesPerParam bpp = bytes_per_param(l.precision, defaults.convention);
-  const double dense_shard = double(l.dp * l.cp);
-  const double expert_shard = std::max(1.0, dense_shard / double(l.ep));
-
   ActivationConfig ac;
   ac.seq_len = std::max<int64_t>(1, m.seq_len / l.cp);
   ac.kv_seq_len = m.seq_len;
@@ -166,6 +157,22 @@ MemoryEstimate estimate_memory(const Scenario& sc, const MemoryDefaults& default
   ac.dropout = defaults.dropout;
   ac.fp8_gemm_inputs = l.precision == Precision::fp8 || l.precision == Precision::fp4;
   ac.selective = defaults.selective;
+  return ac;
+}
+
+MemoryEstimate estimate_memory(const Scenario& sc, const MemoryDefaults& defaults) {
+  const ModelSpec& m = sc.model;
+  const Layout& l = sc.layout;
+  SIMRUN_ASSERT(l.tp >= 1 && l.pp >= 1 && l.dp >= 1 && l.cp >= 1 && l.ep >= 1,
+                "layout sizes must be positive");
+  SIMRUN_ASSERT(m.layers >= 1 && m.hidden >= 1 && m.seq_len >= 1, "model needs layers, hidden, seq_len");
+
+  const ParamCounts counts = count_params(m);
+  const BytesPerParam bpp = bytes_per_param(l.precision, defaults.convention);
+  const double dense_shard = double(l.dp * l.cp);
+  const double expert_shard = std::max(1.0, dense_shard / double(l.ep));
+
+  const ActivationConfig ac = activation_config(sc, defaults);
   const double per_layer = layer_activation_bytes(m, ac);
   ActivationConfig working = ac;
   working.recompute = Recompute::none;

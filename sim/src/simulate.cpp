@@ -21,16 +21,7 @@ MemoryReport stage_memory(const Scenario& sc, const Workload& w, const StageProg
   const BytesPerParam bpp = bytes_per_param(l.precision, md.convention);
   const ModelStateBytes states = model_state_bytes(p.params, l.zero_stage, double(l.dp * l.cp), bpp);
 
-  ActivationConfig ac;
-  ac.seq_len = m.seq_len / l.cp;
-  ac.kv_seq_len = m.seq_len;
-  ac.micro_batch = l.micro_batch;
-  ac.tp = l.tp;
-  ac.sequence_parallel = l.sequence_parallel && l.tp > 1;
-  ac.flash_attention = l.flash_attention;
-  ac.recompute = l.recompute;
-  ac.element_bytes = activation_element_bytes(l.precision);
-  ac.dropout = md.dropout;
+  const ActivationConfig ac = activation_config(sc, md);
   const double per_layer = layer_activation_bytes(m, ac);
   double act = per_layer * double(p.max_in_flight_layers);
   const double s = double(ac.seq_len), b = double(l.micro_batch), h = double(m.hidden), t = double(l.tp);

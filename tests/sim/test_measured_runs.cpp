@@ -111,12 +111,9 @@ TEST_CASE("measured runs: unsupported rows say why", "[sim][measured_runs]") {
 }
 
 // Issue 2's bar on the event simulation's own memory report (the workload's real in-flight
-// micro-batches): every run whose step time is compared trained, so it fits. [!mayfail] until
-// simulate.cpp's stage_memory passes the two activation fields estimate_memory sets
-// (ac.fp8_gemm_inputs for fp8 precision, ac.selective = MemoryDefaults::selective): without them
-// Nemotron-340B (fp8) and torchtitan Llama-2 70B (selective AC) read as not fitting there.
+// micro-batches): every run whose step time is compared trained, so it fits.
 TEST_CASE("measured runs: the event simulation predicts every compared run to fit",
-          "[sim][measured_runs][reference][!mayfail]") {
+          "[sim][measured_runs][reference]") {
   int checked = 0;
   for (const MeasuredRun& r : runs()) {
     if (!r.simulatable()) continue;

@@ -123,6 +123,10 @@ struct ActivationConfig {
 // Activation bytes one transformer layer keeps for one micro-batch (Korthikanti, above).
 double layer_activation_bytes(const ModelSpec& m, const ActivationConfig& c);
 
+// The activation-formula inputs of a scenario's layout (local sequence s/cp, tp, SP, flash,
+// recompute, precision) under the memory defaults; shared by the analytic and event paths.
+ActivationConfig activation_config(const Scenario& s, const MemoryDefaults& defaults);
+
 // Parameters of one stage, split by how they are sharded.
 struct StageParams {
   int64_t layers = 0;  // transformer layers on this pipeline rank (all its chunks)
