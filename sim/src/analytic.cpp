@@ -439,29 +439,8 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
   r.hfu = flops.hardware / (r.step_time_s * n_gpus * peak);
 
   // Run totals. The checkpoint holds weights and optimizer states (not gradients).
-  const BytesPerParam bpp = bytes_per_param(l.precision, options.memory.convention);
-  RunInputs ri;
-  ri.params = r.params;
-  ri.tokens = sc.run.tokens;
-  ri.tokens_per_step = tokens_per_step;
-  ri.step_time_s = r.step_time_s;
-  ri.busy_fraction = r.breakdown.compute_s / r.step_time_s;
-  ri.num_gpus = l.world_size();
-  ri.num_nodes = (l.world_size() + std::max<int64_t>(1, cluster.gpus_per_node) - 1) /
-                 std::max<int64_t>(1, cluster.gpus_per_node);
-  ri.checkpoint_bytes = r.params * (bpp.weights + bpp.optimizer);
-  ri.usd_per_gpu_hour = sc.run.usd_per_gpu_hour;
-  ri.gpu_mtbf_hours = sc.run.gpu_mtbf_hours;
-  ri.interval_s = sc.run.checkpoint_interval_min ? *sc.run.checkpoint_interval_min * 60.0 : 0.0;
-  ri.tdp_w = gpu.tdp_w;
-  const RunTotals run = run_totals(ri, options.run);
-  r.run.tokens = run.tokens;
-  r.run.days = run.days;
-  r.run.gpu_hours = run.gpu_hours;
-  r.run.cost_usd = run.cost_usd;
-  r.run.energy_kwh = run.energy_kwh;
-  r.run.goodput = run.goodput;
-  r.run.checkpoint_interval_s = run.interval_s;
+  const RunTotals run =
+      fill_run_report(sc, bytes_per_param(l.precision, options.memory.convention), options.run, r);
 
   // Warnings.
   const int64_t domain = scale_up_domain_size(cluster);
@@ -600,7 +579,7 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
           fmt::format(
               "M={:.4g} h (gpu_mtbf {} h / {} GPUs), δ={:.4g} s ({} at {:.4g} GB/s), τ={:.4g} min, R={} s",
               run.mtbf_s / kSecondsPerHour, sc.run.gpu_mtbf_hours, l.world_size(), run.checkpoint_s,
-              gb(ri.checkpoint_bytes), run.checkpoint_write_bytes_per_s / 1e9, run.interval_s / 60.0,
+              gb(run.checkpoint_bytes), run.checkpoint_write_bytes_per_s / 1e9, run.interval_s / 60.0,
               options.run.restart_s));
   explain(
       "run.days", r.run.days, "day", "T_w / 86400, T_w = steps · step_time_s / goodput",
@@ -612,7 +591,7 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
   explain("run.energy_kwh", r.run.energy_kwh, "kWh",
           "num_gpus · TDP · (idle + (1 − idle) · busy) · T_w / 3.6e6 (GPU board power only)",
           fmt::format("TDP={} W, idle={}, busy={:.3f} (compute_s/step_time_s), {:.0f} W per GPU", gpu.tdp_w,
-                      options.run.idle_power_fraction, ri.busy_fraction, run.power_w_per_gpu));
+                      options.run.idle_power_fraction, r.breakdown.compute_s / r.step_time_s, run.power_w_per_gpu));
   return r;
 }
 

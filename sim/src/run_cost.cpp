@@ -35,6 +35,7 @@ RunTotals run_totals(const RunInputs& in, const RunDefaults& d) {
   r.steps = std::ceil(r.tokens / in.tokens_per_step);
   r.solve_s = r.steps * in.step_time_s;
 
+  r.checkpoint_bytes = in.checkpoint_bytes;
   r.checkpoint_write_bytes_per_s =
       std::min(d.storage_write_bytes_per_s_per_node * double(std::max<int64_t>(1, in.num_nodes)),
                d.storage_write_cap_bytes_per_s);
@@ -58,6 +59,33 @@ RunTotals run_totals(const RunInputs& in, const RunDefaults& d) {
   r.power_w_per_gpu = in.tdp_w * (d.idle_power_fraction + (1.0 - d.idle_power_fraction) * busy);
   r.energy_kwh = r.power_w_per_gpu * double(in.num_gpus) * r.wall_s / 3.6e6;
   return r;
+}
+
+RunTotals fill_run_report(const Scenario& sc, const BytesPerParam& bpp, const RunDefaults& defaults,
+                          Report& r) {
+  const Layout& l = sc.layout;
+  RunInputs in;
+  in.params = r.params;
+  in.tokens = sc.run.tokens;
+  in.tokens_per_step = double(l.global_batch) * double(sc.model.seq_len);
+  in.step_time_s = r.step_time_s;
+  in.busy_fraction = std::clamp(r.breakdown.compute_s / r.step_time_s, 0.0, 1.0);
+  in.num_gpus = l.world_size();
+  in.num_nodes = sc.cluster.num_nodes();
+  in.checkpoint_bytes = r.params * (bpp.weights + bpp.optimizer);
+  in.usd_per_gpu_hour = sc.run.usd_per_gpu_hour;
+  in.gpu_mtbf_hours = sc.run.gpu_mtbf_hours;
+  in.interval_s = sc.run.checkpoint_interval_min ? *sc.run.checkpoint_interval_min * 60.0 : 0.0;
+  in.tdp_w = sc.cluster.gpu.tdp_w;
+  const RunTotals run = run_totals(in, defaults);
+  r.run.tokens = run.tokens;
+  r.run.days = run.days;
+  r.run.gpu_hours = run.gpu_hours;
+  r.run.cost_usd = run.cost_usd;
+  r.run.energy_kwh = run.energy_kwh;
+  r.run.goodput = run.goodput;
+  r.run.checkpoint_interval_s = run.interval_s;
+  return run;
 }
 
 }  // namespace simrun

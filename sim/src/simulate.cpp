@@ -127,28 +127,7 @@ SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
                     (r.memory.peak_bytes_per_gpu - r.memory.capacity_bytes) / kGB));
 
   // Run totals, as the analytic model computes them (checkpoint = weights + optimizer states).
-  const BytesPerParam bpp = bytes_per_param(l.precision, options.memory.convention);
-  RunInputs ri;
-  ri.params = r.params;
-  ri.tokens = sc.run.tokens;
-  ri.tokens_per_step = tokens_per_step;
-  ri.step_time_s = r.step_time_s;
-  ri.busy_fraction = std::clamp(b.compute_s / r.step_time_s, 0.0, 1.0);
-  ri.num_gpus = l.world_size();
-  ri.num_nodes = sc.cluster.num_nodes();
-  ri.checkpoint_bytes = r.params * (bpp.weights + bpp.optimizer);
-  ri.usd_per_gpu_hour = sc.run.usd_per_gpu_hour;
-  ri.gpu_mtbf_hours = sc.run.gpu_mtbf_hours;
-  ri.interval_s = sc.run.checkpoint_interval_min ? *sc.run.checkpoint_interval_min * 60.0 : 0.0;
-  ri.tdp_w = gpu.tdp_w;
-  const RunTotals run = run_totals(ri);
-  r.run.tokens = run.tokens;
-  r.run.days = run.days;
-  r.run.gpu_hours = run.gpu_hours;
-  r.run.cost_usd = run.cost_usd;
-  r.run.energy_kwh = run.energy_kwh;
-  r.run.goodput = run.goodput;
-  r.run.checkpoint_interval_s = run.interval_s;
+  fill_run_report(sc, bytes_per_param(l.precision, options.memory.convention), RunDefaults{}, r);
 
   r.explanations.push_back(
       {"step_time_s", r.step_time_s, "s", "last task end of the slowest simulated rank",

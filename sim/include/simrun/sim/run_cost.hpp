@@ -17,6 +17,10 @@
 
 #include <cstdint>
 
+#include "simrun/sim/memory_model.hpp"
+#include "simrun/sim/report.hpp"
+#include "simrun/sim/scenario.hpp"
+
 namespace simrun {
 
 struct RunDefaults {
@@ -63,6 +67,7 @@ struct RunTotals {
   double steps = 0;
   double solve_s = 0;  // steps · step time, no failures
   double mtbf_s = 0;   // job MTBF
+  double checkpoint_bytes = 0;  // whole job's checkpoint
   double checkpoint_write_bytes_per_s = 0;
   double checkpoint_s = 0;  // δ
   double interval_s = 0;    // τ
@@ -76,5 +81,11 @@ struct RunTotals {
 };
 
 RunTotals run_totals(const RunInputs& in, const RunDefaults& defaults = {});
+
+// Fills report.run from a finished step estimate (report.params, step_time_s and
+// breakdown.compute_s) and the scenario's run section; the checkpoint holds weights and
+// optimizer states (not gradients) at `bpp`. Shared by the analytic and event paths.
+RunTotals fill_run_report(const Scenario& scenario, const BytesPerParam& bpp, const RunDefaults& defaults,
+                          Report& report);
 
 }  // namespace simrun
