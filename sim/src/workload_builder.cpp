@@ -563,6 +563,36 @@ void StageBuilder::optimizer() {
 // ---------------------------------------------------------------------------------------------
 // Slots
 
+void StageBuilder::pp_recv(OpName op, int64_t peer_vs, double bytes, bool forward, int64_t mb, int64_t chunk) {
+  Task t;
+  t.kind = TaskKind::recv;
+  t.stream = Stream::pp_recv;
+  t.phase = Phase::comm;
+  t.op = op;
+  t.coll = CollectiveOp::send_recv;
+  t.group = GroupKind::pp;
+  t.comm_bytes = bytes;
+  t.peer_stage = static_cast<int32_t>(peer_vs % m_s.pp);
+  const uint32_t r = add(t, {});
+  recv_index[{forward, mb, chunk}] = r;
+  m_wait.push_back(r);
+}
+
+void StageBuilder::pp_send(OpName op, int64_t peer_vs, double bytes, bool forward, int64_t mb) {
+  Task t;
+  t.kind = TaskKind::send;
+  t.stream = Stream::pp_send;
+  t.phase = Phase::comm;
+  t.op = op;
+  t.coll = CollectiveOp::send_recv;
+  t.group = GroupKind::pp;
+  t.comm_bytes = bytes;
+  t.peer_stage = static_cast<int32_t>(peer_vs % m_s.pp);
+  const uint32_t snd = add(t, {m_last_compute});
+  sends.push_back({snd, peer_vs % m_s.pp, forward, mb, peer_vs / m_s.pp});
+  if (m_blocking_send) m_wait.push_back(snd);
+}
+
 void StageBuilder::forward_slot(int64_t mb, int64_t chunk) {
   const Shared& s = m_s;
   m_mb = static_cast<int32_t>(mb);
@@ -571,18 +601,7 @@ void StageBuilder::forward_slot(int64_t mb, int64_t chunk) {
   const int64_t last_vs = s.pp * s.v - 1;
   const double msg = s.T * s.h * s.elem / d(s.tp);  // Megatron scatter-gather: 1/t of the activation each
   if (vs > 0) {
-    Task t;
-    t.kind = TaskKind::recv;
-    t.stream = Stream::pp_recv;
-    t.phase = Phase::comm;
-    t.op = OpName::pp_act;
-    t.coll = CollectiveOp::send_recv;
-    t.group = GroupKind::pp;
-    t.comm_bytes = msg;
-    t.peer_stage = static_cast<int32_t>((vs - 1) % s.pp);
-    const uint32_t r = add(t, {});
-    recv_index[{true, mb, chunk}] = r;
-    m_wait.push_back(r);
+    pp_recv(OpName::pp_act, vs - 1, msg, true, mb, chunk);
   } else {
     embedding_forward();
   }
@@ -592,18 +611,7 @@ void StageBuilder::forward_slot(int64_t mb, int64_t chunk) {
   if (vs == last_vs) {
     head_forward();
   } else {
-    Task t;
-    t.kind = TaskKind::send;
-    t.stream = Stream::pp_send;
-    t.phase = Phase::comm;
-    t.op = OpName::pp_act;
-    t.coll = CollectiveOp::send_recv;
-    t.group = GroupKind::pp;
-    t.comm_bytes = msg;
-    t.peer_stage = static_cast<int32_t>((vs + 1) % s.pp);
-    const uint32_t snd = add(t, {m_last_compute});
-    sends.push_back({snd, (vs + 1) % s.pp, true, mb, (vs + 1) / s.pp});
-    if (m_blocking_send) m_wait.push_back(snd);
+    pp_send(OpName::pp_act, vs + 1, msg, true, mb);
   }
   m_in_flight_chunks += 1;
   m_in_flight_layers += s.layers_per_chunk[idx];
@@ -619,18 +627,7 @@ void StageBuilder::backward_slot(int64_t mb, int64_t chunk) {
   const int64_t last_vs = s.pp * s.v - 1;
   const double msg = s.T * s.h * s.elem / d(s.tp);
   if (vs < last_vs) {
-    Task t;
-    t.kind = TaskKind::recv;
-    t.stream = Stream::pp_recv;
-    t.phase = Phase::comm;
-    t.op = OpName::pp_grad;
-    t.coll = CollectiveOp::send_recv;
-    t.group = GroupKind::pp;
-    t.comm_bytes = msg;
-    t.peer_stage = static_cast<int32_t>((vs + 1) % s.pp);
-    const uint32_t r = add(t, {});
-    recv_index[{false, mb, chunk}] = r;
-    m_wait.push_back(r);
+    pp_recv(OpName::pp_grad, vs + 1, msg, false, mb, chunk);
   } else {
     head_backward();
   }
@@ -638,18 +635,7 @@ void StageBuilder::backward_slot(int64_t mb, int64_t chunk) {
   for (int64_t i = s.layers_per_chunk[idx] - 1; i >= 0; --i)
     layer_backward(static_cast<int32_t>(s.first_layer[idx] + i));
   if (vs > 0) {
-    Task t;
-    t.kind = TaskKind::send;
-    t.stream = Stream::pp_send;
-    t.phase = Phase::comm;
-    t.op = OpName::pp_grad;
-    t.coll = CollectiveOp::send_recv;
-    t.group = GroupKind::pp;
-    t.comm_bytes = msg;
-    t.peer_stage = static_cast<int32_t>((vs - 1) % s.pp);
-    const uint32_t snd = add(t, {m_last_compute});
-    sends.push_back({snd, (vs - 1) % s.pp, false, mb, (vs - 1) / s.pp});
-    if (m_blocking_send) m_wait.push_back(snd);
+    pp_send(OpName::pp_grad, vs - 1, msg, false, mb);
   } else {
     embedding_backward();
   }

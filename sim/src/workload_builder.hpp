@@ -77,6 +77,10 @@ class StageBuilder {
   OpShape gemm(double m, double n, double k, Precision p) const;
   OpShape memory_op(double bytes) const;
 
+  // Pipeline p2p of one activation (forward) or its gradient (backward) with virtual stage
+  // `peer_vs`: the receive gates the next compute op; the send follows the last one.
+  void pp_recv(OpName op, int64_t peer_vs, double bytes, bool forward, int64_t mb, int64_t chunk);
+  void pp_send(OpName op, int64_t peer_vs, double bytes, bool forward, int64_t mb);
   void forward_slot(int64_t mb, int64_t chunk);
   void backward_slot(int64_t mb, int64_t chunk);
   void layer_forward(int32_t layer, Phase phase, bool last_mb_of_step_use);
