@@ -48,6 +48,10 @@ int run(int argc, char** argv) {
   };
 
   std::vector<std::string> args = normalise_arguments(argc, argv);
+  if (!args.empty() && (args[0] == "validate" || args[0] == "plan"))
+    throw simrun::InputError("command line", args[0],
+                             "not implemented in this build yet (available: simulate, estimate, collective, "
+                             "topology, textbook)");
   std::reverse(args.begin(), args.end());  // CLI11 takes a reversed vector
   try {
     app.parse(args);
