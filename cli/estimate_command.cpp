@@ -38,10 +38,8 @@ Command add_estimate_command(CLI::App& root, const CliEnv& env) {
               options.calibration = Calibration::load(args->calibration_file);
             const Report report = estimate(scenario, options);
             if (args->require_fit && !report.memory.fits)
-              throw InfeasibleError(
-                  scenario.file + ": memory: peak " + std::to_string(report.memory.peak_bytes_per_gpu / 1e9) +
-                  " GB per GPU exceeds " + std::to_string(report.memory.capacity_bytes / 1e9) +
-                  " GB (--require-fit)");
+              throw InfeasibleError(scenario.file + ": memory: " + memory_shortfall_text(report.memory) +
+                                    " (--require-fit)");
             switch (args->format) {
               case OutputFormat::json:
                 std::cout << to_json(report).dump(2) << "\n";

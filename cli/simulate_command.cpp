@@ -104,9 +104,9 @@ void print_stage_table(const SimulationOutput& o, std::ostream& out) {
   for (const StageReport& s : o.stages) {
     double exposed = 0;
     for (double e : s.time.exposed_s) exposed += e;
-    fmt::print(out, "  {:>5} {:>6} {:>9} {:>8.3f}s {:>8.3f}s {:>8.3f}s {:>8.3f}s {:>8.1f}GB{}\n", s.stage,
+    fmt::print(out, "  {:>5} {:>6} {:>9} {:>8.3f}s {:>8.3f}s {:>8.3f}s {:>8.3f}s {:>7.1f}GiB{}\n", s.stage,
                s.layers, s.in_flight_micro_batches, s.time.compute_s(), exposed, s.time.bubble_s,
-               s.time.finish_s, s.memory.peak_bytes_per_gpu / 1e9, s.memory.fits ? "" : " !");
+               s.time.finish_s, s.memory.peak_bytes_per_gpu / kGiB, s.memory.fits ? "" : " !");
   }
   fmt::print(
       out,
@@ -195,6 +195,10 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
 
         const SimulationOutput out = simulate(scenario, options);
         const Report& report = out.report;
+        // A hard check that fails prints no report, only its one line (exit 3).
+        if (args->require_fit && !report.memory.fits)
+          throw InfeasibleError(scenario.file + ": memory: " + memory_shortfall_text(report.memory) +
+                                " (--require-fit)");
         if (!args->trace_file.empty()) {
           std::ofstream f(args->trace_file);
           if (!f) throw InputError("command line", "--trace", "cannot write " + args->trace_file);
@@ -242,10 +246,6 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
         }
         if (!args->trace_file.empty() && args->format == OutputFormat::table)
           fmt::print(std::cout, "trace written to {} (open in https://ui.perfetto.dev)\n", args->trace_file);
-        if (args->require_fit && !report.memory.fits)
-          throw InfeasibleError(fmt::format(
-              "{}: memory: peak {:.1f} GB per GPU exceeds {:.1f} GB usable (--require-fit)", scenario.file,
-              report.memory.peak_bytes_per_gpu / 1e9, report.memory.capacity_bytes / 1e9));
         return 0;
       }};
 }

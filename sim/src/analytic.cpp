@@ -463,9 +463,8 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
     r.warnings.push_back(fmt::format("pp={} does not divide {} layers: stages get {} or {} layers", l.pp,
                                      m.layers, m.layers / l.pp, m.layers / l.pp + 1));
   if (!r.memory.fits)
-    r.warnings.push_back(fmt::format("does not fit: {} peak per GPU on stage {} > {} usable HBM",
-                                     gb(r.memory.peak_bytes_per_gpu), memory.worst_stage,
-                                     gb(r.memory.capacity_bytes)));
+    r.warnings.push_back(fmt::format("does not fit: {} (stage {})", memory_shortfall_text(r.memory),
+                                     memory.worst_stage));
   if (l.cp > 1 && !l.flash_attention)
     r.warnings.push_back(
         "context parallelism without flash attention: Megatron's ring attention needs a fused kernel");

@@ -4,6 +4,9 @@
 #include <algorithm>
 
 #include "simrun/common/error.hpp"
+#include "simrun/common/units.hpp"
+
+#include <fmt/format.h>
 
 namespace simrun {
 
@@ -41,6 +44,12 @@ ModelStateBytes model_state_bytes(double params, int zero_stage, double shard_de
 
 double activation_element_bytes(Precision p) {
   return (p == Precision::fp32 || p == Precision::tf32) ? 4.0 : 2.0;
+}
+
+std::string memory_shortfall_text(const MemoryReport& m) {
+  return fmt::format("peak {:.1f} GiB per GPU exceeds the {:.1f} GiB usable ({:.1f} GiB over)",
+                     m.peak_bytes_per_gpu / kGiB, m.capacity_bytes / kGiB,
+                     (m.peak_bytes_per_gpu - m.capacity_bytes) / kGiB);
 }
 
 double usable_hbm_bytes(const GpuSpec& gpu) {
@@ -197,7 +206,9 @@ MemoryEstimate estimate_memory(const Scenario& sc, const MemoryDefaults& default
                  dense.optimizer + experts.optimizer};
 
     const double ahead = p - double(i);  // micro-batches stage i has started but not finished
-    st.in_flight_microbatches = v > 1 ? ahead + (p - 1.0) / v : std::min(ahead, microbatches);
+    // Megatron's interleaved factor assumes the warm-up fills; a stage cannot hold more
+    // micro-batches than the step has (Megatron applies the same cap to plain 1F1B).
+    st.in_flight_microbatches = std::min(v > 1 ? ahead + (p - 1.0) / v : ahead, microbatches);
     st.layer_activation_bytes = per_layer;
     st.transformer_activation_bytes = st.in_flight_microbatches * double(st.params.layers) * per_layer;
     if (st.params.has_embedding) {

@@ -122,9 +122,7 @@ SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
   }
   if (!r.memory.fits)
     r.warnings.push_back(
-        fmt::format("does not fit: peak {:.1f} GB per GPU exceeds the {:.1f} GB usable ({:.1f} GB over)",
-                    r.memory.peak_bytes_per_gpu / kGB, r.memory.capacity_bytes / kGB,
-                    (r.memory.peak_bytes_per_gpu - r.memory.capacity_bytes) / kGB));
+        "does not fit: " + memory_shortfall_text(r.memory));
 
   // Run totals, as the analytic model computes them (checkpoint = weights + optimizer states).
   fill_run_report(sc, bytes_per_param(l.precision, options.memory.convention), RunDefaults{}, r);

@@ -43,6 +43,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "simrun/models/counts.hpp"
@@ -169,5 +170,8 @@ MemoryEstimate estimate_memory(const Scenario& s, const MemoryDefaults& defaults
 double activation_element_bytes(Precision p);
 // Usable HBM of a GPU (hbm_usable_bytes, else hbm_bytes).
 double usable_hbm_bytes(const GpuSpec& gpu);
+// "peak 93.0 GiB per GPU exceeds the 79.2 GiB usable (13.8 GiB over)": the one wording of a
+// layout that does not fit, for warnings and --require-fit errors.
+std::string memory_shortfall_text(const MemoryReport& m);
 
 }  // namespace simrun
