@@ -208,3 +208,21 @@ TEST_CASE("unknown subcommands and flags exit 2 with one line", "[cli][errors]")
   require_one_line_error(run_simrun("frobnicate"), "command line");
   require_one_line_error(run_simrun("estimate --model llama3-8b --gpu h100-sxm --tp x"), "command line");
 }
+
+TEST_CASE("a layout that does not fit still reports, and exits 3 only under --require-fit", "[cli]") {
+  auto doc = good_scenario();  // 70B on 8 GPUs, no sharding of weights: far over 80 GB
+  doc["cluster"]["num_gpus"] = 8;
+  doc["layout"] = {{"tp", 8}, {"pp", 1}, {"dp", 1}, {"global_batch", 8}, {"zero_stage", 0}};
+  const fs::path file = write_scenario("too_big.json", doc.dump());
+  const RunResult reported = run_simrun("estimate '" + file.string() + "' --json");
+  REQUIRE(reported.exit_code == 0);
+  CHECK(nlohmann::json::parse(reported.out)["memory"]["fits"] == false);
+  for (const char* command : {"estimate", "simulate"}) {
+    const RunResult hard = run_simrun(std::string(command) + " '" + file.string() + "' --require-fit");
+    INFO(command << ": " << hard.err);
+    CHECK(hard.exit_code == 3);
+    CHECK(hard.out.empty());
+    CHECK(count_lines(hard.err) == 1);
+    CHECK(hard.err.find("exceeds the") != std::string::npos);
+  }
+}
