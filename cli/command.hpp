@@ -3,16 +3,15 @@
 // (InputError → 2 with one line on stderr, InfeasibleError → 3, anything else → 1).
 #pragma once
 
-#include "simrun/sim/report.hpp"
-#include "simrun/sim/scenario_parser.hpp"
-
 #include <CLI/CLI.hpp>
-
 #include <filesystem>
 #include <functional>
 #include <ostream>
 #include <stdexcept>
 #include <string>
+
+#include "simrun/sim/report.hpp"
+#include "simrun/sim/scenario_parser.hpp"
 
 namespace simrun::cli {
 

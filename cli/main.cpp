@@ -5,15 +5,14 @@
 //   simrun --help                        every subcommand and flag
 // Exit codes (DESIGN.md): 0 ok, 1 internal error, 2 bad input (one line on stderr),
 // 3 does not fit / infeasible under a hard check.
-#include "command.hpp"
-
-#include "simrun/common/error.hpp"
-
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
+
+#include "command.hpp"
+#include "simrun/common/error.hpp"
 
 namespace {
 
@@ -26,8 +25,8 @@ std::filesystem::path data_dir() {
 std::vector<std::string> normalise_arguments(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && args[0] == "--validate") args[0] = "validate";
-  const bool first_is_file = !args.empty() && args[0].size() > 5 &&
-                             args[0].compare(args[0].size() - 5, 5, ".json") == 0;
+  const bool first_is_file =
+      !args.empty() && args[0].size() > 5 && args[0].compare(args[0].size() - 5, 5, ".json") == 0;
   if (first_is_file) args.insert(args.begin(), "simulate");
   return args;
 }
@@ -40,11 +39,8 @@ int run(int argc, char** argv) {
   const CliEnv env{data_dir()};
 
   std::vector<Command> commands = {
-      add_simulate_command(app, env),
-      add_estimate_command(app, env),
-      add_collective_command(app, env),
-      add_topology_command(app, env),
-      add_textbook_command(app, env),
+      add_simulate_command(app, env), add_estimate_command(app, env), add_collective_command(app, env),
+      add_topology_command(app, env), add_textbook_command(app, env),
   };
 
   std::vector<std::string> args = normalise_arguments(argc, argv);

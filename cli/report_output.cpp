@@ -1,11 +1,10 @@
 // Human table, CSV and --explain output of a Report (estimate and simulate share them; JSON
 // comes from simrun::to_json so the contract keys live in one place).
-#include "command.hpp"
-
-#include "simrun/common/units.hpp"
-
 #include <fmt/format.h>
 #include <fmt/ostream.h>
+
+#include "command.hpp"
+#include "simrun/common/units.hpp"
 
 namespace simrun::cli {
 namespace {
@@ -21,19 +20,22 @@ std::string human_count(double x) {
 
 std::string layout_line(const Scenario& s) {
   const Layout& l = s.layout;
-  return fmt::format("tp {} pp {} dp {} cp {} ep {}{} | micro-batch {} global batch {} | recompute {} | {} | "
-                     "zero {}{}{}",
-                     l.tp, l.pp, l.dp, l.cp, l.ep,
-                     l.virtual_stages > 1 ? fmt::format(" vpp {}", l.virtual_stages) : std::string(),
-                     l.micro_batch, l.global_batch, to_string(l.recompute), to_string(l.precision), l.zero_stage,
-                     l.sequence_parallel ? " | seq-parallel" : "", l.flash_attention ? " | flash" : "");
+  return fmt::format(
+      "tp {} pp {} dp {} cp {} ep {}{} | micro-batch {} global batch {} | recompute {} | {} | "
+      "zero {}{}{}",
+      l.tp, l.pp, l.dp, l.cp, l.ep,
+      l.virtual_stages > 1 ? fmt::format(" vpp {}", l.virtual_stages) : std::string(), l.micro_batch,
+      l.global_batch, to_string(l.recompute), to_string(l.precision), l.zero_stage,
+      l.sequence_parallel ? " | seq-parallel" : "", l.flash_attention ? " | flash" : "");
 }
 
 }  // namespace
 
 void add_output_options(CLI::App& cmd, OutputFormat& format, bool* explain) {
-  cmd.add_flag_callback("--json", [&format] { format = OutputFormat::json; }, "Print the report as JSON (contract keys)");
-  cmd.add_flag_callback("--csv", [&format] { format = OutputFormat::csv; }, "Print the report as one CSV row with header");
+  cmd.add_flag_callback(
+      "--json", [&format] { format = OutputFormat::json; }, "Print the report as JSON (contract keys)");
+  cmd.add_flag_callback(
+      "--csv", [&format] { format = OutputFormat::csv; }, "Print the report as one CSV row with header");
   if (explain) cmd.add_flag("--explain", *explain, "Print each number's formula and inputs");
 }
 
@@ -43,10 +45,13 @@ void print_report_table(const Report& r, const Scenario& s, std::ostream& out) {
   fmt::print(out, "layout   {}\n", layout_line(s));
   fmt::print(out, "model    {} parameters ({} active), seq_len {}\n\n", human_count(r.params),
              human_count(r.active_params), s.model.seq_len);
-  const auto row = [&out](const char* name, const std::string& value) { fmt::print(out, "  {:<28}{}\n", name, value); };
+  const auto row = [&out](const char* name, const std::string& value) {
+    fmt::print(out, "  {:<28}{}\n", name, value);
+  };
   fmt::print(out, "step\n");
   row("step time", fmt::format("{:.3f} s", r.step_time_s));
-  row("tokens/s", fmt::format("{:.0f} ({:.0f} per GPU)", r.tokens_per_s, r.tokens_per_s / s.cluster.num_gpus));
+  row("tokens/s",
+      fmt::format("{:.0f} ({:.0f} per GPU)", r.tokens_per_s, r.tokens_per_s / s.cluster.num_gpus));
   row("TFLOP/s per GPU", fmt::format("{:.1f}", r.tflops_per_gpu));
   row("MFU", fmt::format("{:.1f} %", 100 * r.mfu));
   row("HFU", fmt::format("{:.1f} %", 100 * r.hfu));
@@ -54,9 +59,10 @@ void print_report_table(const Report& r, const Scenario& s, std::ostream& out) {
   row("FLOP convention", r.flop_convention);
   fmt::print(out, "breakdown (per step)\n");
   const BreakdownReport& b = r.breakdown;
-  row("compute", fmt::format("{:.3f} s (fwd {:.3f}, bwd {:.3f}, recompute {:.3f}, optimizer {:.3f})", b.compute_s,
-                             b.forward_s, b.backward_s, b.recompute_s, b.optimizer_s));
-  row("communication", fmt::format("TP {:.3f} s, PP {:.3f} s, DP {:.3f} s", b.tp_comm_s, b.pp_comm_s, b.dp_comm_s));
+  row("compute", fmt::format("{:.3f} s (fwd {:.3f}, bwd {:.3f}, recompute {:.3f}, optimizer {:.3f})",
+                             b.compute_s, b.forward_s, b.backward_s, b.recompute_s, b.optimizer_s));
+  row("communication",
+      fmt::format("TP {:.3f} s, PP {:.3f} s, DP {:.3f} s", b.tp_comm_s, b.pp_comm_s, b.dp_comm_s));
   row("exposed communication", fmt::format("{:.3f} s", b.exposed_comm_s));
   row("pipeline bubble", fmt::format("{:.3f} s", b.bubble_s));
   fmt::print(out, "memory (per GPU, worst stage)\n");
@@ -66,8 +72,8 @@ void print_report_table(const Report& r, const Scenario& s, std::ostream& out) {
   row("optimizer states", human_bytes(m.optimizer));
   row("activations", human_bytes(m.activations));
   row("workspace allowance", human_bytes(m.workspace));
-  row("peak / capacity", fmt::format("{} / {} — {}", human_bytes(m.peak_bytes_per_gpu), human_bytes(m.capacity_bytes),
-                                     m.fits ? "fits" : "DOES NOT FIT"));
+  row("peak / capacity", fmt::format("{} / {} — {}", human_bytes(m.peak_bytes_per_gpu),
+                                     human_bytes(m.capacity_bytes), m.fits ? "fits" : "DOES NOT FIT"));
   fmt::print(out, "run\n");
   row("tokens", human_count(r.run.tokens));
   row("days", fmt::format("{:.1f}", r.run.days));
@@ -88,17 +94,20 @@ void print_report_explain(const Report& r, std::ostream& out) {
 }
 
 void print_report_csv(const Report& r, std::ostream& out) {
+  fmt::print(
+      out,
+      "fidelity,step_time_s,tokens_per_s,tflops_per_gpu,mfu,hfu,flops_per_step,params,active_params,"
+      "peak_bytes_per_gpu,capacity_bytes,fits,weights,grads,optimizer,activations,compute_s,exposed_comm_s,"
+      "bubble_s,tokens,days,gpu_hours,cost_usd,energy_kwh,goodput\n");
   fmt::print(out,
-             "fidelity,step_time_s,tokens_per_s,tflops_per_gpu,mfu,hfu,flops_per_step,params,active_params,"
-             "peak_bytes_per_gpu,capacity_bytes,fits,weights,grads,optimizer,activations,compute_s,exposed_comm_s,"
-             "bubble_s,tokens,days,gpu_hours,cost_usd,energy_kwh,goodput\n");
-  fmt::print(out, "{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{:.6g},{:.6g},{:.6g},{:.6g},"
-                  "{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g}\n",
-             r.fidelity, r.step_time_s, r.tokens_per_s, r.tflops_per_gpu, r.mfu, r.hfu, r.flops_per_step, r.params,
-             r.active_params, r.memory.peak_bytes_per_gpu, r.memory.capacity_bytes, r.memory.fits ? "true" : "false",
-             r.memory.weights, r.memory.grads, r.memory.optimizer, r.memory.activations, r.breakdown.compute_s,
-             r.breakdown.exposed_comm_s, r.breakdown.bubble_s, r.run.tokens, r.run.days, r.run.gpu_hours,
-             r.run.cost_usd, r.run.energy_kwh, r.run.goodput);
+             "{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{:.6g},{:.6g},{:."
+             "6g},{:.6g},"
+             "{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g}\n",
+             r.fidelity, r.step_time_s, r.tokens_per_s, r.tflops_per_gpu, r.mfu, r.hfu, r.flops_per_step,
+             r.params, r.active_params, r.memory.peak_bytes_per_gpu, r.memory.capacity_bytes,
+             r.memory.fits ? "true" : "false", r.memory.weights, r.memory.grads, r.memory.optimizer,
+             r.memory.activations, r.breakdown.compute_s, r.breakdown.exposed_comm_s, r.breakdown.bubble_s,
+             r.run.tokens, r.run.days, r.run.gpu_hours, r.run.cost_usd, r.run.energy_kwh, r.run.goodput);
 }
 
 }  // namespace simrun::cli

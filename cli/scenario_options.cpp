@@ -1,14 +1,14 @@
 // The scenario file argument and the Megatron-style override flags shared by the subcommands
 // that take a scenario (estimate, simulate, topology, plan).
 #include "command.hpp"
-
 #include "simrun/common/error.hpp"
 
 namespace simrun::cli {
 
 void add_scenario_options(CLI::App& cmd, ScenarioArgs& a) {
   auto& o = a.overrides;
-  cmd.add_option("scenario", a.file, "Scenario JSON file (DESIGN.md format); optional when --model and --gpu are given");
+  cmd.add_option("scenario", a.file,
+                 "Scenario JSON file (DESIGN.md format); optional when --model and --gpu are given");
   cmd.add_option("--model", o.model, "Model catalog id, e.g. llama3-70b");
   cmd.add_option("--gpu", o.gpu, "GPU catalog id, e.g. h100-sxm");
   cmd.add_option("--gpus", o.gpus, "Number of GPUs (cluster.num_gpus)");
@@ -39,16 +39,19 @@ void add_scenario_options(CLI::App& cmd, ScenarioArgs& a) {
 Scenario resolve_scenario(const ScenarioArgs& args, const Catalogs& catalogs) {
   ScenarioOverrides o = args.overrides;
   if (args.sequence_parallel_on && args.sequence_parallel_off)
-    throw InputError("command line", "--sequence-parallel", "given together with --no-sequence-parallel (choose one)");
+    throw InputError("command line", "--sequence-parallel",
+                     "given together with --no-sequence-parallel (choose one)");
   if (args.flash_on && args.flash_off)
-    throw InputError("command line", "--flash-attention", "given together with --no-flash-attention (choose one)");
+    throw InputError("command line", "--flash-attention",
+                     "given together with --no-flash-attention (choose one)");
   if (args.sequence_parallel_on) o.sequence_parallel = true;
   if (args.sequence_parallel_off) o.sequence_parallel = false;
   if (args.flash_on) o.flash_attention = true;
   if (args.flash_off) o.flash_attention = false;
   if (args.file.empty() && !(o.model && o.gpu))
     throw InputError("command line", "scenario",
-                     "give a scenario file, or at least --model and --gpu (e.g. --model llama3-70b --gpu h100-sxm --gpus 1024)");
+                     "give a scenario file, or at least --model and --gpu (e.g. --model llama3-70b --gpu "
+                     "h100-sxm --gpus 1024)");
   return load_scenario(args.file, o, catalogs);
 }
 

@@ -1,12 +1,12 @@
 // Strict JSON reading; see json_reader.hpp.
 #include "simrun/common/json_reader.hpp"
 
-#include "simrun/common/error.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
+
+#include "simrun/common/error.hpp"
 
 namespace simrun {
 namespace {
@@ -43,8 +43,9 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& file)
     std::string what = e.what();
     const auto colon = what.rfind(": ");
     const std::string detail = colon == std::string::npos ? what : what.substr(colon + 2);
-    throw InputError(file, "", "malformed JSON at line " + std::to_string(line) + ", column " +
-                                   std::to_string(column) + ": " + detail);
+    throw InputError(file, "",
+                     "malformed JSON at line " + std::to_string(line) + ", column " + std::to_string(column) +
+                         ": " + detail);
   }
 }
 
@@ -124,9 +125,8 @@ int64_t JsonReader::integer(const std::string& key, int64_t min, int64_t max) {
   const auto& v = require(key);
   const std::string range = "(an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "])";
   if (v.is_number_integer()) {
-    const int64_t x = v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)
-                          ? INT64_MAX
-                          : v.get<int64_t>();
+    const int64_t x =
+        v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX) ? INT64_MAX : v.get<int64_t>();
     if (x < min || x > max) fail(key, std::to_string(x) + " is out of range " + range);
     return x;
   }

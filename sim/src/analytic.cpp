@@ -463,8 +463,8 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
     r.warnings.push_back(fmt::format("pp={} does not divide {} layers: stages get {} or {} layers", l.pp,
                                      m.layers, m.layers / l.pp, m.layers / l.pp + 1));
   if (!r.memory.fits)
-    r.warnings.push_back(fmt::format("does not fit: {} (stage {})", memory_shortfall_text(r.memory),
-                                     memory.worst_stage));
+    r.warnings.push_back(
+        fmt::format("does not fit: {} (stage {})", memory_shortfall_text(r.memory), memory.worst_stage));
   if (l.cp > 1 && !l.flash_attention)
     r.warnings.push_back(
         "context parallelism without flash attention: Megatron's ring attention needs a fused kernel");
@@ -590,7 +590,8 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
   explain("run.energy_kwh", r.run.energy_kwh, "kWh",
           "num_gpus · TDP · (idle + (1 − idle) · busy) · T_w / 3.6e6 (GPU board power only)",
           fmt::format("TDP={} W, idle={}, busy={:.3f} (compute_s/step_time_s), {:.0f} W per GPU", gpu.tdp_w,
-                      options.run.idle_power_fraction, r.breakdown.compute_s / r.step_time_s, run.power_w_per_gpu));
+                      options.run.idle_power_fraction, r.breakdown.compute_s / r.step_time_s,
+                      run.power_w_per_gpu));
   return r;
 }
 

@@ -2,20 +2,20 @@
 // satisfy to run is checked here, once, so the models below can assume a valid Scenario.
 #include "simrun/sim/scenario.hpp"
 
+#include <cmath>
+#include <string>
+
 #include "simrun/common/error.hpp"
 #include "simrun/common/json_reader.hpp"
 #include "simrun/sim/scenario_parser.hpp"
 
-#include <cmath>
-#include <string>
-
 namespace simrun {
 namespace {
 
-constexpr int64_t kMaxGpus = int64_t(1) << 20;       // 1M GPUs: beyond any cluster built
+constexpr int64_t kMaxGpus = int64_t(1) << 20;  // 1M GPUs: beyond any cluster built
 constexpr int64_t kMaxParallel = int64_t(1) << 20;
-constexpr int64_t kMaxBatch = int64_t(1) << 24;      // sequences per step
-constexpr int64_t kMaxSeqLen = int64_t(1) << 24;     // 16M tokens
+constexpr int64_t kMaxBatch = int64_t(1) << 24;   // sequences per step
+constexpr int64_t kMaxSeqLen = int64_t(1) << 24;  // 16M tokens
 
 const std::vector<std::string> kRecomputeNames = {"none", "selective", "full"};
 const std::vector<std::string> kPrecisionNames = {"bf16", "fp16", "fp8", "fp32"};
@@ -44,8 +44,7 @@ Precision parse_precision(const std::string& s) {
 ModelSpec read_model_field(JsonReader& top, const Catalogs& catalogs, const std::filesystem::path& base_dir) {
   const auto& raw = top.raw("model");
   if (raw.is_string()) return catalogs.models.get(raw.get<std::string>(), top.file(), "model");
-  if (!raw.is_object())
-    top.fail("model", "expected a catalog name (e.g. \"llama3-70b\") or a model object");
+  if (!raw.is_object()) top.fail("model", "expected a catalog name (e.g. \"llama3-70b\") or a model object");
   JsonReader model = top.object("model");
   if (model.has("hf_config")) {
     const std::filesystem::path hf_path = base_dir / model.string("hf_config");
@@ -122,27 +121,32 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
 
   const std::string f = top.file();
   if (layout.world_size() != cluster.num_gpus)
-    throw InputError(f, "layout", "tp*pp*dp*cp = " + std::to_string(layout.tp) + "*" + std::to_string(layout.pp) +
-                                      "*" + std::to_string(layout.dp) + "*" + std::to_string(layout.cp) + " = " +
-                                      std::to_string(layout.world_size()) + " but cluster.num_gpus = " +
-                                      std::to_string(cluster.num_gpus) + " (they must be equal)");
+    throw InputError(f, "layout",
+                     "tp*pp*dp*cp = " + std::to_string(layout.tp) + "*" + std::to_string(layout.pp) + "*" +
+                         std::to_string(layout.dp) + "*" + std::to_string(layout.cp) + " = " +
+                         std::to_string(layout.world_size()) + " but cluster.num_gpus = " +
+                         std::to_string(cluster.num_gpus) + " (they must be equal)");
   if (model.heads % layout.tp != 0)
-    throw InputError(f, "layout.tp", "tp " + std::to_string(layout.tp) + " does not divide the model's " +
-                                         std::to_string(model.heads) + " attention heads");
+    throw InputError(f, "layout.tp",
+                     "tp " + std::to_string(layout.tp) + " does not divide the model's " +
+                         std::to_string(model.heads) + " attention heads");
   // Megatron-Core's TransformerConfig requires num_query_groups % tp == 0.
   if (model.kv_heads % layout.tp != 0)
-    throw InputError(f, "layout.tp", "tp " + std::to_string(layout.tp) + " does not divide the model's " +
-                                         std::to_string(model.kv_heads) + " kv_heads (query groups)");
+    throw InputError(f, "layout.tp",
+                     "tp " + std::to_string(layout.tp) + " does not divide the model's " +
+                         std::to_string(model.kv_heads) + " kv_heads (query groups)");
   if (layout.virtual_stages > 1 && layout.pp == 1)
     throw InputError(f, "layout.virtual_stages", "virtual stages need pp > 1 (interleaved 1F1B)");
   const int64_t chunks = layout.pp * layout.virtual_stages;
-  const std::string uneven_hint = " (or set layout.pipeline_split to \"embedding-loss-layers\" when layers + 2 divide, "
-                                  "or \"balanced\" for plain 1F1B)";
+  const std::string uneven_hint =
+      " (or set layout.pipeline_split to \"embedding-loss-layers\" when layers + 2 divide, "
+      "or \"balanced\" for plain 1F1B)";
   switch (layout.pipeline_split) {
     case PipelineSplit::even:
       if (model.layers % layout.pp != 0)
-        throw InputError(f, "layout.pp", "pp " + std::to_string(layout.pp) + " does not divide the model's " +
-                                             std::to_string(model.layers) + " layers" + uneven_hint);
+        throw InputError(f, "layout.pp",
+                         "pp " + std::to_string(layout.pp) + " does not divide the model's " +
+                             std::to_string(model.layers) + " layers" + uneven_hint);
       if (model.layers % chunks != 0)
         throw InputError(f, "layout.virtual_stages",
                          std::to_string(layout.virtual_stages) + " virtual stages do not divide the " +
@@ -157,38 +161,44 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
       break;
     case PipelineSplit::balanced:
       if (layout.virtual_stages > 1)
-        throw InputError(f, "layout.pipeline_split",
-                         "balanced splits are for plain 1F1B (virtual_stages 1); interleaving needs \"even\" or "
-                         "\"embedding-loss-layers\"");
+        throw InputError(
+            f, "layout.pipeline_split",
+            "balanced splits are for plain 1F1B (virtual_stages 1); interleaving needs \"even\" or "
+            "\"embedding-loss-layers\"");
       if (model.layers < layout.pp)
-        throw InputError(f, "layout.pp", "pp " + std::to_string(layout.pp) + " exceeds the model's " +
-                                             std::to_string(model.layers) + " layers");
+        throw InputError(f, "layout.pp",
+                         "pp " + std::to_string(layout.pp) + " exceeds the model's " +
+                             std::to_string(model.layers) + " layers");
       break;
   }
   if (layout.global_batch % (layout.micro_batch * layout.dp) != 0)
     throw InputError(f, "layout.global_batch",
-                     std::to_string(layout.global_batch) + " is not divisible by micro_batch*dp = " +
-                         std::to_string(layout.micro_batch) + "*" + std::to_string(layout.dp) + " = " +
-                         std::to_string(layout.micro_batch * layout.dp));
+                     std::to_string(layout.global_batch) +
+                         " is not divisible by micro_batch*dp = " + std::to_string(layout.micro_batch) + "*" +
+                         std::to_string(layout.dp) + " = " + std::to_string(layout.micro_batch * layout.dp));
   if (model.seq_len % layout.cp != 0)
-    throw InputError(f, "layout.cp", "cp " + std::to_string(layout.cp) + " does not divide seq_len " +
-                                         std::to_string(model.seq_len));
+    throw InputError(
+        f, "layout.cp",
+        "cp " + std::to_string(layout.cp) + " does not divide seq_len " + std::to_string(model.seq_len));
   if (layout.sequence_parallel && model.seq_len % (layout.tp * layout.cp) != 0)
-    throw InputError(f, "layout.sequence_parallel", "seq_len " + std::to_string(model.seq_len) +
-                                                        " is not divisible by tp*cp for sequence parallelism");
+    throw InputError(
+        f, "layout.sequence_parallel",
+        "seq_len " + std::to_string(model.seq_len) + " is not divisible by tp*cp for sequence parallelism");
   if (layout.ep > 1) {
     if (!model.is_moe())
       throw InputError(f, "layout.ep", "ep > 1 needs a mixture-of-experts model (this one is dense)");
     if (model.moe->experts % layout.ep != 0)
-      throw InputError(f, "layout.ep", "ep " + std::to_string(layout.ep) + " does not divide the " +
-                                           std::to_string(model.moe->experts) + " experts");
+      throw InputError(f, "layout.ep",
+                       "ep " + std::to_string(layout.ep) + " does not divide the " +
+                           std::to_string(model.moe->experts) + " experts");
     if ((layout.dp * layout.cp) % layout.ep != 0)
-      throw InputError(f, "layout.ep", "ep " + std::to_string(layout.ep) + " must divide dp*cp = " +
-                                           std::to_string(layout.dp * layout.cp));
+      throw InputError(f, "layout.ep",
+                       "ep " + std::to_string(layout.ep) +
+                           " must divide dp*cp = " + std::to_string(layout.dp * layout.cp));
   }
   if (layout.precision == Precision::fp8 && cluster.gpu.fp8_flops_per_s <= 0)
-    throw InputError(f, "layout.precision", "fp8 is not supported by " + cluster.gpu.id +
-                                                " (use bf16 or fp16)");
+    throw InputError(f, "layout.precision",
+                     "fp8 is not supported by " + cluster.gpu.id + " (use bf16 or fp16)");
   return layout;
 }
 
@@ -221,18 +231,24 @@ RunSpec read_run(JsonReader& top) {
 
 const char* to_string(Recompute r) {
   switch (r) {
-    case Recompute::none: return "none";
-    case Recompute::selective: return "selective";
-    case Recompute::full: return "full";
+    case Recompute::none:
+      return "none";
+    case Recompute::selective:
+      return "selective";
+    case Recompute::full:
+      return "full";
   }
   return "?";
 }
 
 const char* to_string(PipelineSplit p) {
   switch (p) {
-    case PipelineSplit::even: return "even";
-    case PipelineSplit::embedding_loss_layers: return "embedding-loss-layers";
-    case PipelineSplit::balanced: return "balanced";
+    case PipelineSplit::even:
+      return "even";
+    case PipelineSplit::embedding_loss_layers:
+      return "embedding-loss-layers";
+    case PipelineSplit::balanced:
+      return "balanced";
   }
   return "?";
 }
@@ -329,15 +345,17 @@ Scenario load_scenario(const std::filesystem::path& path, const ScenarioOverride
   }
   overrides.apply_to(doc);
   if (!doc.is_object()) throw InputError(file, "(top level)", "expected a JSON object");
-  if (!doc.contains("model")) throw InputError(file, "model", "missing (a catalog name such as \"llama3-70b\", or --model)");
+  if (!doc.contains("model"))
+    throw InputError(file, "model", "missing (a catalog name such as \"llama3-70b\", or --model)");
   if (!doc.contains("cluster") || !doc["cluster"].is_object() || !doc["cluster"].contains("gpu"))
     throw InputError(file, "cluster.gpu", "missing (a GPU id such as \"h100-sxm\", or --gpu)");
   return parse_scenario(doc, file, catalogs, base_dir);
 }
 
 Catalogs load_catalogs(const std::filesystem::path& data_dir) {
-  return Catalogs{ModelCatalog::load(data_dir / "models" / "catalog"),
-                  HardwareCatalog::load(data_dir / "topologies" / "gpus", data_dir / "topologies" / "fabrics")};
+  return Catalogs{
+      ModelCatalog::load(data_dir / "models" / "catalog"),
+      HardwareCatalog::load(data_dir / "topologies" / "gpus", data_dir / "topologies" / "fabrics")};
 }
 
 }  // namespace simrun

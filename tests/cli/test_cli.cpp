@@ -1,11 +1,10 @@
 // End-to-end tests of the simrun command: every bad input gets exactly one line on stderr
 // naming file, field and rule, nothing on stdout, and exit 2; good input prints the contract.
 #include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
@@ -38,8 +37,8 @@ fs::path scratch_dir() {
 RunResult run_simrun(const std::string& args) {
   const fs::path out = scratch_dir() / "stdout.txt";
   const fs::path err = scratch_dir() / "stderr.txt";
-  const std::string cmd = std::string("'") + SIMRUN_BINARY + "' " + args + " >'" + out.string() + "' 2>'" +
-                          err.string() + "'";
+  const std::string cmd =
+      std::string("'") + SIMRUN_BINARY + "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
   const int status = std::system(cmd.c_str());
   RunResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -88,24 +87,29 @@ RunResult estimate_with(const std::string& name, const nlohmann::json& doc) {
 }  // namespace
 
 TEST_CASE("estimate --json on the headline example prints every contract key", "[cli]") {
-  const RunResult r = run_simrun(std::string("estimate '") + SIMRUN_DATA_DIR + "/examples/llama3-70b-h100.json' --json");
+  const RunResult r =
+      run_simrun(std::string("estimate '") + SIMRUN_DATA_DIR + "/examples/llama3-70b-h100.json' --json");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
-  for (const char* key : {"step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "hfu", "flops_per_step", "warnings"})
+  for (const char* key :
+       {"step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "hfu", "flops_per_step", "warnings"})
     CHECK(j.contains(key));
   for (const char* key : {"params", "active_params"}) CHECK(j["model"].contains(key));
-  for (const char* key : {"peak_bytes_per_gpu", "capacity_bytes", "fits", "weights", "grads", "optimizer", "activations"})
+  for (const char* key :
+       {"peak_bytes_per_gpu", "capacity_bytes", "fits", "weights", "grads", "optimizer", "activations"})
     CHECK(j["memory"].contains(key));
   for (const char* key : {"compute_s", "exposed_comm_s", "bubble_s"}) CHECK(j["breakdown"].contains(key));
-  for (const char* key : {"tokens", "days", "gpu_hours", "cost_usd", "energy_kwh", "goodput"}) CHECK(j["run"].contains(key));
+  for (const char* key : {"tokens", "days", "gpu_hours", "cost_usd", "energy_kwh", "goodput"})
+    CHECK(j["run"].contains(key));
   CHECK(j["step_time_s"].get<double>() > 0);
   CHECK(j["mfu"].get<double>() > 0.05);
   CHECK(j["mfu"].get<double>() < 0.8);
 }
 
 TEST_CASE("estimate works without a file from flags alone", "[cli]") {
-  const RunResult r = run_simrun("estimate --model llama3-8b --gpu h100-sxm --gpus 64 --tp 2 --pp 1 --global-batch 256 --json");
+  const RunResult r = run_simrun(
+      "estimate --model llama3-8b --gpu h100-sxm --gpus 64 --tp 2 --pp 1 --global-batch 256 --json");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const auto j = nlohmann::json::parse(r.out);
@@ -148,8 +152,9 @@ TEST_CASE("layout products and divisibility are checked", "[cli][errors]") {
   require_one_line_error(estimate_with("tp_kv.json", doc), "kv_heads");
 
   doc = good_scenario();
-  doc["model"] = {{"name", "odd"}, {"layers", 8}, {"hidden", 1536}, {"heads", 12}, {"kv_heads", 12},
-                  {"ffn_hidden", 6144}, {"ffn_act", "gelu"}, {"vocab", 50304}, {"seq_len", 2048}};
+  doc["model"] = {{"name", "odd"},     {"layers", 8},    {"hidden", 1536},
+                  {"heads", 12},       {"kv_heads", 12}, {"ffn_hidden", 6144},
+                  {"ffn_act", "gelu"}, {"vocab", 50304}, {"seq_len", 2048}};
   doc["layout"]["tp"] = 8;
   doc["layout"]["pp"] = 4;
   require_one_line_error(estimate_with("tp_heads.json", doc), "attention heads");
@@ -181,8 +186,9 @@ TEST_CASE("zero, negative, absurd numbers and wrong types are refused", "[cli][e
   doc["layout"]["micro_batch"] = 1.5;
   require_one_line_error(estimate_with("fraction.json", doc), "layout.micro_batch");
   // NaN is not JSON; a file that spells it is malformed.
-  require_one_line_error(run_simrun("estimate '" + write_scenario("nan.json", R"({"model": NaN})").string() + "'"),
-                         "malformed JSON");
+  require_one_line_error(
+      run_simrun("estimate '" + write_scenario("nan.json", R"({"model": NaN})").string() + "'"),
+      "malformed JSON");
 }
 
 TEST_CASE("unknown keys are refused with a suggestion", "[cli][errors]") {
@@ -198,10 +204,12 @@ TEST_CASE("unknown keys are refused with a suggestion", "[cli][errors]") {
 }
 
 TEST_CASE("malformed JSON names line and column, and missing files are named", "[cli][errors]") {
-  const fs::path p = write_scenario("malformed.json", "{\n  \"model\": \"llama3-8b\",\n  \"cluster\": {\"gpu\": }\n}\n");
+  const fs::path p =
+      write_scenario("malformed.json", "{\n  \"model\": \"llama3-8b\",\n  \"cluster\": {\"gpu\": }\n}\n");
   const RunResult r = run_simrun("estimate '" + p.string() + "'");
   require_one_line_error(r, "line 3, column");
-  require_one_line_error(run_simrun("estimate /nonexistent/scenario.json"), "/nonexistent/scenario.json: cannot open");
+  require_one_line_error(run_simrun("estimate /nonexistent/scenario.json"),
+                         "/nonexistent/scenario.json: cannot open");
 }
 
 TEST_CASE("unknown subcommands and flags exit 2 with one line", "[cli][errors]") {

@@ -1,8 +1,8 @@
 // JsonReader: strict typed reading with one-line errors naming file and field path.
+#include <catch2/catch.hpp>
+
 #include "simrun/common/error.hpp"
 #include "simrun/common/json_reader.hpp"
-
-#include <catch2/catch.hpp>
 
 using simrun::InputError;
 using simrun::JsonReader;
@@ -21,15 +21,20 @@ std::string error_of(const std::function<void()>& f) {
 }  // namespace
 
 TEST_CASE("typed getters check type and range and name the dotted path", "[common][json]") {
-  const auto doc = nlohmann::json::parse(R"({"layout": {"tp": 8, "pp": "4", "mb": 0, "f": 2.5, "big": 1e30}})");
+  const auto doc =
+      nlohmann::json::parse(R"({"layout": {"tp": 8, "pp": "4", "mb": 0, "f": 2.5, "big": 1e30}})");
   JsonReader top(doc, "s.json");
   JsonReader layout = top.object("layout");
   CHECK(layout.integer("tp", 1, 64) == 8);
-  CHECK(error_of([&] { layout.integer("pp", 1, 64); }) == "s.json: layout.pp: expected an integer, got string (an integer in [1, 64])");
-  CHECK(error_of([&] { layout.integer("mb", 1, 64); }).find("layout.mb: 0 is out of range") != std::string::npos);
-  CHECK(error_of([&] { layout.integer("f", 1, 64); }).find("layout.f: 2.5 is not allowed") != std::string::npos);
+  CHECK(error_of([&] { layout.integer("pp", 1, 64); }) ==
+        "s.json: layout.pp: expected an integer, got string (an integer in [1, 64])");
+  CHECK(error_of([&] { layout.integer("mb", 1, 64); }).find("layout.mb: 0 is out of range") !=
+        std::string::npos);
+  CHECK(error_of([&] { layout.integer("f", 1, 64); }).find("layout.f: 2.5 is not allowed") !=
+        std::string::npos);
   CHECK(error_of([&] { layout.number("big", 0, 1e9); }).find("out of range") != std::string::npos);
-  CHECK(error_of([&] { layout.integer("missing", 1, 2); }) == "s.json: layout.missing: missing required field");
+  CHECK(error_of([&] { layout.integer("missing", 1, 2); }) ==
+        "s.json: layout.missing: missing required field");
   CHECK(layout.integer_or("absent", 7, 1, 9) == 7);
 }
 

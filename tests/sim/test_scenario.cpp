@@ -1,8 +1,8 @@
 // Scenario parsing: defaults, derived fields, overrides, and each validation rule.
+#include <catch2/catch.hpp>
+
 #include "simrun/common/error.hpp"
 #include "simrun/sim/scenario_parser.hpp"
-
-#include <catch2/catch.hpp>
 
 using namespace simrun;
 
@@ -66,7 +66,8 @@ TEST_CASE("overrides replace file fields, and a new GPU count re-derives dp", "[
 }
 
 TEST_CASE("inline models are validated like catalog ones", "[sim][scenario]") {
-  const Scenario s = parse(R"({"model": {"name": "tiny", "layers": 4, "hidden": 512, "heads": 8, "kv_heads": 8,
+  const Scenario s =
+      parse(R"({"model": {"name": "tiny", "layers": 4, "hidden": 512, "heads": 8, "kv_heads": 8,
                                          "ffn_hidden": 2048, "ffn_act": "gelu", "vocab": 32000, "seq_len": 1024},
                                "cluster": {"gpu": "a100-80gb", "num_gpus": 8}})");
   CHECK(s.model.layers == 4);
@@ -74,15 +75,21 @@ TEST_CASE("inline models are validated like catalog ones", "[sim][scenario]") {
 }
 
 TEST_CASE("each layout rule gives its own field and reason", "[sim][scenario][errors]") {
-  const std::string base = R"({"model": "llama3-70b", "cluster": {"gpu": "h100-sxm", "num_gpus": 64}, "layout": )";
+  const std::string base =
+      R"({"model": "llama3-70b", "cluster": {"gpu": "h100-sxm", "num_gpus": 64}, "layout": )";
   CHECK(error_of(base + R"({"tp": 8, "pp": 4, "dp": 4}})").find("t.json: layout: tp*pp*dp*cp") == 0);
   CHECK(error_of(base + R"({"tp": 16, "pp": 2, "dp": 2}})").find("layout.tp") != std::string::npos);
-  CHECK(error_of(base + R"({"tp": 1, "pp": 64, "dp": 1}})").find("layout.pp: pp 64 does not divide") != std::string::npos);
-  CHECK(error_of(base + R"({"tp": 8, "pp": 4, "virtual_stages": 3}})").find("layout.virtual_stages") != std::string::npos);
-  CHECK(error_of(base + R"({"tp": 8, "global_batch": 12}})").find("layout.global_batch") != std::string::npos);
+  CHECK(error_of(base + R"({"tp": 1, "pp": 64, "dp": 1}})").find("layout.pp: pp 64 does not divide") !=
+        std::string::npos);
+  CHECK(error_of(base + R"({"tp": 8, "pp": 4, "virtual_stages": 3}})").find("layout.virtual_stages") !=
+        std::string::npos);
+  CHECK(error_of(base + R"({"tp": 8, "global_batch": 12}})").find("layout.global_batch") !=
+        std::string::npos);
   CHECK(error_of(base + R"({"tp": 8, "ep": 2}})").find("needs a mixture-of-experts") != std::string::npos);
-  CHECK(error_of(base + R"({"tp": 8, "pp": 2, "zero_stage": 3}})").find("layout.zero_stage") != std::string::npos);
-  CHECK(error_of(base + R"({"tp": 8, "recompute": "some"}})").find("none|selective|full") != std::string::npos);
+  CHECK(error_of(base + R"({"tp": 8, "pp": 2, "zero_stage": 3}})").find("layout.zero_stage") !=
+        std::string::npos);
+  CHECK(error_of(base + R"({"tp": 8, "recompute": "some"}})").find("none|selective|full") !=
+        std::string::npos);
   CHECK(error_of(R"({"model": "llama3-8b", "cluster": {"gpu": "a100-80gb"}, "layout": {"precision": "fp8"}})")
             .find("fp8 is not supported by a100-80gb") != std::string::npos);
   CHECK(error_of(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 12}})")
@@ -91,8 +98,10 @@ TEST_CASE("each layout rule gives its own field and reason", "[sim][scenario][er
 
 TEST_CASE("run section: auto checkpoint interval, numbers or refusal", "[sim][scenario]") {
   const std::string base = R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm"}, "run": )";
-  CHECK_FALSE(parse(base + R"({"checkpoint_interval_min": "auto"}})").run.checkpoint_interval_min.has_value());
+  CHECK_FALSE(
+      parse(base + R"({"checkpoint_interval_min": "auto"}})").run.checkpoint_interval_min.has_value());
   CHECK(*parse(base + R"({"checkpoint_interval_min": 30}})").run.checkpoint_interval_min == 30);
-  CHECK(error_of(base + R"({"checkpoint_interval_min": "often"}})").find("run.checkpoint_interval_min") != std::string::npos);
+  CHECK(error_of(base + R"({"checkpoint_interval_min": "often"}})").find("run.checkpoint_interval_min") !=
+        std::string::npos);
   CHECK(error_of(base + R"({"tokens": -5}})").find("run.tokens") != std::string::npos);
 }

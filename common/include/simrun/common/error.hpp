@@ -23,8 +23,7 @@ class InputError : public std::runtime_error {
   const std::string& why() const { return m_why; }
 
  private:
-  static std::string format_line(const std::string& file, const std::string& field,
-                                 const std::string& why) {
+  static std::string format_line(const std::string& file, const std::string& field, const std::string& why) {
     std::string line = file.empty() ? std::string("input") : file;
     if (!field.empty()) line += ": " + field;
     return line + ": " + why;
@@ -45,7 +44,7 @@ class InternalError : public std::logic_error {
 
 }  // namespace simrun
 
-#define SIMRUN_ASSERT(cond, msg)                                                  \
-  do {                                                                            \
-    if (!(cond)) ::simrun::assertion_failed(#cond, __FILE__, __LINE__, (msg));     \
+#define SIMRUN_ASSERT(cond, msg)                                               \
+  do {                                                                         \
+    if (!(cond)) ::simrun::assertion_failed(#cond, __FILE__, __LINE__, (msg)); \
   } while (0)

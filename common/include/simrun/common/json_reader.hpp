@@ -3,10 +3,9 @@
 // allowed)`. Unknown keys are refused with the nearest known key as a suggestion.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>

@@ -2,13 +2,13 @@
 // HuggingFace config.json import, all producing a ModelSpec.
 #pragma once
 
-#include "simrun/common/json_reader.hpp"
-#include "simrun/models/model_spec.hpp"
-
 #include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
+
+#include "simrun/common/json_reader.hpp"
+#include "simrun/models/model_spec.hpp"
 
 namespace simrun {
 

@@ -10,15 +10,15 @@
 namespace simrun {
 
 struct ParamCounts {
-  double embedding = 0;            // token embedding V·h (+ learned positions)
-  double attention = 0;            // all layers: QKV (or MLA) + output projections (+ biases)
-  double mlp_dense = 0;            // dense-FFN layers
-  double experts_routed = 0;       // all routed experts of all MoE layers
-  double experts_shared = 0;       // shared experts of all MoE layers
-  double router = 0;               // MoE gating matrices
-  double norms = 0;                // per-layer and final norms
-  double output = 0;               // untied output projection h·V (0 when tied)
-  double mtp = 0;                  // multi-token-prediction modules (not in total())
+  double embedding = 0;       // token embedding V·h (+ learned positions)
+  double attention = 0;       // all layers: QKV (or MLA) + output projections (+ biases)
+  double mlp_dense = 0;       // dense-FFN layers
+  double experts_routed = 0;  // all routed experts of all MoE layers
+  double experts_shared = 0;  // shared experts of all MoE layers
+  double router = 0;          // MoE gating matrices
+  double norms = 0;           // per-layer and final norms
+  double output = 0;          // untied output projection h·V (0 when tied)
+  double mtp = 0;             // multi-token-prediction modules (not in total())
 
   // Parameters of the main model (excludes mtp), e.g. 70.55e9 for llama3-70b.
   double total() const;
@@ -43,9 +43,9 @@ enum class AttentionFlops {
 // projection matrices, and scores with a·(d_nope + d_rope) for QKᵀ and a·d_v for PV per
 // (query, key) pair in place of 2·q.
 struct FlopCounts {
-  double dense_gemms = 0;      // QKV/out projections + FFN/experts, 6·tokens·(active GEMM params)
-  double attention_core = 0;   // QKᵀ and PV
-  double logits = 0;           // vocabulary projection
+  double dense_gemms = 0;     // QKV/out projections + FFN/experts, 6·tokens·(active GEMM params)
+  double attention_core = 0;  // QKᵀ and PV
+  double logits = 0;          // vocabulary projection
   double total() const { return dense_gemms + attention_core + logits; }
 };
 

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
-
 #include <string>
 #include <vector>
 
@@ -11,7 +10,7 @@ namespace simrun {
 
 // One explained number: value, the formula, and its inputs (for --explain).
 struct Explained {
-  std::string key;      // report key, e.g. "step_time_s"
+  std::string key;  // report key, e.g. "step_time_s"
   double value = 0;
   std::string unit;     // e.g. "s"
   std::string formula;  // e.g. "compute_s + exposed_comm_s + bubble_s"
@@ -19,47 +18,47 @@ struct Explained {
 };
 
 struct MemoryReport {
-  double weights = 0;           // bytes per GPU (worst pipeline stage)
+  double weights = 0;  // bytes per GPU (worst pipeline stage)
   double grads = 0;
-  double optimizer = 0;         // fp32 master weights + Adam moments
-  double activations = 0;       // peak in-flight activations
-  double workspace = 0;         // allowance: cuBLAS workspace, NCCL buffers, allocator fragmentation
+  double optimizer = 0;    // fp32 master weights + Adam moments
+  double activations = 0;  // peak in-flight activations
+  double workspace = 0;    // allowance: cuBLAS workspace, NCCL buffers, allocator fragmentation
   double peak_bytes_per_gpu = 0;
-  double capacity_bytes = 0;    // usable HBM
+  double capacity_bytes = 0;  // usable HBM
   bool fits = false;
 };
 
 struct BreakdownReport {
-  double compute_s = 0;         // forward + backward + recompute + optimizer on the critical path
+  double compute_s = 0;  // forward + backward + recompute + optimizer on the critical path
   double forward_s = 0;
   double backward_s = 0;
   double recompute_s = 0;
   double optimizer_s = 0;
-  double tp_comm_s = 0;         // totals per step (exposed or not)
+  double tp_comm_s = 0;  // totals per step (exposed or not)
   double pp_comm_s = 0;
   double dp_comm_s = 0;
-  double exposed_comm_s = 0;    // communication not hidden behind compute
-  double bubble_s = 0;          // pipeline fill/drain idle time
+  double exposed_comm_s = 0;  // communication not hidden behind compute
+  double bubble_s = 0;        // pipeline fill/drain idle time
 };
 
 struct RunReport {
   double tokens = 0;
-  double days = 0;              // wall-clock incl. failure losses
+  double days = 0;  // wall-clock incl. failure losses
   double gpu_hours = 0;
   double cost_usd = 0;
   double energy_kwh = 0;
-  double goodput = 0;           // useful fraction of wall-clock after checkpoints and failures
+  double goodput = 0;  // useful fraction of wall-clock after checkpoints and failures
   double checkpoint_interval_s = 0;
 };
 
 struct Report {
-  std::string fidelity;         // "analytic" | "event"
+  std::string fidelity;  // "analytic" | "event"
   double step_time_s = 0;
   double tokens_per_s = 0;
-  double tflops_per_gpu = 0;    // model FLOPs (causal convention) per GPU per second / 1e12
-  double mfu = 0;               // model FLOPs / (time · GPUs · dense peak)
-  double hfu = 0;               // hardware FLOPs (incl. recompute) / (time · GPUs · peak)
-  double flops_per_step = 0;    // model FLOPs per step
+  double tflops_per_gpu = 0;  // model FLOPs (causal convention) per GPU per second / 1e12
+  double mfu = 0;             // model FLOPs / (time · GPUs · dense peak)
+  double hfu = 0;             // hardware FLOPs (incl. recompute) / (time · GPUs · peak)
+  double flops_per_step = 0;  // model FLOPs per step
   double hardware_flops_per_step = 0;
   double params = 0;
   double active_params = 0;

@@ -65,8 +65,8 @@ struct RunInputs {
 struct RunTotals {
   double tokens = 0;
   double steps = 0;
-  double solve_s = 0;  // steps · step time, no failures
-  double mtbf_s = 0;   // job MTBF
+  double solve_s = 0;           // steps · step time, no failures
+  double mtbf_s = 0;            // job MTBF
   double checkpoint_bytes = 0;  // whole job's checkpoint
   double checkpoint_write_bytes_per_s = 0;
   double checkpoint_s = 0;  // δ

@@ -2,12 +2,12 @@
 // Parsed once at the edge (scenario file + command-line overrides) and passed by const&.
 #pragma once
 
-#include "simrun/models/model_spec.hpp"
-#include "simrun/topologies/hardware_spec.hpp"
-
 #include <cstdint>
 #include <optional>
 #include <string>
+
+#include "simrun/models/model_spec.hpp"
+#include "simrun/topologies/hardware_spec.hpp"
 
 namespace simrun {
 
@@ -27,20 +27,20 @@ enum class PipelineSplit {
 // Megatron's parallel layout. Sizes multiply: tp·pp·dp·cp = num_gpus (ep splits experts
 // inside the dp·cp ranks, as in Megatron-Core).
 struct Layout {
-  int64_t tp = 1;                 // tensor-parallel size, e.g. 8 (inside a node)
-  int64_t pp = 1;                 // pipeline stages, e.g. 4
-  int64_t dp = 1;                 // data-parallel replicas, e.g. 32
-  int64_t cp = 1;                 // context-parallel size (sequence split for attention), e.g. 2
-  int64_t ep = 1;                 // expert-parallel size (MoE), e.g. 8
-  int64_t virtual_stages = 1;     // model chunks per pipeline rank (interleaved 1F1B when > 1)
+  int64_t tp = 1;              // tensor-parallel size, e.g. 8 (inside a node)
+  int64_t pp = 1;              // pipeline stages, e.g. 4
+  int64_t dp = 1;              // data-parallel replicas, e.g. 32
+  int64_t cp = 1;              // context-parallel size (sequence split for attention), e.g. 2
+  int64_t ep = 1;              // expert-parallel size (MoE), e.g. 8
+  int64_t virtual_stages = 1;  // model chunks per pipeline rank (interleaved 1F1B when > 1)
   PipelineSplit pipeline_split = PipelineSplit::even;
-  bool sequence_parallel = false; // Megatron SP: norms/dropout split over tp, AG+RS instead of AR
-  int zero_stage = 0;             // 0 DDP, 1 optimizer sharded (distributed optimizer), 2 +grads, 3 +params (FSDP)
-  int64_t micro_batch = 1;        // sequences per micro-batch, e.g. 1
-  int64_t global_batch = 1;       // sequences per optimizer step, e.g. 1024
+  bool sequence_parallel = false;  // Megatron SP: norms/dropout split over tp, AG+RS instead of AR
+  int zero_stage = 0;        // 0 DDP, 1 optimizer sharded (distributed optimizer), 2 +grads, 3 +params (FSDP)
+  int64_t micro_batch = 1;   // sequences per micro-batch, e.g. 1
+  int64_t global_batch = 1;  // sequences per optimizer step, e.g. 1024
   Recompute recompute = Recompute::none;
   Precision precision = Precision::bf16;  // GEMM precision; fp8 keeps the rest in bf16
-  bool flash_attention = true;    // fused attention: no s² score matrix in HBM
+  bool flash_attention = true;            // fused attention: no s² score matrix in HBM
 
   int64_t model_parallel_size() const { return tp * pp * cp; }
   int64_t world_size() const { return tp * pp * dp * cp; }
@@ -49,10 +49,10 @@ struct Layout {
 
 struct ClusterSpec {
   GpuSpec gpu;
-  int64_t num_gpus = 0;           // e.g. 1024
-  int64_t gpus_per_node = 8;      // e.g. 8 (HGX), 4 (GB200 tray)
-  FabricSpec fabric;              // inter-node network kind
-  int64_t nics_per_node = 8;      // one port each, e.g. 8 (one per GPU)
+  int64_t num_gpus = 0;       // e.g. 1024
+  int64_t gpus_per_node = 8;  // e.g. 8 (HGX), 4 (GB200 tray)
+  FabricSpec fabric;          // inter-node network kind
+  int64_t nics_per_node = 8;  // one port each, e.g. 8 (one per GPU)
   FabricTopology topology = FabricTopology::rail_optimized;
   double oversubscription = 1.0;  // leaf down:up bandwidth ratio, e.g. 1.0 (non-blocking) or 2.0
 
@@ -64,11 +64,11 @@ struct ClusterSpec {
 };
 
 struct RunSpec {
-  double tokens = 0;                       // training tokens; 0 = Chinchilla 20 per parameter
-  double usd_per_gpu_hour = 2.5;           // e.g. 5.0
-  double gpu_mtbf_hours = 50000;           // per GPU, independent failures
+  double tokens = 0;                              // training tokens; 0 = Chinchilla 20 per parameter
+  double usd_per_gpu_hour = 2.5;                  // e.g. 5.0
+  double gpu_mtbf_hours = 50000;                  // per GPU, independent failures
   std::optional<double> checkpoint_interval_min;  // nullopt = "auto" (Young/Daly)
-  std::optional<double> assumed_mfu;       // when set, time comes from this MFU instead of the model
+  std::optional<double> assumed_mfu;              // when set, time comes from this MFU instead of the model
 };
 
 struct Scenario {

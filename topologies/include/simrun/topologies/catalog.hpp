@@ -2,18 +2,19 @@
 // (topologies/fabrics/*.json), one per file, file stem = id (the ids of the scenario contract).
 #pragma once
 
-#include "simrun/topologies/hardware_spec.hpp"
-
 #include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "simrun/topologies/hardware_spec.hpp"
+
 namespace simrun {
 
 class HardwareCatalog {
  public:
-  static HardwareCatalog load(const std::filesystem::path& gpus_dir, const std::filesystem::path& fabrics_dir);
+  static HardwareCatalog load(const std::filesystem::path& gpus_dir,
+                              const std::filesystem::path& fabrics_dir);
 
   // Unknown ids are InputErrors naming `file`/`field`, listing known ids, suggesting the nearest.
   const GpuSpec& gpu(const std::string& id, const std::string& file, const std::string& field) const;

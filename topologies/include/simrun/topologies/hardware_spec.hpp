@@ -19,43 +19,43 @@ enum class ScaleUpKind {
 };
 
 struct GpuSpec {
-  std::string id;                       // catalog id, e.g. "h100-sxm"
-  std::string name;                     // e.g. "NVIDIA H100 SXM5 80GB"
-  std::string vendor;                   // "NVIDIA" | "AMD"
-  std::string architecture;             // e.g. "Hopper"
-  double hbm_bytes = 0;                 // vendor capacity, e.g. 80e9
-  double hbm_usable_bytes = 0;          // what the runtime reports, e.g. 85.0e9 (torch total_memory)
-  double hbm_bytes_per_s = 0;           // e.g. 3.35e12
+  std::string id;               // catalog id, e.g. "h100-sxm"
+  std::string name;             // e.g. "NVIDIA H100 SXM5 80GB"
+  std::string vendor;           // "NVIDIA" | "AMD"
+  std::string architecture;     // e.g. "Hopper"
+  double hbm_bytes = 0;         // vendor capacity, e.g. 80e9
+  double hbm_usable_bytes = 0;  // what the runtime reports, e.g. 85.0e9 (torch total_memory)
+  double hbm_bytes_per_s = 0;   // e.g. 3.35e12
   // Dense (no sparsity) peak FLOP/s per precision; 0 = not supported in hardware.
-  double fp32_flops_per_s = 0;          // e.g. 66.9e12
-  double tf32_flops_per_s = 0;          // e.g. 494.7e12
-  double bf16_flops_per_s = 0;          // also fp16, e.g. 989.4e12
-  double fp8_flops_per_s = 0;           // e.g. 1978.9e12
-  double fp4_flops_per_s = 0;           // e.g. 9000e12 (Blackwell)
-  int64_t sm_count = 0;                 // SMs (NVIDIA) or CUs (AMD), e.g. 132
-  double sram_per_sm_bytes = 0;         // max shared memory / LDS per SM, e.g. 228e3
-  double l2_bytes = 0;                  // e.g. 50e6
-  double tdp_w = 0;                     // board power, e.g. 700
+  double fp32_flops_per_s = 0;   // e.g. 66.9e12
+  double tf32_flops_per_s = 0;   // e.g. 494.7e12
+  double bf16_flops_per_s = 0;   // also fp16, e.g. 989.4e12
+  double fp8_flops_per_s = 0;    // e.g. 1978.9e12
+  double fp4_flops_per_s = 0;    // e.g. 9000e12 (Blackwell)
+  int64_t sm_count = 0;          // SMs (NVIDIA) or CUs (AMD), e.g. 132
+  double sram_per_sm_bytes = 0;  // max shared memory / LDS per SM, e.g. 228e3
+  double l2_bytes = 0;           // e.g. 50e6
+  double tdp_w = 0;              // board power, e.g. 700
   // Scale-up (intra-domain) link.
   ScaleUpKind scale_up_kind = ScaleUpKind::nvswitch;
-  std::string scale_up_name;            // e.g. "NVLink 4"
-  double scale_up_bytes_per_s = 0;      // per GPU per direction, e.g. 450e9 (900 GB/s bidirectional)
-  int64_t scale_up_domain = 8;          // GPUs in one scale-up domain, e.g. 8 (HGX) or 72 (NVL72)
-  bool nvls = false;                    // NVSwitch in-switch reduction (NVLink SHARP), Hopper+
-  double pcie_bytes_per_s = 0;          // host link per direction, e.g. 64e9 (Gen5 x16)
-  std::string source;                   // citation for the figures
+  std::string scale_up_name;        // e.g. "NVLink 4"
+  double scale_up_bytes_per_s = 0;  // per GPU per direction, e.g. 450e9 (900 GB/s bidirectional)
+  int64_t scale_up_domain = 8;      // GPUs in one scale-up domain, e.g. 8 (HGX) or 72 (NVL72)
+  bool nvls = false;                // NVSwitch in-switch reduction (NVLink SHARP), Hopper+
+  double pcie_bytes_per_s = 0;      // host link per direction, e.g. 64e9 (Gen5 x16)
+  std::string source;               // citation for the figures
 
   double peak_flops_per_s(Precision p) const;  // dense peak for GEMMs in precision p (0 = unsupported)
 };
 
 // An inter-node network kind (one port = one NIC).
 struct FabricSpec {
-  std::string id;                       // catalog id, e.g. "ib-ndr"
-  std::string name;                     // e.g. "InfiniBand NDR 400 Gb/s"
-  double port_bytes_per_s = 0;          // per port per direction, e.g. 50e9 (400 Gb/s)
-  double latency_s = 0;                 // end-to-end small-message latency, e.g. 3e-6
-  double switch_latency_s = 0;          // per switch hop, e.g. 200e-9
-  int64_t switch_radix = 0;             // ports per switch, e.g. 64 (Quantum-2)
+  std::string id;               // catalog id, e.g. "ib-ndr"
+  std::string name;             // e.g. "InfiniBand NDR 400 Gb/s"
+  double port_bytes_per_s = 0;  // per port per direction, e.g. 50e9 (400 Gb/s)
+  double latency_s = 0;         // end-to-end small-message latency, e.g. 3e-6
+  double switch_latency_s = 0;  // per switch hop, e.g. 200e-9
+  int64_t switch_radix = 0;     // ports per switch, e.g. 64 (Quantum-2)
   std::string source;
 };
 
