@@ -35,7 +35,8 @@
 //  - Composer + PyTorch FSDP1 (mosaic): llm-foundry's benchmark configs use
 //    mixed_precision PURE (bf16 parameters, gradients and reduce-scatter); FSDP keeps the
 //    sharded flat parameter in fp32, its gradient shard in fp32 and AdamW's moments in fp32:
-//    16/d bytes per parameter (StateConvention::fsdp); eager PyTorch kernels + FlashAttention-2.
+//    16/d bytes per parameter (StateConvention::fsdp); eager PyTorch kernels + FlashAttention-2;
+//    Composer's unfused DecoupledAdamW and FSDP gradient clipping (80 + 12 B per parameter).
 //  - torchtitan (FSDP2): MixedPrecisionPolicy(param bf16, reduce fp32): fp32 reduce-scatter,
 //    same 16/d states; async-TP; per-layer/per-op selective AC = every other layer recomputed.
 #include "simrun/sim/measured_runs.hpp"
@@ -107,6 +108,14 @@ WorkloadOptions workload_of(TrainingFramework f) {
       o.tp_overlap = TpCommOverlap::backward_async;
       o.grad_reduce_bytes = 2;
       o.kernels = KernelStack::eager;
+      // Composer's DecoupledAdamW is a per-tensor loop of unfused fp32 ops
+      // (composer/optim/decoupled_weight_decay.py DecoupledAdamW.adamw; the MPT yamls set
+      // weight_decay 0, so no decay pass): exp_avg.mul_ 8 + add_ 12, exp_avg_sq.mul_ 8 +
+      // addcmul_ 12, sqrt 8, / 8, add_(eps) 8, param.addcdiv_ 16 = 80 B per parameter. Gradient
+      // clipping (the MPT yamls' gradient_clipping, FSDP1 clip_grad_norm_) reads each fp32
+      // gradient for its norm (4) and scales it in place (8).
+      o.adam_bytes_per_param = 80;
+      o.grad_clip_bytes_per_param = 12;
       break;
     case TrainingFramework::torchtitan:
       o.tp_overlap = TpCommOverlap::full;
@@ -349,7 +358,7 @@ std::string measured_run_defaults_text() {
          "Megatron-Core (README H100): fp32 main grads in memory, bf16 reduce-scatter, TP comm overlap\n"
          "NeMo / Megatron-Bridge: bf16 grads (grad_sync_dtype bf16), distributed optimizer, TP comm overlap\n"
          "Composer FSDP1 (mosaic): mixed_precision PURE (bf16 reduce), fp32 sharded params/grads/moments, "
-         "eager kernels, FlashAttention-2\n"
+         "eager kernels, FlashAttention-2, unfused DecoupledAdamW 80 B/param + grad clipping 12 B/param\n"
          "torchtitan FSDP2: fp32 reduce, fp32 sharded states, async TP, selective AC = every other layer\n";
 }
 

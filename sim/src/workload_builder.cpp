@@ -535,14 +535,14 @@ void StageBuilder::optimizer() {
                    bytes, Phase::comm, {m_last_compute}));
   for (uint32_t r : m_grad_reduces) m_wait.push_back(r);
   const double shard = l.zero_stage >= 1 ? m_prog.params / d(s.dp_size) : m_prog.params;
-  // Gradient-norm clipping reads the fp32 gradients once; fused Adam reads grad, fp32 master,
-  // m, v (16 B) and writes master, m, v and the 16-bit copy (14 B).
-  OpShape norm;  // multi-tensor kernels in every framework: no eager factor
+  // Bytes per parameter from the framework's optimizer (WorkloadOptions): already counted per
+  // kernel, so no eager factor.
+  OpShape norm;
   norm.cls = OpClass::memory;
-  norm.bytes = shard * 4;
+  norm.bytes = shard * s.opt.grad_clip_bytes_per_param;
   compute(OpName::grad_norm, Phase::optimizer, norm, 0);
   OpShape adam = norm;
-  adam.bytes = shard * 30;
+  adam.bytes = shard * s.opt.adam_bytes_per_param;
   compute(OpName::optimizer, Phase::optimizer, adam, 0);
   if (s.opt.step_overhead_s > 0) {
     Task t;

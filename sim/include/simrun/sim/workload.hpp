@@ -157,6 +157,11 @@ struct WorkloadOptions {
   double grad_reduce_bytes = 2;
   // FSDP (ZeRO-3): parameter all-gathers allowed in flight ahead of compute (limit_all_gathers).
   int fsdp_prefetch_layers = 1;
+  // HBM bytes per locally held parameter of the optimizer step. Fused Adam (Apex / TE /
+  // torch fused=True) reads grad, fp32 master, m, v (16 B) and writes master, m, v and the
+  // 16-bit copy (14 B); gradient-norm clipping reads the fp32 gradients once.
+  double adam_bytes_per_param = 30;
+  double grad_clip_bytes_per_param = 4;
 };
 
 inline constexpr uint32_t kNoTask = 0xffffffffu;
