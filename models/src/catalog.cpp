@@ -32,6 +32,7 @@ ModelSpec read_model(JsonReader& r) {
   m.attention_bias = r.boolean_or("attention_bias", false);
   m.mlp_bias = r.boolean_or("mlp_bias", false);
   m.learned_position_embeddings = r.boolean_or("learned_position_embeddings", false);
+  m.alibi = r.boolean_or("alibi", false);
   m.max_positions =
       r.integer_or("max_positions", m.learned_position_embeddings ? m.seq_len : 0, 0, kMaxSeqLen);
   m.mtp_layers = r.integer_or("mtp_layers", 0, 0, kMaxLayers);

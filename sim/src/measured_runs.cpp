@@ -259,6 +259,7 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
     m.norm = llama ? NormKind::rmsnorm : NormKind::layernorm;
     m.learned_position_embeddings = !llama && !mpt && !has(lname, "nemotron");
     m.max_positions = m.learned_position_embeddings ? m.seq_len : 0;
+    m.alibi = mpt;
     m.tied_embeddings = mpt || c.framework == TrainingFramework::megatron_2021;
     m.attention_bias = !llama && !mpt;
     m.mlp_bias = m.attention_bias;

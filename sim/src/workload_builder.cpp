@@ -50,7 +50,7 @@ StageBuilder::Shared::Shared(const Scenario& scenario, const ComputeModel& cm, c
   flash = l.flash_attention;
   causal = true;
   swiglu = md.ffn_act == FfnActivation::swiglu;
-  rope = !md.learned_position_embeddings;
+  rope = !md.learned_position_embeddings && !md.alibi;
   layernorm = md.norm == NormKind::layernorm;
   gemm_precision = gemm_precision_of(l.precision);
   elem = (l.precision == Precision::fp32 || l.precision == Precision::tf32) ? 4.0 : 2.0;

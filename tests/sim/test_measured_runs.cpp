@@ -88,6 +88,7 @@ TEST_CASE("measured runs: framework behaviour per source", "[sim][measured_runs]
   CHECK(mosaic.memory.convention == StateConvention::fsdp);
   CHECK(mosaic.scenario.layout.zero_stage == 3);
   CHECK_FALSE(mosaic.scenario.model.learned_position_embeddings);  // ALiBi
+  CHECK(mosaic.scenario.model.alibi);
 
   const MeasuredRun& titan = run("torchtitan_a100_Llama38B_0");
   CHECK(titan.framework == TrainingFramework::torchtitan);

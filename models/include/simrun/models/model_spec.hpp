@@ -45,6 +45,7 @@ struct ModelSpec {
   bool attention_bias = false;               // biases on the QKV/output projections (GPT-style)
   bool mlp_bias = false;                     // biases on the FFN matrices (GPT-style)
   bool learned_position_embeddings = false;  // GPT-2/3 style position table of max_positions x h
+  bool alibi = false;                        // ALiBi (MPT): bias inside the attention kernel, no rotary pass
   int64_t max_positions = 0;                 // length of the learned position table (0 = none)
   int64_t mtp_layers = 0;  // DeepSeek-V3 multi-token-prediction modules (not in the main count)
   std::optional<MlaSpec> mla;
