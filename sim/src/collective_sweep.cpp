@@ -125,7 +125,7 @@ void print_sweep_json(std::ostream& out, const SweepOptions& o, const std::vecto
   nlohmann::json doc;
   doc["rows"] = nlohmann::json::array();
   for (const SweepRow& r : rows) {
-    doc["rows"].push_back({{"bytes", r.bytes},
+    doc["rows"].push_back({{"bytes", static_cast<int64_t>(r.bytes)},  // sizes are whole bytes (<= 2^50)
                            {"count", r.count},
                            {"type", r.type},
                            {"op", to_string(o.op)},
