@@ -50,6 +50,9 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& file)
 }
 
 nlohmann::json load_json_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw InputError(path.string(), "", "is a directory, not a JSON file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path.string(), "", "cannot open file (does it exist and is it readable?)");
   std::ostringstream buffer;

@@ -69,7 +69,9 @@ class HfFields {
     const auto& v = m_obj.at(key);
     const std::string range = "(an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "])";
     double x = 0;
-    if (v.is_number_integer()) {
+    if (v.is_number_unsigned()) {
+      x = static_cast<double>(v.get<uint64_t>());
+    } else if (v.is_number_integer()) {
       x = static_cast<double>(v.get<int64_t>());
     } else if (v.is_number_float() && std::isfinite(v.get<double>()) &&
                v.get<double>() == std::floor(v.get<double>())) {
@@ -78,7 +80,7 @@ class HfFields {
       fail(key, std::string("expected an integer, got ") + v.type_name() + " " + range);
     }
     if (x < double(min) || x > double(max))
-      fail(key, std::to_string(static_cast<int64_t>(x)) + " is out of range " + range);
+      fail(key, v.dump() + " is out of range " + range);  // x may not fit an int64_t
     return static_cast<int64_t>(x);
   }
 

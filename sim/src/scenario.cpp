@@ -3,10 +3,12 @@
 #include "simrun/sim/scenario.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "simrun/common/error.hpp"
 #include "simrun/common/json_reader.hpp"
+#include "simrun/models/counts.hpp"
 #include "simrun/sim/scenario_parser.hpp"
 
 namespace simrun {
@@ -16,11 +18,22 @@ constexpr int64_t kMaxGpus = int64_t(1) << 20;  // 1M GPUs: beyond any cluster b
 constexpr int64_t kMaxParallel = int64_t(1) << 20;
 constexpr int64_t kMaxBatch = int64_t(1) << 24;   // sequences per step
 constexpr int64_t kMaxSeqLen = int64_t(1) << 24;  // 16M tokens
+// One step's model FLOPs per GPU, in seconds at the GPU's dense peak. Real steps take seconds
+// to minutes; the event simulation's clock (int64 ns) ends at ~292 years, and inefficiency,
+// communication and bubbles must still fit under it.
+constexpr double kMaxStepSecondsAtPeak = 1e6;
 
 const std::vector<std::string> kRecomputeNames = {"none", "selective", "full"};
 const std::vector<std::string> kPrecisionNames = {"bf16", "fp16", "fp8", "fp32"};
 const std::vector<std::string> kTopologyNames = {"rail-optimized", "fat-tree"};
 const std::vector<std::string> kPipelineSplitNames = {"even", "embedding-loss-layers", "balanced"};
+
+// An integer-valued double as digits ("1208925819614629174706176"), without int64_t overflow.
+std::string format_count(double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.0f", x);
+  return buf;
+}
 
 PipelineSplit parse_pipeline_split(const std::string& s) {
   if (s == "embedding-loss-layers") return PipelineSplit::embedding_loss_layers;
@@ -48,6 +61,11 @@ ModelSpec read_model_field(JsonReader& top, const Catalogs& catalogs, const std:
   JsonReader model = top.object("model");
   if (model.has("hf_config")) {
     const std::filesystem::path hf_path = base_dir / model.string("hf_config");
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(hf_path, ec))
+      model.fail("hf_config", "cannot read \"" + hf_path.string() +
+                                  "\" (a HuggingFace config.json file; relative paths start at the "
+                                  "scenario's directory)");
     ModelSpec spec = import_hf_config(load_json_file(hf_path), hf_path.string());
     spec.seq_len = model.integer_or("seq_len", spec.seq_len, 1, kMaxSeqLen);
     spec.name = model.string_or("name", spec.name);
@@ -120,12 +138,14 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
   r.finish();
 
   const std::string f = top.file();
-  if (layout.world_size() != cluster.num_gpus)
+  // In double: four factors of up to 2^20 overflow int64_t before they can be compared.
+  const double world = double(layout.tp) * double(layout.pp) * double(layout.dp) * double(layout.cp);
+  if (world != double(cluster.num_gpus))
     throw InputError(f, "layout",
                      "tp*pp*dp*cp = " + std::to_string(layout.tp) + "*" + std::to_string(layout.pp) + "*" +
                          std::to_string(layout.dp) + "*" + std::to_string(layout.cp) + " = " +
-                         std::to_string(layout.world_size()) + " but cluster.num_gpus = " +
-                         std::to_string(cluster.num_gpus) + " (they must be equal)");
+                         format_count(world) + " but cluster.num_gpus = " + std::to_string(cluster.num_gpus) +
+                         " (they must be equal)");
   if (model.heads % layout.tp != 0)
     throw InputError(f, "layout.tp",
                      "tp " + std::to_string(layout.tp) + " does not divide the model's " +
@@ -313,7 +333,8 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& file, cons
   s.file = file;
   // A catalog name with a seq_len override arrives as {"name": id, "seq_len": n}.
   if (top.has("model") && top.raw("model").is_object() && top.raw("model").size() == 2 &&
-      top.raw("model").contains("name") && top.raw("model").contains("seq_len") &&
+      top.raw("model").contains("name") && top.raw("model")["name"].is_string() &&
+      top.raw("model").contains("seq_len") &&
       catalogs.models.contains(top.raw("model")["name"].get<std::string>())) {
     JsonReader m = top.object("model");
     s.model = catalogs.models.get(m.string("name"), file, "model.name");
@@ -327,6 +348,18 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& file, cons
   s.run = read_run(top);
   top.accept("description");  // free text for people reading the file
   top.finish();
+  const double peak = s.cluster.gpu.peak_flops_per_s(s.layout.precision);
+  const double step_flops_per_gpu = count_flops_per_sequence(s.model, AttentionFlops::causal).total() *
+                                    double(s.layout.global_batch) / double(s.cluster.num_gpus);
+  if (peak > 0 && step_flops_per_gpu / peak > kMaxStepSecondsAtPeak) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "one step is %.3g FLOPs per GPU, %.3g s at the %s's peak",
+                  step_flops_per_gpu, step_flops_per_gpu / peak, s.cluster.gpu.id.c_str());
+    throw InputError(file, "model",
+                     std::string(buf) +
+                         " (at most 1e6 s per step is simulated: use a smaller model, seq_len or "
+                         "global_batch, or more GPUs)");
+  }
   if (s.layout.zero_stage == 3 && s.layout.pp > 1)
     throw InputError(file, "layout.zero_stage",
                      "ZeRO-3/FSDP with pp > 1 is not supported (use zero_stage <= 2 with pipelining)");

@@ -234,3 +234,16 @@ TEST_CASE("a layout that does not fit still reports, and exits 3 only under --re
     CHECK(hard.err.find("exceeds the") != std::string::npos);
   }
 }
+
+TEST_CASE("a missing or directory hf_config names model.hf_config; a directory is not 'malformed JSON'",
+          "[cli][errors]") {
+  auto doc = good_scenario();
+  doc["cluster"]["num_gpus"] = 8;
+  doc["layout"] = {{"tp", 1}, {"pp", 1}, {"dp", 8}};
+  doc["model"] = {{"hf_config", "no-such-config.json"}};
+  require_one_line_error(estimate_with("hf_missing.json", doc),
+                         "hf_missing.json: model.hf_config: cannot read");
+  doc["model"] = {{"hf_config", "."}};
+  require_one_line_error(estimate_with("hf_dir.json", doc), "hf_dir.json: model.hf_config: cannot read");
+  require_one_line_error(run_simrun("estimate '" + scratch_dir().string() + "/'"), "is a directory");
+}

@@ -167,3 +167,20 @@ TEST_CASE("bad HF configs give one InputError naming the field", "[models][hf][e
     "num_experts_per_tok": 2, "decoder_sparse_step": 2})") == "decoder_sparse_step");
   CHECK(field_of("[1, 2]") == "(top level)");
 }
+
+TEST_CASE("out-of-range integers are quoted as written, not wrapped through int64", "[models][hf][errors]") {
+  const std::string base = R"({"model_type": "llama", "intermediate_size": 128, "num_hidden_layers": 2,
+    "vocab_size": 100, "hidden_size": 64, "num_attention_heads": 4, "max_position_embeddings": )";
+  auto why_of = [&](const std::string& value) {
+    try {
+      import_text(base + value + "}");
+    } catch (const InputError& e) {
+      CHECK(e.field() == "max_position_embeddings");
+      return e.why();
+    }
+    return std::string("no error");
+  };
+  CHECK_THAT(why_of("1e300"), Catch::StartsWith("1e+300 is out of range"));
+  CHECK_THAT(why_of("-1e300"), Catch::StartsWith("-1e+300 is out of range"));
+  CHECK_THAT(why_of("18446744073709551615"), Catch::StartsWith("18446744073709551615 is out of range"));
+}

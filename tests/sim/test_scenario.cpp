@@ -105,3 +105,33 @@ TEST_CASE("run section: auto checkpoint interval, numbers or refusal", "[sim][sc
         std::string::npos);
   CHECK(error_of(base + R"({"tokens": -5}})").find("run.tokens") != std::string::npos);
 }
+
+TEST_CASE("a {name, seq_len} model object with a non-string name is an input error",
+          "[sim][scenario][errors]") {
+  const std::string tail = R"(, "cluster": {"gpu": "h100-sxm"}})";
+  for (const char* name : {"5", "null", "[\"llama3-8b\"]"}) {
+    CAPTURE(name);
+    const std::string e =
+        error_of(std::string(R"({"model": {"name": )") + name + R"(, "seq_len": 4096})" + tail);
+    CHECK(e.find("t.json: model.") == 0);
+  }
+}
+
+TEST_CASE("a step far beyond any real one (the event clock would overflow) is refused up front",
+          "[sim][scenario][errors]") {
+  // Every model field at its maximum: ~1e10 s per step at peak, past the int64-ns clock (~9.2e9 s).
+  const std::string huge = R"({"model": {"name": "huge", "layers": 10000, "hidden": 1000000, "heads": 100000,
+      "ffn_hidden": 10000000, "vocab": 100000000, "seq_len": 16777216}, "cluster": {"gpu": "h100-sxm"}})";
+  CHECK(error_of(huge).find("t.json: model: one step is") == 0);
+  // 405B on one GPU with a 2K-sequence batch is slow but simulable: not refused.
+  CHECK(error_of(R"({"model": "llama3-405b", "cluster": {"gpu": "h100-sxm", "num_gpus": 1},
+                     "layout": {"global_batch": 2048}})") == "");
+}
+
+TEST_CASE("tp*pp*dp*cp is compared without int64 overflow", "[sim][scenario][errors]") {
+  // 2^20 each: the product is 2^80, which wraps an int64_t (UB) before the comparison.
+  const std::string e = error_of(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm"},
+      "layout": {"tp": 1048576, "pp": 1048576, "dp": 1048576, "cp": 1048576}})");
+  CHECK(e.find("t.json: layout: tp*pp*dp*cp = 1048576*1048576*1048576*1048576 = 1208925819614629174706176") ==
+        0);
+}
