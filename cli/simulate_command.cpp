@@ -167,12 +167,22 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
             throw InputError("command line", "--straggler-node",
                              "node " + std::to_string(node) + " is outside the cluster (0.." +
                                  std::to_string(scenario.cluster.num_nodes() - 1) + ")");
-          for (int64_t g = 0; g < scenario.cluster.gpus_per_node; ++g)
-            options.step.stragglers.push_back(parse_straggler(
-                std::to_string(node * scenario.cluster.gpus_per_node + g) + ":" + std::to_string(slowdown)));
+          if (!(slowdown >= 1.0 && slowdown <= 100.0))
+            throw InputError("command line", "--straggler-node",
+                             "slowdown must be in [1, 100], got " + s.substr(s.find(':') + 1));
+          for (int64_t g = 0; g < scenario.cluster.gpus_per_node; ++g) {
+            Straggler st;
+            st.rank = node * scenario.cluster.gpus_per_node + g;
+            st.slowdown = slowdown;
+            options.step.stragglers.push_back(st);
+          }
         }
         for (const auto& s : args->slow_links) {
           const auto [rank, fraction] = parse_pair(s, "--slow-link", "RANK:FRACTION, e.g. 12:0.25");
+          // As --straggler's slowdown stops at 100x: a NIC at under 1% is a dead link, not a slow one.
+          if (!(fraction >= 0.01 && fraction <= 1.0))
+            throw InputError("command line", "--slow-link",
+                             "fraction must be in [0.01, 1], got " + s.substr(s.find(':') + 1));
           options.step.slow_links.push_back({rank, fraction});
         }
         const bool needs_full = !options.step.stragglers.empty() || !options.step.slow_links.empty();

@@ -247,3 +247,31 @@ TEST_CASE("a missing or directory hf_config names model.hf_config; a directory i
   require_one_line_error(estimate_with("hf_dir.json", doc), "hf_dir.json: model.hf_config: cannot read");
   require_one_line_error(run_simrun("estimate '" + scratch_dir().string() + "/'"), "is a directory");
 }
+
+TEST_CASE("--slow-link and --straggler-node bound their numbers under their own flag names",
+          "[cli][errors]") {
+  auto doc = good_scenario();
+  doc["model"] = "llama3-8b";
+  doc["cluster"]["num_gpus"] = 16;
+  doc["layout"] = {{"tp", 8}, {"pp", 1}, {"dp", 2}};
+  const std::string file = "'" + write_scenario("slow16.json", doc.dump()).string() + "'";
+  // 1e-300 of a NIC's bandwidth overflowed the event clock (internal error).
+  require_one_line_error(run_simrun("simulate " + file + " --slow-link 15:1e-300"),
+                         "command line: --slow-link: fraction must be in [0.01, 1], got 1e-300");
+  // Was reported as --straggler with the value printed through std::to_string (309 digits).
+  require_one_line_error(run_simrun("simulate " + file + " --straggler-node 0:1e308"),
+                         "command line: --straggler-node: slowdown must be in [1, 100], got 1e308");
+  const RunResult ok = run_simrun("simulate " + file + " --straggler-node 1:1.5 --slow-link 3:0.5 --json");
+  INFO(ok.err);
+  CHECK(ok.exit_code == 0);
+}
+
+TEST_CASE("simulate refuses step programs too large to simulate, in one line", "[cli][errors]") {
+  // 2^24 sequences over dp 32: 524288 micro-batches x 82 layer passes hung for minutes.
+  require_one_line_error(run_simrun(std::string("simulate '") + SIMRUN_DATA_DIR +
+                                    "/examples/llama3-70b-h100.json' --global-batch 16777216"),
+                         "layout.global_batch: 524288 micro-batches x 80 layers");
+  // Every rank of 1M GPUs.
+  require_one_line_error(run_simrun("simulate --model llama3-8b --gpu h100-sxm --gpus 1048576 --tp 8 --full"),
+                         "command line: --full: simulating every one of 1048576 ranks");
+}
