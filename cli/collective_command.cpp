@@ -129,11 +129,27 @@ Command add_collective_command(CLI::App& root, const CliEnv& env) {
         if (o.root < 0 || o.root >= graph->num_gpus())
           throw InputError("command line", "--root",
                            "root must be a rank 0.." + std::to_string(graph->num_gpus() - 1));
+        // The sweep simulates every GPU's flows at every size; with --decomposition steps, every
+        // step of every rank too (a ring has 2(n-1) steps: n^2 transfers). Bound the work so a
+        // huge cluster is refused in a line rather than simulated for minutes in gigabytes.
+        const std::vector<double> sizes = sweep_sizes(o, graph->num_gpus());
+        {
+          const bool per_step = o.simulation.collectives.decomposition == Decomposition::per_step;
+          const double n = double(graph->num_gpus());
+          const double work = double(sizes.size()) * (per_step ? n * n : n);
+          const double budget = per_step ? double(1 << 23) : double(1 << 22);
+          if (work > budget)
+            throw InputError("command line", "--gpus",
+                             std::to_string(sizes.size()) + " sizes x " + std::to_string(graph->num_gpus()) +
+                                 (per_step ? " GPUs squared (--decomposition steps)" : " GPUs") +
+                                 " is beyond the sweep's limit of " + std::to_string(int64_t(budget)) +
+                                 " (use fewer GPUs, a narrower -b/-e range or a larger -f)");
+        }
         // Validate every size up front (algorithm/protocol availability), so nothing is printed
         // before a bad-input error.
         {
           Simulation probe(graph, o.simulation);
-          for (double bytes : sweep_sizes(o, graph->num_gpus())) {
+          for (double bytes : sizes) {
             CollectiveRequest req;
             req.op = o.op;
             req.bytes = bytes;

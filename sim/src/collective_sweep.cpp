@@ -44,7 +44,13 @@ std::vector<double> sweep_sizes(const SweepOptions& o, int64_t ranks) {
     throw InputError("command line", "-f", "step factor must be above 1 (e.g. 2)");
   const double unit = kTypeBytes * (per_rank_count(o.op) ? double(ranks) : 1.0);
   std::vector<double> sizes;
+  // Sizes that round to the same row are merged, so count the steps too: a factor a few ulps
+  // above 1 (1.0000000000000002) would otherwise step from -b to -e for hours.
+  int64_t steps = 0;
   for (double s = o.min_bytes; s <= o.max_bytes * (1 + 1e-12); s *= o.factor) {
+    if (++steps > 1000000)
+      throw InputError("command line", "-f",
+                       "step factor too close to 1: more than 1000000 steps from -b to -e (e.g. 2)");
     const double rounded = std::max(1.0, std::floor(s / unit)) * unit;
     if (sizes.empty() || rounded != sizes.back()) sizes.push_back(rounded);
     if (sizes.size() > 10000)

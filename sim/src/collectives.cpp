@@ -94,6 +94,9 @@ GroupShape CollectiveRunner::shape(const std::vector<int64_t>& ranks_in) const {
   const int64_t g0 = ranks.front();
   if (const uint32_t up = m_graph.switch_uplink(g0); up != UINT32_MAX) {
     s.intra_bytes_per_s = m_network.link_capacity(up);
+  } else if (m_graph.num_gpus() < 2) {
+    // A lone mesh/PCIe GPU has no peer to probe a link to: take its link rate from the spec.
+    s.intra_bytes_per_s = gpu.scale_up_bytes_per_s > 0 ? gpu.scale_up_bytes_per_s : gpu.pcie_bytes_per_s;
   } else if (gpu.scale_up_kind == ScaleUpKind::mesh) {
     // Rings over the mesh use one peer link per ring: as many rings as link-disjoint cycles.
     const Route r = m_graph.route(g0, g0 % m_graph.gpus_per_node() == 0 ? g0 + 1 : g0 - 1);

@@ -248,6 +248,30 @@ TEST_CASE("a missing or directory hf_config names model.hf_config; a directory i
   require_one_line_error(run_simrun("estimate '" + scratch_dir().string() + "/'"), "is a directory");
 }
 
+TEST_CASE("collective: a step factor a few ulps above 1 is refused, not stepped for hours", "[cli][errors]") {
+  require_one_line_error(run_simrun("collective --gpus 16 -b 8 -e 1G -f 1.0000000000000002"),
+                         "command line: -f: step factor too close to 1");
+}
+
+TEST_CASE("collective on one mesh or PCIe GPU reports rows instead of an internal error", "[cli]") {
+  for (const char* gpu : {"mi300x", "h100-pcie", "h100-sxm"}) {
+    const RunResult r = run_simrun(std::string("collective --gpu ") + gpu + " --gpus 1 -b 8 -e 1M --json");
+    INFO(gpu << ": " << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.empty());
+    CHECK(r.out.find("null") == std::string::npos);  // NaN/inf would serialise as null
+  }
+}
+
+TEST_CASE("collective sweeps too large to simulate in reasonable time are refused in one line",
+          "[cli][errors]") {
+  // 1M GPUs x 14 sizes took about a minute and 4 GB; per-step rings on 16K GPUs, 19 GB.
+  require_one_line_error(run_simrun("collective --gpus 1048576 -b 8 -e 64K"),
+                         "command line: --gpus: 14 sizes");
+  require_one_line_error(run_simrun("collective --gpus 16384 --decomposition steps -b 1M -e 1M"),
+                         "GPUs squared (--decomposition steps)");
+}
+
 TEST_CASE("--slow-link and --straggler-node bound their numbers under their own flag names",
           "[cli][errors]") {
   auto doc = good_scenario();
