@@ -272,7 +272,7 @@ TEST_CASE("collective sweeps too large to simulate in reasonable time are refuse
                          "GPUs squared (--decomposition steps)");
 }
 
-TEST_CASE("--slow-link and --straggler-node bound their numbers under their own flag names",
+TEST_CASE("slow-link and straggler-node flags bound their numbers under their own flag names",
           "[cli][errors]") {
   auto doc = good_scenario();
   doc["model"] = "llama3-8b";
