@@ -78,6 +78,24 @@ SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
                                  "or use a smaller cluster or global_batch)",
                                  l.world_size(), rank_passes, kMaxRankLayerPasses));
 
+  // The event clock is int64 ns (~292 years). The parser bounds a step's FLOPs, but a
+  // communication-bound step (ZeRO-3 gathers of a 1e14-parameter embedding per micro-batch over
+  // a 64:1 oversubscribed fabric) can still reach 1e9-1e10 s. The closed-form estimate models
+  // the same traffic: refuse steps it puts beyond 1e8 s, with stragglers and slow links applied.
+  {
+    Scenario probe = sc;
+    probe.run.assumed_mfu.reset();  // the modelled step time, not an assumed one
+    double worst = estimate(probe, analytic_options(options)).step_time_s;
+    for (const Straggler& st : options.step.stragglers) worst = std::max(worst, worst * st.slowdown);
+    for (const SlowLink& sl : options.step.slow_links) worst /= std::min(1.0, sl.bandwidth_fraction);
+    if (!(worst <= 1e8))
+      throw InputError(sc.file, "layout",
+                       fmt::format("one step would take about {:.3g} s (the closed-form estimate, with "
+                                   "stragglers and slow links), beyond the 1e8 s the event simulation "
+                                   "handles (use `simrun estimate`, or a smaller model or batch)",
+                                   worst));
+  }
+
   SimulationOutput out;
   const ComputeModel compute(
       gpu, options.calibration.compute_params(gpu.id, options.compute.value_or(default_compute_params(gpu))));
