@@ -149,15 +149,7 @@ Command add_collective_command(CLI::App& root, const CliEnv& env) {
         // before a bad-input error.
         {
           Simulation probe(graph, o.simulation);
-          for (double bytes : sizes) {
-            CollectiveRequest req;
-            req.op = o.op;
-            req.bytes = bytes;
-            req.root = o.root;
-            req.algorithm = o.algorithm;
-            req.protocol = o.protocol;
-            probe.collectives().plan(req);
-          }
+          for (double bytes : sizes) probe.collectives().plan(o.request(bytes));
         }
         SweepStats stats;
         const auto rows = run_collective_sweep(graph, o, &stats);

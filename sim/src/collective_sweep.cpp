@@ -11,6 +11,16 @@
 
 namespace simrun {
 
+CollectiveRequest SweepOptions::request(double bytes) const {
+  CollectiveRequest req;
+  req.op = op;
+  req.bytes = bytes;
+  req.root = root;
+  req.algorithm = algorithm;
+  req.protocol = protocol;
+  return req;
+}
+
 namespace {
 
 constexpr double kTypeBytes = 4;  // nccl-tests default type: float
@@ -67,14 +77,8 @@ std::vector<SweepRow> run_collective_sweep(std::shared_ptr<const ClusterGraph> g
   Simulation sim(graph, o.simulation);
   std::vector<SweepRow> rows;
   for (double bytes : sizes) {
-    CollectiveRequest req;
-    req.op = o.op;
-    req.bytes = bytes;
-    req.root = o.root;
-    req.algorithm = o.algorithm;
-    req.protocol = o.protocol;
     std::optional<CollectiveResult> result;
-    sim.collectives().run(req, [&result](const CollectiveResult& r) { result = r; });
+    sim.collectives().run(o.request(bytes), [&result](const CollectiveResult& r) { result = r; });
     sim.run();
     SIMRUN_ASSERT(result.has_value(), "collective did not complete");
     SweepRow row;

@@ -203,10 +203,10 @@ void StageBuilder::tp_after_row_parallel(OpName rs_name, OpName ar_name, uint32_
 // ---------------------------------------------------------------------------------------------
 // Layer forward (phase forward or recompute)
 
-void StageBuilder::attention_core_forward(Phase phase) {
+OpShape StageBuilder::attention_shape(OpClass cls) const {
   const Shared& s = m_s;
   OpShape a;
-  a.cls = OpClass::attention_fwd;
+  a.cls = cls;
   a.tokens = s.T;
   a.seq_kv = s.seq;
   a.head_dim = s.head_dim;
@@ -214,6 +214,12 @@ void StageBuilder::attention_core_forward(Phase phase) {
   a.flash = s.flash;
   a.flash2 = s.opt.kernels == KernelStack::eager;
   a.causal = s.causal;
+  return a;
+}
+
+void StageBuilder::attention_core_forward(Phase phase) {
+  const Shared& s = m_s;
+  OpShape a = attention_shape(OpClass::attention_fwd);
   if (s.flash) {
     a.bytes = s.T * (2 * s.q_loc + 2 * s.kv_loc) * s.elem;  // read Q, K, V; write O
   } else {
@@ -337,15 +343,7 @@ void StageBuilder::layer_backward(int32_t layer) {
   if (l.recompute == Recompute::selective && s.opt.selective == SelectiveRecompute::attention_core)
     attention_core_forward(Phase::recompute);
   {
-    OpShape a;
-    a.cls = OpClass::attention_bwd;
-    a.tokens = s.T;
-    a.seq_kv = s.seq;
-    a.head_dim = s.head_dim;
-    a.heads = s.heads_loc;
-    a.flash = s.flash;
-    a.flash2 = s.opt.kernels == KernelStack::eager;
-    a.causal = s.causal;
+    OpShape a = attention_shape(OpClass::attention_bwd);
     a.bytes = s.T * (4 * q + 4 * kv) * s.elem;
     if (!s.flash) a.bytes += s.T * s.seq * s.heads_loc * (4 * s.elem + 1);
     uint32_t kv_task = kNoTask;

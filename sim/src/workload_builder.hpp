@@ -76,6 +76,8 @@ class StageBuilder {
                       std::vector<uint32_t> deps);
   OpShape gemm(double m, double n, double k, Precision p) const;
   OpShape memory_op(double bytes) const;
+  // The attention core's shape on this rank (forward or backward), bytes left to the caller.
+  OpShape attention_shape(OpClass cls) const;
 
   // Pipeline p2p of one activation (forward) or its gradient (backward) with virtual stage
   // `peer_vs`: the receive gates the next compute op; the send follows the last one.

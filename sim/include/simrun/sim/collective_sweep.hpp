@@ -23,6 +23,9 @@ struct SweepOptions {
   std::optional<Protocol> protocol;
   int64_t root = 0;
   SimulationOptions simulation;
+
+  // The request of one size of the sweep.
+  CollectiveRequest request(double bytes) const;
 };
 
 struct SweepRow {
