@@ -91,7 +91,7 @@ ClusterSpec read_cluster(JsonReader& top, const Catalogs& catalogs) {
     JsonReader fabric = cluster.object("fabric");
     fabric_id = fabric.string_or("kind", fabric_id);
     spec.fabric = catalogs.hardware.fabric(fabric_id, top.file(), "cluster.fabric.kind");
-    spec.nics_per_node = fabric.integer_or("nics_per_node", spec.gpus_per_node, 1, 64);
+    spec.nics_per_node = fabric.integer_or("nics_per_node", spec.gpus_per_node, 1, 72);
     const std::string topology = fabric.choice_or("topology", "rail-optimized", kTopologyNames);
     spec.topology = topology == "fat-tree" ? FabricTopology::fat_tree : FabricTopology::rail_optimized;
     spec.oversubscription = fabric.number_or("oversubscription", 1.0, 1.0, 64.0);

@@ -157,3 +157,15 @@ TEST_CASE("simrun topology prints counts and bisection and writes DOT for small 
   CHECK(big.exit_code == 2);
   CHECK(count_lines(big.err, false) == 1);
 }
+
+TEST_CASE("an NVL72 rack as one node takes one NIC per GPU by default", "[cli][collectives]") {
+  const RunResult r =
+      simrun("collective --op all_reduce --gpu gb200 --gpus 144 --gpus-per-node 72 -b 1G -e 1G --json");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(nlohmann::json::parse(r.out)["rows"].size() == 1);
+  const RunResult over =
+      simrun("collective --op all_reduce --gpu gb200 --gpus 144 --gpus-per-node 72 --nics-per-node 73");
+  CHECK(over.exit_code == 2);
+  CHECK(over.err.find("--nics-per-node") != std::string::npos);
+}

@@ -95,8 +95,8 @@ std::optional<std::string> ClusterGraph::check(const ClusterGraphSpec& s, std::s
   const int64_t domain = gpus_per_domain_of(s);
   const int64_t domains = (s.num_gpus + domain - 1) / domain;
   if (domains > 1) {
-    if (s.nics_per_node < 1 || s.nics_per_node > 64) {
-      return fail("nics_per_node", "multi-node clusters need 1 to 64 NICs per node (got " +
+    if (s.nics_per_node < 1 || s.nics_per_node > 72) {  // one per GPU of an NVL72 rack at most
+      return fail("nics_per_node", "multi-node clusters need 1 to 72 NICs per node (got " +
                                        std::to_string(s.nics_per_node) + ")");
     }
     if (s.nics_per_node % gpn != 0 && gpn % s.nics_per_node != 0) {
