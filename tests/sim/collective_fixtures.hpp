@@ -5,30 +5,16 @@
 #include <memory>
 #include <optional>
 
+#include "hardware_fixtures.hpp"
 #include "simrun/sim/collective_sweep.hpp"
 #include "simrun/sim/simulation.hpp"
 #include "simrun/topologies/cluster_graph.hpp"
 
 namespace simrun::test {
 
-// hardware.md §3/§5.1: NVLink 4 via NVSwitch gen 3, 900 GB/s bidirectional = 450 per direction,
-// 8-GPU domain, NVLS (§5.2); PCIe Gen5 x16 64 GB/s per direction (§5.6).
-inline GpuSpec h100() {
-  GpuSpec g;
-  g.id = "h100-sxm";
-  g.vendor = "NVIDIA";
-  g.architecture = "Hopper";
-  g.scale_up_kind = ScaleUpKind::nvswitch;
-  g.scale_up_bytes_per_s = 450e9;
-  g.scale_up_domain = 8;
-  g.nvls = true;
-  g.pcie_bytes_per_s = 64e9;
-  return g;
-}
-
 // hardware.md §3: H800 export NVLink, 400 GB/s bidirectional (200 per direction), NVSwitch gen 3.
 inline GpuSpec h800() {
-  GpuSpec g = h100();
+  GpuSpec g = h100_sxm();
   g.id = "h800-sxm";
   g.scale_up_bytes_per_s = 200e9;
   return g;
@@ -51,7 +37,7 @@ inline GpuSpec a100() {
 
 // hardware.md §3/§6 gb200-nvl72: NVLink 5, 1,800 GB/s bidirectional, 72-GPU domain, 4 GPUs per tray.
 inline GpuSpec gb200() {
-  GpuSpec g = h100();
+  GpuSpec g = h100_sxm();
   g.id = "gb200";
   g.architecture = "Blackwell";
   g.scale_up_bytes_per_s = 900e9;
@@ -72,21 +58,9 @@ inline GpuSpec mi300x() {
   return g;
 }
 
-// hardware.md §5.3: NDR 400 Gb/s = 50 GB/s per direction, QM9700 radix 64; latencies from the
-// DeepSeek measurements (2.8 µs same leaf, 3.7 cross leaf -> 0.45 µs per extra switch hop).
-inline FabricSpec ndr() {
-  FabricSpec f;
-  f.id = "ib-ndr";
-  f.port_bytes_per_s = 50e9;
-  f.latency_s = 2.8e-6;
-  f.switch_latency_s = 0.45e-6;
-  f.switch_radix = 64;
-  return f;
-}
-
 // hardware.md §5.3: HDR 200 Gb/s = 25 GB/s per direction, QM8700 radix 40.
 inline FabricSpec hdr() {
-  FabricSpec f = ndr();
+  FabricSpec f = ib_ndr();
   f.id = "ib-hdr";
   f.port_bytes_per_s = 25e9;
   f.switch_radix = 40;
@@ -97,7 +71,7 @@ inline ClusterGraphSpec cluster(const GpuSpec& gpu, int64_t gpus, int64_t gpus_p
                                 std::optional<FabricSpec> fabric = std::nullopt, int64_t nics_per_node = -1) {
   ClusterGraphSpec s;
   s.gpu = gpu;
-  s.fabric = fabric ? *fabric : ndr();
+  s.fabric = fabric ? *fabric : ib_ndr();
   s.num_gpus = gpus;
   s.gpus_per_node = gpus_per_node;
   s.nics_per_node = nics_per_node > 0 ? nics_per_node : gpus_per_node;

@@ -14,7 +14,7 @@ TEST_CASE("rail-optimized NDR fabric reproduces the DGX H100 SuperPOD switch cou
   // hardware.md §7 (nv-superpod-h100-ra): 2,048 GPUs = 64 leaf + 32 spine; 16,384 GPUs =
   // 512 leaf + 512 spine + 256 core (radix-64 QM9700).
   {
-    const ClusterGraph g(cluster(h100(), 2048));
+    const ClusterGraph g(cluster(h100_sxm(), 2048));
     const auto s = g.summary();
     CHECK(s.nodes == 256);
     CHECK(s.switches_per_tier == std::vector<int64_t>{64, 32});
@@ -22,7 +22,7 @@ TEST_CASE("rail-optimized NDR fabric reproduces the DGX H100 SuperPOD switch cou
     CHECK(s.nvswitches == 256);
   }
   {
-    const ClusterGraph g(cluster(h100(), 16384));
+    const ClusterGraph g(cluster(h100_sxm(), 16384));
     const auto s = g.summary();
     CHECK(s.switches_per_tier == std::vector<int64_t>{512, 512, 256});
     CHECK(s.bisection_bytes_per_s == Approx(16384 * 50e9 / 2));
@@ -33,7 +33,7 @@ TEST_CASE("rail-optimized NDR fabric reproduces the DGX H100 SuperPOD switch cou
 
 TEST_CASE("routes are shortest paths (BFS over the Boost graph)", "[topologies][graph]") {
   for (FabricShape shape : {FabricShape::rail_optimized, FabricShape::fat_tree}) {
-    auto spec = cluster(h100(), 1024);
+    auto spec = cluster(h100_sxm(), 1024);
     spec.shape = shape;
     spec.fabric.switch_radix = 8;  // forces three tiers on 128 nodes
     const ClusterGraph g(spec);
@@ -57,7 +57,7 @@ TEST_CASE("routes are shortest paths (BFS over the Boost graph)", "[topologies][
 }
 
 TEST_CASE("ECMP spreads flows over spines, PXN keeps cross-rail traffic on its rail", "[topologies][graph]") {
-  const ClusterGraph g(cluster(h100(), 4096));  // 512 nodes: 16 node groups per rail
+  const ClusterGraph g(cluster(h100_sxm(), 4096));  // 512 nodes: 16 node groups per rail
   std::set<uint32_t> spines;
   for (uint64_t key = 0; key < 64; ++key) {
     RouteOptions o;
@@ -76,7 +76,7 @@ TEST_CASE("ECMP spreads flows over spines, PXN keeps cross-rail traffic on its r
 }
 
 TEST_CASE("route latency grows with switch hops", "[topologies][graph]") {
-  const ClusterGraph g(cluster(h100(), 1024));
+  const ClusterGraph g(cluster(h100_sxm(), 1024));
   const Route same_leaf = g.route(0, 8);
   const Route cross_leaf = g.route(0, 8 * 64);
   CHECK(same_leaf.switch_hops == 1);
@@ -87,14 +87,14 @@ TEST_CASE("route latency grows with switch hops", "[topologies][graph]") {
 }
 
 TEST_CASE("oversubscription halves leaf uplinks and bisection", "[topologies][graph]") {
-  auto spec = cluster(h100(), 2048);
+  auto spec = cluster(h100_sxm(), 2048);
   spec.oversubscription = 2.0;
   const ClusterGraph g(spec);
   CHECK(g.summary().bisection_bytes_per_s == Approx(2048 * 50e9 / 4));
 }
 
 TEST_CASE("NVL72 racks are one NVLink domain across trays, MI300X is a mesh", "[topologies][graph]") {
-  const ClusterGraph nvl(cluster(gb200(), 144, 4, ndr(), 4));
+  const ClusterGraph nvl(cluster(gb200(), 144, 4, ib_ndr(), 4));
   CHECK(nvl.num_domains() == 2);
   CHECK(nvl.num_nodes() == 36);
   const Route in_rack = nvl.route(0, 71);  // tray 0 to tray 17 of rack 0: NVLink only
@@ -119,14 +119,14 @@ TEST_CASE("four NICs for eight GPUs: two GPUs share each NIC", "[topologies][gra
 }
 
 TEST_CASE("DOT output for small clusters, refused for large ones", "[topologies][graph]") {
-  const ClusterGraph small(cluster(h100(), 16));
+  const ClusterGraph small(cluster(h100_sxm(), 16));
   std::ostringstream dot;
   REQUIRE(small.write_dot(dot));
   const std::string s = dot.str();
   CHECK(s.rfind("graph cluster {", 0) == 0);
   CHECK(s.find("gpu0 -- nvswitch0") != std::string::npos);
   CHECK(s.find("nic1_7 -- leaf") != std::string::npos);
-  const ClusterGraph big(cluster(h100(), 4096));
+  const ClusterGraph big(cluster(h100_sxm(), 4096));
   std::ostringstream none;
   CHECK_FALSE(big.write_dot(none));
   CHECK(none.str().empty());
@@ -134,14 +134,14 @@ TEST_CASE("DOT output for small clusters, refused for large ones", "[topologies]
 
 TEST_CASE("clusters the hardware cannot host are refused with a reason", "[topologies][graph]") {
   std::string field;
-  CHECK(ClusterGraph::check(cluster(h100(), 12), &field));  // 1.5 nodes
+  CHECK(ClusterGraph::check(cluster(h100_sxm(), 12), &field));  // 1.5 nodes
   CHECK(field == "num_gpus");
-  CHECK(ClusterGraph::check(cluster(h100(), 32, 16)));  // 16 per node > NVLink domain of 8
-  CHECK(ClusterGraph::check(cluster(h100(), 0)));
-  CHECK(ClusterGraph::check(cluster(h100(), 16, 8, ndr(), 3)));  // 3 NICs for 8 GPUs
-  auto radix4 = cluster(h100(), 1 << 20);
+  CHECK(ClusterGraph::check(cluster(h100_sxm(), 32, 16)));  // 16 per node > NVLink domain of 8
+  CHECK(ClusterGraph::check(cluster(h100_sxm(), 0)));
+  CHECK(ClusterGraph::check(cluster(h100_sxm(), 16, 8, ib_ndr(), 3)));  // 3 NICs for 8 GPUs
+  auto radix4 = cluster(h100_sxm(), 1 << 20);
   radix4.fabric.switch_radix = 4;
   CHECK(ClusterGraph::check(radix4));  // too many tiers
-  CHECK_THROWS_AS(ClusterGraph(cluster(h100(), 12)), InputError);
-  CHECK_FALSE(ClusterGraph::check(cluster(h100(), 4)));  // part of one node is fine
+  CHECK_THROWS_AS(ClusterGraph(cluster(h100_sxm(), 12)), InputError);
+  CHECK_FALSE(ClusterGraph::check(cluster(h100_sxm(), 4)));  // part of one node is fine
 }

@@ -18,7 +18,7 @@ const double kH100Nvlink = 450e9 * 20.6 / 25.0;  // NCCL's per-link 20.6 of 25 G
 TEST_CASE("ring all-reduce matches 2(n-1)/n·S/B + steps·α", "[sim][collectives]") {
   const double S = 1 * kGiB;
   for (int64_t n : {2, 4, 8}) {
-    auto g = graph(cluster(h100(), n));
+    auto g = graph(cluster(h100_sxm(), n));
     INFO("n = " << n);
     // Bandwidth only: raw 450 GB/s NVLink.
     const auto bw =
@@ -52,7 +52,7 @@ TEST_CASE("all_gather and reduce_scatter move (n-1)/n of the buffer", "[sim][col
 
 TEST_CASE("broadcast and reduce pipeline the buffer once over the chain", "[sim][collectives]") {
   const double S = 1 * kGiB;
-  auto g = graph(cluster(h100(), 8));
+  auto g = graph(cluster(h100_sxm(), 8));
   for (CollectiveOp op : {CollectiveOp::broadcast, CollectiveOp::reduce}) {
     auto req = request(op, S, Algorithm::ring, Protocol::simple);
     req.root = 3;
@@ -65,20 +65,20 @@ TEST_CASE("tree all-reduce: chain in the node, double binary tree across nodes",
   const double S = 1 * kGiB;
   // One node: a chain; every inner GPU sends S up and S down over its NVLink: 2S/B, with NCCL's
   // 0.92 tree efficiency (tuning.cc "Tree & AllReduce: busBw *= 0.92").
-  auto one = graph(cluster(h100(), 8));
+  auto one = graph(cluster(h100_sxm(), 8));
   const auto chain =
       run_one(one, request(CollectiveOp::all_reduce, S, Algorithm::tree, Protocol::simple), ideal());
   CHECK(chain.seconds() == Approx(2 * S / (0.92 * 450e9)).epsilon(1e-6));
   // Latency: 2·((ppn-1)·α_intra + log2(nodes)·α_inter) + base (ecosystem.md §1.4), here with
   // a tiny buffer so the latency term dominates: 4 nodes x 1 GPU, Tree LL.
-  auto four = graph(cluster(h100(), 4, 1, ndr(), 1));
+  auto four = graph(cluster(h100_sxm(), 4, 1, ib_ndr(), 1));
   const auto small = run_one(four, request(CollectiveOp::all_reduce, 8, Algorithm::tree, Protocol::ll));
   // ppn == 1: NET Tree LL hop 5.0 µs; base Tree LL 6.8 µs; DBT depth over 4 nodes = 2 (+ the
   // one extra switch hop these cross-leaf-free routes do not take).
   CHECK(small.seconds() * 1e6 == Approx(6.8 + 2 * (2 * 5.0)).margin(0.05));
   // Across nodes, the double binary tree balances NICs: every node sends and receives S per
   // direction in each phase, about the ring's 2(n-1)/n·S.
-  auto sixteen = graph(cluster(h100(), 16, 1, ndr(), 1));
+  auto sixteen = graph(cluster(h100_sxm(), 16, 1, ib_ndr(), 1));
   const auto tree =
       run_one(sixteen, request(CollectiveOp::all_reduce, S, Algorithm::tree, Protocol::simple), ideal());
   const auto ring =
@@ -88,7 +88,7 @@ TEST_CASE("tree all-reduce: chain in the node, double binary tree across nodes",
 
 TEST_CASE("NVLS halves NVLink traffic: (n+1)/n·S per direction, efficiency 0.85", "[sim][collectives]") {
   const double S = 4 * kGiB;
-  auto g = graph(cluster(h100(), 8));
+  auto g = graph(cluster(h100_sxm(), 8));
   const auto r = run_one(g, request(CollectiveOp::all_reduce, S, Algorithm::nvls), ideal());
   CHECK(r.seconds() == Approx(9.0 / 8.0 * S / (0.85 * 450e9)).epsilon(1e-6));
   CHECK(r.algorithm == Algorithm::nvls);
@@ -96,7 +96,7 @@ TEST_CASE("NVLS halves NVLink traffic: (n+1)/n·S per direction, efficiency 0.85
 
 TEST_CASE("bytes are conserved and every rank carries the same load (symmetry)", "[sim][collectives]") {
   const double S = 1 * kGiB;
-  auto g = graph(cluster(h100(), 32));  // 4 nodes, rail-optimized
+  auto g = graph(cluster(h100_sxm(), 32));  // 4 nodes, rail-optimized
   Simulation sim(g, ideal());
   std::optional<CollectiveResult> res;
   sim.collectives().run(request(CollectiveOp::all_reduce, S, Algorithm::ring, Protocol::simple),
@@ -122,7 +122,7 @@ TEST_CASE("bytes are conserved and every rank carries the same load (symmetry)",
 
 TEST_CASE("same input, identical event log", "[sim][collectives]") {
   auto log_of = [] {
-    auto g = graph(cluster(h100(), 64));
+    auto g = graph(cluster(h100_sxm(), 64));
     Simulation sim(g);
     std::vector<Engine::LogEntry> log;
     sim.engine().set_log(&log);
@@ -156,7 +156,7 @@ TEST_CASE("more bandwidth or fewer hops is never slower", "[sim][collectives]") 
   for (const Case& c : cases) {
     for (double bytes : {4096.0, 4e6, 4e9}) {
       INFO(to_string(c.op) << " " << (c.algo ? to_string(*c.algo) : "auto") << " " << bytes);
-      auto base = cluster(h100(), 32);
+      auto base = cluster(h100_sxm(), 32);
       auto fast_nvlink = base;
       fast_nvlink.gpu.scale_up_bytes_per_s *= 2;
       auto fast_nic = base;
@@ -167,7 +167,7 @@ TEST_CASE("more bandwidth or fewer hops is never slower", "[sim][collectives]") 
     }
   }
   // Fewer hops: two nodes under one leaf vs two nodes on different leaves (3 switches).
-  auto g = graph(cluster(h100(), 512));
+  auto g = graph(cluster(h100_sxm(), 512));
   for (Algorithm a : {Algorithm::ring, Algorithm::tree}) {
     auto near = request(CollectiveOp::all_reduce, 1e6, a), far = near;
     for (int64_t i = 0; i < 16; ++i) {
@@ -182,7 +182,7 @@ TEST_CASE("more bandwidth or fewer hops is never slower", "[sim][collectives]") 
 TEST_CASE("concurrent collectives share links: two on the same GPUs each take twice as long",
           "[sim][collectives]") {
   const double S = 1 * kGiB;
-  auto g = graph(cluster(h100(), 16));
+  auto g = graph(cluster(h100_sxm(), 16));
   const double alone =
       run_one(g, request(CollectiveOp::all_reduce, S, Algorithm::ring, Protocol::simple), ideal()).seconds();
   Simulation sim(g, ideal());
@@ -199,7 +199,7 @@ TEST_CASE("concurrent collectives share links: two on the same GPUs each take tw
 TEST_CASE("a 2:1 oversubscribed spine halves cross-leaf bandwidth", "[sim][network][collectives]") {
   // Radix-8 fat tree, 2 nodes x 4 GPUs x 4 NICs: one leaf per node; leaf uplinks = 4 ports
   // (1:1) or 2 ports (2:1) to a single spine. All four GPUs of node 0 send to node 1.
-  auto spec = cluster(h100(), 8, 4, ndr(), 4);
+  auto spec = cluster(h100_sxm(), 8, 4, ib_ndr(), 4);
   spec.shape = FabricShape::fat_tree;
   spec.fabric.switch_radix = 8;
   auto rate = [&](double over) {
@@ -230,8 +230,8 @@ TEST_CASE("selection: tree or LL at small sizes, ring/Simple or NVLS at large", 
     const char* name;
     ClusterGraphSpec spec;
   };
-  const std::vector<Setup> setups = {{"1 x 8 H100", cluster(h100(), 8)},
-                                     {"16 x 8 H100", cluster(h100(), 128)},
+  const std::vector<Setup> setups = {{"1 x 8 H100", cluster(h100_sxm(), 8)},
+                                     {"16 x 8 H100", cluster(h100_sxm(), 128)},
                                      {"4 x 8 A100 HDR", cluster(a100(), 32, 8, hdr())},
                                      {"64 x 8 A100 HDR", cluster(a100(), 512, 8, hdr())}};
   for (const Setup& s : setups) {
@@ -250,7 +250,7 @@ TEST_CASE("selection: tree or LL at small sizes, ring/Simple or NVLS at large", 
   CHECK(a.collectives().plan(request(CollectiveOp::all_reduce, 1024)).algorithm == Algorithm::tree);
   CHECK(a.collectives().plan(request(CollectiveOp::all_reduce, 4 * kGiB)).algorithm == Algorithm::ring);
   // Channels shrink for small messages (NCCL's nc-- loop).
-  Simulation h(graph(cluster(h100(), 8)));
+  Simulation h(graph(cluster(h100_sxm(), 8)));
   CHECK(h.collectives()
             .plan(request(CollectiveOp::all_reduce, 8, Algorithm::ring, Protocol::simple))
             .channels == 1);
@@ -263,9 +263,9 @@ TEST_CASE("Exercise 1: 7B bf16 ring all-reduce, NVLink 900 GB/s vs IB 25 GB/s, i
           "[sim][collectives][textbook]") {
   // The chapter's Exercise 1, bandwidth only: 7e9 parameters x 2 bytes over 8 GPUs.
   const double S = 7e9 * 2;
-  GpuSpec nvlink = h100();
+  GpuSpec nvlink = h100_sxm();
   nvlink.scale_up_bytes_per_s = 900e9;
-  FabricSpec ib = ndr();
+  FabricSpec ib = ib_ndr();
   ib.port_bytes_per_s = 25e9;
   const auto t_nvlink =
       run_one(graph(cluster(nvlink, 8)),
@@ -278,9 +278,9 @@ TEST_CASE("Exercise 1: 7B bf16 ring all-reduce, NVLink 900 GB/s vs IB 25 GB/s, i
 }
 
 TEST_CASE("every op and algorithm runs and reports nccl-tests bandwidths", "[sim][collectives]") {
-  auto g = graph(cluster(h100(), 16));
-  auto one_node = graph(cluster(h100(), 8));
-  auto one_per_node = graph(cluster(h100(), 8, 1, ndr(), 1));
+  auto g = graph(cluster(h100_sxm(), 16));
+  auto one_node = graph(cluster(h100_sxm(), 8));
+  auto one_per_node = graph(cluster(h100_sxm(), 8, 1, ib_ndr(), 1));
   struct Case {
     std::shared_ptr<const ClusterGraph> g;
     CollectiveOp op;
@@ -339,7 +339,7 @@ TEST_CASE("bad requests are InputErrors naming the flag", "[sim][collectives]") 
   expect_flag(request(CollectiveOp::broadcast, 1e6, Algorithm::tree), "--algo");
   expect_flag(request(CollectiveOp::all_reduce, 0), "bytes");
   expect_flag(request(CollectiveOp::all_reduce, std::ldexp(1.0, 51)), "bytes");
-  Simulation h(graph(cluster(h100(), 16)));
+  Simulation h(graph(cluster(h100_sxm(), 16)));
   auto nvls_multi = request(CollectiveOp::all_reduce, 1e6, Algorithm::nvls);
   CHECK_THROWS_AS(h.collectives().plan(nvls_multi), InputError);
   CHECK_THROWS_AS(h.collectives().plan(request(CollectiveOp::all_reduce, 1e6, Algorithm::nvls, Protocol::ll)),

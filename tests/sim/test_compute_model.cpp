@@ -1,23 +1,15 @@
 // The roofline × efficiency op timing and the calibration file that overrides its defaults.
 #include <catch2/catch.hpp>
 
+#include "hardware_fixtures.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/sim/calibration.hpp"
 #include "simrun/sim/compute_model.hpp"
 
 using namespace simrun;
+using simrun::test::h100_sxm;
 
 namespace {
-GpuSpec h100() {
-  GpuSpec g;
-  g.id = "h100-sxm";
-  g.hbm_bytes_per_s = 3.35e12;
-  g.bf16_flops_per_s = 989.4e12;
-  g.fp8_flops_per_s = 1978.9e12;
-  g.fp32_flops_per_s = 66.9e12;
-  g.tf32_flops_per_s = 494.7e12;
-  return g;
-}
 OpShape gemm(double m, double n, double k, Precision p = Precision::bf16) {
   OpShape s;
   s.cls = OpClass::gemm;
@@ -34,7 +26,7 @@ TEST_CASE("large GEMMs approach gemm_max of the dense peak; small ones are less 
           "[sim][compute_model]") {
   ComputeParams p;
   p.launch_overhead_s = 0;
-  const ComputeModel cm(h100(), p);
+  const ComputeModel cm(h100_sxm(), p);
   const double big = cm.gemm_efficiency(16384, 16384, 16384, Precision::bf16);
   CHECK(big == Approx(p.gemm_max).epsilon(0.01));
   CHECK(cm.gemm_efficiency(8192, 128, 8192, Precision::bf16) < 0.8 * big);
@@ -56,7 +48,7 @@ TEST_CASE("large GEMMs approach gemm_max of the dense peak; small ones are less 
 }
 
 TEST_CASE("fp8 GEMMs run at the fp8 rate, faster than bf16 but not 2x", "[sim][compute_model]") {
-  const ComputeModel cm(h100(), ComputeParams{});
+  const ComputeModel cm(h100_sxm(), ComputeParams{});
   const double bf16 = cm.op_seconds(gemm(8192, 8192, 8192));
   const double fp8 = cm.op_seconds(gemm(8192, 8192, 8192, Precision::fp8));
   CHECK(fp8 < bf16);
@@ -65,7 +57,7 @@ TEST_CASE("fp8 GEMMs run at the fp8 rate, faster than bf16 but not 2x", "[sim][c
 
 TEST_CASE("memory-bound ops run at the HBM roofline plus the launch overhead", "[sim][compute_model]") {
   ComputeParams p;
-  const ComputeModel cm(h100(), p);
+  const ComputeModel cm(h100_sxm(), p);
   OpShape m;
   m.cls = OpClass::memory;
   m.bytes = 1e9;
@@ -73,7 +65,7 @@ TEST_CASE("memory-bound ops run at the HBM roofline plus the launch overhead", "
 }
 
 TEST_CASE("flash attention avoids the s^2 HBM traffic of unfused attention", "[sim][compute_model]") {
-  const ComputeModel cm(h100(), ComputeParams{});
+  const ComputeModel cm(h100_sxm(), ComputeParams{});
   OpShape a;
   a.cls = OpClass::attention_fwd;
   a.tokens = 8192;

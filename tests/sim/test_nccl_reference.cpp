@@ -13,7 +13,7 @@ using namespace simrun::test;
 namespace {
 
 GpuSpec gpu_by_id(const std::string& id) {
-  if (id == "h100-sxm") return h100();
+  if (id == "h100-sxm") return h100_sxm();
   if (id == "h800") return h800();
   if (id == "a100-80gb" || id == "a100-40gb") return a100();  // same NVLink 3 board (hardware.md §3)
   FAIL("no test spec for GPU " << id);
@@ -21,7 +21,7 @@ GpuSpec gpu_by_id(const std::string& id) {
 }
 
 FabricSpec fabric_by_id(const std::string& id) {
-  if (id == "ib-ndr") return ndr();
+  if (id == "ib-ndr") return ib_ndr();
   if (id == "ib-hdr") return hdr();
   FAIL("no test spec for fabric " << id);
   return {};

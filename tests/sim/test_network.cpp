@@ -177,7 +177,7 @@ TEST_CASE("thousands of concurrent flows through a fat-tree complete, none faste
           "[sim][network]") {
   // 512 GPUs, every GPU sends to the GPU 256 away (crosses the spine). ECMP hashes the 32 flows
   // of a leaf over 8 spine bundles of 4 ports, so unlucky bundles carry more than 4 flows.
-  auto g = test::graph(test::cluster(test::h100(), 512));
+  auto g = test::graph(test::cluster(test::h100_sxm(), 512));
   Simulation sim(g, test::ideal());
   std::vector<TimeNs> done;
   for (int64_t s = 0; s < 512; ++s)
