@@ -37,6 +37,10 @@
 //    sharded flat parameter in fp32, its gradient shard in fp32 and AdamW's moments in fp32:
 //    16/d bytes per parameter (StateConvention::fsdp); eager PyTorch kernels + FlashAttention-2;
 //    Composer's unfused DecoupledAdamW and FSDP gradient clipping (80 + 12 B per parameter).
+//    Composer's FSDP config defaults backward_prefetch to BACKWARD_POST (the MPT yamls do not
+//    set it): the next unit's all-gather is issued from the post-backward hook, after this
+//    unit's gradients, and FSDP1 runs it and the reduce-scatters on one process group, i.e. one
+//    NCCL stream in issue order.
 //  - torchtitan (FSDP2): MixedPrecisionPolicy(param bf16, reduce fp32): fp32 reduce-scatter,
 //    same 16/d states; async-TP; per-layer/per-op selective AC = every other layer recomputed.
 #include "simrun/sim/measured_runs.hpp"
@@ -108,6 +112,8 @@ WorkloadOptions workload_of(TrainingFramework f) {
       o.tp_overlap = TpCommOverlap::backward_async;
       o.grad_reduce_bytes = 2;
       o.kernels = KernelStack::eager;
+      o.fsdp_backward_prefetch = FsdpBackwardPrefetch::after_backward;
+      o.fsdp_one_communicator = true;
       // Composer's DecoupledAdamW is a per-tensor loop of unfused fp32 ops
       // (composer/optim/decoupled_weight_decay.py DecoupledAdamW.adamw; the MPT yamls set
       // weight_decay 0, so no decay pass): exp_avg.mul_ 8 + add_ 12, exp_avg_sq.mul_ 8 +
@@ -359,7 +365,8 @@ std::string measured_run_defaults_text() {
          "Megatron-Core (README H100): fp32 main grads in memory, bf16 reduce-scatter, TP comm overlap\n"
          "NeMo / Megatron-Bridge: bf16 grads (grad_sync_dtype bf16), distributed optimizer, TP comm overlap\n"
          "Composer FSDP1 (mosaic): mixed_precision PURE (bf16 reduce), fp32 sharded params/grads/moments, "
-         "eager kernels, FlashAttention-2, unfused DecoupledAdamW 80 B/param + grad clipping 12 B/param\n"
+         "eager kernels, FlashAttention-2, unfused DecoupledAdamW 80 B/param + grad clipping 12 B/param, "
+         "BACKWARD_POST prefetch, all-gathers and reduce-scatters on one NCCL stream\n"
          "torchtitan FSDP2: fp32 reduce, fp32 sharded states, async TP, selective AC = every other layer\n";
 }
 

@@ -319,7 +319,16 @@ void StageBuilder::column_parallel_backward(OpName op, OpName ag_name, OpName rs
 void StageBuilder::layer_backward(int32_t layer) {
   const Shared& s = m_s;
   const Layout& l = s.sc.layout;
-  if (l.zero_stage == 3 && (l.pp == 1 || m_mb == 0)) fsdp_gather(layer, true);
+  if (m_last_compute != kNoTask) m_backward_start_of_layer[layer] = m_last_compute;
+  if (l.zero_stage == 3 && (l.pp == 1 || m_mb == 0)) {
+    const auto it = m_prefetched_gather.find(layer);
+    if (it != m_prefetched_gather.end()) {
+      m_wait.push_back(it->second);
+      m_prefetched_gather.erase(it);
+    } else {
+      fsdp_gather(layer, true);
+    }
+  }
   const bool every_other =
       l.recompute == Recompute::selective && s.opt.selective == SelectiveRecompute::every_other_layer;
   if (l.recompute == Recompute::full || (every_other && layer % 2 == 1))
@@ -356,6 +365,12 @@ void StageBuilder::layer_backward(int32_t layer) {
   if (s.rope) compute(OpName::rope, Phase::backward, memory_op(s.T * (q + kv) * s.elem * 2), 0);
   column_parallel_backward(OpName::qkv, OpName::tp_ag_in_attn, OpName::tp_rs_attn, q + 2 * kv,
                            2.0 * s.T * s.h * (q + 2 * kv));
+  m_gradients_done_of_layer[layer] = m_last_compute;
+  // FSDP1 with BACKWARD_POST: the post-backward hook issues the next unit's all-gather before
+  // this unit's reduce-scatter on the same communicator, so the gather goes first.
+  if (l.zero_stage == 3 && l.pp == 1 && s.dp_size > 1 && layer > 0 && s.opt.fsdp_one_communicator &&
+      s.opt.fsdp_backward_prefetch == FsdpBackwardPrefetch::after_backward)
+    m_prefetched_gather[layer - 1] = issue_fsdp_gather(layer - 1, true);
   compute(OpName::ln_attn, Phase::backward, memory_op(norm_bwd_bytes), 0);
   m_layer = -1;
 
@@ -486,23 +501,34 @@ void StageBuilder::fsdp_gather(int32_t unit, bool backward) {
   const Layout& l = s.sc.layout;
   // With pp > 1 (torchtitan FSDP+PP) parameters stay gathered across micro-batches.
   if (l.pp > 1 && (backward || m_mb != 0)) return;
+  m_wait.push_back(issue_fsdp_gather(unit, backward));
+}
+
+uint32_t StageBuilder::issue_fsdp_gather(int32_t unit, bool backward) {
+  const Shared& s = m_s;
   const double params = unit >= 0    ? s.layer_params_local
                         : unit == -1 ? s.embedding_params_local
                                      : s.output_params_local;
-  // Prefetch window: this gather may start once the unit `fsdp_prefetch_layers` before it has
-  // started computing (forward order: layer−k; backward order: layer+k).
+  // Prefetch window. Forward: this gather may start once the unit `fsdp_prefetch_layers` before
+  // it has started computing (the rate limiter of limit_all_gathers). Backward: once the unit
+  // `fsdp_prefetch_layers` after it has started its backward (BACKWARD_PRE) or computed its
+  // gradients (BACKWARD_POST).
   std::vector<uint32_t> deps;
   if (unit >= 0) {
     const int32_t prev = backward ? unit + s.opt.fsdp_prefetch_layers : unit - s.opt.fsdp_prefetch_layers;
-    const auto it = m_first_op_of_layer.find(prev);
-    if (it != m_first_op_of_layer.end()) deps.push_back(it->second);
+    const std::map<int32_t, uint32_t>& trigger =
+        !backward ? m_first_op_of_layer
+        : s.opt.fsdp_backward_prefetch == FsdpBackwardPrefetch::before_backward ? m_backward_start_of_layer
+                                                                                 : m_gradients_done_of_layer;
+    const auto it = trigger.find(prev);
+    if (it != trigger.end()) deps.push_back(it->second);
   }
   const int32_t saved = m_layer;
   m_layer = unit;
   const uint32_t g = collective(Stream::dp_param, OpName::fsdp_gather, CollectiveOp::all_gather, s.dp_group,
                                 params * s.elem, Phase::comm, deps);
   m_layer = saved;
-  m_wait.push_back(g);
+  return g;
 }
 
 void StageBuilder::fsdp_reduce(int32_t unit) {
@@ -513,7 +539,8 @@ void StageBuilder::fsdp_reduce(int32_t unit) {
                                      : s.output_params_local;
   const int32_t saved = m_layer;
   m_layer = unit;
-  m_grad_reduces.push_back(collective(Stream::dp_grad, OpName::fsdp_reduce, CollectiveOp::reduce_scatter,
+  const Stream stream = s.opt.fsdp_one_communicator ? Stream::dp_param : Stream::dp_grad;
+  m_grad_reduces.push_back(collective(stream, OpName::fsdp_reduce, CollectiveOp::reduce_scatter,
                                       s.dp_group, params * s.opt.grad_reduce_bytes, Phase::comm,
                                       {m_last_compute}));
   m_layer = saved;

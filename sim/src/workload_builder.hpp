@@ -104,6 +104,7 @@ class StageBuilder {
   void grads_ready(double params, int32_t layer);
   void flush_bucket();
   void fsdp_gather(int32_t unit, bool backward);
+  uint32_t issue_fsdp_gather(int32_t unit, bool backward);
   void fsdp_reduce(int32_t unit);
   void optimizer();
 
@@ -128,7 +129,12 @@ class StageBuilder {
   std::map<int32_t, uint32_t> m_param_gather_of_layer;  // layer → its bucket's param AG (next_forward)
   std::map<int32_t, bool> m_layer_forwarded;            // first forward use seen
   // FSDP (ZeRO-3).
-  std::map<int32_t, uint32_t> m_first_op_of_layer;  // latest first compute op of a layer
+  std::map<int32_t, uint32_t> m_first_op_of_layer;  // latest first (forward) compute op of a layer
+  // A layer's backward in the prefetch's terms: the compute op that ends just as it starts, and
+  // its last gradient GEMM (FsdpBackwardPrefetch::before_backward / after_backward).
+  std::map<int32_t, uint32_t> m_backward_start_of_layer;
+  std::map<int32_t, uint32_t> m_gradients_done_of_layer;
+  std::map<int32_t, uint32_t> m_prefetched_gather;  // unit → backward all-gather issued ahead
   int64_t m_in_flight_chunks = 0;
   int64_t m_in_flight_layers = 0;
   bool m_blocking_send = true;

@@ -51,8 +51,9 @@ struct ComputeParams {
   double attn_fwd_max = 0.70;
   double attn_bwd_max = 0.60;
   // FlashAttention-2 where it is not the architecture's best kernel (Hopper: FA2 lacks the
-  // wgmma/TMA pipeline of cuDNN/FA3 and reaches ≈330 TFLOP/s forward, ≈300 backward on H100;
-  // Shah et al. 2024, arXiv:2407.08608, Fig. 4–6). Used by frameworks running FA2 (eager PyTorch).
+  // wgmma/TMA pipeline of cuDNN/FA3: ≈250 TFLOP/s forward, ≈200 backward on H100 for causal 2K
+  // sequences; Shah et al. 2024, arXiv:2407.08608, Figs. 5–6). Used by frameworks running FA2
+  // (eager PyTorch).
   double attn_fa2_fwd_max = 0.70;
   double attn_fa2_bwd_max = 0.60;
   double attn_seq_half = 128.0;      // tokens of key sequence at which eff is halved

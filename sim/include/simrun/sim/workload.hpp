@@ -126,6 +126,14 @@ enum class SelectiveRecompute : uint8_t {
                       // block checkpointed) or per-op (every 2nd matmul recomputed) — half a forward
 };
 
+// When FSDP re-gathers the next unit's parameters in the backward pass.
+enum class FsdpBackwardPrefetch : uint8_t {
+  before_backward,  // BACKWARD_PRE (FSDP2's implicit prefetch; FSDP1 option): unit k−1's all-gather
+                    // is issued when unit k's backward starts, so it hides behind all of it
+  after_backward,   // BACKWARD_POST (FSDP1 / Composer default): issued from unit k's post-backward
+                    // hook, once k's gradients exist, so only k's norm backward hides it
+};
+
 // Which kernels the framework runs around the GEMMs.
 enum class KernelStack : uint8_t {
   fused,  // Transformer Engine / Megatron fused kernels: LayerNorm+cast, bias+GeLU, bias+dropout+add,
@@ -157,6 +165,10 @@ struct WorkloadOptions {
   double grad_reduce_bytes = 2;
   // FSDP (ZeRO-3): parameter all-gathers allowed in flight ahead of compute (limit_all_gathers).
   int fsdp_prefetch_layers = 1;
+  FsdpBackwardPrefetch fsdp_backward_prefetch = FsdpBackwardPrefetch::before_backward;
+  // FSDP1 runs its all-gathers and reduce-scatters on one process group, whose NCCL stream
+  // executes them one after another in issue order (FSDP2 and Megatron use separate streams).
+  bool fsdp_one_communicator = false;
   // HBM bytes per locally held parameter of the optimizer step. Fused Adam (Apex / TE /
   // torch fused=True) reads grad, fp32 master, m, v (16 B) and writes master, m, v and the
   // 16-bit copy (14 B); gradient-norm clipping reads the fp32 gradients once.
