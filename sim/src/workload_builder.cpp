@@ -319,7 +319,7 @@ void StageBuilder::column_parallel_backward(OpName op, OpName ag_name, OpName rs
 void StageBuilder::layer_backward(int32_t layer) {
   const Shared& s = m_s;
   const Layout& l = s.sc.layout;
-  if (m_last_compute != kNoTask) m_backward_start_of_layer[layer] = m_last_compute;
+  if (l.zero_stage == 3 && m_last_compute != kNoTask) m_backward_start_of_layer[layer] = m_last_compute;
   if (l.zero_stage == 3 && (l.pp == 1 || m_mb == 0)) {
     const auto it = m_prefetched_gather.find(layer);
     if (it != m_prefetched_gather.end()) {
@@ -365,7 +365,7 @@ void StageBuilder::layer_backward(int32_t layer) {
   if (s.rope) compute(OpName::rope, Phase::backward, memory_op(s.T * (q + kv) * s.elem * 2), 0);
   column_parallel_backward(OpName::qkv, OpName::tp_ag_in_attn, OpName::tp_rs_attn, q + 2 * kv,
                            2.0 * s.T * s.h * (q + 2 * kv));
-  m_gradients_done_of_layer[layer] = m_last_compute;
+  if (l.zero_stage == 3) m_gradients_done_of_layer[layer] = m_last_compute;
   // FSDP1 with BACKWARD_POST: the post-backward hook issues the next unit's all-gather before
   // this unit's reduce-scatter on the same communicator, so the gather goes first.
   if (l.zero_stage == 3 && l.pp == 1 && s.dp_size > 1 && layer > 0 && s.opt.fsdp_one_communicator &&
