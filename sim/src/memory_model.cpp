@@ -151,6 +151,21 @@ StageParams stage_params(const ModelSpec& m, const ParamCounts& counts, const La
   return p;
 }
 
+Zero3Transients zero3_transients(const Layout& layout, const ParamCounts& counts, double stage_params,
+                                 int64_t layers, bool has_embedding, bool has_output, double element_bytes) {
+  Zero3Transients z;
+  if (layout.zero_stage != 3 || layout.dp * layout.cp <= 1 || layers <= 0) return z;
+  // The layer computing and the one prefetched are gathered in 16-bit; so is the root unit
+  // (embedding, output layer), which PyTorch FSDP does not reshard after forward; the layer
+  // being reduce-scattered holds its full gradient (Zhao et al. 2023, arXiv:2304.11277, §3.2–3.3).
+  const double root =
+      ((has_embedding ? counts.embedding : 0.0) + (has_output ? counts.output : 0.0)) / double(layout.tp);
+  const double per_layer = std::max(0.0, stage_params - root) / double(layers);
+  z.gathered_weights = (2 * per_layer + root) * element_bytes;
+  z.unsharded_grads = per_layer * element_bytes;
+  return z;
+}
+
 ActivationConfig activation_config(const Scenario& sc, const MemoryDefaults& defaults) {
   const ModelSpec& m = sc.model;
   const Layout& l = sc.layout;
@@ -204,6 +219,12 @@ MemoryEstimate estimate_memory(const Scenario& sc, const MemoryDefaults& default
     const ModelStateBytes experts = model_state_bytes(st.params.experts, l.zero_stage, expert_shard, bpp);
     st.states = {dense.weights + experts.weights, dense.grads + experts.grads,
                  dense.optimizer + experts.optimizer};
+    const Zero3Transients z3 = zero3_transients(l, counts, st.params.total(), st.params.layers,
+                                                st.params.has_embedding, st.params.has_output, ac.element_bytes);
+    st.fsdp_gathered_bytes = z3.gathered_weights;
+    st.fsdp_unsharded_grad_bytes = z3.unsharded_grads;
+    st.states.weights += z3.gathered_weights;
+    st.states.grads += z3.unsharded_grads;
 
     const double ahead = p - double(i);  // micro-batches stage i has started but not finished
     // Megatron's interleaved factor assumes the warm-up fills; a stage cannot hold more

@@ -19,9 +19,13 @@ MemoryReport stage_memory(const Scenario& sc, const Workload& w, const StageProg
   const Layout& l = sc.layout;
   const ModelSpec& m = sc.model;
   const BytesPerParam bpp = bytes_per_param(l.precision, md.convention);
-  const ModelStateBytes states = model_state_bytes(p.params, l.zero_stage, double(l.dp * l.cp), bpp);
+  ModelStateBytes states = model_state_bytes(p.params, l.zero_stage, double(l.dp * l.cp), bpp);
 
   const ActivationConfig ac = activation_config(sc, md);
+  const Zero3Transients z3 = zero3_transients(l, count_params(m), p.params, int64_t(p.layers.size()),
+                                              p.stage == 0, p.stage == l.pp - 1, ac.element_bytes);
+  states.weights += z3.gathered_weights;
+  states.grads += z3.unsharded_grads;
   const double per_layer = layer_activation_bytes(m, ac);
   double act = per_layer * double(p.max_in_flight_layers);
   const double s = double(ac.seq_len), b = double(l.micro_batch), h = double(m.hidden), t = double(l.tp);

@@ -255,11 +255,21 @@ TEST_CASE("ZeRO-3 shards weights, grads and optimizer over dp·cp", "[sim][memor
   s.layout.sequence_parallel = false;
   s.layout.zero_stage = 3;
   s.layout.recompute = Recompute::full;
-  const double params = count_params(s.model).total();
+  const ParamCounts counts = count_params(s.model);
+  const double params = counts.total();
   const MemoryEstimate e = estimate_memory(s, with_dropout());
-  CHECK(e.report.weights == Approx(params * 2 / 1024).epsilon(1e-12));
-  CHECK(e.report.grads == Approx(params * 4 / 1024).epsilon(1e-12));
+  // Plus what FSDP holds unsharded: two layers and the root unit (embedding, output layer)
+  // gathered in bf16, one layer's full bf16 gradient.
+  const double root = counts.embedding + counts.output;
+  const double layer = (params - root) / double(s.model.layers);
+  CHECK(e.stages[0].fsdp_gathered_bytes == Approx((2 * layer + root) * 2).epsilon(1e-12));
+  CHECK(e.stages[0].fsdp_unsharded_grad_bytes == Approx(layer * 2).epsilon(1e-12));
+  CHECK(e.report.weights == Approx(params * 2 / 1024 + (2 * layer + root) * 2).epsilon(1e-12));
+  CHECK(e.report.grads == Approx(params * 4 / 1024 + layer * 2).epsilon(1e-12));
   CHECK(e.report.optimizer == Approx(params * 12 / 1024).epsilon(1e-12));
+  // ZeRO-1 keeps no unsharded transients of its own (its full weights are already counted).
+  s.layout.zero_stage = 1;
+  CHECK(estimate_memory(s, with_dropout()).stages[0].fsdp_gathered_bytes == 0);
 }
 
 TEST_CASE("fits: the headline layout fits an H100, 70B on 8 GPUs without sharding does not",

@@ -143,10 +143,22 @@ struct StageParams {
 std::vector<int64_t> layers_per_stage(int64_t layers, int64_t pp);
 StageParams stage_params(const ModelSpec& m, const ParamCounts& counts, const Layout& layout, int64_t stage);
 
+// What ZeRO-3 / FSDP holds unsharded on one pipeline rank while it works (zero otherwise):
+// gathered 16-bit parameters and one layer's full gradient. `stage_params` are the rank's local
+// parameters (after tp, before dp sharding) over `layers` transformer layers.
+struct Zero3Transients {
+  double gathered_weights = 0;
+  double unsharded_grads = 0;
+};
+Zero3Transients zero3_transients(const Layout& layout, const ParamCounts& counts, double stage_params,
+                                 int64_t layers, bool has_embedding, bool has_output, double element_bytes);
+
 struct StageMemory {
   int64_t stage = 0;
   StageParams params;
-  ModelStateBytes states;
+  ModelStateBytes states;       // sharded states, plus ZeRO-3's unsharded copies below
+  double fsdp_gathered_bytes = 0;  // ZeRO-3: gathered 16-bit parameters (in states.weights)
+  double fsdp_unsharded_grad_bytes = 0;  // ZeRO-3: one unit's full gradient (in states.grads)
   double in_flight_microbatches = 0;
   double layer_activation_bytes = 0;        // one layer, one micro-batch
   double transformer_activation_bytes = 0;  // in_flight · layers · per layer
