@@ -4,6 +4,7 @@
 // the error, and the mean absolute percentage error (MAPE) over the supported runs.
 //
 //   build/bench/validate_measured [--verbose] [--group NAME] [--json] [--calibration FILE]
+//                                 [--trace ID FILE]   (Chrome trace of run ID, for Perfetto)
 //
 // The comparison is on step time, which has no FLOP convention (the sources' TFLOP/s differ:
 // recompute-inclusive, causal or not). Reference time: measured.iteration_s, else
@@ -18,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -29,6 +31,7 @@
 #include "simrun/sim/measured_runs.hpp"
 #include "simrun/sim/scenario_parser.hpp"
 #include "simrun/sim/simulate.hpp"
+#include "simrun/sim/trace.hpp"
 
 using namespace simrun;
 using nlohmann::json;
@@ -52,6 +55,7 @@ int main(int argc, char** argv) {
   std::string only_group, calibration_file;
   // Exploration knobs (not used for the published figures): override one default for all runs.
   std::optional<double> step_overhead, overlap_slowdown, eager_factor;
+  std::string trace_id, trace_file;  // --trace ID FILE: the Chrome trace of one run
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--verbose"))
       verbose = true;
@@ -59,7 +63,10 @@ int main(int argc, char** argv) {
       as_json = true;
     else if (!std::strcmp(argv[i], "--group") && i + 1 < argc)
       only_group = argv[++i];
-    else if (!std::strcmp(argv[i], "--calibration") && i + 1 < argc)
+    else if (!std::strcmp(argv[i], "--trace") && i + 2 < argc) {
+      trace_id = argv[++i];
+      trace_file = argv[++i];
+    } else if (!std::strcmp(argv[i], "--calibration") && i + 1 < argc)
       calibration_file = argv[++i];
     else if (!std::strcmp(argv[i], "--step-overhead") && i + 1 < argc)
       step_overhead = std::stod(argv[++i]);
@@ -68,7 +75,8 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--eager-factor") && i + 1 < argc)
       eager_factor = std::stod(argv[++i]);
     else {
-      std::cerr << "usage: validate_measured [--verbose] [--group NAME] [--json] [--calibration FILE]\n";
+      std::cerr << "usage: validate_measured [--verbose] [--group NAME] [--json] [--calibration FILE] "
+                   "[--trace ID FILE]\n";
       return 2;
     }
   }
@@ -102,7 +110,13 @@ int main(int argc, char** argv) {
         if (overlap_slowdown) c.options.step.overlap_slowdown = *overlap_slowdown;
         if (eager_factor) c.options.workload.eager_memory_factor = *eager_factor;
         try {
+          c.options.step.record_trace = c.id == trace_id;
           const SimulationOutput o = simulate(c.scenario, c.options);
+          if (c.id == trace_id) {
+            std::ofstream f(trace_file);
+            if (!f) throw InputError("command line", "--trace", "cannot write " + trace_file);
+            write_chrome_trace(f, c.scenario, o.workload, o.step);
+          }
           const double pred = o.report.step_time_s;
           const double err = (pred - c.reference_s) / c.reference_s;
           sum_abs += std::abs(err);

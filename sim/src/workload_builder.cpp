@@ -286,13 +286,20 @@ void StageBuilder::layer_forward(int32_t layer, Phase phase, bool /*last_mb_of_s
 
 void StageBuilder::row_parallel_backward(OpName op, OpName ag_name, double k_loc, double flops_each) {
   const Shared& s = m_s;
+  uint32_t ag = kNoTask;
   if (s.sp) {
-    // Backward of the forward reduce-scatter: all-gather the output gradient.
-    const uint32_t ag = collective(Stream::tp, ag_name, CollectiveOp::all_gather, GroupKind::tp,
-                                   s.T * s.h * s.elem, Phase::backward, {m_last_compute});
-    m_wait.push_back(ag);
+    // Backward of the forward reduce-scatter: all-gather the output gradient. With TP comm
+    // overlap it is pipelined with the dgrad GEMM that consumes it (Transformer Engine's
+    // userbuffers AG overlap for proj/fc2 dgrad), as the forward all-gather is with its GEMM.
+    ag = collective(Stream::tp, ag_name, CollectiveOp::all_gather, GroupKind::tp, s.T * s.h * s.elem,
+                    Phase::backward, {m_last_compute});
+    if (m_s.opt.tp_overlap != TpCommOverlap::full) {
+      m_wait.push_back(ag);
+      ag = kNoTask;
+    }
   }
   compute(op, Phase::backward, gemm(s.T, k_loc, s.h, s.gemm_precision), flops_each);  // dgrad
+  if (ag != kNoTask) m_wait.push_back(ag);
   compute(op, Phase::backward, gemm(k_loc, s.h, s.T, s.gemm_precision), flops_each);  // wgrad
 }
 
@@ -422,12 +429,13 @@ void StageBuilder::head_forward() {
   const auto it = m_param_gather_of_layer.find(-2);
   if (it != m_param_gather_of_layer.end() && m_mb == 0) m_wait.push_back(it->second);
   compute(OpName::final_ln, Phase::forward, memory_op(s.Ts * s.h * s.elem * 2), 0);
-  tp_before_column_parallel(OpName::tp_logits, Phase::forward);
+  const uint32_t ag = tp_before_column_parallel(OpName::tp_logits, Phase::forward);
   // The output layer stays in 16-bit under fp8 (Transformer Engine converts transformer layers).
   const Precision p = s.gemm_precision == Precision::fp8 || s.gemm_precision == Precision::fp4
                           ? Precision::bf16
                           : s.gemm_precision;
   compute(OpName::logits, Phase::forward, gemm(s.T, s.vocab_loc, s.h, p), 2.0 * s.T * s.h * s.vocab_loc);
+  if (ag != kNoTask) m_wait.push_back(ag);  // overlapped with the GEMM: the loss waits for it
   // Vocab-parallel cross entropy: fp32 logits, max/sum-exp/target all-reduces (T floats each).
   compute(OpName::loss, Phase::forward, memory_op(s.T * s.vocab_loc * (s.elem + 4 + 4)), 0);
   if (s.tp > 1) {

@@ -167,3 +167,38 @@ TEST_CASE("bad layouts are refused with the reason, doubtful ones warned about",
   CHECK_THROWS_WITH(build_workload(sc, cm),
                     Catch::Contains("layout.global_batch") && Catch::Contains("interleaved"));
 }
+
+TEST_CASE("TP comm overlap: every sequence-parallel all-gather runs beside the GEMM after it",
+          "[sim][workload]") {
+  const Scenario sc = parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
+      "layout": {"tp": 8, "pp": 1, "dp": 1, "global_batch": 2, "sequence_parallel": true}})");
+  const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
+  // TP all-gathers whose next compute op (the GEMM that consumes them: qkv/fc1 forward,
+  // proj/fc2 dgrad, or the dgrad running while the wgrad's input is re-gathered) waits for
+  // them. Megatron's default exposes the forward and output-gradient gathers; TE's userbuffers
+  // (full overlap) pipeline every one with that GEMM.
+  auto all_gathers_blocking_next_op = [&](TpCommOverlap overlap) {
+    WorkloadOptions o;
+    o.tp_overlap = overlap;
+    const Workload w = build_workload(sc, cm, o);
+    const StageProgram& p = w.stages[0];
+    int blocking = 0, gathers = 0;
+    for (uint32_t i = 0; i < p.tasks.size(); ++i) {
+      const Task& ag = p.tasks[i];
+      if (ag.kind != TaskKind::collective || ag.group != GroupKind::tp || ag.coll != CollectiveOp::all_gather)
+        continue;
+      ++gathers;
+      uint32_t j = i + 1;
+      while (j < p.tasks.size() && p.tasks[j].kind != TaskKind::compute) ++j;
+      REQUIRE(j < p.tasks.size());
+      const OpName next = p.tasks[j].op;
+      if (next == OpName::embedding) continue;  // the embedding's scatter-add has no GEMM to hide behind
+      for (uint16_t k = 0; k < p.tasks[j].dep_count; ++k)
+        if (p.dep(p.tasks[j], k) == i) ++blocking;
+    }
+    REQUIRE(gathers > 0);
+    return blocking;
+  };
+  CHECK(all_gathers_blocking_next_op(TpCommOverlap::backward_async) > 0);
+  CHECK(all_gathers_blocking_next_op(TpCommOverlap::full) == 0);
+}

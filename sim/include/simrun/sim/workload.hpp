@@ -107,8 +107,9 @@ const char* to_string(OpName op);
 enum class TpCommOverlap : uint8_t {
   backward_async,  // Megatron default: forward TP collectives exposed; backward AG/RS or AR
                    // overlapped with the dgrad/wgrad GEMMs
-  full,            // TE userbuffers (--tp-comm-overlap) or PyTorch async-TP: TP collectives
-                   // pipelined with their GEMMs, only `tp_overlap_exposed` of them shows
+  full,            // TE userbuffers (--tp-comm-overlap) or PyTorch async-TP (needs sequence
+                   // parallelism): each all-gather / reduce-scatter runs beside the GEMM that
+                   // consumes or produces it; only what outlasts that GEMM shows
 };
 enum class GradReduceOverlap : uint8_t {
   after_backward,  // reduce after the pipeline flush (Megatron without --overlap-grad-reduce)
@@ -154,7 +155,6 @@ struct WorkloadOptions {
   // parameter tensor, the gradient-norm and loss host syncs, logging, the data loader hand-off.
   double step_overhead_s = 0.03;
   TpCommOverlap tp_overlap = TpCommOverlap::backward_async;
-  double tp_overlap_exposed = 0.15;  // with TpCommOverlap::full: exposed fraction of each TP collective
   GradReduceOverlap grad_reduce = GradReduceOverlap::bucketed;
   ParamGatherOverlap param_gather = ParamGatherOverlap::next_forward;
   // Megatron DDP bucket: max(40M, 1M·dp) parameters (distributed_data_parallel.py).
@@ -192,7 +192,6 @@ struct Task {
   double flops = 0;              // model FLOPs (Megatron convention, causal) of compute ops
   double hbm_bytes = 0;          // HBM traffic of compute ops
   double comm_bytes = 0;         // collective: buffer size per rank (AR in=out, AG out, RS in); p2p message
-  double exposed_fraction = 1;   // share of a TP collective that cannot hide behind its GEMM
   int32_t peer_stage = -1;       // send: destination stage; recv: source stage
   uint32_t peer_task = kNoTask;  // send: index of the matching recv task in the peer's program
   uint32_t first_dep = 0;        // into StageProgram::deps
