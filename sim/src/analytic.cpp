@@ -370,6 +370,8 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
   b.tp_comm_s = microbatches * slow.tp_comm_s;
   b.pp_comm_s = pp_total_s;
   b.dp_comm_s = dp_total_s;
+  b.cp_comm_s = microbatches * slow.cp_comm_s;
+  b.ep_comm_s = microbatches * slow.ep_comm_s;
   b.exposed_comm_s = microbatches * out.mb_exposed_comm_s + out.pp_exposed_s + out.dp_exposed_s;
   b.bubble_s = (p - 1.0) / v * (slow.compute_s() + out.mb_exposed_comm_s);
   out.step_time_s = b.compute_s + b.exposed_comm_s + b.bubble_s;

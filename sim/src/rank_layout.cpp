@@ -23,6 +23,8 @@ const char* to_string(GroupKind g) {
       return "ep";
     case GroupKind::pp:
       return "pp";
+    case GroupKind::edp:
+      return "edp";
   }
   return "?";
 }
@@ -33,9 +35,22 @@ RankLayout::RankLayout(const Layout& layout, int64_t gpus_per_node)
       m_dp(layout.dp),
       m_pp(layout.pp),
       m_ep(layout.ep),
+      m_etp(layout.expert_tp),
       m_gpus_per_node(std::max<int64_t>(1, gpus_per_node)) {
-  SIMRUN_ASSERT(m_tp >= 1 && m_cp >= 1 && m_dp >= 1 && m_pp >= 1 && m_ep >= 1,
+  SIMRUN_ASSERT(m_tp >= 1 && m_cp >= 1 && m_dp >= 1 && m_pp >= 1 && m_ep >= 1 && m_etp >= 1,
                 "layout sizes must be positive");
+  SIMRUN_ASSERT((m_tp * m_cp * m_dp) % (m_ep * m_etp) == 0, "ep·expert_tp must divide tp·cp·dp");
+}
+
+RankLayout::ExpertCoord RankLayout::expert_coord_of(int64_t rank) const {
+  const int64_t stage_ranks = m_tp * m_cp * m_dp;
+  const int64_t local = rank % stage_ranks;
+  ExpertCoord e;
+  e.stage_base = rank - local;
+  e.etp = local % m_etp;
+  e.ep = (local / m_etp) % m_ep;
+  e.edp = local / (m_etp * m_ep);
+  return e;
 }
 
 RankCoord RankLayout::coord_of(int64_t rank) const {
@@ -64,6 +79,8 @@ int64_t RankLayout::group_size(GroupKind kind) const {
       return m_ep;
     case GroupKind::pp:
       return m_pp;
+    case GroupKind::edp:
+      return expert_dp();
   }
   return 1;
 }
@@ -88,14 +105,13 @@ std::vector<int64_t> RankLayout::group(GroupKind kind, int64_t rank) const {
         for (m.cp = 0; m.cp < m_cp; ++m.cp) out.push_back(rank_of(m));
       break;
     case GroupKind::ep: {
-      // Expert groups: ep consecutive members of the flattened (cp, dp) index, same tp and pp.
-      const int64_t flat = c.cp + m_cp * c.dp;
-      const int64_t first = flat - flat % m_ep;
-      for (int64_t f = first; f < first + m_ep; ++f) {
-        m.cp = f % m_cp;
-        m.dp = f / m_cp;
-        out.push_back(rank_of(m));
-      }
+      const ExpertCoord e = expert_coord_of(rank);
+      for (int64_t i = 0; i < m_ep; ++i) out.push_back(e.rank(m_etp, m_ep, e.etp, i, e.edp));
+      break;
+    }
+    case GroupKind::edp: {
+      const ExpertCoord e = expert_coord_of(rank);
+      for (int64_t j = 0; j < expert_dp(); ++j) out.push_back(e.rank(m_etp, m_ep, e.etp, e.ep, j));
       break;
     }
     case GroupKind::pp:
@@ -117,7 +133,9 @@ int64_t RankLayout::index_in_group(GroupKind kind, int64_t rank) const {
     case GroupKind::dp_cp:
       return c.cp + m_cp * c.dp;
     case GroupKind::ep:
-      return (c.cp + m_cp * c.dp) % m_ep;
+      return expert_coord_of(rank).ep;
+    case GroupKind::edp:
+      return expert_coord_of(rank).edp;
     case GroupKind::pp:
       return c.pp;
   }
@@ -143,11 +161,12 @@ int64_t RankLayout::group_id(GroupKind kind, int64_t rank) const {
       m.cp = 0;
       break;
     case GroupKind::ep: {
-      const int64_t flat = c.cp + m_cp * c.dp;
-      const int64_t first = flat - flat % m_ep;
-      m.cp = first % m_cp;
-      m.dp = first / m_cp;
-      break;
+      const ExpertCoord e = expert_coord_of(rank);
+      return e.rank(m_etp, m_ep, e.etp, 0, e.edp);
+    }
+    case GroupKind::edp: {
+      const ExpertCoord e = expert_coord_of(rank);
+      return e.rank(m_etp, m_ep, e.etp, e.ep, 0);
     }
     case GroupKind::pp:
       m.pp = 0;

@@ -33,6 +33,7 @@ nlohmann::json to_json(const Report& r) {
       {"backward_s", r.breakdown.backward_s},   {"recompute_s", r.breakdown.recompute_s},
       {"optimizer_s", r.breakdown.optimizer_s}, {"tp_comm_s", r.breakdown.tp_comm_s},
       {"pp_comm_s", r.breakdown.pp_comm_s},     {"dp_comm_s", r.breakdown.dp_comm_s},
+      {"cp_comm_s", r.breakdown.cp_comm_s},     {"ep_comm_s", r.breakdown.ep_comm_s},
   };
   j["run"] = {
       {"tokens", r.run.tokens},

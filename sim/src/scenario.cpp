@@ -116,6 +116,7 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
   layout.pp = r.integer_or("pp", 1, 1, kMaxParallel);
   layout.cp = r.integer_or("cp", 1, 1, kMaxParallel);
   layout.ep = r.integer_or("ep", 1, 1, kMaxParallel);
+  layout.expert_tp = r.integer_or("expert_tp", layout.tp, 1, kMaxParallel);
   const int64_t model_parallel = layout.tp * layout.pp * layout.cp;
   if (r.has("dp")) {
     layout.dp = r.integer("dp", 1, kMaxGpus);
@@ -204,17 +205,29 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
     throw InputError(
         f, "layout.sequence_parallel",
         "seq_len " + std::to_string(model.seq_len) + " is not divisible by tp*cp for sequence parallelism");
-  if (layout.ep > 1) {
-    if (!model.is_moe())
-      throw InputError(f, "layout.ep", "ep > 1 needs a mixture-of-experts model (this one is dense)");
+  if (layout.ep > 1 && !model.is_moe())
+    throw InputError(f, "layout.ep", "ep > 1 needs a mixture-of-experts model (this one is dense)");
+  if (model.is_moe()) {
     if (model.moe->experts % layout.ep != 0)
       throw InputError(f, "layout.ep",
                        "ep " + std::to_string(layout.ep) + " does not divide the " +
                            std::to_string(model.moe->experts) + " experts");
-    if ((layout.dp * layout.cp) % layout.ep != 0)
+    if (layout.expert_tp != 1 && layout.expert_tp != layout.tp)
+      throw InputError(f, "layout.expert_tp",
+                       "expert_tp " + std::to_string(layout.expert_tp) + " must be 1 or tp (" +
+                           std::to_string(layout.tp) + ")");
+    const int64_t dense_ranks = layout.tp * layout.cp * layout.dp;
+    if (dense_ranks % (layout.ep * layout.expert_tp) != 0)
       throw InputError(f, "layout.ep",
-                       "ep " + std::to_string(layout.ep) +
-                           " must divide dp*cp = " + std::to_string(layout.dp * layout.cp));
+                       "ep*expert_tp = " + std::to_string(layout.ep * layout.expert_tp) +
+                           " must divide tp*cp*dp = " + std::to_string(dense_ranks) +
+                           " (experts are laid out over the ranks of one pipeline stage)");
+    if (model.moe->expert_ffn_hidden % layout.expert_tp != 0)
+      throw InputError(f, "layout.expert_tp",
+                       "expert_tp " + std::to_string(layout.expert_tp) + " does not divide expert_ffn_hidden " +
+                           std::to_string(model.moe->expert_ffn_hidden));
+  } else {
+    layout.expert_tp = 1;
   }
   if (layout.precision == Precision::fp8 && cluster.gpu.fp8_flops_per_s <= 0)
     throw InputError(f, "layout.precision",
@@ -311,6 +324,7 @@ void ScenarioOverrides::apply_to(nlohmann::json& doc) const {
   set("layout", "dp", dp);
   set("layout", "cp", cp);
   set("layout", "ep", ep);
+  set("layout", "expert_tp", expert_tp);
   set("layout", "virtual_stages", virtual_stages);
   set("layout", "micro_batch", micro_batch);
   set("layout", "global_batch", global_batch);

@@ -135,10 +135,12 @@ SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
   b.recompute_s = crit.recompute_s;
   b.optimizer_s = crit.optimizer_s;
   b.compute_s = crit.compute_s();
-  auto at = [](const std::array<double, 6>& a, GroupKind g) { return a[static_cast<size_t>(g)]; };
+  auto at = [](const std::array<double, kGroupKindCount>& a, GroupKind g) { return a[static_cast<size_t>(g)]; };
   b.tp_comm_s = at(crit.comm_s, GroupKind::tp);
   b.pp_comm_s = at(crit.comm_s, GroupKind::pp);
-  b.dp_comm_s = at(crit.comm_s, GroupKind::dp) + at(crit.comm_s, GroupKind::dp_cp);
+  b.dp_comm_s = at(crit.comm_s, GroupKind::dp) + at(crit.comm_s, GroupKind::dp_cp) + at(crit.comm_s, GroupKind::edp);
+  b.cp_comm_s = at(crit.comm_s, GroupKind::cp);
+  b.ep_comm_s = at(crit.comm_s, GroupKind::ep);
   b.exposed_comm_s = 0;
   for (double e : crit.exposed_s) b.exposed_comm_s += e;
   b.bubble_s = crit.bubble_s;

@@ -35,7 +35,9 @@ RankGroup rank_group(const Layout& l, GroupKind g) {
     case GroupKind::dp_cp:
       return {l.dp * l.cp, l.tp};
     case GroupKind::ep:
-      return {l.ep, l.tp};
+      return {l.ep, l.expert_tp};
+    case GroupKind::edp:
+      return {l.expert_dp(), l.expert_tp * l.ep};
     case GroupKind::pp:
       return {2, l.tp * l.cp * l.dp};
   }
@@ -112,7 +114,8 @@ class Executor {
     }
     // Link costs per group kind, with calibration.json's α/β where given.
     for (GroupKind g :
-         {GroupKind::tp, GroupKind::cp, GroupKind::dp, GroupKind::dp_cp, GroupKind::ep, GroupKind::pp}) {
+         {GroupKind::tp, GroupKind::cp, GroupKind::dp, GroupKind::dp_cp, GroupKind::ep, GroupKind::pp,
+          GroupKind::edp}) {
       m_link[static_cast<size_t>(group_index(g))] = group_link(sc.cluster, rank_group(l, g), opt.comm);
     }
 
@@ -549,7 +552,7 @@ class Executor {
   const StepSimOptions& m_opt;
   RankLayout m_layout;
   bool m_full = false;
-  std::array<LinkCost, 6> m_link{};
+  std::array<LinkCost, kGroupKindCount> m_link{};
   std::vector<std::array<std::vector<uint32_t>, kStreamCount>> m_queues;
   std::vector<RankState> m_ranks;
   std::vector<int32_t> m_index_of_rank;

@@ -110,7 +110,17 @@ const char* to_string(OpName op) {
                                        "dp_grad_reduce",
                                        "dp_param_gather",
                                        "fsdp_gather",
-                                       "fsdp_reduce"};
+                                       "fsdp_reduce",
+                                       "router",
+                                       "moe_permute",
+                                       "expert_fc1",
+                                       "expert_act",
+                                       "expert_fc2",
+                                       "moe_unpermute",
+                                       "ep_dispatch",
+                                       "ep_combine",
+                                       "tp_ag_expert",
+                                       "tp_rs_expert"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(OpName::count));
   const auto i = static_cast<size_t>(op);
   return i < static_cast<size_t>(OpName::count) ? kNames[i] : "?";
@@ -250,18 +260,17 @@ void check_layout(const Scenario& sc, PipelineSchedule schedule, Workload& w) {
   const Layout& l = sc.layout;
   const ModelSpec& m = sc.model;
   const std::string& file = sc.file;
-  if (m.is_moe())
-    throw InputError(
-        file, "model.moe",
-        "mixture-of-experts models are not supported by the event simulation yet (expert all-to-all "
-        "and routed expert GEMMs are not modelled); use `simrun estimate` for an analytic figure");
   if (m.mla)
     throw InputError(file, "model",
                      "multi-head latent attention (MLA) is not supported by the event simulation yet");
-  if (l.ep > 1)
-    throw InputError(file, "layout.ep",
-                     "expert parallelism needs an MoE model, which the event simulation does not support yet "
-                     "(use ep = 1)");
+  if (m.is_moe() && l.zero_stage == 3)
+    throw InputError(file, "layout.zero_stage",
+                     "ZeRO-3/FSDP with a mixture-of-experts model is not supported by the event simulation "
+                     "yet (use zero_stage 1: Megatron-Core's distributed optimizer)");
+  if (m.is_moe() && l.tp > 1 && !l.sequence_parallel)
+    throw InputError(file, "layout.sequence_parallel",
+                     "a mixture-of-experts model with tp > 1 needs sequence_parallel (Megatron-Core "
+                     "requires it: each rank routes its own sequence shard)");
   if (m.heads % l.tp != 0)
     throw InputError(file, "layout.tp",
                      "tp (" + std::to_string(l.tp) + ") must divide the attention heads (" +

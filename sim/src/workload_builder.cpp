@@ -67,16 +67,33 @@ StageBuilder::Shared::Shared(const Scenario& scenario, const ComputeModel& cm, c
   vocab_loc = d(md.vocab) / d(tp);
 
   const ParamCounts pc = count_params(md);
-  layer_params_local = pc.per_layer(md) / d(tp);
-  embedding_params_local = pc.embedding / d(tp);
   const double final_norm = (layernorm ? 2.0 : 1.0) * h;
+  embedding_params_local = pc.embedding / d(tp);
   output_params_local = (md.tied_embeddings && pp == 1 ? 0.0 : d(md.vocab) * h / d(tp)) + final_norm;
-  const double q = d(md.heads) * head_dim, k = d(md.kv_heads) * head_dim;
-  const double ffn_factor = swiglu ? 3.0 : 2.0;
-  flops_per_layer_fwd = 2.0 * T * (h * (q + 2 * k) + q * h + h * d(md.ffn_hidden) * ffn_factor) / d(tp) +
-                        2.0 * T * seq * q / d(tp);  // causal core: half of 4·T·s·q
+  attn_params_local = (pc.attention + pc.norms - final_norm) / d(md.layers) / d(tp);
+  dense_ffn_params_local = md.dense_layers() > 0 ? pc.mlp_dense / d(md.dense_layers()) / d(tp) : 0.0;
   dp_group = cp > 1 ? GroupKind::dp_cp : GroupKind::dp;
   dp_size = l.dp * l.cp;
+
+  moe = md.is_moe();
+  first_moe_layer = moe ? md.moe->first_dense_layers : md.layers;
+  if (moe) {
+    const MoeSpec& e = *md.moe;
+    const double moe_layers = d(md.moe_layers());
+    ep = l.ep;
+    etp = l.expert_tp;
+    expert_dp_size = l.expert_dp();
+    experts = d(e.experts);
+    top_k = d(e.top_k);
+    experts_loc = experts / d(ep);
+    // Balanced routing: each rank sends Ts·k token copies and, its E/ep experts being 1/ep of
+    // all, receives as many; expert-TP gathers them from its etp ranks.
+    routed_tokens = Ts * top_k * d(etp);
+    expert_f_loc = d(e.expert_ffn_hidden) / d(etp);
+    shared_f_loc = d(e.shared_experts * e.expert_ffn_hidden) / d(tp);
+    moe_dense_params_local = moe_layers > 0 ? (pc.experts_shared + pc.router) / moe_layers / d(tp) : 0.0;
+    expert_params_local = moe_layers > 0 ? pc.experts_routed / moe_layers / d(ep * etp) : 0.0;
+  }
 
   first_layer.assign(layers_per_chunk.size(), 0);
   int64_t next = 0;
@@ -95,10 +112,17 @@ StageBuilder::StageBuilder(const Shared& shared, int64_t stage) : m_s(shared), m
     for (int64_t i = 0; i < m_s.layers_per_chunk[idx]; ++i)
       m_prog.layers.push_back(static_cast<int32_t>(m_s.first_layer[idx] + i));
   }
-  m_prog.params = d(static_cast<int64_t>(m_prog.layers.size())) * m_s.layer_params_local;
+  for (int32_t layer : m_prog.layers) {
+    m_prog.params += m_s.layer_params(layer);
+    m_prog.expert_params += m_s.layer_expert_params(layer);
+  }
   if (stage == 0) m_prog.params += m_s.embedding_params_local;
   if (stage == m_s.pp - 1) m_prog.params += m_s.output_params_local;
   m_bucket_limit = std::max(m_s.opt.bucket_params_min, m_s.opt.bucket_params_per_dp * d(m_s.dp_size));
+  m_buckets[kDenseParams].group = m_s.dp_group;
+  m_buckets[kDenseParams].group_size = m_s.dp_size;
+  m_buckets[kExpertParams].group = GroupKind::edp;
+  m_buckets[kExpertParams].group_size = m_s.expert_dp_size;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -251,7 +275,7 @@ void StageBuilder::layer_forward(int32_t layer, Phase phase, bool /*last_mb_of_s
   if (phase == Phase::forward && !m_layer_forwarded[layer]) {
     m_layer_forwarded[layer] = true;
     const auto it = m_param_gather_of_layer.find(layer);
-    if (it != m_param_gather_of_layer.end()) m_wait.push_back(it->second);
+    if (it != m_param_gather_of_layer.end()) m_wait.insert(m_wait.end(), it->second.begin(), it->second.end());
   }
 
   // Attention block.
@@ -269,16 +293,125 @@ void StageBuilder::layer_forward(int32_t layer, Phase phase, bool /*last_mb_of_s
 
   // MLP block.
   compute(OpName::ln_mlp, phase, memory_op(norm_bytes), 0);
-  const uint32_t ag2 = tp_before_column_parallel(OpName::tp_ag_mlp, phase);
-  const double up = s.swiglu ? 2 * s.f_loc : s.f_loc;
-  compute(OpName::fc1, phase, gemm(s.T, up, s.h, gp), 2.0 * s.T * s.h * up);
-  if (ag2 != kNoTask) m_wait.push_back(ag2);
-  compute(OpName::act, phase, memory_op(s.T * (up + s.f_loc) * s.elem), 0);
-  const uint32_t before_fc2 = m_last_compute;
-  const uint32_t fc2 = compute(OpName::fc2, phase, gemm(s.T, s.h, s.f_loc, gp), 2.0 * s.T * s.f_loc * s.h);
-  tp_after_row_parallel(OpName::tp_rs_mlp, OpName::tp_ar_mlp, fc2, before_fc2, phase);
+  if (s.is_moe_layer(layer))
+    moe_forward(phase);
+  else
+    mlp_forward(s.f_loc, phase);
   compute(OpName::residual_mlp, phase, memory_op(residual_bytes), 0);
   m_layer = -1;
+}
+
+void StageBuilder::mlp_forward(double f_loc, Phase phase) {
+  const Shared& s = m_s;
+  const Precision gp = s.gemm_precision;
+  const uint32_t ag = tp_before_column_parallel(OpName::tp_ag_mlp, phase);
+  const double up = s.swiglu ? 2 * f_loc : f_loc;
+  compute(OpName::fc1, phase, gemm(s.T, up, s.h, gp), 2.0 * s.T * s.h * up);
+  if (ag != kNoTask) m_wait.push_back(ag);
+  compute(OpName::act, phase, memory_op(s.T * (up + f_loc) * s.elem), 0);
+  const uint32_t before_fc2 = m_last_compute;
+  const uint32_t fc2 = compute(OpName::fc2, phase, gemm(s.T, s.h, f_loc, gp), 2.0 * s.T * f_loc * s.h);
+  tp_after_row_parallel(OpName::tp_rs_mlp, OpName::tp_ar_mlp, fc2, before_fc2, phase);
+}
+
+// ---------------------------------------------------------------------------------------------
+// MoE layer (Megatron-Core MoELayer with the alltoall token dispatcher, megatron/core/
+// transformer/moe): this rank's Ts tokens (sequence-parallel shard) are routed, permuted by
+// expert, sent to the experts' EP ranks, run through the local experts' grouped GEMMs
+// (TEGroupedLinear), sent back and un-permuted. With expert_tp > 1 the dispatched tokens are
+// all-gathered over the expert-TP group and the outputs reduce-scattered back.
+
+void StageBuilder::ep_all_to_all(OpName op, Phase phase) {
+  const Shared& s = m_s;
+  if (s.ep <= 1) return;
+  const uint32_t c = collective(Stream::ep, op, CollectiveOp::all_to_all, GroupKind::ep,
+                                s.Ts * s.top_k * s.h * s.elem, phase, {m_last_compute});
+  m_wait.push_back(c);
+}
+
+void StageBuilder::moe_forward(Phase phase) {
+  const Shared& s = m_s;
+  // The router stays in 16-bit under fp8 (Transformer Engine converts the expert GEMMs only).
+  const Precision router_p = s.gemm_precision == Precision::fp8 || s.gemm_precision == Precision::fp4
+                                 ? Precision::bf16
+                                 : s.gemm_precision;
+  const double routed_local = s.Ts * s.top_k;  // token copies leaving this rank
+  const double per_expert = s.routed_tokens / s.experts_loc;
+  const double up = s.swiglu ? 2 * s.expert_f_loc : s.expert_f_loc;
+  // Router logits (model FLOPs leave the router out, as Megatron's count does), then softmax
+  // and top-k over fp32 scores.
+  compute(OpName::router, phase, gemm(s.Ts, s.experts, s.h, router_p), 0);
+  compute(OpName::router, phase, memory_op(s.Ts * s.experts * 4 * 3), 0);
+  compute(OpName::moe_permute, phase, memory_op(routed_local * s.h * s.elem * 2), 0);
+  ep_all_to_all(OpName::ep_dispatch, phase);
+  if (s.etp > 1) {
+    const uint32_t c = collective(Stream::tp, OpName::tp_ag_expert, CollectiveOp::all_gather, GroupKind::tp,
+                                  s.routed_tokens * s.h * s.elem, phase, {m_last_compute});
+    m_wait.push_back(c);
+  }
+  OpShape fc1 = gemm(per_expert, up, s.h, s.gemm_precision);
+  fc1.batch = s.experts_loc;
+  fc1.bytes *= s.experts_loc;
+  fc1.serial_bytes *= s.experts_loc;
+  compute(OpName::expert_fc1, phase, fc1, 2.0 * s.routed_tokens * s.h * up);
+  compute(OpName::expert_act, phase, memory_op(s.routed_tokens * (up + s.expert_f_loc) * s.elem), 0);
+  OpShape fc2 = gemm(per_expert, s.h, s.expert_f_loc, s.gemm_precision);
+  fc2.batch = s.experts_loc;
+  fc2.bytes *= s.experts_loc;
+  fc2.serial_bytes *= s.experts_loc;
+  compute(OpName::expert_fc2, phase, fc2, 2.0 * s.routed_tokens * s.expert_f_loc * s.h);
+  if (s.etp > 1) {
+    const uint32_t c = collective(Stream::tp, OpName::tp_rs_expert, CollectiveOp::reduce_scatter,
+                                  GroupKind::tp, s.routed_tokens * s.h * s.elem, phase, {m_last_compute});
+    m_wait.push_back(c);
+  }
+  ep_all_to_all(OpName::ep_combine, phase);
+  compute(OpName::moe_unpermute, phase, memory_op(routed_local * s.h * s.elem * 2 + s.Ts * s.h * s.elem), 0);
+  if (s.shared_f_loc > 0) mlp_forward(s.shared_f_loc, phase);
+}
+
+void StageBuilder::moe_backward() {
+  const Shared& s = m_s;
+  const Precision router_p = s.gemm_precision == Precision::fp8 || s.gemm_precision == Precision::fp4
+                                 ? Precision::bf16
+                                 : s.gemm_precision;
+  const double routed_local = s.Ts * s.top_k;
+  const double per_expert = s.routed_tokens / s.experts_loc;
+  const double up = s.swiglu ? 2 * s.expert_f_loc : s.expert_f_loc;
+  if (s.shared_f_loc > 0) mlp_backward(s.shared_f_loc);
+  auto grouped = [&](double m, double n, double k) {
+    OpShape g = gemm(m, n, k, s.gemm_precision);
+    g.batch = s.experts_loc;
+    g.bytes *= s.experts_loc;
+    g.serial_bytes *= s.experts_loc;
+    return g;
+  };
+  compute(OpName::moe_unpermute, Phase::backward, memory_op(routed_local * s.h * s.elem * 2), 0);
+  ep_all_to_all(OpName::ep_combine, Phase::backward);
+  if (s.etp > 1) {
+    const uint32_t c = collective(Stream::tp, OpName::tp_rs_expert, CollectiveOp::all_gather, GroupKind::tp,
+                                  s.routed_tokens * s.h * s.elem, Phase::backward, {m_last_compute});
+    m_wait.push_back(c);
+  }
+  const double fc2_flops = 2.0 * s.routed_tokens * s.expert_f_loc * s.h;
+  compute(OpName::expert_fc2, Phase::backward, grouped(per_expert, s.expert_f_loc, s.h), fc2_flops);  // dgrad
+  compute(OpName::expert_fc2, Phase::backward, grouped(s.expert_f_loc, s.h, per_expert), fc2_flops);  // wgrad
+  compute(OpName::expert_act, Phase::backward, memory_op(s.routed_tokens * (2 * up + s.expert_f_loc) * s.elem),
+          0);
+  const double fc1_flops = 2.0 * s.routed_tokens * s.h * up;
+  compute(OpName::expert_fc1, Phase::backward, grouped(per_expert, s.h, up), fc1_flops);  // dgrad
+  compute(OpName::expert_fc1, Phase::backward, grouped(s.h, up, per_expert), fc1_flops);  // wgrad
+  if (s.etp > 1) {
+    const uint32_t c = collective(Stream::tp, OpName::tp_ag_expert, CollectiveOp::reduce_scatter,
+                                  GroupKind::tp, s.routed_tokens * s.h * s.elem, Phase::backward,
+                                  {m_last_compute});
+    m_wait.push_back(c);
+  }
+  ep_all_to_all(OpName::ep_dispatch, Phase::backward);
+  compute(OpName::moe_permute, Phase::backward, memory_op(routed_local * s.h * s.elem * 2), 0);
+  compute(OpName::router, Phase::backward, memory_op(s.Ts * s.experts * 4 * 3), 0);
+  compute(OpName::router, Phase::backward, gemm(s.Ts, s.h, s.experts, router_p), 0);  // dgrad
+  compute(OpName::router, Phase::backward, gemm(s.h, s.experts, s.Ts, router_p), 0);  // wgrad
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -323,6 +456,14 @@ void StageBuilder::column_parallel_backward(OpName op, OpName ag_name, OpName rs
   if (red != kNoTask) m_wait.push_back(red);
 }
 
+void StageBuilder::mlp_backward(double f_loc) {
+  const Shared& s = m_s;
+  const double up = s.swiglu ? 2 * f_loc : f_loc;
+  row_parallel_backward(OpName::fc2, OpName::tp_ag_mlp, f_loc, 2.0 * s.T * f_loc * s.h);
+  compute(OpName::act, Phase::backward, memory_op(s.T * (2 * up + f_loc) * s.elem), 0);
+  column_parallel_backward(OpName::fc1, OpName::tp_ag_in_mlp, OpName::tp_rs_mlp, up, 2.0 * s.T * s.h * up);
+}
+
 void StageBuilder::layer_backward(int32_t layer) {
   const Shared& s = m_s;
   const Layout& l = s.sc.layout;
@@ -344,13 +485,13 @@ void StageBuilder::layer_backward(int32_t layer) {
   const double q = s.q_loc, kv = s.kv_loc;
   const double norm_bwd_bytes = s.Ts * s.h * s.elem * 4;
   const double residual_bwd_bytes = s.Ts * s.h * (2 * s.elem + 1);
-  const double up = s.swiglu ? 2 * s.f_loc : s.f_loc;
 
   // MLP block, reversed.
   compute(OpName::residual_mlp, Phase::backward, memory_op(residual_bwd_bytes), 0);
-  row_parallel_backward(OpName::fc2, OpName::tp_ag_mlp, s.f_loc, 2.0 * s.T * s.f_loc * s.h);
-  compute(OpName::act, Phase::backward, memory_op(s.T * (2 * up + s.f_loc) * s.elem), 0);
-  column_parallel_backward(OpName::fc1, OpName::tp_ag_in_mlp, OpName::tp_rs_mlp, up, 2.0 * s.T * s.h * up);
+  if (s.is_moe_layer(layer))
+    moe_backward();
+  else
+    mlp_backward(s.f_loc);
   compute(OpName::ln_mlp, Phase::backward, memory_op(norm_bwd_bytes), 0);
 
   // Attention block, reversed.
@@ -384,7 +525,8 @@ void StageBuilder::layer_backward(int32_t layer) {
   if (l.zero_stage == 3) {
     if (l.pp == 1 || m_mb == s.m - 1) fsdp_reduce(layer);
   } else if (m_mb == s.m - 1) {
-    grads_ready(s.layer_params_local, layer);
+    grads_ready(kDenseParams, s.layer_dense_params(layer), layer);
+    grads_ready(kExpertParams, s.layer_expert_params(layer), layer);
   }
 }
 
@@ -395,7 +537,8 @@ void StageBuilder::embedding_forward() {
   const Shared& s = m_s;
   if (s.sc.layout.zero_stage == 3) fsdp_gather(-1, false);
   const auto it = m_param_gather_of_layer.find(-1);
-  if (it != m_param_gather_of_layer.end() && m_mb == 0) m_wait.push_back(it->second);
+  if (it != m_param_gather_of_layer.end() && m_mb == 0)
+    m_wait.insert(m_wait.end(), it->second.begin(), it->second.end());
   compute(OpName::embedding, Phase::forward, memory_op(s.T * s.h * s.elem * 2), 0);
   if (s.tp > 1) {
     // VocabParallelEmbedding: each rank holds V/t rows; partial sums are all-reduced
@@ -419,7 +562,7 @@ void StageBuilder::embedding_backward() {
   if (s.sc.layout.zero_stage == 3) {
     if (s.sc.layout.pp == 1 || m_mb == s.m - 1) fsdp_reduce(-1);
   } else if (m_mb == s.m - 1) {
-    grads_ready(s.embedding_params_local, -1);
+    grads_ready(kDenseParams, s.embedding_params_local, -1);
   }
 }
 
@@ -427,7 +570,8 @@ void StageBuilder::head_forward() {
   const Shared& s = m_s;
   if (s.sc.layout.zero_stage == 3) fsdp_gather(-2, false);
   const auto it = m_param_gather_of_layer.find(-2);
-  if (it != m_param_gather_of_layer.end() && m_mb == 0) m_wait.push_back(it->second);
+  if (it != m_param_gather_of_layer.end() && m_mb == 0)
+    m_wait.insert(m_wait.end(), it->second.begin(), it->second.end());
   compute(OpName::final_ln, Phase::forward, memory_op(s.Ts * s.h * s.elem * 2), 0);
   const uint32_t ag = tp_before_column_parallel(OpName::tp_logits, Phase::forward);
   // The output layer stays in 16-bit under fp8 (Transformer Engine converts transformer layers).
@@ -469,38 +613,40 @@ void StageBuilder::head_backward() {
   if (s.sc.layout.zero_stage == 3) {
     if (s.sc.layout.pp == 1 || m_mb == s.m - 1) fsdp_reduce(-2);
   } else if (m_mb == s.m - 1) {
-    grads_ready(s.output_params_local, -2);
+    grads_ready(kDenseParams, s.output_params_local, -2);
   }
 }
 
 // ---------------------------------------------------------------------------------------------
 // Data parallelism: gradient buckets (ZeRO 0–2), FSDP units (ZeRO-3)
 
-void StageBuilder::grads_ready(double params, int32_t layer) {
-  if (m_s.dp_size <= 1) return;
-  m_bucket_fill += params;
-  m_bucket_layers.push_back(layer);
-  if (m_bucket_fill >= m_bucket_limit) flush_bucket();
+void StageBuilder::grads_ready(int kind, double params, int32_t layer) {
+  Buckets& b = m_buckets[static_cast<size_t>(kind)];
+  if (b.group_size <= 1 || params <= 0) return;
+  b.fill += params;
+  b.layers.push_back(layer);
+  if (b.fill >= m_bucket_limit) flush_bucket(kind);
 }
 
-void StageBuilder::flush_bucket() {
-  if (m_bucket_fill <= 0) return;
+void StageBuilder::flush_bucket(int kind) {
+  Buckets& b = m_buckets[static_cast<size_t>(kind)];
+  if (b.fill <= 0) return;
   const Shared& s = m_s;
   const bool zero = s.sc.layout.zero_stage >= 1;
-  const double bytes = m_bucket_fill * s.opt.grad_reduce_bytes;
+  const double bytes = b.fill * s.opt.grad_reduce_bytes;
   if (s.opt.grad_reduce == GradReduceOverlap::bucketed) {
     const int32_t saved = m_layer;
-    m_layer = m_bucket_layers.empty() ? -1 : m_bucket_layers.back();
+    m_layer = b.layers.empty() ? -1 : b.layers.back();
     m_grad_reduces.push_back(collective(Stream::dp_grad, OpName::dp_grad_reduce,
                                         zero ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce,
-                                        s.dp_group, bytes, Phase::comm, {m_last_compute}));
+                                        b.group, bytes, Phase::comm, {m_last_compute}));
     m_layer = saved;
   } else {
-    m_deferred_buckets.push_back(bytes);
+    b.deferred.push_back(bytes);
   }
-  if (zero) m_param_buckets.emplace_back(m_bucket_fill, m_bucket_layers);
-  m_bucket_fill = 0;
-  m_bucket_layers.clear();
+  if (zero) b.gathers.emplace_back(b.fill, b.layers);
+  b.fill = 0;
+  b.layers.clear();
 }
 
 void StageBuilder::fsdp_gather(int32_t unit, bool backward) {
@@ -514,7 +660,7 @@ void StageBuilder::fsdp_gather(int32_t unit, bool backward) {
 
 uint32_t StageBuilder::issue_fsdp_gather(int32_t unit, bool backward) {
   const Shared& s = m_s;
-  const double params = unit >= 0    ? s.layer_params_local
+  const double params = unit >= 0    ? s.layer_params(unit)
                         : unit == -1 ? s.embedding_params_local
                                      : s.output_params_local;
   // Prefetch window. Forward: this gather may start once the unit `fsdp_prefetch_layers` before
@@ -542,7 +688,7 @@ uint32_t StageBuilder::issue_fsdp_gather(int32_t unit, bool backward) {
 void StageBuilder::fsdp_reduce(int32_t unit) {
   const Shared& s = m_s;
   if (s.dp_size <= 1) return;
-  const double params = unit >= 0    ? s.layer_params_local
+  const double params = unit >= 0    ? s.layer_params(unit)
                         : unit == -1 ? s.embedding_params_local
                                      : s.output_params_local;
   const int32_t saved = m_layer;
@@ -560,14 +706,20 @@ void StageBuilder::optimizer() {
   m_mb = -1;
   m_chunk = 0;
   m_layer = -1;
-  flush_bucket();
-  for (double bytes : m_deferred_buckets)
-    m_grad_reduces.push_back(
-        collective(Stream::dp_grad, OpName::dp_grad_reduce,
-                   l.zero_stage >= 1 ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, s.dp_group,
-                   bytes, Phase::comm, {m_last_compute}));
+  for (int kind : {kDenseParams, kExpertParams}) {
+    flush_bucket(kind);
+    const Buckets& b = m_buckets[static_cast<size_t>(kind)];
+    for (double bytes : b.deferred)
+      m_grad_reduces.push_back(
+          collective(Stream::dp_grad, OpName::dp_grad_reduce,
+                     l.zero_stage >= 1 ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, b.group,
+                     bytes, Phase::comm, {m_last_compute}));
+  }
   for (uint32_t r : m_grad_reduces) m_wait.push_back(r);
-  const double shard = l.zero_stage >= 1 ? m_prog.params / d(s.dp_size) : m_prog.params;
+  // The local shard: dense parameters over the DP group, experts over the expert-DP group.
+  const double dense = m_prog.params - m_prog.expert_params;
+  const double shard = l.zero_stage >= 1 ? dense / d(s.dp_size) + m_prog.expert_params / d(s.expert_dp_size)
+                                         : m_prog.params;
   // Bytes per parameter from the framework's optimizer (WorkloadOptions): already counted per
   // kernel, so no eager factor.
   OpShape norm;
@@ -588,9 +740,10 @@ void StageBuilder::optimizer() {
     m_wait.clear();
   }
   if (l.zero_stage >= 1 && l.zero_stage <= 2 && s.opt.param_gather == ParamGatherOverlap::after_optimizer)
-    for (const auto& b : m_param_buckets)
-      collective(Stream::dp_param, OpName::dp_param_gather, CollectiveOp::all_gather, s.dp_group,
-                 b.first * s.elem, Phase::comm, {m_last_compute});
+    for (const Buckets& b : m_buckets)
+      for (const auto& g : b.gathers)
+        collective(Stream::dp_param, OpName::dp_param_gather, CollectiveOp::all_gather, b.group,
+                   g.first * s.elem, Phase::comm, {m_last_compute});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -687,35 +840,54 @@ void StageBuilder::build(const std::vector<Slot>& slots, PipelineSchedule schedu
   // ZeRO-1/2 with --overlap-param-gather: the previous step's parameter all-gather runs in
   // this step's first forward, bucket by bucket; buckets are the gradient buckets (backward
   // order), so precompute them and issue their gathers in forward order.
-  if (l.zero_stage >= 1 && l.zero_stage <= 2 && s.dp_size > 1 &&
-      s.opt.param_gather == ParamGatherOverlap::next_forward) {
-    std::vector<std::pair<double, std::vector<int32_t>>> buckets;
-    double fill = 0;
-    std::vector<int32_t> members;
-    auto push = [&](double p, int32_t layer) {
-      fill += p;
-      members.push_back(layer);
-      if (fill >= m_bucket_limit) {
-        buckets.emplace_back(fill, members);
-        fill = 0;
-        members.clear();
-      }
+  if (l.zero_stage >= 1 && l.zero_stage <= 2 && s.opt.param_gather == ParamGatherOverlap::next_forward) {
+    struct Gather {
+      int kind;
+      double params;
+      std::vector<int32_t> layers;  // backward order: back() is the first one the forward uses
     };
-    for (int64_t c = s.v - 1; c >= 0; --c) {
-      const int64_t vs = c * s.pp + m_stage;
-      if (vs == s.pp * s.v - 1) push(s.output_params_local, -2);
-      const size_t idx = static_cast<size_t>(m_stage * s.v + c);
-      for (int64_t i = s.layers_per_chunk[idx] - 1; i >= 0; --i)
-        push(s.layer_params_local, static_cast<int32_t>(s.first_layer[idx] + i));
-      if (vs == 0) push(s.embedding_params_local, -1);
+    std::vector<Gather> gathers;
+    for (int kind : {kDenseParams, kExpertParams}) {
+      if (m_buckets[static_cast<size_t>(kind)].group_size <= 1) continue;
+      double fill = 0;
+      std::vector<int32_t> members;
+      auto push = [&](double p, int32_t layer) {
+        if (p <= 0) return;
+        fill += p;
+        members.push_back(layer);
+        if (fill >= m_bucket_limit) {
+          gathers.push_back({kind, fill, members});
+          fill = 0;
+          members.clear();
+        }
+      };
+      const bool dense = kind == kDenseParams;
+      for (int64_t c = s.v - 1; c >= 0; --c) {
+        const int64_t vs = c * s.pp + m_stage;
+        if (dense && vs == s.pp * s.v - 1) push(s.output_params_local, -2);
+        const size_t idx = static_cast<size_t>(m_stage * s.v + c);
+        for (int64_t i = s.layers_per_chunk[idx] - 1; i >= 0; --i) {
+          const int64_t layer = s.first_layer[idx] + i;
+          push(dense ? s.layer_dense_params(layer) : s.layer_expert_params(layer), static_cast<int32_t>(layer));
+        }
+        if (dense && vs == 0) push(s.embedding_params_local, -1);
+      }
+      if (fill > 0) gathers.push_back({kind, fill, members});
     }
-    if (fill > 0) buckets.emplace_back(fill, members);
+    // Issue in forward order of first use (embedding -1 first, output layer -2 last).
+    auto first_use = [&](const Gather& g) {
+      const int32_t layer = g.layers.back();
+      return layer == -1 ? int64_t{-1} : layer == -2 ? int64_t{1} << 40 : int64_t{layer};
+    };
+    std::stable_sort(gathers.begin(), gathers.end(),
+                     [&](const Gather& a, const Gather& b) { return first_use(a) < first_use(b); });
     m_mb = -1;
-    for (auto it = buckets.rbegin(); it != buckets.rend(); ++it) {
-      m_layer = it->second.back();
-      const uint32_t g = collective(Stream::dp_param, OpName::dp_param_gather, CollectiveOp::all_gather,
-                                    s.dp_group, it->first * s.elem, Phase::comm, {});
-      for (int32_t layer : it->second) m_param_gather_of_layer[layer] = g;
+    for (const Gather& g : gathers) {
+      m_layer = g.layers.back();
+      const uint32_t task = collective(Stream::dp_param, OpName::dp_param_gather, CollectiveOp::all_gather,
+                                       m_buckets[static_cast<size_t>(g.kind)].group, g.params * s.elem,
+                                       Phase::comm, {});
+      for (int32_t layer : g.layers) m_param_gather_of_layer[layer].push_back(task);
     }
     m_layer = -1;
   }

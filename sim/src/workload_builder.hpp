@@ -2,6 +2,7 @@
 // pipeline schedule's slots (workload_builder.cpp).
 #pragma once
 
+#include <array>
 #include <initializer_list>
 #include <map>
 #include <tuple>
@@ -44,12 +45,35 @@ class StageBuilder {
     double elem;   // activation element bytes (2, or 4 for fp32)
     double T, Ts;  // tokens per micro-batch on this rank: full, and SP-split
     double h, q_loc, kv_loc, f_loc, heads_loc, head_dim, seq, vocab_loc;
-    double layer_params_local;      // one layer's parameters on this rank (TP split)
     double embedding_params_local;  // embedding (+positions) on the first stage (vocab split)
     double output_params_local;     // untied output layer + final norm on the last stage
-    double flops_per_layer_fwd;     // Megatron-convention forward FLOPs of one layer on this rank
+    double attn_params_local;       // attention + the two norms of one layer (TP split)
+    double dense_ffn_params_local;  // the FFN of a dense layer
     GroupKind dp_group;             // dp, or dp×cp when cp > 1
     int64_t dp_size;                // ranks sharing a ZeRO shard
+
+    // Mixture of experts (layers >= first_moe_layer), balanced routing.
+    bool moe = false;
+    int64_t first_moe_layer = 0;
+    int64_t ep = 1, etp = 1;
+    int64_t expert_dp_size = 1;        // ranks holding the same experts (expert gradients)
+    double experts = 0;                // routed experts E
+    double top_k = 0;
+    double experts_loc = 0;            // E/ep held by this rank
+    double routed_tokens = 0;          // token copies this rank's experts compute: Ts·top_k·etp
+    double expert_f_loc = 0;           // one expert's FFN width here: f_e/etp
+    double shared_f_loc = 0;           // the shared experts' FFN width here: shared·f_e/tp
+    double moe_dense_params_local = 0; // router + shared experts of one MoE layer
+    double expert_params_local = 0;    // the routed experts of one MoE layer held here
+
+    bool is_moe_layer(int64_t layer) const { return moe && layer >= first_moe_layer; }
+    // One layer's parameters on this rank: reduced over the DP group, and (MoE layers) over the
+    // expert-DP group.
+    double layer_dense_params(int64_t layer) const {
+      return attn_params_local + (is_moe_layer(layer) ? moe_dense_params_local : dense_ffn_params_local);
+    }
+    double layer_expert_params(int64_t layer) const { return is_moe_layer(layer) ? expert_params_local : 0.0; }
+    double layer_params(int64_t layer) const { return layer_dense_params(layer) + layer_expert_params(layer); }
   };
 
   StageBuilder(const Shared& shared, int64_t stage);
@@ -88,6 +112,13 @@ class StageBuilder {
   void layer_forward(int32_t layer, Phase phase, bool last_mb_of_step_use);
   void layer_backward(int32_t layer);
   void attention_core_forward(Phase phase);
+  // The MLP block between ln_mlp and the residual: dense (TP column/row-parallel), or MoE.
+  void mlp_forward(double f_loc, Phase phase);
+  void mlp_backward(double f_loc);
+  void moe_forward(Phase phase);
+  void moe_backward();
+  // An all-to-all of this rank's routed token copies over the EP group (none when ep = 1).
+  void ep_all_to_all(OpName op, Phase phase);
   // A column-parallel linear's backward (QKV, FC1): input re-gather ∥ dgrad, grad RS/AR ∥ wgrad.
   void column_parallel_backward(OpName op, OpName ag_name, OpName rs_name, double n_loc, double flops_each);
   // A row-parallel linear's backward (proj, FC2): grad all-gather (SP) then dgrad, wgrad.
@@ -101,8 +132,9 @@ class StageBuilder {
   void embedding_backward();
   void head_forward();
   void head_backward();
-  void grads_ready(double params, int32_t layer);
-  void flush_bucket();
+  // Parameters of `layer` got their final gradients: into the dense (DP) or expert (EDP) bucket.
+  void grads_ready(int kind, double params, int32_t layer);
+  void flush_bucket(int kind);
   void fsdp_gather(int32_t unit, bool backward);
   uint32_t issue_fsdp_gather(int32_t unit, bool backward);
   void fsdp_reduce(int32_t unit);
@@ -119,14 +151,21 @@ class StageBuilder {
   Phase m_phase = Phase::forward;
   uint32_t m_last_compute = kNoTask;
   std::vector<uint32_t> m_wait;  // tasks the next compute op waits for
-  // Gradient buckets (ZeRO 0–2).
-  double m_bucket_fill = 0;
+  // Gradient buckets (ZeRO 0–2), one set per parameter kind: Megatron DDP keeps the experts'
+  // gradients in their own buffers, reduced over the expert-data-parallel group.
+  static constexpr int kDenseParams = 0, kExpertParams = 1;
+  struct Buckets {
+    GroupKind group = GroupKind::dp;
+    int64_t group_size = 1;
+    double fill = 0;
+    std::vector<int32_t> layers;
+    std::vector<double> deferred;                                  // GradReduceOverlap::after_backward
+    std::vector<std::pair<double, std::vector<int32_t>>> gathers;  // ZeRO 1/2 param all-gather units
+  };
+  std::array<Buckets, 2> m_buckets;
   double m_bucket_limit = 0;
   std::vector<uint32_t> m_grad_reduces;
-  std::vector<double> m_deferred_buckets;                                // GradReduceOverlap::after_backward
-  std::vector<std::pair<double, std::vector<int32_t>>> m_param_buckets;  // ZeRO 1/2 param all-gather units
-  std::vector<int32_t> m_bucket_layers;
-  std::map<int32_t, uint32_t> m_param_gather_of_layer;  // layer → its bucket's param AG (next_forward)
+  std::map<int32_t, std::vector<uint32_t>> m_param_gather_of_layer;  // layer → its buckets' param AGs
   std::map<int32_t, bool> m_layer_forwarded;            // first forward use seen
   // FSDP (ZeRO-3).
   std::map<int32_t, uint32_t> m_first_op_of_layer;  // latest first (forward) compute op of a layer

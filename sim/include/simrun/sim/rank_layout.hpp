@@ -1,9 +1,11 @@
 // Where each global rank sits in the parallel layout, in Megatron-Core's default rank order
 // "tp-cp-ep-dp-pp" (megatron/core/parallel_state.py, RankGenerator): TP varies fastest, so a
 // TP group is tp consecutive ranks and stays inside a node when tp <= gpus_per_node; PP varies
-// slowest. Expert parallelism splits the cp·dp ranks of one stage (Megatron's expert
-// decomposition "tp-ep-dp-pp" with expert-TP = TP), so it never changes a rank's coordinates
-// in the dense decomposition.
+// slowest. Expert layers decompose the same ranks a second way (Megatron-Core's expert
+// RankGenerator, order "tp-ep-dp-pp" with tp := expert_tp): within one pipeline stage, the
+// local index tp + TP·(cp + CP·dp) splits into expert-TP (fastest), EP, then expert-DP. With
+// expert_tp = tp an EP group is ep consecutive (cp, dp) positions of the same tp rank; with
+// expert_tp = 1 it is ep consecutive ranks. The dense coordinates never change.
 //
 // Symmetry: ranks that differ only in their tp, cp or dp coordinate run the same program
 // (same layers, same micro-batch schedule) and, on a symmetric fabric, see the same timing.
@@ -35,7 +37,9 @@ enum class GroupKind : uint8_t {
   dp_cp,  // dp × cp: where gradients are reduced when cp > 1 (Megatron reduces over both)
   ep,     // expert parallel (MoE all-to-all)
   pp,     // pipeline: the stages of one model replica
+  edp,    // expert data parallel: ranks holding the same experts (expert gradient reduction)
 };
+inline constexpr int kGroupKindCount = 7;
 
 const char* to_string(GroupKind g);
 
@@ -49,6 +53,8 @@ class RankLayout {
   int64_t dp() const { return m_dp; }
   int64_t pp() const { return m_pp; }
   int64_t ep() const { return m_ep; }
+  int64_t expert_tp() const { return m_etp; }
+  int64_t expert_dp() const { return m_tp * m_cp * m_dp / (m_ep * m_etp); }
   int64_t gpus_per_node() const { return m_gpus_per_node; }
 
   // rank = tp + TP·(cp + CP·(dp + DP·pp))
@@ -75,7 +81,17 @@ class RankLayout {
   int64_t representative_of(int64_t rank) const { return rank_of(RankCoord{0, 0, 0, coord_of(rank).pp}); }
 
  private:
-  int64_t m_tp, m_cp, m_dp, m_pp, m_ep;
+  // A rank's place in the expert decomposition of its stage.
+  struct ExpertCoord {
+    int64_t stage_base = 0;  // first rank of the stage
+    int64_t etp = 0, ep = 0, edp = 0;
+    int64_t rank(int64_t etp_size, int64_t ep_size, int64_t t, int64_t e, int64_t d) const {
+      return stage_base + t + etp_size * (e + ep_size * d);
+    }
+  };
+  ExpertCoord expert_coord_of(int64_t rank) const;
+
+  int64_t m_tp, m_cp, m_dp, m_pp, m_ep, m_etp;
   int64_t m_gpus_per_node;
 };
 

@@ -36,7 +36,9 @@ struct BreakdownReport {
   double optimizer_s = 0;
   double tp_comm_s = 0;  // totals per step (exposed or not)
   double pp_comm_s = 0;
-  double dp_comm_s = 0;
+  double dp_comm_s = 0;   // incl. expert gradients over the expert-data-parallel group
+  double cp_comm_s = 0;   // context-parallel K/V exchange
+  double ep_comm_s = 0;   // MoE token dispatch/combine all-to-alls
   double exposed_comm_s = 0;  // communication not hidden behind compute
   double bubble_s = 0;        // pipeline fill/drain idle time
 };

@@ -2,6 +2,7 @@
 // Parsed once at the edge (scenario file + command-line overrides) and passed by const&.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -32,6 +33,10 @@ struct Layout {
   int64_t dp = 1;              // data-parallel replicas, e.g. 32
   int64_t cp = 1;              // context-parallel size (sequence split for attention), e.g. 2
   int64_t ep = 1;              // expert-parallel size (MoE), e.g. 8
+  // Tensor-parallel size of the expert MLPs (Megatron-Core --expert-tensor-parallel-size):
+  // tp (its default) or 1. Experts are laid out "etp-ep-edp-pp" over the same ranks, so
+  // ep·expert_tp divides tp·cp·dp; the rest, tp·cp·dp/(ep·expert_tp), reduce expert gradients.
+  int64_t expert_tp = 1;
   int64_t virtual_stages = 1;  // model chunks per pipeline rank (interleaved 1F1B when > 1)
   PipelineSplit pipeline_split = PipelineSplit::even;
   bool sequence_parallel = false;  // Megatron SP: norms/dropout split over tp, AG+RS instead of AR
@@ -45,6 +50,8 @@ struct Layout {
   int64_t model_parallel_size() const { return tp * pp * cp; }
   int64_t world_size() const { return tp * pp * dp * cp; }
   int64_t num_microbatches() const { return global_batch / (micro_batch * dp); }  // per pipeline
+  // Ranks holding the same experts: the expert-data-parallel group size.
+  int64_t expert_dp() const { return std::max<int64_t>(1, tp * cp * dp / (ep * expert_tp)); }
 };
 
 struct ClusterSpec {

@@ -21,7 +21,7 @@ struct ScenarioOverrides {
   std::optional<int64_t> gpus;                // --gpus 1024 (cluster.num_gpus)
   std::optional<int64_t> gpus_per_node;       // --gpus-per-node 8
   std::optional<std::string> fabric;          // --fabric ib-ndr
-  std::optional<int64_t> tp, pp, dp, cp, ep;  // --tp 8 ...
+  std::optional<int64_t> tp, pp, dp, cp, ep, expert_tp;  // --tp 8 ...
   std::optional<int64_t> virtual_stages;      // --virtual-stages 2
   std::optional<int64_t> micro_batch;         // --micro-batch 1
   std::optional<int64_t> global_batch;        // --global-batch 1024

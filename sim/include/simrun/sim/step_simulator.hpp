@@ -78,8 +78,8 @@ struct RankBreakdown {
   int64_t stage = 0;
   double finish_s = 0;                                                     // last task end
   double forward_s = 0, backward_s = 0, recompute_s = 0, optimizer_s = 0;  // compute busy time
-  std::array<double, 6> comm_s{};     // total per GroupKind (tp, cp, dp, dp_cp, ep, pp)
-  std::array<double, 6> exposed_s{};  // exposed per GroupKind
+  std::array<double, kGroupKindCount> comm_s{};     // total per GroupKind (tp, cp, dp, dp_cp, ep, pp, edp)
+  std::array<double, kGroupKindCount> exposed_s{};  // exposed per GroupKind
   double bubble_s = 0;                // idle waiting for pipeline peers' compute
   double compute_s() const { return forward_s + backward_s + recompute_s + optimizer_s; }
 };

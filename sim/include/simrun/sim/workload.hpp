@@ -26,7 +26,13 @@
 //  - ZeRO-1/2 parameter all-gather after the optimizer (or overlapped with the next forward);
 //    ZeRO-3/FSDP per-layer parameter all-gather with prefetch and per-layer gradient
 //    reduce-scatter;
-//  - the optimizer step (fused Adam over the local shard: memory-bound).
+//  - the optimizer step (fused Adam over the local shard: memory-bound);
+//  - MoE layers (Megatron-Core MoELayer, alltoall token dispatcher; Shoeybi/Korthikanti's layer
+//    with the FFN replaced): router, permute, dispatch all-to-all over the EP group, the local
+//    experts' grouped GEMMs (expert-TP all-gather/reduce-scatter when expert_tp > 1), combine
+//    all-to-all, unpermute; shared experts as a TP-split MLP; expert gradients reduced over the
+//    expert-data-parallel group. Routing is balanced (every expert gets top_k/experts of the
+//    tokens), as the published MoE benchmarks force it.
 #pragma once
 
 #include <cstdint>
@@ -98,6 +104,16 @@ enum class OpName : uint8_t {
   dp_param_gather,
   fsdp_gather,
   fsdp_reduce,
+  router,         // MoE gate: h → experts logits, softmax and top-k
+  moe_permute,    // tokens sorted by expert before the dispatch (and its backward)
+  expert_fc1,     // grouped GEMM over the local experts
+  expert_act,
+  expert_fc2,
+  moe_unpermute,  // combined tokens restored to sequence order, weighted by the router probs
+  ep_dispatch,    // all-to-all of the routed tokens to their experts' ranks
+  ep_combine,     // all-to-all of the expert outputs back
+  tp_ag_expert,   // expert-TP all-gather of the dispatched tokens (expert_tp > 1)
+  tp_rs_expert,   // expert-TP reduce-scatter of the expert outputs
   count
 };
 const char* to_string(OpName op);
@@ -203,7 +219,8 @@ struct StageProgram {
   std::vector<Task> tasks;
   std::vector<uint32_t> deps;   // task indices, slices per Task
   std::vector<int32_t> layers;  // global layer ids held by this stage (all chunks)
-  double params = 0;            // parameters held (before ZeRO sharding)
+  double params = 0;            // parameters held (before ZeRO sharding), experts included
+  double expert_params = 0;     // of which routed experts (sharded over the expert-DP group)
   // Peak of forwards whose backward has not run yet: in layers' worth of activations, in
   // model chunks, and in micro-batches of this stage's full layer count (rounded up).
   int64_t max_in_flight_layers = 0;
