@@ -30,8 +30,8 @@ double checked_peak(const Scenario& s, Precision p) {
 // head) on one GPU, from the workload builder's tasks.
 struct PieceTime {
   double forward_s = 0, backward_s = 0, recompute_s = 0;  // compute kernels by phase
-  double tp_comm_s = 0, cp_comm_s = 0;                    // collective durations
-  double tp_exposed_s = 0, cp_exposed_s = 0;              // compute stream waiting for them
+  double tp_comm_s = 0, cp_comm_s = 0, ep_comm_s = 0;          // collective durations
+  double tp_exposed_s = 0, cp_exposed_s = 0, ep_exposed_s = 0;  // compute stream waiting for them
   double gemm_flops = 0, attention_flops = 0, hbm_bytes = 0;
   void add(const PieceTime& o) {
     forward_s += o.forward_s;
@@ -41,6 +41,8 @@ struct PieceTime {
     cp_comm_s += o.cp_comm_s;
     tp_exposed_s += o.tp_exposed_s;
     cp_exposed_s += o.cp_exposed_s;
+    ep_comm_s += o.ep_comm_s;
+    ep_exposed_s += o.ep_exposed_s;
     gemm_flops += o.gemm_flops;
     attention_flops += o.attention_flops;
     hbm_bytes += o.hbm_bytes;
@@ -58,10 +60,12 @@ struct GroupLinks {
   int64_t tp_size = 1;
   LinkCost cp;
   int64_t cp_size = 1;
+  LinkCost ep;
+  int64_t ep_size = 1;
 };
 
 // Runs the probe's tasks on their streams (a stream runs its tasks in program order; a task
-// also waits for its dependencies), with α-β times for the TP and CP collectives and none for
+// also waits for its dependencies), with α-β times for the TP, CP and EP collectives and none for
 // the data-parallel ones (timed per step, below). A wait of the compute stream is charged to
 // the piece and group of the dependency it waited for last, as the event simulation charges it.
 ProbeTimes time_probe(const StageProgram& prog, const GroupLinks& links) {
@@ -112,6 +116,8 @@ ProbeTimes time_probe(const StageProgram& prog, const GroupLinks& links) {
           owner->tp_exposed_s += start - compute_free;
         else if (owner && b.kind == TaskKind::collective && b.group == GroupKind::cp)
           owner->cp_exposed_s += start - compute_free;
+        else if (owner && b.kind == TaskKind::collective && b.group == GroupKind::ep)
+          owner->ep_exposed_s += start - compute_free;
       }
       compute_free = start + duration;
       if (piece) {
@@ -128,6 +134,9 @@ ProbeTimes time_probe(const StageProgram& prog, const GroupLinks& links) {
     } else if (t.kind == TaskKind::collective && t.group == GroupKind::cp) {
       duration = collective_s(t.coll, t.comm_bytes, links.cp_size, links.cp);
       if (piece) piece->cp_comm_s += duration;
+    } else if (t.kind == TaskKind::collective && t.group == GroupKind::ep) {
+      duration = collective_s(t.coll, t.comm_bytes, links.ep_size, links.ep);
+      if (piece) piece->ep_comm_s += duration;
     }
     end[i] = start + duration;
     stream_free[stream] = end[i];
@@ -200,24 +209,26 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
   };
   const LinkCost tp_link = link({l.tp, 1});
   const LinkCost cp_link = link({l.cp, l.tp});
-  const LinkCost ep_link = link({l.ep, l.tp * l.cp});
+  const LinkCost ep_link = link({l.ep, l.expert_tp});
   const LinkCost dp_link = link({l.dp * l.cp, l.tp});
-  const int64_t expert_dp = std::max<int64_t>(1, (l.dp * l.cp) / l.ep);
-  const LinkCost expert_dp_link = link({expert_dp, l.tp * l.ep});
+  const int64_t expert_dp = l.expert_dp();
+  const LinkCost expert_dp_link = link({expert_dp, l.expert_tp * l.ep});
   const LinkCost pp_link = link({2, l.tp * l.cp * l.dp});
 
-  // One micro-batch of one dense layer (and of one MoE layer, probed as a dense one of the
-  // routed width), the embedding and the head: the workload builder's ops and collectives.
-  const GroupLinks links{tp_link, l.tp, cp_link, l.cp};
+  // One micro-batch of one dense layer and of one MoE layer, the embedding and the head: the
+  // workload builder's ops and collectives (each probe's two layers of one kind).
+  const GroupLinks links{tp_link, l.tp, cp_link, l.cp, ep_link, l.ep};
   ProbeTimes dense_probe, moe_probe;
   const int64_t dense_layers = m.dense_layers();
   const int64_t moe_layers = m.moe_layers();
-  if (dense_layers > 0 || moe_layers == 0)
-    dense_probe = time_probe(probe_micro_batch(sc, compute, wo), links);
+  if (dense_layers > 0 || moe_layers == 0) {
+    Scenario dense = sc;
+    dense.model.moe.reset();
+    dense_probe = time_probe(probe_micro_batch(dense, compute, wo), links);
+  }
   if (moe_layers > 0) {
     Scenario routed = sc;
-    routed.model.ffn_hidden = m.moe->expert_ffn_hidden * (m.moe->top_k + m.moe->shared_experts);
-    routed.model.moe.reset();
+    routed.model.moe->first_dense_layers = 0;
     moe_probe = time_probe(probe_micro_batch(routed, compute, wo), links);
     if (dense_layers == 0) {
       dense_probe.embedding = moe_probe.embedding;
@@ -240,13 +251,6 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     const size_t idx = size_t((vs % l.pp) * split_v + vs / l.pp);
     first_layer[idx] = next;
     next += layers_per_chunk[idx];
-  }
-
-  // EP: dispatch + combine all-to-alls of top_k copies of the local tokens, forward and backward.
-  double ep_moe_layer_s = 0;
-  if (m.is_moe() && l.ep > 1) {
-    const double a2a_bytes = tokens_mb * double(m.hidden) * e * double(m.moe->top_k) / tp;
-    ep_moe_layer_s = 4.0 * all_to_all_s(a2a_bytes, l.ep, ep_link);
   }
 
   const ParamCounts counts = count_params(m);
@@ -279,7 +283,8 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     st.tp_exposed_s = sum.tp_exposed_s;
     st.cp_comm_s = sum.cp_comm_s;
     st.cp_exposed_s = sum.cp_exposed_s;
-    st.ep_comm_s = ep_moe_layer_s * double(stage_moe_layers);
+    st.ep_comm_s = sum.ep_comm_s;
+    st.ep_exposed_s = sum.ep_exposed_s;
 
     // Optimizer: the stage's own optimizer program (grad-norm, fused Adam, host overhead).
     const StageProgram opt = optimizer_program(sc, compute, wo, layers_per_chunk, split_v, i);
@@ -295,7 +300,7 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     out.stages.push_back(st);
   }
 
-  auto mb_exposed = [&](const StageTime& st) { return st.tp_exposed_s + st.cp_exposed_s + st.ep_comm_s; };
+  auto mb_exposed = [&](const StageTime& st) { return st.tp_exposed_s + st.cp_exposed_s + st.ep_exposed_s; };
   out.slowest_stage = 0;
   for (const StageTime& st : out.stages)
     if (st.compute_s() + mb_exposed(st) >

@@ -79,7 +79,12 @@ double layer_activation_bytes(const ModelSpec& m, const ActivationConfig& c) {
   const int64_t head_dim = m.head_dim > 0 ? m.head_dim : m.hidden / std::max<int64_t>(1, m.heads);
   const double q = double(m.heads * head_dim);
   const double kv = double((m.kv_heads > 0 ? m.kv_heads : m.heads) * head_dim);
-  const double f = double(m.ffn_hidden);
+  // MoE layers (balanced routing): each token's top_k expert copies plus the shared experts
+  // keep what a dense MLP of that total width keeps, and the grouped GEMMs save their permuted
+  // top_k input copies (Megatron-Core TEGroupedLinear). Applied to every layer of an MoE model.
+  const double f = m.is_moe() ? double(m.moe->expert_ffn_hidden * (m.moe->top_k + m.moe->shared_experts))
+                              : double(m.ffn_hidden);
+  const double routed_inputs = m.is_moe() ? double(m.moe->top_k) * (c.fp8_gemm_inputs ? 1.0 : e) * sbh : 0.0;
 
   const bool dropout = c.dropout == Dropout::masks;
   const double gi = c.fp8_gemm_inputs ? 1.0 : e;  // bytes per saved GEMM-input element
@@ -89,7 +94,7 @@ double layer_activation_bytes(const ModelSpec& m, const ActivationConfig& c) {
   // and output (SwiGLU: gate and up, 2f wide, in; f out).
   const double attention_tp = e * s * b * (q + kv + kv + q);
   const double mlp_tp = ((m.ffn_act == FfnActivation::swiglu ? 2.0 : 1.0) * e + gi) * s * b * f;
-  double bytes = replicated / (c.sequence_parallel ? t : 1.0) + (attention_tp + mlp_tp) / t;
+  double bytes = replicated / (c.sequence_parallel ? t : 1.0) + (attention_tp + mlp_tp + routed_inputs) / t;
 
   const bool keeps_scores = !c.flash_attention && c.recompute == Recompute::none;
   if (keeps_scores) {
@@ -130,6 +135,7 @@ StageParams stage_params(const ModelSpec& m, const ParamCounts& counts, const La
 
   const double tp = double(layout.tp);
   const double ep = double(layout.ep);
+  const double etp = double(layout.expert_tp);
   StageParams p;
   p.layers = count;
   p.moe_layers = moe_here;
@@ -147,7 +153,7 @@ StageParams stage_params(const ModelSpec& m, const ParamCounts& counts, const La
       dense += double(m.vocab) * double(m.hidden);
   }
   p.dense = dense / tp;
-  p.experts = double(moe_here) * routed_per_layer / (tp * ep);
+  p.experts = double(moe_here) * routed_per_layer / (etp * ep);
   return p;
 }
 
@@ -194,7 +200,7 @@ MemoryEstimate estimate_memory(const Scenario& sc, const MemoryDefaults& default
   const ParamCounts counts = count_params(m);
   const BytesPerParam bpp = bytes_per_param(l.precision, defaults.convention);
   const double dense_shard = double(l.dp * l.cp);
-  const double expert_shard = std::max(1.0, dense_shard / double(l.ep));
+  const double expert_shard = double(l.expert_dp());
 
   const ActivationConfig ac = activation_config(sc, defaults);
   const double per_layer = layer_activation_bytes(m, ac);

@@ -19,7 +19,12 @@ MemoryReport stage_memory(const Scenario& sc, const Workload& w, const StageProg
   const Layout& l = sc.layout;
   const ModelSpec& m = sc.model;
   const BytesPerParam bpp = bytes_per_param(l.precision, md.convention);
-  ModelStateBytes states = model_state_bytes(p.params, l.zero_stage, double(l.dp * l.cp), bpp);
+  // Dense parameters shard over the DP group, routed experts over the expert-DP group.
+  ModelStateBytes states = model_state_bytes(p.params - p.expert_params, l.zero_stage, double(l.dp * l.cp), bpp);
+  const ModelStateBytes experts = model_state_bytes(p.expert_params, l.zero_stage, double(l.expert_dp()), bpp);
+  states.weights += experts.weights;
+  states.grads += experts.grads;
+  states.optimizer += experts.optimizer;
 
   const ActivationConfig ac = activation_config(sc, md);
   const Zero3Transients z3 = zero3_transients(l, count_params(m), p.params, int64_t(p.layers.size()),

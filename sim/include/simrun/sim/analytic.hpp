@@ -99,7 +99,8 @@ struct StageTime {
   double tp_exposed_s = 0;  // of which the compute stream waits for
   double cp_comm_s = 0;
   double cp_exposed_s = 0;
-  double ep_comm_s = 0;
+  double ep_comm_s = 0;      // MoE dispatch/combine all-to-alls per micro-batch
+  double ep_exposed_s = 0;   // of which the compute stream waits for
   double optimizer_s = 0;  // once per step
   double compute_s() const { return forward_s + backward_s + recompute_s; }
 };

@@ -9,8 +9,9 @@
 //   fp32 params:     4 + 4 + 8 (m, v) = 16 B, 8 + 8/d.
 // The ZeRO paper's convention (Rajbhandari et al. 2019, arXiv:1910.02054: 2 + 2 + 12 = 16Ψ,
 // fp16 gradients) is available as StateConvention::zero_paper. ZeRO-2 also shards gradients,
-// ZeRO-3 also weights, over the data-parallel group d = dp·cp (experts: dp·cp/ep).
-// Parameters are split over tp (and routed experts over tp·ep, Megatron's expert-TP = TP);
+// ZeRO-3 also weights, over the data-parallel group d = dp·cp (experts: the expert-DP group
+// tp·cp·dp/(ep·expert_tp)).
+// Parameters are split over tp (and routed experts over expert_tp·ep);
 // each stage holds its own layers, the first the embedding, the last the output layer (with
 // tied embeddings and pp > 1 Megatron keeps a copy there too).
 //
@@ -133,7 +134,7 @@ struct StageParams {
   int64_t layers = 0;  // transformer layers on this pipeline rank (all its chunks)
   int64_t moe_layers = 0;
   double dense = 0;    // replicated over dp·cp, split over tp (per GPU)
-  double experts = 0;  // routed experts, split over tp·ep (per GPU)
+  double experts = 0;  // routed experts, split over expert_tp·ep (per GPU)
   bool has_embedding = false;
   bool has_output = false;
   double total() const { return dense + experts; }
