@@ -233,7 +233,6 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
     return c;
   }
   if (hbm_scale != 1.0) c.unsupported = "GPU \"" + gpu_text + "\": non-standard SKU, not in the catalog";
-  if (moe) c.unsupported = "mixture-of-experts (no expert all-to-all model yet)";
   if (c.unsupported.empty() && c.reference_s <= 0)
     c.unsupported = "no reference step time (measured and derived iteration_s null)";
 
@@ -242,7 +241,10 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
   ModelSpec& m = sc.model;
   if (moe) {
     // The file gives only part of an MoE architecture; take the catalog's where it has it.
-    const std::string catalog_id = has(lname, "mixtral") ? "mixtral-8x7b" : "";
+    const std::string catalog_id = has(lname, "mixtral")                            ? "mixtral-8x7b"
+                                   : has(lname, "qwen3") && has(lname, "30b_a3b")   ? "qwen3-30b-a3b"
+                                   : has(lname, "qwen3") && has(lname, "235b_a22b") ? "qwen3-235b-a22b"
+                                                                                    : "";
     if (catalog_id.empty() || !catalogs.models.contains(catalog_id)) {
       c.no_scenario = "MoE architecture not in the file nor in the model catalog";
       return c;
@@ -292,6 +294,12 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
   l.cp = opt_int(lj, "cp").value_or(1);
   l.ep = opt_int(lj, "ep").value_or(1);
   auto note = [&](const std::string& what) { c.defaults_used.push_back(what); };
+  if (m.is_moe()) {
+    // Megatron-Core's default expert_tp is tp; a layout whose ep·tp exceeds the ranks of a stage
+    // (Qwen3-235B: tp 2, ep 32, dp 16) can only run with expert_tp = 1.
+    l.expert_tp = (l.tp * l.cp * l.dp) % (l.ep * l.tp) == 0 ? l.tp : 1;
+    if (l.tp > 1) note("expert_tp=" + std::to_string(l.expert_tp));
+  }
   if (auto v = opt_int(lj, "vpp"))
     l.virtual_stages = *v;
   else
