@@ -235,7 +235,7 @@ TEST_CASE("a layout that does not fit still reports, and exits 3 only under --re
   }
 }
 
-TEST_CASE("a missing or directory hf_config names model.hf_config; a directory is not 'malformed JSON'",
+TEST_CASE("a missing or directory hf_config names model.hf_config, a directory is not 'malformed JSON'",
           "[cli][errors]") {
   auto doc = good_scenario();
   doc["cluster"]["num_gpus"] = 8;

@@ -22,7 +22,7 @@ OpShape gemm(double m, double n, double k, Precision p = Precision::bf16) {
 }
 }  // namespace
 
-TEST_CASE("large GEMMs approach gemm_max of the dense peak; small ones are less efficient",
+TEST_CASE("large GEMMs approach gemm_max of the dense peak, small ones are less efficient",
           "[sim][compute_model]") {
   ComputeParams p;
   p.launch_overhead_s = 0;

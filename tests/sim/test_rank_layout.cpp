@@ -39,14 +39,34 @@ TEST_CASE("groups: TP inside a node, DP and PP strided across nodes", "[sim][ran
   CHECK(r.group_id(GroupKind::dp, 21) != r.group_id(GroupKind::dp, 6));
 }
 
-TEST_CASE("dp_cp groups cover both dimensions; ep splits them", "[sim][rank_layout]") {
-  Layout l = make_layout(2, 2, 4, 1);
+TEST_CASE("dp_cp groups cover both dimensions and expert groups split the ranks of a stage",
+          "[sim][rank_layout]") {
+  Layout l = make_layout(2, 2, 4, 2);
   l.ep = 4;
-  const RankLayout r(l, 8);
-  CHECK(r.group(GroupKind::dp_cp, 0).size() == 8);
-  CHECK(r.group(GroupKind::cp, 0) == std::vector<int64_t>{0, 2});
-  CHECK(r.group(GroupKind::ep, 0) == std::vector<int64_t>{0, 2, 4, 6});
-  CHECK(r.group(GroupKind::ep, 9) == std::vector<int64_t>{9, 11, 13, 15});
+  SECTION("expert_tp = tp (Megatron-Core's default): EP over (cp, dp) positions of one tp rank") {
+    l.expert_tp = 2;
+    const RankLayout r(l, 8);
+    CHECK(r.group(GroupKind::dp_cp, 0).size() == 8);
+    CHECK(r.group(GroupKind::cp, 0) == std::vector<int64_t>{0, 2});
+    CHECK(r.group(GroupKind::ep, 0) == std::vector<int64_t>{0, 2, 4, 6});
+    CHECK(r.group(GroupKind::ep, 9) == std::vector<int64_t>{9, 11, 13, 15});
+    CHECK(r.group(GroupKind::edp, 9) == std::vector<int64_t>{1, 9});
+    CHECK(r.group(GroupKind::ep, 25) == std::vector<int64_t>{25, 27, 29, 31});  // stage 1
+    CHECK(r.group_size(GroupKind::edp) == 2);
+    CHECK(r.index_in_group(GroupKind::ep, 13) == 2);
+    CHECK(r.group_id(GroupKind::ep, 13) == r.group_id(GroupKind::ep, 9));
+    CHECK(r.group_id(GroupKind::edp, 13) == r.group_id(GroupKind::edp, 5));
+  }
+  SECTION("expert_tp = 1: EP over consecutive ranks, expert DP strided by ep") {
+    l.expert_tp = 1;
+    const RankLayout r(l, 8);
+    CHECK(r.group(GroupKind::ep, 5) == std::vector<int64_t>{4, 5, 6, 7});
+    CHECK(r.group(GroupKind::edp, 5) == std::vector<int64_t>{1, 5, 9, 13});
+    CHECK(r.group(GroupKind::edp, 21) == std::vector<int64_t>{17, 21, 25, 29});
+    CHECK(r.index_in_group(GroupKind::edp, 9) == 2);
+    CHECK(r.group_id(GroupKind::edp, 9) == r.group_id(GroupKind::edp, 13));
+    CHECK(r.group_id(GroupKind::edp, 9) != r.group_id(GroupKind::edp, 10));
+  }
 }
 
 TEST_CASE("one representative per pipeline stage", "[sim][rank_layout]") {

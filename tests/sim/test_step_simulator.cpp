@@ -43,6 +43,18 @@ TEST_CASE("representative ranks give the full simulation's step time on symmetri
   CHECK(full == Approx(rep).epsilon(1e-9));
 }
 
+TEST_CASE("representative ranks give the full simulation's step time on MoE layouts", "[sim][step][moe]") {
+  // EP inside a node, EP across nodes (expert_tp = 1 with tp 2), expert DP > 1 in both.
+  const auto layout = GENERATE(
+      std::string(R"("tp": 1, "pp": 2, "dp": 8, "ep": 4, "global_batch": 16)"),
+      std::string(R"("tp": 2, "pp": 1, "dp": 8, "ep": 8, "expert_tp": 1, "global_batch": 16)"));
+  const Scenario sc = scenario("mixtral-8x7b", "h100-sxm", 16, layout);
+  const double rep = step_s(sc, SimulationScope::representatives);
+  const double full = step_s(sc, SimulationScope::full);
+  CHECK(rep > 0);
+  CHECK(full == Approx(rep).epsilon(1e-9));
+}
+
 TEST_CASE("a straggler slows the whole step by about its slowdown of the compute share", "[sim][step]") {
   const Scenario sc =
       scenario("llama3-8b", "h100-sxm", 16, R"("tp": 2, "pp": 2, "dp": 4, "global_batch": 32)");
@@ -104,7 +116,9 @@ TEST_CASE("the analytic estimate and the event simulation agree within 5% on unc
       Case{"llama3-8b", 8, R"("tp": 1, "pp": 1, "dp": 8, "global_batch": 64, "zero_stage": 1)"},  // DP only
       Case{"llama3-8b", 8, R"("tp": 4, "pp": 1, "dp": 2, "global_batch": 32, "recompute": "full")"},
       Case{"llama3-70b", 1024, R"("tp": 8, "pp": 4, "dp": 32, "virtual_stages": 5, "global_batch": 512,
-          "zero_stage": 1, "recompute": "selective")"});  // examples/llama3-70b-h100.json
+          "zero_stage": 1, "recompute": "selective")"},  // examples/llama3-70b-h100.json
+      Case{"mixtral-8x7b", 64, R"("tp": 1, "pp": 4, "dp": 16, "ep": 8, "virtual_stages": 8,
+          "global_batch": 256, "zero_stage": 1)"});  // MoE, EP inside a node (Megatron-Core's mapping)
   const Scenario sc = scenario(c.model, "h100-sxm", c.gpus, c.layout);
   const double event = simulate(sc).report.step_time_s;
   const double analytic = estimate(sc).step_time_s;

@@ -140,7 +140,7 @@ TEST_CASE("1F1B and interleaved schedules: order and warm-up as in Megatron", "[
   CHECK((!il[11].forward && il[11].chunk == 1 && il[11].micro_batch == 0));
 }
 
-TEST_CASE("layer splits: even, embedding/loss accounted, balanced 1F1B; refusals say why",
+TEST_CASE("layer splits: even, embedding/loss accounted, balanced 1F1B, refusals say why",
           "[sim][workload]") {
   CHECK(split_layers(80, 4, 5, PipelineSplit::even, "t") == std::vector<int64_t>(20, 4));
   const auto l405 = split_layers(126, 16, 2, PipelineSplit::embedding_loss_layers, "t");  // 128 = 16·2·4
@@ -201,4 +201,61 @@ TEST_CASE("TP comm overlap: every sequence-parallel all-gather runs beside the G
   };
   CHECK(all_gathers_blocking_next_op(TpCommOverlap::backward_async) > 0);
   CHECK(all_gathers_blocking_next_op(TpCommOverlap::full) == 0);
+}
+
+TEST_CASE("MoE layers: FLOPs equal Megatron's top_k count, every task runs, four all-to-alls per layer",
+          "[sim][workload][moe]") {
+  // Mixtral 8x7B (8 experts, top-2) on 16 GPUs: EP 8 over the data-parallel ranks, with expert
+  // TP equal to TP and with expert TP 1 (Megatron-Core's two expert decompositions).
+  const auto layout = GENERATE(std::string(R"("tp": 1, "pp": 2, "dp": 8, "ep": 8, "global_batch": 16)"),
+                               std::string(R"("tp": 2, "pp": 2, "dp": 4, "ep": 4, "global_batch": 8)"),
+                               std::string(R"("tp": 2, "pp": 1, "dp": 8, "ep": 8, "expert_tp": 1,
+                                              "global_batch": 16, "recompute": "full")"));
+  const Scenario sc = parse_scenario_text(
+      R"({"model": {"name": "mixtral-8x7b", "seq_len": 4096}, "cluster": {"gpu": "h100-sxm", "num_gpus": 16},
+      "layout": {)" + layout + "}}");
+  const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
+  const Workload w = build_workload(sc, cm);
+  CHECK(w.model_flops_per_step == Approx(megatron_flops(sc)).epsilon(1e-9));
+  const auto ran = run_dry(w);
+  for (size_t s = 0; s < w.stages.size(); ++s) CHECK(ran[s] == w.stages[s].tasks.size());
+
+  const StageProgram& p = w.stages[0];
+  const int64_t layer_runs = int64_t(p.layers.size()) * w.micro_batches;
+  const int64_t passes = sc.layout.recompute == Recompute::full ? 3 : 2;  // fwd, (recompute), bwd
+  int64_t a2a = 0, expert_grad_reduces = 0;
+  for (const Task& t : p.tasks) {
+    if (t.kind == TaskKind::collective && t.coll == CollectiveOp::all_to_all) {
+      CHECK(t.group == GroupKind::ep);
+      // Each rank's top_k (2) copies of its sequence-parallel tokens (micro-batch 1), h 4096, bf16.
+      CHECK(t.comm_bytes == Approx(4096.0 / double(sc.layout.tp) * 2 * 4096 * 2));
+      ++a2a;
+    }
+    if (t.op == OpName::dp_grad_reduce && t.group == GroupKind::edp) ++expert_grad_reduces;
+  }
+  CHECK(a2a == 2 * passes * layer_runs);
+  CHECK((expert_grad_reduces > 0) == (sc.layout.expert_dp() > 1));  // none when each rank holds its own experts
+  // Experts: 8 per layer, split over ep·expert_tp ranks; they shard over the expert-DP group.
+  const double per_expert = 3.0 * 4096 * 14336;
+  const double stage_layers = double(p.layers.size());
+  CHECK(p.expert_params ==
+        Approx(stage_layers * 8 * per_expert / double(sc.layout.ep * sc.layout.expert_tp)));
+}
+
+TEST_CASE("MoE layouts the event simulation cannot run are refused with the reason", "[sim][workload][moe]") {
+  const std::string base =
+      R"({"model": "mixtral-8x7b", "cluster": {"gpu": "h100-sxm", "num_gpus": 16}, "layout": )";
+  const ComputeModel cm(gpu("h100-sxm"), ComputeParams{});
+  auto error_of = [&](const std::string& layout) {
+    try {
+      build_workload(parse_scenario_text(base + layout + "}"), cm);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK_THAT(error_of(R"({"tp": 1, "dp": 16, "ep": 8, "zero_stage": 3})"), Catch::Contains("layout.zero_stage"));
+  CHECK_THAT(error_of(R"({"tp": 2, "dp": 8, "ep": 8, "sequence_parallel": false})"),
+             Catch::Contains("needs sequence_parallel"));
+  CHECK(error_of(R"({"tp": 2, "dp": 8, "ep": 8, "expert_tp": 1})").empty());
 }
