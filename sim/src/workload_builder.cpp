@@ -36,6 +36,9 @@ Precision gemm_precision_of(Precision p) {
   return Precision::bf16;
 }
 
+// Precision of the GEMMs Transformer Engine leaves outside fp8 (output layer, MoE router).
+Precision outside_fp8(Precision p) { return p == Precision::fp8 || p == Precision::fp4 ? Precision::bf16 : p; }
+
 }  // namespace
 
 StageBuilder::Shared::Shared(const Scenario& scenario, const ComputeModel& cm, const WorkloadOptions& o,
@@ -192,6 +195,16 @@ OpShape StageBuilder::gemm(double m, double n, double k, Precision p) const {
   return s;
 }
 
+// One GEMM of each local expert, launched as one grouped GEMM (TEGroupedLinear): per-expert
+// shape for the efficiency, the experts' total work and traffic, one launch.
+OpShape StageBuilder::grouped_gemm(double m, double n, double k) const {
+  OpShape g = gemm(m, n, k, m_s.gemm_precision);
+  g.batch = m_s.experts_loc;
+  g.bytes *= m_s.experts_loc;
+  g.serial_bytes *= m_s.experts_loc;
+  return g;
+}
+
 OpShape StageBuilder::memory_op(double bytes) const {
   OpShape s;
   s.cls = OpClass::memory;
@@ -332,9 +345,7 @@ void StageBuilder::ep_all_to_all(OpName op, Phase phase) {
 void StageBuilder::moe_forward(Phase phase) {
   const Shared& s = m_s;
   // The router stays in 16-bit under fp8 (Transformer Engine converts the expert GEMMs only).
-  const Precision router_p = s.gemm_precision == Precision::fp8 || s.gemm_precision == Precision::fp4
-                                 ? Precision::bf16
-                                 : s.gemm_precision;
+  const Precision router_p = outside_fp8(s.gemm_precision);
   const double routed_local = s.Ts * s.top_k;  // token copies leaving this rank
   const double per_expert = s.routed_tokens / s.experts_loc;
   const double up = s.swiglu ? 2 * s.expert_f_loc : s.expert_f_loc;
@@ -349,17 +360,10 @@ void StageBuilder::moe_forward(Phase phase) {
                                   s.routed_tokens * s.h * s.elem, phase, {m_last_compute});
     m_wait.push_back(c);
   }
-  OpShape fc1 = gemm(per_expert, up, s.h, s.gemm_precision);
-  fc1.batch = s.experts_loc;
-  fc1.bytes *= s.experts_loc;
-  fc1.serial_bytes *= s.experts_loc;
-  compute(OpName::expert_fc1, phase, fc1, 2.0 * s.routed_tokens * s.h * up);
+  compute(OpName::expert_fc1, phase, grouped_gemm(per_expert, up, s.h), 2.0 * s.routed_tokens * s.h * up);
   compute(OpName::expert_act, phase, memory_op(s.routed_tokens * (up + s.expert_f_loc) * s.elem), 0);
-  OpShape fc2 = gemm(per_expert, s.h, s.expert_f_loc, s.gemm_precision);
-  fc2.batch = s.experts_loc;
-  fc2.bytes *= s.experts_loc;
-  fc2.serial_bytes *= s.experts_loc;
-  compute(OpName::expert_fc2, phase, fc2, 2.0 * s.routed_tokens * s.expert_f_loc * s.h);
+  compute(OpName::expert_fc2, phase, grouped_gemm(per_expert, s.h, s.expert_f_loc),
+          2.0 * s.routed_tokens * s.expert_f_loc * s.h);
   if (s.etp > 1) {
     const uint32_t c = collective(Stream::tp, OpName::tp_rs_expert, CollectiveOp::reduce_scatter,
                                   GroupKind::tp, s.routed_tokens * s.h * s.elem, phase, {m_last_compute});
@@ -372,20 +376,11 @@ void StageBuilder::moe_forward(Phase phase) {
 
 void StageBuilder::moe_backward() {
   const Shared& s = m_s;
-  const Precision router_p = s.gemm_precision == Precision::fp8 || s.gemm_precision == Precision::fp4
-                                 ? Precision::bf16
-                                 : s.gemm_precision;
+  const Precision router_p = outside_fp8(s.gemm_precision);
   const double routed_local = s.Ts * s.top_k;
   const double per_expert = s.routed_tokens / s.experts_loc;
   const double up = s.swiglu ? 2 * s.expert_f_loc : s.expert_f_loc;
   if (s.shared_f_loc > 0) mlp_backward(s.shared_f_loc);
-  auto grouped = [&](double m, double n, double k) {
-    OpShape g = gemm(m, n, k, s.gemm_precision);
-    g.batch = s.experts_loc;
-    g.bytes *= s.experts_loc;
-    g.serial_bytes *= s.experts_loc;
-    return g;
-  };
   compute(OpName::moe_unpermute, Phase::backward, memory_op(routed_local * s.h * s.elem * 2), 0);
   ep_all_to_all(OpName::ep_combine, Phase::backward);
   if (s.etp > 1) {
@@ -394,13 +389,13 @@ void StageBuilder::moe_backward() {
     m_wait.push_back(c);
   }
   const double fc2_flops = 2.0 * s.routed_tokens * s.expert_f_loc * s.h;
-  compute(OpName::expert_fc2, Phase::backward, grouped(per_expert, s.expert_f_loc, s.h), fc2_flops);  // dgrad
-  compute(OpName::expert_fc2, Phase::backward, grouped(s.expert_f_loc, s.h, per_expert), fc2_flops);  // wgrad
+  compute(OpName::expert_fc2, Phase::backward, grouped_gemm(per_expert, s.expert_f_loc, s.h), fc2_flops);  // dgrad
+  compute(OpName::expert_fc2, Phase::backward, grouped_gemm(s.expert_f_loc, s.h, per_expert), fc2_flops);  // wgrad
   compute(OpName::expert_act, Phase::backward, memory_op(s.routed_tokens * (2 * up + s.expert_f_loc) * s.elem),
           0);
   const double fc1_flops = 2.0 * s.routed_tokens * s.h * up;
-  compute(OpName::expert_fc1, Phase::backward, grouped(per_expert, s.h, up), fc1_flops);  // dgrad
-  compute(OpName::expert_fc1, Phase::backward, grouped(s.h, up, per_expert), fc1_flops);  // wgrad
+  compute(OpName::expert_fc1, Phase::backward, grouped_gemm(per_expert, s.h, up), fc1_flops);  // dgrad
+  compute(OpName::expert_fc1, Phase::backward, grouped_gemm(s.h, up, per_expert), fc1_flops);  // wgrad
   if (s.etp > 1) {
     const uint32_t c = collective(Stream::tp, OpName::tp_ag_expert, CollectiveOp::reduce_scatter,
                                   GroupKind::tp, s.routed_tokens * s.h * s.elem, Phase::backward,
@@ -575,9 +570,7 @@ void StageBuilder::head_forward() {
   compute(OpName::final_ln, Phase::forward, memory_op(s.Ts * s.h * s.elem * 2), 0);
   const uint32_t ag = tp_before_column_parallel(OpName::tp_logits, Phase::forward);
   // The output layer stays in 16-bit under fp8 (Transformer Engine converts transformer layers).
-  const Precision p = s.gemm_precision == Precision::fp8 || s.gemm_precision == Precision::fp4
-                          ? Precision::bf16
-                          : s.gemm_precision;
+  const Precision p = outside_fp8(s.gemm_precision);
   compute(OpName::logits, Phase::forward, gemm(s.T, s.vocab_loc, s.h, p), 2.0 * s.T * s.h * s.vocab_loc);
   if (ag != kNoTask) m_wait.push_back(ag);  // overlapped with the GEMM: the loss waits for it
   // Vocab-parallel cross entropy: fp32 logits, max/sum-exp/target all-reduces (T floats each).
@@ -591,9 +584,7 @@ void StageBuilder::head_forward() {
 
 void StageBuilder::head_backward() {
   const Shared& s = m_s;
-  const Precision p = s.gemm_precision == Precision::fp8 || s.gemm_precision == Precision::fp4
-                          ? Precision::bf16
-                          : s.gemm_precision;
+  const Precision p = outside_fp8(s.gemm_precision);
   compute(OpName::loss, Phase::backward, memory_op(s.T * s.vocab_loc * (4 + s.elem)), 0);
   const double flops = 2.0 * s.T * s.h * s.vocab_loc;
   uint32_t ag = kNoTask;

@@ -99,6 +99,7 @@ class StageBuilder {
   uint32_t collective(Stream stream, OpName op, CollectiveOp coll, GroupKind group, double bytes, Phase phase,
                       std::vector<uint32_t> deps);
   OpShape gemm(double m, double n, double k, Precision p) const;
+  OpShape grouped_gemm(double m, double n, double k) const;  // one per local expert
   OpShape memory_op(double bytes) const;
   // The attention core's shape on this rank (forward or backward), bytes left to the caller.
   OpShape attention_shape(OpClass cls) const;
