@@ -86,6 +86,24 @@ RunResult estimate_with(const std::string& name, const nlohmann::json& doc) {
 
 }  // namespace
 
+TEST_CASE("every shipped example simulates and prints the contract keys", "[cli]") {
+  int examples = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(SIMRUN_DATA_DIR) / "examples")) {
+    if (entry.path().extension() != ".json") continue;
+    ++examples;
+    const RunResult r = run_simrun("simulate '" + entry.path().string() + "' --json");
+    INFO(entry.path().filename().string() << ": " << r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["step_time_s"].get<double>() > 0);
+    CHECK(j["memory"]["fits"].is_boolean());  // the 405B speed layout (no recompute) reports fits: false
+    for (const char* key : {"tp_comm_s", "pp_comm_s", "dp_comm_s", "cp_comm_s", "ep_comm_s", "exposed_comm_s"})
+      CHECK(j["breakdown"].contains(key));
+    if (entry.path().filename() == "mixtral-8x7b-h100.json") CHECK(j["breakdown"]["ep_comm_s"].get<double>() > 0);
+  }
+  CHECK(examples >= 5);
+}
+
 TEST_CASE("estimate --json on the headline example prints every contract key", "[cli]") {
   const RunResult r =
       run_simrun(std::string("estimate '") + SIMRUN_DATA_DIR + "/examples/llama3-70b-h100.json' --json");
