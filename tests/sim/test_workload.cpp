@@ -203,7 +203,7 @@ TEST_CASE("TP comm overlap: every sequence-parallel all-gather runs beside the G
   CHECK(all_gathers_blocking_next_op(TpCommOverlap::full) == 0);
 }
 
-TEST_CASE("MoE layers: FLOPs equal Megatron's top_k count, every task runs, four all-to-alls per layer",
+TEST_CASE("MoE layers: FLOPs equal Megatron's top_k count, every task runs, 4 all-to-alls a layer (6 recomputed)",
           "[sim][workload][moe]") {
   // Mixtral 8x7B (8 experts, top-2) on 16 GPUs: EP 8 over the data-parallel ranks, with expert
   // TP equal to TP and with expert TP 1 (Megatron-Core's two expert decompositions).
