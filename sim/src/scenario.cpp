@@ -116,6 +116,7 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
   layout.pp = r.integer_or("pp", 1, 1, kMaxParallel);
   layout.cp = r.integer_or("cp", 1, 1, kMaxParallel);
   layout.ep = r.integer_or("ep", 1, 1, kMaxParallel);
+  const bool expert_tp_given = r.has("expert_tp");
   layout.expert_tp = r.integer_or("expert_tp", layout.tp, 1, kMaxParallel);
   const int64_t model_parallel = layout.tp * layout.pp * layout.cp;
   if (r.has("dp")) {
@@ -227,6 +228,8 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
                        "expert_tp " + std::to_string(layout.expert_tp) + " does not divide expert_ffn_hidden " +
                            std::to_string(model.moe->expert_ffn_hidden));
   } else {
+    if (expert_tp_given && layout.expert_tp != 1)
+      throw InputError(f, "layout.expert_tp", "expert_tp > 1 needs a mixture-of-experts model (this one is dense)");
     layout.expert_tp = 1;
   }
   if (layout.precision == Precision::fp8 && cluster.gpu.fp8_flops_per_s <= 0)

@@ -86,6 +86,8 @@ TEST_CASE("each layout rule gives its own field and reason", "[sim][scenario][er
   CHECK(error_of(base + R"({"tp": 8, "global_batch": 12}})").find("layout.global_batch") !=
         std::string::npos);
   CHECK(error_of(base + R"({"tp": 8, "ep": 2}})").find("needs a mixture-of-experts") != std::string::npos);
+  CHECK(error_of(base + R"({"tp": 8, "expert_tp": 8}})").find("expert_tp > 1 needs a mixture-of-experts") !=
+        std::string::npos);
   const std::string moe = R"({"model": "mixtral-8x7b", "cluster": {"gpu": "h100-sxm", "num_gpus": 16}, "layout": )";
   CHECK(error_of(moe + R"({"tp": 4, "dp": 4, "ep": 8}})").find("must divide tp*cp*dp") != std::string::npos);
   CHECK(error_of(moe + R"({"tp": 4, "dp": 4, "ep": 2, "expert_tp": 2}})").find("must be 1 or tp") !=
