@@ -260,15 +260,12 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     StageTime st;
     st.stage = i;
     PieceTime sum;
-    int64_t stage_moe_layers = 0;
     for (int64_t c = 0; c < split_v; ++c) {
       const size_t idx = size_t(i * split_v + c);
       for (int64_t k = 0; k < layers_per_chunk[idx]; ++k) {
         const int64_t id = first_layer[idx] + k;
-        const bool moe = id >= first_moe;
-        const ProbeTimes& probe = moe ? moe_probe : dense_probe;
+        const ProbeTimes& probe = id >= first_moe ? moe_probe : dense_probe;
         sum.add(probe.layer[size_t(std::min<int64_t>(id % 2, probe.layers - 1))]);
-        stage_moe_layers += moe ? 1 : 0;
       }
     }
     if (i == 0) sum.add(dense_probe.embedding);

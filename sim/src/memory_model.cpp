@@ -84,10 +84,10 @@ double layer_activation_bytes(const ModelSpec& m, const ActivationConfig& c) {
   // top_k input copies (Megatron-Core TEGroupedLinear). Applied to every layer of an MoE model.
   const double f = m.is_moe() ? double(m.moe->expert_ffn_hidden * (m.moe->top_k + m.moe->shared_experts))
                               : double(m.ffn_hidden);
-  const double routed_inputs = m.is_moe() ? double(m.moe->top_k) * (c.fp8_gemm_inputs ? 1.0 : e) * sbh : 0.0;
 
   const bool dropout = c.dropout == Dropout::masks;
   const double gi = c.fp8_gemm_inputs ? 1.0 : e;  // bytes per saved GEMM-input element
+  const double routed_inputs = m.is_moe() ? double(m.moe->top_k) * gi * sbh : 0.0;
   // Norm inputs (2 × e·sbh), QKV input (e·sbh), MLP input (e·sbh), two 1-byte dropout masks.
   const double replicated = 2 * e * sbh + gi * sbh + gi * sbh + (dropout ? 2 * sbh : 0.0);
   // Q, K, V, the attention output (input of the output projection); the MLP's activation input
