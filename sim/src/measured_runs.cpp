@@ -12,7 +12,9 @@
 // Model. GPT-style (GELU, LayerNorm, learned positions, biases) unless the name says Llama
 // (SwiGLU, RMSNorm, RoPE, no biases, untied); Nemotron's squared-ReLU MLP has two matrices like
 // GELU, RoPE; MPT: ALiBi (no positions), no biases, tied embeddings; Megatron 2021 GPT ties
-// the embeddings. MoE rows: the catalog's model where it has one (Mixtral 8x7B), else none.
+// the embeddings. MoE rows: the catalog's model where it has one (Mixtral 8x7B, Qwen3-30B-A3B,
+// Qwen3-235B-A22B), else none; expert_tp = tp (Megatron-Core's default) unless ep·tp exceeds the
+// ranks of a stage, where only expert_tp = 1 fits.
 //
 // Unstated layout fields: Megatron's defaults — micro_batch 1, virtual stages 1 (plain 1F1B),
 // sequence parallelism on when tp > 1, zero_stage 1 (the distributed optimizer, which the
@@ -375,7 +377,9 @@ std::string measured_run_defaults_text() {
          "Composer FSDP1 (mosaic): mixed_precision PURE (bf16 reduce), fp32 sharded params/grads/moments, "
          "eager kernels, FlashAttention-2, unfused DecoupledAdamW 80 B/param + grad clipping 12 B/param, "
          "BACKWARD_POST prefetch, all-gathers and reduce-scatters on one NCCL stream\n"
-         "torchtitan FSDP2: fp32 reduce, fp32 sharded states, async TP, selective AC = every other layer\n";
+         "torchtitan FSDP2: fp32 reduce, fp32 sharded states, async TP, selective AC = every other layer\n"
+         "MoE rows: the catalog's architecture (Mixtral 8x7B, Qwen3-30B-A3B, Qwen3-235B-A22B), balanced routing "
+         "(the benchmarks force it), expert_tp = tp unless ep·tp exceeds a stage's ranks (then 1)\n";
 }
 
 }  // namespace simrun
