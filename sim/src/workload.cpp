@@ -262,7 +262,8 @@ void check_layout(const Scenario& sc, PipelineSchedule schedule, Workload& w) {
   const std::string& file = sc.file;
   if (m.mla)
     throw InputError(file, "model",
-                     "multi-head latent attention (MLA) is not supported by the event simulation yet");
+                     "multi-head latent attention (MLA) is not supported by the event simulation yet; use "
+                     "`simrun estimate` for an analytic figure");
   if (m.is_moe() && l.zero_stage == 3)
     throw InputError(file, "layout.zero_stage",
                      "ZeRO-3/FSDP with a mixture-of-experts model is not supported by the event simulation "
