@@ -209,7 +209,8 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
   };
   const LinkCost tp_link = link({l.tp, 1});
   const LinkCost cp_link = link({l.cp, l.tp});
-  const LinkCost ep_link = link({l.ep, l.expert_tp});
+  const LinkCost ep_link =
+      options.calibration.calibrated(gpu_id, all_to_all_link(cluster, {l.ep, l.expert_tp}, eff));
   const LinkCost dp_link = link({l.dp * l.cp, l.tp});
   const int64_t expert_dp = l.expert_dp();
   const LinkCost expert_dp_link = link({expert_dp, l.expert_tp * l.ep});

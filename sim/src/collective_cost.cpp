@@ -128,4 +128,24 @@ LinkCost group_link(const ClusterSpec& cluster, RankGroup group, const Efficienc
   return {bw, eff.scale_out_alpha_s + cluster.fabric.latency_s, LinkClass::scale_out};
 }
 
+LinkCost all_to_all_link(const ClusterSpec& cluster, RankGroup group, const EfficiencyDefaults& eff) {
+  LinkCost link = group_link(cluster, group, eff);
+  if (link.link_class == LinkClass::scale_up) return link;
+  // Every member sends (n − local)/n of its buffer through its own NIC share and (local − 1)/n
+  // over the scale-up link, concurrently; as a bus bandwidth for the (n−1)/n bus factor:
+  //   B = (n − 1) / max((n − local)/B_nic, (local − 1)/B_scale_up).
+  const int64_t domain = scale_up_domain_size(cluster);
+  const int64_t n = group.size;
+  const int64_t local = std::clamp<int64_t>(domain / group.stride, 1, n);
+  const double oversub = std::max(1.0, cluster.oversubscription);
+  const double nic = cluster.nic_bytes_per_s_per_gpu() * eff.scale_out_fraction / oversub;
+  double per_byte = double(n - local) / nic;
+  if (local > 1) {
+    const LinkCost inside = group_link(cluster, {local, group.stride}, eff);
+    per_byte = std::max(per_byte, double(local - 1) / inside.bytes_per_s);
+  }
+  link.bytes_per_s = double(n - 1) / per_byte;
+  return link;
+}
+
 }  // namespace simrun

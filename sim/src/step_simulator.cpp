@@ -116,7 +116,9 @@ class Executor {
     for (GroupKind g :
          {GroupKind::tp, GroupKind::cp, GroupKind::dp, GroupKind::dp_cp, GroupKind::ep, GroupKind::pp,
           GroupKind::edp}) {
-      m_link[static_cast<size_t>(group_index(g))] = group_link(sc.cluster, rank_group(l, g), opt.comm);
+      m_link[static_cast<size_t>(group_index(g))] = g == GroupKind::ep
+                                                        ? all_to_all_link(sc.cluster, rank_group(l, g), opt.comm)
+                                                        : group_link(sc.cluster, rank_group(l, g), opt.comm);
     }
 
     // Per-stage stream queues (recv markers are completed by their sends, not by a stream).

@@ -120,7 +120,13 @@ const char* to_string(OpName op) {
                                        "ep_dispatch",
                                        "ep_combine",
                                        "tp_ag_expert",
-                                       "tp_rs_expert"};
+                                       "tp_rs_expert",
+                                       "mla_q_down",
+                                       "mla_q_up",
+                                       "mla_kv_down",
+                                       "mla_kv_up",
+                                       "mla_norm",
+                                       "tp_ar_latent"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(OpName::count));
   const auto i = static_cast<size_t>(op);
   return i < static_cast<size_t>(OpName::count) ? kNames[i] : "?";
@@ -260,10 +266,10 @@ void check_layout(const Scenario& sc, PipelineSchedule schedule, Workload& w) {
   const Layout& l = sc.layout;
   const ModelSpec& m = sc.model;
   const std::string& file = sc.file;
-  if (m.mla)
-    throw InputError(file, "model",
-                     "multi-head latent attention (MLA) is not supported by the event simulation yet; use "
-                     "`simrun estimate` for an analytic figure");
+  if (m.mla && l.cp > 1)
+    throw InputError(file, "layout.cp",
+                     "context parallelism with multi-head latent attention (MLA) is not supported by the "
+                     "event simulation yet (use cp = 1)");
   if (m.is_moe() && l.zero_stage == 3)
     throw InputError(file, "layout.zero_stage",
                      "ZeRO-3/FSDP with a mixture-of-experts model is not supported by the event simulation "

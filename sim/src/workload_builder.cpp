@@ -68,12 +68,33 @@ StageBuilder::Shared::Shared(const Scenario& scenario, const ComputeModel& cm, c
   kv_loc = std::max(d(md.kv_heads) * head_dim / d(tp), head_dim);
   f_loc = d(md.ffn_hidden) / d(tp);
   vocab_loc = d(md.vocab) / d(tp);
+  core_width_loc = 2.0 * q_loc;
+  out_width_loc = q_loc;
+  mla = md.mla.has_value();
+  if (mla) {
+    const MlaSpec& a = *md.mla;
+    const double qk = d(a.qk_nope_head_dim + a.qk_rope_head_dim), v = d(a.v_head_dim);
+    q_rank = d(a.q_lora_rank);
+    kv_rank = d(a.kv_lora_rank);
+    rope_dim = d(a.qk_rope_head_dim);
+    q_loc = heads_loc * qk;
+    kv_loc = heads_loc * v;
+    head_dim = (qk + v) / 2;
+    core_width_loc = heads_loc * (qk + v);
+    out_width_loc = heads_loc * v;
+    kv_up_loc = heads_loc * d(a.qk_nope_head_dim + a.v_head_dim);
+  }
 
   const ParamCounts pc = count_params(md);
   const double final_norm = (layernorm ? 2.0 : 1.0) * h;
   embedding_params_local = pc.embedding / d(tp);
   output_params_local = (md.tied_embeddings && pp == 1 ? 0.0 : d(md.vocab) * h / d(tp)) + final_norm;
   attn_params_local = (pc.attention + pc.norms - final_norm) / d(md.layers) / d(tp);
+  if (mla) {
+    // The down-projections and the latents' norms are duplicated on every TP rank.
+    const double duplicated = h * (q_rank + kv_rank + rope_dim) + (q_rank > 0 ? q_rank : 0.0) + kv_rank;
+    attn_params_local += duplicated * (1.0 - 1.0 / d(tp));
+  }
   dense_ffn_params_local = md.dense_layers() > 0 ? pc.mlp_dense / d(md.dense_layers()) / d(tp) : 0.0;
   dp_group = cp > 1 ? GroupKind::dp_cp : GroupKind::dp;
   dp_size = l.dp * l.cp;
@@ -264,7 +285,7 @@ void StageBuilder::attention_core_forward(Phase phase) {
     const double scores = s.T * s.seq * s.heads_loc;
     a.bytes = s.T * (2 * s.q_loc + 2 * s.kv_loc) * s.elem + scores * (4 * s.elem + 1);
   }
-  const double flops = 2.0 * s.T * s.seq * s.q_loc;
+  const double flops = s.T * s.seq * s.core_width_loc;  // causal: half of 2·T·s·width
   uint32_t kv = kNoTask;
   if (s.cp > 1) {
     // Ring attention (Megatron CP, p2p): K and V of the other cp−1 ranks stream in while the
@@ -280,7 +301,6 @@ void StageBuilder::layer_forward(int32_t layer, Phase phase, bool /*last_mb_of_s
   const Shared& s = m_s;
   m_layer = layer;
   const Precision gp = s.gemm_precision;
-  const double q = s.q_loc, kv = s.kv_loc;
   const double norm_bytes = s.Ts * s.h * s.elem * 2;
   const double residual_bytes = s.Ts * s.h * (3 * s.elem + 1);
 
@@ -295,12 +315,14 @@ void StageBuilder::layer_forward(int32_t layer, Phase phase, bool /*last_mb_of_s
   const uint32_t ln1 = compute(OpName::ln_attn, phase, memory_op(norm_bytes), 0);
   m_first_op_of_layer[layer] = ln1;
   const uint32_t ag1 = tp_before_column_parallel(OpName::tp_ag_attn, phase);
-  compute(OpName::qkv, phase, gemm(s.T, q + 2 * kv, s.h, gp), 2.0 * s.T * s.h * (q + 2 * kv));
-  if (ag1 != kNoTask) m_wait.push_back(ag1);
-  if (s.rope) compute(OpName::rope, phase, memory_op(s.T * (q + kv) * s.elem * 2), 0);
+  if (s.mla)
+    mla_forward(phase, ag1);
+  else
+    qkv_forward(phase, ag1);
   attention_core_forward(phase);
   const uint32_t before_proj = m_last_compute;
-  const uint32_t proj = compute(OpName::proj, phase, gemm(s.T, s.h, q, gp), 2.0 * s.T * q * s.h);
+  const double o = s.out_width_loc;
+  const uint32_t proj = compute(OpName::proj, phase, gemm(s.T, s.h, o, gp), 2.0 * s.T * o * s.h);
   tp_after_row_parallel(OpName::tp_rs_attn, OpName::tp_ar_attn, proj, before_proj, phase);
   compute(OpName::residual_attn, phase, memory_op(residual_bytes), 0);
 
@@ -312,6 +334,79 @@ void StageBuilder::layer_forward(int32_t layer, Phase phase, bool /*last_mb_of_s
     mlp_forward(s.f_loc, phase);
   compute(OpName::residual_mlp, phase, memory_op(residual_bytes), 0);
   m_layer = -1;
+}
+
+void StageBuilder::qkv_forward(Phase phase, uint32_t sp_gather) {
+  const Shared& s = m_s;
+  const double q = s.q_loc, kv = s.kv_loc;
+  compute(OpName::qkv, phase, gemm(s.T, q + 2 * kv, s.h, s.gemm_precision), 2.0 * s.T * s.h * (q + 2 * kv));
+  if (sp_gather != kNoTask) m_wait.push_back(sp_gather);
+  if (s.rope) compute(OpName::rope, phase, memory_op(s.T * (q + kv) * s.elem * 2), 0);
+}
+
+// Multi-head latent attention's projections (DeepSeek-V2/V3; Megatron-Core
+// MLASelfAttention): the hidden state goes down to a Q latent of r_q and a KV latent of r_kv
+// (plus one shared d_rope key), each normed, then up to the heads; the down-projections are
+// duplicated on every TP rank (each counts 1/t of their model FLOPs), the up-projections split
+// the heads. Rotary embedding on the d_rope parts of the queries and the shared key.
+void StageBuilder::mla_forward(Phase phase, uint32_t sp_gather) {
+  const Shared& s = m_s;
+  const Precision gp = s.gemm_precision;
+  const double share = 1.0 / d(s.tp);
+  auto gathered = [&] {
+    if (sp_gather != kNoTask) m_wait.push_back(sp_gather);
+    sp_gather = kNoTask;
+  };
+  if (s.q_rank > 0) {
+    compute(OpName::mla_q_down, phase, gemm(s.T, s.q_rank, s.h, gp), 2.0 * s.T * s.h * s.q_rank * share);
+    gathered();
+    compute(OpName::mla_norm, phase, memory_op(s.T * s.q_rank * s.elem * 2), 0);
+    compute(OpName::mla_q_up, phase, gemm(s.T, s.q_loc, s.q_rank, gp), 2.0 * s.T * s.q_rank * s.q_loc);
+  } else {
+    compute(OpName::mla_q_up, phase, gemm(s.T, s.q_loc, s.h, gp), 2.0 * s.T * s.h * s.q_loc);
+    gathered();
+  }
+  const double kv_down = s.kv_rank + s.rope_dim;
+  compute(OpName::mla_kv_down, phase, gemm(s.T, kv_down, s.h, gp), 2.0 * s.T * s.h * kv_down * share);
+  compute(OpName::mla_norm, phase, memory_op(s.T * s.kv_rank * s.elem * 2), 0);
+  compute(OpName::mla_kv_up, phase, gemm(s.T, s.kv_up_loc, s.kv_rank, gp), 2.0 * s.T * s.kv_rank * s.kv_up_loc);
+  compute(OpName::rope, phase, memory_op(s.T * (s.heads_loc + 1) * s.rope_dim * s.elem * 2), 0);
+}
+
+void StageBuilder::mla_backward() {
+  const Shared& s = m_s;
+  const Precision gp = s.gemm_precision;
+  const double share = 1.0 / d(s.tp);
+  compute(OpName::rope, Phase::backward, memory_op(s.T * (s.heads_loc + 1) * s.rope_dim * s.elem * 2), 0);
+  // An up-projection's backward: dgrad to its latent (a partial sum over the TP ranks' heads,
+  // all-reduced while the wgrad runs), wgrad, then the latent's norm.
+  auto up_backward = [&](OpName op, double rank, double width) {
+    const double flops = 2.0 * s.T * rank * width;
+    const uint32_t dgrad = compute(op, Phase::backward, gemm(s.T, rank, width, gp), flops);
+    uint32_t ar = kNoTask;
+    if (s.tp > 1)
+      ar = collective(Stream::tp, OpName::tp_ar_latent, CollectiveOp::all_reduce, GroupKind::tp,
+                      s.T * rank * s.elem, Phase::backward, {dgrad});
+    compute(op, Phase::backward, gemm(rank, width, s.T, gp), flops);
+    if (ar != kNoTask) m_wait.push_back(ar);
+    compute(OpName::mla_norm, Phase::backward, memory_op(s.T * rank * s.elem * 4), 0);
+  };
+  up_backward(OpName::mla_kv_up, s.kv_rank, s.kv_up_loc);
+  if (s.q_rank > 0) up_backward(OpName::mla_q_up, s.q_rank, s.q_loc);
+  // The down-projections (and a plain Q projection) as one column-parallel GEMM on the
+  // gathered input: SP re-gather beside the dgrad, the input gradient reduced beside the wgrad.
+  const double kv_down = s.kv_rank + s.rope_dim;
+  const double down = kv_down + (s.q_rank > 0 ? s.q_rank : s.q_loc);
+  const double down_flops = 2.0 * s.T * s.h * (kv_down * share + (s.q_rank > 0 ? s.q_rank * share : s.q_loc));
+  column_parallel_backward(OpName::mla_kv_down, OpName::tp_ag_in_attn, OpName::tp_rs_attn, down, down_flops);
+}
+
+void StageBuilder::qkv_backward() {
+  const Shared& s = m_s;
+  const double q = s.q_loc, kv = s.kv_loc;
+  if (s.rope) compute(OpName::rope, Phase::backward, memory_op(s.T * (q + kv) * s.elem * 2), 0);
+  column_parallel_backward(OpName::qkv, OpName::tp_ag_in_attn, OpName::tp_rs_attn, q + 2 * kv,
+                           2.0 * s.T * s.h * (q + 2 * kv));
 }
 
 void StageBuilder::mlp_forward(double f_loc, Phase phase) {
@@ -491,7 +586,7 @@ void StageBuilder::layer_backward(int32_t layer) {
 
   // Attention block, reversed.
   compute(OpName::residual_attn, Phase::backward, memory_op(residual_bwd_bytes), 0);
-  row_parallel_backward(OpName::proj, OpName::tp_ag_attn, q, 2.0 * s.T * q * s.h);
+  row_parallel_backward(OpName::proj, OpName::tp_ag_attn, s.out_width_loc, 2.0 * s.T * s.out_width_loc * s.h);
   if (l.recompute == Recompute::selective && s.opt.selective == SelectiveRecompute::attention_core)
     attention_core_forward(Phase::recompute);
   {
@@ -502,12 +597,13 @@ void StageBuilder::layer_backward(int32_t layer) {
     if (s.cp > 1)  // ring attention backward: K,V and their gradients travel the ring
       kv_task = collective(Stream::cp, OpName::cp_kv, CollectiveOp::all_gather, GroupKind::cp,
                            2 * s.T * d(s.cp) * 2 * kv * s.elem, Phase::backward, {m_last_compute});
-    compute(OpName::attn_core, Phase::backward, a, 2.0 * 2.0 * s.T * s.seq * q);
+    compute(OpName::attn_core, Phase::backward, a, 2.0 * s.T * s.seq * s.core_width_loc);
     if (kv_task != kNoTask) m_wait.push_back(kv_task);
   }
-  if (s.rope) compute(OpName::rope, Phase::backward, memory_op(s.T * (q + kv) * s.elem * 2), 0);
-  column_parallel_backward(OpName::qkv, OpName::tp_ag_in_attn, OpName::tp_rs_attn, q + 2 * kv,
-                           2.0 * s.T * s.h * (q + 2 * kv));
+  if (s.mla)
+    mla_backward();
+  else
+    qkv_backward();
   if (l.zero_stage == 3) m_gradients_done_of_layer[layer] = m_last_compute;
   // FSDP1 with BACKWARD_POST: the post-backward hook issues the next unit's all-gather before
   // this unit's reduce-scatter on the same communicator, so the gather goes first.

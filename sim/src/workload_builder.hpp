@@ -45,6 +45,14 @@ class StageBuilder {
     double elem;   // activation element bytes (2, or 4 for fp32)
     double T, Ts;  // tokens per micro-batch on this rank: full, and SP-split
     double h, q_loc, kv_loc, f_loc, heads_loc, head_dim, seq, vocab_loc;
+    // The attention core's QKᵀ + PV width on this rank (MHA/GQA: 2·q) and the output
+    // projection's input width (q; MLA: heads·d_v).
+    double core_width_loc, out_width_loc;
+    // Multi-head latent attention: q_loc = heads·(d_nope + d_rope), kv_loc = heads·d_v on this
+    // rank (what the core reads and writes), head_dim their mean.
+    bool mla = false;
+    double q_rank = 0, kv_rank = 0;  // latent widths r_q (0: plain Q projection), r_kv
+    double rope_dim = 0, kv_up_loc = 0;  // d_rope; the KV up-projection's width heads·(d_nope + d_v)
     double embedding_params_local;  // embedding (+positions) on the first stage (vocab split)
     double output_params_local;     // untied output layer + final norm on the last stage
     double attn_params_local;       // attention + the two norms of one layer (TP split)
@@ -113,6 +121,11 @@ class StageBuilder {
   void layer_forward(int32_t layer, Phase phase, bool last_mb_of_step_use);
   void layer_backward(int32_t layer);
   void attention_core_forward(Phase phase);
+  // The Q/K/V projections after ln_attn (and rope), given the SP all-gather to wait for.
+  void qkv_forward(Phase phase, uint32_t sp_gather);
+  void qkv_backward();
+  void mla_forward(Phase phase, uint32_t sp_gather);
+  void mla_backward();
   // The MLP block between ln_mlp and the residual: dense (TP column/row-parallel), or MoE.
   void mlp_forward(double f_loc, Phase phase);
   void mlp_backward(double f_loc);

@@ -102,6 +102,21 @@ TEST_CASE("group links: NVLink inside the 8-GPU domain, the NICs across it", "[s
   }
 }
 
+TEST_CASE("all-to-all links: a ring's inside a node, the members' own NICs across nodes", "[sim][collective_cost]") {
+  const ClusterSpec cluster = test::h100_cluster(1024);
+  const EfficiencyDefaults eff;
+  // EP 8 inside a node: the same NVLink link as a ring.
+  CHECK(all_to_all_link(cluster, {8, 1}, eff).bytes_per_s == Approx(group_link(cluster, {8, 1}, eff).bytes_per_s));
+  // EP 64 over 8 nodes: 56/64 of each buffer leaves through the member's own NDR NIC, so the
+  // (n−1)/n bus bandwidth is 63 / (56 / 47 GB/s) ≈ 52.9 GB/s, not the ring's 8 NICs' worth.
+  const LinkCost a2a = all_to_all_link(cluster, {64, 1}, eff);
+  CHECK(a2a.link_class == LinkClass::scale_out);
+  CHECK(a2a.bytes_per_s == Approx(63.0 / (56.0 / (50e9 * eff.scale_out_fraction))));
+  CHECK(a2a.bytes_per_s < group_link(cluster, {64, 1}, eff).bytes_per_s / 6);
+  // One member per node: all but 1/n of the buffer crosses the NIC.
+  CHECK(all_to_all_link(cluster, {16, 8}, eff).bytes_per_s == Approx(50e9 * eff.scale_out_fraction));
+}
+
 TEST_CASE("collective_s dispatches to the ring forms", "[sim][collective_cost]") {
   const LinkCost link{100e9, 1e-6, LinkClass::scale_up};
   CHECK(collective_s(CollectiveOp::all_reduce, 1e9, 8, link) == ring_all_reduce_s(1e9, 8, link));

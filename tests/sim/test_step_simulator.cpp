@@ -118,7 +118,9 @@ TEST_CASE("the analytic estimate and the event simulation agree within 5% on unc
       Case{"llama3-70b", 1024, R"("tp": 8, "pp": 4, "dp": 32, "virtual_stages": 5, "global_batch": 512,
           "zero_stage": 1, "recompute": "selective")"},  // examples/llama3-70b-h100.json
       Case{"mixtral-8x7b", 64, R"("tp": 1, "pp": 4, "dp": 16, "ep": 8, "virtual_stages": 8,
-          "global_batch": 256, "zero_stage": 1)"});  // MoE, EP inside a node (Megatron-Core's mapping)
+          "global_batch": 256, "zero_stage": 1)"},  // MoE, EP inside a node (Megatron-Core's mapping)
+      Case{"deepseek-v3", 1024, R"("tp": 1, "pp": 8, "dp": 128, "ep": 64, "pipeline_split": "balanced",
+          "global_batch": 8192, "precision": "fp8", "recompute": "selective")"});  // MLA, EP over 8 nodes
   const Scenario sc = scenario(c.model, "h100-sxm", c.gpus, c.layout);
   const double event = simulate(sc).report.step_time_s;
   const double analytic = estimate(sc).step_time_s;

@@ -242,6 +242,29 @@ TEST_CASE("MoE layers: FLOPs equal Megatron's top_k count, every task runs, 4 al
         Approx(stage_layers * 8 * per_expert / double(sc.layout.ep * sc.layout.expert_tp)));
 }
 
+TEST_CASE("MLA layers: FLOPs equal Megatron's count with the latent projections, every task runs",
+          "[sim][workload][mla]") {
+  // DeepSeek-V3: q_lora 1536, kv_lora 512, d_nope 128 + d_rope 64, d_v 128; 3 dense layers.
+  const auto layout = GENERATE(std::string(R"("tp": 1, "pp": 1, "dp": 16, "ep": 16, "global_batch": 16)"),
+                               std::string(R"("tp": 2, "pp": 1, "dp": 8, "ep": 8, "expert_tp": 1,
+                                              "global_batch": 8, "recompute": "full")"));
+  const Scenario sc = parse_scenario_text(
+      R"({"model": "deepseek-v3", "cluster": {"gpu": "h100-sxm", "num_gpus": 16}, "layout": {)" + layout + "}}");
+  const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
+  const Workload w = build_workload(sc, cm);
+  CHECK(w.model_flops_per_step == Approx(megatron_flops(sc)).epsilon(1e-9));
+  const auto ran = run_dry(w);
+  for (size_t s = 0; s < w.stages.size(); ++s) CHECK(ran[s] == w.stages[s].tasks.size());
+  int64_t q_down = 0, latent_reduces = 0;
+  for (const Task& t : w.stages[0].tasks) {
+    if (t.op == OpName::mla_q_down) ++q_down;
+    if (t.op == OpName::tp_ar_latent) ++latent_reduces;
+  }
+  const int64_t passes = sc.layout.recompute == Recompute::full ? 2 : 1;  // forward (+ recompute)
+  CHECK(q_down == passes * 61 * w.micro_batches);
+  CHECK(latent_reduces == (sc.layout.tp > 1 ? 2 * 61 * w.micro_batches : 0));  // Q and KV latents
+}
+
 TEST_CASE("MoE layouts the event simulation cannot run are refused with the reason", "[sim][workload][moe]") {
   const std::string base =
       R"({"model": "mixtral-8x7b", "cluster": {"gpu": "h100-sxm", "num_gpus": 16}, "layout": )";

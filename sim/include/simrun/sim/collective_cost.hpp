@@ -55,6 +55,12 @@ struct RankGroup {
 // ≈370-385 GB/s busbw, measured-nccl.json h100_ndr_per_nic).
 LinkCost group_link(const ClusterSpec& cluster, RankGroup group, const EfficiencyDefaults& eff);
 
+// The link an all-to-all over the group runs on, as a bus bandwidth for all_to_all_s. A ring's
+// cross-domain traffic is one neighbour's share, but an all-to-all sends (n − local)/n of every
+// member's buffer off the domain, each member through its own NIC: inside one domain it is
+// group_link; across domains the NIC share (bounded by the scale-up share of the local peers).
+LinkCost all_to_all_link(const ClusterSpec& cluster, RankGroup group, const EfficiencyDefaults& eff);
+
 // True when every member of the group sits in one scale-up domain.
 bool group_inside_scale_up(const ClusterSpec& cluster, RankGroup group);
 

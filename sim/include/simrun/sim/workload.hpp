@@ -32,7 +32,10 @@
 //    experts' grouped GEMMs (expert-TP all-gather/reduce-scatter when expert_tp > 1), combine
 //    all-to-all, unpermute; shared experts as a TP-split MLP; expert gradients reduced over the
 //    expert-data-parallel group. Routing is balanced (every expert gets top_k/experts of the
-//    tokens), as the published MoE benchmarks force it.
+//    tokens), as the published MoE benchmarks force it;
+//  - multi-head latent attention (Megatron-Core MLASelfAttention): duplicated down-projections
+//    to the Q and KV latents, their norms, column-parallel up-projections, the attention core on
+//    d_nope + d_rope query/key and d_v value dimensions, the row-parallel output projection.
 #pragma once
 
 #include <cstdint>
@@ -114,6 +117,12 @@ enum class OpName : uint8_t {
   ep_combine,     // all-to-all of the expert outputs back
   tp_ag_expert,   // expert-TP all-gather of the dispatched tokens (expert_tp > 1)
   tp_rs_expert,   // expert-TP reduce-scatter of the expert outputs
+  mla_q_down,     // MLA low-rank projections (DeepSeek-V2/V3): h → r_q, duplicated over TP
+  mla_q_up,       // r_q → heads·(d_nope + d_rope), column-parallel
+  mla_kv_down,    // h → r_kv + d_rope, duplicated over TP
+  mla_kv_up,      // r_kv → heads·(d_nope + d_v), column-parallel
+  mla_norm,       // the RMSNorms on the two latents
+  tp_ar_latent,   // all-reduce of a latent's gradient (its up-projection is column-parallel)
   count
 };
 const char* to_string(OpName op);
