@@ -92,7 +92,15 @@ double layer_activation_bytes(const ModelSpec& m, const ActivationConfig& c) {
   const double replicated = 2 * e * sbh + gi * sbh + gi * sbh + (dropout ? 2 * sbh : 0.0);
   // Q, K, V, the attention output (input of the output projection); the MLP's activation input
   // and output (SwiGLU: gate and up, 2f wide, in; f out).
-  const double attention_tp = e * s * b * (q + kv + kv + q);
+  double attention_tp = e * s * b * (q + kv + kv + q);
+  if (m.mla) {
+    // MLA: queries and keys d_nope + d_rope wide per head, values and output d_v; the normed Q
+    // and KV latents are the up-projections' saved inputs (duplicated on every TP rank).
+    const MlaSpec& a = *m.mla;
+    const double qk = double(m.heads * (a.qk_nope_head_dim + a.qk_rope_head_dim));
+    const double vo = double(m.heads * a.v_head_dim);
+    attention_tp = e * s * b * (2 * qk + 2 * vo) + t * gi * s * b * double(a.q_lora_rank + a.kv_lora_rank);
+  }
   const double mlp_tp = ((m.ffn_act == FfnActivation::swiglu ? 2.0 : 1.0) * e + gi) * s * b * f;
   double bytes = replicated / (c.sequence_parallel ? t : 1.0) + (attention_tp + mlp_tp + routed_inputs) / t;
 
