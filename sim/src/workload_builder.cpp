@@ -201,7 +201,7 @@ uint32_t StageBuilder::collective(Stream stream, OpName op, CollectiveOp coll, G
   return add(t, deps);
 }
 
-OpShape StageBuilder::gemm(double m, double n, double k, Precision p) const {
+OpShape StageBuilder::gemm(double m, double n, double k, Precision p, bool casts_input) const {
   OpShape s;
   s.cls = OpClass::gemm;
   s.precision = p;
@@ -211,15 +211,18 @@ OpShape StageBuilder::gemm(double m, double n, double k, Precision p) const {
   const bool fp8 = p == Precision::fp8 || p == Precision::fp4;
   const double in = fp8 ? 1.0 : m_s.elem;
   s.bytes = (m * k + k * n) * in + m * n * m_s.elem;
-  // Transformer Engine casts the activation operand to fp8 (amax + scale + cast) per GEMM.
-  if (fp8) s.serial_bytes = m * k * (m_s.elem + 1.0);
+  // Transformer Engine casts the activation operand to fp8 (read 16-bit, write fp8) before the
+  // GEMM. Callers pass casts_input = false where TE has it already: a wgrad GEMM reuses the
+  // transposed fp8 copy that the forward's (or the dgrad's) cast_transpose wrote, and with
+  // fused kernels LayerNormLinear / LayerNormMLP emit the QKV and FC1 inputs in fp8 from the norm.
+  if (fp8 && casts_input) s.serial_bytes = m * k * (m_s.elem + 1.0);
   return s;
 }
 
 // One GEMM of each local expert, launched as one grouped GEMM (TEGroupedLinear): per-expert
 // shape for the efficiency, the experts' total work and traffic, one launch.
-OpShape StageBuilder::grouped_gemm(double m, double n, double k) const {
-  OpShape g = gemm(m, n, k, m_s.gemm_precision);
+OpShape StageBuilder::grouped_gemm(double m, double n, double k, bool casts_input) const {
+  OpShape g = gemm(m, n, k, m_s.gemm_precision, casts_input);
   g.batch = m_s.experts_loc;
   g.bytes *= m_s.experts_loc;
   g.serial_bytes *= m_s.experts_loc;
@@ -339,7 +342,8 @@ void StageBuilder::layer_forward(int32_t layer, Phase phase, bool /*last_mb_of_s
 void StageBuilder::qkv_forward(Phase phase, uint32_t sp_gather) {
   const Shared& s = m_s;
   const double q = s.q_loc, kv = s.kv_loc;
-  compute(OpName::qkv, phase, gemm(s.T, q + 2 * kv, s.h, s.gemm_precision), 2.0 * s.T * s.h * (q + 2 * kv));
+  compute(OpName::qkv, phase, gemm(s.T, q + 2 * kv, s.h, s.gemm_precision, s.opt.kernels != KernelStack::fused),
+          2.0 * s.T * s.h * (q + 2 * kv));
   if (sp_gather != kNoTask) m_wait.push_back(sp_gather);
   if (s.rope) compute(OpName::rope, phase, memory_op(s.T * (q + kv) * s.elem * 2), 0);
 }
@@ -387,7 +391,7 @@ void StageBuilder::mla_backward() {
     if (s.tp > 1)
       ar = collective(Stream::tp, OpName::tp_ar_latent, CollectiveOp::all_reduce, GroupKind::tp,
                       s.T * rank * s.elem, Phase::backward, {dgrad});
-    compute(op, Phase::backward, gemm(rank, width, s.T, gp), flops);
+    compute(op, Phase::backward, gemm(rank, width, s.T, gp, false), flops);
     if (ar != kNoTask) m_wait.push_back(ar);
     compute(OpName::mla_norm, Phase::backward, memory_op(s.T * rank * s.elem * 4), 0);
   };
@@ -414,7 +418,7 @@ void StageBuilder::mlp_forward(double f_loc, Phase phase) {
   const Precision gp = s.gemm_precision;
   const uint32_t ag = tp_before_column_parallel(OpName::tp_ag_mlp, phase);
   const double up = s.swiglu ? 2 * f_loc : f_loc;
-  compute(OpName::fc1, phase, gemm(s.T, up, s.h, gp), 2.0 * s.T * s.h * up);
+  compute(OpName::fc1, phase, gemm(s.T, up, s.h, gp, s.opt.kernels != KernelStack::fused), 2.0 * s.T * s.h * up);
   if (ag != kNoTask) m_wait.push_back(ag);
   compute(OpName::act, phase, memory_op(s.T * (up + f_loc) * s.elem), 0);
   const uint32_t before_fc2 = m_last_compute;
@@ -485,12 +489,12 @@ void StageBuilder::moe_backward() {
   }
   const double fc2_flops = 2.0 * s.routed_tokens * s.expert_f_loc * s.h;
   compute(OpName::expert_fc2, Phase::backward, grouped_gemm(per_expert, s.expert_f_loc, s.h), fc2_flops);  // dgrad
-  compute(OpName::expert_fc2, Phase::backward, grouped_gemm(s.expert_f_loc, s.h, per_expert), fc2_flops);  // wgrad
+  compute(OpName::expert_fc2, Phase::backward, grouped_gemm(s.expert_f_loc, s.h, per_expert, false), fc2_flops);  // wgrad
   compute(OpName::expert_act, Phase::backward, memory_op(s.routed_tokens * (2 * up + s.expert_f_loc) * s.elem),
           0);
   const double fc1_flops = 2.0 * s.routed_tokens * s.h * up;
   compute(OpName::expert_fc1, Phase::backward, grouped_gemm(per_expert, s.h, up), fc1_flops);  // dgrad
-  compute(OpName::expert_fc1, Phase::backward, grouped_gemm(s.h, up, per_expert), fc1_flops);  // wgrad
+  compute(OpName::expert_fc1, Phase::backward, grouped_gemm(s.h, up, per_expert, false), fc1_flops);  // wgrad
   if (s.etp > 1) {
     const uint32_t c = collective(Stream::tp, OpName::tp_ag_expert, CollectiveOp::reduce_scatter,
                                   GroupKind::tp, s.routed_tokens * s.h * s.elem, Phase::backward,
@@ -523,7 +527,7 @@ void StageBuilder::row_parallel_backward(OpName op, OpName ag_name, double k_loc
   }
   compute(op, Phase::backward, gemm(s.T, k_loc, s.h, s.gemm_precision), flops_each);  // dgrad
   if (ag != kNoTask) m_wait.push_back(ag);
-  compute(op, Phase::backward, gemm(k_loc, s.h, s.T, s.gemm_precision), flops_each);  // wgrad
+  compute(op, Phase::backward, gemm(k_loc, s.h, s.T, s.gemm_precision, false), flops_each);  // wgrad
 }
 
 void StageBuilder::column_parallel_backward(OpName op, OpName ag_name, OpName rs_name, double n_loc,
@@ -542,7 +546,7 @@ void StageBuilder::column_parallel_backward(OpName op, OpName ag_name, OpName rs
                : collective(Stream::tp, rs_name, CollectiveOp::all_reduce, GroupKind::tp, bytes,
                             Phase::backward, {dgrad});
   if (ag != kNoTask) m_wait.push_back(ag);
-  compute(op, Phase::backward, gemm(s.h, n_loc, s.T, s.gemm_precision), flops_each);  // wgrad
+  compute(op, Phase::backward, gemm(s.h, n_loc, s.T, s.gemm_precision, false), flops_each);  // wgrad
   if (red != kNoTask) m_wait.push_back(red);
 }
 

@@ -106,8 +106,9 @@ class StageBuilder {
   uint32_t compute(OpName op, Phase phase, const OpShape& shape, double flops);
   uint32_t collective(Stream stream, OpName op, CollectiveOp coll, GroupKind group, double bytes, Phase phase,
                       std::vector<uint32_t> deps);
-  OpShape gemm(double m, double n, double k, Precision p) const;
-  OpShape grouped_gemm(double m, double n, double k) const;  // one per local expert
+  // casts_input: under fp8, charge the cast of the M×K operand (see workload_builder.cpp).
+  OpShape gemm(double m, double n, double k, Precision p, bool casts_input = true) const;
+  OpShape grouped_gemm(double m, double n, double k, bool casts_input = true) const;  // one per local expert
   OpShape memory_op(double bytes) const;
   // The attention core's shape on this rank (forward or backward), bytes left to the caller.
   OpShape attention_shape(OpClass cls) const;
