@@ -21,6 +21,16 @@ void check_args(double bytes, int64_t n, const LinkCost& link) {
   SIMRUN_ASSERT(link.bytes_per_s > 0 || n == 1, "collective link needs a positive bandwidth");
 }
 
+// Members of the group inside one scale-up domain (at least one), for a group that spans domains.
+int64_t members_per_domain(const ClusterSpec& cluster, RankGroup group) {
+  return std::clamp<int64_t>(scale_up_domain_size(cluster) / group.stride, 1, group.size);
+}
+
+// One GPU's NIC bandwidth as NCCL rings reach it, divided by the fabric's oversubscription.
+double nic_share_bytes_per_s(const ClusterSpec& cluster, const EfficiencyDefaults& eff) {
+  return cluster.nic_bytes_per_s_per_gpu() * eff.scale_out_fraction / std::max(1.0, cluster.oversubscription);
+}
+
 }  // namespace
 
 double ring_all_reduce_s(double bytes, int64_t n, const LinkCost& link) {
@@ -120,10 +130,8 @@ LinkCost group_link(const ClusterSpec& cluster, RankGroup group, const Efficienc
     const double bw = scale_up_bytes_per_s(group.size);
     return {bw * eff.scale_up_fraction, eff.scale_up_alpha_s, LinkClass::scale_up};
   }
-  // Members of the group inside one domain (at least one).
-  const int64_t local = std::clamp<int64_t>(domain / group.stride, 1, group.size);
-  const double oversub = std::max(1.0, cluster.oversubscription);
-  double bw = double(local) * cluster.nic_bytes_per_s_per_gpu() * eff.scale_out_fraction / oversub;
+  const int64_t local = members_per_domain(cluster, group);
+  double bw = double(local) * nic_share_bytes_per_s(cluster, eff);
   if (local > 1) bw = std::min(bw, scale_up_bytes_per_s(local) * eff.scale_up_fraction);
   return {bw, eff.scale_out_alpha_s + cluster.fabric.latency_s, LinkClass::scale_out};
 }
@@ -134,12 +142,9 @@ LinkCost all_to_all_link(const ClusterSpec& cluster, RankGroup group, const Effi
   // Every member sends (n − local)/n of its buffer through its own NIC share and (local − 1)/n
   // over the scale-up link, concurrently; as a bus bandwidth for the (n−1)/n bus factor:
   //   B = (n − 1) / max((n − local)/B_nic, (local − 1)/B_scale_up).
-  const int64_t domain = scale_up_domain_size(cluster);
   const int64_t n = group.size;
-  const int64_t local = std::clamp<int64_t>(domain / group.stride, 1, n);
-  const double oversub = std::max(1.0, cluster.oversubscription);
-  const double nic = cluster.nic_bytes_per_s_per_gpu() * eff.scale_out_fraction / oversub;
-  double per_byte = double(n - local) / nic;
+  const int64_t local = members_per_domain(cluster, group);
+  double per_byte = double(n - local) / nic_share_bytes_per_s(cluster, eff);
   if (local > 1) {
     const LinkCost inside = group_link(cluster, {local, group.stride}, eff);
     per_byte = std::max(per_byte, double(local - 1) / inside.bytes_per_s);

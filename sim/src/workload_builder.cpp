@@ -56,6 +56,7 @@ StageBuilder::Shared::Shared(const Scenario& scenario, const ComputeModel& cm, c
   rope = !md.learned_position_embeddings && !md.alibi;
   layernorm = md.norm == NormKind::layernorm;
   gemm_precision = gemm_precision_of(l.precision);
+  norm_emits_fp8 = o.kernels == KernelStack::fused;
   elem = (l.precision == Precision::fp32 || l.precision == Precision::tf32) ? 4.0 : 2.0;
   seq = d(md.seq_len);
   T = d(l.micro_batch) * seq / d(cp);
@@ -213,8 +214,8 @@ OpShape StageBuilder::gemm(double m, double n, double k, Precision p, bool casts
   s.bytes = (m * k + k * n) * in + m * n * m_s.elem;
   // Transformer Engine casts the activation operand to fp8 (read 16-bit, write fp8) before the
   // GEMM. Callers pass casts_input = false where TE has it already: a wgrad GEMM reuses the
-  // transposed fp8 copy that the forward's (or the dgrad's) cast_transpose wrote, and with
-  // fused kernels LayerNormLinear / LayerNormMLP emit the QKV and FC1 inputs in fp8 from the norm.
+  // transposed fp8 copy that the forward's (or the dgrad's) cast_transpose wrote, and a GEMM
+  // right after a norm gets its input in fp8 from the norm (Shared::norm_emits_fp8).
   if (fp8 && casts_input) s.serial_bytes = m * k * (m_s.elem + 1.0);
   return s;
 }
@@ -334,7 +335,7 @@ void StageBuilder::layer_forward(int32_t layer, Phase phase, bool /*last_mb_of_s
   if (s.is_moe_layer(layer))
     moe_forward(phase);
   else
-    mlp_forward(s.f_loc, phase);
+    mlp_forward(s.f_loc, phase, true);
   compute(OpName::residual_mlp, phase, memory_op(residual_bytes), 0);
   m_layer = -1;
 }
@@ -342,7 +343,7 @@ void StageBuilder::layer_forward(int32_t layer, Phase phase, bool /*last_mb_of_s
 void StageBuilder::qkv_forward(Phase phase, uint32_t sp_gather) {
   const Shared& s = m_s;
   const double q = s.q_loc, kv = s.kv_loc;
-  compute(OpName::qkv, phase, gemm(s.T, q + 2 * kv, s.h, s.gemm_precision, s.opt.kernels != KernelStack::fused),
+  compute(OpName::qkv, phase, gemm(s.T, q + 2 * kv, s.h, s.gemm_precision, !s.norm_emits_fp8),
           2.0 * s.T * s.h * (q + 2 * kv));
   if (sp_gather != kNoTask) m_wait.push_back(sp_gather);
   if (s.rope) compute(OpName::rope, phase, memory_op(s.T * (q + kv) * s.elem * 2), 0);
@@ -413,12 +414,12 @@ void StageBuilder::qkv_backward() {
                            2.0 * s.T * s.h * (q + 2 * kv));
 }
 
-void StageBuilder::mlp_forward(double f_loc, Phase phase) {
+void StageBuilder::mlp_forward(double f_loc, Phase phase, bool after_norm) {
   const Shared& s = m_s;
   const Precision gp = s.gemm_precision;
   const uint32_t ag = tp_before_column_parallel(OpName::tp_ag_mlp, phase);
   const double up = s.swiglu ? 2 * f_loc : f_loc;
-  compute(OpName::fc1, phase, gemm(s.T, up, s.h, gp, s.opt.kernels != KernelStack::fused), 2.0 * s.T * s.h * up);
+  compute(OpName::fc1, phase, gemm(s.T, up, s.h, gp, !(after_norm && s.norm_emits_fp8)), 2.0 * s.T * s.h * up);
   if (ag != kNoTask) m_wait.push_back(ag);
   compute(OpName::act, phase, memory_op(s.T * (up + f_loc) * s.elem), 0);
   const uint32_t before_fc2 = m_last_compute;
@@ -470,7 +471,7 @@ void StageBuilder::moe_forward(Phase phase) {
   }
   ep_all_to_all(OpName::ep_combine, phase);
   compute(OpName::moe_unpermute, phase, memory_op(routed_local * s.h * s.elem * 2 + s.Ts * s.h * s.elem), 0);
-  if (s.shared_f_loc > 0) mlp_forward(s.shared_f_loc, phase);
+  if (s.shared_f_loc > 0) mlp_forward(s.shared_f_loc, phase, false);
 }
 
 void StageBuilder::moe_backward() {
@@ -483,7 +484,8 @@ void StageBuilder::moe_backward() {
   compute(OpName::moe_unpermute, Phase::backward, memory_op(routed_local * s.h * s.elem * 2), 0);
   ep_all_to_all(OpName::ep_combine, Phase::backward);
   if (s.etp > 1) {
-    const uint32_t c = collective(Stream::tp, OpName::tp_rs_expert, CollectiveOp::all_gather, GroupKind::tp,
+    // Backward of the output reduce-scatter: all-gather the output gradient.
+    const uint32_t c = collective(Stream::tp, OpName::tp_ag_expert, CollectiveOp::all_gather, GroupKind::tp,
                                   s.routed_tokens * s.h * s.elem, Phase::backward, {m_last_compute});
     m_wait.push_back(c);
   }
@@ -496,7 +498,8 @@ void StageBuilder::moe_backward() {
   compute(OpName::expert_fc1, Phase::backward, grouped_gemm(per_expert, s.h, up), fc1_flops);  // dgrad
   compute(OpName::expert_fc1, Phase::backward, grouped_gemm(s.h, up, per_expert, false), fc1_flops);  // wgrad
   if (s.etp > 1) {
-    const uint32_t c = collective(Stream::tp, OpName::tp_ag_expert, CollectiveOp::reduce_scatter,
+    // Backward of the input all-gather: reduce-scatter the input gradient.
+    const uint32_t c = collective(Stream::tp, OpName::tp_rs_expert, CollectiveOp::reduce_scatter,
                                   GroupKind::tp, s.routed_tokens * s.h * s.elem, Phase::backward,
                                   {m_last_compute});
     m_wait.push_back(c);

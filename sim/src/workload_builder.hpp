@@ -42,6 +42,9 @@ class StageBuilder {
     int64_t v, m, pp, tp, cp;
     bool sp, flash, causal, swiglu, rope, layernorm;
     Precision gemm_precision;
+    // Transformer Engine's LayerNormLinear / LayerNormMLP (fused kernels) write the norm's
+    // output in fp8, so the QKV and FC1 GEMMs after a norm need no cast of their own.
+    bool norm_emits_fp8;
     double elem;   // activation element bytes (2, or 4 for fp32)
     double T, Ts;  // tokens per micro-batch on this rank: full, and SP-split
     double h, q_loc, kv_loc, f_loc, heads_loc, head_dim, seq, vocab_loc;
@@ -127,8 +130,9 @@ class StageBuilder {
   void qkv_backward();
   void mla_forward(Phase phase, uint32_t sp_gather);
   void mla_backward();
-  // The MLP block between ln_mlp and the residual: dense (TP column/row-parallel), or MoE.
-  void mlp_forward(double f_loc, Phase phase);
+  // The MLP block between ln_mlp and the residual: dense (TP column/row-parallel), or MoE;
+  // after_norm: FC1 reads ln_mlp's output directly (not so for an MoE layer's shared experts).
+  void mlp_forward(double f_loc, Phase phase, bool after_norm);
   void mlp_backward(double f_loc);
   void moe_forward(Phase phase);
   void moe_backward();
