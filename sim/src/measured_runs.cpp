@@ -97,6 +97,7 @@ WorkloadOptions workload_of(TrainingFramework f) {
       o.tp_overlap = TpCommOverlap::backward_async;
       o.param_gather = ParamGatherOverlap::after_optimizer;
       o.grad_reduce_bytes = 2;
+      o.one_bucket_after_first_chunk = false;  // predates Megatron-Core's per-chunk DDP
       break;
     case TrainingFramework::megatron_core:
       o.tp_overlap = TpCommOverlap::full;

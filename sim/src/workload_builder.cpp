@@ -143,11 +143,7 @@ StageBuilder::StageBuilder(const Shared& shared, int64_t stage) : m_s(shared), m
   }
   if (stage == 0) m_prog.params += m_s.embedding_params_local;
   if (stage == m_s.pp - 1) m_prog.params += m_s.output_params_local;
-  m_bucket_limit = std::max(m_s.opt.bucket_params_min, m_s.opt.bucket_params_per_dp * d(m_s.dp_size));
-  m_buckets[kDenseParams].group = m_s.dp_group;
-  m_buckets[kDenseParams].group_size = m_s.dp_size;
-  m_buckets[kExpertParams].group = GroupKind::edp;
-  m_buckets[kExpertParams].group_size = m_s.expert_dp_size;
+  if (m_s.sc.layout.zero_stage <= 2) plan_grad_buckets();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -623,8 +619,8 @@ void StageBuilder::layer_backward(int32_t layer) {
   if (l.zero_stage == 3) {
     if (l.pp == 1 || m_mb == s.m - 1) fsdp_reduce(layer);
   } else if (m_mb == s.m - 1) {
-    grads_ready(kDenseParams, s.layer_dense_params(layer), layer);
-    grads_ready(kExpertParams, s.layer_expert_params(layer), layer);
+    grads_ready(kDenseParams, layer);
+    grads_ready(kExpertParams, layer);
   }
 }
 
@@ -660,7 +656,7 @@ void StageBuilder::embedding_backward() {
   if (s.sc.layout.zero_stage == 3) {
     if (s.sc.layout.pp == 1 || m_mb == s.m - 1) fsdp_reduce(-1);
   } else if (m_mb == s.m - 1) {
-    grads_ready(kDenseParams, s.embedding_params_local, -1);
+    grads_ready(kDenseParams, -1);
   }
 }
 
@@ -707,40 +703,110 @@ void StageBuilder::head_backward() {
   if (s.sc.layout.zero_stage == 3) {
     if (s.sc.layout.pp == 1 || m_mb == s.m - 1) fsdp_reduce(-2);
   } else if (m_mb == s.m - 1) {
-    grads_ready(kDenseParams, s.output_params_local, -2);
+    grads_ready(kDenseParams, -2);
   }
 }
 
 // ---------------------------------------------------------------------------------------------
 // Data parallelism: gradient buckets (ZeRO 0–2), FSDP units (ZeRO-3)
 
-void StageBuilder::grads_ready(int kind, double params, int32_t layer) {
-  Buckets& b = m_buckets[static_cast<size_t>(kind)];
-  if (b.group_size <= 1 || params <= 0) return;
-  b.fill += params;
-  b.layers.push_back(layer);
-  if (b.fill >= m_bucket_limit) flush_bucket(kind);
+namespace {
+
+// The group a kind of gradient is reduced over, and its size.
+std::pair<GroupKind, int64_t> bucket_group(const StageBuilder::Shared& s, bool expert) {
+  return expert ? std::pair{GroupKind::edp, s.expert_dp_size} : std::pair{s.dp_group, s.dp_size};
 }
 
-void StageBuilder::flush_bucket(int kind) {
-  Buckets& b = m_buckets[static_cast<size_t>(kind)];
-  if (b.fill <= 0) return;
+}  // namespace
+
+void StageBuilder::plan_grad_buckets() {
+  // Megatron-Core's DDP (distributed_data_parallel.py, param_and_grad_buffer.py): each model
+  // chunk is its own DDP instance whose buffer is cut into buckets of at least
+  // max(40M, 1M·dp) parameters, taken in reverse parameter order (the order backward produces
+  // gradients); from the second chunk on one bucket each (one_bucket_after_first_chunk).
   const Shared& s = m_s;
-  const bool zero = s.sc.layout.zero_stage >= 1;
-  const double bytes = b.fill * s.opt.grad_reduce_bytes;
-  if (s.opt.grad_reduce == GradReduceOverlap::bucketed) {
-    const int32_t saved = m_layer;
-    m_layer = b.layers.empty() ? -1 : b.layers.back();
-    m_grad_reduces.push_back(collective(Stream::dp_grad, OpName::dp_grad_reduce,
-                                        zero ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce,
-                                        b.group, bytes, Phase::comm, {m_last_compute}));
-    m_layer = saved;
-  } else {
-    b.deferred.push_back(bytes);
+  const double limit = std::max(s.opt.bucket_params_min, s.opt.bucket_params_per_dp * d(s.dp_size));
+  for (int kind : {kDenseParams, kExpertParams}) {
+    const bool dense = kind == kDenseParams;
+    if (bucket_group(s, !dense).second <= 1) continue;
+    for (int64_t c = s.v - 1; c >= 0; --c) {
+      const bool bucketed = c == 0 || !s.opt.one_bucket_after_first_chunk;
+      GradBucket open{kind, 0, {}, 0};
+      auto close = [&] {
+        if (open.params <= 0) return;
+        open.pending = open.layers.size();
+        for (int32_t layer : open.layers) m_bucket_of_layer[static_cast<size_t>(kind)][layer] = m_grad_buckets.size();
+        m_grad_buckets.push_back(std::move(open));
+        open = GradBucket{kind, 0, {}, 0};
+      };
+      auto add_params = [&](double params, int32_t layer) {
+        if (params <= 0) return;
+        open.params += params;
+        open.layers.push_back(layer);
+        if (bucketed && open.params >= limit) close();
+      };
+      const int64_t vs = c * s.pp + m_stage;
+      if (dense && vs == s.pp * s.v - 1) add_params(s.output_params_local, -2);
+      const size_t idx = static_cast<size_t>(m_stage * s.v + c);
+      for (int64_t i = s.layers_per_chunk[idx] - 1; i >= 0; --i) {
+        const int64_t layer = s.first_layer[idx] + i;
+        add_params(dense ? s.layer_dense_params(layer) : s.layer_expert_params(layer), static_cast<int32_t>(layer));
+      }
+      if (dense && vs == 0) add_params(s.embedding_params_local, -1);
+      close();
+    }
   }
-  if (zero) b.gathers.emplace_back(b.fill, b.layers);
-  b.fill = 0;
-  b.layers.clear();
+}
+
+void StageBuilder::grads_ready(int kind, int32_t layer) {
+  const auto& of_layer = m_bucket_of_layer[static_cast<size_t>(kind)];
+  const auto it = of_layer.find(layer);
+  if (it == of_layer.end()) return;  // nothing to reduce: no parameters of this kind, or no group
+  GradBucket& b = m_grad_buckets[it->second];
+  SIMRUN_ASSERT(b.pending > 0, "a layer's gradients finished twice");
+  if (--b.pending == 0) {
+    m_buckets_ready.push_back(it->second);
+    if (m_s.opt.grad_reduce == GradReduceOverlap::bucketed) reduce_bucket(it->second);
+  }
+}
+
+void StageBuilder::reduce_bucket(size_t bucket) {
+  const Shared& s = m_s;
+  const GradBucket& b = m_grad_buckets[bucket];
+  const bool zero = s.sc.layout.zero_stage >= 1;
+  const int32_t saved = m_layer;
+  m_layer = b.layers.back();
+  m_grad_reduces.push_back(collective(Stream::dp_grad, OpName::dp_grad_reduce,
+                                      zero ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce,
+                                      bucket_group(s, b.kind == kExpertParams).first,
+                                      b.params * s.opt.grad_reduce_bytes, Phase::comm, {m_last_compute}));
+  m_layer = saved;
+}
+
+void StageBuilder::gather_params_before_first_use() {
+  // The previous step's parameter all-gathers run in this step's first forward, issued in the
+  // order of first use (embedding first, the output layer last); each layer's first forward
+  // op waits for its buckets' gathers.
+  const Shared& s = m_s;
+  auto first_use = [](const GradBucket& b) {
+    const int32_t layer = b.layers.back();
+    return layer == -1 ? int64_t{-1} : layer == -2 ? int64_t{1} << 40 : int64_t{layer};
+  };
+  std::vector<size_t> order(m_grad_buckets.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return first_use(m_grad_buckets[a]) < first_use(m_grad_buckets[b]);
+  });
+  m_mb = -1;
+  for (size_t i : order) {
+    const GradBucket& b = m_grad_buckets[i];
+    m_layer = b.layers.back();
+    const uint32_t task = collective(Stream::dp_param, OpName::dp_param_gather, CollectiveOp::all_gather,
+                                     bucket_group(s, b.kind == kExpertParams).first, b.params * s.elem,
+                                     Phase::comm, {});
+    for (int32_t layer : b.layers) m_param_gather_of_layer[layer].push_back(task);
+  }
+  m_layer = -1;
 }
 
 void StageBuilder::fsdp_gather(int32_t unit, bool backward) {
@@ -800,15 +866,8 @@ void StageBuilder::optimizer() {
   m_mb = -1;
   m_chunk = 0;
   m_layer = -1;
-  for (int kind : {kDenseParams, kExpertParams}) {
-    flush_bucket(kind);
-    const Buckets& b = m_buckets[static_cast<size_t>(kind)];
-    for (double bytes : b.deferred)
-      m_grad_reduces.push_back(
-          collective(Stream::dp_grad, OpName::dp_grad_reduce,
-                     l.zero_stage >= 1 ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, b.group,
-                     bytes, Phase::comm, {m_last_compute}));
-  }
+  if (s.opt.grad_reduce == GradReduceOverlap::after_backward)
+    for (size_t bucket : m_buckets_ready) reduce_bucket(bucket);
   for (uint32_t r : m_grad_reduces) m_wait.push_back(r);
   // The local shard: dense parameters over the DP group, experts over the expert-DP group.
   const double dense = m_prog.params - m_prog.expert_params;
@@ -834,10 +893,11 @@ void StageBuilder::optimizer() {
     m_wait.clear();
   }
   if (l.zero_stage >= 1 && l.zero_stage <= 2 && s.opt.param_gather == ParamGatherOverlap::after_optimizer)
-    for (const Buckets& b : m_buckets)
-      for (const auto& g : b.gathers)
-        collective(Stream::dp_param, OpName::dp_param_gather, CollectiveOp::all_gather, b.group,
-                   g.first * s.elem, Phase::comm, {m_last_compute});
+    for (size_t bucket : m_buckets_ready) {
+      const GradBucket& b = m_grad_buckets[bucket];
+      collective(Stream::dp_param, OpName::dp_param_gather, CollectiveOp::all_gather,
+                 bucket_group(s, b.kind == kExpertParams).first, b.params * s.elem, Phase::comm, {m_last_compute});
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -931,60 +991,8 @@ void StageBuilder::build(const std::vector<Slot>& slots, PipelineSchedule schedu
   // overlaps them with compute (--overlap-p2p-communication).
   m_blocking_send = schedule != PipelineSchedule::interleaved;
 
-  // ZeRO-1/2 with --overlap-param-gather: the previous step's parameter all-gather runs in
-  // this step's first forward, bucket by bucket; buckets are the gradient buckets (backward
-  // order), so precompute them and issue their gathers in forward order.
-  if (l.zero_stage >= 1 && l.zero_stage <= 2 && s.opt.param_gather == ParamGatherOverlap::next_forward) {
-    struct Gather {
-      int kind;
-      double params;
-      std::vector<int32_t> layers;  // backward order: back() is the first one the forward uses
-    };
-    std::vector<Gather> gathers;
-    for (int kind : {kDenseParams, kExpertParams}) {
-      if (m_buckets[static_cast<size_t>(kind)].group_size <= 1) continue;
-      double fill = 0;
-      std::vector<int32_t> members;
-      auto push = [&](double p, int32_t layer) {
-        if (p <= 0) return;
-        fill += p;
-        members.push_back(layer);
-        if (fill >= m_bucket_limit) {
-          gathers.push_back({kind, fill, members});
-          fill = 0;
-          members.clear();
-        }
-      };
-      const bool dense = kind == kDenseParams;
-      for (int64_t c = s.v - 1; c >= 0; --c) {
-        const int64_t vs = c * s.pp + m_stage;
-        if (dense && vs == s.pp * s.v - 1) push(s.output_params_local, -2);
-        const size_t idx = static_cast<size_t>(m_stage * s.v + c);
-        for (int64_t i = s.layers_per_chunk[idx] - 1; i >= 0; --i) {
-          const int64_t layer = s.first_layer[idx] + i;
-          push(dense ? s.layer_dense_params(layer) : s.layer_expert_params(layer), static_cast<int32_t>(layer));
-        }
-        if (dense && vs == 0) push(s.embedding_params_local, -1);
-      }
-      if (fill > 0) gathers.push_back({kind, fill, members});
-    }
-    // Issue in forward order of first use (embedding -1 first, output layer -2 last).
-    auto first_use = [&](const Gather& g) {
-      const int32_t layer = g.layers.back();
-      return layer == -1 ? int64_t{-1} : layer == -2 ? int64_t{1} << 40 : int64_t{layer};
-    };
-    std::stable_sort(gathers.begin(), gathers.end(),
-                     [&](const Gather& a, const Gather& b) { return first_use(a) < first_use(b); });
-    m_mb = -1;
-    for (const Gather& g : gathers) {
-      m_layer = g.layers.back();
-      const uint32_t task = collective(Stream::dp_param, OpName::dp_param_gather, CollectiveOp::all_gather,
-                                       m_buckets[static_cast<size_t>(g.kind)].group, g.params * s.elem,
-                                       Phase::comm, {});
-      for (int32_t layer : g.layers) m_param_gather_of_layer[layer].push_back(task);
-    }
-    m_layer = -1;
-  }
+  if (l.zero_stage >= 1 && l.zero_stage <= 2 && s.opt.param_gather == ParamGatherOverlap::next_forward)
+    gather_params_before_first_use();
 
   for (const Slot& slot : slots) {
     if (slot.forward)

@@ -21,13 +21,6 @@ struct Slot {
 
 std::vector<Slot> stage_schedule(PipelineSchedule kind, int64_t stage, int64_t pp, int64_t m, int64_t v);
 
-// A gradient bucket: consecutive layers (in backward order) of one chunk.
-struct Bucket {
-  int64_t chunk = 0;
-  double params = 0;            // parameters of this rank in the bucket (after TP split)
-  std::vector<int32_t> layers;  // global layer ids; -1 embedding, -2 output layer + final norm
-};
-
 class StageBuilder {
  public:
   // Everything the stages share: the scenario's dimensions, precomputed once.
@@ -151,9 +144,14 @@ class StageBuilder {
   void embedding_backward();
   void head_forward();
   void head_backward();
-  // Parameters of `layer` got their final gradients: into the dense (DP) or expert (EDP) bucket.
-  void grads_ready(int kind, double params, int32_t layer);
-  void flush_bucket(int kind);
+  // Megatron DDP's buckets of this stage, fixed before the step (see plan_grad_buckets).
+  void plan_grad_buckets();
+  // The dense (DP) or expert (EDP) gradients of `layer` are final; a bucket whose last layer
+  // this was reduces now (bucketed), or after the backward.
+  void grads_ready(int kind, int32_t layer);
+  void reduce_bucket(size_t bucket);
+  // ZeRO-1/2 --overlap-param-gather: each bucket's all-gather before its first forward use.
+  void gather_params_before_first_use();
   void fsdp_gather(int32_t unit, bool backward);
   uint32_t issue_fsdp_gather(int32_t unit, bool backward);
   void fsdp_reduce(int32_t unit);
@@ -170,19 +168,19 @@ class StageBuilder {
   Phase m_phase = Phase::forward;
   uint32_t m_last_compute = kNoTask;
   std::vector<uint32_t> m_wait;  // tasks the next compute op waits for
-  // Gradient buckets (ZeRO 0–2), one set per parameter kind: Megatron DDP keeps the experts'
-  // gradients in their own buffers, reduced over the expert-data-parallel group.
+  // Gradient buckets (ZeRO 0–2). Megatron DDP keeps the experts' gradients in buffers of
+  // their own, reduced over the expert-data-parallel group.
   static constexpr int kDenseParams = 0, kExpertParams = 1;
-  struct Buckets {
-    GroupKind group = GroupKind::dp;
-    int64_t group_size = 1;
-    double fill = 0;
-    std::vector<int32_t> layers;
-    std::vector<double> deferred;                                  // GradReduceOverlap::after_backward
-    std::vector<std::pair<double, std::vector<int32_t>>> gathers;  // ZeRO 1/2 param all-gather units
+  struct GradBucket {
+    int kind = kDenseParams;
+    double params = 0;            // this rank's parameters in the bucket (after TP/EP split)
+    std::vector<int32_t> layers;  // backward order, so back() is the first the forward uses;
+                                  // -1 embedding, -2 output layer + final norm
+    size_t pending = 0;           // layers whose gradients are not final yet
   };
-  std::array<Buckets, 2> m_buckets;
-  double m_bucket_limit = 0;
+  std::vector<GradBucket> m_grad_buckets;
+  std::array<std::map<int32_t, size_t>, 2> m_bucket_of_layer;  // per kind: layer → bucket
+  std::vector<size_t> m_buckets_ready;                          // in the order they became ready
   std::vector<uint32_t> m_grad_reduces;
   std::map<int32_t, std::vector<uint32_t>> m_param_gather_of_layer;  // layer → its buckets' param AGs
   std::map<int32_t, bool> m_layer_forwarded;            // first forward use seen

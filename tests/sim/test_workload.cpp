@@ -282,3 +282,32 @@ TEST_CASE("MoE layouts the event simulation cannot run are refused with the reas
              Catch::Contains("needs sequence_parallel"));
   CHECK(error_of(R"({"tp": 2, "dp": 8, "ep": 8, "expert_tp": 1})").empty());
 }
+
+TEST_CASE("gradient buckets: every parameter reduced once; Megatron-Core buckets only the first chunk",
+          "[sim][workload]") {
+  // Llama-3 8B on 16 GPUs, pp 2 with 2 chunks a stage (8 layers each), dp 8, ZeRO-1: a layer
+  // (218M parameters) fills a max(40M, 8M) bucket on its own.
+  const Scenario sc = parse_scenario_text(
+      R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 16},
+          "layout": {"tp": 1, "pp": 2, "dp": 8, "virtual_stages": 2, "zero_stage": 1, "global_batch": 16}})");
+  const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
+  auto reduces = [&](bool one_bucket_after_first_chunk) {
+    WorkloadOptions o;
+    o.one_bucket_after_first_chunk = one_bucket_after_first_chunk;
+    const Workload w = build_workload(sc, cm, o, default_schedule(sc.layout));
+    const StageProgram& p = w.stages[0];
+    int64_t count = 0;
+    double bytes = 0;
+    for (const Task& t : p.tasks)
+      if (t.op == OpName::dp_grad_reduce) {
+        CHECK(t.coll == CollectiveOp::reduce_scatter);
+        ++count;
+        bytes += t.comm_bytes;
+      }
+    CHECK(bytes == Approx(p.params * o.grad_reduce_bytes));  // each parameter exactly once
+    return count;
+  };
+  // Stage 0 holds chunk 0 (layers 0-7 and the embedding) and chunk 1 (layers 16-23).
+  CHECK(reduces(true) == 8 + 1 + 1);
+  CHECK(reduces(false) == 8 + 1 + 8);
+}

@@ -185,6 +185,10 @@ struct WorkloadOptions {
   // Megatron DDP bucket: max(40M, 1M·dp) parameters (distributed_data_parallel.py).
   double bucket_params_min = 40e6;
   double bucket_params_per_dp = 1e6;
+  // Megatron-Core's get_model() (megatron/training/training.py) wraps each model chunk in a DDP
+  // of its own and passes disable_bucketing from the second chunk on ("communication for these
+  // model chunks is overlapped with compute anyway"): each later chunk reduces as one bucket.
+  bool one_bucket_after_first_chunk = true;
   // Bytes per gradient element on the wire: 2 (bf16, Megatron default) or 4 (fp32 reduce, as
   // PyTorch FSDP mixed precision with reduce_dtype=float32 does).
   double grad_reduce_bytes = 2;
