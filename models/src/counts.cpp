@@ -119,6 +119,21 @@ ParamCounts count_params(const ModelSpec& m) {
   return c;
 }
 
+double tp_replicated_layer_params(const ModelSpec& m) {
+  const double h = d(m.hidden);
+  double p = 2 * norm_params(m, h);
+  if (m.mla) {
+    const MlaSpec& l = *m.mla;
+    if (l.q_lora_rank > 0) p += h * d(l.q_lora_rank) + norm_params(m, d(l.q_lora_rank));
+    p += h * d(l.kv_lora_rank + l.qk_rope_head_dim) + norm_params(m, d(l.kv_lora_rank));
+  } else if (m.attention_bias) {
+    p += h;
+  }
+  return p;
+}
+
+double tp_replicated_ffn_params(const ModelSpec& m) { return m.mlp_bias ? d(m.hidden) : 0.0; }
+
 FlopCounts count_flops_per_sequence(const ModelSpec& m, AttentionFlops convention) {
   // Megatron-LM num_floating_point_operations (training.py, ecosystem.md §6.2) with batch 1:
   //   3 (fwd+bwd) · 2 (FMA) · tokens · [h·(f·ffn·dense_layers + f·ffn_e·(top_k + shared)·moe_layers)

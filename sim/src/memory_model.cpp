@@ -160,7 +160,10 @@ StageParams stage_params(const ModelSpec& m, const ParamCounts& counts, const La
     else if (layout.pp > 1)
       dense += double(m.vocab) * double(m.hidden);
   }
-  p.dense = dense / tp;
+  // TP splits the parameters but for the few it keeps whole on every rank.
+  const double replicated =
+      double(count) * tp_replicated_layer_params(m) + double(count - moe_here) * tp_replicated_ffn_params(m);
+  p.dense = (dense - replicated) / tp + replicated;
   p.experts = double(moe_here) * routed_per_layer / (etp * ep);
   return p;
 }

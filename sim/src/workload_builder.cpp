@@ -90,13 +90,11 @@ StageBuilder::Shared::Shared(const Scenario& scenario, const ComputeModel& cm, c
   const double final_norm = (layernorm ? 2.0 : 1.0) * h;
   embedding_params_local = pc.embedding / d(tp);
   output_params_local = (md.tied_embeddings && pp == 1 ? 0.0 : d(md.vocab) * h / d(tp)) + final_norm;
-  attn_params_local = (pc.attention + pc.norms - final_norm) / d(md.layers) / d(tp);
-  if (mla) {
-    // The down-projections and the latents' norms are duplicated on every TP rank.
-    const double duplicated = h * (q_rank + kv_rank + rope_dim) + (q_rank > 0 ? q_rank : 0.0) + kv_rank;
-    attn_params_local += duplicated * (1.0 - 1.0 / d(tp));
-  }
-  dense_ffn_params_local = md.dense_layers() > 0 ? pc.mlp_dense / d(md.dense_layers()) / d(tp) : 0.0;
+  // TP splits a layer's parameters but for the few it keeps whole on every rank.
+  const double replicated = tp_replicated_layer_params(md), ffn_replicated = tp_replicated_ffn_params(md);
+  attn_params_local = ((pc.attention + pc.norms - final_norm) / d(md.layers) - replicated) / d(tp) + replicated;
+  dense_ffn_params_local =
+      md.dense_layers() > 0 ? (pc.mlp_dense / d(md.dense_layers()) - ffn_replicated) / d(tp) + ffn_replicated : 0.0;
   dp_group = cp > 1 ? GroupKind::dp_cp : GroupKind::dp;
   dp_size = l.dp * l.cp;
 

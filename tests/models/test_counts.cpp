@@ -192,3 +192,19 @@ TEST_CASE("MoE FLOPs use top_k routed plus shared experts", "[models][flops][moe
     CHECK(f.attention_core == Approx(3.0 * 2 * 4096.0 * 4096 * 61 * 128 * (192 + 128) / 2).epsilon(1e-12));
   }
 }
+
+TEST_CASE("parameters tensor parallelism keeps whole: norms, row-parallel biases, MLA down-projections",
+          "[models][counts]") {
+  // Llama: two RMSNorms of h. GPT-3 (LayerNorm, biases): two LayerNorms (2h each) and the
+  // output projection's bias; a dense FFN adds its FC2 bias.
+  const ModelSpec& llama = catalog().get("llama3-70b", "t", "m");
+  CHECK(tp_replicated_layer_params(llama) == 2.0 * 8192);
+  CHECK(tp_replicated_ffn_params(llama) == 0.0);
+  const ModelSpec& gpt = catalog().get("gpt3-175b", "t", "m");
+  CHECK(tp_replicated_layer_params(gpt) == 2 * 2.0 * 12288 + 12288);
+  CHECK(tp_replicated_ffn_params(gpt) == 12288);
+  // DeepSeek-V3 (h 7168, r_q 1536, r_kv 512, d_rope 64): the down-projections h·r_q and
+  // h·(r_kv + d_rope) with their latent RMSNorms.
+  const ModelSpec& ds = catalog().get("deepseek-v3", "t", "m");
+  CHECK(tp_replicated_layer_params(ds) == 2.0 * 7168 + 7168.0 * 1536 + 1536 + 7168.0 * (512 + 64) + 512);
+}

@@ -228,7 +228,10 @@ TEST_CASE("stage parameters add up to the model, embedding first, output last", 
   l.pp = 4;
   double total = 0;
   for (int64_t i = 0; i < l.pp; ++i) total += stage_params(m, counts, l, i).dense * double(l.tp);
-  CHECK(total == Approx(counts.total()).epsilon(1e-12));
+  // Every TP rank holds the layers' norms whole (Llama: no biases).
+  const double copies = double(l.tp - 1) * double(m.layers) * tp_replicated_layer_params(m);
+  CHECK(tp_replicated_layer_params(m) == 2.0 * double(m.hidden));
+  CHECK(total == Approx(counts.total() + copies).epsilon(1e-12));
   CHECK(stage_params(m, counts, l, 0).has_embedding);
   CHECK(stage_params(m, counts, l, 3).has_output);
   CHECK(stage_params(m, counts, l, 0).layers == 20);
@@ -239,7 +242,7 @@ TEST_CASE("stage parameters add up to the model, embedding first, output last", 
     const ParamCounts tc = count_params(tied);
     double sum = 0;
     for (int64_t i = 0; i < l.pp; ++i) sum += stage_params(tied, tc, l, i).dense * double(l.tp);
-    CHECK(sum == Approx(tc.total() + double(m.vocab) * double(m.hidden)).epsilon(1e-12));
+    CHECK(sum == Approx(tc.total() + double(m.vocab) * double(m.hidden) + copies).epsilon(1e-12));
   }
   SECTION("uneven stages: the first L mod p ranks take one more layer") {
     CHECK(layers_per_stage(126, 8) == std::vector<int64_t>{16, 16, 16, 16, 16, 16, 15, 15});

@@ -32,6 +32,15 @@ struct ParamCounts {
 
 ParamCounts count_params(const ModelSpec& m);
 
+// Parameters of one transformer layer that Megatron's tensor parallelism keeps whole on every
+// TP rank rather than splitting: the layer's two norms (TE LayerNormLinear holds the full
+// norm weight), the row-parallel output projection's bias, and MLA's Q and KV
+// down-projections with their latent norms (Megatron-Core MLASelfAttention builds
+// linear_q_down_proj / linear_kv_down_proj with parallel_mode "duplicated"). A dense FFN adds
+// its row-parallel FC2 bias: tp_replicated_ffn_params.
+double tp_replicated_layer_params(const ModelSpec& m);
+double tp_replicated_ffn_params(const ModelSpec& m);
+
 enum class AttentionFlops {
   causal,      // Megatron HEAD: s² term halved for the causal mask
   non_causal,  // Megatron core_r0.8 and NeMo/Mosaic: full s² term
