@@ -901,32 +901,27 @@ void StageBuilder::optimizer() {
 // ---------------------------------------------------------------------------------------------
 // Slots
 
-void StageBuilder::pp_recv(OpName op, int64_t peer_vs, double bytes, bool forward, int64_t mb, int64_t chunk) {
+Task StageBuilder::pp_message(TaskKind kind, Stream stream, OpName op, int64_t peer_vs, double bytes) const {
   Task t;
-  t.kind = TaskKind::recv;
-  t.stream = Stream::pp_recv;
+  t.kind = kind;
+  t.stream = stream;
   t.phase = Phase::comm;
   t.op = op;
   t.coll = CollectiveOp::send_recv;
   t.group = GroupKind::pp;
   t.comm_bytes = bytes;
   t.peer_stage = static_cast<int32_t>(peer_vs % m_s.pp);
-  const uint32_t r = add(t, {});
+  return t;
+}
+
+void StageBuilder::pp_recv(OpName op, int64_t peer_vs, double bytes, bool forward, int64_t mb, int64_t chunk) {
+  const uint32_t r = add(pp_message(TaskKind::recv, Stream::pp_recv, op, peer_vs, bytes), {});
   recv_index[{forward, mb, chunk}] = r;
   m_wait.push_back(r);
 }
 
 void StageBuilder::pp_send(OpName op, int64_t peer_vs, double bytes, bool forward, int64_t mb) {
-  Task t;
-  t.kind = TaskKind::send;
-  t.stream = Stream::pp_send;
-  t.phase = Phase::comm;
-  t.op = op;
-  t.coll = CollectiveOp::send_recv;
-  t.group = GroupKind::pp;
-  t.comm_bytes = bytes;
-  t.peer_stage = static_cast<int32_t>(peer_vs % m_s.pp);
-  const uint32_t snd = add(t, {m_last_compute});
+  const uint32_t snd = add(pp_message(TaskKind::send, Stream::pp_send, op, peer_vs, bytes), {m_last_compute});
   sends.push_back({snd, peer_vs % m_s.pp, forward, mb, peer_vs / m_s.pp});
   if (m_blocking_send) m_wait.push_back(snd);
 }

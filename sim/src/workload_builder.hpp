@@ -111,6 +111,7 @@ class StageBuilder {
 
   // Pipeline p2p of one activation (forward) or its gradient (backward) with virtual stage
   // `peer_vs`: the receive gates the next compute op; the send follows the last one.
+  Task pp_message(TaskKind kind, Stream stream, OpName op, int64_t peer_vs, double bytes) const;
   void pp_recv(OpName op, int64_t peer_vs, double bytes, bool forward, int64_t mb, int64_t chunk);
   void pp_send(OpName op, int64_t peer_vs, double bytes, bool forward, int64_t mb);
   void forward_slot(int64_t mb, int64_t chunk);
