@@ -146,11 +146,12 @@ int main(int argc, char** argv) {
             if (verbose) {
               const auto& b = o.report.breakdown;
               std::cout << fmt::format(
-                  "    fwd {:.3f} bwd {:.3f} recomp {:.3f} opt {:.3f} | exposed comm {:.3f} (tp {:.3f} pp "
-                  "{:.3f} dp {:.3f}) "
-                  "bubble {:.3f} | mfu {:.3f} | mem {:.1f} GB{}\n",
-                  b.forward_s, b.backward_s, b.recompute_s, b.optimizer_s, b.exposed_comm_s, b.tp_comm_s,
-                  b.pp_comm_s, b.dp_comm_s, b.bubble_s, o.report.mfu,
+                  "    fwd {:.3f} bwd {:.3f} recomp {:.3f} opt {:.3f} | exposed comm {:.3f} (of total: tp "
+                  "{:.3f}/{:.3f} pp {:.3f}/{:.3f} dp {:.3f}/{:.3f} ep {:.3f}/{:.3f}) bubble {:.3f} | mfu {:.3f} | "
+                  "mem {:.1f} GB{}\n",
+                  b.forward_s, b.backward_s, b.recompute_s, b.optimizer_s, b.exposed_comm_s, b.tp_exposed_s,
+                  b.tp_comm_s, b.pp_exposed_s, b.pp_comm_s, b.dp_exposed_s, b.dp_comm_s, b.ep_exposed_s,
+                  b.ep_comm_s, b.bubble_s, o.report.mfu,
                   o.report.memory.peak_bytes_per_gpu / 1e9, o.report.memory.fits ? "" : " (does not fit)");
               std::map<std::string, double> per_op;
               double total = 0;

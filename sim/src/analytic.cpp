@@ -371,11 +371,16 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
   b.optimizer_s = optimizer_s;
   b.compute_s = b.forward_s + b.backward_s + b.recompute_s + b.optimizer_s;
   b.tp_comm_s = microbatches * slow.tp_comm_s;
-  b.pp_comm_s = pp_total_s;
+  b.pp_comm_s = 2.0 * pp_total_s;  // a middle stage receives as many messages as it sends
   b.dp_comm_s = dp_total_s;
   b.cp_comm_s = microbatches * slow.cp_comm_s;
   b.ep_comm_s = microbatches * slow.ep_comm_s;
-  b.exposed_comm_s = microbatches * out.mb_exposed_comm_s + out.pp_exposed_s + out.dp_exposed_s;
+  b.tp_exposed_s = microbatches * slow.tp_exposed_s;
+  b.cp_exposed_s = microbatches * slow.cp_exposed_s;
+  b.ep_exposed_s = microbatches * slow.ep_exposed_s;
+  b.pp_exposed_s = out.pp_exposed_s;
+  b.dp_exposed_s = out.dp_exposed_s;
+  b.exposed_comm_s = b.tp_exposed_s + b.cp_exposed_s + b.ep_exposed_s + b.pp_exposed_s + b.dp_exposed_s;
   b.bubble_s = (p - 1.0) / v * (slow.compute_s() + out.mb_exposed_comm_s);
   out.step_time_s = b.compute_s + b.exposed_comm_s + b.bubble_s;
   return out;

@@ -34,6 +34,9 @@ nlohmann::json to_json(const Report& r) {
       {"optimizer_s", r.breakdown.optimizer_s}, {"tp_comm_s", r.breakdown.tp_comm_s},
       {"pp_comm_s", r.breakdown.pp_comm_s},     {"dp_comm_s", r.breakdown.dp_comm_s},
       {"cp_comm_s", r.breakdown.cp_comm_s},     {"ep_comm_s", r.breakdown.ep_comm_s},
+      {"tp_exposed_s", r.breakdown.tp_exposed_s}, {"pp_exposed_s", r.breakdown.pp_exposed_s},
+      {"dp_exposed_s", r.breakdown.dp_exposed_s}, {"cp_exposed_s", r.breakdown.cp_exposed_s},
+      {"ep_exposed_s", r.breakdown.ep_exposed_s},
   };
   j["run"] = {
       {"tokens", r.run.tokens},

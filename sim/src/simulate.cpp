@@ -141,11 +141,20 @@ SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
   b.optimizer_s = crit.optimizer_s;
   b.compute_s = crit.compute_s();
   auto at = [](const std::array<double, kGroupKindCount>& a, GroupKind g) { return a[static_cast<size_t>(g)]; };
+  // Gradient and parameter traffic of the DP, DP×CP and expert-DP groups counts as DP.
+  auto dp = [&](const std::array<double, kGroupKindCount>& a) {
+    return at(a, GroupKind::dp) + at(a, GroupKind::dp_cp) + at(a, GroupKind::edp);
+  };
   b.tp_comm_s = at(crit.comm_s, GroupKind::tp);
   b.pp_comm_s = at(crit.comm_s, GroupKind::pp);
-  b.dp_comm_s = at(crit.comm_s, GroupKind::dp) + at(crit.comm_s, GroupKind::dp_cp) + at(crit.comm_s, GroupKind::edp);
+  b.dp_comm_s = dp(crit.comm_s);
   b.cp_comm_s = at(crit.comm_s, GroupKind::cp);
   b.ep_comm_s = at(crit.comm_s, GroupKind::ep);
+  b.tp_exposed_s = at(crit.exposed_s, GroupKind::tp);
+  b.pp_exposed_s = at(crit.exposed_s, GroupKind::pp);
+  b.dp_exposed_s = dp(crit.exposed_s);
+  b.cp_exposed_s = at(crit.exposed_s, GroupKind::cp);
+  b.ep_exposed_s = at(crit.exposed_s, GroupKind::ep);
   b.exposed_comm_s = 0;
   for (double e : crit.exposed_s) b.exposed_comm_s += e;
   b.bubble_s = crit.bubble_s;

@@ -370,9 +370,10 @@ class Executor {
     m_network->start_flow(std::move(f), [this, idx, t, peer, recv, begin](FlowId) {
       --m_ranks[idx].nccl_active;
       RankState& dst = m_ranks[static_cast<size_t>(peer)];
-      if (dst.traced) {
+      if (dst.traced) {  // a recv is on no stream: account its wire time here
         dst.start[recv] = begin;
         dst.end[recv] = m_engine.now();
+        dst.bd.comm_s[static_cast<size_t>(group_index(GroupKind::pp))] += (dst.end[recv] - begin).seconds();
       }
       mark_done(dst, recv);
       complete(idx, t);
@@ -497,8 +498,9 @@ class Executor {
         break;
       case TaskKind::collective:
       case TaskKind::send:
-      case TaskKind::recv:
         r.bd.comm_s[static_cast<size_t>(group_index(task.group))] += d;
+        break;
+      case TaskKind::recv:  // accounted when its send's flow lands
         break;
     }
   }

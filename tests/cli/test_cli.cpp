@@ -53,6 +53,9 @@ fs::path write_scenario(const std::string& name, const std::string& text) {
   return p;
 }
 
+// A path quoted for the shell command line.
+std::string quoted(const fs::path& p) { return std::string(1, '\'').append(p.string()).append(1, '\''); }
+
 // A valid scenario as a JSON value that each case breaks in one place.
 nlohmann::json good_scenario() {
   return nlohmann::json::parse(R"({
@@ -99,6 +102,18 @@ TEST_CASE("every shipped example simulates and prints the contract keys", "[cli]
     CHECK(j["memory"]["fits"].is_boolean());  // the 405B speed layout (no recompute) reports fits: false
     for (const char* key : {"tp_comm_s", "pp_comm_s", "dp_comm_s", "cp_comm_s", "ep_comm_s", "exposed_comm_s"})
       CHECK(j["breakdown"].contains(key));
+    // Exposed per group: each within its group's total, together the exposed total.
+    double exposed = 0;
+    const std::pair<const char*, const char*> groups[] = {{"tp_exposed_s", "tp_comm_s"}, {"pp_exposed_s", "pp_comm_s"},
+                                                          {"dp_exposed_s", "dp_comm_s"}, {"cp_exposed_s", "cp_comm_s"},
+                                                          {"ep_exposed_s", "ep_comm_s"}};
+    for (const auto& [exposed_key, total_key] : groups) {
+      const double e = j["breakdown"][exposed_key].get<double>();
+      CHECK(e >= 0);
+      CHECK(e <= j["breakdown"][total_key].get<double>() * (1 + 1e-9) + 1e-12);
+      exposed += e;
+    }
+    CHECK(exposed == Approx(j["breakdown"]["exposed_comm_s"].get<double>()));
     if (entry.path().filename() == "mixtral-8x7b-h100.json") CHECK(j["breakdown"]["ep_comm_s"].get<double>() > 0);
   }
   CHECK(examples >= 5);
@@ -296,7 +311,7 @@ TEST_CASE("slow-link and straggler-node flags bound their numbers under their ow
   doc["model"] = "llama3-8b";
   doc["cluster"]["num_gpus"] = 16;
   doc["layout"] = {{"tp", 8}, {"pp", 1}, {"dp", 2}};
-  const std::string file = "'" + write_scenario("slow16.json", doc.dump()).string() + "'";
+  const std::string file = quoted(write_scenario("slow16.json", doc.dump()));
   // 1e-300 of a NIC's bandwidth overflowed the event clock (internal error).
   require_one_line_error(run_simrun("simulate " + file + " --slow-link 15:1e-300"),
                          "command line: --slow-link: fraction must be in [0.01, 1], got 1e-300");
@@ -327,7 +342,7 @@ TEST_CASE("simulate refuses communication-bound steps beyond the event clock's r
     "cluster": {"gpu": "h100-sxm", "num_gpus": 8, "gpus_per_node": 1,
                 "fabric": {"kind": "ib-hdr", "nics_per_node": 1, "oversubscription": 64}},
     "layout": {"tp": 1, "pp": 1, "dp": 8, "zero_stage": 3, "micro_batch": 1, "global_batch": 1048576}})");
-  const std::string file = "'" + write_scenario("comm_bound.json", doc.dump()).string() + "'";
+  const std::string file = quoted(write_scenario("comm_bound.json", doc.dump()));
   require_one_line_error(run_simrun("simulate " + file + " --slow-link 0:0.01"),
                          "layout: one step would take");
   require_one_line_error(run_simrun("simulate " + file), "layout: one step would take");
