@@ -62,11 +62,14 @@ void print_report_table(const Report& r, const Scenario& s, std::ostream& out) {
   row("compute", fmt::format("{:.3f} s (fwd {:.3f}, bwd {:.3f}, recompute {:.3f}, optimizer {:.3f})",
                              b.compute_s, b.forward_s, b.backward_s, b.recompute_s, b.optimizer_s));
   // Per group: total traffic time, and the part the compute stream waited for.
-  std::string comm = fmt::format("TP {:.3f} s ({:.3f}), PP {:.3f} s ({:.3f}), DP {:.3f} s ({:.3f})", b.tp_comm_s,
-                                 b.tp_exposed_s, b.pp_comm_s, b.pp_exposed_s, b.dp_comm_s, b.dp_exposed_s);
-  if (b.cp_comm_s > 0) comm += fmt::format(", CP {:.3f} s ({:.3f})", b.cp_comm_s, b.cp_exposed_s);
-  if (b.ep_comm_s > 0) comm += fmt::format(", EP {:.3f} s ({:.3f})", b.ep_comm_s, b.ep_exposed_s);
-  row("communication (exposed)", comm);
+  auto group = [](const char* name, double total, double exposed) {
+    return fmt::format("{} {:.3f} s ({:.3f} exposed)", name, total, exposed);
+  };
+  std::string comm = group("TP", b.tp_comm_s, b.tp_exposed_s) + ", " + group("PP", b.pp_comm_s, b.pp_exposed_s) +
+                     ", " + group("DP", b.dp_comm_s, b.dp_exposed_s);
+  if (b.cp_comm_s > 0) comm += ", " + group("CP", b.cp_comm_s, b.cp_exposed_s);
+  if (b.ep_comm_s > 0) comm += ", " + group("EP", b.ep_comm_s, b.ep_exposed_s);
+  row("communication", comm);
   row("exposed communication", fmt::format("{:.3f} s", b.exposed_comm_s));
   row("pipeline bubble", fmt::format("{:.3f} s", b.bubble_s));
   fmt::print(out, "memory (per GPU, worst stage)\n");
