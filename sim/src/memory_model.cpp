@@ -201,6 +201,65 @@ ActivationConfig activation_config(const Scenario& sc, const MemoryDefaults& def
   return ac;
 }
 
+StageMemory stage_memory(const Scenario& sc, const MemoryDefaults& defaults, int64_t stage,
+                         const StageParams& params, const InFlight& in_flight) {
+  const ModelSpec& m = sc.model;
+  const Layout& l = sc.layout;
+  const ParamCounts counts = count_params(m);
+  const BytesPerParam bpp = bytes_per_param(l.precision, defaults.convention);
+  const ActivationConfig ac = activation_config(sc, defaults);
+
+  StageMemory st;
+  st.stage = stage;
+  st.params = params;
+  const ModelStateBytes dense = model_state_bytes(params.dense, l.zero_stage, double(l.dp * l.cp), bpp);
+  const ModelStateBytes experts = model_state_bytes(params.experts, l.zero_stage, double(l.expert_dp()), bpp);
+  st.states = {dense.weights + experts.weights, dense.grads + experts.grads, dense.optimizer + experts.optimizer};
+  const Zero3Transients z3 = zero3_transients(l, counts, params.total(), params.layers, params.has_embedding,
+                                              params.has_output, ac.element_bytes);
+  st.fsdp_gathered_bytes = z3.gathered_weights;
+  st.fsdp_unsharded_grad_bytes = z3.unsharded_grads;
+  st.states.weights += z3.gathered_weights;
+  st.states.grads += z3.unsharded_grads;
+
+  const double s = double(ac.seq_len), b = double(l.micro_batch), h = double(m.hidden), t = double(l.tp);
+  st.in_flight_microbatches = in_flight.micro_batches;
+  st.layer_activation_bytes = layer_activation_bytes(m, ac);
+  st.transformer_activation_bytes = in_flight.layer_micro_batches * st.layer_activation_bytes;
+  if (params.has_embedding) {
+    // int64 token ids (8·sb) and the embedding dropout mask (sbh), per micro-batch in flight.
+    const double mask = defaults.dropout == Dropout::masks ? s * b * h : 0.0;
+    st.embedding_activation_bytes = in_flight.micro_batches * (8.0 * s * b + mask) / t;
+  }
+  if (params.has_output) {
+    // Output-layer input and fp32 logits for the cross-entropy: 4sbh + 4sbV, vocab-parallel.
+    st.output_activation_bytes = (4.0 * s * b * h + 4.0 * s * b * double(m.vocab)) / t;
+  }
+  if (l.recompute == Recompute::full) {  // the layer being recomputed holds all its activations
+    ActivationConfig working = ac;
+    working.recompute = Recompute::none;
+    st.recompute_working_bytes = layer_activation_bytes(m, working);
+  }
+  st.activations = st.transformer_activation_bytes + st.embedding_activation_bytes + st.output_activation_bytes +
+                   st.recompute_working_bytes;
+  st.workspace = defaults.fixed_bytes + defaults.fragmentation_fraction * st.activations;
+  st.peak = st.states.total() + st.activations + st.workspace;
+  return st;
+}
+
+MemoryReport memory_report(const Scenario& sc, const StageMemory& worst) {
+  MemoryReport r;
+  r.weights = worst.states.weights;
+  r.grads = worst.states.grads;
+  r.optimizer = worst.states.optimizer;
+  r.activations = worst.activations;
+  r.workspace = worst.workspace;
+  r.peak_bytes_per_gpu = worst.peak;
+  r.capacity_bytes = usable_hbm_bytes(sc.cluster.gpu);
+  r.fits = worst.peak <= r.capacity_bytes;
+  return r;
+}
+
 MemoryEstimate estimate_memory(const Scenario& sc, const MemoryDefaults& defaults) {
   const ModelSpec& m = sc.model;
   const Layout& l = sc.layout;
@@ -209,75 +268,23 @@ MemoryEstimate estimate_memory(const Scenario& sc, const MemoryDefaults& default
   SIMRUN_ASSERT(m.layers >= 1 && m.hidden >= 1 && m.seq_len >= 1, "model needs layers, hidden, seq_len");
 
   const ParamCounts counts = count_params(m);
-  const BytesPerParam bpp = bytes_per_param(l.precision, defaults.convention);
-  const double dense_shard = double(l.dp * l.cp);
-  const double expert_shard = double(l.expert_dp());
-
-  const ActivationConfig ac = activation_config(sc, defaults);
-  const double per_layer = layer_activation_bytes(m, ac);
-  ActivationConfig working = ac;
-  working.recompute = Recompute::none;
-  const double working_layer = l.recompute == Recompute::full ? layer_activation_bytes(m, working) : 0.0;
-
-  const double s = double(ac.seq_len);
-  const double b = double(l.micro_batch);
-  const double h = double(m.hidden);
-  const double t = double(l.tp);
   const double p = double(l.pp);
   const double v = double(std::max<int64_t>(1, l.virtual_stages));
   const double microbatches = double(std::max<int64_t>(1, l.num_microbatches()));
 
   MemoryEstimate out;
   for (int64_t i = 0; i < l.pp; ++i) {
-    StageMemory st;
-    st.stage = i;
-    st.params = stage_params(m, counts, l, i);
-    const ModelStateBytes dense = model_state_bytes(st.params.dense, l.zero_stage, dense_shard, bpp);
-    const ModelStateBytes experts = model_state_bytes(st.params.experts, l.zero_stage, expert_shard, bpp);
-    st.states = {dense.weights + experts.weights, dense.grads + experts.grads,
-                 dense.optimizer + experts.optimizer};
-    const Zero3Transients z3 = zero3_transients(l, counts, st.params.total(), st.params.layers,
-                                                st.params.has_embedding, st.params.has_output, ac.element_bytes);
-    st.fsdp_gathered_bytes = z3.gathered_weights;
-    st.fsdp_unsharded_grad_bytes = z3.unsharded_grads;
-    st.states.weights += z3.gathered_weights;
-    st.states.grads += z3.unsharded_grads;
-
+    const StageParams params = stage_params(m, counts, l, i);
     const double ahead = p - double(i);  // micro-batches stage i has started but not finished
     // Megatron's interleaved factor assumes the warm-up fills; a stage cannot hold more
     // micro-batches than the step has (Megatron applies the same cap to plain 1F1B).
-    st.in_flight_microbatches = std::min(v > 1 ? ahead + (p - 1.0) / v : ahead, microbatches);
-    st.layer_activation_bytes = per_layer;
-    st.transformer_activation_bytes = st.in_flight_microbatches * double(st.params.layers) * per_layer;
-    if (st.params.has_embedding) {
-      // int64 token ids (8·sb) and the embedding dropout mask (sbh), per micro-batch in flight.
-      const double mask = defaults.dropout == Dropout::masks ? s * b * h : 0.0;
-      st.embedding_activation_bytes = st.in_flight_microbatches * (8.0 * s * b + mask) / t;
-    }
-    if (st.params.has_output) {
-      // Output-layer input and fp32 logits for the cross-entropy: 4sbh + 4sbV, vocab-parallel.
-      st.output_activation_bytes = (4.0 * s * b * h + 4.0 * s * b * double(m.vocab)) / t;
-    }
-    st.recompute_working_bytes = working_layer;
-    st.activations = st.transformer_activation_bytes + st.embedding_activation_bytes +
-                     st.output_activation_bytes + st.recompute_working_bytes;
-    st.workspace = defaults.fixed_bytes + defaults.fragmentation_fraction * st.activations;
-    st.peak = st.states.total() + st.activations + st.workspace;
-    out.stages.push_back(st);
+    const double in_flight = std::min(v > 1 ? ahead + (p - 1.0) / v : ahead, microbatches);
+    out.stages.push_back(stage_memory(sc, defaults, i, params, {in_flight, in_flight * double(params.layers)}));
   }
   out.worst_stage = 0;
   for (const StageMemory& st : out.stages)
     if (st.peak > out.stages[size_t(out.worst_stage)].peak) out.worst_stage = st.stage;
-
-  const StageMemory& w = out.stages[size_t(out.worst_stage)];
-  out.report.weights = w.states.weights;
-  out.report.grads = w.states.grads;
-  out.report.optimizer = w.states.optimizer;
-  out.report.activations = w.activations;
-  out.report.workspace = w.workspace;
-  out.report.peak_bytes_per_gpu = w.peak;
-  out.report.capacity_bytes = usable_hbm_bytes(sc.cluster.gpu);
-  out.report.fits = w.peak <= out.report.capacity_bytes;
+  out.report = memory_report(sc, out.stages[size_t(out.worst_stage)]);
   return out;
 }
 

@@ -14,44 +14,18 @@
 namespace simrun {
 namespace {
 
-MemoryReport stage_memory(const Scenario& sc, const Workload& w, const StageProgram& p,
-                          const MemoryDefaults& md) {
+// A stage's memory with the in-flight activations its schedule reached (the builder counts
+// layer-micro-batches; the embedding holds at most one input per chunk-0 micro-batch in flight).
+StageMemory stage_memory(const Scenario& sc, const Workload& w, const StageProgram& p, const MemoryDefaults& md) {
   const Layout& l = sc.layout;
-  const ModelSpec& m = sc.model;
-  const BytesPerParam bpp = bytes_per_param(l.precision, md.convention);
-  // Dense parameters shard over the DP group, routed experts over the expert-DP group.
-  ModelStateBytes states = model_state_bytes(p.params - p.expert_params, l.zero_stage, double(l.dp * l.cp), bpp);
-  const ModelStateBytes experts = model_state_bytes(p.expert_params, l.zero_stage, double(l.expert_dp()), bpp);
-  states.weights += experts.weights;
-  states.grads += experts.grads;
-  states.optimizer += experts.optimizer;
-
-  const ActivationConfig ac = activation_config(sc, md);
-  const Zero3Transients z3 = zero3_transients(l, count_params(m), p.params, int64_t(p.layers.size()),
-                                              p.stage == 0, p.stage == l.pp - 1, ac.element_bytes);
-  states.weights += z3.gathered_weights;
-  states.grads += z3.unsharded_grads;
-  const double per_layer = layer_activation_bytes(m, ac);
-  double act = per_layer * double(p.max_in_flight_layers);
-  const double s = double(ac.seq_len), b = double(l.micro_batch), h = double(m.hidden), t = double(l.tp);
-  const int64_t chunks_in_flight = p.max_in_flight_chunks;
-  if (p.stage == 0) act += double(std::min<int64_t>(chunks_in_flight, w.micro_batches)) * 8.0 * s * b / t;
-  if (p.stage == l.pp - 1) act += (4.0 * s * b * h + 4.0 * s * b * double(m.vocab)) / t;
-  if (l.recompute == Recompute::full) {
-    ActivationConfig working = ac;
-    working.recompute = Recompute::none;
-    act += layer_activation_bytes(m, working);
-  }
-  MemoryReport r;
-  r.weights = states.weights;
-  r.grads = states.grads;
-  r.optimizer = states.optimizer;
-  r.activations = act;
-  r.workspace = md.fixed_bytes + md.fragmentation_fraction * act;
-  r.peak_bytes_per_gpu = states.total() + act + r.workspace;
-  r.capacity_bytes = usable_hbm_bytes(sc.cluster.gpu);
-  r.fits = r.peak_bytes_per_gpu <= r.capacity_bytes;
-  return r;
+  StageParams params;
+  params.layers = static_cast<int64_t>(p.layers.size());
+  params.dense = p.params - p.expert_params;
+  params.experts = p.expert_params;
+  params.has_embedding = p.stage == 0;
+  params.has_output = p.stage == l.pp - 1;
+  const double micro_batches = double(std::min<int64_t>(p.max_in_flight_chunks, w.micro_batches));
+  return simrun::stage_memory(sc, md, p.stage, params, {micro_batches, double(p.max_in_flight_layers)});
 }
 
 }  // namespace
@@ -161,13 +135,15 @@ SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
 
   // Memory per stage with the schedule's in-flight micro-batches; the report takes the worst.
   double worst = -1;
+  StageMemory worst_memory;
   for (const StageProgram& p : w.stages) {
     StageReport sr;
     sr.stage = p.stage;
     sr.layers = static_cast<int64_t>(p.layers.size());
     sr.params = p.params;
     sr.in_flight_micro_batches = p.max_in_flight_micro_batches;
-    sr.memory = stage_memory(sc, w, p, options.memory);
+    const StageMemory memory = stage_memory(sc, w, p, options.memory);
+    sr.memory = memory_report(sc, memory);
     for (const RankBreakdown& rb : st.ranks)
       if (rb.stage == p.stage) {
         sr.time = rb;
@@ -176,6 +152,7 @@ SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
     if (sr.memory.peak_bytes_per_gpu > worst) {
       worst = sr.memory.peak_bytes_per_gpu;
       r.memory = sr.memory;
+      worst_memory = memory;
     }
     out.stages.push_back(sr);
   }

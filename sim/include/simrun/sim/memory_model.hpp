@@ -171,6 +171,23 @@ struct StageMemory {
   double peak = 0;
 };
 
+// What a stage's schedule keeps in flight at its memory peak.
+struct InFlight {
+  double micro_batches = 0;        // started and not finished (their embedding inputs are held)
+  double layer_micro_batches = 0;  // layer activations held: Σ over the stage's layers
+};
+
+// One pipeline stage's memory: its parameters' states (dense over dp·cp, experts over the
+// expert-DP group, ZeRO-3's unsharded copies), the activations `in_flight` holds, the output
+// layer's logits on the last stage, full recompute's working layer, and the workspace
+// allowance. The analytic estimate passes Megatron's in-flight counts, the event simulation
+// the ones its schedule reached.
+StageMemory stage_memory(const Scenario& sc, const MemoryDefaults& defaults, int64_t stage,
+                         const StageParams& params, const InFlight& in_flight);
+
+// The report's memory figures of a (worst) stage, with the GPU's usable capacity and fits.
+MemoryReport memory_report(const Scenario& sc, const StageMemory& worst);
+
 struct MemoryEstimate {
   std::vector<StageMemory> stages;
   int64_t worst_stage = 0;
