@@ -13,6 +13,7 @@
 #include "simrun/common/units.hpp"
 #include "simrun/sim/collective_cost.hpp"
 #include "simrun/sim/simulate.hpp"
+#include "workload_builder.hpp"
 
 namespace simrun {
 namespace {
@@ -469,6 +470,14 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
         fmt::format("only {} micro-batches for pp={}: the pipeline never fills (bubble {:.0f}% of "
                     "compute)",
                     l.num_microbatches(), l.pp, 100.0 * double(l.pp - 1) / double(l.num_microbatches())));
+  const PipelineSchedule schedule = options.schedule.value_or(default_schedule(l));
+  if (schedule == PipelineSchedule::interleaved && l.pp > 1 && l.num_microbatches() >= l.pp &&
+      !detail::schedule_completes(schedule, l.pp, l.num_microbatches(), l.virtual_stages))
+    r.warnings.push_back(fmt::format(
+        "the interleaved schedule cannot complete with {} micro-batches on pp {} with {} virtual stages "
+        "(Megatron's order deadlocks on the last, partial group; the event simulation refuses it): use a "
+        "multiple of pp",
+        l.num_microbatches(), l.pp, l.virtual_stages));
   if (m.layers % l.pp != 0)
     r.warnings.push_back(fmt::format("pp={} does not divide {} layers: stages get {} or {} layers", l.pp,
                                      m.layers, m.layers / l.pp, m.layers / l.pp + 1));

@@ -1,7 +1,9 @@
 // The workload builder: Scenario → one task program per pipeline stage. See workload.hpp for
-// what the programs contain; layer ops are in workload_layer.cpp, this file holds the
+// what the programs contain; layer ops are in workload_builder.cpp, this file holds the
 // pipeline schedule, the step structure (buckets, ZeRO, optimizer) and the checks.
 #include "simrun/sim/workload.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -258,6 +260,37 @@ std::vector<Slot> stage_schedule(PipelineSchedule kind, int64_t stage, int64_t p
   return out;
 }
 
+bool schedule_completes(PipelineSchedule kind, int64_t pp, int64_t m, int64_t v) {
+  std::vector<std::vector<Slot>> slots;
+  for (int64_t s = 0; s < pp; ++s) slots.push_back(stage_schedule(kind, s, pp, m, v));
+  // done[forward][virtual stage][micro-batch], virtual stage = chunk·pp + stage.
+  const int64_t stages = pp * v;
+  std::vector<std::vector<uint8_t>> done(2, std::vector<uint8_t>(static_cast<size_t>(stages * m), 0));
+  auto at = [&](bool forward, int64_t vs, int64_t mb) -> uint8_t& {
+    return done[forward ? 1 : 0][static_cast<size_t>(vs * m + mb)];
+  };
+  std::vector<size_t> next(static_cast<size_t>(pp), 0);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int64_t s = 0; s < pp; ++s) {
+      const auto& own = slots[static_cast<size_t>(s)];
+      for (size_t& k = next[static_cast<size_t>(s)]; k < own.size(); ++k) {
+        const Slot& slot = own[k];
+        const int64_t vs = slot.chunk * pp + s;
+        const bool ready = slot.forward ? (vs == 0 || at(true, vs - 1, slot.micro_batch))
+                                        : (vs == stages - 1 ? at(true, vs, slot.micro_batch)
+                                                            : at(false, vs + 1, slot.micro_batch));
+        if (!ready) break;
+        at(slot.forward, vs, slot.micro_batch) = 1;
+        progress = true;
+      }
+    }
+  }
+  for (int64_t s = 0; s < pp; ++s)
+    if (next[static_cast<size_t>(s)] < slots[static_cast<size_t>(s)].size()) return false;
+  return true;
+}
+
 }  // namespace detail
 
 namespace {
@@ -306,6 +339,15 @@ void check_layout(const Scenario& sc, PipelineSchedule schedule, Workload& w) {
                        "the interleaved schedule needs at least pp (" + std::to_string(l.pp) +
                            ") micro-batches per step, got " + std::to_string(mbs) +
                            " = global_batch/(micro_batch·dp); raise global_batch or lower pp");
+    if (!detail::schedule_completes(schedule, l.pp, mbs, l.virtual_stages)) {
+      const int64_t fits = (mbs + l.pp - 1) / l.pp * l.pp;
+      throw InputError(file, "layout.global_batch",
+                       fmt::format("the interleaved schedule cannot complete with {} micro-batches on pp {} "
+                                   "with {} virtual stages: in Megatron's order (schedules.py table and "
+                                   "warm-up) the last, partial group of {} waits on itself (use a multiple "
+                                   "of pp, e.g. {} micro-batches: global_batch {})",
+                                   mbs, l.pp, l.virtual_stages, mbs % l.pp, fits, fits * l.micro_batch * l.dp));
+    }
   }
   if (schedule == PipelineSchedule::one_f_one_b && l.pp > 1 && mbs < l.pp)
     w.warnings.push_back(

@@ -21,6 +21,12 @@ struct Slot {
 
 std::vector<Slot> stage_schedule(PipelineSchedule kind, int64_t stage, int64_t pp, int64_t m, int64_t v);
 
+// Whether every stage can run its schedule to the end: each forward of (micro-batch, chunk)
+// needs the previous virtual stage's, each backward the next one's (the last one its own
+// forward). Megatron's interleaved table deadlocks for some micro-batch counts that pp does
+// not divide (e.g. pp 4, 4 chunks, 5 micro-batches).
+bool schedule_completes(PipelineSchedule kind, int64_t pp, int64_t m, int64_t v);
+
 class StageBuilder {
  public:
   // Everything the stages share: the scenario's dimensions, precomputed once.

@@ -140,6 +140,23 @@ TEST_CASE("1F1B and interleaved schedules: order and warm-up as in Megatron", "[
   CHECK((!il[11].forward && il[11].chunk == 1 && il[11].micro_batch == 0));
 }
 
+TEST_CASE("pipeline schedules complete; the interleaved one not for every micro-batch count", "[sim][workload]") {
+  using detail::schedule_completes;
+  for (int64_t pp = 2; pp <= 8; ++pp)
+    for (int64_t m = pp; m <= 3 * pp + 1; ++m) {
+      INFO("pp " << pp << ", m " << m);
+      CHECK(schedule_completes(PipelineSchedule::gpipe, pp, m, 1));
+      CHECK(schedule_completes(PipelineSchedule::one_f_one_b, pp, m, 1));
+      for (int64_t v = 2; v <= 4; ++v)
+        if (m % pp == 0) CHECK(schedule_completes(PipelineSchedule::interleaved, pp, m, v));
+    }
+  // Megatron-Core accepts micro-batch counts pp does not divide; some of its orders complete
+  // (pp 4, 2 chunks, 5 micro-batches), others wait on themselves (pp 4, 4 chunks, 5).
+  CHECK(schedule_completes(PipelineSchedule::interleaved, 4, 5, 2));
+  CHECK_FALSE(schedule_completes(PipelineSchedule::interleaved, 4, 5, 4));
+  CHECK_FALSE(schedule_completes(PipelineSchedule::interleaved, 6, 8, 2));
+}
+
 TEST_CASE("layer splits: even, embedding/loss accounted, balanced 1F1B, refusals say why",
           "[sim][workload]") {
   CHECK(split_layers(80, 4, 5, PipelineSplit::even, "t") == std::vector<int64_t>(20, 4));
@@ -166,6 +183,13 @@ TEST_CASE("bad layouts are refused with the reason, doubtful ones warned about",
   sc.layout.virtual_stages = 2;
   CHECK_THROWS_WITH(build_workload(sc, cm),
                     Catch::Contains("layout.global_batch") && Catch::Contains("interleaved"));
+  // An interleaved order that cannot complete is refused before it is simulated.
+  Scenario il = parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 4},
+      "layout": {"tp": 1, "pp": 4, "dp": 1, "virtual_stages": 4, "global_batch": 5}})");
+  CHECK_THROWS_WITH(build_workload(il, cm), Catch::Contains("layout.global_batch") &&
+                                                Catch::Contains("cannot complete") && Catch::Contains("global_batch 8"));
+  il.layout.virtual_stages = 2;
+  CHECK_NOTHROW(build_workload(il, cm));
 }
 
 TEST_CASE("TP comm overlap: every sequence-parallel all-gather runs beside the GEMM after it",
