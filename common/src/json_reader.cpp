@@ -40,12 +40,22 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& file)
         ++column;
       }
     }
-    std::string what = e.what();
-    const auto colon = what.rfind(": ");
+    // "[json.exception.parse_error.101] parse error at line 1, column 5: <detail>": keep the detail
+    // (which may itself hold ": ", as in "last read: 'N'").
+    const std::string what = e.what();
+    const auto at = what.find("column");
+    const auto colon = what.find(": ", at == std::string::npos ? 0 : at);
     const std::string detail = colon == std::string::npos ? what : what.substr(colon + 2);
     throw InputError(file, "",
                      "malformed JSON at line " + std::to_string(line) + ", column " + std::to_string(column) +
                          ": " + detail);
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number literal beyond a double's range, e.g. 1e999 ("number overflow parsing '1e999'").
+    const std::string what = e.what();
+    const auto quote = what.find('\'');
+    throw InputError(file, "",
+                     "number out of range" + (quote == std::string::npos ? std::string() : " " + what.substr(quote)) +
+                         " (JSON numbers must fit a double, |x| < 1.8e308)");
   }
 }
 

@@ -58,6 +58,14 @@ TEST_CASE("choices list the allowed values", "[common][json]") {
 TEST_CASE("malformed JSON reports line and column", "[common][json]") {
   const std::string e = error_of([] { simrun::parse_json_text("{\n  \"a\": 1,\n  \"b\": ]\n}", "x.json"); });
   CHECK(e.find("x.json: malformed JSON at line 3, column 8") == 0);
+  // The parser's detail is kept whole, colons and all.
+  const std::string nan = error_of([] { simrun::parse_json_text(R"({"a": NaN})", "x.json"); });
+  CHECK(nan.find("invalid literal; last read: '") != std::string::npos);
+}
+
+TEST_CASE("a number beyond a double's range is bad input, not an internal error", "[common][json]") {
+  const std::string e = error_of([] { simrun::parse_json_text(R"({"layout": {"ep": 1e999}})", "x.json"); });
+  CHECK(e.find("x.json: number out of range '1e999'") == 0);
 }
 
 TEST_CASE("edit distance and nearest name", "[common][json]") {
