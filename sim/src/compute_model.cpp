@@ -94,15 +94,14 @@ double ComputeModel::op_seconds(const OpShape& op) const {
       if (op.flash) {
         const double matmuls = bwd ? 5.0 : 2.0;
         const double work = matmuls * per_matmul * causal_share;
-        compute_s = work / (peak_flops_per_s(Precision::bf16) *
+        compute_s = work / (peak_flops_per_s(op.precision) *
                             attention_efficiency(op.seq_kv, op.head_dim, bwd, op.flash2));
       } else {
         // Unfused: batched GEMMs over the full score matrix (no causal skipping); the softmax,
         // mask and dropout traffic is in op.bytes.
         const double matmuls = bwd ? 4.0 : 2.0;
-        const double eff =
-            gemm_efficiency(std::min(op.tokens, op.seq_kv), op.seq_kv, op.head_dim, Precision::bf16);
-        compute_s = matmuls * per_matmul / (peak_flops_per_s(Precision::bf16) * eff);
+        const double eff = gemm_efficiency(std::min(op.tokens, op.seq_kv), op.seq_kv, op.head_dim, op.precision);
+        compute_s = matmuls * per_matmul / (peak_flops_per_s(op.precision) * eff);
       }
       break;
     }

@@ -263,6 +263,9 @@ OpShape StageBuilder::attention_shape(OpClass cls) const {
   const Shared& s = m_s;
   OpShape a;
   a.cls = cls;
+  // The core runs in the activations' precision: 16-bit under fp8 training (Transformer
+  // Engine keeps attention outside fp8), fp32 / tf32 when training in them.
+  a.precision = outside_fp8(s.gemm_precision);
   a.tokens = s.T;
   a.seq_kv = s.seq;
   a.head_dim = s.head_dim;
