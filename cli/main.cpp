@@ -64,7 +64,16 @@ int run(int argc, char** argv) {
     return 2;
   }
   for (const auto& command : commands)
-    if (command.app->parsed()) return command.run();
+    if (command.app->parsed()) {
+      const int code = command.run();
+      // A report that did not reach its reader (a full disk behind a redirect) is a failure.
+      std::cout.flush();
+      if (!std::cout) {
+        std::cerr << "simrun: could not write the output to standard output (disk full?)\n";
+        return 1;
+      }
+      return code;
+    }
   return 2;
 }
 

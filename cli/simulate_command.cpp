@@ -125,7 +125,7 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
   add_scenario_options(*cmd, args->scenario);
   add_output_options(*cmd, args->format, &args->explain);
   cmd->add_option("--trace", args->trace_file,
-                  "Write a Chrome-trace JSON timeline (open in ui.perfetto.dev)");
+                  "Write a Chrome-trace JSON timeline (open in ui.perfetto.dev)")->check(kFilePath);
   cmd->add_flag("--full", args->full, "Simulate every rank, not one representative per pipeline stage");
   cmd->add_option(
       "--straggler", args->stragglers,
@@ -137,7 +137,7 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
       "--slow-link", args->slow_links,
       "RANK:FRACTION, that GPU's NIC runs at FRACTION of its bandwidth (implies --full; repeatable)");
   cmd->add_option("--calibration", args->calibration_file,
-                  "calibration.json with fitted efficiencies per GPU kind");
+                  "calibration.json with fitted efficiencies per GPU kind")->check(kFilePath);
   cmd->add_flag("--compare-analytic", args->compare_analytic,
                 "Also print the closed-form estimate and the difference");
   cmd->add_flag("--require-fit", args->require_fit, "Exit 3 when the layout does not fit in GPU memory");
@@ -213,6 +213,10 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
           std::ofstream f(args->trace_file);
           if (!f) throw InputError("command line", "--trace", "cannot write " + args->trace_file);
           write_chrome_trace(f, scenario, out.workload, out.step);
+          f.flush();
+          if (!f)
+            throw InputError("command line", "--trace",
+                             "could not write all of " + args->trace_file + " (disk full, or not a regular file?)");
         }
         std::optional<Report> analytic;
         if (args->compare_analytic) analytic = estimate(scenario, analytic_options(options));

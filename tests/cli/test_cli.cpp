@@ -350,3 +350,19 @@ TEST_CASE("simulate refuses communication-bound steps beyond the event clock's r
   INFO(analytic.err);
   CHECK(analytic.exit_code == 0);
 }
+
+TEST_CASE("output that cannot be written is an error, not a silent success", "[cli][errors]") {
+  const std::string example = quoted(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-8b-fsdp-h100.json");
+  if (fs::exists("/dev/full")) {
+    // The trace is written before the report, so a failed trace leaves stdout empty.
+    require_one_line_error(run_simrun("simulate " + example + " --trace /dev/full"), "--trace: could not write");
+    const fs::path err = scratch_dir() / "stderr_full.txt";
+    const int status = std::system(
+        (std::string("'") + SIMRUN_BINARY + "' simulate " + example + " --json >/dev/full 2>'" + err.string() + "'")
+            .c_str());
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 1));
+    CHECK(read_file(err).find("could not write the output") != std::string::npos);
+  }
+  require_one_line_error(run_simrun("simulate " + example + " --trace ''"), "--trace: needs a file path");
+  require_one_line_error(run_simrun("estimate " + example + " --calibration ''"), "--calibration: needs a file path");
+}
