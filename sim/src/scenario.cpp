@@ -72,6 +72,19 @@ ModelSpec read_model_field(JsonReader& top, const Catalogs& catalogs, const std:
     model.finish();
     return spec;
   }
+  // {"name": id} without the architecture refers to the catalog: only seq_len may change.
+  const auto& name = raw.find("name");
+  if (name != raw.end() && name->is_string() && !raw.contains("layers")) {
+    ModelSpec spec = catalogs.models.get(model.string("name"), top.file(), "model.name");
+    spec.seq_len = model.integer_or("seq_len", spec.seq_len, 1, kMaxSeqLen);
+    for (const auto& item : raw.items())
+      if (item.key() != "name" && item.key() != "seq_len")
+        model.fail(item.key(), "a catalog model (\"" + spec.name +
+                                   "\") takes only seq_len beside its name; for a variant give every field "
+                                   "of a custom model (as in models/catalog/" + spec.name + ".json)");
+    model.finish();
+    return spec;
+  }
   return read_model(model);
 }
 
@@ -105,13 +118,11 @@ ClusterSpec read_cluster(JsonReader& top, const Catalogs& catalogs) {
 
 Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& cluster) {
   Layout layout;
-  if (!top.has("layout")) {
-    top.accept("layout");
-    layout.dp = cluster.num_gpus;
-    layout.global_batch = cluster.num_gpus;
-    return layout;
-  }
-  JsonReader r = top.object("layout");
+  // No layout section reads as an empty one: every field takes the same default.
+  static const nlohmann::json kEmpty = nlohmann::json::object();
+  const bool given = top.has("layout");
+  if (!given) top.accept("layout");
+  JsonReader r = given ? top.object("layout") : JsonReader(kEmpty, top.file(), "layout");
   layout.tp = r.integer_or("tp", 1, 1, kMaxParallel);
   layout.pp = r.integer_or("pp", 1, 1, kMaxParallel);
   layout.cp = r.integer_or("cp", 1, 1, kMaxParallel);
@@ -348,18 +359,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& file, cons
   JsonReader top(doc, file);
   Scenario s;
   s.file = file;
-  // A catalog name with a seq_len override arrives as {"name": id, "seq_len": n}.
-  if (top.has("model") && top.raw("model").is_object() && top.raw("model").size() == 2 &&
-      top.raw("model").contains("name") && top.raw("model")["name"].is_string() &&
-      top.raw("model").contains("seq_len") &&
-      catalogs.models.contains(top.raw("model")["name"].get<std::string>())) {
-    JsonReader m = top.object("model");
-    s.model = catalogs.models.get(m.string("name"), file, "model.name");
-    s.model.seq_len = m.integer("seq_len", 1, kMaxSeqLen);
-    m.finish();
-  } else {
-    s.model = read_model_field(top, catalogs, base_dir);
-  }
+  s.model = read_model_field(top, catalogs, base_dir);
   s.cluster = read_cluster(top, catalogs);
   s.layout = read_layout(top, s.model, s.cluster);
   s.run = read_run(top);

@@ -41,6 +41,22 @@ TEST_CASE("only model and cluster.gpu are required, the rest defaults", "[sim][s
   CHECK(s.layout.precision == Precision::bf16);
   CHECK(s.run.tokens == 0);
   CHECK_FALSE(s.run.checkpoint_interval_min.has_value());
+  // No layout section takes the same defaults as an empty one.
+  const Scenario empty = parse(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm"}, "layout": {}})");
+  CHECK(s.layout.zero_stage == empty.layout.zero_stage);
+  CHECK(s.layout.zero_stage == 1);
+  CHECK(s.layout.flash_attention == empty.layout.flash_attention);
+  CHECK(s.layout.global_batch == empty.layout.global_batch);
+}
+
+TEST_CASE("a model object naming a catalog model takes only seq_len beside the name", "[sim][scenario]") {
+  const std::string tail = R"(, "cluster": {"gpu": "h100-sxm"}})";
+  CHECK(parse(R"({"model": {"name": "llama3-8b"})" + tail).model.seq_len == 8192);
+  CHECK(parse(R"({"model": {"name": "llama3-8b", "seq_len": 2048})" + tail).model.seq_len == 2048);
+  CHECK(error_of(R"({"model": {"name": "mixtral-8x7b", "moe": {"top_k": 1}})" + tail)
+            .find("t.json: model.moe: a catalog model") == 0);
+  CHECK(error_of(R"({"model": {"name": "lama3-8b", "seq_len": 4096})" + tail).find("did you mean \"llama3-8b\"") !=
+        std::string::npos);
 }
 
 TEST_CASE("dp is derived as num_gpus / (tp*pp*cp) when omitted", "[sim][scenario]") {
