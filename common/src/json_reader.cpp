@@ -65,9 +65,18 @@ nlohmann::json load_json_file(const std::filesystem::path& path) {
     throw InputError(path.string(), "", "is a directory, not a JSON file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path.string(), "", "cannot open file (does it exist and is it readable?)");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return parse_json_text(buffer.str(), path.string());
+  // Read in blocks up to a bound: a device such as /dev/zero never ends, and no input of
+  // simrun's comes near it.
+  constexpr size_t kMaxBytes = size_t{256} << 20;
+  std::string text;
+  char block[1 << 16];
+  while (in.read(block, sizeof block) || in.gcount() > 0) {
+    text.append(block, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxBytes)
+      throw InputError(path.string(), "", "larger than 256 MiB: not a simrun JSON input");
+  }
+  if (in.bad()) throw InputError(path.string(), "", "read error (a regular, readable file is expected)");
+  return parse_json_text(text, path.string());
 }
 
 int edit_distance(const std::string& a, const std::string& b) {

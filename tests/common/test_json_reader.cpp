@@ -4,6 +4,8 @@
 #include "simrun/common/error.hpp"
 #include "simrun/common/json_reader.hpp"
 
+#include <filesystem>
+
 using simrun::InputError;
 using simrun::JsonReader;
 
@@ -61,6 +63,12 @@ TEST_CASE("malformed JSON reports line and column", "[common][json]") {
   // The parser's detail is kept whole, colons and all.
   const std::string nan = error_of([] { simrun::parse_json_text(R"({"a": NaN})", "x.json"); });
   CHECK(nan.find("invalid literal; last read: '") != std::string::npos);
+}
+
+TEST_CASE("an endless device is refused after a bound, not read forever", "[common][json]") {
+  if (!std::filesystem::exists("/dev/zero")) return;
+  const std::string e = error_of([] { simrun::load_json_file("/dev/zero"); });
+  CHECK(e.find("/dev/zero: larger than 256 MiB") == 0);
 }
 
 TEST_CASE("a number beyond a double's range is bad input, not an internal error", "[common][json]") {
