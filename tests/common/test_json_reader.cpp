@@ -1,10 +1,9 @@
 // JsonReader: strict typed reading with one-line errors naming file and field path.
 #include <catch2/catch.hpp>
+#include <filesystem>
 
 #include "simrun/common/error.hpp"
 #include "simrun/common/json_reader.hpp"
-
-#include <filesystem>
 
 using simrun::InputError;
 using simrun::JsonReader;
