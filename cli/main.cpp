@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,13 +23,24 @@ std::filesystem::path data_dir() {
 }
 
 // `simrun X.json ...` and `simrun --validate X.json` are shorthands for subcommands.
+// `simrun SCENARIO` is `simrun simulate SCENARIO`; `--validate` is the validate subcommand.
 std::vector<std::string> normalise_arguments(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (!args.empty() && args[0] == "--validate") args[0] = "validate";
-  const bool first_is_file =
-      !args.empty() && args[0].size() > 5 && args[0].compare(args[0].size() - 5, 5, ".json") == 0;
-  if (first_is_file) args.insert(args.begin(), "simulate");
-  return args;
+  if (args.empty()) return args;
+  if (args[0] == "--validate") args[0] = "validate";
+  static const std::set<std::string> kSubcommands = {"simulate", "estimate",  "collective", "topology",
+                                                     "textbook", "validate", "plan"};
+  const std::string& first = args[0];
+  if (first.empty() || first[0] == '-' || kSubcommands.count(first)) return args;
+  std::error_code ec;
+  const bool json_name = first.size() > 5 && first.compare(first.size() - 5, 5, ".json") == 0;
+  if (json_name || std::filesystem::exists(first, ec)) {
+    args.insert(args.begin(), "simulate");
+    return args;
+  }
+  throw simrun::InputError("command line", first,
+                           "neither a subcommand (simulate, estimate, collective, topology, textbook) nor a "
+                           "scenario file");
 }
 
 int run(int argc, char** argv) {

@@ -246,8 +246,16 @@ TEST_CASE("malformed JSON names line and column, and missing files are named", "
 }
 
 TEST_CASE("unknown subcommands and flags exit 2 with one line", "[cli][errors]") {
-  require_one_line_error(run_simrun("frobnicate"), "command line");
+  require_one_line_error(run_simrun("frobnicate"), "frobnicate: neither a subcommand");
   require_one_line_error(run_simrun("estimate --model llama3-8b --gpu h100-sxm --tp x"), "command line");
+}
+
+TEST_CASE("a scenario file of any name runs the main job", "[cli]") {
+  const fs::path txt = write_scenario("scenario.txt", good_scenario().dump());
+  const RunResult r = run_simrun(quoted(txt) + " --json");
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(nlohmann::json::parse(r.out)["fidelity"] == "event");
 }
 
 TEST_CASE("a layout that does not fit still reports, and exits 3 only under --require-fit", "[cli]") {
