@@ -69,10 +69,26 @@ int run(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const CLI::ArgumentMismatch& e) {
+    // CLI11: "--gpus: At Most 1 required but received 2".
+    const std::string what = e.what();
+    if (what.find("At Most") != std::string::npos)
+      std::cerr << "command line: " << what.substr(0, what.find(':')) << ": given more than once (give each flag once)\n";
+    else
+      std::cerr << "command line: " << what << " (see simrun <subcommand> --help for its flags)\n";
+    return 2;
+  } catch (const CLI::ConversionError& e) {
+    // CLI11: "Could not convert: --tp = 1.5".
+    std::string what = e.what();
+    const auto colon = what.find(": ");
+    if (colon != std::string::npos) what = what.substr(colon + 2);
+    std::cerr << "command line: " << what << " is not a value of the flag's type (an integer for sizes and "
+              << "counts, a number for rates; see simrun <subcommand> --help)\n";
+    return 2;
   } catch (const CLI::ParseError& e) {
     std::string what = e.what();
     if (what.empty()) what = e.get_name();
-    std::cerr << "command line: " << what << " (see simrun --help)\n";
+    std::cerr << "command line: " << what << " (see simrun <subcommand> --help for its flags)\n";
     return 2;
   }
   for (const auto& command : commands)

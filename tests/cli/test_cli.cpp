@@ -248,6 +248,10 @@ TEST_CASE("malformed JSON names line and column, and missing files are named", "
 TEST_CASE("unknown subcommands and flags exit 2 with one line", "[cli][errors]") {
   require_one_line_error(run_simrun("frobnicate"), "frobnicate: neither a subcommand");
   require_one_line_error(run_simrun("estimate --model llama3-8b --gpu h100-sxm --tp x"), "command line");
+  require_one_line_error(run_simrun("estimate --model llama3-8b --gpu h100-sxm --tp 1.5"),
+                         "--tp = 1.5 is not a value of the flag's type");
+  require_one_line_error(run_simrun("estimate --model llama3-8b --gpu h100-sxm --gpus 8 --gpus 16"),
+                         "--gpus: given more than once");
 }
 
 TEST_CASE("a scenario file of any name runs the main job", "[cli]") {
