@@ -13,6 +13,7 @@
 #include "simrun/common/units.hpp"
 #include "simrun/sim/collective_cost.hpp"
 #include "simrun/sim/simulate.hpp"
+#include "explain.hpp"
 #include "workload_builder.hpp"
 
 namespace simrun {
@@ -144,8 +145,6 @@ ProbeTimes time_probe(const StageProgram& prog, const GroupLinks& links) {
   }
   return out;
 }
-
-std::string gb(double bytes) { return fmt::format("{:.2f} GB", bytes / 1e9); }
 
 }  // namespace
 
@@ -396,6 +395,7 @@ AnalyticOptions analytic_options(const SimulateOptions& simulate) {
   o.schedule = simulate.schedule;
   o.overlap_slowdown = simulate.step.overlap_slowdown;
   o.memory = simulate.memory;
+  o.run = simulate.run;
   return o;
 }
 
@@ -501,9 +501,8 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
     r.warnings.push_back(fmt::format("MFU {:.2f} is above what published runs reach (≤ 0.6)", r.mfu));
 
   // Explanations (--explain): formula and inputs of each headline number.
-  auto explain = [&](std::string key, double value, std::string unit, std::string formula,
-                     std::string inputs) {
-    r.explanations.push_back({std::move(key), value, std::move(unit), std::move(formula), std::move(inputs)});
+  auto explain = [&](std::string key, double value, std::string unit, std::string formula, std::string inputs) {
+    detail::explain(r, std::move(key), value, std::move(unit), std::move(formula), std::move(inputs));
   };
   const BreakdownReport& b = r.breakdown;
   const ComputeParams cparams = analytic_compute_model(sc, options).params();
@@ -543,74 +542,9 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
             fmt::format("pp={}, v={}, per-micro-batch={:.4g} s", l.pp, l.virtual_stages,
                         time.stages[size_t(time.slowest_stage)].compute_s() + time.mb_exposed_comm_s));
   }
-  explain(
-      "flops_per_step", r.flops_per_step, "FLOP",
-      "per-sequence model FLOPs · global_batch (" +
-          std::string(options.flop_convention == AttentionFlops::causal ? "causal" : "non-causal") + ")",
-      fmt::format("dense_gemms={:.4g}, attention_core={:.4g}, logits={:.4g} per sequence, global_batch={}",
-                  flops.per_sequence.dense_gemms, flops.per_sequence.attention_core,
-                  flops.per_sequence.logits, l.global_batch));
-  explain("tokens_per_s", r.tokens_per_s, "token/s", "global_batch · seq_len / step_time_s",
-          fmt::format("global_batch={}, seq_len={}, step_time_s={:.4g}", l.global_batch, m.seq_len,
-                      r.step_time_s));
-  explain("tflops_per_gpu", r.tflops_per_gpu, "TFLOP/s", "flops_per_step / (step_time_s · num_gpus) / 1e12",
-          fmt::format("flops_per_step={:.4g}, step_time_s={:.4g}, num_gpus={}", flops.model, r.step_time_s,
-                      l.world_size()));
-  explain("mfu", r.mfu, "", "flops_per_step / (step_time_s · num_gpus · peak)",
-          fmt::format("peak={:.4g} FLOP/s ({} dense, {})", peak, to_string(l.precision), gpu.id));
-  explain("hfu", r.hfu, "", "(flops_per_step + recompute_flops) / (step_time_s · num_gpus · peak)",
-          fmt::format("recompute_flops={:.4g} ({})", flops.recompute, to_string(l.recompute)));
-  explain("model.params", r.params, "", "sum of weight matrices, biases and norms (count_params)",
-          fmt::format("layers={}, hidden={}, ffn_hidden={}, vocab={}", m.layers, m.hidden, m.ffn_hidden,
-                      m.vocab));
-  const StageMemory& ws = memory.stages[size_t(memory.worst_stage)];
-  const BytesPerParam mb_pp = bytes_per_param(l.precision, options.memory.convention);
-  explain(
-      "memory.weights", r.memory.weights, "B", "stage params per GPU · weight bytes (/d under ZeRO-3)",
-      fmt::format("stage={}, params per GPU={:.4g} (+ experts {:.4g}), bytes/param={}, zero_stage={}, d={}",
-                  memory.worst_stage, ws.params.dense, ws.params.experts, mb_pp.weights, l.zero_stage,
-                  l.dp * l.cp));
-  explain("memory.grads", r.memory.grads, "B", "stage params per GPU · grad bytes (/d under ZeRO-2,3)",
-          fmt::format("bytes/param={} ({} main grads)", mb_pp.grads,
-                      options.memory.convention == StateConvention::megatron ? "Megatron fp32"
-                                                                             : "ZeRO-paper 16-bit"));
-  explain("memory.optimizer", r.memory.optimizer, "B",
-          "stage params per GPU · optimizer bytes (/d under ZeRO ≥ 1)",
-          fmt::format("bytes/param={} (fp32 master + Adam m, v)", mb_pp.optimizer));
-  explain(
-      "memory.activations", r.memory.activations, "B",
-      "in_flight · layers · per-layer (Korthikanti 2022) + embedding + logits + full-recompute working layer",
-      fmt::format("in_flight={:.3g}, layers={}, per-layer={}, embedding={}, logits={}, working={}",
-                  ws.in_flight_microbatches, ws.params.layers, gb(ws.layer_activation_bytes),
-                  gb(ws.embedding_activation_bytes), gb(ws.output_activation_bytes),
-                  gb(ws.recompute_working_bytes)));
-  explain("memory.peak_bytes_per_gpu", r.memory.peak_bytes_per_gpu, "B",
-          "weights + grads + optimizer + activations + workspace (worst stage)",
-          fmt::format("stage={}, workspace={} ({} fixed + {}·activations), capacity={}", memory.worst_stage,
-                      gb(r.memory.workspace), gb(options.memory.fixed_bytes),
-                      options.memory.fragmentation_fraction, gb(r.memory.capacity_bytes)));
-  explain("run.tokens", r.run.tokens, "token",
-          sc.run.tokens > 0 ? "run.tokens" : "20 · params (Chinchilla, Hoffmann et al. 2022)",
-          fmt::format("params={:.4g}, steps={:.0f} of {:.4g} tokens", r.params, run.steps, tokens_per_step));
-  explain("run.goodput", r.run.goodput, "",
-          "T_s / T_w, T_w = M·e^(R/M)·(e^((τ+δ)/M) − 1)·T_s/τ (Daly 2006); τ Daly optimum unless given",
-          fmt::format(
-              "M={:.4g} h (gpu_mtbf {} h / {} GPUs), δ={:.4g} s ({} at {:.4g} GB/s), τ={:.4g} min, R={} s",
-              run.mtbf_s / kSecondsPerHour, sc.run.gpu_mtbf_hours, l.world_size(), run.checkpoint_s,
-              gb(run.checkpoint_bytes), run.checkpoint_write_bytes_per_s / 1e9, run.interval_s / 60.0,
-              options.run.restart_s));
-  explain(
-      "run.days", r.run.days, "day", "T_w / 86400, T_w = steps · step_time_s / goodput",
-      fmt::format("steps={:.0f}, step_time_s={:.4g}, goodput={:.4f}", run.steps, r.step_time_s, run.goodput));
-  explain("run.gpu_hours", r.run.gpu_hours, "GPU·h", "num_gpus · T_w / 3600",
-          fmt::format("num_gpus={}, T_w={:.4g} s", l.world_size(), run.wall_s));
-  explain("run.cost_usd", r.run.cost_usd, "$", "gpu_hours · usd_per_gpu_hour",
-          fmt::format("gpu_hours={:.4g}, usd_per_gpu_hour={}", run.gpu_hours, sc.run.usd_per_gpu_hour));
-  explain("run.energy_kwh", r.run.energy_kwh, "kWh",
-          "num_gpus · TDP · (idle + (1 − idle) · busy) · T_w / 3.6e6 (GPU board power only)",
-          fmt::format("TDP={} W, idle={}, busy={:.3f} (compute_s/step_time_s), {:.0f} W per GPU", gpu.tdp_w,
-                      options.run.idle_power_fraction, r.breakdown.compute_s / r.step_time_s,
-                      run.power_w_per_gpu));
+  detail::explain_throughput(sc, flops.per_sequence, options.flop_convention, peak, r);
+  detail::explain_memory(sc, memory.stages[size_t(memory.worst_stage)], options.memory, r);
+  detail::explain_run(sc, run, options.run, r);
   return r;
 }
 

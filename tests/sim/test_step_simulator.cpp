@@ -250,3 +250,38 @@ TEST_CASE("attention runs in the training precision: fp32 at 128K tokens stays b
   CHECK(analytic.hfu < 1.0);
   CHECK(event.mfu > 0.05);
 }
+
+TEST_CASE("every headline number of both fidelities explains itself, with the value it explains", "[sim][step]") {
+  const Scenario sc = scenario("llama3-8b", "h100-sxm", 16, R"("tp": 2, "pp": 2, "dp": 4, "global_batch": 32)");
+  const Report event = simulate(sc, SimulateOptions{}).report;
+  const Report analytic = estimate(sc);
+  const std::vector<std::pair<std::string, double Report::*>> top = {
+      {"step_time_s", &Report::step_time_s}, {"tokens_per_s", &Report::tokens_per_s},
+      {"tflops_per_gpu", &Report::tflops_per_gpu}, {"mfu", &Report::mfu}, {"hfu", &Report::hfu},
+      {"flops_per_step", &Report::flops_per_step}, {"model.params", &Report::params}};
+  for (const Report* r : {&event, &analytic}) {
+    INFO(r->fidelity);
+    auto find = [&](const std::string& key) -> const Explained* {
+      for (const Explained& e : r->explanations)
+        if (e.key == key) return &e;
+      return nullptr;
+    };
+    for (const auto& [key, member] : top) {
+      INFO(key);
+      const Explained* e = find(key);
+      REQUIRE(e != nullptr);
+      CHECK(e->value == r->*member);
+      CHECK_FALSE(e->formula.empty());
+      CHECK_FALSE(e->inputs.empty());
+    }
+    for (const char* key : {"breakdown.compute_s", "breakdown.exposed_comm_s", "breakdown.bubble_s",
+                            "memory.weights", "memory.grads", "memory.optimizer", "memory.activations",
+                            "memory.peak_bytes_per_gpu", "run.tokens", "run.goodput", "run.days", "run.gpu_hours",
+                            "run.cost_usd", "run.energy_kwh"}) {
+      INFO(key);
+      CHECK(find(key) != nullptr);
+    }
+    CHECK(find("memory.peak_bytes_per_gpu")->value == r->memory.peak_bytes_per_gpu);
+    CHECK(find("run.days")->value == r->run.days);
+  }
+}

@@ -14,6 +14,7 @@
 #include "simrun/sim/compute_model.hpp"
 #include "simrun/sim/memory_model.hpp"
 #include "simrun/sim/report.hpp"
+#include "simrun/sim/run_cost.hpp"
 #include "simrun/sim/step_simulator.hpp"
 #include "simrun/sim/workload.hpp"
 
@@ -26,6 +27,7 @@ struct SimulateOptions {
   std::optional<ComputeParams> compute;      // defaults before calibration (default_compute_params)
   Calibration calibration;                   // per GPU kind overrides (--calibration)
   MemoryDefaults memory;
+  RunDefaults run;  // run totals: restart time, checkpoint bandwidth, idle power
 };
 
 struct StageReport {
