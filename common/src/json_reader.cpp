@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <vector>
 
 #include "simrun/common/error.hpp"
 
@@ -26,8 +28,45 @@ std::string format_number(double v) {
 }  // namespace
 
 nlohmann::json parse_json_text(const std::string& text, const std::string& file) {
+  // A key given twice in one object would silently keep the last value: refuse it, naming
+  // the object's path. The parser reports each object's start and end and every key.
+  std::vector<std::set<std::string>> keys;  // per open object (arrays push an empty set)
+  std::vector<std::string> path;            // keys of the open objects and arrays, outermost first
+  std::string pending;                      // the key whose value comes next
+  const nlohmann::json::parser_callback_t check_keys = [&](int /*depth*/, nlohmann::json::parse_event_t event,
+                                                           nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    switch (event) {
+      case Event::object_start:
+      case Event::array_start:
+        path.push_back(pending);
+        pending.clear();
+        keys.emplace_back();
+        break;
+      case Event::object_end:
+      case Event::array_end:
+        keys.pop_back();
+        path.pop_back();
+        break;
+      case Event::key: {
+        const std::string key = parsed.get<std::string>();
+        if (!keys.empty() && !keys.back().insert(key).second) {
+          std::string field;
+          for (const std::string& part : path)
+            if (!part.empty()) field += part + ".";
+          throw InputError(file, field + key, "given twice in one object (keep one)");
+        }
+        pending = key;
+        break;
+      }
+      case Event::value:
+        pending.clear();
+        break;
+    }
+    return true;
+  };
   try {
-    return nlohmann::json::parse(text, nullptr, true, /*ignore_comments=*/true);
+    return nlohmann::json::parse(text, check_keys, true, /*ignore_comments=*/true);
   } catch (const nlohmann::json::parse_error& e) {
     // e.byte is 1-based and points just past the offending character.
     const size_t offset = e.byte == 0 ? 0 : std::min(text.size(), e.byte - 1);

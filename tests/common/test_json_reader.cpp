@@ -64,6 +64,14 @@ TEST_CASE("malformed JSON reports line and column", "[common][json]") {
   CHECK(nan.find("invalid literal; last read: '") != std::string::npos);
 }
 
+TEST_CASE("a key given twice in one object is refused with its path", "[common][json]") {
+  const std::string e =
+      error_of([] { simrun::parse_json_text(R"({"layout": {"tp": 999, "tp": 1}})", "x.json"); });
+  CHECK(e == "x.json: layout.tp: given twice in one object (keep one)");
+  // The same key in sibling objects (array elements, different sections) is fine.
+  CHECK_NOTHROW(simrun::parse_json_text(R"({"a": [{"b": 1}, {"b": 2}], "c": {"b": 3}})", "x.json"));
+}
+
 TEST_CASE("an endless device is refused after a bound, not read forever", "[common][json]") {
   if (!std::filesystem::exists("/dev/zero")) return;
   const std::string e = error_of([] { simrun::load_json_file("/dev/zero"); });
