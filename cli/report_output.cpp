@@ -32,11 +32,16 @@ std::string layout_line(const Scenario& s) {
 }  // namespace
 
 void add_output_options(CLI::App& cmd, OutputFormat& format, bool* explain) {
-  cmd.add_flag_callback(
+  CLI::Option* json = cmd.add_flag_callback(
       "--json", [&format] { format = OutputFormat::json; }, "Print the report as JSON (contract keys)");
-  cmd.add_flag_callback(
+  CLI::Option* csv = cmd.add_flag_callback(
       "--csv", [&format] { format = OutputFormat::csv; }, "Print the report as one CSV row with header");
-  if (explain) cmd.add_flag("--explain", *explain, "Print each number's formula and inputs");
+  json->excludes(csv);
+  if (explain) {
+    // The JSON report carries its explanations; a CSV row has no room for them.
+    CLI::Option* e = cmd.add_flag("--explain", *explain, "Print each number's formula and inputs (table or --json)");
+    e->excludes(csv);
+  }
 }
 
 void print_report_table(const Report& r, const Scenario& s, std::ostream& out) {

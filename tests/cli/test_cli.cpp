@@ -252,6 +252,9 @@ TEST_CASE("unknown subcommands and flags exit 2 with one line", "[cli][errors]")
                          "--tp = 1.5 is not a value of the flag's type");
   require_one_line_error(run_simrun("estimate --model llama3-8b --gpu h100-sxm --gpus 8 --gpus 16"),
                          "--gpus: given more than once");
+  require_one_line_error(run_simrun("estimate --model llama3-8b --gpu h100-sxm --json --csv"), "--json excludes --csv");
+  require_one_line_error(run_simrun("estimate --model llama3-8b --gpu h100-sxm --csv --explain"),
+                         "--csv excludes --explain");
 }
 
 TEST_CASE("a scenario file of any name runs the main job", "[cli]") {
