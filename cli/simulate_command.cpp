@@ -57,24 +57,13 @@ std::pair<int64_t, double> parse_pair(const std::string& text, const char* flag,
 }
 
 Straggler parse_straggler(const std::string& text) {
-  const auto colon = text.find(':');
-  const std::string why =
-      "expected RANK:SLOWDOWN, e.g. 17:1.3 (rank 17 runs its kernels 1.3x slower), got \"" + text + "\"";
-  if (colon == std::string::npos) throw InputError("command line", "--straggler", why);
+  const auto [rank, slowdown] =
+      parse_pair(text, "--straggler", "RANK:SLOWDOWN, e.g. 17:1.3 (rank 17 runs its kernels 1.3x slower)");
+  if (!(slowdown >= 1.0 && slowdown <= 100.0))
+    throw InputError("command line", "--straggler", "slowdown must be in [1, 100], got " + text.substr(text.find(':') + 1));
   Straggler s;
-  try {
-    size_t used = 0;
-    s.rank = std::stoll(text.substr(0, colon), &used);
-    if (used != colon) throw std::invalid_argument("rank");
-    const std::string slow = text.substr(colon + 1);
-    s.slowdown = std::stod(slow, &used);
-    if (used != slow.size()) throw std::invalid_argument("slowdown");
-  } catch (const std::exception&) {
-    throw InputError("command line", "--straggler", why);
-  }
-  if (!(s.slowdown >= 1.0 && s.slowdown <= 100.0))
-    throw InputError("command line", "--straggler",
-                     "slowdown must be in [1, 100], got " + text.substr(colon + 1));
+  s.rank = rank;
+  s.slowdown = slowdown;
   return s;
 }
 
