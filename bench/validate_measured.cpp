@@ -99,8 +99,14 @@ int main(int argc, char** argv) {
                                "reference", "error", "wall", "notes");
     for (const MeasuredRun& run : runs) {
       if (!only_group.empty() && run.group != only_group) continue;
-      Case c{run.id, run.group, run.simulatable() ? "ok" : "unsupported: " + run.unsupported, run.scenario, {},
-             run.reference_s, run.reference_kind, run.defaults_used};
+      Case c{run.id,
+             run.group,
+             run.simulatable() ? "ok" : "unsupported: " + run.unsupported,
+             run.scenario,
+             {},
+             run.reference_s,
+             run.reference_kind,
+             run.defaults_used};
       c.options.workload = run.workload;
       c.options.memory = run.memory;
       json row = {{"id", c.id}, {"group", c.group}};
@@ -146,13 +152,13 @@ int main(int argc, char** argv) {
             if (verbose) {
               const auto& b = o.report.breakdown;
               std::cout << fmt::format(
-                  "    fwd {:.3f} bwd {:.3f} recomp {:.3f} opt {:.3f} | exposed comm {:.3f} (of total: tp "
-                  "{:.3f}/{:.3f} pp {:.3f}/{:.3f} dp {:.3f}/{:.3f} ep {:.3f}/{:.3f}) bubble {:.3f} | mfu {:.3f} | "
-                  "mem {:.1f} GB{}\n",
+                  "    fwd {:.3f} bwd {:.3f} recomp {:.3f} opt {:.3f} | exposed comm {:.3f} "
+                  "(of total: tp {:.3f}/{:.3f} pp {:.3f}/{:.3f} dp {:.3f}/{:.3f} ep {:.3f}/{:.3f}) "
+                  "bubble {:.3f} | mfu {:.3f} | mem {:.1f} GB{}\n",
                   b.forward_s, b.backward_s, b.recompute_s, b.optimizer_s, b.exposed_comm_s, b.tp_exposed_s,
                   b.tp_comm_s, b.pp_exposed_s, b.pp_comm_s, b.dp_exposed_s, b.dp_comm_s, b.ep_exposed_s,
-                  b.ep_comm_s, b.bubble_s, o.report.mfu,
-                  o.report.memory.peak_bytes_per_gpu / 1e9, o.report.memory.fits ? "" : " (does not fit)");
+                  b.ep_comm_s, b.bubble_s, o.report.mfu, o.report.memory.peak_bytes_per_gpu / 1e9,
+                  o.report.memory.fits ? "" : " (does not fit)");
               std::map<std::string, double> per_op;
               double total = 0;
               for (const Task& t : o.workload.stages[0].tasks)
@@ -187,12 +193,9 @@ int main(int argc, char** argv) {
     if (as_json) {
       json g = json::object();
       for (const auto& [k, v] : per_group) g[k] = v.first / v.second;
-      std::cout << json{{"rows", out_rows},
-                        {"supported", n_ok},
-                        {"within_15pct", n_within},
-                        {"mape", mape},
-                        {"not_fitting", not_fitting},
-                        {"defaults", measured_run_defaults_text()},
+      std::cout << json{{"rows", out_rows},           {"supported", n_ok},
+                        {"within_15pct", n_within},   {"mape", mape},
+                        {"not_fitting", not_fitting}, {"defaults", measured_run_defaults_text()},
                         {"mape_by_group", g}}
                        .dump(1)
                 << "\n";

@@ -29,7 +29,8 @@ Command add_estimate_command(CLI::App& root, const CliEnv& env) {
   add_output_options(*cmd, args->format, &args->explain);
   cmd->add_flag("--require-fit", args->require_fit, "Exit 3 when the layout does not fit in GPU memory");
   cmd->add_option("--calibration", args->calibration_file,
-                  "calibration.json with fitted efficiencies per GPU kind (as simulate applies it)")->check(kFilePath);
+                  "calibration.json with fitted efficiencies per GPU kind (as simulate applies it)")
+      ->check(kFilePath);
   return {cmd, [args, env] {
             const Catalogs catalogs = load_catalogs(env.data_dir);
             const Scenario scenario = resolve_scenario(args->scenario, catalogs);

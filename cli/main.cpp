@@ -28,7 +28,7 @@ std::vector<std::string> normalise_arguments(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) return args;
   if (args[0] == "--validate") args[0] = "validate";
-  static const std::set<std::string> kSubcommands = {"simulate", "estimate",  "collective", "topology",
+  static const std::set<std::string> kSubcommands = {"simulate", "estimate", "collective", "topology",
                                                      "textbook", "validate", "plan"};
   const std::string& first = args[0];
   if (first.empty() || first[0] == '-' || kSubcommands.count(first)) return args;
@@ -73,7 +73,8 @@ int run(int argc, char** argv) {
     // CLI11: "--gpus: At Most 1 required but received 2".
     const std::string what = e.what();
     if (what.find("At Most") != std::string::npos)
-      std::cerr << "command line: " << what.substr(0, what.find(':')) << ": given more than once (give each flag once)\n";
+      std::cerr << "command line: " << what.substr(0, what.find(':'))
+                << ": given more than once (give each flag once)\n";
     else
       std::cerr << "command line: " << what << " (see simrun <subcommand> --help for its flags)\n";
     return 2;

@@ -39,7 +39,8 @@ void add_output_options(CLI::App& cmd, OutputFormat& format, bool* explain) {
   json->excludes(csv);
   if (explain) {
     // The JSON report carries its explanations; a CSV row has no room for them.
-    CLI::Option* e = cmd.add_flag("--explain", *explain, "Print each number's formula and inputs (table or --json)");
+    CLI::Option* e =
+        cmd.add_flag("--explain", *explain, "Print each number's formula and inputs (table or --json)");
     e->excludes(csv);
   }
 }
@@ -70,8 +71,9 @@ void print_report_table(const Report& r, const Scenario& s, std::ostream& out) {
   auto group = [](const char* name, double total, double exposed) {
     return fmt::format("{} {:.3f} s ({:.3f} exposed)", name, total, exposed);
   };
-  std::string comm = group("TP", b.tp_comm_s, b.tp_exposed_s) + ", " + group("PP", b.pp_comm_s, b.pp_exposed_s) +
-                     ", " + group("DP", b.dp_comm_s, b.dp_exposed_s);
+  std::string comm = group("TP", b.tp_comm_s, b.tp_exposed_s) + ", " +
+                     group("PP", b.pp_comm_s, b.pp_exposed_s) + ", " +
+                     group("DP", b.dp_comm_s, b.dp_exposed_s);
   if (b.cp_comm_s > 0) comm += ", " + group("CP", b.cp_comm_s, b.cp_exposed_s);
   if (b.ep_comm_s > 0) comm += ", " + group("EP", b.ep_comm_s, b.ep_exposed_s);
   row("communication", comm);

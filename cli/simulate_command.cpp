@@ -60,7 +60,8 @@ Straggler parse_straggler(const std::string& text) {
   const auto [rank, slowdown] =
       parse_pair(text, "--straggler", "RANK:SLOWDOWN, e.g. 17:1.3 (rank 17 runs its kernels 1.3x slower)");
   if (!(slowdown >= 1.0 && slowdown <= 100.0))
-    throw InputError("command line", "--straggler", "slowdown must be in [1, 100], got " + text.substr(text.find(':') + 1));
+    throw InputError("command line", "--straggler",
+                     "slowdown must be in [1, 100], got " + text.substr(text.find(':') + 1));
   Straggler s;
   s.rank = rank;
   s.slowdown = slowdown;
@@ -113,8 +114,8 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
       "Event simulation of one training step: step time, MFU, breakdown, memory, timeline (the main job)");
   add_scenario_options(*cmd, args->scenario);
   add_output_options(*cmd, args->format, &args->explain);
-  cmd->add_option("--trace", args->trace_file,
-                  "Write a Chrome-trace JSON timeline (open in ui.perfetto.dev)")->check(kFilePath);
+  cmd->add_option("--trace", args->trace_file, "Write a Chrome-trace JSON timeline (open in ui.perfetto.dev)")
+      ->check(kFilePath);
   cmd->add_flag("--full", args->full, "Simulate every rank, not one representative per pipeline stage");
   cmd->add_option(
       "--straggler", args->stragglers,
@@ -126,7 +127,8 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
       "--slow-link", args->slow_links,
       "RANK:FRACTION, that GPU's NIC runs at FRACTION of its bandwidth (implies --full; repeatable)");
   cmd->add_option("--calibration", args->calibration_file,
-                  "calibration.json with fitted efficiencies per GPU kind")->check(kFilePath);
+                  "calibration.json with fitted efficiencies per GPU kind")
+      ->check(kFilePath);
   cmd->add_flag("--compare-analytic", args->compare_analytic,
                 "Also print the closed-form estimate and the difference");
   cmd->add_flag("--require-fit", args->require_fit, "Exit 3 when the layout does not fit in GPU memory");
@@ -204,8 +206,9 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
           write_chrome_trace(f, scenario, out.workload, out.step);
           f.flush();
           if (!f)
-            throw InputError("command line", "--trace",
-                             "could not write all of " + args->trace_file + " (disk full, or not a regular file?)");
+            throw InputError(
+                "command line", "--trace",
+                "could not write all of " + args->trace_file + " (disk full, or not a regular file?)");
         }
         std::optional<Report> analytic;
         if (args->compare_analytic) analytic = estimate(scenario, analytic_options(options));

@@ -93,7 +93,8 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& file)
     const std::string what = e.what();
     const auto quote = what.find('\'');
     throw InputError(file, "",
-                     "number out of range" + (quote == std::string::npos ? std::string() : " " + what.substr(quote)) +
+                     "number out of range" +
+                         (quote == std::string::npos ? std::string() : " " + what.substr(quote)) +
                          " (JSON numbers must fit a double, |x| < 1.8e308)");
   }
 }

@@ -9,11 +9,11 @@
 #include <array>
 #include <cmath>
 
+#include "explain.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/common/units.hpp"
 #include "simrun/sim/collective_cost.hpp"
 #include "simrun/sim/simulate.hpp"
-#include "explain.hpp"
 #include "workload_builder.hpp"
 
 namespace simrun {
@@ -31,8 +31,8 @@ double checked_peak(const Scenario& s, Precision p) {
 // Seconds of one micro-batch through one piece of the model (a layer, the embedding, the
 // head) on one GPU, from the workload builder's tasks.
 struct PieceTime {
-  double forward_s = 0, backward_s = 0, recompute_s = 0;  // compute kernels by phase
-  double tp_comm_s = 0, cp_comm_s = 0, ep_comm_s = 0;          // collective durations
+  double forward_s = 0, backward_s = 0, recompute_s = 0;        // compute kernels by phase
+  double tp_comm_s = 0, cp_comm_s = 0, ep_comm_s = 0;           // collective durations
   double tp_exposed_s = 0, cp_exposed_s = 0, ep_exposed_s = 0;  // compute stream waiting for them
   double gemm_flops = 0, attention_flops = 0, hbm_bytes = 0;
   void add(const PieceTime& o) {
@@ -501,7 +501,8 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
     r.warnings.push_back(fmt::format("MFU {:.2f} is above what published runs reach (≤ 0.6)", r.mfu));
 
   // Explanations (--explain): formula and inputs of each headline number.
-  auto explain = [&](std::string key, double value, std::string unit, std::string formula, std::string inputs) {
+  auto explain = [&](std::string key, double value, std::string unit, std::string formula,
+                     std::string inputs) {
     detail::explain(r, std::move(key), value, std::move(unit), std::move(formula), std::move(inputs));
   };
   const BreakdownReport& b = r.breakdown;

@@ -100,7 +100,8 @@ double ComputeModel::op_seconds(const OpShape& op) const {
         // Unfused: batched GEMMs over the full score matrix (no causal skipping); the softmax,
         // mask and dropout traffic is in op.bytes.
         const double matmuls = bwd ? 4.0 : 2.0;
-        const double eff = gemm_efficiency(std::min(op.tokens, op.seq_kv), op.seq_kv, op.head_dim, op.precision);
+        const double eff =
+            gemm_efficiency(std::min(op.tokens, op.seq_kv), op.seq_kv, op.head_dim, op.precision);
         compute_s = matmuls * per_matmul / (peak_flops_per_s(op.precision) * eff);
       }
       break;

@@ -10,11 +10,12 @@
 namespace simrun::detail {
 
 // One entry: the number, its formula and the inputs that went in.
-void explain(Report& r, std::string key, double value, std::string unit, std::string formula, std::string inputs);
+void explain(Report& r, std::string key, double value, std::string unit, std::string formula,
+             std::string inputs);
 
 // flops_per_step, tokens_per_s, tflops_per_gpu, mfu, hfu and model.params of the report.
-void explain_throughput(const Scenario& sc, const FlopCounts& per_sequence, AttentionFlops convention, double peak,
-                        Report& r);
+void explain_throughput(const Scenario& sc, const FlopCounts& per_sequence, AttentionFlops convention,
+                        double peak, Report& r);
 // memory.* of the worst stage.
 void explain_memory(const Scenario& sc, const StageMemory& worst, const MemoryDefaults& defaults, Report& r);
 // run.*.

@@ -368,7 +368,8 @@ std::vector<MeasuredRun> load_measured_runs(const std::filesystem::path& file, c
 std::string measured_run_defaults_text() {
   return "GPU: A100…80GB → a100-80gb, A100…40GB → a100-40gb (40 GiB, usable as the 80 GB part), "
          "H100-SXM5-80GB → h100-sxm; 8 GPUs + 8 NICs per node, IB HDR (A100) / NDR (H100), rail-optimized\n"
-         "model: GPT-style (GELU, LayerNorm, learned positions) unless Llama (SwiGLU, RMSNorm, RoPE); MPT ALiBi, "
+         "model: GPT-style (GELU, LayerNorm, learned positions) unless Llama (SwiGLU, RMSNorm, RoPE); MPT "
+         "ALiBi, "
          "tied; Nemotron squared-ReLU as 2-matrix MLP\n"
          "unstated layout: micro_batch 1, vpp 1, sp = (tp > 1), zero_stage 1 (distributed optimizer), "
          "recompute none\n"
@@ -379,7 +380,8 @@ std::string measured_run_defaults_text() {
          "eager kernels, FlashAttention-2, unfused DecoupledAdamW 80 B/param + grad clipping 12 B/param, "
          "BACKWARD_POST prefetch, all-gathers and reduce-scatters on one NCCL stream\n"
          "torchtitan FSDP2: fp32 reduce, fp32 sharded states, async TP, selective AC = every other layer\n"
-         "MoE rows: the catalog's architecture (Mixtral 8x7B, Qwen3-30B-A3B, Qwen3-235B-A22B), balanced routing "
+         "MoE rows: the catalog's architecture (Mixtral 8x7B, Qwen3-30B-A3B, Qwen3-235B-A22B), balanced "
+         "routing "
          "(the benchmarks force it), expert_tp = tp unless ep·tp exceeds a stage's ranks (then 1)\n";
 }
 

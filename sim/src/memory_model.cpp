@@ -1,12 +1,12 @@
 // Memory per GPU by kind and pipeline stage; formulas and sources in memory_model.hpp.
 #include "simrun/sim/memory_model.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "simrun/common/error.hpp"
 #include "simrun/common/units.hpp"
-
-#include <fmt/format.h>
 
 namespace simrun {
 
@@ -214,7 +214,8 @@ StageMemory stage_memory(const Scenario& sc, const MemoryDefaults& defaults, int
   st.params = params;
   const ModelStateBytes dense = model_state_bytes(params.dense, l.zero_stage, double(l.dp * l.cp), bpp);
   const ModelStateBytes experts = model_state_bytes(params.experts, l.zero_stage, double(l.expert_dp()), bpp);
-  st.states = {dense.weights + experts.weights, dense.grads + experts.grads, dense.optimizer + experts.optimizer};
+  st.states = {dense.weights + experts.weights, dense.grads + experts.grads,
+               dense.optimizer + experts.optimizer};
   const Zero3Transients z3 = zero3_transients(l, counts, params.total(), params.layers, params.has_embedding,
                                               params.has_output, ac.element_bytes);
   st.fsdp_gathered_bytes = z3.gathered_weights;
@@ -240,8 +241,8 @@ StageMemory stage_memory(const Scenario& sc, const MemoryDefaults& defaults, int
     working.recompute = Recompute::none;
     st.recompute_working_bytes = layer_activation_bytes(m, working);
   }
-  st.activations = st.transformer_activation_bytes + st.embedding_activation_bytes + st.output_activation_bytes +
-                   st.recompute_working_bytes;
+  st.activations = st.transformer_activation_bytes + st.embedding_activation_bytes +
+                   st.output_activation_bytes + st.recompute_working_bytes;
   st.workspace = defaults.fixed_bytes + defaults.fragmentation_fraction * st.activations;
   st.peak = st.states.total() + st.activations + st.workspace;
   return st;
@@ -279,7 +280,8 @@ MemoryEstimate estimate_memory(const Scenario& sc, const MemoryDefaults& default
     // Megatron's interleaved factor assumes the warm-up fills; a stage cannot hold more
     // micro-batches than the step has (Megatron applies the same cap to plain 1F1B).
     const double in_flight = std::min(v > 1 ? ahead + (p - 1.0) / v : ahead, microbatches);
-    out.stages.push_back(stage_memory(sc, defaults, i, params, {in_flight, in_flight * double(params.layers)}));
+    out.stages.push_back(
+        stage_memory(sc, defaults, i, params, {in_flight, in_flight * double(params.layers)}));
   }
   out.worst_stage = 0;
   for (const StageMemory& st : out.stages)

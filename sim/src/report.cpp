@@ -28,12 +28,12 @@ nlohmann::json to_json(const Report& r) {
       {"workspace", r.memory.workspace},
   };
   j["breakdown"] = {
-      {"compute_s", r.breakdown.compute_s},     {"exposed_comm_s", r.breakdown.exposed_comm_s},
-      {"bubble_s", r.breakdown.bubble_s},       {"forward_s", r.breakdown.forward_s},
-      {"backward_s", r.breakdown.backward_s},   {"recompute_s", r.breakdown.recompute_s},
-      {"optimizer_s", r.breakdown.optimizer_s}, {"tp_comm_s", r.breakdown.tp_comm_s},
-      {"pp_comm_s", r.breakdown.pp_comm_s},     {"dp_comm_s", r.breakdown.dp_comm_s},
-      {"cp_comm_s", r.breakdown.cp_comm_s},     {"ep_comm_s", r.breakdown.ep_comm_s},
+      {"compute_s", r.breakdown.compute_s},       {"exposed_comm_s", r.breakdown.exposed_comm_s},
+      {"bubble_s", r.breakdown.bubble_s},         {"forward_s", r.breakdown.forward_s},
+      {"backward_s", r.breakdown.backward_s},     {"recompute_s", r.breakdown.recompute_s},
+      {"optimizer_s", r.breakdown.optimizer_s},   {"tp_comm_s", r.breakdown.tp_comm_s},
+      {"pp_comm_s", r.breakdown.pp_comm_s},       {"dp_comm_s", r.breakdown.dp_comm_s},
+      {"cp_comm_s", r.breakdown.cp_comm_s},       {"ep_comm_s", r.breakdown.ep_comm_s},
       {"tp_exposed_s", r.breakdown.tp_exposed_s}, {"pp_exposed_s", r.breakdown.pp_exposed_s},
       {"dp_exposed_s", r.breakdown.dp_exposed_s}, {"cp_exposed_s", r.breakdown.cp_exposed_s},
       {"ep_exposed_s", r.breakdown.ep_exposed_s},

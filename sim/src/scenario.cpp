@@ -81,7 +81,8 @@ ModelSpec read_model_field(JsonReader& top, const Catalogs& catalogs, const std:
       if (item.key() != "name" && item.key() != "seq_len")
         model.fail(item.key(), "a catalog model (\"" + spec.name +
                                    "\") takes only seq_len beside its name; for a variant give every field "
-                                   "of a custom model (as in models/catalog/" + spec.name + ".json)");
+                                   "of a custom model (as in models/catalog/" +
+                                   spec.name + ".json)");
     model.finish();
     return spec;
   }
@@ -236,11 +237,13 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
                            " (experts are laid out over the ranks of one pipeline stage)");
     if (model.moe->expert_ffn_hidden % layout.expert_tp != 0)
       throw InputError(f, "layout.expert_tp",
-                       "expert_tp " + std::to_string(layout.expert_tp) + " does not divide expert_ffn_hidden " +
+                       "expert_tp " + std::to_string(layout.expert_tp) +
+                           " does not divide expert_ffn_hidden " +
                            std::to_string(model.moe->expert_ffn_hidden));
   } else {
     if (expert_tp_given && layout.expert_tp != 1)
-      throw InputError(f, "layout.expert_tp", "expert_tp > 1 needs a mixture-of-experts model (this one is dense)");
+      throw InputError(f, "layout.expert_tp",
+                       "expert_tp > 1 needs a mixture-of-experts model (this one is dense)");
     layout.expert_tp = 1;
   }
   if (layout.precision == Precision::fp8 && cluster.gpu.fp8_flops_per_s <= 0)

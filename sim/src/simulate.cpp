@@ -6,18 +6,19 @@
 #include <algorithm>
 #include <chrono>
 
+#include "explain.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/models/counts.hpp"
 #include "simrun/sim/analytic.hpp"
 #include "simrun/sim/run_cost.hpp"
-#include "explain.hpp"
 
 namespace simrun {
 namespace {
 
 // A stage's memory with the in-flight activations its schedule reached (the builder counts
 // layer-micro-batches; the embedding holds at most one input per chunk-0 micro-batch in flight).
-StageMemory stage_memory(const Scenario& sc, const Workload& w, const StageProgram& p, const MemoryDefaults& md) {
+StageMemory stage_memory(const Scenario& sc, const Workload& w, const StageProgram& p,
+                         const MemoryDefaults& md) {
   const Layout& l = sc.layout;
   StageParams params;
   params.layers = static_cast<int64_t>(p.layers.size());
@@ -115,7 +116,9 @@ SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
   b.recompute_s = crit.recompute_s;
   b.optimizer_s = crit.optimizer_s;
   b.compute_s = crit.compute_s();
-  auto at = [](const std::array<double, kGroupKindCount>& a, GroupKind g) { return a[static_cast<size_t>(g)]; };
+  auto at = [](const std::array<double, kGroupKindCount>& a, GroupKind g) {
+    return a[static_cast<size_t>(g)];
+  };
   // Gradient and parameter traffic of the DP, DP×CP and expert-DP groups counts as DP.
   auto dp = [&](const std::array<double, kGroupKindCount>& a) {
     return at(a, GroupKind::dp) + at(a, GroupKind::dp_cp) + at(a, GroupKind::edp);
@@ -157,48 +160,51 @@ SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
     }
     out.stages.push_back(sr);
   }
-  if (!r.memory.fits)
-    r.warnings.push_back(
-        "does not fit: " + memory_shortfall_text(r.memory));
+  if (!r.memory.fits) r.warnings.push_back("does not fit: " + memory_shortfall_text(r.memory));
 
   // Run totals, as the analytic model computes them (checkpoint = weights + optimizer states).
-  const RunTotals run = fill_run_report(sc, bytes_per_param(l.precision, options.memory.convention), options.run, r);
+  const RunTotals run =
+      fill_run_report(sc, bytes_per_param(l.precision, options.memory.convention), options.run, r);
 
   // Explanations (--explain): the step and its breakdown from the rank that finishes last,
   // the rest as the analytic estimate explains it.
   const std::string critical = fmt::format("rank {} (stage {})", crit.rank, crit.stage);
-  detail::explain(r, "step_time_s", r.step_time_s, "s",
-                  "compute_s + exposed_comm_s + bubble_s of the rank that finishes last (its last task's end)",
-                  fmt::format("{}: compute_s={:.4g}, exposed_comm_s={:.4g}, bubble_s={:.4g}; {} schedule, {} "
-                              "micro-batches, {} ranks simulated, {} tasks, {} events",
-                              critical, b.compute_s, b.exposed_comm_s, b.bubble_s, to_string(w.schedule),
-                              w.micro_batches, st.simulated_ranks, st.tasks, st.events));
+  detail::explain(
+      r, "step_time_s", r.step_time_s, "s",
+      "compute_s + exposed_comm_s + bubble_s of the rank that finishes last (its last task's end)",
+      fmt::format("{}: compute_s={:.4g}, exposed_comm_s={:.4g}, bubble_s={:.4g}; {} schedule, {} "
+                  "micro-batches, {} ranks simulated, {} tasks, {} events",
+                  critical, b.compute_s, b.exposed_comm_s, b.bubble_s, to_string(w.schedule), w.micro_batches,
+                  st.simulated_ranks, st.tasks, st.events));
   const ComputeParams& cp = compute.params();
-  detail::explain(r, "breakdown.compute_s", b.compute_s, "s",
-                  "the busy time of its compute stream: every op of its program timed by ComputeModel::op_seconds "
-                  "(roofline × shape efficiency + launch), slowed while DP/PP kernels share the SMs",
-                  fmt::format("{}: forward={:.4g} s, backward={:.4g} s, recompute={:.4g} s, optimizer={:.4g} s; "
-                              "gemm_max={}, fp8_gemm_max={}, attn_fwd_max={}, attn_bwd_max={}, mem_bw_fraction={}, "
-                              "launch={:.3g} s ({})",
-                              critical, b.forward_s, b.backward_s, b.recompute_s, b.optimizer_s, cp.gemm_max,
-                              cp.fp8_gemm_max, cp.attn_fwd_max, cp.attn_bwd_max, cp.mem_bw_fraction,
-                              cp.launch_overhead_s,
-                              options.calibration.has_gpu(gpu.id) ? "calibrated" : "defaults"));
-  detail::explain(r, "breakdown.exposed_comm_s", b.exposed_comm_s, "s",
-                  "the time its compute stream waited for a collective or message: TP + PP + DP + CP + EP exposed "
-                  "(each collective timed by the NCCL model on the cluster graph, sharing ports with the others "
-                  "in flight)",
-                  fmt::format("{}: exposed of total — TP {:.4g} of {:.4g} s, PP {:.4g} of {:.4g} s, DP {:.4g} of "
-                              "{:.4g} s, CP {:.4g} of {:.4g} s, EP {:.4g} of {:.4g} s",
-                              critical, b.tp_exposed_s, b.tp_comm_s, b.pp_exposed_s, b.pp_comm_s, b.dp_exposed_s,
-                              b.dp_comm_s, b.cp_exposed_s, b.cp_comm_s, b.ep_exposed_s, b.ep_comm_s));
+  detail::explain(
+      r, "breakdown.compute_s", b.compute_s, "s",
+      "the busy time of its compute stream: every op of its program timed by ComputeModel::op_seconds "
+      "(roofline × shape efficiency + launch), slowed while DP/PP kernels share the SMs",
+      fmt::format("{}: forward={:.4g} s, backward={:.4g} s, recompute={:.4g} s, optimizer={:.4g} s; "
+                  "gemm_max={}, fp8_gemm_max={}, attn_fwd_max={}, attn_bwd_max={}, mem_bw_fraction={}, "
+                  "launch={:.3g} s ({})",
+                  critical, b.forward_s, b.backward_s, b.recompute_s, b.optimizer_s, cp.gemm_max,
+                  cp.fp8_gemm_max, cp.attn_fwd_max, cp.attn_bwd_max, cp.mem_bw_fraction, cp.launch_overhead_s,
+                  options.calibration.has_gpu(gpu.id) ? "calibrated" : "defaults"));
+  detail::explain(
+      r, "breakdown.exposed_comm_s", b.exposed_comm_s, "s",
+      "the time its compute stream waited for a collective or message: TP + PP + DP + CP + EP exposed "
+      "(each collective timed by the NCCL model on the cluster graph, sharing ports with the others "
+      "in flight)",
+      fmt::format("{}: exposed of total — TP {:.4g} of {:.4g} s, PP {:.4g} of {:.4g} s, DP {:.4g} of "
+                  "{:.4g} s, CP {:.4g} of {:.4g} s, EP {:.4g} of {:.4g} s",
+                  critical, b.tp_exposed_s, b.tp_comm_s, b.pp_exposed_s, b.pp_comm_s, b.dp_exposed_s,
+                  b.dp_comm_s, b.cp_exposed_s, b.cp_comm_s, b.ep_exposed_s, b.ep_comm_s));
   const int64_t v = w.schedule == PipelineSchedule::interleaved ? l.virtual_stages : 1;
-  detail::explain(r, "breakdown.bubble_s", b.bubble_s, "s",
-                  "the time its compute stream idled on the schedule itself: pipeline fill and drain, waiting "
-                  "for a peer stage's compute",
-                  fmt::format("{}: pp={}, virtual_stages={}, micro-batches={}; (pp − 1)/(v·m) of the compute would "
-                              "be {:.4g} s",
-                              critical, l.pp, v, w.micro_batches, double(l.pp - 1) / double(v * w.micro_batches) * b.compute_s));
+  detail::explain(
+      r, "breakdown.bubble_s", b.bubble_s, "s",
+      "the time its compute stream idled on the schedule itself: pipeline fill and drain, waiting "
+      "for a peer stage's compute",
+      fmt::format("{}: pp={}, virtual_stages={}, micro-batches={}; (pp − 1)/(v·m) of the compute would "
+                  "be {:.4g} s",
+                  critical, l.pp, v, w.micro_batches,
+                  double(l.pp - 1) / double(v * w.micro_batches) * b.compute_s));
   detail::explain_throughput(sc, step_flops(sc.model, l, AttentionFlops::causal).per_sequence,
                              AttentionFlops::causal, peak, r);
   detail::explain_memory(sc, worst_memory, options.memory, r);

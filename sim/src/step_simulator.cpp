@@ -113,12 +113,11 @@ class Executor {
                          "a degraded link needs every rank simulated (add --full)");
     }
     // Link costs per group kind, with calibration.json's α/β where given.
-    for (GroupKind g :
-         {GroupKind::tp, GroupKind::cp, GroupKind::dp, GroupKind::dp_cp, GroupKind::ep, GroupKind::pp,
-          GroupKind::edp}) {
-      m_link[static_cast<size_t>(group_index(g))] = g == GroupKind::ep
-                                                        ? all_to_all_link(sc.cluster, rank_group(l, g), opt.comm)
-                                                        : group_link(sc.cluster, rank_group(l, g), opt.comm);
+    for (GroupKind g : {GroupKind::tp, GroupKind::cp, GroupKind::dp, GroupKind::dp_cp, GroupKind::ep,
+                        GroupKind::pp, GroupKind::edp}) {
+      m_link[static_cast<size_t>(group_index(g))] =
+          g == GroupKind::ep ? all_to_all_link(sc.cluster, rank_group(l, g), opt.comm)
+                             : group_link(sc.cluster, rank_group(l, g), opt.comm);
     }
 
     // Per-stage stream queues (recv markers are completed by their sends, not by a stream).

@@ -341,12 +341,13 @@ void check_layout(const Scenario& sc, PipelineSchedule schedule, Workload& w) {
                            " = global_batch/(micro_batch·dp); raise global_batch or lower pp");
     if (!detail::schedule_completes(schedule, l.pp, mbs, l.virtual_stages)) {
       const int64_t fits = (mbs + l.pp - 1) / l.pp * l.pp;
-      throw InputError(file, "layout.global_batch",
-                       fmt::format("the interleaved schedule cannot complete with {} micro-batches on pp {} "
-                                   "with {} virtual stages: in Megatron's order (schedules.py table and "
-                                   "warm-up) the last, partial group of {} waits on itself (use a multiple "
-                                   "of pp, e.g. {} micro-batches: global_batch {})",
-                                   mbs, l.pp, l.virtual_stages, mbs % l.pp, fits, fits * l.micro_batch * l.dp));
+      throw InputError(
+          file, "layout.global_batch",
+          fmt::format("the interleaved schedule cannot complete with {} micro-batches on pp {} "
+                      "with {} virtual stages: in Megatron's order (schedules.py table and "
+                      "warm-up) the last, partial group of {} waits on itself (use a multiple "
+                      "of pp, e.g. {} micro-batches: global_batch {})",
+                      mbs, l.pp, l.virtual_stages, mbs % l.pp, fits, fits * l.micro_batch * l.dp));
     }
   }
   if (schedule == PipelineSchedule::one_f_one_b && l.pp > 1 && mbs < l.pp)

@@ -37,7 +37,9 @@ Precision gemm_precision_of(Precision p) {
 }
 
 // Precision of the GEMMs Transformer Engine leaves outside fp8 (output layer, MoE router).
-Precision outside_fp8(Precision p) { return p == Precision::fp8 || p == Precision::fp4 ? Precision::bf16 : p; }
+Precision outside_fp8(Precision p) {
+  return p == Precision::fp8 || p == Precision::fp4 ? Precision::bf16 : p;
+}
 
 }  // namespace
 
@@ -92,9 +94,11 @@ StageBuilder::Shared::Shared(const Scenario& scenario, const ComputeModel& cm, c
   output_params_local = (md.tied_embeddings && pp == 1 ? 0.0 : d(md.vocab) * h / d(tp)) + final_norm;
   // TP splits a layer's parameters but for the few it keeps whole on every rank.
   const double replicated = tp_replicated_layer_params(md), ffn_replicated = tp_replicated_ffn_params(md);
-  attn_params_local = ((pc.attention + pc.norms - final_norm) / d(md.layers) - replicated) / d(tp) + replicated;
+  attn_params_local =
+      ((pc.attention + pc.norms - final_norm) / d(md.layers) - replicated) / d(tp) + replicated;
   dense_ffn_params_local =
-      md.dense_layers() > 0 ? (pc.mlp_dense / d(md.dense_layers()) - ffn_replicated) / d(tp) + ffn_replicated : 0.0;
+      md.dense_layers() > 0 ? (pc.mlp_dense / d(md.dense_layers()) - ffn_replicated) / d(tp) + ffn_replicated
+                            : 0.0;
   dp_group = cp > 1 ? GroupKind::dp_cp : GroupKind::dp;
   dp_size = l.dp * l.cp;
 
@@ -309,7 +313,8 @@ void StageBuilder::layer_forward(int32_t layer, Phase phase, bool /*last_mb_of_s
   if (phase == Phase::forward && !m_layer_forwarded[layer]) {
     m_layer_forwarded[layer] = true;
     const auto it = m_param_gather_of_layer.find(layer);
-    if (it != m_param_gather_of_layer.end()) m_wait.insert(m_wait.end(), it->second.begin(), it->second.end());
+    if (it != m_param_gather_of_layer.end())
+      m_wait.insert(m_wait.end(), it->second.begin(), it->second.end());
   }
 
   // Attention block.
@@ -371,7 +376,8 @@ void StageBuilder::mla_forward(Phase phase, uint32_t sp_gather) {
   const double kv_down = s.kv_rank + s.rope_dim;
   compute(OpName::mla_kv_down, phase, gemm(s.T, kv_down, s.h, gp), 2.0 * s.T * s.h * kv_down * share);
   compute(OpName::mla_norm, phase, memory_op(s.T * s.kv_rank * s.elem * 2), 0);
-  compute(OpName::mla_kv_up, phase, gemm(s.T, s.kv_up_loc, s.kv_rank, gp), 2.0 * s.T * s.kv_rank * s.kv_up_loc);
+  compute(OpName::mla_kv_up, phase, gemm(s.T, s.kv_up_loc, s.kv_rank, gp),
+          2.0 * s.T * s.kv_rank * s.kv_up_loc);
   compute(OpName::rope, phase, memory_op(s.T * (s.heads_loc + 1) * s.rope_dim * s.elem * 2), 0);
 }
 
@@ -416,7 +422,8 @@ void StageBuilder::mlp_forward(double f_loc, Phase phase, bool after_norm) {
   const Precision gp = s.gemm_precision;
   const uint32_t ag = tp_before_column_parallel(OpName::tp_ag_mlp, phase);
   const double up = s.swiglu ? 2 * f_loc : f_loc;
-  compute(OpName::fc1, phase, gemm(s.T, up, s.h, gp, !(after_norm && s.norm_emits_fp8)), 2.0 * s.T * s.h * up);
+  compute(OpName::fc1, phase, gemm(s.T, up, s.h, gp, !(after_norm && s.norm_emits_fp8)),
+          2.0 * s.T * s.h * up);
   if (ag != kNoTask) m_wait.push_back(ag);
   compute(OpName::act, phase, memory_op(s.T * (up + f_loc) * s.elem), 0);
   const uint32_t before_fc2 = m_last_compute;
@@ -487,18 +494,20 @@ void StageBuilder::moe_backward() {
     m_wait.push_back(c);
   }
   const double fc2_flops = 2.0 * s.routed_tokens * s.expert_f_loc * s.h;
-  compute(OpName::expert_fc2, Phase::backward, grouped_gemm(per_expert, s.expert_f_loc, s.h), fc2_flops);  // dgrad
-  compute(OpName::expert_fc2, Phase::backward, grouped_gemm(s.expert_f_loc, s.h, per_expert, false), fc2_flops);  // wgrad
-  compute(OpName::expert_act, Phase::backward, memory_op(s.routed_tokens * (2 * up + s.expert_f_loc) * s.elem),
-          0);
+  compute(OpName::expert_fc2, Phase::backward, grouped_gemm(per_expert, s.expert_f_loc, s.h),
+          fc2_flops);  // dgrad
+  compute(OpName::expert_fc2, Phase::backward, grouped_gemm(s.expert_f_loc, s.h, per_expert, false),
+          fc2_flops);  // wgrad
+  compute(OpName::expert_act, Phase::backward,
+          memory_op(s.routed_tokens * (2 * up + s.expert_f_loc) * s.elem), 0);
   const double fc1_flops = 2.0 * s.routed_tokens * s.h * up;
-  compute(OpName::expert_fc1, Phase::backward, grouped_gemm(per_expert, s.h, up), fc1_flops);  // dgrad
+  compute(OpName::expert_fc1, Phase::backward, grouped_gemm(per_expert, s.h, up), fc1_flops);         // dgrad
   compute(OpName::expert_fc1, Phase::backward, grouped_gemm(s.h, up, per_expert, false), fc1_flops);  // wgrad
   if (s.etp > 1) {
     // Backward of the input all-gather: reduce-scatter the input gradient.
-    const uint32_t c = collective(Stream::tp, OpName::tp_rs_expert, CollectiveOp::reduce_scatter,
-                                  GroupKind::tp, s.routed_tokens * s.h * s.elem, Phase::backward,
-                                  {m_last_compute});
+    const uint32_t c =
+        collective(Stream::tp, OpName::tp_rs_expert, CollectiveOp::reduce_scatter, GroupKind::tp,
+                   s.routed_tokens * s.h * s.elem, Phase::backward, {m_last_compute});
     m_wait.push_back(c);
   }
   ep_all_to_all(OpName::ep_dispatch, Phase::backward);
@@ -736,7 +745,8 @@ void StageBuilder::plan_grad_buckets() {
       auto close = [&] {
         if (open.params <= 0) return;
         open.pending = open.layers.size();
-        for (int32_t layer : open.layers) m_bucket_of_layer[static_cast<size_t>(kind)][layer] = m_grad_buckets.size();
+        for (int32_t layer : open.layers)
+          m_bucket_of_layer[static_cast<size_t>(kind)][layer] = m_grad_buckets.size();
         m_grad_buckets.push_back(std::move(open));
         open = GradBucket{kind, 0, {}, 0};
       };
@@ -751,7 +761,8 @@ void StageBuilder::plan_grad_buckets() {
       const size_t idx = static_cast<size_t>(m_stage * s.v + c);
       for (int64_t i = s.layers_per_chunk[idx] - 1; i >= 0; --i) {
         const int64_t layer = s.first_layer[idx] + i;
-        add_params(dense ? s.layer_dense_params(layer) : s.layer_expert_params(layer), static_cast<int32_t>(layer));
+        add_params(dense ? s.layer_dense_params(layer) : s.layer_expert_params(layer),
+                   static_cast<int32_t>(layer));
       }
       if (dense && vs == 0) add_params(s.embedding_params_local, -1);
       close();
@@ -802,9 +813,9 @@ void StageBuilder::gather_params_before_first_use() {
   for (size_t i : order) {
     const GradBucket& b = m_grad_buckets[i];
     m_layer = b.layers.back();
-    const uint32_t task = collective(Stream::dp_param, OpName::dp_param_gather, CollectiveOp::all_gather,
-                                     bucket_group(s, b.kind == kExpertParams).first, b.params * s.elem,
-                                     Phase::comm, {});
+    const uint32_t task =
+        collective(Stream::dp_param, OpName::dp_param_gather, CollectiveOp::all_gather,
+                   bucket_group(s, b.kind == kExpertParams).first, b.params * s.elem, Phase::comm, {});
     for (int32_t layer : b.layers) m_param_gather_of_layer[layer].push_back(task);
   }
   m_layer = -1;
@@ -832,9 +843,9 @@ uint32_t StageBuilder::issue_fsdp_gather(int32_t unit, bool backward) {
   if (unit >= 0) {
     const int32_t prev = backward ? unit + s.opt.fsdp_prefetch_layers : unit - s.opt.fsdp_prefetch_layers;
     const std::map<int32_t, uint32_t>& trigger =
-        !backward ? m_first_op_of_layer
+        !backward                                                               ? m_first_op_of_layer
         : s.opt.fsdp_backward_prefetch == FsdpBackwardPrefetch::before_backward ? m_backward_start_of_layer
-                                                                                 : m_gradients_done_of_layer;
+                                                                                : m_gradients_done_of_layer;
     const auto it = trigger.find(prev);
     if (it != trigger.end()) deps.push_back(it->second);
   }
@@ -855,9 +866,8 @@ void StageBuilder::fsdp_reduce(int32_t unit) {
   const int32_t saved = m_layer;
   m_layer = unit;
   const Stream stream = s.opt.fsdp_one_communicator ? Stream::dp_param : Stream::dp_grad;
-  m_grad_reduces.push_back(collective(stream, OpName::fsdp_reduce, CollectiveOp::reduce_scatter,
-                                      s.dp_group, params * s.opt.grad_reduce_bytes, Phase::comm,
-                                      {m_last_compute}));
+  m_grad_reduces.push_back(collective(stream, OpName::fsdp_reduce, CollectiveOp::reduce_scatter, s.dp_group,
+                                      params * s.opt.grad_reduce_bytes, Phase::comm, {m_last_compute}));
   m_layer = saved;
 }
 
@@ -872,8 +882,8 @@ void StageBuilder::optimizer() {
   for (uint32_t r : m_grad_reduces) m_wait.push_back(r);
   // The local shard: dense parameters over the DP group, experts over the expert-DP group.
   const double dense = m_prog.params - m_prog.expert_params;
-  const double shard = l.zero_stage >= 1 ? dense / d(s.dp_size) + m_prog.expert_params / d(s.expert_dp_size)
-                                         : m_prog.params;
+  const double shard =
+      l.zero_stage >= 1 ? dense / d(s.dp_size) + m_prog.expert_params / d(s.expert_dp_size) : m_prog.params;
   // Bytes per parameter from the framework's optimizer (WorkloadOptions): already counted per
   // kernel, so no eager factor.
   OpShape norm;
@@ -897,7 +907,8 @@ void StageBuilder::optimizer() {
     for (size_t bucket : m_buckets_ready) {
       const GradBucket& b = m_grad_buckets[bucket];
       collective(Stream::dp_param, OpName::dp_param_gather, CollectiveOp::all_gather,
-                 bucket_group(s, b.kind == kExpertParams).first, b.params * s.elem, Phase::comm, {m_last_compute});
+                 bucket_group(s, b.kind == kExpertParams).first, b.params * s.elem, Phase::comm,
+                 {m_last_compute});
     }
 }
 
@@ -917,7 +928,8 @@ Task StageBuilder::pp_message(TaskKind kind, Stream stream, OpName op, int64_t p
   return t;
 }
 
-void StageBuilder::pp_recv(OpName op, int64_t peer_vs, double bytes, bool forward, int64_t mb, int64_t chunk) {
+void StageBuilder::pp_recv(OpName op, int64_t peer_vs, double bytes, bool forward, int64_t mb,
+                           int64_t chunk) {
   const uint32_t r = add(pp_message(TaskKind::recv, Stream::pp_recv, op, peer_vs, bytes), {});
   recv_index[{forward, mb, chunk}] = r;
   m_wait.push_back(r);

@@ -53,28 +53,28 @@ class StageBuilder {
     // Multi-head latent attention: q_loc = heads·(d_nope + d_rope), kv_loc = heads·d_v on this
     // rank (what the core reads and writes), head_dim their mean.
     bool mla = false;
-    double q_rank = 0, kv_rank = 0;  // latent widths r_q (0: plain Q projection), r_kv
+    double q_rank = 0, kv_rank = 0;      // latent widths r_q (0: plain Q projection), r_kv
     double rope_dim = 0, kv_up_loc = 0;  // d_rope; the KV up-projection's width heads·(d_nope + d_v)
-    double embedding_params_local;  // embedding (+positions) on the first stage (vocab split)
-    double output_params_local;     // untied output layer + final norm on the last stage
-    double attn_params_local;       // attention + the two norms of one layer (TP split)
-    double dense_ffn_params_local;  // the FFN of a dense layer
-    GroupKind dp_group;             // dp, or dp×cp when cp > 1
-    int64_t dp_size;                // ranks sharing a ZeRO shard
+    double embedding_params_local;       // embedding (+positions) on the first stage (vocab split)
+    double output_params_local;          // untied output layer + final norm on the last stage
+    double attn_params_local;            // attention + the two norms of one layer (TP split)
+    double dense_ffn_params_local;       // the FFN of a dense layer
+    GroupKind dp_group;                  // dp, or dp×cp when cp > 1
+    int64_t dp_size;                     // ranks sharing a ZeRO shard
 
     // Mixture of experts (layers >= first_moe_layer), balanced routing.
     bool moe = false;
     int64_t first_moe_layer = 0;
     int64_t ep = 1, etp = 1;
-    int64_t expert_dp_size = 1;        // ranks holding the same experts (expert gradients)
-    double experts = 0;                // routed experts E
+    int64_t expert_dp_size = 1;  // ranks holding the same experts (expert gradients)
+    double experts = 0;          // routed experts E
     double top_k = 0;
-    double experts_loc = 0;            // E/ep held by this rank
-    double routed_tokens = 0;          // token copies this rank's experts compute: Ts·top_k·etp
-    double expert_f_loc = 0;           // one expert's FFN width here: f_e/etp
-    double shared_f_loc = 0;           // the shared experts' FFN width here: shared·f_e/tp
-    double moe_dense_params_local = 0; // router + shared experts of one MoE layer
-    double expert_params_local = 0;    // the routed experts of one MoE layer held here
+    double experts_loc = 0;             // E/ep held by this rank
+    double routed_tokens = 0;           // token copies this rank's experts compute: Ts·top_k·etp
+    double expert_f_loc = 0;            // one expert's FFN width here: f_e/etp
+    double shared_f_loc = 0;            // the shared experts' FFN width here: shared·f_e/tp
+    double moe_dense_params_local = 0;  // router + shared experts of one MoE layer
+    double expert_params_local = 0;     // the routed experts of one MoE layer held here
 
     bool is_moe_layer(int64_t layer) const { return moe && layer >= first_moe_layer; }
     // One layer's parameters on this rank: reduced over the DP group, and (MoE layers) over the
@@ -82,8 +82,12 @@ class StageBuilder {
     double layer_dense_params(int64_t layer) const {
       return attn_params_local + (is_moe_layer(layer) ? moe_dense_params_local : dense_ffn_params_local);
     }
-    double layer_expert_params(int64_t layer) const { return is_moe_layer(layer) ? expert_params_local : 0.0; }
-    double layer_params(int64_t layer) const { return layer_dense_params(layer) + layer_expert_params(layer); }
+    double layer_expert_params(int64_t layer) const {
+      return is_moe_layer(layer) ? expert_params_local : 0.0;
+    }
+    double layer_params(int64_t layer) const {
+      return layer_dense_params(layer) + layer_expert_params(layer);
+    }
   };
 
   StageBuilder(const Shared& shared, int64_t stage);
@@ -187,10 +191,10 @@ class StageBuilder {
   };
   std::vector<GradBucket> m_grad_buckets;
   std::array<std::map<int32_t, size_t>, 2> m_bucket_of_layer;  // per kind: layer → bucket
-  std::vector<size_t> m_buckets_ready;                          // in the order they became ready
+  std::vector<size_t> m_buckets_ready;                         // in the order they became ready
   std::vector<uint32_t> m_grad_reduces;
   std::map<int32_t, std::vector<uint32_t>> m_param_gather_of_layer;  // layer → its buckets' param AGs
-  std::map<int32_t, bool> m_layer_forwarded;            // first forward use seen
+  std::map<int32_t, bool> m_layer_forwarded;                         // first forward use seen
   // FSDP (ZeRO-3).
   std::map<int32_t, uint32_t> m_first_op_of_layer;  // latest first (forward) compute op of a layer
   // A layer's backward in the prefetch's terms: the compute op that ends just as it starts, and

@@ -100,12 +100,15 @@ TEST_CASE("every shipped example simulates and prints the contract keys", "[cli]
     const auto j = nlohmann::json::parse(r.out);
     CHECK(j["step_time_s"].get<double>() > 0);
     CHECK(j["memory"]["fits"].is_boolean());  // the 405B speed layout (no recompute) reports fits: false
-    for (const char* key : {"tp_comm_s", "pp_comm_s", "dp_comm_s", "cp_comm_s", "ep_comm_s", "exposed_comm_s"})
+    for (const char* key :
+         {"tp_comm_s", "pp_comm_s", "dp_comm_s", "cp_comm_s", "ep_comm_s", "exposed_comm_s"})
       CHECK(j["breakdown"].contains(key));
     // Exposed per group: each within its group's total, together the exposed total.
     double exposed = 0;
-    const std::pair<const char*, const char*> groups[] = {{"tp_exposed_s", "tp_comm_s"}, {"pp_exposed_s", "pp_comm_s"},
-                                                          {"dp_exposed_s", "dp_comm_s"}, {"cp_exposed_s", "cp_comm_s"},
+    const std::pair<const char*, const char*> groups[] = {{"tp_exposed_s", "tp_comm_s"},
+                                                          {"pp_exposed_s", "pp_comm_s"},
+                                                          {"dp_exposed_s", "dp_comm_s"},
+                                                          {"cp_exposed_s", "cp_comm_s"},
                                                           {"ep_exposed_s", "ep_comm_s"}};
     for (const auto& [exposed_key, total_key] : groups) {
       const double e = j["breakdown"][exposed_key].get<double>();
@@ -114,7 +117,8 @@ TEST_CASE("every shipped example simulates and prints the contract keys", "[cli]
       exposed += e;
     }
     CHECK(exposed == Approx(j["breakdown"]["exposed_comm_s"].get<double>()));
-    if (entry.path().filename() == "mixtral-8x7b-h100.json") CHECK(j["breakdown"]["ep_comm_s"].get<double>() > 0);
+    if (entry.path().filename() == "mixtral-8x7b-h100.json")
+      CHECK(j["breakdown"]["ep_comm_s"].get<double>() > 0);
   }
   CHECK(examples >= 5);
 }
@@ -252,7 +256,8 @@ TEST_CASE("unknown subcommands and flags exit 2 with one line", "[cli][errors]")
                          "--tp = 1.5 is not a value of the flag's type");
   require_one_line_error(run_simrun("estimate --model llama3-8b --gpu h100-sxm --gpus 8 --gpus 16"),
                          "--gpus: given more than once");
-  require_one_line_error(run_simrun("estimate --model llama3-8b --gpu h100-sxm --json --csv"), "--json excludes --csv");
+  require_one_line_error(run_simrun("estimate --model llama3-8b --gpu h100-sxm --json --csv"),
+                         "--json excludes --csv");
   require_one_line_error(run_simrun("estimate --model llama3-8b --gpu h100-sxm --csv --explain"),
                          "--csv excludes --explain");
 }
@@ -370,14 +375,16 @@ TEST_CASE("output that cannot be written is an error, not a silent success", "[c
   const std::string example = quoted(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-8b-fsdp-h100.json");
   if (fs::exists("/dev/full")) {
     // The trace is written before the report, so a failed trace leaves stdout empty.
-    require_one_line_error(run_simrun("simulate " + example + " --trace /dev/full"), "--trace: could not write");
+    require_one_line_error(run_simrun("simulate " + example + " --trace /dev/full"),
+                           "--trace: could not write");
     const fs::path err = scratch_dir() / "stderr_full.txt";
-    const int status = std::system(
-        (std::string("'") + SIMRUN_BINARY + "' simulate " + example + " --json >/dev/full 2>'" + err.string() + "'")
-            .c_str());
+    const int status = std::system((std::string("'") + SIMRUN_BINARY + "' simulate " + example +
+                                    " --json >/dev/full 2>'" + err.string() + "'")
+                                       .c_str());
     CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 1));
     CHECK(read_file(err).find("could not write the output") != std::string::npos);
   }
   require_one_line_error(run_simrun("simulate " + example + " --trace ''"), "--trace: needs a file path");
-  require_one_line_error(run_simrun("estimate " + example + " --calibration ''"), "--calibration: needs a file path");
+  require_one_line_error(run_simrun("estimate " + example + " --calibration ''"),
+                         "--calibration: needs a file path");
 }

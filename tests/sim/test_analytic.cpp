@@ -70,7 +70,8 @@ TEST_CASE("the headline estimate: consistent definitions and a plausible MFU", "
   CHECK(r.fidelity == "analytic");
   CHECK(r.step_time_s == Approx(r.breakdown.compute_s + r.breakdown.exposed_comm_s + r.breakdown.bubble_s));
   const BreakdownReport& b = r.breakdown;
-  CHECK(b.exposed_comm_s == Approx(b.tp_exposed_s + b.pp_exposed_s + b.dp_exposed_s + b.cp_exposed_s + b.ep_exposed_s));
+  CHECK(b.exposed_comm_s ==
+        Approx(b.tp_exposed_s + b.pp_exposed_s + b.dp_exposed_s + b.cp_exposed_s + b.ep_exposed_s));
   CHECK(b.tp_exposed_s <= b.tp_comm_s);
   CHECK(b.dp_exposed_s <= b.dp_comm_s);
   CHECK(r.mfu == Approx(r.flops_per_step / (r.step_time_s * n * peak)));

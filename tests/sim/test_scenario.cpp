@@ -55,8 +55,8 @@ TEST_CASE("a model object naming a catalog model takes only seq_len beside the n
   CHECK(parse(R"({"model": {"name": "llama3-8b", "seq_len": 2048})" + tail).model.seq_len == 2048);
   CHECK(error_of(R"({"model": {"name": "mixtral-8x7b", "moe": {"top_k": 1}})" + tail)
             .find("t.json: model.moe: a catalog model") == 0);
-  CHECK(error_of(R"({"model": {"name": "lama3-8b", "seq_len": 4096})" + tail).find("did you mean \"llama3-8b\"") !=
-        std::string::npos);
+  CHECK(error_of(R"({"model": {"name": "lama3-8b", "seq_len": 4096})" + tail)
+            .find("did you mean \"llama3-8b\"") != std::string::npos);
 }
 
 TEST_CASE("dp is derived as num_gpus / (tp*pp*cp) when omitted", "[sim][scenario]") {
@@ -104,7 +104,8 @@ TEST_CASE("each layout rule gives its own field and reason", "[sim][scenario][er
   CHECK(error_of(base + R"({"tp": 8, "ep": 2}})").find("needs a mixture-of-experts") != std::string::npos);
   CHECK(error_of(base + R"({"tp": 8, "expert_tp": 8}})").find("expert_tp > 1 needs a mixture-of-experts") !=
         std::string::npos);
-  const std::string moe = R"({"model": "mixtral-8x7b", "cluster": {"gpu": "h100-sxm", "num_gpus": 16}, "layout": )";
+  const std::string moe =
+      R"({"model": "mixtral-8x7b", "cluster": {"gpu": "h100-sxm", "num_gpus": 16}, "layout": )";
   CHECK(error_of(moe + R"({"tp": 4, "dp": 4, "ep": 8}})").find("must divide tp*cp*dp") != std::string::npos);
   CHECK(error_of(moe + R"({"tp": 4, "dp": 4, "ep": 2, "expert_tp": 2}})").find("must be 1 or tp") !=
         std::string::npos);

@@ -45,9 +45,9 @@ TEST_CASE("representative ranks give the full simulation's step time on symmetri
 
 TEST_CASE("representative ranks give the full simulation's step time on MoE layouts", "[sim][step][moe]") {
   // EP inside a node, EP across nodes (expert_tp = 1 with tp 2), expert DP > 1 in both.
-  const auto layout = GENERATE(
-      std::string(R"("tp": 1, "pp": 2, "dp": 8, "ep": 4, "global_batch": 16)"),
-      std::string(R"("tp": 2, "pp": 1, "dp": 8, "ep": 8, "expert_tp": 1, "global_batch": 16)"));
+  const auto layout =
+      GENERATE(std::string(R"("tp": 1, "pp": 2, "dp": 8, "ep": 4, "global_batch": 16)"),
+               std::string(R"("tp": 2, "pp": 1, "dp": 8, "ep": 8, "expert_tp": 1, "global_batch": 16)"));
   const Scenario sc = scenario("mixtral-8x7b", "h100-sxm", 16, layout);
   const double rep = step_s(sc, SimulationScope::representatives);
   const double full = step_s(sc, SimulationScope::full);
@@ -118,7 +118,7 @@ TEST_CASE("the analytic estimate and the event simulation agree within 5% on unc
       Case{"llama3-70b", 1024, R"("tp": 8, "pp": 4, "dp": 32, "virtual_stages": 5, "global_batch": 512,
           "zero_stage": 1, "recompute": "selective")"},  // examples/llama3-70b-h100.json
       Case{"mixtral-8x7b", 64, R"("tp": 1, "pp": 4, "dp": 16, "ep": 8, "virtual_stages": 8,
-          "global_batch": 256, "zero_stage": 1)"},  // MoE, EP inside a node (Megatron-Core's mapping)
+          "global_batch": 256, "zero_stage": 1)"},       // MoE, EP inside a node (Megatron-Core's mapping)
       Case{"deepseek-v3", 1024, R"("tp": 1, "pp": 8, "dp": 128, "ep": 64, "pipeline_split": "balanced",
           "global_batch": 8192, "precision": "fp8", "recompute": "selective")"});  // MLA, EP over 8 nodes
   const Scenario sc = scenario(c.model, "h100-sxm", c.gpus, c.layout);
@@ -208,7 +208,8 @@ TEST_CASE("a degraded NIC slows the data-parallel traffic that crosses it", "[si
   CHECK(simulate(sc, o).report.step_time_s == Approx(base));
 }
 
-TEST_CASE("FSDP backward prefetch: BACKWARD_POST exposes the re-gathers that BACKWARD_PRE hides", "[sim][step]") {
+TEST_CASE("FSDP backward prefetch: BACKWARD_POST exposes the re-gathers that BACKWARD_PRE hides",
+          "[sim][step]") {
   // ZeRO-3 over two nodes on a slowed network, so each layer's all-gather is a sizeable share
   // of its backward.
   Scenario sc = scenario("llama3-8b", "h100-sxm", 16, R"("tp": 1, "pp": 1, "dp": 16, "global_batch": 16,
@@ -251,14 +252,20 @@ TEST_CASE("attention runs in the training precision: fp32 at 128K tokens stays b
   CHECK(event.mfu > 0.05);
 }
 
-TEST_CASE("every headline number of both fidelities explains itself, with the value it explains", "[sim][step]") {
-  const Scenario sc = scenario("llama3-8b", "h100-sxm", 16, R"("tp": 2, "pp": 2, "dp": 4, "global_batch": 32)");
+TEST_CASE("every headline number of both fidelities explains itself, with the value it explains",
+          "[sim][step]") {
+  const Scenario sc =
+      scenario("llama3-8b", "h100-sxm", 16, R"("tp": 2, "pp": 2, "dp": 4, "global_batch": 32)");
   const Report event = simulate(sc, SimulateOptions{}).report;
   const Report analytic = estimate(sc);
   const std::vector<std::pair<std::string, double Report::*>> top = {
-      {"step_time_s", &Report::step_time_s}, {"tokens_per_s", &Report::tokens_per_s},
-      {"tflops_per_gpu", &Report::tflops_per_gpu}, {"mfu", &Report::mfu}, {"hfu", &Report::hfu},
-      {"flops_per_step", &Report::flops_per_step}, {"model.params", &Report::params}};
+      {"step_time_s", &Report::step_time_s},
+      {"tokens_per_s", &Report::tokens_per_s},
+      {"tflops_per_gpu", &Report::tflops_per_gpu},
+      {"mfu", &Report::mfu},
+      {"hfu", &Report::hfu},
+      {"flops_per_step", &Report::flops_per_step},
+      {"model.params", &Report::params}};
   for (const Report* r : {&event, &analytic}) {
     INFO(r->fidelity);
     auto find = [&](const std::string& key) -> const Explained* {
@@ -274,10 +281,10 @@ TEST_CASE("every headline number of both fidelities explains itself, with the va
       CHECK_FALSE(e->formula.empty());
       CHECK_FALSE(e->inputs.empty());
     }
-    for (const char* key : {"breakdown.compute_s", "breakdown.exposed_comm_s", "breakdown.bubble_s",
-                            "memory.weights", "memory.grads", "memory.optimizer", "memory.activations",
-                            "memory.peak_bytes_per_gpu", "run.tokens", "run.goodput", "run.days", "run.gpu_hours",
-                            "run.cost_usd", "run.energy_kwh"}) {
+    for (const char* key :
+         {"breakdown.compute_s", "breakdown.exposed_comm_s", "breakdown.bubble_s", "memory.weights",
+          "memory.grads", "memory.optimizer", "memory.activations", "memory.peak_bytes_per_gpu", "run.tokens",
+          "run.goodput", "run.days", "run.gpu_hours", "run.cost_usd", "run.energy_kwh"}) {
       INFO(key);
       CHECK(find(key) != nullptr);
     }

@@ -140,7 +140,8 @@ TEST_CASE("1F1B and interleaved schedules: order and warm-up as in Megatron", "[
   CHECK((!il[11].forward && il[11].chunk == 1 && il[11].micro_batch == 0));
 }
 
-TEST_CASE("pipeline schedules complete; the interleaved one not for every micro-batch count", "[sim][workload]") {
+TEST_CASE("pipeline schedules complete; the interleaved one not for every micro-batch count",
+          "[sim][workload]") {
   using detail::schedule_completes;
   for (int64_t pp = 2; pp <= 8; ++pp)
     for (int64_t m = pp; m <= 3 * pp + 1; ++m) {
@@ -187,14 +188,16 @@ TEST_CASE("bad layouts are refused with the reason, doubtful ones warned about",
   Scenario il = parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 4},
       "layout": {"tp": 1, "pp": 4, "dp": 1, "virtual_stages": 4, "global_batch": 5}})");
   CHECK_THROWS_WITH(build_workload(il, cm), Catch::Contains("layout.global_batch") &&
-                                                Catch::Contains("cannot complete") && Catch::Contains("global_batch 8"));
+                                                Catch::Contains("cannot complete") &&
+                                                Catch::Contains("global_batch 8"));
   il.layout.virtual_stages = 2;
   CHECK_NOTHROW(build_workload(il, cm));
 }
 
 TEST_CASE("TP comm overlap: every sequence-parallel all-gather runs beside the GEMM after it",
           "[sim][workload]") {
-  const Scenario sc = parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
+  const Scenario sc =
+      parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
       "layout": {"tp": 8, "pp": 1, "dp": 1, "global_batch": 2, "sequence_parallel": true}})");
   const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
   // TP all-gathers whose next compute op (the GEMM that consumes them: qkv/fc1 forward,
@@ -227,8 +230,9 @@ TEST_CASE("TP comm overlap: every sequence-parallel all-gather runs beside the G
   CHECK(all_gathers_blocking_next_op(TpCommOverlap::full) == 0);
 }
 
-TEST_CASE("MoE layers: FLOPs equal Megatron's top_k count, every task runs, 4 all-to-alls a layer (6 recomputed)",
-          "[sim][workload][moe]") {
+TEST_CASE(
+    "MoE layers: FLOPs equal Megatron's top_k count, every task runs, 4 all-to-alls a layer (6 recomputed)",
+    "[sim][workload][moe]") {
   // Mixtral 8x7B (8 experts, top-2) on 16 GPUs: EP 8 over the data-parallel ranks, with expert
   // TP equal to TP and with expert TP 1 (Megatron-Core's two expert decompositions).
   const auto layout = GENERATE(std::string(R"("tp": 1, "pp": 2, "dp": 8, "ep": 8, "global_batch": 16)"),
@@ -237,7 +241,8 @@ TEST_CASE("MoE layers: FLOPs equal Megatron's top_k count, every task runs, 4 al
                                               "global_batch": 16, "recompute": "full")"));
   const Scenario sc = parse_scenario_text(
       R"({"model": {"name": "mixtral-8x7b", "seq_len": 4096}, "cluster": {"gpu": "h100-sxm", "num_gpus": 16},
-      "layout": {)" + layout + "}}");
+      "layout": {)" +
+      layout + "}}");
   const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
   const Workload w = build_workload(sc, cm);
   CHECK(w.model_flops_per_step == Approx(megatron_flops(sc)).epsilon(1e-9));
@@ -258,7 +263,8 @@ TEST_CASE("MoE layers: FLOPs equal Megatron's top_k count, every task runs, 4 al
     if (t.op == OpName::dp_grad_reduce && t.group == GroupKind::edp) ++expert_grad_reduces;
   }
   CHECK(a2a == 2 * passes * layer_runs);
-  CHECK((expert_grad_reduces > 0) == (sc.layout.expert_dp() > 1));  // none when each rank holds its own experts
+  CHECK((expert_grad_reduces > 0) ==
+        (sc.layout.expert_dp() > 1));  // none when each rank holds its own experts
   // Experts: 8 per layer, split over ep·expert_tp ranks; they shard over the expert-DP group.
   const double per_expert = 3.0 * 4096 * 14336;
   const double stage_layers = double(p.layers.size());
@@ -273,7 +279,8 @@ TEST_CASE("MLA layers: FLOPs equal Megatron's count with the latent projections,
                                std::string(R"("tp": 2, "pp": 1, "dp": 8, "ep": 8, "expert_tp": 1,
                                               "global_batch": 8, "recompute": "full")"));
   const Scenario sc = parse_scenario_text(
-      R"({"model": "deepseek-v3", "cluster": {"gpu": "h100-sxm", "num_gpus": 16}, "layout": {)" + layout + "}}");
+      R"({"model": "deepseek-v3", "cluster": {"gpu": "h100-sxm", "num_gpus": 16}, "layout": {)" + layout +
+      "}}");
   const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
   const Workload w = build_workload(sc, cm);
   CHECK(w.model_flops_per_step == Approx(megatron_flops(sc)).epsilon(1e-9));
@@ -301,7 +308,8 @@ TEST_CASE("MoE layouts the event simulation cannot run are refused with the reas
     }
     return std::string();
   };
-  CHECK_THAT(error_of(R"({"tp": 1, "dp": 16, "ep": 8, "zero_stage": 3})"), Catch::Contains("layout.zero_stage"));
+  CHECK_THAT(error_of(R"({"tp": 1, "dp": 16, "ep": 8, "zero_stage": 3})"),
+             Catch::Contains("layout.zero_stage"));
   CHECK_THAT(error_of(R"({"tp": 2, "dp": 8, "ep": 8, "sequence_parallel": false})"),
              Catch::Contains("needs sequence_parallel"));
   CHECK(error_of(R"({"tp": 2, "dp": 8, "ep": 8, "expert_tp": 1})").empty());

@@ -157,8 +157,8 @@ Zero3Transients zero3_transients(const Layout& layout, const ParamCounts& counts
 struct StageMemory {
   int64_t stage = 0;
   StageParams params;
-  ModelStateBytes states;       // sharded states, plus ZeRO-3's unsharded copies below
-  double fsdp_gathered_bytes = 0;  // ZeRO-3: gathered 16-bit parameters (in states.weights)
+  ModelStateBytes states;                // sharded states, plus ZeRO-3's unsharded copies below
+  double fsdp_gathered_bytes = 0;        // ZeRO-3: gathered 16-bit parameters (in states.weights)
   double fsdp_unsharded_grad_bytes = 0;  // ZeRO-3: one unit's full gradient (in states.grads)
   double in_flight_microbatches = 0;
   double layer_activation_bytes = 0;        // one layer, one micro-batch

@@ -34,18 +34,18 @@ struct BreakdownReport {
   double backward_s = 0;
   double recompute_s = 0;
   double optimizer_s = 0;
-  double tp_comm_s = 0;  // totals per step (exposed or not)
-  double pp_comm_s = 0;  // messages sent and received
-  double dp_comm_s = 0;   // incl. expert gradients over the expert-data-parallel group
-  double cp_comm_s = 0;   // context-parallel K/V exchange
-  double ep_comm_s = 0;   // MoE token dispatch/combine all-to-alls
+  double tp_comm_s = 0;       // totals per step (exposed or not)
+  double pp_comm_s = 0;       // messages sent and received
+  double dp_comm_s = 0;       // incl. expert gradients over the expert-data-parallel group
+  double cp_comm_s = 0;       // context-parallel K/V exchange
+  double ep_comm_s = 0;       // MoE token dispatch/combine all-to-alls
   double exposed_comm_s = 0;  // communication not hidden behind compute: the sum of
   double tp_exposed_s = 0;    // the compute stream waiting for each group's traffic
   double pp_exposed_s = 0;
   double dp_exposed_s = 0;
   double cp_exposed_s = 0;
   double ep_exposed_s = 0;
-  double bubble_s = 0;        // pipeline fill/drain idle time
+  double bubble_s = 0;  // pipeline fill/drain idle time
 };
 
 struct RunReport {
