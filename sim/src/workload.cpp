@@ -1,6 +1,7 @@
 // The workload builder: Scenario → one task program per pipeline stage. See workload.hpp for
-// what the programs contain; layer ops are in workload_builder.cpp, this file holds the
-// pipeline schedule, the step structure (buckets, ZeRO, optimizer) and the checks.
+// what the programs contain. This file holds the pipeline schedules, the layer splits, the
+// layout checks and the assembly of the stages; each stage's program is built by StageBuilder
+// (the layers' ops in workload_builder.cpp, the step around them in workload_builder_step.cpp).
 #include "simrun/sim/workload.hpp"
 
 #include <fmt/format.h>

@@ -1,0 +1,325 @@
+// One stage's program, part 2: the step around the layers (workload_builder.cpp holds the
+// layers' ops) — data-parallel gradient buckets and ZeRO/FSDP parameter gathers, the
+// optimizer step, pipeline messages, and the schedule's slots expanded in order.
+#include <algorithm>
+#include <cmath>
+
+#include "simrun/common/error.hpp"
+#include "workload_builder.hpp"
+
+namespace simrun::detail {
+
+// ---------------------------------------------------------------------------------------------
+// Data parallelism: gradient buckets (ZeRO 0–2), FSDP units (ZeRO-3)
+
+namespace {
+
+double d(int64_t v) { return static_cast<double>(v); }
+
+// The group a kind of gradient is reduced over, and its size.
+std::pair<GroupKind, int64_t> bucket_group(const StageBuilder::Shared& s, bool expert) {
+  return expert ? std::pair{GroupKind::edp, s.expert_dp_size} : std::pair{s.dp_group, s.dp_size};
+}
+
+}  // namespace
+
+void StageBuilder::plan_grad_buckets() {
+  // Megatron-Core's DDP (distributed_data_parallel.py, param_and_grad_buffer.py): each model
+  // chunk is its own DDP instance whose buffer is cut into buckets of at least
+  // max(40M, 1M·dp) parameters, taken in reverse parameter order (the order backward produces
+  // gradients); from the second chunk on one bucket each (one_bucket_after_first_chunk).
+  const Shared& s = m_s;
+  const double limit = std::max(s.opt.bucket_params_min, s.opt.bucket_params_per_dp * d(s.dp_size));
+  for (int kind : {kDenseParams, kExpertParams}) {
+    const bool dense = kind == kDenseParams;
+    if (bucket_group(s, !dense).second <= 1) continue;
+    for (int64_t c = s.v - 1; c >= 0; --c) {
+      const bool bucketed = c == 0 || !s.opt.one_bucket_after_first_chunk;
+      GradBucket open{kind, 0, {}, 0};
+      auto close = [&] {
+        if (open.params <= 0) return;
+        open.pending = open.layers.size();
+        for (int32_t layer : open.layers)
+          m_bucket_of_layer[static_cast<size_t>(kind)][layer] = m_grad_buckets.size();
+        m_grad_buckets.push_back(std::move(open));
+        open = GradBucket{kind, 0, {}, 0};
+      };
+      auto add_params = [&](double params, int32_t layer) {
+        if (params <= 0) return;
+        open.params += params;
+        open.layers.push_back(layer);
+        if (bucketed && open.params >= limit) close();
+      };
+      const int64_t vs = c * s.pp + m_stage;
+      if (dense && vs == s.pp * s.v - 1) add_params(s.output_params_local, -2);
+      const size_t idx = static_cast<size_t>(m_stage * s.v + c);
+      for (int64_t i = s.layers_per_chunk[idx] - 1; i >= 0; --i) {
+        const int64_t layer = s.first_layer[idx] + i;
+        add_params(dense ? s.layer_dense_params(layer) : s.layer_expert_params(layer),
+                   static_cast<int32_t>(layer));
+      }
+      if (dense && vs == 0) add_params(s.embedding_params_local, -1);
+      close();
+    }
+  }
+}
+
+void StageBuilder::grads_ready(int kind, int32_t layer) {
+  const auto& of_layer = m_bucket_of_layer[static_cast<size_t>(kind)];
+  const auto it = of_layer.find(layer);
+  if (it == of_layer.end()) return;  // nothing to reduce: no parameters of this kind, or no group
+  GradBucket& b = m_grad_buckets[it->second];
+  SIMRUN_ASSERT(b.pending > 0, "a layer's gradients finished twice");
+  if (--b.pending == 0) {
+    m_buckets_ready.push_back(it->second);
+    if (m_s.opt.grad_reduce == GradReduceOverlap::bucketed) reduce_bucket(it->second);
+  }
+}
+
+void StageBuilder::reduce_bucket(size_t bucket) {
+  const Shared& s = m_s;
+  const GradBucket& b = m_grad_buckets[bucket];
+  const bool zero = s.sc.layout.zero_stage >= 1;
+  const int32_t saved = m_layer;
+  m_layer = b.layers.back();
+  m_grad_reduces.push_back(collective(Stream::dp_grad, OpName::dp_grad_reduce,
+                                      zero ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce,
+                                      bucket_group(s, b.kind == kExpertParams).first,
+                                      b.params * s.opt.grad_reduce_bytes, Phase::comm, {m_last_compute}));
+  m_layer = saved;
+}
+
+void StageBuilder::gather_params_before_first_use() {
+  // The previous step's parameter all-gathers run in this step's first forward, issued in the
+  // order of first use (embedding first, the output layer last); each layer's first forward
+  // op waits for its buckets' gathers.
+  const Shared& s = m_s;
+  auto first_use = [](const GradBucket& b) {
+    const int32_t layer = b.layers.back();
+    return layer == -1 ? int64_t{-1} : layer == -2 ? int64_t{1} << 40 : int64_t{layer};
+  };
+  std::vector<size_t> order(m_grad_buckets.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return first_use(m_grad_buckets[a]) < first_use(m_grad_buckets[b]);
+  });
+  m_mb = -1;
+  for (size_t i : order) {
+    const GradBucket& b = m_grad_buckets[i];
+    m_layer = b.layers.back();
+    const uint32_t task =
+        collective(Stream::dp_param, OpName::dp_param_gather, CollectiveOp::all_gather,
+                   bucket_group(s, b.kind == kExpertParams).first, b.params * s.elem, Phase::comm, {});
+    for (int32_t layer : b.layers) m_param_gather_of_layer[layer].push_back(task);
+  }
+  m_layer = -1;
+}
+
+void StageBuilder::fsdp_gather(int32_t unit, bool backward) {
+  const Shared& s = m_s;
+  if (s.dp_size <= 1) return;
+  const Layout& l = s.sc.layout;
+  // With pp > 1 (torchtitan FSDP+PP) parameters stay gathered across micro-batches.
+  if (l.pp > 1 && (backward || m_mb != 0)) return;
+  m_wait.push_back(issue_fsdp_gather(unit, backward));
+}
+
+uint32_t StageBuilder::issue_fsdp_gather(int32_t unit, bool backward) {
+  const Shared& s = m_s;
+  const double params = unit >= 0    ? s.layer_params(unit)
+                        : unit == -1 ? s.embedding_params_local
+                                     : s.output_params_local;
+  // Prefetch window. Forward: this gather may start once the unit `fsdp_prefetch_layers` before
+  // it has started computing (the rate limiter of limit_all_gathers). Backward: once the unit
+  // `fsdp_prefetch_layers` after it has started its backward (BACKWARD_PRE) or computed its
+  // gradients (BACKWARD_POST).
+  std::vector<uint32_t> deps;
+  if (unit >= 0) {
+    const int32_t prev = backward ? unit + s.opt.fsdp_prefetch_layers : unit - s.opt.fsdp_prefetch_layers;
+    const std::map<int32_t, uint32_t>& trigger =
+        !backward                                                               ? m_first_op_of_layer
+        : s.opt.fsdp_backward_prefetch == FsdpBackwardPrefetch::before_backward ? m_backward_start_of_layer
+                                                                                : m_gradients_done_of_layer;
+    const auto it = trigger.find(prev);
+    if (it != trigger.end()) deps.push_back(it->second);
+  }
+  const int32_t saved = m_layer;
+  m_layer = unit;
+  const uint32_t g = collective(Stream::dp_param, OpName::fsdp_gather, CollectiveOp::all_gather, s.dp_group,
+                                params * s.elem, Phase::comm, deps);
+  m_layer = saved;
+  return g;
+}
+
+void StageBuilder::fsdp_reduce(int32_t unit) {
+  const Shared& s = m_s;
+  if (s.dp_size <= 1) return;
+  const double params = unit >= 0    ? s.layer_params(unit)
+                        : unit == -1 ? s.embedding_params_local
+                                     : s.output_params_local;
+  const int32_t saved = m_layer;
+  m_layer = unit;
+  const Stream stream = s.opt.fsdp_one_communicator ? Stream::dp_param : Stream::dp_grad;
+  m_grad_reduces.push_back(collective(stream, OpName::fsdp_reduce, CollectiveOp::reduce_scatter, s.dp_group,
+                                      params * s.opt.grad_reduce_bytes, Phase::comm, {m_last_compute}));
+  m_layer = saved;
+}
+
+void StageBuilder::optimizer() {
+  const Shared& s = m_s;
+  const Layout& l = s.sc.layout;
+  m_mb = -1;
+  m_chunk = 0;
+  m_layer = -1;
+  if (s.opt.grad_reduce == GradReduceOverlap::after_backward)
+    for (size_t bucket : m_buckets_ready) reduce_bucket(bucket);
+  for (uint32_t r : m_grad_reduces) m_wait.push_back(r);
+  // The local shard: dense parameters over the DP group, experts over the expert-DP group.
+  const double dense = m_prog.params - m_prog.expert_params;
+  const double shard =
+      l.zero_stage >= 1 ? dense / d(s.dp_size) + m_prog.expert_params / d(s.expert_dp_size) : m_prog.params;
+  // Bytes per parameter from the framework's optimizer (WorkloadOptions): already counted per
+  // kernel, so no eager factor.
+  OpShape norm;
+  norm.cls = OpClass::memory;
+  norm.bytes = shard * s.opt.grad_clip_bytes_per_param;
+  compute(OpName::grad_norm, Phase::optimizer, norm, 0);
+  OpShape adam = norm;
+  adam.bytes = shard * s.opt.adam_bytes_per_param;
+  compute(OpName::optimizer, Phase::optimizer, adam, 0);
+  if (s.opt.step_overhead_s > 0) {
+    Task t;
+    t.kind = TaskKind::compute;
+    t.stream = Stream::compute;
+    t.phase = Phase::optimizer;
+    t.op = OpName::step_overhead;
+    t.duration = TimeNs::from_seconds(s.opt.step_overhead_s);
+    m_last_compute = add(t, m_wait);
+    m_wait.clear();
+  }
+  if (l.zero_stage >= 1 && l.zero_stage <= 2 && s.opt.param_gather == ParamGatherOverlap::after_optimizer)
+    for (size_t bucket : m_buckets_ready) {
+      const GradBucket& b = m_grad_buckets[bucket];
+      collective(Stream::dp_param, OpName::dp_param_gather, CollectiveOp::all_gather,
+                 bucket_group(s, b.kind == kExpertParams).first, b.params * s.elem, Phase::comm,
+                 {m_last_compute});
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Slots
+
+Task StageBuilder::pp_message(TaskKind kind, Stream stream, OpName op, int64_t peer_vs, double bytes) const {
+  Task t;
+  t.kind = kind;
+  t.stream = stream;
+  t.phase = Phase::comm;
+  t.op = op;
+  t.coll = CollectiveOp::send_recv;
+  t.group = GroupKind::pp;
+  t.comm_bytes = bytes;
+  t.peer_stage = static_cast<int32_t>(peer_vs % m_s.pp);
+  return t;
+}
+
+void StageBuilder::pp_recv(OpName op, int64_t peer_vs, double bytes, bool forward, int64_t mb,
+                           int64_t chunk) {
+  const uint32_t r = add(pp_message(TaskKind::recv, Stream::pp_recv, op, peer_vs, bytes), {});
+  recv_index[{forward, mb, chunk}] = r;
+  m_wait.push_back(r);
+}
+
+void StageBuilder::pp_send(OpName op, int64_t peer_vs, double bytes, bool forward, int64_t mb) {
+  const uint32_t snd = add(pp_message(TaskKind::send, Stream::pp_send, op, peer_vs, bytes), {m_last_compute});
+  sends.push_back({snd, peer_vs % m_s.pp, forward, mb, peer_vs / m_s.pp});
+  if (m_blocking_send) m_wait.push_back(snd);
+}
+
+void StageBuilder::forward_slot(int64_t mb, int64_t chunk) {
+  const Shared& s = m_s;
+  m_mb = static_cast<int32_t>(mb);
+  m_chunk = static_cast<int16_t>(chunk);
+  const int64_t vs = chunk * s.pp + m_stage;
+  const int64_t last_vs = s.pp * s.v - 1;
+  const double msg = s.T * s.h * s.elem / d(s.tp);  // Megatron scatter-gather: 1/t of the activation each
+  if (vs > 0) {
+    pp_recv(OpName::pp_act, vs - 1, msg, true, mb, chunk);
+  } else {
+    embedding_forward();
+  }
+  const size_t idx = static_cast<size_t>(m_stage * s.v + chunk);
+  for (int64_t i = 0; i < s.layers_per_chunk[idx]; ++i)
+    layer_forward(static_cast<int32_t>(s.first_layer[idx] + i), Phase::forward, mb == s.m - 1);
+  if (vs == last_vs) {
+    head_forward();
+  } else {
+    pp_send(OpName::pp_act, vs + 1, msg, true, mb);
+  }
+  m_in_flight_chunks += 1;
+  m_in_flight_layers += s.layers_per_chunk[idx];
+  m_prog.max_in_flight_chunks = std::max(m_prog.max_in_flight_chunks, m_in_flight_chunks);
+  m_prog.max_in_flight_micro_batches = std::max(m_prog.max_in_flight_micro_batches, m_in_flight_layers);
+}
+
+void StageBuilder::backward_slot(int64_t mb, int64_t chunk) {
+  const Shared& s = m_s;
+  m_mb = static_cast<int32_t>(mb);
+  m_chunk = static_cast<int16_t>(chunk);
+  const int64_t vs = chunk * s.pp + m_stage;
+  const int64_t last_vs = s.pp * s.v - 1;
+  const double msg = s.T * s.h * s.elem / d(s.tp);
+  if (vs < last_vs) {
+    pp_recv(OpName::pp_grad, vs + 1, msg, false, mb, chunk);
+  } else {
+    head_backward();
+  }
+  const size_t idx = static_cast<size_t>(m_stage * s.v + chunk);
+  for (int64_t i = s.layers_per_chunk[idx] - 1; i >= 0; --i)
+    layer_backward(static_cast<int32_t>(s.first_layer[idx] + i));
+  if (vs > 0) {
+    pp_send(OpName::pp_grad, vs - 1, msg, false, mb);
+  } else {
+    embedding_backward();
+  }
+  m_in_flight_chunks -= 1;
+  m_in_flight_layers -= s.layers_per_chunk[idx];
+}
+
+void StageBuilder::build(const std::vector<Slot>& slots, PipelineSchedule schedule) {
+  const Shared& s = m_s;
+  const Layout& l = s.sc.layout;
+  m_schedule = schedule;
+  // Megatron's 1F1B waits for each p2p op (batch_isend_irecv + wait); the interleaved schedule
+  // overlaps them with compute (--overlap-p2p-communication).
+  m_blocking_send = schedule != PipelineSchedule::interleaved;
+
+  if (l.zero_stage >= 1 && l.zero_stage <= 2 && s.opt.param_gather == ParamGatherOverlap::next_forward)
+    gather_params_before_first_use();
+
+  for (const Slot& slot : slots) {
+    if (slot.forward)
+      forward_slot(slot.micro_batch, slot.chunk);
+    else
+      backward_slot(slot.micro_batch, slot.chunk);
+  }
+  optimizer();
+  // max_in_flight_micro_batches was tracked in layers; convert to micro-batches of this stage.
+  const double stage_layers = d(static_cast<int64_t>(m_prog.layers.size()));
+  const int64_t in_flight_layers = m_prog.max_in_flight_micro_batches;
+  m_prog.max_in_flight_micro_batches =
+      stage_layers > 0 ? static_cast<int64_t>(std::ceil(d(in_flight_layers) / stage_layers)) : 0;
+  m_prog.max_in_flight_layers = in_flight_layers;
+}
+
+void link_pipeline_messages(std::vector<StageBuilder>& builders) {
+  for (auto& b : builders) {
+    for (const auto& snd : b.sends) {
+      auto& dst = builders[static_cast<size_t>(snd.dst_stage)];
+      const auto it = dst.recv_index.find({snd.forward, snd.micro_batch, snd.dst_chunk});
+      SIMRUN_ASSERT(it != dst.recv_index.end(), "pipeline send without a matching recv");
+      b.program().tasks[snd.task].peer_task = it->second;
+    }
+  }
+}
+
+}  // namespace simrun::detail
