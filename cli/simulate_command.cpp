@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <numeric>
 
 #include "command.hpp"
 #include "simrun/common/error.hpp"
@@ -71,32 +72,33 @@ Straggler parse_straggler(const std::string& text) {
 nlohmann::json stages_json(const SimulationOutput& o) {
   nlohmann::json stages = nlohmann::json::array();
   for (const StageReport& s : o.stages) {
-    stages.push_back({{"stage", s.stage},
-                      {"layers", s.layers},
-                      {"params", s.params},
-                      {"in_flight_micro_batches", s.in_flight_micro_batches},
-                      {"peak_bytes_per_gpu", s.memory.peak_bytes_per_gpu},
-                      {"activations", s.memory.activations},
-                      {"fits", s.memory.fits},
-                      {"finish_s", s.time.finish_s},
-                      {"compute_s", s.time.compute_s()},
-                      {"exposed_comm_s", s.time.exposed_s[0] + s.time.exposed_s[1] + s.time.exposed_s[2] +
-                                             s.time.exposed_s[3] + s.time.exposed_s[4] + s.time.exposed_s[5]},
-                      {"bubble_s", s.time.bubble_s}});
+    stages.push_back(
+        {{"stage", s.stage},
+         {"rank", s.time.rank},
+         {"layers", s.layers},
+         {"params", s.params},
+         {"in_flight_micro_batches", s.in_flight_micro_batches},
+         {"peak_bytes_per_gpu", s.memory.peak_bytes_per_gpu},
+         {"activations", s.memory.activations},
+         {"fits", s.memory.fits},
+         {"finish_s", s.time.finish_s},
+         {"compute_s", s.time.compute_s()},
+         {"exposed_comm_s", std::accumulate(s.time.exposed_s.begin(), s.time.exposed_s.end(), 0.0)},
+         {"bubble_s", s.time.bubble_s}});
   }
   return stages;
 }
 
 void print_stage_table(const SimulationOutput& o, std::ostream& out) {
-  fmt::print(out, "\nper pipeline stage (representative rank)\n");
-  fmt::print(out, "  {:>5} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>11}\n", "stage", "layers", "in-flight",
-             "compute", "exp.comm", "bubble", "finish", "peak mem");
+  fmt::print(out, "\nper pipeline stage (its traced rank that finishes last)\n");
+  fmt::print(out, "  {:>5} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>11}\n", "stage", "rank", "layers",
+             "in-flight", "compute", "exp.comm", "bubble", "finish", "peak mem");
   for (const StageReport& s : o.stages) {
-    double exposed = 0;
-    for (double e : s.time.exposed_s) exposed += e;
-    fmt::print(out, "  {:>5} {:>6} {:>9} {:>8.3f}s {:>8.3f}s {:>8.3f}s {:>8.3f}s {:>7.1f}GiB{}\n", s.stage,
-               s.layers, s.in_flight_micro_batches, s.time.compute_s(), exposed, s.time.bubble_s,
-               s.time.finish_s, s.memory.peak_bytes_per_gpu / kGiB, s.memory.fits ? "" : " !");
+    const double exposed = std::accumulate(s.time.exposed_s.begin(), s.time.exposed_s.end(), 0.0);
+    fmt::print(out, "  {:>5} {:>6} {:>6} {:>9} {:>8.3f}s {:>8.3f}s {:>8.3f}s {:>8.3f}s {:>7.1f}GiB{}\n",
+               s.stage, s.time.rank, s.layers, s.in_flight_micro_batches, s.time.compute_s(), exposed,
+               s.time.bubble_s, s.time.finish_s, s.memory.peak_bytes_per_gpu / kGiB,
+               s.memory.fits ? "" : " !");
   }
   fmt::print(
       out,

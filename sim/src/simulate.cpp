@@ -148,10 +148,13 @@ SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
     sr.in_flight_micro_batches = p.max_in_flight_micro_batches;
     const StageMemory memory = stage_memory(sc, w, p, options.memory);
     sr.memory = memory_report(sc, memory);
+    // The stage's traced rank that finishes last (its representative, unless a straggler or
+    // a slow link under --full holds the stage back).
+    bool found = false;
     for (const RankBreakdown& rb : st.ranks)
-      if (rb.stage == p.stage) {
+      if (rb.stage == p.stage && (!found || rb.finish_s > sr.time.finish_s)) {
         sr.time = rb;
-        break;
+        found = true;
       }
     if (sr.memory.peak_bytes_per_gpu > worst) {
       worst = sr.memory.peak_bytes_per_gpu;

@@ -88,7 +88,9 @@ struct CommCost {
 
 class Executor {
  public:
-  Executor(const Scenario& sc, const Workload& w, const StepSimOptions& opt, const Calibration& cal)
+  // `also_trace`: a rank to trace beyond the representatives, stragglers and slow links.
+  Executor(const Scenario& sc, const Workload& w, const StepSimOptions& opt, const Calibration& cal,
+           int64_t also_trace = -1)
       : m_sc(sc), m_w(w), m_opt(opt), m_layout(sc.layout, sc.cluster.gpus_per_node) {
     const Layout& l = sc.layout;
     m_full = opt.scope == SimulationScope::full;
@@ -156,6 +158,7 @@ class Executor {
       ports[2 * i + 1] = kPortRate * s.bandwidth_fraction;
       trace(s.rank);
     }
+    if (also_trace >= 0) trace(also_trace);
     m_network = std::make_unique<Network>(m_engine, std::move(ports));
     if (opt.timing == CollectiveTiming::nccl_model) {
       const ClusterGraphSpec spec = cluster_graph_spec(sc.cluster);
@@ -190,7 +193,12 @@ class Executor {
                                           std::to_string(r.completed) + " of " + std::to_string(n) +
                                           " tasks: the step deadlocked");
       out.tasks += r.completed;
-      step = std::max(step, r.finish);
+      // The last to finish; a traced one among equals.
+      if (r.finish > step || (r.finish == step && r.traced)) {
+        step = r.finish;
+        out.last_rank = r.rank;
+        out.last_rank_traced = r.traced;
+      }
     }
     out.step_time = step;
     out.warnings = m_warnings;
@@ -226,6 +234,7 @@ class Executor {
     int32_t nccl_active = 0;  // DP/PP/CP/EP comm kernels in flight (SM sharing)
     // Traced ranks only.
     std::vector<TimeNs> start, end;
+    std::vector<TimeNs> arrival;  // --full: when this rank reached each collective (start: all had)
     TimeNs compute_free{0};
     uint32_t last_task = kNoTask;
     RankBreakdown bd;
@@ -243,6 +252,7 @@ class Executor {
     r.traced = true;
     r.start.assign(r.done.size(), TimeNs{0});
     r.end.assign(r.done.size(), TimeNs{0});
+    if (m_full) r.arrival.assign(r.done.size(), TimeNs{0});
     r.bd.rank = r.rank;
     r.bd.stage = r.stage;
   }
@@ -302,6 +312,7 @@ class Executor {
   // starts when the last member of its group arrives.
   void arrive(uint32_t idx, uint32_t t, const Task& task) {
     RankState& r = m_ranks[idx];
+    if (!r.arrival.empty()) r.arrival[t] = m_engine.now();
     if (!m_full) {
       launch_collective(task, t, std::vector<uint32_t>{idx});
       return;
@@ -540,8 +551,30 @@ class Executor {
     } else if (b.kind == TaskKind::compute) {
       r.bd.bubble_s += gap;
     } else {
-      r.bd.exposed_s[static_cast<size_t>(group_index(b.group))] += gap;
+      const double waiting_for_peers = peer_wait(r, blocker, from, to);
+      r.bd.bubble_s += waiting_for_peers;
+      r.bd.exposed_s[static_cast<size_t>(group_index(b.group))] += gap - waiting_for_peers;
     }
+  }
+
+  // Of [from, to), the time the blocker's stream spent waiting for a group's slowest member
+  // (--full only: with representatives every collective starts on arrival). The collectives
+  // queued before the blocker on its stream count too: a bucket that waited on a straggler
+  // delays the ones behind it. That idling is on the slow rank's compute, not on communication.
+  double peer_wait(const RankState& r, uint32_t blocker, TimeNs from, TimeNs to) const {
+    if (r.arrival.empty()) return 0.0;
+    const StageProgram& p = program(r);
+    const auto& queue = m_queues[static_cast<size_t>(r.stage)][static_cast<size_t>(p.tasks[blocker].stream)];
+    double wait = 0;
+    for (auto it = std::upper_bound(queue.begin(), queue.end(), blocker); it != queue.begin();) {
+      const uint32_t k = *--it;
+      if (r.end[k] <= from) break;
+      if (p.tasks[k].kind != TaskKind::collective) continue;
+      const TimeNs lo = std::max(from, r.arrival[k]);
+      const TimeNs hi = std::min(to, r.start[k]);
+      if (hi > lo) wait += (hi - lo).seconds();
+    }
+    return wait;
   }
 
   void finish_breakdown(RankState& r) {
@@ -573,8 +606,13 @@ class Executor {
 
 StepResult simulate_step(const Scenario& scenario, const Workload& workload, const StepSimOptions& options,
                          const Calibration& calibration) {
-  Executor ex(scenario, workload, options, calibration);
-  return ex.run();
+  StepResult out = Executor(scenario, workload, options, calibration).run();
+  // The breakdown describes the rank that finishes last. Under --full with stragglers or slow
+  // links that can be a rank not traced: run again tracing it (the simulation is
+  // deterministic, so the step is the same).
+  if (!out.last_rank_traced) out = Executor(scenario, workload, options, calibration, out.last_rank).run();
+  SIMRUN_ASSERT(out.last_rank_traced, "the rank that finishes last is not traced");
+  return out;
 }
 
 }  // namespace simrun

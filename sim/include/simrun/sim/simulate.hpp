@@ -36,7 +36,7 @@ struct StageReport {
   double params = 0;   // parameters held per GPU (before ZeRO sharding)
   int64_t in_flight_micro_batches = 0;
   MemoryReport memory;
-  RankBreakdown time;  // the stage's representative rank
+  RankBreakdown time;  // the stage's traced rank that finishes last (its representative by default)
 };
 
 struct SimulationOutput {

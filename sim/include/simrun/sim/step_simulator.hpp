@@ -80,7 +80,8 @@ struct RankBreakdown {
   double forward_s = 0, backward_s = 0, recompute_s = 0, optimizer_s = 0;  // compute busy time
   std::array<double, kGroupKindCount> comm_s{};     // total per GroupKind (tp, cp, dp, dp_cp, ep, pp, edp)
   std::array<double, kGroupKindCount> exposed_s{};  // exposed per GroupKind
-  double bubble_s = 0;                // idle waiting for pipeline peers' compute
+  double bubble_s = 0;  // idle waiting for other ranks' compute: pipeline fill and drain, and
+                        // (--full) a collective's slower members
   double compute_s() const { return forward_s + backward_s + recompute_s + optimizer_s; }
 };
 
@@ -94,6 +95,8 @@ struct StepResult {
   TimeNs step_time;                  // slowest simulated rank's finish
   std::vector<RankBreakdown> ranks;  // traced ranks (representatives, plus stragglers in full)
   size_t critical = 0;               // index into `ranks` of the rank that finishes last
+  int64_t last_rank = 0;             // that rank's id
+  bool last_rank_traced = false;     // whether it is in `ranks` (simulate_step makes sure)
   std::vector<TaskSpan> spans;       // record_trace: every task of the traced ranks
   int64_t simulated_ranks = 0;
   uint64_t events = 0;  // engine events processed
