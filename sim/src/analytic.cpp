@@ -378,10 +378,14 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
   b.tp_exposed_s = microbatches * slow.tp_exposed_s;
   b.cp_exposed_s = microbatches * slow.cp_exposed_s;
   b.ep_exposed_s = microbatches * slow.ep_exposed_s;
-  b.pp_exposed_s = out.pp_exposed_s;
+  // The critical path's pipeline hops (out.pp_exposed_s) beyond the messages a stage receives
+  // itself are other stages' sends during fill and drain (fewer micro-batches than stages):
+  // the stage idles on the pipeline there, which the event simulation counts as bubble.
+  b.pp_exposed_s = std::min(out.pp_exposed_s, pp_total_s);
   b.dp_exposed_s = out.dp_exposed_s;
   b.exposed_comm_s = b.tp_exposed_s + b.cp_exposed_s + b.ep_exposed_s + b.pp_exposed_s + b.dp_exposed_s;
-  b.bubble_s = (p - 1.0) / v * (slow.compute_s() + out.mb_exposed_comm_s);
+  b.bubble_s =
+      (p - 1.0) / v * (slow.compute_s() + out.mb_exposed_comm_s) + (out.pp_exposed_s - b.pp_exposed_s);
   out.step_time_s = b.compute_s + b.exposed_comm_s + b.bubble_s;
   return out;
 }

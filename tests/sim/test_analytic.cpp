@@ -201,8 +201,17 @@ TEST_CASE("pipeline bubble is (p−1)/v of a micro-batch, interleaving shrinks i
   s.layout.virtual_stages = 5;
   const StepTimeEstimate five = estimate_step_time(s, f, AnalyticOptions{});
   const StageTime& slow = one.stages[size_t(one.slowest_stage)];
-  CHECK(one.breakdown.bubble_s == Approx(3.0 * (slow.compute_s() + one.mb_exposed_comm_s)));
-  CHECK(five.breakdown.bubble_s == Approx(one.breakdown.bubble_s / 5));
+  // 1F1B: fill and drain take p − 1 micro-batch slots and p − 1 pipeline hops each way; the
+  // stage's own messages stay exposed communication.
+  CHECK(one.breakdown.bubble_s ==
+        Approx(3.0 * (slow.compute_s() + one.mb_exposed_comm_s + 2.0 * one.pp_send_s)));
+  CHECK(one.breakdown.pp_exposed_s == Approx(2.0 * double(one.microbatches) * one.pp_send_s));
+  CHECK(
+      one.step_time_s ==
+      Approx(one.breakdown.compute_s + one.breakdown.exposed_comm_s + one.breakdown.bubble_s).epsilon(1e-12));
+  // Interleaved: (p − 1)/v of the slots; its hops overlap with compute.
+  const StageTime& slow5 = five.stages[size_t(five.slowest_stage)];
+  CHECK(five.breakdown.bubble_s == Approx(3.0 / 5.0 * (slow5.compute_s() + five.mb_exposed_comm_s)));
   // The last stage carries the vocabulary projection: it is the slowest.
   CHECK(one.slowest_stage == 3);
 }

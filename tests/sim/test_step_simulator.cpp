@@ -297,8 +297,8 @@ TEST_CASE("with a straggler the breakdown is the last rank's, and waiting on it 
           "[sim][step]") {
   // Found by metamorphic testing: the breakdown described a rank that did not finish last, and
   // a bucket's wait for the straggler to arrive was charged as exposed DP communication.
-  const Scenario sc =
-      scenario("llama3-8b", "h100-sxm", 8, R"("tp": 2, "pp": 2, "dp": 2, "zero_stage": 0, "global_batch": 16)");
+  const Scenario sc = scenario("llama3-8b", "h100-sxm", 8,
+                               R"("tp": 2, "pp": 2, "dp": 2, "zero_stage": 0, "global_batch": 16)");
   for (const auto& [straggler, slow_link] : {std::pair{true, false}, std::pair{false, true}}) {
     SimulateOptions o;
     o.step.scope = SimulationScope::full;
