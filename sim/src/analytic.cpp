@@ -538,14 +538,17 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
         "breakdown.exposed_comm_s", b.exposed_comm_s, "s",
         "m · (TP + CP + EP exposed per micro-batch) + PP exposed + DP exposed (α-β ring times)",
         fmt::format(
-            "m={}, per-micro-batch={:.4g} s (tp total {:.4g} s/step), pp exposed={:.4g} s (send {:.4g} s), "
-            "dp exposed={:.4g} s of {:.4g} s (grad {:.4g} s, params {:.4g} s)",
-            time.microbatches, time.mb_exposed_comm_s, b.tp_comm_s, time.pp_exposed_s, time.pp_send_s,
-            time.dp_exposed_s, b.dp_comm_s, time.dp_grad_s, time.dp_param_s));
-    explain("breakdown.bubble_s", b.bubble_s, "s",
-            "(pp − 1)/v · (one micro-batch's compute + exposed TP/CP/EP)",
-            fmt::format("pp={}, v={}, per-micro-batch={:.4g} s", l.pp, l.virtual_stages,
-                        time.stages[size_t(time.slowest_stage)].compute_s() + time.mb_exposed_comm_s));
+            "m={}, per-micro-batch={:.4g} s (tp total {:.4g} s/step), pp exposed={:.4g} s of {:.4g} s (send "
+            "{:.4g} s), dp exposed={:.4g} s of {:.4g} s (grad {:.4g} s, params {:.4g} s)",
+            time.microbatches, time.mb_exposed_comm_s, b.tp_comm_s, b.pp_exposed_s, b.pp_comm_s,
+            time.pp_send_s, time.dp_exposed_s, b.dp_comm_s, time.dp_grad_s, time.dp_param_s));
+    explain(
+        "breakdown.bubble_s", b.bubble_s, "s",
+        "(pp − 1)/v · (one micro-batch's compute + exposed TP/CP/EP) + the pipeline hops of fill and drain "
+        "beyond the stage's own messages",
+        fmt::format("pp={}, v={}, per-micro-batch={:.4g} s, hops={:.4g} s", l.pp, l.virtual_stages,
+                    time.stages[size_t(time.slowest_stage)].compute_s() + time.mb_exposed_comm_s,
+                    time.pp_exposed_s - b.pp_exposed_s));
   }
   detail::explain_throughput(sc, flops.per_sequence, options.flop_convention, peak, r);
   detail::explain_memory(sc, memory.stages[size_t(memory.worst_stage)], options.memory, r);
