@@ -193,14 +193,21 @@ class Executor {
                                           std::to_string(r.completed) + " of " + std::to_string(n) +
                                           " tasks: the step deadlocked");
       out.tasks += r.completed;
-      // The last to finish; a traced one among equals.
-      if (r.finish > step || (r.finish == step && r.traced)) {
-        step = r.finish;
-        out.last_rank = r.rank;
-        out.last_rank_traced = r.traced;
-      }
+      step = std::max(step, r.finish);
     }
     out.step_time = step;
+    // The rank that finishes last, preferring a traced one within a microsecond: symmetric
+    // ranks differ by the network's rounding only.
+    TimeNs latest_traced{-1};
+    for (const RankState& r : m_ranks)
+      if (r.traced && r.finish > latest_traced) {
+        latest_traced = r.finish;
+        out.last_rank = r.rank;
+      }
+    out.last_rank_traced = latest_traced.ns >= 0 && (step - latest_traced).ns <= 1000;
+    if (!out.last_rank_traced)
+      for (const RankState& r : m_ranks)
+        if (r.finish == step) out.last_rank = r.rank;
     out.warnings = m_warnings;
     double worst = -1;
     for (size_t i = 0; i < m_ranks.size(); ++i) {
