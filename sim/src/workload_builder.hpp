@@ -155,6 +155,9 @@ class StageBuilder {
   void embedding_backward();
   void head_forward();
   void head_backward();
+  // The group a kind of gradient is reduced over (dense: DP or DP×CP; experts: expert-DP),
+  // and its size.
+  std::pair<GroupKind, int64_t> bucket_group(int kind) const;
   // Megatron DDP's buckets of this stage, fixed before the step (see plan_grad_buckets).
   void plan_grad_buckets();
   // The dense (DP) or expert (EDP) gradients of `layer` are final; a bucket whose last layer

@@ -16,12 +16,12 @@ namespace {
 
 double d(int64_t v) { return static_cast<double>(v); }
 
-// The group a kind of gradient is reduced over, and its size.
-std::pair<GroupKind, int64_t> bucket_group(const StageBuilder::Shared& s, bool expert) {
-  return expert ? std::pair{GroupKind::edp, s.expert_dp_size} : std::pair{s.dp_group, s.dp_size};
-}
-
 }  // namespace
+
+std::pair<GroupKind, int64_t> StageBuilder::bucket_group(int kind) const {
+  return kind == kExpertParams ? std::pair{GroupKind::edp, m_s.expert_dp_size}
+                               : std::pair{m_s.dp_group, m_s.dp_size};
+}
 
 void StageBuilder::plan_grad_buckets() {
   // Megatron-Core's DDP (distributed_data_parallel.py, param_and_grad_buffer.py): each model
@@ -32,7 +32,7 @@ void StageBuilder::plan_grad_buckets() {
   const double limit = std::max(s.opt.bucket_params_min, s.opt.bucket_params_per_dp * d(s.dp_size));
   for (int kind : {kDenseParams, kExpertParams}) {
     const bool dense = kind == kDenseParams;
-    if (bucket_group(s, !dense).second <= 1) continue;
+    if (bucket_group(kind).second <= 1) continue;
     for (int64_t c = s.v - 1; c >= 0; --c) {
       const bool bucketed = c == 0 || !s.opt.one_bucket_after_first_chunk;
       GradBucket open{kind, 0, {}, 0};
@@ -82,10 +82,9 @@ void StageBuilder::reduce_bucket(size_t bucket) {
   const bool zero = s.sc.layout.zero_stage >= 1;
   const int32_t saved = m_layer;
   m_layer = b.layers.back();
-  m_grad_reduces.push_back(collective(Stream::dp_grad, OpName::dp_grad_reduce,
-                                      zero ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce,
-                                      bucket_group(s, b.kind == kExpertParams).first,
-                                      b.params * s.opt.grad_reduce_bytes, Phase::comm, {m_last_compute}));
+  m_grad_reduces.push_back(collective(
+      Stream::dp_grad, OpName::dp_grad_reduce, zero ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce,
+      bucket_group(b.kind).first, b.params * s.opt.grad_reduce_bytes, Phase::comm, {m_last_compute}));
   m_layer = saved;
 }
 
@@ -107,9 +106,8 @@ void StageBuilder::gather_params_before_first_use() {
   for (size_t i : order) {
     const GradBucket& b = m_grad_buckets[i];
     m_layer = b.layers.back();
-    const uint32_t task =
-        collective(Stream::dp_param, OpName::dp_param_gather, CollectiveOp::all_gather,
-                   bucket_group(s, b.kind == kExpertParams).first, b.params * s.elem, Phase::comm, {});
+    const uint32_t task = collective(Stream::dp_param, OpName::dp_param_gather, CollectiveOp::all_gather,
+                                     bucket_group(b.kind).first, b.params * s.elem, Phase::comm, {});
     for (int32_t layer : b.layers) m_param_gather_of_layer[layer].push_back(task);
   }
   m_layer = -1;
@@ -201,8 +199,7 @@ void StageBuilder::optimizer() {
     for (size_t bucket : m_buckets_ready) {
       const GradBucket& b = m_grad_buckets[bucket];
       collective(Stream::dp_param, OpName::dp_param_gather, CollectiveOp::all_gather,
-                 bucket_group(s, b.kind == kExpertParams).first, b.params * s.elem, Phase::comm,
-                 {m_last_compute});
+                 bucket_group(b.kind).first, b.params * s.elem, Phase::comm, {m_last_compute});
     }
 }
 
