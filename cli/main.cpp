@@ -22,8 +22,7 @@ std::filesystem::path data_dir() {
   return SIMRUN_DATA_DIR;
 }
 
-// `simrun X.json ...` and `simrun --validate X.json` are shorthands for subcommands.
-// `simrun SCENARIO` is `simrun simulate SCENARIO`; `--validate` is the validate subcommand.
+// `simrun SCENARIO ...` is `simrun simulate SCENARIO ...`; `--validate` is the validate subcommand.
 std::vector<std::string> normalise_arguments(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) return args;
