@@ -73,7 +73,7 @@ ModelSpec read_model_field(JsonReader& top, const Catalogs& catalogs, const std:
     return spec;
   }
   // {"name": id} without the architecture refers to the catalog: only seq_len may change.
-  const auto& name = raw.find("name");
+  const auto name = raw.find("name");
   if (name != raw.end() && name->is_string() && !raw.contains("layers")) {
     ModelSpec spec = catalogs.models.get(model.string("name"), top.file(), "model.name");
     spec.seq_len = model.integer_or("seq_len", spec.seq_len, 1, kMaxSeqLen);
