@@ -6,12 +6,14 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <ostream>
 #include <stdexcept>
 #include <string>
 
 #include "simrun/sim/report.hpp"
 #include "simrun/sim/scenario_parser.hpp"
+#include "simrun/sim/workload.hpp"
 
 namespace simrun::cli {
 
@@ -49,6 +51,18 @@ struct ScenarioArgs {
 };
 void add_scenario_options(CLI::App& cmd, ScenarioArgs& args);
 Scenario resolve_scenario(const ScenarioArgs& args, const Catalogs& catalogs);
+
+// Framework behaviour the scenario file does not state, shared by estimate and simulate
+// (cli/framework_options.cpp): --schedule, --tp-comm-overlap, --kernels, --selective-recompute.
+struct FrameworkArgs {
+  std::string schedule;  // gpipe | 1f1b | interleaved; empty: from virtual_stages
+  bool tp_comm_overlap = false;
+  std::string kernels;    // fused | eager; empty: fused
+  std::string selective;  // attention | every-other-layer; empty: attention
+};
+void add_framework_options(CLI::App& cmd, FrameworkArgs& args);
+void apply_framework_options(const FrameworkArgs& args, const Scenario& scenario, WorkloadOptions& workload,
+                             std::optional<PipelineSchedule>& schedule);
 
 Command add_estimate_command(CLI::App& root, const CliEnv& env);
 Command add_collective_command(CLI::App& root, const CliEnv& env);

@@ -1,5 +1,6 @@
 // `simrun estimate SCENARIO.json [overrides] [--json|--csv] [--explain] [--require-fit]
-//  [--calibration FILE]`: the closed-form (analytic) model of one layout, over the same workload
+//  [--calibration FILE] [--schedule S] [--tp-comm-overlap] [--kernels K] [--selective-recompute R]`: the
+//  closed-form (analytic) model of one layout, over the same workload
 // ops, compute model and calibration as `simrun simulate`.
 #include <iostream>
 #include <memory>
@@ -17,6 +18,7 @@ struct EstimateArgs {
   bool explain = false;
   bool require_fit = false;
   std::string calibration_file;
+  FrameworkArgs framework;
 };
 
 }  // namespace
@@ -31,12 +33,14 @@ Command add_estimate_command(CLI::App& root, const CliEnv& env) {
   cmd->add_option("--calibration", args->calibration_file,
                   "calibration.json with fitted efficiencies per GPU kind (as simulate applies it)")
       ->check(kFilePath);
+  add_framework_options(*cmd, args->framework);
   return {cmd, [args, env] {
             const Catalogs catalogs = load_catalogs(env.data_dir);
             const Scenario scenario = resolve_scenario(args->scenario, catalogs);
             AnalyticOptions options;
             if (!args->calibration_file.empty())
               options.calibration = Calibration::load(args->calibration_file);
+            apply_framework_options(args->framework, scenario, options.workload, options.schedule);
             const Report report = estimate(scenario, options);
             if (args->require_fit && !report.memory.fits)
               throw InfeasibleError(scenario.file + ": memory: " + memory_shortfall_text(report.memory) +

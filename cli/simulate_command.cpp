@@ -28,12 +28,9 @@ struct SimulateArgs {
   bool require_fit = false;
   bool full = false;
   bool compare_analytic = false;
-  bool tp_comm_overlap = false;
-  std::string kernels;
-  std::string selective;
+  FrameworkArgs framework;
   std::string trace_file;
   std::string calibration_file;
-  std::string schedule;
   std::vector<std::string> stragglers;
   std::vector<std::string> straggler_nodes;
   std::vector<std::string> slow_links;
@@ -134,19 +131,7 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
   cmd->add_flag("--compare-analytic", args->compare_analytic,
                 "Also print the closed-form estimate and the difference");
   cmd->add_flag("--require-fit", args->require_fit, "Exit 3 when the layout does not fit in GPU memory");
-  cmd->add_option("--schedule", args->schedule,
-                  "Pipeline schedule: gpipe | 1f1b | interleaved (default from virtual_stages)")
-      ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}));
-  cmd->add_flag("--tp-comm-overlap", args->tp_comm_overlap,
-                "Overlap TP collectives with their GEMMs (Megatron --tp-comm-overlap / async-TP)");
-  cmd->add_option("--kernels", args->kernels,
-                  "Kernel stack: fused (Transformer Engine / Megatron, default) | eager (PyTorch eager + "
-                  "FlashAttention-2)")
-      ->check(CLI::IsMember({"fused", "eager"}));
-  cmd->add_option("--selective-recompute", args->selective,
-                  "What recompute=selective re-runs: attention (Megatron core_attn, default) | "
-                  "every-other-layer (torchtitan AC)")
-      ->check(CLI::IsMember({"attention", "every-other-layer"}));
+  add_framework_options(*cmd, args->framework);
   return {
       cmd, [args, env] {
         const Catalogs catalogs = load_catalogs(env.data_dir);
@@ -182,19 +167,7 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
         options.step.scope =
             args->full || needs_full ? SimulationScope::full : SimulationScope::representatives;
         options.step.record_trace = !args->trace_file.empty();
-        if (args->tp_comm_overlap) options.workload.tp_overlap = TpCommOverlap::full;
-        if (args->kernels == "eager") options.workload.kernels = KernelStack::eager;
-        if (args->selective == "every-other-layer")
-          options.workload.selective = SelectiveRecompute::every_other_layer;
-        if (args->schedule == "gpipe") options.schedule = PipelineSchedule::gpipe;
-        if (args->schedule == "1f1b") options.schedule = PipelineSchedule::one_f_one_b;
-        if (args->schedule == "interleaved") {
-          if (scenario.layout.virtual_stages < 2)
-            throw InputError(
-                "command line", "--schedule",
-                "interleaved needs virtual_stages >= 2 (set layout.virtual_stages or --virtual-stages)");
-          options.schedule = PipelineSchedule::interleaved;
-        }
+        apply_framework_options(args->framework, scenario, options.workload, options.schedule);
 
         const SimulationOutput out = simulate(scenario, options);
         const Report& report = out.report;

@@ -388,3 +388,19 @@ TEST_CASE("output that cannot be written is an error, not a silent success", "[c
   require_one_line_error(run_simrun("estimate " + example + " --calibration ''"),
                          "--calibration: needs a file path");
 }
+
+TEST_CASE("estimate takes the framework flags simulate takes, and they move it the same way", "[cli]") {
+  const std::string example = quoted(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-70b-h100.json");
+  auto step = [&](const std::string& command, const std::string& flags) {
+    const RunResult r = run_simrun(command + " " + example + " " + flags + " --json");
+    INFO(command << " " << flags << ": " << r.err);
+    REQUIRE(r.exit_code == 0);
+    return nlohmann::json::parse(r.out)["step_time_s"].get<double>();
+  };
+  for (const std::string command : {"estimate", "simulate"}) {
+    const double base = step(command, "");
+    CHECK(step(command, "--tp-comm-overlap") < base);
+    CHECK(step(command, "--kernels eager") > base);
+    CHECK(step(command, "--schedule 1f1b") > base);  // the example interleaves 5 chunks
+  }
+}

@@ -1,0 +1,40 @@
+// The framework-behaviour flags shared by `simrun estimate` and `simrun simulate`: pipeline
+// schedule, TP comm overlap, kernel stack and what selective recompute re-runs (see command.hpp).
+#include "command.hpp"
+#include "simrun/common/error.hpp"
+
+namespace simrun::cli {
+
+void add_framework_options(CLI::App& cmd, FrameworkArgs& args) {
+  cmd.add_option("--schedule", args.schedule,
+                 "Pipeline schedule: gpipe | 1f1b | interleaved (default from virtual_stages)")
+      ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}));
+  cmd.add_flag("--tp-comm-overlap", args.tp_comm_overlap,
+               "Overlap TP collectives with their GEMMs (Megatron --tp-comm-overlap / async-TP)");
+  cmd.add_option("--kernels", args.kernels,
+                 "Kernel stack: fused (Transformer Engine / Megatron, default) | eager (PyTorch eager + "
+                 "FlashAttention-2)")
+      ->check(CLI::IsMember({"fused", "eager"}));
+  cmd.add_option("--selective-recompute", args.selective,
+                 "What recompute=selective re-runs: attention (Megatron core_attn, default) | "
+                 "every-other-layer (torchtitan AC)")
+      ->check(CLI::IsMember({"attention", "every-other-layer"}));
+}
+
+void apply_framework_options(const FrameworkArgs& args, const Scenario& scenario, WorkloadOptions& workload,
+                             std::optional<PipelineSchedule>& schedule) {
+  if (args.tp_comm_overlap) workload.tp_overlap = TpCommOverlap::full;
+  if (args.kernels == "eager") workload.kernels = KernelStack::eager;
+  if (args.selective == "every-other-layer") workload.selective = SelectiveRecompute::every_other_layer;
+  if (args.schedule == "gpipe") schedule = PipelineSchedule::gpipe;
+  if (args.schedule == "1f1b") schedule = PipelineSchedule::one_f_one_b;
+  if (args.schedule == "interleaved") {
+    if (scenario.layout.virtual_stages < 2)
+      throw InputError(
+          "command line", "--schedule",
+          "interleaved needs virtual_stages >= 2 (set layout.virtual_stages or --virtual-stages)");
+    schedule = PipelineSchedule::interleaved;
+  }
+}
+
+}  // namespace simrun::cli
