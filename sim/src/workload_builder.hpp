@@ -124,6 +124,15 @@ class StageBuilder {
   Task pp_message(TaskKind kind, Stream stream, OpName op, int64_t peer_vs, double bytes) const;
   void pp_recv(OpName op, int64_t peer_vs, double bytes, bool forward, int64_t mb, int64_t chunk);
   void pp_send(OpName op, int64_t peer_vs, double bytes, bool forward, int64_t mb);
+  // Where a slot of (micro-batch, chunk) sits: its virtual stage (chunk·pp + stage), the last
+  // one, its index into layers_per_chunk/first_layer, and the bytes of one pipeline message.
+  // Sets the cursor's micro-batch and chunk.
+  struct SlotPlace {
+    int64_t vs = 0, last_vs = 0;
+    size_t idx = 0;
+    double msg = 0;
+  };
+  SlotPlace enter_slot(int64_t mb, int64_t chunk);
   void forward_slot(int64_t mb, int64_t chunk);
   void backward_slot(int64_t mb, int64_t chunk);
   void layer_forward(int32_t layer, Phase phase, bool last_mb_of_step_use);

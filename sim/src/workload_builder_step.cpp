@@ -232,19 +232,26 @@ void StageBuilder::pp_send(OpName op, int64_t peer_vs, double bytes, bool forwar
   if (m_blocking_send) m_wait.push_back(snd);
 }
 
-void StageBuilder::forward_slot(int64_t mb, int64_t chunk) {
+StageBuilder::SlotPlace StageBuilder::enter_slot(int64_t mb, int64_t chunk) {
   const Shared& s = m_s;
   m_mb = static_cast<int32_t>(mb);
   m_chunk = static_cast<int16_t>(chunk);
-  const int64_t vs = chunk * s.pp + m_stage;
-  const int64_t last_vs = s.pp * s.v - 1;
-  const double msg = s.T * s.h * s.elem / d(s.tp);  // Megatron scatter-gather: 1/t of the activation each
+  SlotPlace at;
+  at.vs = chunk * s.pp + m_stage;
+  at.last_vs = s.pp * s.v - 1;
+  at.idx = static_cast<size_t>(m_stage * s.v + chunk);
+  at.msg = s.T * s.h * s.elem / d(s.tp);  // Megatron scatter-gather: 1/t of the activation each
+  return at;
+}
+
+void StageBuilder::forward_slot(int64_t mb, int64_t chunk) {
+  const Shared& s = m_s;
+  const auto [vs, last_vs, idx, msg] = enter_slot(mb, chunk);
   if (vs > 0) {
     pp_recv(OpName::pp_act, vs - 1, msg, true, mb, chunk);
   } else {
     embedding_forward();
   }
-  const size_t idx = static_cast<size_t>(m_stage * s.v + chunk);
   for (int64_t i = 0; i < s.layers_per_chunk[idx]; ++i)
     layer_forward(static_cast<int32_t>(s.first_layer[idx] + i), Phase::forward, mb == s.m - 1);
   if (vs == last_vs) {
@@ -260,17 +267,12 @@ void StageBuilder::forward_slot(int64_t mb, int64_t chunk) {
 
 void StageBuilder::backward_slot(int64_t mb, int64_t chunk) {
   const Shared& s = m_s;
-  m_mb = static_cast<int32_t>(mb);
-  m_chunk = static_cast<int16_t>(chunk);
-  const int64_t vs = chunk * s.pp + m_stage;
-  const int64_t last_vs = s.pp * s.v - 1;
-  const double msg = s.T * s.h * s.elem / d(s.tp);
+  const auto [vs, last_vs, idx, msg] = enter_slot(mb, chunk);
   if (vs < last_vs) {
     pp_recv(OpName::pp_grad, vs + 1, msg, false, mb, chunk);
   } else {
     head_backward();
   }
-  const size_t idx = static_cast<size_t>(m_stage * s.v + chunk);
   for (int64_t i = s.layers_per_chunk[idx] - 1; i >= 0; --i)
     layer_backward(static_cast<int32_t>(s.first_layer[idx] + i));
   if (vs > 0) {
