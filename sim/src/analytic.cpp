@@ -308,6 +308,13 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
   double optimizer_s = 0;
   for (const StageTime& st : out.stages) optimizer_s = std::max(optimizer_s, st.optimizer_s);
   out.mb_exposed_comm_s = mb_exposed(slow);
+  // Fill and drain: the slowest stage waits for one micro-batch's pass through every other stage
+  // (forwards ahead of it, backwards behind it), a 1/v share of each stage per chunk. Equal
+  // stages give Narayanan's (p−1)/v · t; a heavier last stage (logits and loss) waits for the
+  // lighter stages' times, not its own.
+  out.fill_drain_s = 0;
+  for (const StageTime& st : out.stages)
+    if (st.stage != out.slowest_stage) out.fill_drain_s += (st.compute_s() + mb_exposed(st)) / v;
 
   // Pipeline sends: 1/tp of the stage output each (Megatron's scatter-gather, as the workload
   // sends it).
@@ -384,8 +391,7 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
   b.pp_exposed_s = std::min(out.pp_exposed_s, pp_total_s);
   b.dp_exposed_s = out.dp_exposed_s;
   b.exposed_comm_s = b.tp_exposed_s + b.cp_exposed_s + b.ep_exposed_s + b.pp_exposed_s + b.dp_exposed_s;
-  b.bubble_s =
-      (p - 1.0) / v * (slow.compute_s() + out.mb_exposed_comm_s) + (out.pp_exposed_s - b.pp_exposed_s);
+  b.bubble_s = out.fill_drain_s + (out.pp_exposed_s - b.pp_exposed_s);
   out.step_time_s = b.compute_s + b.exposed_comm_s + b.bubble_s;
   return out;
 }
@@ -542,13 +548,12 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
             "{:.4g} s), dp exposed={:.4g} s of {:.4g} s (grad {:.4g} s, params {:.4g} s)",
             time.microbatches, time.mb_exposed_comm_s, b.tp_comm_s, b.pp_exposed_s, b.pp_comm_s,
             time.pp_send_s, time.dp_exposed_s, b.dp_comm_s, time.dp_grad_s, time.dp_param_s));
-    explain(
-        "breakdown.bubble_s", b.bubble_s, "s",
-        "(pp − 1)/v · (one micro-batch's compute + exposed TP/CP/EP) + the pipeline hops of fill and drain "
-        "beyond the stage's own messages",
-        fmt::format("pp={}, v={}, per-micro-batch={:.4g} s, hops={:.4g} s", l.pp, l.virtual_stages,
-                    time.stages[size_t(time.slowest_stage)].compute_s() + time.mb_exposed_comm_s,
-                    time.pp_exposed_s - b.pp_exposed_s));
+    explain("breakdown.bubble_s", b.bubble_s, "s",
+            "Σ over the other pp − 1 stages of (one micro-batch's compute + exposed TP/CP/EP) / v + the "
+            "pipeline hops of fill and drain beyond the stage's own messages",
+            fmt::format("pp={}, v={}, slowest stage={}, fill and drain={:.4g} s, hops={:.4g} s", l.pp,
+                        l.virtual_stages, time.slowest_stage, time.fill_drain_s,
+                        time.pp_exposed_s - b.pp_exposed_s));
   }
   detail::explain_throughput(sc, flops.per_sequence, options.flop_convention, peak, r);
   detail::explain_memory(sc, memory.stages[size_t(memory.worst_stage)], options.memory, r);

@@ -115,6 +115,8 @@ TEST_CASE("the analytic estimate and the event simulation agree within 5% on unc
       Case{"llama3-70b", 128, R"("tp": 8, "pp": 4, "dp": 4, "global_batch": 64, "zero_stage": 1)"},  // 1F1B
       Case{"llama3-8b", 8, R"("tp": 1, "pp": 1, "dp": 8, "global_batch": 64, "zero_stage": 1)"},  // DP only
       Case{"llama3-8b", 8, R"("tp": 4, "pp": 1, "dp": 2, "global_batch": 32, "recompute": "full")"},
+      // Pipeline-bound (4 micro-batches over 8 stages) with a last stage heavier by the logits.
+      Case{"llama3-8b", 8, R"("tp": 1, "pp": 8, "dp": 1, "global_batch": 4, "zero_stage": 1)"},
       Case{"llama3-70b", 1024, R"("tp": 8, "pp": 4, "dp": 32, "virtual_stages": 5, "global_batch": 512,
           "zero_stage": 1, "recompute": "selective")"},  // examples/llama3-70b-h100.json
       Case{"mixtral-8x7b", 64, R"("tp": 1, "pp": 4, "dp": 16, "ep": 8, "virtual_stages": 8,

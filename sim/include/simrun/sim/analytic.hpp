@@ -36,8 +36,11 @@
 //         outlasts that window or the last bucket; ZeRO-3 hides behind all compute but for the
 //         first bucket. Compute that overlaps DP or PP traffic runs overlap_slowdown slower
 //         (NCCL's SMs, as the event simulation charges it), added to forward/backward
-//   bubble_s       = (p−1)/v · (one micro-batch's compute + exposed TP/CP/EP)
-//                    (Narayanan et al. 2021, arXiv:2104.04473 §2.2: bubble (p−1)/(m·v))
+//   bubble_s       = Σ over the other p−1 stages of (one micro-batch's compute + exposed
+//                    TP/CP/EP) / v: the slowest stage waits for the fill ahead of it and the
+//                    drain behind it. Equal stages give (p−1)/v · t (Narayanan et al. 2021,
+//                    arXiv:2104.04473 §2.2: bubble (p−1)/(m·v)); a last stage heavier by the
+//                    logits and loss waits for the lighter stages' times, not (p−1) of its own
 //   step_time_s    = compute_s + exposed_comm_s + bubble_s
 // Models the workload builder does not describe are probed as the nearest one it does: an MoE
 // layer as a dense layer of ffn width top_k·expert_ffn_hidden (+ shared experts), MLA as
@@ -115,6 +118,7 @@ struct StepTimeEstimate {
   double dp_exposed_s = 0;
   double pp_exposed_s = 0;
   double mb_exposed_comm_s = 0;   // TP + CP + EP exposed per micro-batch (slowest stage)
+  double fill_drain_s = 0;        // the slowest stage's wait for the others in fill and drain
   double overlap_slowdown_s = 0;  // compute slowed by overlapping DP/PP traffic, per step
   BreakdownReport breakdown;
   double step_time_s = 0;
