@@ -344,13 +344,22 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
   const double bucket_fraction = std::min(1.0, bucket_params / std::max(1.0, dense_local + expert_local));
   double dp_total_s = 0, grad_overlapped_s = 0, param_overlapped_s = 0;
   if (l.zero_stage >= 3) {
-    // Weights gathered for forward and again for backward, gradients reduce-scattered, per
-    // micro-batch (FSDP / ZeRO-3), prefetched behind compute.
-    out.dp_grad_s = microbatches * grad_s;
-    out.dp_param_s = microbatches * 2.0 * param_s;
+    // FSDP / ZeRO-3, one unit per layer plus the embedding and the head (the workload's units).
+    // pp = 1: weights gathered for forward and again for backward, gradients reduce-scattered,
+    // per micro-batch. pp > 1 (torchtitan: no resharding between micro-batches): once per step.
+    const double passes = l.pp > 1 ? 1.0 : microbatches;
+    out.dp_grad_s = passes * grad_s;
+    out.dp_param_s = passes * (l.pp > 1 ? 1.0 : 2.0) * param_s;
     dp_total_s = out.dp_grad_s + out.dp_param_s;
+    // Prefetch hides the rest behind compute, but not a pass's first two gathers (the embedding
+    // unit's, then the first layer's, which the embedding's short forward cannot cover) nor the
+    // embedding's reduce-scatter after the step's last backward.
+    const double embedding_local = counts.embedding / tp, layer_local = counts.per_layer(m) / tp;
+    const double unhidden =
+        passes * (gather(embedding_local, dp_n, dp_link) + gather(layer_local, dp_n, dp_link)) +
+        reduce(embedding_local, dp_n, dp_link);
     const double window = microbatches * slow.compute_s();
-    out.dp_exposed_s = std::max(dp_total_s - window, param_s * bucket_fraction);
+    out.dp_exposed_s = std::min(dp_total_s, std::max(dp_total_s - window, unhidden));
     grad_overlapped_s = std::max(0.0, dp_total_s - out.dp_exposed_s);
   } else {
     out.dp_grad_s = grad_s;
@@ -488,6 +497,7 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
         "(Megatron's order deadlocks on the last, partial group; the event simulation refuses it): use a "
         "multiple of pp",
         l.num_microbatches(), l.pp, l.virtual_stages));
+  if (l.zero_stage == 3 && l.pp > 1) r.warnings.push_back(kFsdpWithPipelineWarning);
   if (m.layers % l.pp != 0)
     r.warnings.push_back(fmt::format("pp={} does not divide {} layers: stages get {} or {} layers", l.pp,
                                      m.layers, m.layers / l.pp, m.layers / l.pp + 1));

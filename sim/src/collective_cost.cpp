@@ -26,9 +26,17 @@ int64_t members_per_domain(const ClusterSpec& cluster, RankGroup group) {
   return std::clamp<int64_t>(scale_up_domain_size(cluster) / group.stride, 1, group.size);
 }
 
-// One GPU's NIC bandwidth as NCCL rings reach it, divided by the fabric's oversubscription.
+// One GPU's NIC bandwidth as NCCL rings reach it: its share of the node's ports, reached over a
+// PCIe link per GPU–NIC pair as the cluster graph wires it (an NDR port behind an A100's Gen4
+// x16 moves at most the link's 32 GB/s; hardware.md §3 host interfaces), divided by the fabric's
+// oversubscription.
 double nic_share_bytes_per_s(const ClusterSpec& cluster, const EfficiencyDefaults& eff) {
-  return cluster.nic_bytes_per_s_per_gpu() * eff.scale_out_fraction / std::max(1.0, cluster.oversubscription);
+  double share = cluster.nic_bytes_per_s_per_gpu();
+  if (cluster.gpu.pcie_bytes_per_s > 0 && cluster.gpus_per_node > 0) {
+    const double nics_per_gpu = double(cluster.nics_per_node) / double(cluster.gpus_per_node);
+    share = std::min(share, cluster.gpu.pcie_bytes_per_s * std::max(1.0, nics_per_gpu));
+  }
+  return share * eff.scale_out_fraction / std::max(1.0, cluster.oversubscription);
 }
 
 }  // namespace

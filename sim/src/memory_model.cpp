@@ -169,9 +169,19 @@ StageParams stage_params(const ModelSpec& m, const ParamCounts& counts, const La
 }
 
 Zero3Transients zero3_transients(const Layout& layout, const ParamCounts& counts, double stage_params,
-                                 int64_t layers, bool has_embedding, bool has_output, double element_bytes) {
+                                 int64_t layers, bool has_embedding, bool has_output, double element_bytes,
+                                 double grad_bytes) {
   Zero3Transients z;
   if (layout.zero_stage != 3 || layout.dp * layout.cp <= 1 || layers <= 0) return z;
+  if (layout.pp > 1) {
+    // torchtitan's FSDP+PP: the pipeline stage turns resharding after backward and gradient
+    // reduction off for all but the last micro-batch (torch.distributed.pipelining stage.py,
+    // set_reshard_after_backward / set_requires_gradient_sync): the stage's weights stay
+    // gathered for the step and its gradients accumulate unsharded.
+    z.gathered_weights = stage_params * element_bytes;
+    z.unsharded_grads = stage_params * grad_bytes;
+    return z;
+  }
   // The layer computing and the one prefetched are gathered in 16-bit; so is the root unit
   // (embedding, output layer), which PyTorch FSDP does not reshard after forward; the layer
   // being reduce-scattered holds its full gradient (Zhao et al. 2023, arXiv:2304.11277, §3.2–3.3).
@@ -217,7 +227,7 @@ StageMemory stage_memory(const Scenario& sc, const MemoryDefaults& defaults, int
   st.states = {dense.weights + experts.weights, dense.grads + experts.grads,
                dense.optimizer + experts.optimizer};
   const Zero3Transients z3 = zero3_transients(l, counts, params.total(), params.layers, params.has_embedding,
-                                              params.has_output, ac.element_bytes);
+                                              params.has_output, ac.element_bytes, bpp.grads);
   st.fsdp_gathered_bytes = z3.gathered_weights;
   st.fsdp_unsharded_grad_bytes = z3.unsharded_grads;
   st.states.weights += z3.gathered_weights;

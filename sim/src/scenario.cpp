@@ -380,9 +380,6 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& file, cons
                          " (at most 1e6 s per step is simulated: use a smaller model, seq_len or "
                          "global_batch, or more GPUs)");
   }
-  if (s.layout.zero_stage == 3 && s.layout.pp > 1)
-    throw InputError(file, "layout.zero_stage",
-                     "ZeRO-3/FSDP with pp > 1 is not supported (use zero_stage <= 2 with pipelining)");
   return s;
 }
 

@@ -362,10 +362,7 @@ void check_layout(const Scenario& sc, PipelineSchedule schedule, Workload& w) {
     w.warnings.push_back("tp = " + std::to_string(l.tp) + " spans more GPUs than one NVLink domain (" +
                          std::to_string(std::min(sc.cluster.gpu.scale_up_domain, sc.cluster.gpus_per_node)) +
                          "): tensor-parallel collectives cross the inter-node network every layer");
-  if (l.zero_stage == 3 && l.pp > 1)
-    w.warnings.push_back(
-        "ZeRO-3 with pp > 1: Megatron-LM does not support it; simulated as torchtitan FSDP+PP "
-        "(parameters gathered once per step and kept across micro-batches)");
+  if (l.zero_stage == 3 && l.pp > 1) w.warnings.push_back(kFsdpWithPipelineWarning);
   if (l.sequence_parallel && l.tp == 1) w.warnings.push_back("sequence_parallel has no effect with tp = 1");
 }
 

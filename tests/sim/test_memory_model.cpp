@@ -275,6 +275,25 @@ TEST_CASE("ZeRO-3 shards weights, grads and optimizer over dp·cp", "[sim][memor
   CHECK(estimate_memory(s, with_dropout()).stages[0].fsdp_gathered_bytes == 0);
 }
 
+TEST_CASE("ZeRO-3 with pipelining keeps the stage's weights gathered and its gradients unsharded",
+          "[sim][memory_model]") {
+  // torchtitan's FSDP+PP: no resharding and no gradient reduction between micro-batches.
+  Scenario s = test::llama3_70b_1024_h100();
+  s.layout.virtual_stages = 1;
+  s.layout.zero_stage = 3;
+  const MemoryEstimate e = estimate_memory(s, with_dropout());
+  for (const StageMemory& st : e.stages) {
+    INFO("stage " << st.stage);
+    CHECK(st.fsdp_gathered_bytes == Approx(st.params.total() * 2).epsilon(1e-12));        // bf16
+    CHECK(st.fsdp_unsharded_grad_bytes == Approx(st.params.total() * 4).epsilon(1e-12));  // fp32 grads
+  }
+  // Without pipelining only two layers and the root unit are gathered at a time: far less.
+  s.layout.pp = 1;
+  s.layout.dp = 128;
+  const MemoryEstimate flat = estimate_memory(s, with_dropout());
+  CHECK(flat.stages[0].fsdp_gathered_bytes < e.stages[0].fsdp_gathered_bytes);
+}
+
 TEST_CASE("fits: the headline layout fits an H100, 70B on 8 GPUs without sharding does not",
           "[sim][memory_model]") {
   const Scenario headline = test::llama3_70b_1024_h100();

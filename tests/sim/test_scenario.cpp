@@ -111,8 +111,6 @@ TEST_CASE("each layout rule gives its own field and reason", "[sim][scenario][er
         std::string::npos);
   CHECK(error_of(moe + R"({"tp": 4, "dp": 4, "ep": 3}})").find("does not divide the 8 experts") !=
         std::string::npos);
-  CHECK(error_of(base + R"({"tp": 8, "pp": 2, "zero_stage": 3}})").find("layout.zero_stage") !=
-        std::string::npos);
   CHECK(error_of(base + R"({"tp": 8, "recompute": "some"}})").find("none|selective|full") !=
         std::string::npos);
   CHECK(error_of(R"({"model": "llama3-8b", "cluster": {"gpu": "a100-80gb"}, "layout": {"precision": "fp8"}})")

@@ -30,11 +30,12 @@
 //         fill/drain hops: 2(m+p−1) sends; interleaved overlaps them but for 2(p−1)
 //     DP: ZeRO-0 all-reduce of the gradients over dp·cp; ZeRO-1/2 reduce-scatter of gradients
 //         + all-gather of updated weights; ZeRO-3 per micro-batch 2 all-gathers + 1
-//         reduce-scatter (bytes per element as the workload reduces them). Overlap
-//         (WorkloadOptions::grad_reduce, param_gather): gradient reduction hides behind the last
-//         micro-batch's backward and the weight all-gather behind the first forward, except what
-//         outlasts that window or the last bucket; ZeRO-3 hides behind all compute but for the
-//         first bucket. Compute that overlaps DP or PP traffic runs overlap_slowdown slower
+//         reduce-scatter (once per step with pp > 1, torchtitan's FSDP+PP) (bytes per element as
+//         the workload reduces them). Overlap (WorkloadOptions::grad_reduce, param_gather):
+//         gradient reduction hides behind the last micro-batch's backward and the weight
+//         all-gather behind the first forward, except what outlasts that window or the last
+//         bucket; ZeRO-3 hides behind all compute but for each pass's first two units' gathers
+//         (embedding, first layer) and the embedding's last reduce-scatter. Compute that overlaps DP or PP traffic runs overlap_slowdown slower
 //         (NCCL's SMs, as the event simulation charges it), added to forward/backward
 //   bubble_s       = Σ over the other p−1 stages of (one micro-batch's compute + exposed
 //                    TP/CP/EP) / v: the slowest stage waits for the fill ahead of it and the

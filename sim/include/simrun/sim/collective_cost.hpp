@@ -50,8 +50,9 @@ struct RankGroup {
 // e.g. 8 on HGX, 72 on NVL72): the scale-up bandwidth × scale_up_fraction (a full-mesh domain
 // only uses the links to group peers: (n−1)/(domain−1) of it; a PCIe "domain" the PCIe link).
 // Across domains: NCCL runs one ring per NIC, so a ring's bandwidth is the NIC bandwidth of the
-// group members inside one domain, local·nic_bytes_per_s_per_gpu × scale_out_fraction, divided
-// by the fabric oversubscription and capped by the scale-up link (nccl-tests: 8×NDR per node ⇒
+// group members inside one domain, local·nic_bytes_per_s_per_gpu (at most the GPU's PCIe link
+// per NIC, as the cluster graph wires it) × scale_out_fraction, divided by the fabric
+// oversubscription and capped by the scale-up link (nccl-tests: 8×NDR per node ⇒
 // ≈370-385 GB/s busbw, measured-nccl.json h100_ndr_per_nic).
 LinkCost group_link(const ClusterSpec& cluster, RankGroup group, const EfficiencyDefaults& eff);
 

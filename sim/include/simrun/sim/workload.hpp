@@ -263,6 +263,12 @@ struct Workload {
 // Which pipeline schedule a layout runs (explicit choice or from virtual_stages).
 PipelineSchedule default_schedule(const Layout& layout);
 
+// The caveat both fidelities state for ZeRO-3 with pp > 1, which they model as torchtitan runs it.
+inline constexpr const char* kFsdpWithPipelineWarning =
+    "ZeRO-3 with pp > 1: Megatron-LM and DeepSpeed do not support it; modelled as torchtitan's "
+    "FSDP+PP (each stage gathers its weights once per step, keeps them and accumulates unsharded "
+    "gradients across micro-batches, reduce-scatters after the last)";
+
 // Builds the per-stage programs. Throws InputError for layouts that cannot run (reason and
 // the nearest valid choice in the message); adds warnings for ones that run with a caveat.
 Workload build_workload(const Scenario& scenario, const ComputeModel& compute, const WorkloadOptions& options,
