@@ -80,6 +80,14 @@ TEST_CASE("group links: NVLink inside the 8-GPU domain, the NICs across it", "[s
     const LinkCost l = group_link(cluster, {64, 4}, eff);
     CHECK(l.bytes_per_s == Approx(2 * 50e9 * eff.scale_out_fraction));
   }
+  SECTION("a NIC faster than the GPU's PCIe link moves what the link carries, as in the cluster graph") {
+    ClusterSpec a100 = cluster;
+    a100.gpu.pcie_bytes_per_s = 32e9;  // A100: PCIe Gen4 x16 behind an NDR port
+    CHECK(group_link(a100, {32, 8}, eff).bytes_per_s == Approx(32e9 * eff.scale_out_fraction));
+    CHECK(group_link(a100, {64, 4}, eff).bytes_per_s == Approx(2 * 32e9 * eff.scale_out_fraction));
+    a100.nics_per_node = 16;  // two NICs per GPU, a PCIe link to each
+    CHECK(group_link(a100, {32, 8}, eff).bytes_per_s == Approx(64e9 * eff.scale_out_fraction));
+  }
   SECTION("an oversubscribed fabric divides the inter-node bandwidth") {
     ClusterSpec c = cluster;
     c.oversubscription = 2.0;
