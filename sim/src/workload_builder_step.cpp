@@ -262,7 +262,7 @@ void StageBuilder::forward_slot(int64_t mb, int64_t chunk) {
   m_in_flight_chunks += 1;
   m_in_flight_layers += s.layers_per_chunk[idx];
   m_prog.max_in_flight_chunks = std::max(m_prog.max_in_flight_chunks, m_in_flight_chunks);
-  m_prog.max_in_flight_micro_batches = std::max(m_prog.max_in_flight_micro_batches, m_in_flight_layers);
+  m_prog.max_in_flight_layers = std::max(m_prog.max_in_flight_layers, m_in_flight_layers);
 }
 
 void StageBuilder::backward_slot(int64_t mb, int64_t chunk) {
@@ -302,12 +302,10 @@ void StageBuilder::build(const std::vector<Slot>& slots, PipelineSchedule schedu
       backward_slot(slot.micro_batch, slot.chunk);
   }
   optimizer();
-  // max_in_flight_micro_batches was tracked in layers; convert to micro-batches of this stage.
+  // In micro-batches of this stage's full layer count, rounded up.
   const double stage_layers = d(static_cast<int64_t>(m_prog.layers.size()));
-  const int64_t in_flight_layers = m_prog.max_in_flight_micro_batches;
   m_prog.max_in_flight_micro_batches =
-      stage_layers > 0 ? static_cast<int64_t>(std::ceil(d(in_flight_layers) / stage_layers)) : 0;
-  m_prog.max_in_flight_layers = in_flight_layers;
+      stage_layers > 0 ? static_cast<int64_t>(std::ceil(d(m_prog.max_in_flight_layers) / stage_layers)) : 0;
 }
 
 void link_pipeline_messages(std::vector<StageBuilder>& builders) {
