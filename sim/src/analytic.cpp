@@ -256,6 +256,7 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
 
   const ParamCounts counts = count_params(m);
   double dense_local = 0, expert_local = 0;  // the biggest stage's parameters per GPU
+  std::vector<double> stage_dense_local;     // each stage's dense parameters per GPU
   const int64_t first_moe = m.is_moe() ? m.moe->first_dense_layers : m.layers;
   for (int64_t i = 0; i < l.pp; ++i) {
     StageTime st;
@@ -290,11 +291,12 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
       if (t.kind == TaskKind::compute && t.phase == Phase::optimizer) st.optimizer_s += t.duration.seconds();
     if (m.is_moe()) {
       const StageParams sp_params = stage_params(m, counts, l, i);
-      dense_local = std::max(dense_local, sp_params.dense);
+      stage_dense_local.push_back(sp_params.dense);
       expert_local = std::max(expert_local, sp_params.experts);
     } else {
-      dense_local = std::max(dense_local, opt.params);
+      stage_dense_local.push_back(opt.params);
     }
+    dense_local = std::max(dense_local, stage_dense_local.back());
     out.stages.push_back(st);
   }
 
@@ -308,13 +310,6 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
   double optimizer_s = 0;
   for (const StageTime& st : out.stages) optimizer_s = std::max(optimizer_s, st.optimizer_s);
   out.mb_exposed_comm_s = mb_exposed(slow);
-  // Fill and drain: the slowest stage waits for one micro-batch's pass through every other stage
-  // (forwards ahead of it, backwards behind it), a 1/v share of each stage per chunk. Equal
-  // stages give Narayanan's (p−1)/v · t; a heavier last stage (logits and loss) waits for the
-  // lighter stages' times, not its own.
-  out.fill_drain_s = 0;
-  for (const StageTime& st : out.stages)
-    if (st.stage != out.slowest_stage) out.fill_drain_s += (st.compute_s() + mb_exposed(st)) / v;
 
   // Pipeline sends: 1/tp of the stage output each (Megatron's scatter-gather, as the workload
   // sends it).
@@ -338,6 +333,29 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
   auto gather = [&](double params, int64_t n, const LinkCost& lk) {
     return l.zero_stage >= 1 ? ring_all_gather_s(params * e, n, lk) : 0.0;
   };
+
+  // FSDP with pipelining (torchtitan) gathers a stage's weights layer by layer during its first
+  // micro-batch's forward and reduce-scatters its gradients during its last backward, each
+  // prefetched one layer ahead: those passes take the longer of their compute and their DP
+  // traffic, on the stage itself and in the fill and drain the other stages wait for.
+  const bool fsdp_pipeline = l.zero_stage >= 3 && l.pp > 1;
+  auto first_forward_s = [&](const StageTime& st) {
+    const double gathers = fsdp_pipeline ? gather(stage_dense_local[size_t(st.stage)], dp_n, dp_link) : 0.0;
+    return std::max(st.forward_s, gathers);
+  };
+  auto last_backward_s = [&](const StageTime& st) {
+    const double reduces = fsdp_pipeline ? reduce(stage_dense_local[size_t(st.stage)], dp_n, dp_link) : 0.0;
+    return std::max(st.backward_s + st.recompute_s, reduces);
+  };
+  // Fill and drain: the slowest stage waits for one micro-batch's pass through every other stage
+  // (forwards ahead of it, backwards behind it), a 1/v share of each stage per chunk. Equal
+  // stages give Narayanan's (p−1)/v · t; a heavier last stage (logits and loss) waits for the
+  // lighter stages' times, not its own.
+  out.fill_drain_s = 0;
+  for (const StageTime& st : out.stages)
+    if (st.stage != out.slowest_stage)
+      out.fill_drain_s += (first_forward_s(st) + last_backward_s(st) + mb_exposed(st)) / v;
+
   const double grad_s = reduce(dense_local, dp_n, dp_link) + reduce(expert_local, expert_dp, expert_dp_link);
   const double param_s = gather(dense_local, dp_n, dp_link) + gather(expert_local, expert_dp, expert_dp_link);
   const double bucket_params = std::max(wo.bucket_params_min, wo.bucket_params_per_dp * double(dp_n));
@@ -353,13 +371,19 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     dp_total_s = out.dp_grad_s + out.dp_param_s;
     // Prefetch hides the rest behind compute, but not a pass's first two gathers (the embedding
     // unit's, then the first layer's, which the embedding's short forward cannot cover) nor the
-    // embedding's reduce-scatter after the step's last backward.
+    // embedding's reduce-scatter after the step's last backward. With pipelining the traffic
+    // beyond the first forward and the last backward of the stage is exposed (above).
     const double embedding_local = counts.embedding / tp, layer_local = counts.per_layer(m) / tp;
     const double unhidden =
         passes * (gather(embedding_local, dp_n, dp_link) + gather(layer_local, dp_n, dp_link)) +
         reduce(embedding_local, dp_n, dp_link);
     const double window = microbatches * slow.compute_s();
-    out.dp_exposed_s = std::min(dp_total_s, std::max(dp_total_s - window, unhidden));
+    out.dp_exposed_s =
+        fsdp_pipeline ? std::max(first_forward_s(slow) - slow.forward_s, gather(layer_local, dp_n, dp_link)) +
+                            std::max(last_backward_s(slow) - slow.backward_s - slow.recompute_s,
+                                     reduce(layer_local, dp_n, dp_link))
+                      : std::max(dp_total_s - window, unhidden);
+    out.dp_exposed_s = std::min(dp_total_s, out.dp_exposed_s);
     grad_overlapped_s = std::max(0.0, dp_total_s - out.dp_exposed_s);
   } else {
     out.dp_grad_s = grad_s;

@@ -1,0 +1,164 @@
+// analytic_agreement: how closely the closed-form estimate (`simrun estimate`) follows the event
+// simulation (`simrun simulate`) over a fixed, seeded sample of layouts: dense and MoE models,
+// four GPU kinds, 8 to 256 GPUs, every parallel dimension, ZeRO stage, recompute and micro-batch
+// count. Both fidelities run with their shipped defaults. A layout counts as uncongested when
+// its TP and CP groups stay inside a scale-up domain and the event simulation exposes at most
+// 10% of the step as communication: there the two should agree within 5% (issue 4); the rest is
+// printed for information. Prints the counts, the distribution of (event − analytic)/analytic,
+// and the layouts that disagree most, each as a command line that reproduces it.
+//
+//   build/bench/analytic_agreement [--samples N] [--seed S] [--worst K]
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "simrun/common/error.hpp"
+#include "simrun/sim/analytic.hpp"
+#include "simrun/sim/collective_cost.hpp"
+#include "simrun/sim/scenario_parser.hpp"
+#include "simrun/sim/simulate.hpp"
+
+using namespace simrun;
+
+namespace {
+
+// A small portable generator (splitmix64), so that a seed names the same sample everywhere.
+struct SplitMix {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  template <typename T>
+  const T& pick(const std::vector<T>& v) {
+    return v[next() % v.size()];
+  }
+};
+
+struct Sample {
+  ScenarioOverrides o;
+  std::string command;
+};
+
+Sample draw(SplitMix& rng) {
+  Sample s;
+  ScenarioOverrides& o = s.o;
+  const std::string model = rng.pick<std::string>(
+      {"llama3-8b", "llama2-13b", "mistral-7b", "llama3-70b", "gpt3-175b", "mixtral-8x7b"});
+  const std::string gpu = rng.pick<std::string>({"h100-sxm", "a100-80gb", "h200", "b200"});
+  const int64_t gpus = rng.pick<int64_t>({8, 16, 64, 256});
+  const int64_t tp = rng.pick<int64_t>({1, 2, 4, 8});
+  const int64_t pp = rng.pick<int64_t>({1, 2, 4, 8});
+  const int64_t cp = rng.pick<int64_t>({1, 1, 1, 2});
+  const int64_t micro_batch = rng.pick<int64_t>({1, 2});
+  const int64_t seq_len = rng.pick<int64_t>({2048, 4096});
+  const int64_t dp = std::max<int64_t>(1, gpus / (tp * pp * cp));
+  // Micro-batches per pipeline: one, the pipeline depth, or four times it.
+  const int64_t m = rng.pick<int64_t>({1, pp, 4 * pp});
+  const int64_t zero = rng.pick<int64_t>({0, 1, 1, 3});
+  const std::string recompute = rng.pick<std::string>({"none", "selective", "full"});
+  const std::string precision = gpu == "a100-80gb" ? "bf16" : rng.pick<std::string>({"bf16", "fp8"});
+  const int64_t ep = model == "mixtral-8x7b" ? rng.pick<int64_t>({1, 2, 4, 8}) : 1;
+  o.model = model;
+  o.gpu = gpu;
+  o.gpus = gpus;
+  o.tp = tp;
+  o.pp = pp;
+  o.cp = cp;
+  o.ep = ep;
+  o.micro_batch = micro_batch;
+  o.seq_len = seq_len;
+  o.global_batch = micro_batch * dp * m;
+  o.zero_stage = zero;
+  o.recompute = recompute;
+  o.precision = precision;
+  s.command = fmt::format(
+      "--model {} --gpu {} --gpus {} --tp {} --pp {} --cp {} --ep {} --micro-batch {} --seq-len {} "
+      "--global-batch {} --zero-stage {} --recompute {} --precision {}",
+      model, gpu, gpus, tp, pp, cp, ep, micro_batch, seq_len, *o.global_batch, zero, recompute, precision);
+  return s;
+}
+
+struct Row {
+  double diff = 0;  // (event − analytic) / analytic
+  double event_s = 0, analytic_s = 0, exposed_share = 0;
+  std::string command;
+};
+
+void summarize(const char* title, std::vector<Row> rows, size_t worst) {
+  fmt::print("{}: {} layouts\n", title, rows.size());
+  if (rows.empty()) return;
+  std::sort(rows.begin(), rows.end(),
+            [](const Row& a, const Row& b) { return std::abs(a.diff) > std::abs(b.diff); });
+  std::vector<double> abs_diff;
+  for (const Row& r : rows) abs_diff.push_back(std::abs(r.diff));
+  std::sort(abs_diff.begin(), abs_diff.end());
+  auto within = [&](double bound) {
+    return std::count_if(abs_diff.begin(), abs_diff.end(), [&](double d) { return d <= bound; });
+  };
+  auto quantile = [&](double q) { return abs_diff[size_t(q * double(abs_diff.size() - 1))]; };
+  fmt::print("  within 5%: {} ({:.1f}%)   within 10%: {}   |diff| median {:.2f}%  p90 {:.2f}%  max {:.2f}%\n",
+             within(0.05), 100.0 * double(within(0.05)) / double(rows.size()), within(0.10),
+             100 * quantile(0.5), 100 * quantile(0.9), 100 * abs_diff.back());
+  for (size_t i = 0; i < std::min(worst, rows.size()); ++i)
+    fmt::print("  {:+7.2f}%  event {:.4g} s  analytic {:.4g} s  exposed {:4.1f}%  {}\n", 100 * rows[i].diff,
+               rows[i].event_s, rows[i].analytic_s, 100 * rows[i].exposed_share, rows[i].command);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int64_t samples = 600;
+  uint64_t seed = 4;
+  size_t worst = 8;
+  for (int i = 1; i < argc; ++i) {
+    const bool has_value = i + 1 < argc;
+    if (std::strcmp(argv[i], "--samples") == 0 && has_value) {
+      samples = std::stoll(argv[++i]);
+    } else if (std::strcmp(argv[i], "--seed") == 0 && has_value) {
+      seed = std::stoull(argv[++i]);
+    } else if (std::strcmp(argv[i], "--worst") == 0 && has_value) {
+      worst = std::stoull(argv[++i]);
+    } else {
+      fmt::print(stderr, "usage: analytic_agreement [--samples N] [--seed S] [--worst K]\n");
+      return 2;
+    }
+  }
+  const Catalogs catalogs = load_catalogs(SIMRUN_DATA_DIR);
+  SplitMix rng{seed};
+  std::vector<Row> uncongested, congested;
+  int64_t refused = 0;
+  for (int64_t i = 0; i < samples; ++i) {
+    const Sample s = draw(rng);
+    try {
+      const Scenario sc = load_scenario({}, s.o, catalogs);
+      const Report event = simulate(sc).report;
+      const Report analytic = estimate(sc);
+      Row r;
+      r.event_s = event.step_time_s;
+      r.analytic_s = analytic.step_time_s;
+      r.diff = (r.event_s - r.analytic_s) / r.analytic_s;
+      r.exposed_share = event.breakdown.exposed_comm_s / event.step_time_s;
+      r.command = "simrun simulate " + s.command + " --compare-analytic";
+      const Layout& l = sc.layout;
+      const bool inside =
+          group_inside_scale_up(sc.cluster, {l.tp, 1}) && group_inside_scale_up(sc.cluster, {l.tp * l.cp, 1});
+      (inside && r.exposed_share <= 0.10 ? uncongested : congested).push_back(std::move(r));
+    } catch (const InputError&) {
+      ++refused;  // a layout that cannot run (both fidelities refuse it alike)
+    }
+  }
+  fmt::print("analytic vs event step time, {} sampled layouts (seed {}), {} refused as invalid\n", samples,
+             seed, refused);
+  summarize("uncongested (TP and CP inside a scale-up domain, exposed communication <= 10%)", uncongested,
+            worst);
+  summarize("congested (for information)", congested, worst);
+  return 0;
+}
