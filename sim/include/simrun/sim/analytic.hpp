@@ -35,7 +35,9 @@
 //         gradient reduction hides behind the last micro-batch's backward and the weight
 //         all-gather behind the first forward, except what outlasts that window or the last
 //         bucket; ZeRO-3 hides behind all compute but for each pass's first two units' gathers
-//         (embedding, first layer) and the embedding's last reduce-scatter. Compute that overlaps DP or PP traffic runs overlap_slowdown slower
+//         (embedding, first layer) and the embedding's last reduce-scatter; with pp > 1 a
+//         stage's first forward and last backward take the longer of their compute and the
+//         stage's gathers / reduce-scatters (on the stage and in the fill and drain). Compute that overlaps DP or PP traffic runs overlap_slowdown slower
 //         (NCCL's SMs, as the event simulation charges it), added to forward/backward
 //   bubble_s       = Σ over the other p−1 stages of (one micro-batch's compute + exposed
 //                    TP/CP/EP) / v: the slowest stage waits for the fill ahead of it and the
