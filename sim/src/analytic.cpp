@@ -256,7 +256,11 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
 
   const ParamCounts counts = count_params(m);
   double dense_local = 0, expert_local = 0;  // the biggest stage's parameters per GPU
-  std::vector<double> stage_dense_local;     // each stage's dense parameters per GPU
+  struct StageParamsLocal {
+    double dense = 0, experts = 0;  // per GPU, before data-parallel sharding
+    int64_t layers = 0;
+  };
+  std::vector<StageParamsLocal> stage_local;
   const int64_t first_moe = m.is_moe() ? m.moe->first_dense_layers : m.layers;
   for (int64_t i = 0; i < l.pp; ++i) {
     StageTime st;
@@ -289,14 +293,18 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     const StageProgram opt = optimizer_program(sc, compute, wo, layers_per_chunk, split_v, i);
     for (const Task& t : opt.tasks)
       if (t.kind == TaskKind::compute && t.phase == Phase::optimizer) st.optimizer_s += t.duration.seconds();
+    StageParamsLocal local;
     if (m.is_moe()) {
       const StageParams sp_params = stage_params(m, counts, l, i);
-      stage_dense_local.push_back(sp_params.dense);
-      expert_local = std::max(expert_local, sp_params.experts);
+      local.dense = sp_params.dense;
+      local.experts = sp_params.experts;
     } else {
-      stage_dense_local.push_back(opt.params);
+      local.dense = opt.params;
     }
-    dense_local = std::max(dense_local, stage_dense_local.back());
+    for (int64_t c = 0; c < split_v; ++c) local.layers += layers_per_chunk[size_t(i * split_v + c)];
+    dense_local = std::max(dense_local, local.dense);
+    expert_local = std::max(expert_local, local.experts);
+    stage_local.push_back(local);
     out.stages.push_back(st);
   }
 
@@ -334,23 +342,46 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     return l.zero_stage >= 1 ? ring_all_gather_s(params * e, n, lk) : 0.0;
   };
 
+  // ZeRO-3 / FSDP traffic of one stage: all its units gathered, all reduce-scattered, and one
+  // layer's share of the gathers.
+  auto stage_gathers_s = [&](int64_t i) {
+    const StageParamsLocal& sl = stage_local[size_t(i)];
+    return gather(sl.dense, dp_n, dp_link) + gather(sl.experts, expert_dp, expert_dp_link);
+  };
+  auto stage_reduces_s = [&](int64_t i) {
+    const StageParamsLocal& sl = stage_local[size_t(i)];
+    return reduce(sl.dense, dp_n, dp_link) + reduce(sl.experts, expert_dp, expert_dp_link);
+  };
+  auto layer_gather_s = [&](int64_t i) {
+    return stage_gathers_s(i) / double(std::max<int64_t>(1, stage_local[size_t(i)].layers));
+  };
   // FSDP with pipelining (torchtitan) gathers a stage's weights layer by layer during its first
-  // micro-batch's forward and reduce-scatters its gradients during its last backward, each
-  // prefetched one layer ahead: those passes take the longer of their compute and their DP
-  // traffic, on the stage itself and in the fill and drain the other stages wait for.
+  // micro-batch's forward, each gather prefetched one layer ahead: that forward takes the longer
+  // of its compute and its gathers, less the first layer's, which waits for nothing and runs
+  // during the fill on every stage but the first. Its reduce-scatters hold up nothing but the
+  // stage's own optimizer (the gradient send does not wait for them): below, as a tail.
+  // Compute that runs beside that traffic is overlap_slowdown slower while the traffic lasts.
   const bool fsdp_pipeline = l.zero_stage >= 3 && l.pp > 1;
+  const double slowdown = options.overlap_slowdown;
+  auto beside_traffic_s = [&](double compute_s, double traffic_s) {
+    return traffic_s >= compute_s * (1.0 + slowdown) ? compute_s * (1.0 + slowdown)
+                                                     : compute_s + traffic_s * slowdown / (1.0 + slowdown);
+  };
   auto first_forward_s = [&](const StageTime& st) {
-    const double gathers = fsdp_pipeline ? gather(stage_dense_local[size_t(st.stage)], dp_n, dp_link) : 0.0;
-    return std::max(st.forward_s, gathers);
+    if (!fsdp_pipeline) return st.forward_s;
+    const double during_fill = st.stage > 0 ? layer_gather_s(st.stage) : 0.0;
+    const double gathers = std::max(0.0, stage_gathers_s(st.stage) - during_fill);
+    return std::max(gathers, beside_traffic_s(st.forward_s, gathers));
   };
   auto last_backward_s = [&](const StageTime& st) {
-    const double reduces = fsdp_pipeline ? reduce(stage_dense_local[size_t(st.stage)], dp_n, dp_link) : 0.0;
-    return std::max(st.backward_s + st.recompute_s, reduces);
+    const double backward = st.backward_s + st.recompute_s;
+    return fsdp_pipeline ? beside_traffic_s(backward, stage_reduces_s(st.stage)) : backward;
   };
   // Fill and drain: the slowest stage waits for one micro-batch's pass through every other stage
-  // (forwards ahead of it, backwards behind it), a 1/v share of each stage per chunk. Equal
-  // stages give Narayanan's (p−1)/v · t; a heavier last stage (logits and loss) waits for the
-  // lighter stages' times, not its own.
+  // (the stages before it in the fill and the drain, those after it in micro-batch 0's turn
+  // through them), a 1/v share of each stage per chunk. Equal stages give Narayanan's
+  // (p−1)/v · t; a heavier last stage (logits and loss) waits for the lighter stages' times, not
+  // its own.
   out.fill_drain_s = 0;
   for (const StageTime& st : out.stages)
     if (st.stage != out.slowest_stage)
@@ -369,20 +400,28 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     out.dp_grad_s = passes * grad_s;
     out.dp_param_s = passes * (l.pp > 1 ? 1.0 : 2.0) * param_s;
     dp_total_s = out.dp_grad_s + out.dp_param_s;
-    // Prefetch hides the rest behind compute, but not a pass's first two gathers (the embedding
-    // unit's, then the first layer's, which the embedding's short forward cannot cover) nor the
-    // embedding's reduce-scatter after the step's last backward. With pipelining the traffic
-    // beyond the first forward and the last backward of the stage is exposed (above).
-    const double embedding_local = counts.embedding / tp, layer_local = counts.per_layer(m) / tp;
-    const double unhidden =
-        passes * (gather(embedding_local, dp_n, dp_link) + gather(layer_local, dp_n, dp_link)) +
-        reduce(embedding_local, dp_n, dp_link);
-    const double window = microbatches * slow.compute_s();
-    out.dp_exposed_s =
-        fsdp_pipeline ? std::max(first_forward_s(slow) - slow.forward_s, gather(layer_local, dp_n, dp_link)) +
-                            std::max(last_backward_s(slow) - slow.backward_s - slow.recompute_s,
-                                     reduce(layer_local, dp_n, dp_link))
-                      : std::max(dp_total_s - window, unhidden);
+    if (fsdp_pipeline) {
+      // The slowest stage's own gather-bound first forward, and the tail: a stage's
+      // reduce-scatters beyond its last backward and the drain still to run behind it (the
+      // backwards of the stages before it), then at least the first stage's last unit.
+      double tail = 0, drain_behind = 0;
+      for (const StageTime& st : out.stages) {
+        tail = std::max(tail, stage_reduces_s(st.stage) - last_backward_s(st) - drain_behind);
+        drain_behind += last_backward_s(st) / v;
+      }
+      tail = std::max(tail, stage_reduces_s(0) / double(std::max<int64_t>(1, stage_local[0].layers)));
+      out.dp_exposed_s = first_forward_s(slow) - slow.forward_s + tail;
+    } else {
+      // Prefetch hides the rest behind compute, but not the step's first two gathers (the
+      // embedding unit's, then the first layer's, which the embedding's short forward cannot
+      // cover) nor the embedding's reduce-scatter after the last backward. A later micro-batch's
+      // first gathers wait for nothing and run during the backward before it.
+      const double embedding_local = counts.embedding / tp;
+      const double unhidden =
+          gather(embedding_local, dp_n, dp_link) + layer_gather_s(0) + reduce(embedding_local, dp_n, dp_link);
+      const double window = microbatches * slow.compute_s();
+      out.dp_exposed_s = std::max(dp_total_s - window, unhidden);
+    }
     out.dp_exposed_s = std::min(dp_total_s, out.dp_exposed_s);
     grad_overlapped_s = std::max(0.0, dp_total_s - out.dp_exposed_s);
   } else {
@@ -583,8 +622,10 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
             time.microbatches, time.mb_exposed_comm_s, b.tp_comm_s, b.pp_exposed_s, b.pp_comm_s,
             time.pp_send_s, time.dp_exposed_s, b.dp_comm_s, time.dp_grad_s, time.dp_param_s));
     explain("breakdown.bubble_s", b.bubble_s, "s",
-            "Σ over the other pp − 1 stages of (one micro-batch's compute + exposed TP/CP/EP) / v + the "
-            "pipeline hops of fill and drain beyond the stage's own messages",
+            "Σ over the other pp − 1 stages of (one micro-batch's forward + backward + exposed TP/CP/EP) / v "
+            "+ the pipeline hops of fill and drain beyond the stage's own messages; ZeRO-3 with pp > 1: a "
+            "stage's first forward is the longer of its compute and its gathers, both passes slowed beside "
+            "its DP traffic",
             fmt::format("pp={}, v={}, slowest stage={}, fill and drain={:.4g} s, hops={:.4g} s", l.pp,
                         l.virtual_stages, time.slowest_stage, time.fill_drain_s,
                         time.pp_exposed_s - b.pp_exposed_s));

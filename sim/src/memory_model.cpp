@@ -177,7 +177,9 @@ Zero3Transients zero3_transients(const Layout& layout, const ParamCounts& counts
     // torchtitan's FSDP+PP: the pipeline stage turns resharding after backward and gradient
     // reduction off for all but the last micro-batch (torch.distributed.pipelining stage.py,
     // set_reshard_after_backward / set_requires_gradient_sync): the stage's weights stay
-    // gathered for the step and its gradients accumulate unsharded.
+    // gathered for the step and its gradients accumulate unsharded, in the reduction dtype
+    // (FSDP2 accumulates in MixedPrecisionPolicy.reduce_dtype, fp32 in torchtitan): the state
+    // convention's gradient bytes.
     z.gathered_weights = stage_params * element_bytes;
     z.unsharded_grads = stage_params * grad_bytes;
     return z;

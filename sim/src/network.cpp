@@ -201,9 +201,11 @@ void Network::schedule_completion(uint32_t slot) {
     when = m_engine.now().ns;
   } else {
     SIMRUN_ASSERT(f.rate > 0, "active flow with zero rate");
-    // Rounded up to whole nanoseconds, but a few ulps of accumulated error do not make a whole
-    // nanosecond: equal flows with different rate histories (one re-rated more often than its
-    // twin) must finish at the same instant, or symmetric ranks drift apart.
+    // Rounded up to whole nanoseconds, except that an excess of at most 1e-10 of the duration
+    // (and at least 1e-6 ns) rounds down: accumulated floating-point error must not make a whole
+    // nanosecond, or equal flows with different rate histories (one re-rated more often than its
+    // twin) finish apart and symmetric ranks drift. A flow ending that early books its leftover
+    // bytes in finish().
     const double exact_ns = f.remaining / f.rate * 1e9;
     const double dt_ns = std::ceil(exact_ns - std::max(1e-6, 1e-10 * exact_ns));
     SIMRUN_ASSERT(dt_ns < 9e18, "flow completion beyond the time range");

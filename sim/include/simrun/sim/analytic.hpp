@@ -30,20 +30,24 @@
 //         fill/drain hops: 2(m+p−1) sends; interleaved overlaps them but for 2(p−1)
 //     DP: ZeRO-0 all-reduce of the gradients over dp·cp; ZeRO-1/2 reduce-scatter of gradients
 //         + all-gather of updated weights; ZeRO-3 per micro-batch 2 all-gathers + 1
-//         reduce-scatter (once per step with pp > 1, torchtitan's FSDP+PP) (bytes per element as
-//         the workload reduces them). Overlap (WorkloadOptions::grad_reduce, param_gather):
-//         gradient reduction hides behind the last micro-batch's backward and the weight
-//         all-gather behind the first forward, except what outlasts that window or the last
-//         bucket; ZeRO-3 hides behind all compute but for each pass's first two units' gathers
-//         (embedding, first layer) and the embedding's last reduce-scatter; with pp > 1 a
-//         stage's first forward and last backward take the longer of their compute and the
-//         stage's gathers / reduce-scatters (on the stage and in the fill and drain). Compute that overlaps DP or PP traffic runs overlap_slowdown slower
-//         (NCCL's SMs, as the event simulation charges it), added to forward/backward
-//   bubble_s       = Σ over the other p−1 stages of (one micro-batch's compute + exposed
-//                    TP/CP/EP) / v: the slowest stage waits for the fill ahead of it and the
-//                    drain behind it. Equal stages give (p−1)/v · t (Narayanan et al. 2021,
+//         reduce-scatter, or with pp > 1 (torchtitan's FSDP+PP) 1 all-gather + 1 reduce-scatter
+//         per step (bytes per element as the workload reduces them). Overlap
+//         (WorkloadOptions::grad_reduce, param_gather): gradient reduction hides behind the last
+//         micro-batch's backward and the weight all-gather behind the first forward, except what
+//         outlasts that window or the last bucket. ZeRO-3 hides behind all compute but for the
+//         step's first two units' gathers (embedding, first layer) and the embedding's last
+//         reduce-scatter; with pp > 1 the slowest stage's gather-bound first forward (below) and
+//         the tail of reduce-scatters that outlast a stage's last backward and the drain behind
+//         it. Compute that overlaps DP or PP traffic runs overlap_slowdown slower (NCCL's SMs,
+//         as the event simulation charges it), added to forward/backward
+//   bubble_s       = Σ over the other p−1 stages of (one micro-batch's forward + backward +
+//                    exposed TP/CP/EP) / v: the slowest stage waits for the fill and the drain
+//                    through them. Equal stages give (p−1)/v · t (Narayanan et al. 2021,
 //                    arXiv:2104.04473 §2.2: bubble (p−1)/(m·v)); a last stage heavier by the
-//                    logits and loss waits for the lighter stages' times, not (p−1) of its own
+//                    logits and loss waits for the lighter stages' times, not (p−1) of its own.
+//                    ZeRO-3 with pp > 1: a stage's first forward is the longer of its compute and
+//                    its gathers (bar the first layer's, fetched during the fill), and forward
+//                    and backward run overlap_slowdown slower beside its gathers/reduce-scatters
 //   step_time_s    = compute_s + exposed_comm_s + bubble_s
 // Models the workload builder does not describe are probed as the nearest one it does: an MoE
 // layer as a dense layer of ffn width top_k·expert_ffn_hidden (+ shared experts), MLA as
