@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 
 #include "explain.hpp"
 #include "simrun/common/error.hpp"
@@ -428,12 +429,38 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     out.dp_grad_s = grad_s;
     out.dp_param_s = param_s;
     dp_total_s = grad_s + param_s;
-    const double grad_exposed = wo.grad_reduce == GradReduceOverlap::bucketed
-                                    ? std::max(grad_s - slow.backward_s, grad_s * bucket_fraction)
-                                    : grad_s;
-    const double param_exposed = wo.param_gather == ParamGatherOverlap::next_forward
-                                     ? std::max(param_s - slow.forward_s, param_s * bucket_fraction)
-                                     : param_s;
+    // Megatron's DDP per model chunk: chunk 0 in buckets, later chunks (interleaved) in one
+    // bucket each unless the framework buckets them all (one_bucket_after_first_chunk). Chunk c's
+    // last backward ends c·p chunk-steps before the stage's last (the cool-down runs the chunks
+    // down to 0, p micro-batches each), so its reduction, queued behind the later chunks' on one
+    // stream, hides behind the backwards still to run and, bucketed, behind its own; what
+    // outlasts them, at least the last bucket, is exposed. The weight gathers mirror it in the
+    // warm-up: chunk c's is needed c·p chunk-steps into the step (bucketed: through its first
+    // forward). With v = 1 this is the last backward's and the first forward's window.
+    const double forward_chunk = slow.forward_s / v, backward_chunk = slow.backward_s / v;
+    auto bucketed_chunk = [&](int64_t c) { return c == 0 || !wo.one_bucket_after_first_chunk; };
+    const double last_bucket_grad = std::min(grad_s / v, grad_s * bucket_fraction);
+    const double first_bucket_param = std::min(param_s / v, param_s * bucket_fraction);
+    double grad_exposed = grad_s;
+    if (wo.grad_reduce == GradReduceOverlap::bucketed) {
+      double end = -std::numeric_limits<double>::infinity();  // 0 = the stage's last backward ends
+      for (int64_t c = v_chunks - 1; c >= 0; --c) {
+        const double start = -double(c) * p * backward_chunk - (bucketed_chunk(c) ? backward_chunk : 0.0);
+        end = std::max(end, start) + grad_s / v;
+      }
+      grad_exposed = std::max(end, last_bucket_grad);
+    }
+    double param_exposed = param_s;
+    if (wo.param_gather == ParamGatherOverlap::next_forward) {
+      double end = 0, delay = 0;  // 0 = the step's first forward starts
+      for (int64_t c = 0; c < v_chunks; ++c) {
+        end += param_s / v;
+        const double needed =
+            double(c) * p * forward_chunk + (bucketed_chunk(c) ? forward_chunk : 0.0) + delay;
+        delay += std::max(0.0, end - needed);
+      }
+      param_exposed = std::max(delay, first_bucket_param);
+    }
     out.dp_exposed_s = grad_exposed + param_exposed;
     grad_overlapped_s = grad_s - grad_exposed;
     param_overlapped_s = param_s - param_exposed;

@@ -178,6 +178,20 @@ TEST_CASE("ZeRO-3 with pipelining runs as torchtitan's FSDP+PP, and both fidelit
   CHECK(estimate(bound).step_time_s == Approx(simulate(bound).report.step_time_s).epsilon(0.05));
 }
 
+TEST_CASE("interleaved: the estimate hides each chunk's DP traffic where the event simulation does",
+          "[sim][step][analytic]") {
+  // Chunk c's gradients reduce after its last backward, c·p chunk-steps before the end, and its
+  // weights gather before its first forward, c·p chunk-steps in: windows v times one
+  // micro-batch's.
+  const Scenario sc = parse_scenario_text(
+      R"({"model": {"name": "llama3-70b", "seq_len": 2048}, "cluster": {"gpu": "h100-sxm", "num_gpus": 128},
+          "layout": {"tp": 8, "pp": 4, "virtual_stages": 5, "global_batch": 64, "zero_stage": 1}})");
+  const double event = simulate(sc).report.breakdown.dp_exposed_s;
+  const double analytic = estimate(sc).breakdown.dp_exposed_s;
+  INFO("DP exposed: event " << event << " s, analytic " << analytic << " s");
+  CHECK(analytic == Approx(event).epsilon(0.3));
+}
+
 TEST_CASE("the analytic-event agreement is not by construction: one side's calibration breaks it",
           "[sim][step][analytic]") {
   const Scenario sc =

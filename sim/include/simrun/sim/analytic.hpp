@@ -34,7 +34,9 @@
 //         per step (bytes per element as the workload reduces them). Overlap
 //         (WorkloadOptions::grad_reduce, param_gather): gradient reduction hides behind the last
 //         micro-batch's backward and the weight all-gather behind the first forward, except what
-//         outlasts that window or the last bucket. ZeRO-3 hides behind all compute but for the
+//         outlasts that window or the last bucket; interleaved, chunk by chunk, each behind the
+//         backwards still to run after the chunk's last (c·p chunk-steps) and before its first
+//         forward (c·p chunk-steps in). ZeRO-3 hides behind all compute but for the
 //         step's first two units' gathers (embedding, first layer) and the embedding's last
 //         reduce-scatter; with pp > 1 the slowest stage's gather-bound first forward (below) and
 //         the tail of reduce-scatters that outlast a stage's last backward and the drain behind
