@@ -116,6 +116,7 @@ const char* to_string(OpName op) {
                                        "fsdp_reduce",
                                        "router",
                                        "moe_permute",
+                                       "moe_sort_chunks",
                                        "expert_fc1",
                                        "expert_act",
                                        "expert_fc2",

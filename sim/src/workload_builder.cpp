@@ -448,6 +448,15 @@ void StageBuilder::ep_all_to_all(OpName op, Phase phase) {
   m_wait.push_back(c);
 }
 
+// The tokens an all-to-all brings in arrive grouped by source rank; with several local experts
+// Megatron-Core's alltoall dispatcher regroups them by expert before the grouped GEMM and back
+// after it (token_dispatcher.py, sort_chunks_by_idxs), a copy of the routed tokens each way.
+void StageBuilder::sort_chunks(Phase phase) {
+  const Shared& s = m_s;
+  if (s.ep > 1 && s.experts_loc > 1)
+    compute(OpName::moe_sort_chunks, phase, memory_op(s.routed_tokens * s.h * s.elem * 2), 0);
+}
+
 void StageBuilder::moe_forward(Phase phase) {
   const Shared& s = m_s;
   // The router stays in 16-bit under fp8 (Transformer Engine converts the expert GEMMs only).
@@ -466,10 +475,12 @@ void StageBuilder::moe_forward(Phase phase) {
                                   s.routed_tokens * s.h * s.elem, phase, {m_last_compute});
     m_wait.push_back(c);
   }
+  sort_chunks(phase);
   compute(OpName::expert_fc1, phase, grouped_gemm(per_expert, up, s.h), 2.0 * s.routed_tokens * s.h * up);
   compute(OpName::expert_act, phase, memory_op(s.routed_tokens * (up + s.expert_f_loc) * s.elem), 0);
   compute(OpName::expert_fc2, phase, grouped_gemm(per_expert, s.h, s.expert_f_loc),
           2.0 * s.routed_tokens * s.expert_f_loc * s.h);
+  sort_chunks(phase);
   if (s.etp > 1) {
     const uint32_t c = collective(Stream::tp, OpName::tp_rs_expert, CollectiveOp::reduce_scatter,
                                   GroupKind::tp, s.routed_tokens * s.h * s.elem, phase, {m_last_compute});
@@ -495,6 +506,7 @@ void StageBuilder::moe_backward() {
                                   s.routed_tokens * s.h * s.elem, Phase::backward, {m_last_compute});
     m_wait.push_back(c);
   }
+  sort_chunks(Phase::backward);
   const double fc2_flops = 2.0 * s.routed_tokens * s.expert_f_loc * s.h;
   compute(OpName::expert_fc2, Phase::backward, grouped_gemm(per_expert, s.expert_f_loc, s.h),
           fc2_flops);  // dgrad
@@ -505,6 +517,7 @@ void StageBuilder::moe_backward() {
   const double fc1_flops = 2.0 * s.routed_tokens * s.h * up;
   compute(OpName::expert_fc1, Phase::backward, grouped_gemm(per_expert, s.h, up), fc1_flops);         // dgrad
   compute(OpName::expert_fc1, Phase::backward, grouped_gemm(s.h, up, per_expert, false), fc1_flops);  // wgrad
+  sort_chunks(Phase::backward);
   if (s.etp > 1) {
     // Backward of the input all-gather: reduce-scatter the input gradient.
     const uint32_t c =

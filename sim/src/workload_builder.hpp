@@ -151,6 +151,8 @@ class StageBuilder {
   void moe_backward();
   // An all-to-all of this rank's routed token copies over the EP group (none when ep = 1).
   void ep_all_to_all(OpName op, Phase phase);
+  // The dispatched tokens regrouped by local expert (or back), when a rank holds several.
+  void sort_chunks(Phase phase);
   // A column-parallel linear's backward (QKV, FC1): input re-gather ∥ dgrad, grad RS/AR ∥ wgrad.
   void column_parallel_backward(OpName op, OpName ag_name, OpName rs_name, double n_loc, double flops_each);
   // A row-parallel linear's backward (proj, FC2): grad all-gather (SP) then dgrad, wgrad.

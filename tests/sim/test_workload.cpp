@@ -252,8 +252,9 @@ TEST_CASE(
   const StageProgram& p = w.stages[0];
   const int64_t layer_runs = int64_t(p.layers.size()) * w.micro_batches;
   const int64_t passes = sc.layout.recompute == Recompute::full ? 3 : 2;  // fwd, (recompute), bwd
-  int64_t a2a = 0, expert_grad_reduces = 0;
+  int64_t a2a = 0, expert_grad_reduces = 0, sorts = 0;
   for (const Task& t : p.tasks) {
+    if (t.op == OpName::moe_sort_chunks) ++sorts;
     if (t.kind == TaskKind::collective && t.coll == CollectiveOp::all_to_all) {
       CHECK(t.group == GroupKind::ep);
       // Each rank's top_k (2) copies of its sequence-parallel tokens (micro-batch 1), h 4096, bf16.
@@ -263,6 +264,8 @@ TEST_CASE(
     if (t.op == OpName::dp_grad_reduce && t.group == GroupKind::edp) ++expert_grad_reduces;
   }
   CHECK(a2a == 2 * passes * layer_runs);
+  // Several local experts: the received tokens are regrouped by expert and back, in every pass.
+  CHECK(sorts == (8 / sc.layout.ep > 1 ? 2 * passes * layer_runs : 0));
   CHECK((expert_grad_reduces > 0) ==
         (sc.layout.expert_dp() > 1));  // none when each rank holds its own experts
   // Experts: 8 per layer, split over ep·expert_tp ranks; they shard over the expert-DP group.

@@ -107,9 +107,10 @@ enum class OpName : uint8_t {
   dp_param_gather,
   fsdp_gather,
   fsdp_reduce,
-  router,       // MoE gate: h → experts logits, softmax and top-k
-  moe_permute,  // tokens sorted by expert before the dispatch (and its backward)
-  expert_fc1,   // grouped GEMM over the local experts
+  router,           // MoE gate: h → experts logits, softmax and top-k
+  moe_permute,      // tokens sorted by expert before the dispatch (and its backward)
+  moe_sort_chunks,  // received tokens regrouped by local expert after the dispatch, and back
+  expert_fc1,       // grouped GEMM over the local experts
   expert_act,
   expert_fc2,
   moe_unpermute,  // combined tokens restored to sequence order, weighted by the router probs
