@@ -257,11 +257,7 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
 
   const ParamCounts counts = count_params(m);
   double dense_local = 0, expert_local = 0;  // the biggest stage's parameters per GPU
-  struct StageParamsLocal {
-    double dense = 0, experts = 0;  // per GPU, before data-parallel sharding
-    int64_t layers = 0;
-  };
-  std::vector<StageParamsLocal> stage_local;
+  std::vector<StageParams> stage_local;      // per GPU, before data-parallel sharding
   const int64_t first_moe = m.is_moe() ? m.moe->first_dense_layers : m.layers;
   for (int64_t i = 0; i < l.pp; ++i) {
     StageTime st;
@@ -294,14 +290,9 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     const StageProgram opt = optimizer_program(sc, compute, wo, layers_per_chunk, split_v, i);
     for (const Task& t : opt.tasks)
       if (t.kind == TaskKind::compute && t.phase == Phase::optimizer) st.optimizer_s += t.duration.seconds();
-    StageParamsLocal local;
-    if (m.is_moe()) {
-      const StageParams sp_params = stage_params(m, counts, l, i);
-      local.dense = sp_params.dense;
-      local.experts = sp_params.experts;
-    } else {
-      local.dense = opt.params;
-    }
+    StageParams local = m.is_moe() ? stage_params(m, counts, l, i) : StageParams{};
+    if (!m.is_moe()) local.dense = opt.params;
+    local.layers = 0;  // as the workload splits them
     for (int64_t c = 0; c < split_v; ++c) local.layers += layers_per_chunk[size_t(i * split_v + c)];
     dense_local = std::max(dense_local, local.dense);
     expert_local = std::max(expert_local, local.experts);
@@ -346,11 +337,11 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
   // ZeRO-3 / FSDP traffic of one stage: all its units gathered, all reduce-scattered, and one
   // layer's share of the gathers.
   auto stage_gathers_s = [&](int64_t i) {
-    const StageParamsLocal& sl = stage_local[size_t(i)];
+    const StageParams& sl = stage_local[size_t(i)];
     return gather(sl.dense, dp_n, dp_link) + gather(sl.experts, expert_dp, expert_dp_link);
   };
   auto stage_reduces_s = [&](int64_t i) {
-    const StageParamsLocal& sl = stage_local[size_t(i)];
+    const StageParams& sl = stage_local[size_t(i)];
     return reduce(sl.dense, dp_n, dp_link) + reduce(sl.experts, expert_dp, expert_dp_link);
   };
   auto layer_gather_s = [&](int64_t i) {
@@ -361,12 +352,10 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
   // of its compute and its gathers, less the first layer's, which waits for nothing and runs
   // during the fill on every stage but the first. Its reduce-scatters hold up nothing but the
   // stage's own optimizer (the gradient send does not wait for them): below, as a tail.
-  // Compute that runs beside that traffic is overlap_slowdown slower while the traffic lasts.
+  // Compute beside that traffic pays overlap_slowdown on the overlapped time, as below.
   const bool fsdp_pipeline = l.zero_stage >= 3 && l.pp > 1;
-  const double slowdown = options.overlap_slowdown;
   auto beside_traffic_s = [&](double compute_s, double traffic_s) {
-    return traffic_s >= compute_s * (1.0 + slowdown) ? compute_s * (1.0 + slowdown)
-                                                     : compute_s + traffic_s * slowdown / (1.0 + slowdown);
+    return compute_s + options.overlap_slowdown * std::min(traffic_s, compute_s);
   };
   auto first_forward_s = [&](const StageTime& st) {
     if (!fsdp_pipeline) return st.forward_s;
@@ -390,7 +379,7 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
 
   const double grad_s = reduce(dense_local, dp_n, dp_link) + reduce(expert_local, expert_dp, expert_dp_link);
   const double param_s = gather(dense_local, dp_n, dp_link) + gather(expert_local, expert_dp, expert_dp_link);
-  const double bucket_params = std::max(wo.bucket_params_min, wo.bucket_params_per_dp * double(dp_n));
+  const double bucket_params = wo.grad_bucket_params(dp_n);
   const double bucket_fraction = std::min(1.0, bucket_params / std::max(1.0, dense_local + expert_local));
   double dp_total_s = 0, grad_overlapped_s = 0, param_overlapped_s = 0;
   if (l.zero_stage >= 3) {
@@ -438,14 +427,13 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     // warm-up: chunk c's is needed c·p chunk-steps into the step (bucketed: through its first
     // forward). With v = 1 this is the last backward's and the first forward's window.
     const double forward_chunk = slow.forward_s / v, backward_chunk = slow.backward_s / v;
-    auto bucketed_chunk = [&](int64_t c) { return c == 0 || !wo.one_bucket_after_first_chunk; };
     const double last_bucket_grad = std::min(grad_s / v, grad_s * bucket_fraction);
     const double first_bucket_param = std::min(param_s / v, param_s * bucket_fraction);
     double grad_exposed = grad_s;
     if (wo.grad_reduce == GradReduceOverlap::bucketed) {
       double end = -std::numeric_limits<double>::infinity();  // 0 = the stage's last backward ends
       for (int64_t c = v_chunks - 1; c >= 0; --c) {
-        const double start = -double(c) * p * backward_chunk - (bucketed_chunk(c) ? backward_chunk : 0.0);
+        const double start = -double(c) * p * backward_chunk - (wo.chunk_bucketed(c) ? backward_chunk : 0.0);
         end = std::max(end, start) + grad_s / v;
       }
       grad_exposed = std::max(end, last_bucket_grad);
@@ -456,7 +444,7 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
       for (int64_t c = 0; c < v_chunks; ++c) {
         end += param_s / v;
         const double needed =
-            double(c) * p * forward_chunk + (bucketed_chunk(c) ? forward_chunk : 0.0) + delay;
+            double(c) * p * forward_chunk + (wo.chunk_bucketed(c) ? forward_chunk : 0.0) + delay;
         delay += std::max(0.0, end - needed);
       }
       param_exposed = std::max(delay, first_bucket_param);

@@ -29,12 +29,12 @@ void StageBuilder::plan_grad_buckets() {
   // max(40M, 1M·dp) parameters, taken in reverse parameter order (the order backward produces
   // gradients); from the second chunk on one bucket each (one_bucket_after_first_chunk).
   const Shared& s = m_s;
-  const double limit = std::max(s.opt.bucket_params_min, s.opt.bucket_params_per_dp * d(s.dp_size));
+  const double limit = s.opt.grad_bucket_params(s.dp_size);
   for (int kind : {kDenseParams, kExpertParams}) {
     const bool dense = kind == kDenseParams;
     if (bucket_group(kind).second <= 1) continue;
     for (int64_t c = s.v - 1; c >= 0; --c) {
-      const bool bucketed = c == 0 || !s.opt.one_bucket_after_first_chunk;
+      const bool bucketed = s.opt.chunk_bucketed(c);
       GradBucket open{kind, 0, {}, 0};
       auto close = [&] {
         if (open.params <= 0) return;

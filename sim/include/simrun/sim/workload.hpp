@@ -38,6 +38,7 @@
 //    d_nope + d_rope query/key and d_v value dimensions, the row-parallel output projection.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -190,6 +191,11 @@ struct WorkloadOptions {
   // of its own and passes disable_bucketing from the second chunk on ("communication for these
   // model chunks is overlapped with compute anyway"): each later chunk reduces as one bucket.
   bool one_bucket_after_first_chunk = true;
+  // The DDP bucket size over `dp` ranks, and whether model chunk `chunk` is cut into buckets.
+  double grad_bucket_params(int64_t dp) const {
+    return std::max(bucket_params_min, bucket_params_per_dp * double(dp));
+  }
+  bool chunk_bucketed(int64_t chunk) const { return chunk == 0 || !one_bucket_after_first_chunk; }
   // Bytes per gradient element on the wire: 2 (bf16, Megatron default) or 4 (fp32 reduce, as
   // PyTorch FSDP mixed precision with reduce_dtype=float32 does).
   double grad_reduce_bytes = 2;
