@@ -366,7 +366,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& file, cons
   s.cluster = read_cluster(top, catalogs);
   s.layout = read_layout(top, s.model, s.cluster);
   s.run = read_run(top);
-  top.accept("description");  // free text for people reading the file
+  top.string_or("description", "");  // free text for people reading the file
   top.finish();
   const double peak = s.cluster.gpu.peak_flops_per_s(s.layout.precision);
   const double step_flops_per_gpu = count_flops_per_sequence(s.model, AttentionFlops::causal).total() *

@@ -158,3 +158,12 @@ TEST_CASE("tp*pp*dp*cp is compared without int64 overflow", "[sim][scenario][err
   CHECK(e.find("t.json: layout: tp*pp*dp*cp = 1048576*1048576*1048576*1048576 = 1208925819614629174706176") ==
         0);
 }
+
+TEST_CASE("description is free text: a string, or an input error", "[sim][scenario][errors]") {
+  const std::string head = R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm"}, "description": )";
+  CHECK(error_of(head + R"("Llama 3 8B on one node"})").empty());
+  for (const char* value : {"5", "[\"a\"]", "{}"}) {  // null counts as absent, as everywhere
+    CAPTURE(value);
+    CHECK(error_of(head + value + "}").find("t.json: description") == 0);
+  }
+}
