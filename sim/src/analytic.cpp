@@ -68,8 +68,8 @@ struct GroupLinks {
 };
 
 // Runs the probe's tasks on their streams (a stream runs its tasks in program order; a task
-// also waits for its dependencies), with α-β times for the TP, CP and EP collectives and none for
-// the data-parallel ones (timed per step, below). A wait of the compute stream is charged to
+// also waits for its dependencies), with closed-form times (collective_s) for the TP, CP and EP
+// collectives and none for the data-parallel ones (timed per step, below). A wait of the compute stream is charged to
 // the piece and group of the dependency it waited for last, as the event simulation charges it.
 ProbeTimes time_probe(const StageProgram& prog, const GroupLinks& links) {
   ProbeTimes out;
@@ -328,10 +328,10 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
   const int64_t dp_n = l.dp * l.cp;
   auto reduce = [&](double params, int64_t n, const LinkCost& lk) {
     const double bytes = params * wo.grad_reduce_bytes;
-    return l.zero_stage == 0 ? ring_all_reduce_s(bytes, n, lk) : ring_reduce_scatter_s(bytes, n, lk);
+    return collective_s(l.zero_stage == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter, bytes, n, lk);
   };
   auto gather = [&](double params, int64_t n, const LinkCost& lk) {
-    return l.zero_stage >= 1 ? ring_all_gather_s(params * e, n, lk) : 0.0;
+    return l.zero_stage >= 1 ? collective_s(CollectiveOp::all_gather, params * e, n, lk) : 0.0;
   };
 
   // ZeRO-3 / FSDP traffic of one stage: all its units gathered, all reduce-scattered, and one
@@ -634,7 +634,7 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
             options.calibration.has_gpu(gpu.id) ? ", calibrated" : " defaults"));
     explain(
         "breakdown.exposed_comm_s", b.exposed_comm_s, "s",
-        "m · (TP + CP + EP exposed per micro-batch) + PP exposed + DP exposed (α-β ring times)",
+        "m · (TP + CP + EP exposed per micro-batch) + PP exposed + DP exposed (α-β rings, NVLS where NCCL picks it)",
         fmt::format(
             "m={}, per-micro-batch={:.4g} s (tp total {:.4g} s/step), pp exposed={:.4g} s of {:.4g} s (send "
             "{:.4g} s), dp exposed={:.4g} s of {:.4g} s (grad {:.4g} s, params {:.4g} s)",

@@ -173,7 +173,6 @@ class Planner {
     return m_inter_us + double(std::max(0, r.switch_hops - 1)) * m_switch_s * 1e6;
   }
   double wire_factor() const {
-    const double nvls_eff = 0.85;
     switch (m_algo) {
       case Algorithm::tree:
         if (m_proto == Protocol::ll) return 3.8;
@@ -181,7 +180,7 @@ class Planner {
         return 1.0 / 0.92;
       case Algorithm::nvls:
       case Algorithm::nvls_tree:
-        return 1.0 / (m_shape.cc_index >= 3 ? 0.74 : nvls_eff);  // nvlsEfficiency (tuning.cc)
+        return 1.0 / CollectiveTuner::nvls_efficiency(m_shape);
       case Algorithm::pat:
         return 1.0 / 0.75;
       default:
@@ -398,8 +397,8 @@ class Planner {
     return plan;
   }
 
-  // NVLink SHARP inside one domain: multimem loads reduce in the switch, multimem stores multicast.
-  // Bytes per GPU link per payload byte (all_reduce: up S + S/n, down S/n + S).
+  // NVLink SHARP inside one domain: multimem loads reduce in the switch, multimem stores multicast
+  // (bytes per GPU link: nvls_link_bytes).
   void add_nvls_links(const std::vector<int64_t>& members, double up_weight, double down_weight) {
     const double wire = wire_factor();
     for (int64_t gpu : members) {
@@ -414,22 +413,8 @@ class Planner {
     CollectivePlan plan;
     plan.phases.resize(1);
     const auto& members = m_domains[0].members;
-    const double n = double(members.size());
-    double up = 1, down = 1;
-    switch (m_ctx.op) {
-      case CollectiveOp::all_reduce:
-        up = down = (n + 1) / n;
-        break;
-      case CollectiveOp::all_gather:
-        up = 1 / n;
-        down = (n - 1) / n;
-        break;
-      default:
-        up = 1;
-        down = 1 / n;
-        break;  // reduce_scatter
-    }
-    if (members.size() > 1) add_nvls_links(members, up, down);
+    const NvlsLinkBytes per_byte = nvls_link_bytes(m_ctx.op, int64_t(members.size()));
+    if (members.size() > 1) add_nvls_links(members, per_byte.up, per_byte.down);
     FlowPlan f;
     f.links = m_ctx.weights->take();
     f.bytes = m_ctx.bytes;
@@ -450,8 +435,8 @@ class Planner {
     size_t ppn = m_domains[0].members.size();
     for (const Domain& dom : m_domains) ppn = std::min(ppn, dom.members.size());
     for (const Domain& dom : m_domains) {
-      const double p = double(dom.members.size());
-      if (dom.members.size() > 1) add_nvls_links(dom.members, (p + 1) / p, (p + 1) / p);
+      const NvlsLinkBytes per_byte = nvls_link_bytes(CollectiveOp::all_reduce, int64_t(dom.members.size()));
+      if (dom.members.size() > 1) add_nvls_links(dom.members, per_byte.up, per_byte.down);
     }
     double alpha_inter = m_inter_us;
     for (size_t l = 0; l < ppn; ++l) {

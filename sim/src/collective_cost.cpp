@@ -75,7 +75,26 @@ double send_recv_s(double bytes, const LinkCost& link) {
   return bytes / link.bytes_per_s + link.alpha_s;
 }
 
+double nvls_s(CollectiveOp op, double bytes, const GroupShape& shape) {
+  SIMRUN_ASSERT(shape.nvls && shape.nodes == 1, "NVLS runs inside one NVSwitch domain");
+  if (shape.ranks <= 1 || bytes == 0) return 0;
+  const NvlsLinkBytes per_byte = nvls_link_bytes(op, shape.ranks);
+  const double latency_us =
+      CollectiveTuner::hw_latency_us(CollectiveTuner::Hw::nvlink, Algorithm::nvls, Protocol::simple);
+  return std::max(per_byte.up, per_byte.down) * bytes /
+             (shape.intra_bytes_per_s * CollectiveTuner::nvls_efficiency(shape)) +
+         latency_us * 1e-6;
+}
+
 double collective_s(CollectiveOp op, double bytes, int64_t n, const LinkCost& link) {
+  const bool nccl_op =
+      op == CollectiveOp::all_reduce || op == CollectiveOp::all_gather || op == CollectiveOp::reduce_scatter;
+  if (link.switch_domain && nccl_op && n > 1 && bytes > 0) {
+    SIMRUN_ASSERT(link.switch_domain->ranks == n, "the switch-domain shape describes another group size");
+    const TunerChoice choice = CollectiveTuner::choose(op, *link.switch_domain, bytes);
+    if (choice.algorithm == Algorithm::nvls) return nvls_s(op, bytes, *link.switch_domain);
+    if (choice.algorithm == Algorithm::ring) return choice.predicted_us * 1e-6;
+  }
   switch (op) {
     case CollectiveOp::all_reduce:
       return ring_all_reduce_s(bytes, n, link);
@@ -136,7 +155,18 @@ LinkCost group_link(const ClusterSpec& cluster, RankGroup group, const Efficienc
 
   if (group_inside_scale_up(cluster, group)) {
     const double bw = scale_up_bytes_per_s(group.size);
-    return {bw * eff.scale_up_fraction, eff.scale_up_alpha_s, LinkClass::scale_up};
+    LinkCost link{bw * eff.scale_up_fraction, eff.scale_up_alpha_s, LinkClass::scale_up};
+    if (group.size > 1 && gpu.scale_up_kind == ScaleUpKind::nvswitch) {
+      // As CollectiveRunner::shape reads it off the cluster graph: the switch link's capacity at
+      // NCCL's NVLink efficiency.
+      GroupShape s;
+      s.ranks = s.ranks_per_node = group.size;
+      s.intra_bytes_per_s = gpu.scale_up_bytes_per_s * scale_up_efficiency(gpu);
+      s.cc_index = compute_capability_index(gpu);
+      s.nvls = gpu.nvls && s.cc_index >= 2;
+      link.switch_domain = s;
+    }
+    return link;
   }
   const int64_t local = members_per_domain(cluster, group);
   double bw = double(local) * nic_share_bytes_per_s(cluster, eff);

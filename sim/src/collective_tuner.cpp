@@ -192,6 +192,22 @@ double scale_up_efficiency(const GpuSpec& gpu) {
   }
 }
 
+double CollectiveTuner::nvls_efficiency(const GroupShape& shape) {
+  return kNvlsEfficiency[std::clamp(shape.cc_index, 0, 3)];
+}
+
+NvlsLinkBytes nvls_link_bytes(CollectiveOp op, int64_t n) {
+  const double nd = double(std::max<int64_t>(1, n));
+  switch (op) {
+    case CollectiveOp::all_reduce:
+      return {(nd + 1) / nd, (nd + 1) / nd};
+    case CollectiveOp::all_gather:
+      return {1 / nd, (nd - 1) / nd};
+    default:
+      return {1, 1 / nd};  // reduce_scatter
+  }
+}
+
 int CollectiveTuner::max_channels(const GroupShape& shape) {
   if (shape.pcie_only) return 4;
   return shape.cc_index >= 2 ? 16 : 8;

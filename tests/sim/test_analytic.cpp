@@ -118,16 +118,18 @@ TEST_CASE("TP traffic per step is Megatron's collectives per layer, embedding an
   const double bytes = tokens * 8192 * 2;  // s·b·h bf16
   const double loss = 3 * tokens * 4;      // vocab-parallel cross entropy: max, sum-exp, target (fp32)
   const double m = double(s.layout.num_microbatches());
-  const double ag = ring_all_gather_s(bytes, 8, nvlink), rs = ring_reduce_scatter_s(bytes, 8, nvlink);
-  const double ar = ring_all_reduce_s(bytes, 8, nvlink);
+  // Rings, or NVLS where NCCL's tuner picks it (H100: the all-reduces).
+  const double ag = collective_s(CollectiveOp::all_gather, bytes, 8, nvlink);
+  const double rs = collective_s(CollectiveOp::reduce_scatter, bytes, 8, nvlink);
+  const double ar = collective_s(CollectiveOp::all_reduce, bytes, 8, nvlink);
   // Per layer without SP: AR after the attention and MLP blocks forward, AR of the input
   // gradient of QKV and FC1 backward. With SP: AG before and RS after each block forward;
   // backward AG of the output gradient (row-parallel), re-gather of the input and RS of its
   // gradient (column-parallel). Embedding: AR (SP: RS) forward, AG backward under SP. Head:
   // AG forward under SP, the loss all-reduce, AG + RS (or AR) backward.
   const double per_mb =
-      sp ? 8 * (6 * ag + 4 * rs) + (rs + ag) + (2 * ag + rs) + ring_all_reduce_s(loss, 8, nvlink)
-         : 8 * 4 * ar + ar + ar + ring_all_reduce_s(loss, 8, nvlink);
+      sp ? 8 * (6 * ag + 4 * rs) + (rs + ag) + (2 * ag + rs) + collective_s(CollectiveOp::all_reduce, loss, 8, nvlink)
+         : 8 * 4 * ar + ar + ar + collective_s(CollectiveOp::all_reduce, loss, 8, nvlink);
   CHECK(t.breakdown.tp_comm_s == Approx(m * per_mb));
   // Megatron's default overlaps the backward's collectives with the dgrad/wgrad GEMMs, not the
   // forward's: at least the forward per layer is exposed, and less than all of it.
@@ -174,12 +176,12 @@ TEST_CASE("DP gradient reduction: ZeRO-0 all-reduce, ZeRO-1 reduce-scatter + all
       estimate_step_time(s, step_flops(s.model, s.layout, AttentionFlops::causal), AnalyticOptions{});
   // Gradients in the workload's reduce precision (bf16, Megatron's default), weights in bf16.
   const double grad_bytes = WorkloadOptions{}.grad_reduce_bytes;
-  CHECK(t.breakdown.dp_comm_s == Approx(ring_all_reduce_s(params * grad_bytes, 8, nvlink)));
+  CHECK(t.breakdown.dp_comm_s == Approx(collective_s(CollectiveOp::all_reduce, params * grad_bytes, 8, nvlink)));
 
   s.layout.zero_stage = 1;
   t = estimate_step_time(s, step_flops(s.model, s.layout, AttentionFlops::causal), AnalyticOptions{});
-  CHECK(t.dp_grad_s == Approx(ring_reduce_scatter_s(params * grad_bytes, 8, nvlink)));
-  CHECK(t.dp_param_s == Approx(ring_all_gather_s(params * 2, 8, nvlink)));
+  CHECK(t.dp_grad_s == Approx(collective_s(CollectiveOp::reduce_scatter, params * grad_bytes, 8, nvlink)));
+  CHECK(t.dp_param_s == Approx(collective_s(CollectiveOp::all_gather, params * 2, 8, nvlink)));
 
   SECTION("without overlap all of it is exposed; with overlap less") {
     AnalyticOptions none;

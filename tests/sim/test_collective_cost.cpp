@@ -1,8 +1,14 @@
-// Tests of the α-β collective closed forms and of the link a process group rides.
+// Tests of the closed-form collective times (α-β rings, NVLS) and of the link a process group rides.
 #include <catch2/catch.hpp>
 
+#include <memory>
+#include <numeric>
+
 #include "analytic_fixtures.hpp"
+#include "simrun/sim/calibration.hpp"
 #include "simrun/sim/collective_cost.hpp"
+#include "simrun/sim/collectives.hpp"
+#include "simrun/sim/simulation.hpp"
 
 using namespace simrun;
 
@@ -146,4 +152,67 @@ TEST_CASE("an HGX domain ends at the node, an NVL72 domain spans trays", "[sim][
   nvl72.gpu.scale_up_domain = 72;
   nvl72.gpus_per_node = 4;
   CHECK(scale_up_domain_size(nvl72) == 72);
+}
+
+TEST_CASE("inside a switch domain collective_s is NCCL's model, as the event times the call alone",
+          "[sim][collective_cost]") {
+  ClusterSpec cluster = test::h100_cluster(8);
+  const bool nvls = GENERATE(true, false);  // H100 with NVLink SHARP, or without (as A100)
+  cluster.gpu.nvls = nvls;
+  const EfficiencyDefaults eff;
+  const int64_t n = GENERATE(2, 4, 8);
+  CAPTURE(nvls, n);
+  const LinkCost link = group_link(cluster, {n, 1}, eff);
+  REQUIRE(link.switch_domain.has_value());
+
+  // The closed-form shape is the one the collective runner reads off the cluster graph.
+  const auto graph = std::make_shared<ClusterGraph>(cluster_graph_spec(cluster));
+  std::vector<int64_t> ranks(static_cast<size_t>(n));
+  std::iota(ranks.begin(), ranks.end(), int64_t{0});
+  const GroupShape on_graph = Simulation(graph).collectives().shape(ranks);
+  const GroupShape& closed = *link.switch_domain;
+  CHECK(closed.ranks == on_graph.ranks);
+  CHECK(closed.nodes == on_graph.nodes);
+  CHECK(closed.ranks_per_node == on_graph.ranks_per_node);
+  CHECK(closed.intra_bytes_per_s == Approx(on_graph.intra_bytes_per_s));
+  CHECK(closed.cc_index == on_graph.cc_index);
+  CHECK(closed.nvls == on_graph.nvls);
+  CHECK(closed.nvswitch == on_graph.nvswitch);
+
+  // Every size, in whichever algorithm and protocol NCCL picks, within 1% of the event's run of
+  // the call alone from 1 MB (the α-β ring is 2-3x off there for 2 GPUs, and 2.5x off for a
+  // 2-GPU NVLS all-reduce); at 100 KB on 8 GPUs the event's LL flows take ~7% (1 µs) longer.
+  for (const CollectiveOp op : {CollectiveOp::all_reduce, CollectiveOp::all_gather, CollectiveOp::reduce_scatter}) {
+    for (const double bytes : {1e5, 1e6, 1e7, 1e8, 1e9}) {
+      CAPTURE(to_string(op), bytes);
+      Simulation sim(graph);
+      double event_s = 0;
+      CollectiveRequest req;
+      req.op = op;
+      req.ranks = ranks;
+      req.bytes = bytes;
+      sim.collectives().run(req, [&event_s](const CollectiveResult& r) { event_s = r.seconds(); });
+      sim.run();
+      CHECK(collective_s(op, bytes, n, link) == Approx(event_s).epsilon(bytes < 1e6 ? 0.1 : 0.01));
+      const Algorithm algo = CollectiveTuner::choose(op, on_graph, bytes).algorithm;
+      if (op == CollectiveOp::all_reduce && bytes >= 1e8) CHECK(algo == (nvls ? Algorithm::nvls : Algorithm::ring));
+    }
+  }
+}
+
+TEST_CASE("α-β rings across domains, off a switch, and under calibrated α/β", "[sim][collective_cost]") {
+  const EfficiencyDefaults eff;
+  const ClusterSpec h100 = test::h100_cluster(16);
+  CHECK_FALSE(group_link(h100, {16, 1}, eff).switch_domain.has_value());  // two nodes: NICs
+  CHECK_FALSE(group_link(h100, {1, 1}, eff).switch_domain.has_value());
+  ClusterSpec mesh = h100;
+  mesh.gpu.scale_up_kind = ScaleUpKind::mesh;
+  CHECK_FALSE(group_link(mesh, {8, 1}, eff).switch_domain.has_value());
+  Calibration cal;
+  GpuCalibration g;
+  g.scale_up.beta_s_per_byte = 1.0 / 300e9;
+  cal.set_gpu(h100.gpu.id, g);
+  const LinkCost calibrated = cal.calibrated(h100.gpu.id, group_link(h100, {8, 1}, eff));
+  CHECK_FALSE(calibrated.switch_domain.has_value());
+  CHECK(collective_s(CollectiveOp::all_reduce, 1e9, 8, calibrated) == ring_all_reduce_s(1e9, 8, calibrated));
 }

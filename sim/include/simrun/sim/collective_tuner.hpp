@@ -120,6 +120,18 @@ class CollectiveTuner {
   static double protocol_busbw_cap(Algorithm algo, Protocol proto, const GroupShape& shape, int channels);
   // Payload fraction of wire bytes: LL 0.5 (8-byte lines carry 4 bytes), LL128 120/128, Simple 1.
   static double protocol_efficiency(Protocol proto);
+  // NCCL's nvlsEfficiency (tuning.cc): the fraction of NVLink bandwidth NVLS moves as payload,
+  // 0.85 on Hopper, 0.74 on Blackwell.
+  static double nvls_efficiency(const GroupShape& shape);
 };
+
+// Bytes each GPU's switch link carries per payload byte when NVLS runs `op` over `n` GPUs of one
+// NVSwitch domain, up (GPU to switch) and down. all_reduce: the multimem ld_reduce of its 1/n
+// shard pulls S from it and returns S/n, the multicast store sends S/n and delivers S:
+// (n+1)/n each way. all_gather: S/n up, (n−1)/n down. reduce_scatter: S up, S/n down.
+struct NvlsLinkBytes {
+  double up = 1, down = 1;
+};
+NvlsLinkBytes nvls_link_bytes(CollectiveOp op, int64_t n);
 
 }  // namespace simrun
