@@ -19,6 +19,14 @@ ClusterGraphSpec cluster_graph_spec(const ClusterSpec& c) {
   return s;
 }
 
+double collective_alone_s(std::shared_ptr<const ClusterGraph> graph, const CollectiveRequest& request) {
+  Simulation sim(std::move(graph));
+  double seconds = 0;
+  sim.collectives().run(request, [&seconds](const CollectiveResult& r) { seconds = r.seconds(); });
+  sim.run();
+  return seconds;
+}
+
 namespace {
 
 std::vector<double> link_capacities(const ClusterGraph& g, LinkEfficiency efficiency) {

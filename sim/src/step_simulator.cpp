@@ -415,15 +415,11 @@ class Executor {
   // the time of a 1-byte call, the rest is bandwidth-bound.
   CommCost nccl_model(CollectiveOp op, const std::vector<int64_t>& ranks, double bytes, int port) const {
     auto run = [&](double b) {
-      Simulation sim(m_graph);
-      double t = 0;
       CollectiveRequest req;
       req.op = op;
       req.ranks = ranks;
       req.bytes = b;
-      sim.collectives().run(req, [&t](const CollectiveResult& r) { t = r.seconds(); });
-      sim.run();
-      return t;
+      return collective_alone_s(m_graph, req);
     };
     CommCost cost;
     cost.port = port;

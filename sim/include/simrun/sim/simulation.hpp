@@ -33,6 +33,9 @@ struct SimulationOptions {
 // The graph-building view of a scenario's cluster.
 ClusterGraphSpec cluster_graph_spec(const ClusterSpec& cluster);
 
+// Seconds one collective takes alone on the cluster graph (a fresh simulation, tuner's choice).
+double collective_alone_s(std::shared_ptr<const ClusterGraph> graph, const CollectiveRequest& request);
+
 class Simulation {
  public:
   explicit Simulation(std::shared_ptr<const ClusterGraph> graph, SimulationOptions options = {});
