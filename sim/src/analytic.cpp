@@ -35,8 +35,11 @@ struct PieceTime {
   double forward_s = 0, backward_s = 0, recompute_s = 0;        // compute kernels by phase
   double tp_comm_s = 0, cp_comm_s = 0, ep_comm_s = 0;           // collective durations
   double tp_exposed_s = 0, cp_exposed_s = 0, ep_exposed_s = 0;  // compute stream waiting for them
+  double forward_exposed_s = 0;  // of those waits, the ones before forward kernels
   double gemm_flops = 0, attention_flops = 0, hbm_bytes = 0;
+  double exposed_s() const { return tp_exposed_s + cp_exposed_s + ep_exposed_s; }
   void add(const PieceTime& o) {
+    forward_exposed_s += o.forward_exposed_s;
     forward_s += o.forward_s;
     backward_s += o.backward_s;
     recompute_s += o.recompute_s;
@@ -115,12 +118,15 @@ ProbeTimes time_probe(const StageProgram& prog, const GroupLinks& links) {
       if (start > compute_free && blocker != kNoTask) {
         const Task& b = prog.tasks[blocker];
         PieceTime* owner = piece_of(b);
-        if (owner && b.kind == TaskKind::collective && b.group == GroupKind::tp)
-          owner->tp_exposed_s += start - compute_free;
-        else if (owner && b.kind == TaskKind::collective && b.group == GroupKind::cp)
-          owner->cp_exposed_s += start - compute_free;
-        else if (owner && b.kind == TaskKind::collective && b.group == GroupKind::ep)
-          owner->ep_exposed_s += start - compute_free;
+        const double wait = start - compute_free;
+        const bool charged = owner && b.kind == TaskKind::collective &&
+                             (b.group == GroupKind::tp || b.group == GroupKind::cp || b.group == GroupKind::ep);
+        if (charged) {
+          (b.group == GroupKind::tp   ? owner->tp_exposed_s
+           : b.group == GroupKind::cp ? owner->cp_exposed_s
+                                      : owner->ep_exposed_s) += wait;
+          if (t.phase == Phase::forward) owner->forward_exposed_s += wait;
+        }
       }
       compute_free = start + duration;
       if (piece) {
@@ -259,20 +265,23 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
   double dense_local = 0, expert_local = 0;  // the biggest stage's parameters per GPU
   std::vector<StageParams> stage_local;      // per GPU, before data-parallel sharding
   const int64_t first_moe = m.is_moe() ? m.moe->first_dense_layers : m.layers;
+  std::vector<std::vector<PieceTime>> chunk_pieces;  // [stage][chunk], per micro-batch
   for (int64_t i = 0; i < l.pp; ++i) {
     StageTime st;
     st.stage = i;
-    PieceTime sum;
+    std::vector<PieceTime>& chunks = chunk_pieces.emplace_back(size_t(split_v));
     for (int64_t c = 0; c < split_v; ++c) {
       const size_t idx = size_t(i * split_v + c);
       for (int64_t k = 0; k < layers_per_chunk[idx]; ++k) {
         const int64_t id = first_layer[idx] + k;
         const ProbeTimes& probe = id >= first_moe ? moe_probe : dense_probe;
-        sum.add(probe.layer[size_t(std::min<int64_t>(id % 2, probe.layers - 1))]);
+        chunks[size_t(c)].add(probe.layer[size_t(std::min<int64_t>(id % 2, probe.layers - 1))]);
       }
     }
-    if (i == 0) sum.add(dense_probe.embedding);
-    if (i == l.pp - 1) sum.add(dense_probe.head);
+    if (i == 0) chunks.front().add(dense_probe.embedding);
+    if (i == l.pp - 1) chunks.back().add(dense_probe.head);
+    PieceTime sum;
+    for (const PieceTime& c : chunks) sum.add(c);
     st.gemm_flops = sum.gemm_flops;
     st.attention_flops = sum.attention_flops;
     st.memory_bytes = sum.hbm_bytes;
@@ -318,9 +327,6 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     const double send_bytes = tokens_mb * double(m.hidden) * e / tp;
     out.pp_send_s = send_recv_s(send_bytes, pp_link);
     pp_total_s = 2.0 * microbatches * v * out.pp_send_s;
-    out.pp_exposed_s =
-        v > 1 ? 2.0 * (p - 1.0) * out.pp_send_s : 2.0 * (microbatches + p - 1.0) * out.pp_send_s;
-    if (v > 1) pp_overlapped_s = std::max(0.0, pp_total_s - out.pp_exposed_s);
   }
 
   // Data parallel: the biggest stage's local gradients and weights, in the workload's element
@@ -367,15 +373,74 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     const double backward = st.backward_s + st.recompute_s;
     return fsdp_pipeline ? beside_traffic_s(backward, stage_reduces_s(st.stage)) : backward;
   };
-  // Fill and drain: the slowest stage waits for one micro-batch's pass through every other stage
-  // (the stages before it in the fill and the drain, those after it in micro-batch 0's turn
-  // through them), a 1/v share of each stage per chunk. Equal stages give Narayanan's
-  // (p−1)/v · t; a heavier last stage (logits and loss) waits for the lighter stages' times, not
-  // its own.
+  // Fill and drain: Megatron's schedule played out (detail::schedule_finish_times) with each
+  // chunk-step at its chunk's time per micro-batch, exposed TP/CP/EP waits included, and FSDP's
+  // first forward and last backward of a stage stretched as above; the bubble is what the longest
+  // path adds to the slowest stage's own work. Equal stages give Narayanan's (p−1)/v · t; a
+  // heavier last stage (logits and loss) waits for the lighter stages' times, not its own, and
+  // interleaved, also for its chunks' round trips through them.
+  struct ChunkStep {  // one chunk of one micro-batch on one stage
+    double forward_s = 0, forward_exposed_s = 0, backward_s = 0, backward_exposed_s = 0;
+  };
+  std::vector<std::vector<ChunkStep>> chunk_steps;  // [stage][chunk]
+  for (const std::vector<PieceTime>& chunks : chunk_pieces) {
+    std::vector<ChunkStep>& steps = chunk_steps.emplace_back();
+    auto step_of = [](const PieceTime& p, double share) {
+      return ChunkStep{share * p.forward_s, share * p.forward_exposed_s, share * (p.backward_s + p.recompute_s),
+                       share * (p.exposed_s() - p.forward_exposed_s)};
+    };
+    if (split_v == v_chunks) {
+      for (const PieceTime& c : chunks) steps.push_back(step_of(c, 1.0));
+    } else {  // the split cannot be made (the event refuses the layout): 1/v of the stage each
+      PieceTime whole;
+      for (const PieceTime& c : chunks) whole.add(c);
+      steps.assign(size_t(v_chunks), step_of(whole, 1.0 / v));
+    }
+  }
+  auto stretch = [](double stretched, double plain) { return plain > 0 ? stretched / plain : 1.0; };
+  const int64_t last_micro_batch = std::max<int64_t>(1, l.num_microbatches()) - 1;
+  // Played out twice when interleaved: the compute alone, and with each message between stages
+  // delaying the chunk-step that waits for it (sent asynchronously, overlap_p2p_comm); what the
+  // messages add to the longest path is the pipeline's exposed communication. Plain 1F1B
+  // exchanges its messages blocking, in pairs (send_forward_recv_backward), so a stage's own
+  // 2m and the fill and drain's 2(p−1) sit on the path: 2(m + p − 1) sends.
+  auto makespan = [&](double hop_s) -> std::optional<double> {
+    const auto finish = detail::schedule_finish_times(
+        schedule, l.pp, last_micro_batch + 1, v_chunks,
+        [&](int64_t stage, const detail::Slot& slot) {
+          const StageTime& st = out.stages[size_t(stage)];
+          const ChunkStep& c = chunk_steps[size_t(stage)][size_t(slot.chunk)];
+          if (slot.forward) {
+            const double f = slot.micro_batch == 0 ? stretch(first_forward_s(st), st.forward_s) : 1.0;
+            return c.forward_s * f + c.forward_exposed_s;
+          }
+          const double b = slot.micro_batch == last_micro_batch
+                               ? stretch(last_backward_s(st), st.backward_s + st.recompute_s)
+                               : 1.0;
+          return c.backward_s * b + c.backward_exposed_s;
+        },
+        hop_s);
+    if (!finish) return std::nullopt;
+    return *std::max_element(finish->begin(), finish->end());
+  };
+  const std::optional<double> compute_path = makespan(0.0);
   out.fill_drain_s = 0;
-  for (const StageTime& st : out.stages)
-    if (st.stage != out.slowest_stage)
-      out.fill_drain_s += (first_forward_s(st) + last_backward_s(st) + mb_exposed(st)) / v;
+  if (l.pp > 1 && v_chunks == 1) out.pp_exposed_s = 2.0 * (microbatches + p - 1.0) * out.pp_send_s;
+  if (compute_path) {
+    const double slow_own = microbatches * (slow.compute_s() + mb_exposed(slow)) +
+                            (first_forward_s(slow) - slow.forward_s) +
+                            (last_backward_s(slow) - slow.backward_s - slow.recompute_s);
+    out.fill_drain_s = std::max(0.0, *compute_path - slow_own);
+    if (l.pp > 1 && v_chunks > 1) out.pp_exposed_s = std::max(0.0, *makespan(out.pp_send_s) - *compute_path);
+  } else {
+    // Megatron's order deadlocks (the event refuses the layout): one pass through every other
+    // stage, 1/v of it per chunk.
+    for (const StageTime& st : out.stages)
+      if (st.stage != out.slowest_stage)
+        out.fill_drain_s += (first_forward_s(st) + last_backward_s(st) + mb_exposed(st)) / v;
+    if (v_chunks > 1) out.pp_exposed_s = 2.0 * (p - 1.0) * out.pp_send_s;
+  }
+  if (v > 1) pp_overlapped_s = std::max(0.0, pp_total_s - out.pp_exposed_s);
 
   const double grad_s = reduce(dense_local, dp_n, dp_link) + reduce(expert_local, expert_dp, expert_dp_link);
   const double param_s = gather(dense_local, dp_n, dp_link) + gather(expert_local, expert_dp, expert_dp_link);
@@ -634,17 +699,20 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
             options.calibration.has_gpu(gpu.id) ? ", calibrated" : " defaults"));
     explain(
         "breakdown.exposed_comm_s", b.exposed_comm_s, "s",
-        "m · (TP + CP + EP exposed per micro-batch) + PP exposed + DP exposed (α-β rings, NVLS where NCCL picks it)",
+        "m · (TP + CP + EP exposed per micro-batch) + PP exposed (1F1B: 2(m + p − 1) sends; interleaved: "
+        "what the asynchronous sends add to the schedule's longest path) + DP exposed (NCCL's model in a "
+        "switch domain, α-β rings across)",
         fmt::format(
             "m={}, per-micro-batch={:.4g} s (tp total {:.4g} s/step), pp exposed={:.4g} s of {:.4g} s (send "
             "{:.4g} s), dp exposed={:.4g} s of {:.4g} s (grad {:.4g} s, params {:.4g} s)",
             time.microbatches, time.mb_exposed_comm_s, b.tp_comm_s, b.pp_exposed_s, b.pp_comm_s,
             time.pp_send_s, time.dp_exposed_s, b.dp_comm_s, time.dp_grad_s, time.dp_param_s));
     explain("breakdown.bubble_s", b.bubble_s, "s",
-            "Σ over the other pp − 1 stages of (one micro-batch's forward + backward + exposed TP/CP/EP) / v "
-            "+ the pipeline hops of fill and drain beyond the stage's own messages; ZeRO-3 with pp > 1: a "
-            "stage's first forward is the longer of its compute and its gathers, both passes slowed beside "
-            "its DP traffic",
+            "longest path through the schedule's order (each chunk-step at its chunk's forward or backward "
+            "+ exposed TP/CP/EP per micro-batch) − the slowest stage's own work (equal stages: Narayanan's "
+            "(p − 1)/v of a stage's micro-batch) + the pipeline hops on that path beyond the stage's own "
+            "messages; ZeRO-3 with pp > 1: a stage's first forward is the longer of its compute and its "
+            "gathers, both passes slowed beside its DP traffic",
             fmt::format("pp={}, v={}, slowest stage={}, fill and drain={:.4g} s, hops={:.4g} s", l.pp,
                         l.virtual_stages, time.slowest_stage, time.fill_drain_s,
                         time.pp_exposed_s - b.pp_exposed_s));

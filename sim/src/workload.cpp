@@ -263,15 +263,23 @@ std::vector<Slot> stage_schedule(PipelineSchedule kind, int64_t stage, int64_t p
 }
 
 bool schedule_completes(PipelineSchedule kind, int64_t pp, int64_t m, int64_t v) {
+  return schedule_finish_times(kind, pp, m, v, [](int64_t, const Slot&) { return 0.0; }).has_value();
+}
+
+std::optional<std::vector<double>> schedule_finish_times(
+    PipelineSchedule kind, int64_t pp, int64_t m, int64_t v,
+    const std::function<double(int64_t stage, const Slot& slot)>& duration, double hop_s) {
   std::vector<std::vector<Slot>> slots;
   for (int64_t s = 0; s < pp; ++s) slots.push_back(stage_schedule(kind, s, pp, m, v));
-  // done[forward][virtual stage][micro-batch], virtual stage = chunk·pp + stage.
+  // End time of [forward][virtual stage][micro-batch], virtual stage = chunk·pp + stage; < 0 = not
+  // yet run.
   const int64_t stages = pp * v;
-  std::vector<std::vector<uint8_t>> done(2, std::vector<uint8_t>(static_cast<size_t>(stages * m), 0));
-  auto at = [&](bool forward, int64_t vs, int64_t mb) -> uint8_t& {
-    return done[forward ? 1 : 0][static_cast<size_t>(vs * m + mb)];
+  std::vector<std::vector<double>> end(2, std::vector<double>(static_cast<size_t>(stages * m), -1.0));
+  auto at = [&](bool forward, int64_t vs, int64_t mb) -> double& {
+    return end[forward ? 1 : 0][static_cast<size_t>(vs * m + mb)];
   };
   std::vector<size_t> next(static_cast<size_t>(pp), 0);
+  std::vector<double> free(static_cast<size_t>(pp), 0.0);
   for (bool progress = true; progress;) {
     progress = false;
     for (int64_t s = 0; s < pp; ++s) {
@@ -279,18 +287,22 @@ bool schedule_completes(PipelineSchedule kind, int64_t pp, int64_t m, int64_t v)
       for (size_t& k = next[static_cast<size_t>(s)]; k < own.size(); ++k) {
         const Slot& slot = own[k];
         const int64_t vs = slot.chunk * pp + s;
-        const bool ready = slot.forward ? (vs == 0 || at(true, vs - 1, slot.micro_batch))
-                                        : (vs == stages - 1 ? at(true, vs, slot.micro_batch)
-                                                            : at(false, vs + 1, slot.micro_batch));
-        if (!ready) break;
-        at(slot.forward, vs, slot.micro_batch) = 1;
+        const double ready = slot.forward ? (vs == 0 ? 0.0 : at(true, vs - 1, slot.micro_batch))
+                                          : (vs == stages - 1 ? at(true, vs, slot.micro_batch)
+                                                              : at(false, vs + 1, slot.micro_batch));
+        if (ready < 0) break;
+        const bool own_forward = !slot.forward && vs == stages - 1;  // the loss turns around in place
+        const bool first = slot.forward && vs == 0;
+        double& clock = free[static_cast<size_t>(s)];
+        clock = std::max(clock, ready + (own_forward || first ? 0.0 : hop_s)) + duration(s, slot);
+        at(slot.forward, vs, slot.micro_batch) = clock;
         progress = true;
       }
     }
   }
   for (int64_t s = 0; s < pp; ++s)
-    if (next[static_cast<size_t>(s)] < slots[static_cast<size_t>(s)].size()) return false;
-  return true;
+    if (next[static_cast<size_t>(s)] < slots[static_cast<size_t>(s)].size()) return std::nullopt;
+  return free;
 }
 
 }  // namespace detail

@@ -158,6 +158,36 @@ TEST_CASE("pipeline schedules complete; the interleaved one not for every micro-
   CHECK_FALSE(schedule_completes(PipelineSchedule::interleaved, 6, 8, 2));
 }
 
+TEST_CASE("played out with equal chunk-steps, the schedules give the textbook bubbles", "[sim][workload]") {
+  using detail::schedule_finish_times;
+  const double f = 1.0, b = 2.0;  // one chunk's forward and backward
+  auto equal = [&](int64_t, const detail::Slot& slot) { return slot.forward ? f : b; };
+  for (int64_t pp = 2; pp <= 8; pp *= 2)
+    for (int64_t m = pp; m <= 4 * pp; m += pp) {
+      INFO("pp " << pp << ", m " << m);
+      // GPipe and 1F1B: (m + p − 1) · (f + b) (Narayanan et al. 2021, §2.2), stage 0 last.
+      for (PipelineSchedule kind : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b}) {
+        const auto t = schedule_finish_times(kind, pp, m, 1, equal);
+        REQUIRE(t.has_value());
+        CHECK(t->front() == Approx(double(m + pp - 1) * (f + b)));
+      }
+      // Interleaved over v chunks of a stage: the bubble shrinks to (p − 1)·(f + b) of a chunk,
+      // (p − 1)/v of a whole stage's, on top of its m·v chunk-steps (§2.2.2).
+      for (int64_t v = 2; v <= 4; ++v) {
+        const auto t = schedule_finish_times(PipelineSchedule::interleaved, pp, m, v, equal);
+        REQUIRE(t.has_value());
+        CHECK(t->front() == Approx(double(m * v + pp - 1) * (f + b)));
+      }
+    }
+  // A message between stages delays each chunk-step that waits for it: at least the fill's and
+  // the drain's 2(p − 1), at most one per step of the path, 2(m + p − 1).
+  const auto hops = schedule_finish_times(PipelineSchedule::one_f_one_b, 4, 8, 1, equal, 0.25);
+  CHECK(hops->front() >= double(8 + 3) * (f + b) + 2.0 * 3.0 * 0.25);
+  CHECK(hops->front() <= double(8 + 3) * (f + b) + 2.0 * 11.0 * 0.25);
+  // A deadlocking order has no finish times.
+  CHECK_FALSE(schedule_finish_times(PipelineSchedule::interleaved, 4, 5, 4, equal).has_value());
+}
+
 TEST_CASE("layer splits: even, embedding/loss accounted, balanced 1F1B, refusals say why",
           "[sim][workload]") {
   CHECK(split_layers(80, 4, 5, PipelineSplit::even, "t") == std::vector<int64_t>(20, 4));

@@ -127,7 +127,7 @@ struct StepTimeEstimate {
   double dp_exposed_s = 0;
   double pp_exposed_s = 0;
   double mb_exposed_comm_s = 0;   // TP + CP + EP exposed per micro-batch (slowest stage)
-  double fill_drain_s = 0;        // the slowest stage's wait for the others in fill and drain
+  double fill_drain_s = 0;        // what the schedule's longest path adds to the slowest stage's work
   double overlap_slowdown_s = 0;  // compute slowed by overlapping DP/PP traffic, per step
   BreakdownReport breakdown;
   double step_time_s = 0;
