@@ -74,6 +74,9 @@ Command add_textbook_command(CLI::App& root, const CliEnv& env);
 void print_report_table(const Report& report, const Scenario& scenario, std::ostream& out);
 void print_report_explain(const Report& report, std::ostream& out);
 void print_report_csv(const Report& report, std::ostream& out);
+// simulate --compare-analytic: step time, compute, exposed traffic per group, bubble and MFU of
+// both fidelities side by side; `event_stage` is the stage of the rank the event's parts describe.
+void print_comparison_table(const Report& event, const Report& analytic, int64_t event_stage, std::ostream& out);
 // Adds --json/--csv (and --explain when `explain` is given) to a command.
 void add_output_options(CLI::App& cmd, OutputFormat& format, bool* explain);
 

@@ -214,11 +214,7 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
             print_report_table(report, scenario, std::cout);
             print_stage_table(out, std::cout);
             if (analytic)
-              fmt::print(
-                  std::cout,
-                  "\nanalytic estimate: step {:.3f} s, MFU {:.1f} % (event simulation {:.3f} s, {:+.1f} %)\n",
-                  analytic->step_time_s, 100 * analytic->mfu, report.step_time_s,
-                  100 * (report.step_time_s - analytic->step_time_s) / analytic->step_time_s);
+              print_comparison_table(report, *analytic, out.step.ranks[out.step.critical].stage, std::cout);
             if (args->explain) {
               std::cout << "\n";
               print_report_explain(report, std::cout);

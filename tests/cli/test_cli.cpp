@@ -1,6 +1,8 @@
 // End-to-end tests of the simrun command: every bad input gets exactly one line on stderr
 // naming file, field and rule, nothing on stdout, and exit 2; good input prints the contract.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -142,6 +144,27 @@ TEST_CASE("estimate --json on the headline example prints every contract key", "
   CHECK(j["step_time_s"].get<double>() > 0);
   CHECK(j["mfu"].get<double>() > 0.05);
   CHECK(j["mfu"].get<double>() < 0.8);
+}
+
+TEST_CASE("simulate --compare-analytic prints both fidelities, side by side and in JSON", "[cli]") {
+  const std::string file = std::string("'") + SIMRUN_DATA_DIR + "/examples/llama3-70b-h100.json'";
+  const RunResult table = run_simrun("simulate " + file + " --compare-analytic");
+  INFO(table.err);
+  REQUIRE(table.exit_code == 0);
+  const RunResult json = run_simrun("simulate " + file + " --compare-analytic --json");
+  REQUIRE(json.exit_code == 0);
+  const auto j = nlohmann::json::parse(json.out);
+  const double event = j["step_time_s"].get<double>(), analytic = j["analytic"]["step_time_s"].get<double>();
+  CHECK(j["analytic_difference"].get<double>() == Approx((event - analytic) / analytic));
+  // The table's step-time row carries both times and their difference, as the JSON has them.
+  const auto row = table.out.find("  step time  ", table.out.find("event simulation vs closed-form estimate"));
+  REQUIRE(row != std::string::npos);
+  const std::string line = table.out.substr(row, table.out.find('\n', row) - row);
+  CHECK(line.find(fmt::format("{:.3f} s", event)) != std::string::npos);
+  CHECK(line.find(fmt::format("{:.3f} s", analytic)) != std::string::npos);
+  CHECK(line.find(fmt::format("{:+.1f} %", 100 * (event - analytic) / analytic)) != std::string::npos);
+  for (const char* part : {"  compute ", "  exposed TP ", "  exposed PP ", "  exposed DP ", "  pipeline bubble ", "  MFU "})
+    CHECK(table.out.find(part, row) != std::string::npos);
 }
 
 TEST_CASE("estimate works without a file from flags alone", "[cli]") {
