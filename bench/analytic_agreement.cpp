@@ -1,7 +1,8 @@
 // analytic_agreement: how closely the closed-form estimate (`simrun estimate`) follows the event
 // simulation (`simrun simulate`) over a fixed, seeded sample of layouts: dense and MoE models,
-// four GPU kinds, 8 to 256 GPUs, sequences of 1K to 8K, TP, PP (1F1B or interleaved), CP, EP,
-// DP, ZeRO 0-3, recompute and 1 to 4·pp micro-batches. Both fidelities run with their shipped
+// five GPU kinds (four on NVSwitch, MI300X on an Infinity Fabric mesh), 8 to 256 GPUs,
+// sequences of 1K to 8K, TP, PP (1F1B or interleaved), CP, EP, DP, ZeRO 0-3, recompute and 1 to
+// 4·pp micro-batches. Both fidelities run with their shipped
 // defaults. A layout counts as uncongested when its TP and CP groups stay inside a scale-up
 // domain and neither fidelity exposes more than 10% of the step as communication: there the two
 // should agree within 5% (issue 4); the rest is printed for information. Prints the counts, the
@@ -55,7 +56,7 @@ Sample draw(SplitMix& rng) {
   ScenarioOverrides& o = s.o;
   const std::string model = rng.pick<std::string>(
       {"llama3-8b", "llama2-13b", "mistral-7b", "llama3-70b", "gpt3-175b", "mixtral-8x7b"});
-  const std::string gpu = rng.pick<std::string>({"h100-sxm", "a100-80gb", "h200", "b200"});
+  const std::string gpu = rng.pick<std::string>({"h100-sxm", "a100-80gb", "h200", "b200", "mi300x"});
   const int64_t gpus = rng.pick<int64_t>({8, 16, 64, 256});
   const int64_t tp = rng.pick<int64_t>({1, 2, 4, 8});
   const int64_t pp = rng.pick<int64_t>({1, 2, 4, 8});

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <numeric>
 #include <random>
 
@@ -694,5 +695,24 @@ std::vector<std::vector<int32_t>> mesh_ring_cycles(int64_t members) {
 }
 
 CollectivePlan build_plan(const PlanContext& ctx) { return Planner(ctx).plan(); }
+
+}  // namespace simrun::detail
+
+namespace simrun {
+
+int mesh_ring_count(int64_t members) {
+  // The search takes milliseconds for some sizes: once per size per process.
+  static std::mutex mutex;
+  static std::map<int64_t, int> counts;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto it = counts.find(members);
+  if (it == counts.end())
+    it = counts.emplace(members, int(detail::mesh_ring_cycles(members).size())).first;
+  return it->second;
+}
+
+}  // namespace simrun
+
+namespace simrun::detail {
 
 }  // namespace simrun::detail

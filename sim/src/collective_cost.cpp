@@ -89,11 +89,26 @@ double nvls_s(CollectiveOp op, double bytes, const GroupShape& shape) {
 double collective_s(CollectiveOp op, double bytes, int64_t n, const LinkCost& link) {
   const bool nccl_op =
       op == CollectiveOp::all_reduce || op == CollectiveOp::all_gather || op == CollectiveOp::reduce_scatter;
-  if (link.switch_domain && nccl_op && n > 1 && bytes > 0) {
-    SIMRUN_ASSERT(link.switch_domain->ranks == n, "the switch-domain shape describes another group size");
-    const TunerChoice choice = CollectiveTuner::choose(op, *link.switch_domain, bytes);
-    if (choice.algorithm == Algorithm::nvls) return nvls_s(op, bytes, *link.switch_domain);
-    if (choice.algorithm == Algorithm::ring) return choice.predicted_us * 1e-6;
+  if (link.domain_shape && nccl_op && n > 1 && bytes > 0) {
+    SIMRUN_ASSERT(link.domain_shape->ranks == n, "the domain shape describes another group size");
+    const GroupShape& shape = *link.domain_shape;
+    const TunerChoice choice = CollectiveTuner::choose(op, shape, bytes);
+    if (choice.algorithm == Algorithm::nvls) return nvls_s(op, bytes, shape);
+    if (choice.algorithm == Algorithm::ring) {
+      if (shape.nvswitch || choice.protocol != Protocol::simple) return choice.predicted_us * 1e-6;
+      // A mesh with Simple (link-bound; LL and LL128 are bound by their own per-channel rates):
+      // channel c rides ring c mod R, so the busiest ring carries ⌈nch/R⌉ of nch channels'
+      // bytes, at most g·(R/max channels) of its link when its g channels are few.
+      const int rings = mesh_ring_count(n), nch = std::max(1, choice.channels);
+      const int busiest = (nch + rings - 1) / rings;
+      const double per_link = double(busiest) / double(nch) /
+                              std::min(1.0, double(busiest) * rings / CollectiveTuner::max_channels(shape));
+      double latency_us = 0;
+      for (const CostEntry& e : CollectiveTuner::cost_table(op, shape, bytes))
+        if (e.algorithm == choice.algorithm && e.protocol == choice.protocol) latency_us = e.latency_us;
+      const double bandwidth_us = choice.predicted_us - latency_us;  // at 1/R of the bytes per link
+      return (latency_us + bandwidth_us * per_link * double(rings)) * 1e-6;
+    }
   }
   switch (op) {
     case CollectiveOp::all_reduce:
@@ -156,15 +171,22 @@ LinkCost group_link(const ClusterSpec& cluster, RankGroup group, const Efficienc
   if (group_inside_scale_up(cluster, group)) {
     const double bw = scale_up_bytes_per_s(group.size);
     LinkCost link{bw * eff.scale_up_fraction, eff.scale_up_alpha_s, LinkClass::scale_up};
-    if (group.size > 1 && gpu.scale_up_kind == ScaleUpKind::nvswitch) {
-      // As CollectiveRunner::shape reads it off the cluster graph: the switch link's capacity at
-      // NCCL's NVLink efficiency.
+    const bool nvswitch = gpu.scale_up_kind == ScaleUpKind::nvswitch;
+    if (group.size > 1 && (nvswitch || gpu.scale_up_kind == ScaleUpKind::mesh)) {
+      // As CollectiveRunner::shape reads it off the cluster graph: a GPU's switch link, or its
+      // link to one mesh peer times the link-disjoint rings the group's channels spread over, at
+      // NCCL's scale-up efficiency.
       GroupShape s;
       s.ranks = s.ranks_per_node = group.size;
-      s.intra_bytes_per_s = gpu.scale_up_bytes_per_s * scale_up_efficiency(gpu);
       s.cc_index = compute_capability_index(gpu);
-      s.nvls = gpu.nvls && s.cc_index >= 2;
-      link.switch_domain = s;
+      s.nvswitch = nvswitch;
+      s.nvls = nvswitch && gpu.nvls && s.cc_index >= 2;
+      const double link_bytes_per_s =
+          nvswitch ? gpu.scale_up_bytes_per_s
+                   : gpu.scale_up_bytes_per_s / double(std::max<int64_t>(1, gpu.scale_up_domain - 1)) *
+                         double(mesh_ring_count(group.size));
+      s.intra_bytes_per_s = link_bytes_per_s * scale_up_efficiency(gpu);
+      link.domain_shape = s;
     }
     return link;
   }

@@ -154,23 +154,30 @@ TEST_CASE("an HGX domain ends at the node, an NVL72 domain spans trays", "[sim][
   CHECK(scale_up_domain_size(nvl72) == 72);
 }
 
-TEST_CASE("inside a switch domain collective_s is NCCL's model, as the event times the call alone",
+TEST_CASE("inside a scale-up domain collective_s is NCCL's model, as the event times the call alone",
           "[sim][collective_cost]") {
+  // H100 with NVLink SHARP; without it (as A100); and an 8-GPU full mesh of 64 GB/s links (as
+  // MI300X's Infinity Fabric), whose rings RCCL spreads its channels over.
+  enum Kind { nvls, switch_only, mesh };
+  const Kind kind = GENERATE(nvls, switch_only, mesh);
   ClusterSpec cluster = test::h100_cluster(8);
-  const bool nvls = GENERATE(true, false);  // H100 with NVLink SHARP, or without (as A100)
-  cluster.gpu.nvls = nvls;
+  cluster.gpu.nvls = kind == nvls;
+  if (kind == mesh) {
+    cluster.gpu.scale_up_kind = ScaleUpKind::mesh;
+    cluster.gpu.scale_up_bytes_per_s = 7 * 64e9;
+  }
   const EfficiencyDefaults eff;
   const int64_t n = GENERATE(2, 4, 8);
-  CAPTURE(nvls, n);
+  CAPTURE(int(kind), n);
   const LinkCost link = group_link(cluster, {n, 1}, eff);
-  REQUIRE(link.switch_domain.has_value());
+  REQUIRE(link.domain_shape.has_value());
 
   // The closed-form shape is the one the collective runner reads off the cluster graph.
   const auto graph = std::make_shared<ClusterGraph>(cluster_graph_spec(cluster));
   std::vector<int64_t> ranks(static_cast<size_t>(n));
   std::iota(ranks.begin(), ranks.end(), int64_t{0});
   const GroupShape on_graph = Simulation(graph).collectives().shape(ranks);
-  const GroupShape& closed = *link.switch_domain;
+  const GroupShape& closed = *link.domain_shape;
   CHECK(closed.ranks == on_graph.ranks);
   CHECK(closed.nodes == on_graph.nodes);
   CHECK(closed.ranks_per_node == on_graph.ranks_per_node);
@@ -182,6 +189,8 @@ TEST_CASE("inside a switch domain collective_s is NCCL's model, as the event tim
   // Every size, in whichever algorithm and protocol NCCL picks, within 1% of the event's run of
   // the call alone from 1 MB (the α-β ring is 2-3x off there for 2 GPUs, and 2.5x off for a
   // 2-GPU NVLS all-reduce); at 100 KB on 8 GPUs the event's LL flows take ~7% (1 µs) longer.
+  // On the 8-GPU mesh, LL128's channels (1-10 MB) spread unevenly over its 7 rings, which the
+  // closed form leaves to the tuner's rate: within 15% there.
   for (const CollectiveOp op : {CollectiveOp::all_reduce, CollectiveOp::all_gather, CollectiveOp::reduce_scatter}) {
     for (const double bytes : {1e5, 1e6, 1e7, 1e8, 1e9}) {
       CAPTURE(to_string(op), bytes);
@@ -190,26 +199,29 @@ TEST_CASE("inside a switch domain collective_s is NCCL's model, as the event tim
       req.ranks = ranks;
       req.bytes = bytes;
       const double event_s = collective_alone_s(graph, req);
-      CHECK(collective_s(op, bytes, n, link) == Approx(event_s).epsilon(bytes < 1e6 ? 0.1 : 0.01));
-      const Algorithm algo = CollectiveTuner::choose(op, on_graph, bytes).algorithm;
-      if (op == CollectiveOp::all_reduce && bytes >= 1e8) CHECK(algo == (nvls ? Algorithm::nvls : Algorithm::ring));
+      const TunerChoice choice = CollectiveTuner::choose(op, on_graph, bytes);
+      const bool uneven = kind == mesh && n == 8 && choice.protocol == Protocol::ll128;
+      CHECK(collective_s(op, bytes, n, link) ==
+            Approx(event_s).epsilon(uneven ? 0.15 : bytes < 1e6 ? 0.1 : 0.01));
+      if (op == CollectiveOp::all_reduce && bytes >= 1e8)
+        CHECK(choice.algorithm == (kind == nvls ? Algorithm::nvls : Algorithm::ring));
     }
   }
 }
 
-TEST_CASE("α-β rings across domains, off a switch, and under calibrated α/β", "[sim][collective_cost]") {
+TEST_CASE("α-β rings across domains, over PCIe, and under calibrated α/β", "[sim][collective_cost]") {
   const EfficiencyDefaults eff;
   const ClusterSpec h100 = test::h100_cluster(16);
-  CHECK_FALSE(group_link(h100, {16, 1}, eff).switch_domain.has_value());  // two nodes: NICs
-  CHECK_FALSE(group_link(h100, {1, 1}, eff).switch_domain.has_value());
-  ClusterSpec mesh = h100;
-  mesh.gpu.scale_up_kind = ScaleUpKind::mesh;
-  CHECK_FALSE(group_link(mesh, {8, 1}, eff).switch_domain.has_value());
+  CHECK_FALSE(group_link(h100, {16, 1}, eff).domain_shape.has_value());  // two nodes: NICs
+  CHECK_FALSE(group_link(h100, {1, 1}, eff).domain_shape.has_value());
+  ClusterSpec pcie = h100;
+  pcie.gpu.scale_up_kind = ScaleUpKind::pcie;
+  CHECK_FALSE(group_link(pcie, {8, 1}, eff).domain_shape.has_value());
   Calibration cal;
   GpuCalibration g;
   g.scale_up.beta_s_per_byte = 1.0 / 300e9;
   cal.set_gpu(h100.gpu.id, g);
   const LinkCost calibrated = cal.calibrated(h100.gpu.id, group_link(h100, {8, 1}, eff));
-  CHECK_FALSE(calibrated.switch_domain.has_value());
+  CHECK_FALSE(calibrated.domain_shape.has_value());
   CHECK(collective_s(CollectiveOp::all_reduce, 1e9, 8, calibrated) == ring_all_reduce_s(1e9, 8, calibrated));
 }

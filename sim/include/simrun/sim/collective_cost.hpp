@@ -8,8 +8,8 @@
 //   all_gather / reduce_scatter (ring)  (n−1)/n · S/B + (n−1)·α
 //   all_to_all (pairwise)                (n−1)/n · S/B + (n−1)·α
 //   send_recv                            S/B + α
-// Inside one NVSwitch domain all_reduce, all_gather and reduce_scatter take NCCL's own model
-// instead: its tuner's choice of algorithm and protocol (collective_tuner.hpp), a ring timed as
+// Inside one NVSwitch or full-mesh domain all_reduce, all_gather and reduce_scatter take NCCL's
+// (RCCL's) own model instead: its tuner's choice of algorithm and protocol (collective_tuner.hpp), a ring timed as
 // the tuner predicts it (base + per-step latency of the protocol, its bandwidth), and NVLink
 // SHARP (NVLS, Hopper and later) as
 //   nvls  max(up, down) · S / (B_link · nvlsEfficiency) + NCCL's NVLS latency
@@ -36,9 +36,9 @@ struct LinkCost {
   double bytes_per_s = 0;  // effective per-direction bandwidth seen by one rank, e.g. 369e9
   double alpha_s = 0;      // latency per algorithm step, e.g. 1.9e-6
   LinkClass link_class = LinkClass::scale_up;
-  // Set when the group sits in one NVSwitch domain: the group as NCCL's tuner sees it (unset:
-  // α-β rings, e.g. across domains or under calibrated α/β).
-  std::optional<GroupShape> switch_domain = std::nullopt;
+  // Set when the group sits in one NVSwitch or full-mesh domain: the group as NCCL's tuner sees
+  // it (unset: α-β rings, e.g. across domains, over PCIe, or under calibrated α/β).
+  std::optional<GroupShape> domain_shape = std::nullopt;
 };
 
 double ring_all_reduce_s(double bytes, int64_t n, const LinkCost& link);
@@ -49,7 +49,7 @@ double all_to_all_s(double bytes, int64_t n, const LinkCost& link);
 double send_recv_s(double bytes, const LinkCost& link);
 // NVLS time of all_reduce, all_gather or reduce_scatter on the whole of `shape` (one domain).
 double nvls_s(CollectiveOp op, double bytes, const GroupShape& shape);
-// By op: NCCL's model inside a switch domain (above), else the α-β ring forms (broadcast and
+// By op: NCCL's model inside a scale-up domain (above), else the α-β ring forms (broadcast and
 // reduce pipelined along a chain: S/B + (n−1)·α).
 double collective_s(CollectiveOp op, double bytes, int64_t n, const LinkCost& link);
 // A process group of `size` ranks whose members are `stride` ranks apart in Megatron's rank

@@ -134,4 +134,8 @@ struct NvlsLinkBytes {
 };
 NvlsLinkBytes nvls_link_bytes(CollectiveOp op, int64_t n);
 
+// Link-disjoint rings over `members` GPUs of a full mesh (Infinity Fabric) that RCCL spreads
+// its channels over (members − 1 but for 2, 4 and 6 GPUs; collective_algorithms.cpp finds them).
+int mesh_ring_count(int64_t members);
+
 }  // namespace simrun
