@@ -72,8 +72,9 @@ struct GroupLinks {
 
 // Runs the probe's tasks on their streams (a stream runs its tasks in program order; a task
 // also waits for its dependencies), with closed-form times (collective_s) for the TP, CP and EP
-// collectives and none for the data-parallel ones (timed per step, below). A wait of the compute stream is charged to
-// the piece and group of the dependency it waited for last, as the event simulation charges it.
+// collectives and none for the data-parallel ones (timed per step, below). A wait of the compute
+// stream is charged to the piece and group of the dependency it waited for last, as the event
+// simulation charges it, and counted apart when a forward kernel waited.
 ProbeTimes time_probe(const StageProgram& prog, const GroupLinks& links) {
   ProbeTimes out;
   auto piece_of = [&](const Task& t) -> PieceTime* {
@@ -423,10 +424,12 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     if (!finish) return std::nullopt;
     return *std::max_element(finish->begin(), finish->end());
   };
-  const std::optional<double> compute_path = makespan(0.0);
+  const std::optional<double> compute_path = l.pp > 1 ? makespan(0.0) : std::nullopt;
   out.fill_drain_s = 0;
   if (l.pp > 1 && v_chunks == 1) out.pp_exposed_s = 2.0 * (microbatches + p - 1.0) * out.pp_send_s;
-  if (compute_path) {
+  if (l.pp == 1) {
+    // One stage: nothing to fill or drain.
+  } else if (compute_path) {
     const double slow_own = microbatches * (slow.compute_s() + mb_exposed(slow)) +
                             (first_forward_s(slow) - slow.forward_s) +
                             (last_backward_s(slow) - slow.backward_s - slow.recompute_s);
@@ -701,7 +704,7 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
         "breakdown.exposed_comm_s", b.exposed_comm_s, "s",
         "m · (TP + CP + EP exposed per micro-batch) + PP exposed (1F1B: 2(m + p − 1) sends; interleaved: "
         "what the asynchronous sends add to the schedule's longest path) + DP exposed (NCCL's model in a "
-        "switch domain, α-β rings across)",
+        "scale-up domain, α-β rings across)",
         fmt::format(
             "m={}, per-micro-batch={:.4g} s (tp total {:.4g} s/step), pp exposed={:.4g} s of {:.4g} s (send "
             "{:.4g} s), dp exposed={:.4g} s of {:.4g} s (grad {:.4g} s, params {:.4g} s)",
