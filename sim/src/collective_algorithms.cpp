@@ -712,7 +712,3 @@ int mesh_ring_count(int64_t members) {
 }
 
 }  // namespace simrun
-
-namespace simrun::detail {
-
-}  // namespace simrun::detail
