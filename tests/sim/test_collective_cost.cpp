@@ -187,7 +187,7 @@ TEST_CASE("inside a scale-up domain collective_s is NCCL's model, as the event t
   CHECK(closed.nvswitch == on_graph.nvswitch);
 
   // Every size, in whichever algorithm and protocol NCCL picks, within 1% of the event's run of
-  // the call alone from 1 MB (the α-β ring is 2-3x off there for 2 GPUs, and 2.5x off for a
+  // the call alone from 1 MB (the α-β ring is 2-3x off there for 2 GPUs, and 1.8x off for a
   // 2-GPU NVLS all-reduce); at 100 KB on 8 GPUs the event's LL flows take ~7% (1 µs) longer.
   // On the 8-GPU mesh, LL128's channels (1-10 MB) spread unevenly over its 7 rings, which the
   // closed form leaves to the tuner's rate: within 15% there.
