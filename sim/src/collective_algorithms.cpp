@@ -668,9 +668,7 @@ bool hamiltonian_cycle(size_t p, std::vector<std::vector<char>>& free_arc, std::
   return true;
 }
 
-}  // namespace
-
-std::vector<std::vector<int32_t>> mesh_ring_cycles(int64_t members) {
+std::vector<std::vector<int32_t>> search_mesh_ring_cycles(int64_t members) {
   const size_t p = size_t(std::max<int64_t>(members, 1));
   std::vector<std::vector<int32_t>> best;
   for (size_t s = 1; s < std::max<size_t>(p, 2); ++s) {  // rings of stride s coprime with p
@@ -694,21 +692,25 @@ std::vector<std::vector<int32_t>> mesh_ring_cycles(int64_t members) {
   return best;
 }
 
+}  // namespace
+
+const std::vector<std::vector<int32_t>>& mesh_ring_cycles(int64_t members) {
+  // The search takes milliseconds for some sizes: once per size per process (map nodes are
+  // stable, so the references stay valid).
+  static std::mutex mutex;
+  static std::map<int64_t, std::vector<std::vector<int32_t>>> found;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto it = found.find(members);
+  if (it == found.end()) it = found.emplace(members, search_mesh_ring_cycles(members)).first;
+  return it->second;
+}
+
 CollectivePlan build_plan(const PlanContext& ctx) { return Planner(ctx).plan(); }
 
 }  // namespace simrun::detail
 
 namespace simrun {
 
-int mesh_ring_count(int64_t members) {
-  // The search takes milliseconds for some sizes: once per size per process.
-  static std::mutex mutex;
-  static std::map<int64_t, int> counts;
-  const std::lock_guard<std::mutex> lock(mutex);
-  auto it = counts.find(members);
-  if (it == counts.end())
-    it = counts.emplace(members, int(detail::mesh_ring_cycles(members).size())).first;
-  return it->second;
-}
+int mesh_ring_count(int64_t members) { return int(detail::mesh_ring_cycles(members).size()); }
 
 }  // namespace simrun

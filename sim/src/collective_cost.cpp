@@ -103,11 +103,8 @@ double collective_s(CollectiveOp op, double bytes, int64_t n, const LinkCost& li
       const int busiest = (nch + rings - 1) / rings;
       const double per_link = double(busiest) / double(nch) /
                               std::min(1.0, double(busiest) * rings / CollectiveTuner::max_channels(shape));
-      double latency_us = 0;
-      for (const CostEntry& e : CollectiveTuner::cost_table(op, shape, bytes))
-        if (e.algorithm == choice.algorithm && e.protocol == choice.protocol) latency_us = e.latency_us;
-      const double bandwidth_us = choice.predicted_us - latency_us;  // at 1/R of the bytes per link
-      return (latency_us + bandwidth_us * per_link * double(rings)) * 1e-6;
+      const double bandwidth_us = choice.predicted_us - choice.latency_us;  // at 1/R of the bytes per link
+      return (choice.latency_us + bandwidth_us * per_link * double(rings)) * 1e-6;
     }
   }
   switch (op) {

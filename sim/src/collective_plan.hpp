@@ -70,7 +70,8 @@ struct PlanContext {
 CollectivePlan build_plan(const PlanContext& ctx);
 
 // Link-disjoint directed Hamiltonian cycles over `members` GPUs of a full mesh (Infinity Fabric):
-// the rings RCCL spreads channels over so every peer link carries traffic. Deterministic.
-std::vector<std::vector<int32_t>> mesh_ring_cycles(int64_t members);
+// the rings RCCL spreads channels over so every peer link carries traffic. Deterministic;
+// searched once per size per process.
+const std::vector<std::vector<int32_t>>& mesh_ring_cycles(int64_t members);
 
 }  // namespace simrun::detail

@@ -435,7 +435,6 @@ std::vector<CostEntry> CollectiveTuner::cost_table(CollectiveOp op, const GroupS
         default:
           break;
       }
-      e.latency_us = lat;
 
       // Time (§1.5).
       double bw = e.algbw_GBps;
@@ -447,6 +446,7 @@ std::vector<CostEntry> CollectiveTuner::cost_table(CollectiveOp op, const GroupS
         lat *= cc < 1 ? 1.9 : 1.4;
       if (algo == Algorithm::hierarchical)
         e.why_disabled = "not an NCCL algorithm: only on request (--algo hierarchical)";
+      e.latency_us = lat;
       e.time_us = bw > 0 ? lat + bytes / (1000.0 * bw) : -1;
       table.push_back(e);
     }
@@ -506,6 +506,7 @@ TunerChoice CollectiveTuner::choose(CollectiveOp op, const GroupShape& s, double
   c.algorithm = best->algorithm;
   c.protocol = best->protocol;
   c.predicted_us = best->time_us;
+  c.latency_us = best->latency_us;
   c.channels = channels_for(op, c.algorithm, c.protocol, s, bytes);
   return c;
 }

@@ -100,7 +100,7 @@ GroupShape CollectiveRunner::shape(const std::vector<int64_t>& ranks_in) const {
   } else if (gpu.scale_up_kind == ScaleUpKind::mesh) {
     // Rings over the mesh use one peer link per ring: as many rings as link-disjoint cycles.
     const Route r = m_graph.route(g0, g0 % m_graph.gpus_per_node() == 0 ? g0 + 1 : g0 - 1);
-    const double rings = double(std::max<size_t>(1, ring_cycles(s.ranks_per_node).size()));
+    const double rings = double(std::max<size_t>(1, detail::mesh_ring_cycles(s.ranks_per_node).size()));
     s.intra_bytes_per_s = r.links.empty() ? 0 : m_network.link_capacity(r.links.front()) * rings;
   } else {
     const Route r = m_graph.route(g0, g0 % m_graph.gpus_per_node() == 0 ? g0 + 1 : g0 - 1);
@@ -120,12 +120,6 @@ GroupShape CollectiveRunner::shape(const std::vector<int64_t>& ranks_in) const {
     s.inter_bytes_per_s = double(s.rails) * port;
   }
   return s;
-}
-
-const std::vector<std::vector<int32_t>>& CollectiveRunner::ring_cycles(int64_t members) const {
-  auto it = m_ring_cycles.find(members);
-  if (it == m_ring_cycles.end()) it = m_ring_cycles.emplace(members, detail::mesh_ring_cycles(members)).first;
-  return it->second;
 }
 
 TunerChoice CollectiveRunner::plan(const CollectiveRequest& req) const {
@@ -174,7 +168,7 @@ void CollectiveRunner::run(const CollectiveRequest& req, DoneCallback on_done) {
     const bool mesh = m_graph.spec().gpu.scale_up_kind == ScaleUpKind::mesh;
     detail::PlanContext ctx{
         m_graph, req.op, std::move(ranks), req.bytes,       req.root,
-        s,       choice, m_model,          m_weights.get(), mesh ? &ring_cycles(s.ranks_per_node) : nullptr};
+        s,       choice, m_model,          m_weights.get(), mesh ? &detail::mesh_ring_cycles(s.ranks_per_node) : nullptr};
     call->plan = detail::build_plan(ctx);
   }
   // Always asynchronous: on_done never runs inside run(), even for a one-rank group.

@@ -70,6 +70,7 @@ struct TunerChoice {
   Protocol protocol = Protocol::simple;
   int channels = 1;         // after NCCL's small-message channel reduction
   double predicted_us = 0;  // NCCL-model time
+  double latency_us = 0;    // of which the latency term
 };
 
 struct CostEntry {

@@ -22,7 +22,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -102,7 +101,6 @@ class CollectiveRunner {
  private:
   struct Call;
   std::vector<int64_t> resolve(const std::vector<int64_t>& ranks) const;
-  const std::vector<std::vector<int32_t>>& ring_cycles(int64_t members) const;
   void start_phase(std::shared_ptr<Call> call, size_t phase);
 
   Engine& m_engine;
@@ -110,7 +108,6 @@ class CollectiveRunner {
   const ClusterGraph& m_graph;
   CollectiveModel m_model;
   std::unique_ptr<detail::LinkWeights> m_weights;  // scratch for planning coupled flows
-  mutable std::map<int64_t, std::vector<std::vector<int32_t>>> m_ring_cycles;  // mesh rings per domain size
 };
 
 // Largest collective size accepted (2^50 bytes).
