@@ -3,6 +3,7 @@
 target_sources(simrun_sim PRIVATE
   src/analytic.cpp
   src/collective_cost.cpp
+  src/fabric_collective_cost.cpp  # NCCL multi-node algorithms in closed form
   src/explain.cpp         # --explain entries shared with the event simulation
   src/memory_model.cpp
   src/run_cost.cpp

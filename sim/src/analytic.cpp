@@ -477,7 +477,9 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
       const double embedding_local = counts.embedding / tp;
       const double unhidden =
           gather(embedding_local, dp_n, dp_link) + layer_gather_s(0) + reduce(embedding_local, dp_n, dp_link);
-      const double window = microbatches * slow.compute_s();
+      // The window is the compute stream's whole span, its waits for TP/CP/EP collectives
+      // included: FSDP's stream runs beside those too.
+      const double window = microbatches * (slow.compute_s() + mb_exposed(slow));
       out.dp_exposed_s = std::max(dp_total_s - window, unhidden);
     }
     out.dp_exposed_s = std::min(dp_total_s, out.dp_exposed_s);
@@ -703,8 +705,8 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
     explain(
         "breakdown.exposed_comm_s", b.exposed_comm_s, "s",
         "m · (TP + CP + EP exposed per micro-batch) + PP exposed (1F1B: 2(m + p − 1) sends; interleaved: "
-        "what the asynchronous sends add to the schedule's longest path) + DP exposed (NCCL's model in a "
-        "scale-up domain, α-β rings across)",
+        "what the asynchronous sends add to the schedule's longest path) + DP exposed (NCCL's model, in a "
+        "scale-up domain and across domains)",
         fmt::format(
             "m={}, per-micro-batch={:.4g} s (tp total {:.4g} s/step), pp exposed={:.4g} s of {:.4g} s (send "
             "{:.4g} s), dp exposed={:.4g} s of {:.4g} s (grad {:.4g} s, params {:.4g} s)",

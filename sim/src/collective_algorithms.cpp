@@ -79,6 +79,8 @@ std::vector<int64_t> rotated(const std::vector<int64_t>& v, size_t start) {
   return out;
 }
 
+}  // namespace
+
 // NCCL's binary tree over ranks 0..n-1 (ncclGetBtree, src/graph/trees.cc): returns parent (-1 root).
 int64_t btree_parent(int64_t n, int64_t rank) {
   if (rank == 0) return -1;
@@ -115,6 +117,34 @@ int64_t tree_depth(int64_t n, int t) {
   return depth;
 }
 
+double wire_factor(Algorithm algo, Protocol proto, const GroupShape& shape) {
+  switch (algo) {
+    case Algorithm::tree:
+      if (proto == Protocol::ll) return 3.8;
+      if (proto == Protocol::ll128) return shape.nodes == 1 ? 9.0 / 7.0 : 128.0 / 120.0;
+      return 1.0 / 0.92;
+    case Algorithm::nvls:
+    case Algorithm::nvls_tree:
+      return 1.0 / CollectiveTuner::nvls_efficiency(shape);
+    case Algorithm::pat:
+      return 1.0 / 0.75;
+    default:
+      return 1.0 / CollectiveTuner::protocol_efficiency(proto);
+  }
+}
+
+double channel_group_cap(Algorithm algo, Protocol proto, const GroupShape& shape, int channels,
+                         int group_channels, double per_rate_busbw) {
+  double channel_cap =
+      std::max(shape.intra_bytes_per_s, shape.inter_bytes_per_s) / double(CollectiveTuner::max_channels(shape));
+  if (channel_cap <= 0) channel_cap = std::numeric_limits<double>::infinity();
+  const double share = double(group_channels) / double(channels);
+  const double proto_cap = CollectiveTuner::protocol_busbw_cap(algo, proto, shape, channels);
+  return std::min(double(group_channels) * channel_cap, proto_cap * share) / per_rate_busbw;
+}
+
+namespace {
+
 class Planner {
  public:
   explicit Planner(const PlanContext& ctx)
@@ -131,9 +161,6 @@ class Planner {
     m_inter_us = no_lat ? 0.0 : CollectiveTuner::inter_step_us(m_algo, m_proto, m_shape);
     m_switch_s = no_lat ? 0.0 : m_g.spec().fabric.switch_latency_s;
     m_base = no_lat ? TimeNs{} : us(CollectiveTuner::base_latency_us(m_algo, m_proto));
-    const int max_ch = CollectiveTuner::max_channels(m_shape);
-    m_channel_cap = std::max(m_shape.intra_bytes_per_s, m_shape.inter_bytes_per_s) / double(max_ch);
-    if (m_channel_cap <= 0) m_channel_cap = std::numeric_limits<double>::infinity();
     if (m_domains.size() > 1)
       for (const Domain& d : m_domains) m_entries.push_back(entries_of(m_g, d));
   }
@@ -173,27 +200,11 @@ class Planner {
     if (!r.uses_fabric) return m_intra_us;
     return m_inter_us + double(std::max(0, r.switch_hops - 1)) * m_switch_s * 1e6;
   }
-  double wire_factor() const {
-    switch (m_algo) {
-      case Algorithm::tree:
-        if (m_proto == Protocol::ll) return 3.8;
-        if (m_proto == Protocol::ll128) return m_shape.nodes == 1 ? 9.0 / 7.0 : 128.0 / 120.0;
-        return 1.0 / 0.92;
-      case Algorithm::nvls:
-      case Algorithm::nvls_tree:
-        return 1.0 / CollectiveTuner::nvls_efficiency(m_shape);
-      case Algorithm::pat:
-        return 1.0 / 0.75;
-      default:
-        return 1.0 / CollectiveTuner::protocol_efficiency(m_proto);
-    }
-  }
+  double wire_factor() const { return detail::wire_factor(m_algo, m_proto, m_shape); }
   // Payload-rate cap of a channel group of `g` channels; `per_rate_busbw` converts the flow's
   // rate into NCCL's busBw (1 for rings, 2 for trees, whose algbw NCCL takes as busBw/2).
   double group_cap(int g, double per_rate_busbw) const {
-    const double share = double(g) / double(m_channels);
-    const double proto_cap = CollectiveTuner::protocol_busbw_cap(m_algo, m_proto, m_shape, m_channels);
-    return std::min(double(g) * m_channel_cap, proto_cap * share) / per_rate_busbw;
+    return channel_group_cap(m_algo, m_proto, m_shape, m_channels, g, per_rate_busbw);
   }
 
   // The cycle (successor of each member position) a ring channel follows inside a domain of
@@ -634,7 +645,6 @@ class Planner {
   int64_t m_n;
   double m_intra_us = 0, m_inter_us = 0, m_switch_s = 0;
   TimeNs m_base{};
-  double m_channel_cap = 0;
 };
 
 // One directed Hamiltonian cycle over the arcs still free, by randomised depth-first search.

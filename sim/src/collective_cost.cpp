@@ -107,6 +107,10 @@ double collective_s(CollectiveOp op, double bytes, int64_t n, const LinkCost& li
       return (choice.latency_us + bandwidth_us * per_link * double(rings)) * 1e-6;
     }
   }
+  if (link.fabric_group && nccl_op && n > 1 && bytes > 0) {
+    SIMRUN_ASSERT(link.fabric_group->shape.ranks == n, "the fabric group describes another group size");
+    return fabric_collective_s(op, bytes, *link.fabric_group);
+  }
   switch (op) {
     case CollectiveOp::all_reduce:
       return ring_all_reduce_s(bytes, n, link);
@@ -190,12 +194,15 @@ LinkCost group_link(const ClusterSpec& cluster, RankGroup group, const Efficienc
   const int64_t local = members_per_domain(cluster, group);
   double bw = double(local) * nic_share_bytes_per_s(cluster, eff);
   if (local > 1) bw = std::min(bw, scale_up_bytes_per_s(local) * eff.scale_up_fraction);
-  return {bw, eff.scale_out_alpha_s + cluster.fabric.latency_s, LinkClass::scale_out};
+  LinkCost link{bw, eff.scale_out_alpha_s + cluster.fabric.latency_s, LinkClass::scale_out};
+  link.fabric_group = fabric_group(cluster, group);
+  return link;
 }
 
 LinkCost all_to_all_link(const ClusterSpec& cluster, RankGroup group, const EfficiencyDefaults& eff) {
   LinkCost link = group_link(cluster, group, eff);
   if (link.link_class == LinkClass::scale_up) return link;
+  link.fabric_group.reset();  // all-to-all: the α-β form below
   // Every member sends (n − local)/n of its buffer through its own NIC share and (local − 1)/n
   // over the scale-up link, concurrently; as a bus bandwidth for the (n−1)/n bus factor:
   //   B = (n − 1) / max((n − local)/B_nic, (local − 1)/B_scale_up).

@@ -69,6 +69,21 @@ struct PlanContext {
 
 CollectivePlan build_plan(const PlanContext& ctx);
 
+// Rules the flows follow, shared with the closed forms of collective_cost.cpp:
+// Bytes each link carries per payload byte (NCCL's protocol and algorithm efficiencies, as its
+// tuner discounts the bus bandwidth: LL 1/0.5, LL128 128/120, tree Simple 1/0.92, NVLS
+// 1/nvlsEfficiency, PAT 1/0.75).
+double wire_factor(Algorithm algo, Protocol proto, const GroupShape& shape);
+// Payload-rate cap of `group_channels` of the call's `channels`: each channel at most the
+// faster of the intra/inter bandwidth over the maximum channel count, and the protocol's busbw
+// cap shared by channel; `per_rate_busbw` converts the rate to NCCL's busBw (1 rings, 2 trees).
+double channel_group_cap(Algorithm algo, Protocol proto, const GroupShape& shape, int channels,
+                         int group_channels, double per_rate_busbw);
+// NCCL's double binary tree over n ranks (ncclGetDtree): parent of `rank` in tree t (0 or 1),
+// −1 at the root; and the tree's depth.
+int64_t dtree_parent(int64_t n, int64_t rank, int t);
+int64_t tree_depth(int64_t n, int t);
+
 // Link-disjoint directed Hamiltonian cycles over `members` GPUs of a full mesh (Infinity Fabric):
 // the rings RCCL spreads channels over so every peer link carries traffic. Deterministic;
 // searched once per size per process.

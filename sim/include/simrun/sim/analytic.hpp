@@ -21,8 +21,9 @@
 //                    optimizer = the stage's optimizer program (grad-norm, fused Adam, host step
 //                    overhead)
 //   exposed_comm_s = m · (TP + CP + EP exposed per micro-batch) + PP exposed + DP exposed
-//     TP, CP: the probe's tasks run on their streams with α-β collective times (ring forms of
-//         collective_cost.hpp, calibration α/β); exposed = the compute stream's wait for them
+//     TP, CP: the probe's tasks run on their streams with closed-form collective times
+//         (collective_s: NCCL's model inside a scale-up domain and across domains, α-β rings
+//         under calibrated α/β); exposed = the compute stream's wait for them
 //         (WorkloadOptions::tp_overlap decides what overlaps)
 //     EP: 2 all-to-alls (dispatch, combine) forward and 2 backward per MoE layer, exposed
 //     PP: one send of the stage output (1/tp of it, Megatron's scatter-gather) forward and one
@@ -36,9 +37,9 @@
 //         micro-batch's backward and the weight all-gather behind the first forward, except what
 //         outlasts that window or the last bucket; interleaved, chunk by chunk, each behind the
 //         backwards still to run after the chunk's last (c·p chunk-steps) and before its first
-//         forward (c·p chunk-steps in). ZeRO-3 hides behind all compute but for the
-//         step's first two units' gathers (embedding, first layer) and the embedding's last
-//         reduce-scatter; with pp > 1 the slowest stage's gather-bound first forward (below) and
+//         forward (c·p chunk-steps in). ZeRO-3 hides behind the compute stream's span (its
+//         compute and its TP/CP/EP waits) but for the step's first two units' gathers
+//         (embedding, first layer) and the embedding's last reduce-scatter; with pp > 1 the slowest stage's gather-bound first forward (below) and
 //         the tail of reduce-scatters that outlast a stage's last backward and the drain behind
 //         it. Compute that overlaps DP or PP traffic runs overlap_slowdown slower (NCCL's SMs,
 //         as the event simulation charges it), added to forward/backward

@@ -68,7 +68,10 @@ class Calibration {
              cost.link_class == LinkClass::scale_up ? CalibratedLink::scale_up : CalibratedLink::scale_out);
     if (c.alpha_s) cost.alpha_s = *c.alpha_s;
     if (c.beta_s_per_byte) cost.bytes_per_s = 1.0 / *c.beta_s_per_byte;
-    if (c.alpha_s || c.beta_s_per_byte) cost.domain_shape.reset();  // measured α/β: rings, as the event
+    if (c.alpha_s || c.beta_s_per_byte) {  // measured α/β: rings, as the event
+      cost.domain_shape.reset();
+      cost.fabric_group.reset();
+    }
     return cost;
   }
   bool has_gpu(const std::string& gpu_id) const { return m_gpus.count(gpu_id) != 0; }

@@ -15,12 +15,20 @@
 //   nvls  max(up, down) · S / (B_link · nvlsEfficiency) + NCCL's NVLS latency
 // with the bytes per switch link of nvls_link_bytes. Both are what the event simulation's flows
 // take for the call alone (tests/sim/test_collective_cost.cpp).
+// Across domains (an HGX node or an NVL72 rack each) the same three take NCCL's multi-node
+// algorithms as the event's flows run them (collective_algorithms.cpp): the tuner's choice on
+// the group's shape, then Ring (one channel group per NIC entry and ring, each a pipeline over
+// every domain), Tree (double binary tree over domains, a chain inside each), NVLSTree or PAT,
+// timed by max-min sharing of the link classes they load (a switch uplink or mesh link, a NIC
+// port, a GPU–NIC link) among their channel groups: fabric_collective_s.
 // The bus-bandwidth factors are nccl-tests' (doc/PERFORMANCE.md; ecosystem.md §2.1), so a
 // time here and a measured busbw diff directly.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <vector>
 
 #include "simrun/sim/collective_tuner.hpp"  // CollectiveOp
 #include "simrun/sim/efficiency.hpp"
@@ -32,6 +40,23 @@ namespace simrun {
 // the NICs of the inter-node fabric. Shared with calibration.json's per-link α/β.
 enum class LinkClass { scale_up, scale_out };
 
+// A group spanning scale-up domains as NCCL's multi-node algorithms load it; every domain holds
+// the same members (positions 0..ppn−1, `stride` apart in Megatron's rank order).
+struct FabricGroup {
+  GroupShape shape;                // the tuner's view: nodes = domains, ranks_per_node = ppn
+  std::vector<int32_t> entry_pos;  // where channel c enters a domain: member position of NIC entry
+                                   // c mod size (one per NIC, rail-major over the domain's nodes)
+  std::vector<int32_t> member_nic;  // per member position: the entry (NIC) of its own first rail
+  std::vector<int64_t> domain_node;  // per domain: node of its first member (for switch hops)
+  int64_t nodes_per_leaf = 0;        // nodes whose same-rail NICs share a leaf switch (0 = one leaf)
+  double scale_up_link_bytes_per_s = 0;  // a switch uplink, or one mesh link, after efficiency
+  double port_bytes_per_s = 0;      // one NIC port, after network efficiency and oversubscription
+  double nic_pcie_bytes_per_s = 0;  // the GPU–NIC link behind it
+  double nic_path_bytes_per_s = 0;  // the slower of the two: one GPU through its NIC
+  double switch_latency_s = 0;      // per extra switch hop
+  bool mesh = false;
+};
+
 struct LinkCost {
   double bytes_per_s = 0;  // effective per-direction bandwidth seen by one rank, e.g. 369e9
   double alpha_s = 0;      // latency per algorithm step, e.g. 1.9e-6
@@ -39,6 +64,9 @@ struct LinkCost {
   // Set when the group sits in one NVSwitch or full-mesh domain: the group as NCCL's tuner sees
   // it (unset: α-β rings, e.g. across domains, over PCIe, or under calibrated α/β).
   std::optional<GroupShape> domain_shape = std::nullopt;
+  // Set when the group spans domains evenly (unset: α-β rings, e.g. over PCIe or under
+  // calibrated α/β).
+  std::shared_ptr<const FabricGroup> fabric_group = nullptr;
 };
 
 double ring_all_reduce_s(double bytes, int64_t n, const LinkCost& link);
@@ -49,6 +77,8 @@ double all_to_all_s(double bytes, int64_t n, const LinkCost& link);
 double send_recv_s(double bytes, const LinkCost& link);
 // NVLS time of all_reduce, all_gather or reduce_scatter on the whole of `shape` (one domain).
 double nvls_s(CollectiveOp op, double bytes, const GroupShape& shape);
+// all_reduce, all_gather or reduce_scatter over a group spanning domains, as above.
+double fabric_collective_s(CollectiveOp op, double bytes, const FabricGroup& group);
 // By op: NCCL's model inside a scale-up domain (above), else the α-β ring forms (broadcast and
 // reduce pipelined along a chain: S/B + (n−1)·α).
 double collective_s(CollectiveOp op, double bytes, int64_t n, const LinkCost& link);
@@ -69,6 +99,10 @@ struct RankGroup {
 // oversubscription and capped by the scale-up link (nccl-tests: 8×NDR per node ⇒
 // ≈370-385 GB/s busbw, measured-nccl.json h100_ndr_per_nic).
 LinkCost group_link(const ClusterSpec& cluster, RankGroup group, const EfficiencyDefaults& eff);
+
+// The group as NCCL's multi-node algorithms load it, when it spans domains evenly over NVSwitch or
+// full-mesh domains (null otherwise: inside one domain, uneven, bridge/PCIe scale-up, one rank).
+std::shared_ptr<const FabricGroup> fabric_group(const ClusterSpec& cluster, RankGroup group);
 
 // The link an all-to-all over the group runs on, as a bus bandwidth for all_to_all_s. A ring's
 // cross-domain traffic is one neighbour's share, but an all-to-all sends (n − local)/n of every
