@@ -265,6 +265,7 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
   const ParamCounts counts = count_params(m);
   double dense_local = 0, expert_local = 0;  // the biggest stage's parameters per GPU
   std::vector<StageParams> stage_local;      // per GPU, before data-parallel sharding
+  std::vector<std::vector<StageProgram::GradBucketSize>> stage_buckets;  // Megatron DDP's, ZeRO 0-2
   const int64_t first_moe = m.is_moe() ? m.moe->first_dense_layers : m.layers;
   std::vector<std::vector<PieceTime>> chunk_pieces;  // [stage][chunk], per micro-batch
   for (int64_t i = 0; i < l.pp; ++i) {
@@ -295,6 +296,7 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     st.cp_exposed_s = sum.cp_exposed_s;
     st.ep_comm_s = sum.ep_comm_s;
     st.ep_exposed_s = sum.ep_exposed_s;
+    st.forward_exposed_s = sum.forward_exposed_s;
 
     // Optimizer: the stage's own optimizer program (grad-norm, fused Adam, host overhead).
     const StageProgram opt = optimizer_program(sc, compute, wo, layers_per_chunk, split_v, i);
@@ -307,6 +309,7 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     dense_local = std::max(dense_local, local.dense);
     expert_local = std::max(expert_local, local.experts);
     stage_local.push_back(local);
+    stage_buckets.push_back(opt.grad_buckets);
     out.stages.push_back(st);
   }
 
@@ -445,10 +448,36 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
   }
   if (v > 1) pp_overlapped_s = std::max(0.0, pp_total_s - out.pp_exposed_s);
 
-  const double grad_s = reduce(dense_local, dp_n, dp_link) + reduce(expert_local, expert_dp, expert_dp_link);
-  const double param_s = gather(dense_local, dp_n, dp_link) + gather(expert_local, expert_dp, expert_dp_link);
-  const double bucket_params = wo.grad_bucket_params(dp_n);
-  const double bucket_fraction = std::min(1.0, bucket_params / std::max(1.0, dense_local + expert_local));
+  double grad_s = reduce(dense_local, dp_n, dp_link) + reduce(expert_local, expert_dp, expert_dp_link);
+  double param_s = gather(dense_local, dp_n, dp_link) + gather(expert_local, expert_dp, expert_dp_link);
+  // ZeRO 0-2: Megatron's DDP reduces (and the distributed optimizer gathers) bucket by bucket,
+  // one call each, as the workload plans them; the stage with the most traffic sets the pace.
+  // The last bucket reduced holds the embedding side of chunk 0, the first weights the forward
+  // needs.
+  struct TimedBucket {
+    StageProgram::GradBucketSize size;
+    double grad_s = 0, param_s = 0;
+  };
+  std::vector<TimedBucket> buckets;  // of the stage with the most DP traffic
+  if (l.zero_stage <= 2) {
+    grad_s = param_s = 0;
+    for (const auto& stage : stage_buckets) {
+      std::vector<TimedBucket> timed;
+      double stage_grad = 0, stage_param = 0;
+      for (const StageProgram::GradBucketSize& b : stage) {
+        const int64_t n = b.experts ? expert_dp : dp_n;
+        const LinkCost& lk = b.experts ? expert_dp_link : dp_link;
+        timed.push_back({b, reduce(b.params, n, lk), gather(b.params, n, lk)});
+        stage_grad += timed.back().grad_s;
+        stage_param += timed.back().param_s;
+      }
+      if (stage_grad + stage_param > grad_s + param_s) {
+        grad_s = stage_grad;
+        param_s = stage_param;
+        buckets = std::move(timed);
+      }
+    }
+  }
   double dp_total_s = 0, grad_overlapped_s = 0, param_overlapped_s = 0;
   if (l.zero_stage >= 3) {
     // FSDP / ZeRO-3, one unit per layer plus the embedding and the head (the workload's units).
@@ -488,36 +517,56 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     out.dp_grad_s = grad_s;
     out.dp_param_s = param_s;
     dp_total_s = grad_s + param_s;
-    // Megatron's DDP per model chunk: chunk 0 in buckets, later chunks (interleaved) in one
-    // bucket each unless the framework buckets them all (one_bucket_after_first_chunk). Chunk c's
+    // Megatron's DDP, bucket by bucket (the workload's buckets: chunk 0 cut at the bucket size,
+    // later chunks, interleaved, one bucket each unless the framework cuts them all). Chunk c's
     // last backward ends c·p chunk-steps before the stage's last (the cool-down runs the chunks
-    // down to 0, p micro-batches each), so its reduction, queued behind the later chunks' on one
-    // stream, hides behind the backwards still to run and, bucketed, behind its own; what
-    // outlasts them, at least the last bucket, is exposed. The weight gathers mirror it in the
-    // warm-up: chunk c's is needed c·p chunk-steps into the step (bucketed: through its first
-    // forward). With v = 1 this is the last backward's and the first forward's window.
-    const double forward_chunk = slow.forward_s / v, backward_chunk = slow.backward_s / v;
-    const double last_bucket_grad = std::min(grad_s / v, grad_s * bucket_fraction);
-    const double first_bucket_param = std::min(param_s / v, param_s * bucket_fraction);
+    // down to 0, p micro-batches each); a bucket is ready when the backward has passed its layers
+    // (layers evenly over the chunk's backward), and the buckets reduce one after another on one
+    // stream: what outlasts the stage's last backward is exposed. The weight gathers mirror it:
+    // issued one after another from the step's start, chunk c's first forward starting c·p
+    // chunk-steps in, each bucket needed when the forward reaches its first layer, every wait
+    // delaying the rest. With v = 1: the last backward's and the first forward's windows.
+    // A chunk's forward and backward as the compute stream spans them: recompute and the waits
+    // for TP/CP/EP collectives included (the DP stream runs beside those too).
+    const double forward_chunk = (slow.forward_s + slow.forward_exposed_s) / v;
+    const double backward_chunk =
+        (slow.backward_s + slow.recompute_s + mb_exposed(slow) - slow.forward_exposed_s) / v;
+    std::vector<int64_t> chunk_layers(size_t(v_chunks), 0);
+    for (const TimedBucket& b : buckets) chunk_layers[size_t(b.size.chunk)] += b.size.layers;
+    // Layers of its chunk the backward has passed when each bucket is ready (buckets in list order).
+    std::vector<double> passed(buckets.size(), 0.0);
+    {
+      std::vector<int64_t> seen(size_t(v_chunks), 0);
+      for (size_t i = 0; i < buckets.size(); ++i) {
+        const size_t c = size_t(buckets[i].size.chunk);
+        seen[c] += buckets[i].size.layers;
+        passed[i] = chunk_layers[c] > 0 ? double(seen[c]) / double(chunk_layers[c]) : 1.0;
+      }
+    }
     double grad_exposed = grad_s;
     if (wo.grad_reduce == GradReduceOverlap::bucketed) {
-      double end = -std::numeric_limits<double>::infinity();  // 0 = the stage's last backward ends
-      for (int64_t c = v_chunks - 1; c >= 0; --c) {
-        const double start = -double(c) * p * backward_chunk - (wo.chunk_bucketed(c) ? backward_chunk : 0.0);
-        end = std::max(end, start) + grad_s / v;
+      std::vector<std::pair<double, double>> ready;  // (ready time, duration); 0 = last backward ends
+      for (size_t i = 0; i < buckets.size(); ++i) {
+        const double chunk_end = -double(buckets[i].size.chunk) * p * backward_chunk;
+        ready.push_back({chunk_end - backward_chunk * (1.0 - passed[i]), buckets[i].grad_s});
       }
-      grad_exposed = std::max(end, last_bucket_grad);
+      std::stable_sort(ready.begin(), ready.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      double end = -std::numeric_limits<double>::infinity();
+      for (const auto& [at, duration] : ready) end = std::max(end, at) + duration;
+      grad_exposed = ready.empty() ? 0.0 : std::clamp(end, 0.0, grad_s);
     }
     double param_exposed = param_s;
     if (wo.param_gather == ParamGatherOverlap::next_forward) {
       double end = 0, delay = 0;  // 0 = the step's first forward starts
       for (int64_t c = 0; c < v_chunks; ++c) {
-        end += param_s / v;
-        const double needed =
-            double(c) * p * forward_chunk + (wo.chunk_bucketed(c) ? forward_chunk : 0.0) + delay;
-        delay += std::max(0.0, end - needed);
+        for (size_t i = buckets.size(); i-- > 0;) {  // forward order: the chunk's list reversed
+          if (buckets[i].size.chunk != c) continue;
+          end += buckets[i].param_s;
+          const double needed = double(c) * p * forward_chunk + forward_chunk * (1.0 - passed[i]) + delay;
+          delay += std::max(0.0, end - needed);
+        }
       }
-      param_exposed = std::max(delay, first_bucket_param);
+      param_exposed = std::min(delay, param_s);
     }
     out.dp_exposed_s = grad_exposed + param_exposed;
     grad_overlapped_s = grad_s - grad_exposed;

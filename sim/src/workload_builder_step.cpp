@@ -41,6 +41,9 @@ void StageBuilder::plan_grad_buckets() {
         open.pending = open.layers.size();
         for (int32_t layer : open.layers)
           m_bucket_of_layer[static_cast<size_t>(kind)][layer] = m_grad_buckets.size();
+        m_prog.grad_buckets.push_back(
+            {open.params, kind == kExpertParams, c,
+             int64_t(std::count_if(open.layers.begin(), open.layers.end(), [](int32_t id) { return id >= 0; }))});
         m_grad_buckets.push_back(std::move(open));
         open = GradBucket{kind, 0, {}, 0};
       };

@@ -8,6 +8,7 @@
 #include "simrun/common/error.hpp"
 #include "simrun/sim/analytic.hpp"
 #include "simrun/sim/collective_cost.hpp"
+#include "simrun/sim/workload.hpp"
 
 using namespace simrun;
 
@@ -171,17 +172,33 @@ TEST_CASE("DP gradient reduction: ZeRO-0 all-reduce, ZeRO-1 reduce-scatter + all
   const LinkCost nvlink = group_link(s.cluster, {8, 1}, EfficiencyDefaults{});
   const double params = counts.total();
 
+  // One call per bucket of Megatron's DDP, as the workload cuts them (here the output layer, each
+  // of the two Llama-3 70B layers and the embedding pass the 40M-parameter minimum alone: four);
+  // gradients in the workload's reduce precision (bf16, Megatron's default), weights in bf16.
+  const ComputeModel compute(s.cluster.gpu, default_compute_params(s.cluster.gpu));
+  const std::vector<StageProgram::GradBucketSize> buckets = build_workload(s, compute).stages[0].grad_buckets;
+  REQUIRE(buckets.size() == 4);
+  double bucket_params = 0;
+  for (const auto& b : buckets) bucket_params += b.params;
+  CHECK(bucket_params == Approx(params));
+  auto per_bucket = [&](CollectiveOp op, double bytes_per_param) {
+    double seconds = 0;
+    for (const auto& b : buckets) seconds += collective_s(op, b.params * bytes_per_param, 8, nvlink);
+    return seconds;
+  };
+  const double grad_bytes = WorkloadOptions{}.grad_reduce_bytes;
+
   s.layout.zero_stage = 0;
   StepTimeEstimate t =
       estimate_step_time(s, step_flops(s.model, s.layout, AttentionFlops::causal), AnalyticOptions{});
-  // Gradients in the workload's reduce precision (bf16, Megatron's default), weights in bf16.
-  const double grad_bytes = WorkloadOptions{}.grad_reduce_bytes;
-  CHECK(t.breakdown.dp_comm_s == Approx(collective_s(CollectiveOp::all_reduce, params * grad_bytes, 8, nvlink)));
+  CHECK(t.breakdown.dp_comm_s == Approx(per_bucket(CollectiveOp::all_reduce, grad_bytes)));
 
   s.layout.zero_stage = 1;
   t = estimate_step_time(s, step_flops(s.model, s.layout, AttentionFlops::causal), AnalyticOptions{});
-  CHECK(t.dp_grad_s == Approx(collective_s(CollectiveOp::reduce_scatter, params * grad_bytes, 8, nvlink)));
-  CHECK(t.dp_param_s == Approx(collective_s(CollectiveOp::all_gather, params * 2, 8, nvlink)));
+  CHECK(t.dp_grad_s == Approx(per_bucket(CollectiveOp::reduce_scatter, grad_bytes)));
+  CHECK(t.dp_param_s == Approx(per_bucket(CollectiveOp::all_gather, 2)));
+  // Cut in buckets it takes longer than one call of the whole (each call pays NCCL's latency).
+  CHECK(t.dp_grad_s > collective_s(CollectiveOp::reduce_scatter, params * grad_bytes, 8, nvlink));
 
   SECTION("without overlap all of it is exposed; with overlap less") {
     AnalyticOptions none;

@@ -182,14 +182,16 @@ TEST_CASE("interleaved: the estimate hides each chunk's DP traffic where the eve
           "[sim][step][analytic]") {
   // Chunk c's gradients reduce after its last backward, c·p chunk-steps before the end, and its
   // weights gather before its first forward, c·p chunk-steps in: windows v times one
-  // micro-batch's.
+  // micro-batch's. Bucket by bucket (one per layer here), each ready as the backward passes its
+  // layer and needed as the forward reaches it, the estimate's exposure is 3% from the event's
+  // (checked within 10%).
   const Scenario sc = parse_scenario_text(
       R"({"model": {"name": "llama3-70b", "seq_len": 2048}, "cluster": {"gpu": "h100-sxm", "num_gpus": 128},
           "layout": {"tp": 8, "pp": 4, "virtual_stages": 5, "global_batch": 64, "zero_stage": 1}})");
   const double event = simulate(sc).report.breakdown.dp_exposed_s;
   const double analytic = estimate(sc).breakdown.dp_exposed_s;
   INFO("DP exposed: event " << event << " s, analytic " << analytic << " s");
-  CHECK(analytic == Approx(event).epsilon(0.3));
+  CHECK(analytic == Approx(event).epsilon(0.1));
 }
 
 TEST_CASE("the analytic-event agreement is not by construction: one side's calibration breaks it",

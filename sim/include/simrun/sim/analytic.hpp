@@ -32,12 +32,14 @@
 //     DP: ZeRO-0 all-reduce of the gradients over dp·cp; ZeRO-1/2 reduce-scatter of gradients
 //         + all-gather of updated weights; ZeRO-3 per micro-batch 2 all-gathers + 1
 //         reduce-scatter, or with pp > 1 (torchtitan's FSDP+PP) 1 all-gather + 1 reduce-scatter
-//         per step (bytes per element as the workload reduces them). Overlap
-//         (WorkloadOptions::grad_reduce, param_gather): gradient reduction hides behind the last
-//         micro-batch's backward and the weight all-gather behind the first forward, except what
-//         outlasts that window or the last bucket; interleaved, chunk by chunk, each behind the
-//         backwards still to run after the chunk's last (c·p chunk-steps) and before its first
-//         forward (c·p chunk-steps in). ZeRO-3 hides behind the compute stream's span (its
+//         per step (bytes per element as the workload reduces them). ZeRO 0-2 run one call per
+//         bucket of Megatron's DDP, as the workload cuts them. Overlap
+//         (WorkloadOptions::grad_reduce, param_gather): buckets reduce one after another, each
+//         once the backward has passed its layers (chunk c's last backward ending c·p
+//         chunk-steps before the stage's last), and what outlasts the last backward is exposed;
+//         weights gather one after another from the step's start, each bucket needed when the
+//         forward reaches its first layer (chunk c's first forward c·p chunk-steps in), every
+//         wait delaying the rest. ZeRO-3 hides behind the compute stream's span (its
 //         compute and its TP/CP/EP waits) but for the step's first two units' gathers
 //         (embedding, first layer) and the embedding's last reduce-scatter; with pp > 1 the slowest stage's gather-bound first forward (below) and
 //         the tail of reduce-scatters that outlast a stage's last backward and the drain behind
@@ -114,6 +116,7 @@ struct StageTime {
   double cp_exposed_s = 0;
   double ep_comm_s = 0;      // MoE dispatch/combine all-to-alls per micro-batch
   double ep_exposed_s = 0;   // of which the compute stream waits for
+  double forward_exposed_s = 0;  // of the TP/CP/EP waits, those before forward kernels
   double optimizer_s = 0;  // once per step
   double compute_s() const { return forward_s + backward_s + recompute_s; }
 };

@@ -241,6 +241,17 @@ struct StageProgram {
   std::vector<int32_t> layers;  // global layer ids held by this stage (all chunks)
   double params = 0;            // parameters held (before ZeRO sharding), experts included
   double expert_params = 0;     // of which routed experts (sharded over the expert-DP group)
+  // Megatron-Core DDP's gradient buckets (ZeRO 0-2; none under ZeRO-3), chunk by chunk from the
+  // last, each chunk's in backward order: this rank's parameters in each, whether they are
+  // routed experts (reduced over the expert-DP group instead of DP), the model chunk and how
+  // many transformer layers it holds (the embedding and the output layer count none).
+  struct GradBucketSize {
+    double params = 0;
+    bool experts = false;
+    int64_t chunk = 0;
+    int64_t layers = 0;
+  };
+  std::vector<GradBucketSize> grad_buckets;
   // Peak of forwards whose backward has not run yet: in layers' worth of activations, in
   // model chunks, and in micro-batches of this stage's full layer count (rounded up).
   int64_t max_in_flight_layers = 0;
