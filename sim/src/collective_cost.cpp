@@ -181,7 +181,7 @@ LinkCost group_link(const ClusterSpec& cluster, RankGroup group, const Efficienc
       s.ranks = s.ranks_per_node = group.size;
       s.cc_index = compute_capability_index(gpu);
       s.nvswitch = nvswitch;
-      s.nvls = nvswitch && gpu.nvls && s.cc_index >= 2;
+      s.nvls = nvls_usable(gpu, s.ranks_per_node);
       const double link_bytes_per_s =
           nvswitch ? gpu.scale_up_bytes_per_s
                    : gpu.scale_up_bytes_per_s / double(std::max<int64_t>(1, gpu.scale_up_domain - 1)) *

@@ -178,6 +178,11 @@ int compute_capability_index(const GpuSpec& gpu) {
   return 2;
 }
 
+bool nvls_usable(const GpuSpec& gpu, int64_t local_ranks) {
+  return gpu.nvls && gpu.scale_up_kind == ScaleUpKind::nvswitch && compute_capability_index(gpu) >= 2 &&
+         local_ranks > 2;
+}
+
 double scale_up_efficiency(const GpuSpec& gpu) {
   if (gpu.scale_up_kind == ScaleUpKind::pcie) return 0.75;  // NCCL Gen4 x16 = 24 of ~31.5 GB/s (topo.cc)
   switch (compute_capability_index(gpu)) {

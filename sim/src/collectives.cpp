@@ -89,7 +89,7 @@ GroupShape CollectiveRunner::shape(const std::vector<int64_t>& ranks_in) const {
   s.cc_index = compute_capability_index(gpu);
   s.nvswitch = gpu.scale_up_kind == ScaleUpKind::nvswitch;
   s.pcie_only = gpu.scale_up_kind == ScaleUpKind::pcie;
-  s.nvls = gpu.nvls && s.nvswitch && s.cc_index >= 2;
+  s.nvls = nvls_usable(gpu, s.ranks_per_node);
   // Effective bandwidths straight from the network's link capacities.
   const int64_t g0 = ranks.front();
   if (const uint32_t up = m_graph.switch_uplink(g0); up != UINT32_MAX) {

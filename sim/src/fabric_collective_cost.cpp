@@ -358,7 +358,7 @@ std::shared_ptr<const FabricGroup> fabric_group(const ClusterSpec& cluster, Rank
   s.rails = int64_t(found.size());
   s.cc_index = compute_capability_index(gpu);
   s.nvswitch = nvswitch;
-  s.nvls = nvswitch && gpu.nvls && s.cc_index >= 2;
+  s.nvls = nvls_usable(gpu, ppn);
   s.intra_bytes_per_s = g->scale_up_link_bytes_per_s * (mesh ? double(std::max(1, mesh_ring_count(ppn))) : 1.0);
   s.inter_bytes_per_s = double(s.rails) * port;
   return g;

@@ -187,8 +187,8 @@ TEST_CASE("inside a scale-up domain collective_s is NCCL's model, as the event t
   CHECK(closed.nvswitch == on_graph.nvswitch);
 
   // Every size, in whichever algorithm and protocol NCCL picks, within 1% of the event's run of
-  // the call alone from 1 MB (the α-β ring is 2-3x off there for 2 GPUs, and 1.8x off for a
-  // 2-GPU NVLS all-reduce); at 100 KB on 8 GPUs the event's LL flows take ~7% (1 µs) longer.
+  // the call alone from 1 MB (the α-β ring is 2-3x off there for 2 GPUs); at 100 KB on 8 GPUs
+  // the event's LL flows take ~7% (1 µs) longer.
   // On the 8-GPU mesh, LL128's channels (1-10 MB) spread unevenly over its 7 rings, which the
   // closed form leaves to the tuner's rate: within 15% there.
   for (const CollectiveOp op : {CollectiveOp::all_reduce, CollectiveOp::all_gather, CollectiveOp::reduce_scatter}) {
@@ -203,8 +203,9 @@ TEST_CASE("inside a scale-up domain collective_s is NCCL's model, as the event t
       const bool uneven = kind == mesh && n == 8 && choice.protocol == Protocol::ll128;
       CHECK(collective_s(op, bytes, n, link) ==
             Approx(event_s).epsilon(uneven ? 0.15 : bytes < 1e6 ? 0.1 : 0.01));
+      // NCCL sets NVLS up only for more than two GPUs (nvls_usable).
       if (op == CollectiveOp::all_reduce && bytes >= 1e8)
-        CHECK(choice.algorithm == (kind == nvls ? Algorithm::nvls : Algorithm::ring));
+        CHECK(choice.algorithm == (kind == nvls && n > 2 ? Algorithm::nvls : Algorithm::ring));
     }
   }
 }
@@ -259,6 +260,25 @@ TEST_CASE("across domains collective_s is NCCL's multi-node algorithms, as the e
       CHECK(collective_s(op, bytes, n, link) == Approx(collective_alone_s(graph, req)).epsilon(0.005));
     }
   }
+}
+
+TEST_CASE("NVLS and NVLSTree need more than two of the communicator's GPUs per NVLink domain",
+          "[sim][collective_cost]") {
+  // NCCL's ncclNvlsInit sets NVLS up only when gpuCount > 2 (src/transport/nvls.cc).
+  const ClusterSpec h100 = test::h100_cluster(32);
+  const auto graph = std::make_shared<ClusterGraph>(cluster_graph_spec(h100));
+  const EfficiencyDefaults eff;
+  const auto [n, stride, nvls] = GENERATE(table<int64_t, int64_t, bool>(
+      {{2, 1, false}, {3, 1, true}, {8, 1, true}, {4, 8, false}, {8, 4, false}, {16, 2, true}}));
+  CAPTURE(n, stride);
+  std::vector<int64_t> ranks;
+  for (int64_t i = 0; i < n; ++i) ranks.push_back(i * stride);
+  const GroupShape on_graph = Simulation(graph).collectives().shape(ranks);
+  CHECK(on_graph.nvls == nvls);
+  const LinkCost link = group_link(h100, {n, stride}, eff);
+  CHECK((link.domain_shape ? link.domain_shape->nvls : link.fabric_group->shape.nvls) == nvls);
+  const Algorithm big = CollectiveTuner::choose(CollectiveOp::all_reduce, on_graph, 1e9).algorithm;
+  CHECK((big == Algorithm::nvls || big == Algorithm::nvls_tree) == nvls);
 }
 
 TEST_CASE("groups that do not spread evenly over domains keep the α-β ring", "[sim][collective_cost]") {

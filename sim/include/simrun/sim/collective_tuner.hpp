@@ -43,6 +43,12 @@ std::vector<std::string> protocol_names();
 // architecture name; AMD CDNA3+ use the Hopper row, CDNA2 the Ampere row).
 int compute_capability_index(const GpuSpec& gpu);
 
+// Whether NCCL sets NVLink SHARP up for a communicator with `local_ranks` GPUs in each NVLink
+// domain: an NVSwitch with multicast (Hopper and later), and more than two of the
+// communicator's GPUs on it (src/transport/nvls.cc, ncclNvlsInit: no NVLS for gpuCount <= 2,
+// or an NVLink clique of <= 2 across nodes).
+bool nvls_usable(const GpuSpec& gpu, int64_t local_ranks);
+
 // Fraction of raw link bandwidth that NCCL's Simple protocol moves as payload.
 // NVLink: NCCL's per-link figure over the raw 25/50 GB/s link (src/graph/topo.h: SM80 20.0,
 // SM90 20.6, SM100 40.1 GB/s) — the "~20% protocol overhead" NVIDIA quotes (nccl-tests #212).
