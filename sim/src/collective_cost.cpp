@@ -107,7 +107,8 @@ double collective_s(CollectiveOp op, double bytes, int64_t n, const LinkCost& li
       return (choice.latency_us + bandwidth_us * per_link * double(rings)) * 1e-6;
     }
   }
-  if (link.fabric_group && nccl_op && n > 1 && bytes > 0) {
+  if (link.fabric_group && (nccl_op ? link.fabric_group->shape.nodes > 1 : op == CollectiveOp::all_to_all) &&
+      n > 1 && bytes > 0) {
     SIMRUN_ASSERT(link.fabric_group->shape.ranks == n, "the fabric group describes another group size");
     return fabric_collective_s(op, bytes, *link.fabric_group);
   }
@@ -201,8 +202,11 @@ LinkCost group_link(const ClusterSpec& cluster, RankGroup group, const Efficienc
 
 LinkCost all_to_all_link(const ClusterSpec& cluster, RankGroup group, const EfficiencyDefaults& eff) {
   LinkCost link = group_link(cluster, group, eff);
+  // NCCL's grouped send/recv as the event's flows run it, where every node is its own domain
+  // (fabric_collective_s); else (rack-scale domains, PCIe, uneven groups) the α-β forms below.
+  link.fabric_group =
+      scale_up_domain_size(cluster) == cluster.gpus_per_node ? fabric_group(cluster, group) : nullptr;
   if (link.link_class == LinkClass::scale_up) return link;
-  link.fabric_group.reset();  // all-to-all: the α-β form below
   // Every member sends (n − local)/n of its buffer through its own NIC share and (local − 1)/n
   // over the scale-up link, concurrently; as a bus bandwidth for the (n−1)/n bus factor:
   //   B = (n − 1) / max((n − local)/B_nic, (local − 1)/B_scale_up).

@@ -126,6 +126,8 @@ class FabricCall {
         return nvls_tree();
       case Algorithm::pat:
         return pat();
+      case Algorithm::p2p:
+        return all_to_all();
       default:
         SIMRUN_ASSERT(false, std::string("no closed form for ") + to_string(m_choice.algorithm) + " across domains");
     }
@@ -275,6 +277,77 @@ class FabricCall {
     return seconds;
   }
 
+  // All-to-all as grouped send/recv: every member sends S/n to every other at once, inside its
+  // domain over the scale-up links, to another domain through the NIC of the destination's rail
+  // (PXN: over the scale-up link to that NIC's GPU first). Flows of one kind share their links
+  // alike, so each kind is one fluid flow carrying its count on every link; past 128·127 pairs
+  // the event couples them all into one flow, as here.
+  double all_to_all() const {
+    const int64_t L = m_ppn, n = m_g.shape.ranks;
+    const size_t nics = m_g.entry_pos.size();
+    std::vector<int64_t> members_on(nics, 0);
+    for (const int32_t e : m_g.member_nic) members_on[size_t(e)]++;
+    // Resources: per NIC its port (shared by the node's members) and its GPU link; per member
+    // position its switch uplink and downlink, or per ordered pair the mesh link.
+    std::vector<double> capacity;
+    const size_t port = 0, pcie = nics, scale_up = 2 * nics;
+    capacity.assign(nics, m_g.port_bytes_per_s);
+    capacity.resize(2 * nics, m_g.nic_pcie_bytes_per_s);
+    capacity.resize(scale_up + size_t(m_g.mesh ? L * L : 2 * L), m_g.scale_up_link_bytes_per_s);
+    // The scale-up links from one member position to another: the mesh link between them, or the
+    // sender's switch uplink and the receiver's downlink.
+    auto hop = [&](std::map<size_t, double>& uses, int64_t from, int64_t to, double weight) {
+      if (m_g.mesh) {
+        uses[scale_up + size_t(from * L + to)] += weight;
+      } else {
+        uses[scale_up + size_t(from)] += weight;
+        uses[scale_up + size_t(L + to)] += weight;
+      }
+    };
+    const double pair = m_bytes / double(n);
+    std::vector<FluidFlow> flows;
+    for (int64_t p = 0; p < L; ++p) {
+      if (L > 1) {  // to the other members of its domain
+        FluidFlow f;
+        f.bytes = pair;
+        f.latency_s = m_intra_us * 1e-6;
+        std::map<size_t, double> uses;
+        for (int64_t q = 0; q < L; ++q)
+          if (q != p) hop(uses, p, q, m_wire);
+        for (const auto& [r, w] : uses) f.uses.push_back({r, w});
+        flows.push_back(std::move(f));
+      }
+      if (m_d == 1) continue;
+      for (size_t e = 0; e < nics; ++e) {  // to the remote members behind NIC e of their node
+        const double count = double((m_d - 1) * members_on[e]);
+        if (count == 0) continue;
+        FluidFlow f;
+        f.bytes = pair;
+        f.latency_s = (m_inter_us + (m_g.nodes_per_leaf > 0 && m_d > m_g.nodes_per_leaf
+                                         ? 2.0 * m_g.switch_latency_s * 1e6
+                                         : 0.0)) * 1e-6;
+        std::map<size_t, double> uses{{port + e, count * m_wire}, {pcie + e, count * m_wire}};
+        if (int32_t(e) != m_g.member_nic[size_t(p)])  // PXN through the NIC's GPU
+          hop(uses, p, m_g.entry_pos[e], count * m_wire);
+        for (const auto& [r, w] : uses) f.uses.push_back({r, w});
+        flows.push_back(std::move(f));
+      }
+    }
+    if (n * (n - 1) > 128 * 127) {  // one coupled flow
+      FluidFlow all;
+      all.bytes = pair;
+      std::map<size_t, double> uses;
+      for (const FluidFlow& f : flows) {
+        all.latency_s = std::max(all.latency_s, f.latency_s);
+        for (const auto& [r, w] : f.uses) uses[r] += w;
+      }
+      for (const auto& [r, w] : uses) all.uses.push_back({r, w});
+      flows = {std::move(all)};
+    }
+    return CollectiveTuner::base_latency_us(Algorithm::p2p, m_choice.protocol) * 1e-6 +
+           fluid_finish_s(std::move(flows), capacity);
+  }
+
   CollectiveOp m_op;
   double m_bytes;
   const FabricGroup& m_g;
@@ -291,12 +364,14 @@ std::shared_ptr<const FabricGroup> fabric_group(const ClusterSpec& cluster, Rank
   const int64_t domain = scale_up_domain_size(cluster), gpn = std::max<int64_t>(1, cluster.gpus_per_node);
   const int64_t nics = cluster.nics_per_node;
   const bool nvswitch = gpu.scale_up_kind == ScaleUpKind::nvswitch, mesh = gpu.scale_up_kind == ScaleUpKind::mesh;
-  if (!(nvswitch || mesh) || nics < 1 || group.size < 2 || group_inside_scale_up(cluster, group)) return nullptr;
+  if (!(nvswitch || mesh) || nics < 1 || group.size < 2) return nullptr;
   if (nics % gpn != 0 && gpn % nics != 0) return nullptr;
   // Every domain must hold the same members: the stride divides the domain (ppn members each),
   // or is a whole number of domains (one member each).
   int64_t ppn = 1;
-  if (group.stride < domain) {
+  if (group_inside_scale_up(cluster, group)) {
+    ppn = group.size;
+  } else if (group.stride < domain) {
     if (domain % group.stride != 0) return nullptr;
     ppn = std::min(domain / group.stride, group.size);
     if (group.size % ppn != 0 || ppn * group.stride != domain) return nullptr;
@@ -355,18 +430,20 @@ std::shared_ptr<const FabricGroup> fabric_group(const ClusterSpec& cluster, Rank
   s.ranks = group.size;
   s.nodes = domains;
   s.ranks_per_node = ppn;
-  s.rails = int64_t(found.size());
+  s.rails = domains > 1 ? int64_t(found.size()) : 0;
   s.cc_index = compute_capability_index(gpu);
   s.nvswitch = nvswitch;
   s.nvls = nvls_usable(gpu, ppn);
   s.intra_bytes_per_s = g->scale_up_link_bytes_per_s * (mesh ? double(std::max(1, mesh_ring_count(ppn))) : 1.0);
-  s.inter_bytes_per_s = double(s.rails) * port;
+  s.inter_bytes_per_s = domains > 1 ? double(s.rails) * port : 0.0;
   return g;
 }
 
 double fabric_collective_s(CollectiveOp op, double bytes, const FabricGroup& group) {
-  SIMRUN_ASSERT(op == CollectiveOp::all_reduce || op == CollectiveOp::all_gather || op == CollectiveOp::reduce_scatter,
-                "fabric_collective_s times all_reduce, all_gather and reduce_scatter");
+  SIMRUN_ASSERT(op == CollectiveOp::all_to_all || group.shape.nodes > 1, "one domain: collective_s's own model");
+  SIMRUN_ASSERT(op == CollectiveOp::all_reduce || op == CollectiveOp::all_gather ||
+                    op == CollectiveOp::reduce_scatter || op == CollectiveOp::all_to_all,
+                "fabric_collective_s times all_reduce, all_gather, reduce_scatter and all_to_all");
   if (bytes <= 0 || group.shape.ranks <= 1) return 0;
   return FabricCall(op, bytes, group).seconds();
 }

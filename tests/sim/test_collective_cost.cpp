@@ -208,6 +208,18 @@ TEST_CASE("inside a scale-up domain collective_s is NCCL's model, as the event t
         CHECK(choice.algorithm == (kind == nvls && n > 2 ? Algorithm::nvls : Algorithm::ring));
     }
   }
+  // All-to-all: every pair at once over the switch links or its own mesh link, within 0.5% from
+  // 1 MB.
+  const LinkCost a2a = all_to_all_link(cluster, {n, 1}, eff);
+  REQUIRE(a2a.fabric_group != nullptr);
+  for (const double bytes : {1e6, 1e7, 1e8, 1e9}) {
+    CAPTURE(bytes);
+    CollectiveRequest req;
+    req.op = CollectiveOp::all_to_all;
+    req.ranks = ranks;
+    req.bytes = bytes;
+    CHECK(collective_s(CollectiveOp::all_to_all, bytes, n, a2a) == Approx(collective_alone_s(graph, req)).epsilon(0.005));
+  }
 }
 
 TEST_CASE("across domains collective_s is NCCL's multi-node algorithms, as the event times the call alone",
@@ -260,6 +272,19 @@ TEST_CASE("across domains collective_s is NCCL's multi-node algorithms, as the e
       CHECK(collective_s(op, bytes, n, link) == Approx(collective_alone_s(graph, req)).epsilon(0.005));
     }
   }
+  // All-to-all, NCCL's grouped send/recv through the destination's rail (PXN): within 0.5% from
+  // 10 MB; at 1 MB the leaf-crossing latency is approximated (3% on the fat tree).
+  const LinkCost a2a = all_to_all_link(cluster, {n, stride}, eff);
+  REQUIRE(a2a.fabric_group != nullptr);
+  for (const double bytes : {1e6, 1e7, 1e8, 1e9}) {
+    CAPTURE(bytes);
+    CollectiveRequest req;
+    req.op = CollectiveOp::all_to_all;
+    req.ranks = ranks;
+    req.bytes = bytes;
+    CHECK(collective_s(CollectiveOp::all_to_all, bytes, n, a2a) ==
+          Approx(collective_alone_s(graph, req)).epsilon(bytes < 1e7 ? 0.05 : 0.005));
+  }
 }
 
 TEST_CASE("NVLS and NVLSTree need more than two of the communicator's GPUs per NVLink domain",
@@ -288,7 +313,13 @@ TEST_CASE("groups that do not spread evenly over domains keep the α-β ring", "
   CHECK(group_link(h100, {12, 1}, eff).fabric_group == nullptr);   // 8 + 4 GPUs
   CHECK(group_link(h100, {4, 3}, eff).fabric_group == nullptr);    // stride 3: 3 + 1 GPUs
   CHECK(group_link(h100, {4, 12}, eff).fabric_group == nullptr);   // GPUs 0, 4, 0, 4 of their nodes
-  CHECK(all_to_all_link(h100, {16, 1}, eff).fabric_group == nullptr);
+  CHECK(all_to_all_link(h100, {12, 1}, eff).fabric_group == nullptr);
+  ClusterSpec nvl72 = h100;
+  nvl72.gpu.scale_up_domain = 72;  // rack-scale domains: all-to-all keeps the α-β form
+  nvl72.gpus_per_node = 4;
+  nvl72.nics_per_node = 4;
+  nvl72.num_gpus = 144;
+  CHECK(all_to_all_link(nvl72, {16, 1}, eff).fabric_group == nullptr);
   ClusterSpec pcie = h100;
   pcie.gpu.scale_up_kind = ScaleUpKind::pcie;
   CHECK(group_link(pcie, {16, 1}, eff).fabric_group == nullptr);

@@ -77,7 +77,8 @@ double all_to_all_s(double bytes, int64_t n, const LinkCost& link);
 double send_recv_s(double bytes, const LinkCost& link);
 // NVLS time of all_reduce, all_gather or reduce_scatter on the whole of `shape` (one domain).
 double nvls_s(CollectiveOp op, double bytes, const GroupShape& shape);
-// all_reduce, all_gather or reduce_scatter over a group spanning domains, as above.
+// all_reduce, all_gather or reduce_scatter over a group spanning domains, or all_to_all over
+// any fabric group, as above.
 double fabric_collective_s(CollectiveOp op, double bytes, const FabricGroup& group);
 // By op: NCCL's model inside a scale-up domain (above), else the α-β ring forms (broadcast and
 // reduce pipelined along a chain: S/B + (n−1)·α).
@@ -100,8 +101,9 @@ struct RankGroup {
 // ≈370-385 GB/s busbw, measured-nccl.json h100_ndr_per_nic).
 LinkCost group_link(const ClusterSpec& cluster, RankGroup group, const EfficiencyDefaults& eff);
 
-// The group as NCCL's multi-node algorithms load it, when it spans domains evenly over NVSwitch or
-// full-mesh domains (null otherwise: inside one domain, uneven, bridge/PCIe scale-up, one rank).
+// The group as NCCL's algorithms load its links, when it sits in NVSwitch or full-mesh domains
+// with the same members in each (null otherwise: uneven, bridge/PCIe scale-up, one rank).
+// group_link attaches it across domains, all_to_all_link wherever a node is its own domain.
 std::shared_ptr<const FabricGroup> fabric_group(const ClusterSpec& cluster, RankGroup group);
 
 // The link an all-to-all over the group runs on, as a bus bandwidth for all_to_all_s. A ring's
