@@ -20,7 +20,9 @@
 // the group's shape, then Ring (one channel group per NIC entry and ring, each a pipeline over
 // every domain), Tree (double binary tree over domains, a chain inside each), NVLSTree or PAT,
 // timed by max-min sharing of the link classes they load (a switch uplink or mesh link, a NIC
-// port, a GPU–NIC link) among their channel groups: fabric_collective_s.
+// port, a GPU–NIC link) among their channel groups: fabric_collective_s. all_to_all, where each
+// node is its own domain, likewise: NCCL's grouped send/recv, every pair at once, through the
+// NIC of the destination's rail.
 // The bus-bandwidth factors are nccl-tests' (doc/PERFORMANCE.md; ecosystem.md §2.1), so a
 // time here and a measured busbw diff directly.
 #pragma once
