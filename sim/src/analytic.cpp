@@ -516,6 +516,7 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
   } else {
     out.dp_grad_s = grad_s;
     out.dp_param_s = param_s;
+    out.dp_calls = int64_t(buckets.size());
     dp_total_s = grad_s + param_s;
     // Megatron's DDP, bucket by bucket (the workload's buckets: chunk 0 cut at the bucket size,
     // later chunks, interleaved, one bucket each unless the framework cuts them all). Chunk c's
@@ -758,9 +759,10 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
         "scale-up domain and across domains)",
         fmt::format(
             "m={}, per-micro-batch={:.4g} s (tp total {:.4g} s/step), pp exposed={:.4g} s of {:.4g} s (send "
-            "{:.4g} s), dp exposed={:.4g} s of {:.4g} s (grad {:.4g} s, params {:.4g} s)",
+            "{:.4g} s), dp exposed={:.4g} s of {:.4g} s (grad {:.4g} s, params {:.4g} s{})",
             time.microbatches, time.mb_exposed_comm_s, b.tp_comm_s, b.pp_exposed_s, b.pp_comm_s,
-            time.pp_send_s, time.dp_exposed_s, b.dp_comm_s, time.dp_grad_s, time.dp_param_s));
+            time.pp_send_s, time.dp_exposed_s, b.dp_comm_s, time.dp_grad_s, time.dp_param_s,
+            time.dp_calls > 0 ? fmt::format(", in {} DDP buckets", time.dp_calls) : std::string()));
     explain("breakdown.bubble_s", b.bubble_s, "s",
             "longest path through the schedule's order (each chunk-step at its chunk's forward or backward "
             "+ exposed TP/CP/EP per micro-batch) − the slowest stage's own work (equal stages: Narayanan's "

@@ -128,6 +128,7 @@ struct StepTimeEstimate {
   double pp_send_s = 0;     // one activation send between stages
   double dp_grad_s = 0;     // gradient reduction (all-reduce or reduce-scatter), per step
   double dp_param_s = 0;    // weight all-gather (ZeRO ≥ 1), per step
+  int64_t dp_calls = 0;     // ZeRO 0-2: DDP buckets of the busiest stage, one call each way
   double dp_exposed_s = 0;
   double pp_exposed_s = 0;
   double mb_exposed_comm_s = 0;   // TP + CP + EP exposed per micro-batch (slowest stage)
