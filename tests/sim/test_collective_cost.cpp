@@ -12,6 +12,20 @@
 
 using namespace simrun;
 
+namespace {
+
+// The event simulation's time for one call alone on the cluster graph.
+double event_alone_s(const std::shared_ptr<ClusterGraph>& graph, CollectiveOp op, const std::vector<int64_t>& ranks,
+                     double bytes) {
+  CollectiveRequest req;
+  req.op = op;
+  req.ranks = ranks;
+  req.bytes = bytes;
+  return collective_alone_s(graph, req);
+}
+
+}  // namespace
+
 TEST_CASE("ring all-reduce matches 2(n-1)/n·S/B + 2(n-1)·α", "[sim][collective_cost]") {
   const LinkCost link{100e9, 2e-6, LinkClass::scale_up};
   const int64_t n = GENERATE(2, 3, 8, 64);
@@ -194,11 +208,7 @@ TEST_CASE("inside a scale-up domain collective_s is NCCL's model, as the event t
   for (const CollectiveOp op : {CollectiveOp::all_reduce, CollectiveOp::all_gather, CollectiveOp::reduce_scatter}) {
     for (const double bytes : {1e5, 1e6, 1e7, 1e8, 1e9}) {
       CAPTURE(to_string(op), bytes);
-      CollectiveRequest req;
-      req.op = op;
-      req.ranks = ranks;
-      req.bytes = bytes;
-      const double event_s = collective_alone_s(graph, req);
+      const double event_s = event_alone_s(graph, op, ranks, bytes);
       const TunerChoice choice = CollectiveTuner::choose(op, on_graph, bytes);
       const bool uneven = kind == mesh && n == 8 && choice.protocol == Protocol::ll128;
       CHECK(collective_s(op, bytes, n, link) ==
@@ -214,11 +224,8 @@ TEST_CASE("inside a scale-up domain collective_s is NCCL's model, as the event t
   REQUIRE(a2a.fabric_group != nullptr);
   for (const double bytes : {1e6, 1e7, 1e8, 1e9}) {
     CAPTURE(bytes);
-    CollectiveRequest req;
-    req.op = CollectiveOp::all_to_all;
-    req.ranks = ranks;
-    req.bytes = bytes;
-    CHECK(collective_s(CollectiveOp::all_to_all, bytes, n, a2a) == Approx(collective_alone_s(graph, req)).epsilon(0.005));
+    CHECK(collective_s(CollectiveOp::all_to_all, bytes, n, a2a) ==
+          Approx(event_alone_s(graph, CollectiveOp::all_to_all, ranks, bytes)).epsilon(0.005));
   }
 }
 
@@ -265,11 +272,7 @@ TEST_CASE("across domains collective_s is NCCL's multi-node algorithms, as the e
   for (const CollectiveOp op : {CollectiveOp::all_reduce, CollectiveOp::all_gather, CollectiveOp::reduce_scatter}) {
     for (const double bytes : {1e6, 1e7, 1e8, 1e9}) {
       CAPTURE(to_string(op), bytes);
-      CollectiveRequest req;
-      req.op = op;
-      req.ranks = ranks;
-      req.bytes = bytes;
-      CHECK(collective_s(op, bytes, n, link) == Approx(collective_alone_s(graph, req)).epsilon(0.005));
+      CHECK(collective_s(op, bytes, n, link) == Approx(event_alone_s(graph, op, ranks, bytes)).epsilon(0.005));
     }
   }
   // All-to-all, NCCL's grouped send/recv through the destination's rail (PXN): within 0.5% from
@@ -278,12 +281,8 @@ TEST_CASE("across domains collective_s is NCCL's multi-node algorithms, as the e
   REQUIRE(a2a.fabric_group != nullptr);
   for (const double bytes : {1e6, 1e7, 1e8, 1e9}) {
     CAPTURE(bytes);
-    CollectiveRequest req;
-    req.op = CollectiveOp::all_to_all;
-    req.ranks = ranks;
-    req.bytes = bytes;
     CHECK(collective_s(CollectiveOp::all_to_all, bytes, n, a2a) ==
-          Approx(collective_alone_s(graph, req)).epsilon(bytes < 1e7 ? 0.05 : 0.005));
+          Approx(event_alone_s(graph, CollectiveOp::all_to_all, ranks, bytes)).epsilon(bytes < 1e7 ? 0.05 : 0.005));
   }
 }
 
