@@ -75,8 +75,11 @@ double fluid_finish_s(std::vector<FluidFlow> flows, const std::vector<double>& c
       }
     }
     double step = std::numeric_limits<double>::infinity();
-    for (size_t i = 0; i < flows.size(); ++i)
-      if (!done[i]) step = std::min(step, flows[i].bytes / rate[i]);
+    for (size_t i = 0; i < flows.size(); ++i) {
+      if (done[i]) continue;
+      SIMRUN_ASSERT(rate[i] > 0, "a fluid flow got no bandwidth");
+      step = std::min(step, flows[i].bytes / rate[i]);
+    }
     now += step;
     for (size_t i = 0; i < flows.size(); ++i) {
       if (done[i]) continue;
@@ -154,7 +157,7 @@ class FabricCall {
     const bool all_reduce = m_op == CollectiveOp::all_reduce;
     const double edge_fraction = (all_reduce ? 2.0 : 1.0) * double(n - 1) / double(n);
     const int64_t steps = (all_reduce ? 2 : 1) * (n - 1), inter_steps = (all_reduce ? 2 : 1) * (m_d - 1);
-    const int64_t rings = m_g.mesh && m_ppn > 1 ? mesh_ring_count(m_ppn) : 1;
+    const int64_t rings = m_g.mesh && m_ppn > 1 ? std::max(1, mesh_ring_count(m_ppn)) : 1;
     std::map<std::pair<int64_t, int64_t>, int> groups;
     for (int c = 0; c < m_channels; ++c) groups[{c % m_entries, c % rings}]++;
     double alpha_sum = 0;
@@ -424,6 +427,7 @@ std::shared_ptr<const FabricGroup> fabric_group(const ClusterSpec& cluster, Rank
   g->port_bytes_per_s = port / std::max(1.0, cluster.oversubscription);
   g->nic_pcie_bytes_per_s = gpu.pcie_bytes_per_s > 0 ? gpu.pcie_bytes_per_s : cluster.fabric.port_bytes_per_s;
   g->nic_path_bytes_per_s = std::min(g->port_bytes_per_s, g->nic_pcie_bytes_per_s);
+  if (!(g->scale_up_link_bytes_per_s > 0) || !(g->nic_path_bytes_per_s > 0)) return nullptr;  // α-β's checks
 
   // The group as NCCL's tuner sees it (CollectiveRunner::shape).
   GroupShape& s = g->shape;
