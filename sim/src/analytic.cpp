@@ -9,6 +9,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "explain.hpp"
 #include "simrun/common/error.hpp"
@@ -452,8 +453,6 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
   double param_s = gather(dense_local, dp_n, dp_link) + gather(expert_local, expert_dp, expert_dp_link);
   // ZeRO 0-2: Megatron's DDP reduces (and the distributed optimizer gathers) bucket by bucket,
   // one call each, as the workload plans them; the stage with the most traffic sets the pace.
-  // The last bucket reduced holds the embedding side of chunk 0, the first weights the forward
-  // needs.
   struct TimedBucket {
     StageProgram::GradBucketSize size;
     double grad_s = 0, param_s = 0;
@@ -532,17 +531,15 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     const double forward_chunk = (slow.forward_s + slow.forward_exposed_s) / v;
     const double backward_chunk =
         (slow.backward_s + slow.recompute_s + mb_exposed(slow) - slow.forward_exposed_s) / v;
-    std::vector<int64_t> chunk_layers(size_t(v_chunks), 0);
-    for (const TimedBucket& b : buckets) chunk_layers[size_t(b.size.chunk)] += b.size.layers;
-    // Layers of its chunk the backward has passed when each bucket is ready (buckets in list order).
-    std::vector<double> passed(buckets.size(), 0.0);
-    {
-      std::vector<int64_t> seen(size_t(v_chunks), 0);
-      for (size_t i = 0; i < buckets.size(); ++i) {
-        const size_t c = size_t(buckets[i].size.chunk);
-        seen[c] += buckets[i].size.layers;
-        passed[i] = chunk_layers[c] > 0 ? double(seen[c]) / double(chunk_layers[c]) : 1.0;
-      }
+    // The share of its chunk's layers the backward has passed when each bucket is ready, counted
+    // apart for the dense and the expert buckets (each list covers the chunk's layers once).
+    std::map<std::pair<int64_t, bool>, int64_t> chunk_layers, seen;
+    for (const TimedBucket& b : buckets) chunk_layers[{b.size.chunk, b.size.experts}] += b.size.layers;
+    std::vector<double> passed(buckets.size(), 1.0);
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      const std::pair<int64_t, bool> key{buckets[i].size.chunk, buckets[i].size.experts};
+      seen[key] += buckets[i].size.layers;
+      if (chunk_layers[key] > 0) passed[i] = double(seen[key]) / double(chunk_layers[key]);
     }
     double grad_exposed = grad_s;
     if (wo.grad_reduce == GradReduceOverlap::bucketed) {

@@ -194,6 +194,22 @@ TEST_CASE("interleaved: the estimate hides each chunk's DP traffic where the eve
   CHECK(analytic == Approx(event).epsilon(0.1));
 }
 
+TEST_CASE("MoE: dense and expert DDP buckets each hide behind their own layers' backward",
+          "[sim][step][analytic]") {
+  // Mixtral 8x7B, TP1 EP8 PP4 VP8 on 64 H100 (examples/mixtral-8x7b-h100.json): the expert
+  // gradients reduce over the expert-DP group in buckets of their own, each list covering the
+  // chunk's layers once. Measured: event 0.0094 s, estimate 0.0095 s (20% low when the two
+  // lists shared one count of the chunk's layers).
+  const Scenario sc = parse_scenario_text(
+      R"({"model": {"name": "mixtral-8x7b", "seq_len": 4096}, "cluster": {"gpu": "h100-sxm", "num_gpus": 64},
+          "layout": {"tp": 1, "pp": 4, "dp": 16, "ep": 8, "virtual_stages": 8, "zero_stage": 1,
+                     "global_batch": 256}})");
+  const double event = simulate(sc).report.breakdown.dp_exposed_s;
+  const double analytic = estimate(sc).breakdown.dp_exposed_s;
+  INFO("DP exposed: event " << event << " s, analytic " << analytic << " s");
+  CHECK(analytic == Approx(event).epsilon(0.1));
+}
+
 TEST_CASE("the analytic-event agreement is not by construction: one side's calibration breaks it",
           "[sim][step][analytic]") {
   const Scenario sc =
