@@ -79,8 +79,6 @@ std::vector<int64_t> rotated(const std::vector<int64_t>& v, size_t start) {
   return out;
 }
 
-}  // namespace
-
 // NCCL's binary tree over ranks 0..n-1 (ncclGetBtree, src/graph/trees.cc): returns parent (-1 root).
 int64_t btree_parent(int64_t n, int64_t rank) {
   if (rank == 0) return -1;
@@ -90,6 +88,8 @@ int64_t btree_parent(int64_t n, int64_t rank) {
   if (up >= n) up = rank ^ bit;
   return up;
 }
+
+}  // namespace
 
 // Double binary tree: parent of `rank` in tree t (0 or 1).
 int64_t dtree_parent(int64_t n, int64_t rank, int t) {

@@ -42,8 +42,8 @@ namespace simrun {
 // the NICs of the inter-node fabric. Shared with calibration.json's per-link α/β.
 enum class LinkClass { scale_up, scale_out };
 
-// A group spanning scale-up domains as NCCL's multi-node algorithms load it; every domain holds
-// the same members (positions 0..ppn−1, `stride` apart in Megatron's rank order).
+// A group in NVSwitch or full-mesh domains as NCCL's algorithms load its links; every domain
+// holds the same members (positions 0..ppn−1, `stride` apart in Megatron's rank order).
 struct FabricGroup {
   GroupShape shape;                // the tuner's view: nodes = domains, ranks_per_node = ppn
   std::vector<int32_t> entry_pos;  // where channel c enters a domain: member position of NIC entry
@@ -66,8 +66,8 @@ struct LinkCost {
   // Set when the group sits in one NVSwitch or full-mesh domain: the group as NCCL's tuner sees
   // it (unset: α-β rings, e.g. across domains, over PCIe, or under calibrated α/β).
   std::optional<GroupShape> domain_shape = std::nullopt;
-  // Set when the group spans domains evenly (unset: α-β rings, e.g. over PCIe or under
-  // calibrated α/β).
+  // Set for NCCL's model across domains (group_link) and for all-to-all (all_to_all_link) when
+  // the group fits fabric_group (unset: the α-β forms, e.g. over PCIe or under calibrated α/β).
   std::shared_ptr<const FabricGroup> fabric_group = nullptr;
 };
 
@@ -82,7 +82,8 @@ double nvls_s(CollectiveOp op, double bytes, const GroupShape& shape);
 // all_reduce, all_gather or reduce_scatter over a group spanning domains, or all_to_all over
 // any fabric group, as above.
 double fabric_collective_s(CollectiveOp op, double bytes, const FabricGroup& group);
-// By op: NCCL's model inside a scale-up domain (above), else the α-β ring forms (broadcast and
+// By op: NCCL's model inside a scale-up domain and across domains, and all-to-all as grouped
+// send/recv (above), where the link carries their shapes; else the α-β forms (broadcast and
 // reduce pipelined along a chain: S/B + (n−1)·α).
 double collective_s(CollectiveOp op, double bytes, int64_t n, const LinkCost& link);
 // A process group of `size` ranks whose members are `stride` ranks apart in Megatron's rank
