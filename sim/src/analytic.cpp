@@ -548,7 +548,8 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
         const double chunk_end = -double(buckets[i].size.chunk) * p * backward_chunk;
         ready.push_back({chunk_end - backward_chunk * (1.0 - passed[i]), buckets[i].grad_s});
       }
-      std::stable_sort(ready.begin(), ready.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      std::stable_sort(ready.begin(), ready.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
       double end = -std::numeric_limits<double>::infinity();
       for (const auto& [at, duration] : ready) end = std::max(end, at) + duration;
       grad_exposed = ready.empty() ? 0.0 : std::clamp(end, 0.0, grad_s);

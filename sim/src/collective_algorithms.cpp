@@ -135,8 +135,8 @@ double wire_factor(Algorithm algo, Protocol proto, const GroupShape& shape) {
 
 double channel_group_cap(Algorithm algo, Protocol proto, const GroupShape& shape, int channels,
                          int group_channels, double per_rate_busbw) {
-  double channel_cap =
-      std::max(shape.intra_bytes_per_s, shape.inter_bytes_per_s) / double(CollectiveTuner::max_channels(shape));
+  double channel_cap = std::max(shape.intra_bytes_per_s, shape.inter_bytes_per_s) /
+                       double(CollectiveTuner::max_channels(shape));
   if (channel_cap <= 0) channel_cap = std::numeric_limits<double>::infinity();
   const double share = double(group_channels) / double(channels);
   const double proto_cap = CollectiveTuner::protocol_busbw_cap(algo, proto, shape, channels);

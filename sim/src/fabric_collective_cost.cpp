@@ -132,15 +132,16 @@ class FabricCall {
       case Algorithm::p2p:
         return all_to_all();
       default:
-        SIMRUN_ASSERT(false, std::string("no closed form for ") + to_string(m_choice.algorithm) + " across domains");
+        SIMRUN_ASSERT(false,
+                      std::string("no closed form for ") + to_string(m_choice.algorithm) + " across domains");
     }
     return 0;
   }
 
  private:
   bool same_leaf(int64_t a, int64_t b) const {
-    return m_g.nodes_per_leaf <= 0 || m_g.domain_node[size_t(a)] / m_g.nodes_per_leaf ==
-                                          m_g.domain_node[size_t(b)] / m_g.nodes_per_leaf;
+    return m_g.nodes_per_leaf <= 0 ||
+           m_g.domain_node[size_t(a)] / m_g.nodes_per_leaf == m_g.domain_node[size_t(b)] / m_g.nodes_per_leaf;
   }
   // A network step's latency between the NICs of domains a and b: one leaf, or up to the spine
   // and back (two more switch hops).
@@ -197,7 +198,8 @@ class FabricCall {
   double tree_alpha_us(int t) const {
     double alpha = m_inter_us;
     for (int64_t k = 0; k < m_d; ++k)
-      if (const int64_t p = detail::dtree_parent(m_d, k, t); p >= 0) alpha = std::max(alpha, inter_alpha_us(k, p));
+      if (const int64_t p = detail::dtree_parent(m_d, k, t); p >= 0)
+        alpha = std::max(alpha, inter_alpha_us(k, p));
     return alpha;
   }
 
@@ -206,14 +208,17 @@ class FabricCall {
   // broadcast down.
   double tree() const {
     std::map<std::pair<int, int64_t>, int> groups;
-    for (int c = 0; c < m_channels; ++c) groups[{(m_channels >= 2 && c >= m_channels / 2) ? 1 : 0, c % m_entries}]++;
+    for (int c = 0; c < m_channels; ++c)
+      groups[{(m_channels >= 2 && c >= m_channels / 2) ? 1 : 0, c % m_entries}]++;
     const std::vector<int64_t> kids[2] = {children(0), children(1)};
     // Resources: NIC (domain k, entry e); then per member position its switch uplink, or per
     // ordered pair of positions their mesh link.
     std::vector<double> capacity(size_t(m_d * m_entries), nic_capacity());
     const size_t scale_up = capacity.size();
     capacity.resize(scale_up + size_t(m_g.mesh ? m_ppn * m_ppn : m_ppn), m_g.scale_up_link_bytes_per_s);
-    auto link = [&](int64_t from, int64_t to) { return scale_up + size_t(m_g.mesh ? from * m_ppn + to : from); };
+    auto link = [&](int64_t from, int64_t to) {
+      return scale_up + size_t(m_g.mesh ? from * m_ppn + to : from);
+    };
     std::vector<FluidFlow> flows;
     for (const auto& [key, g] : groups) {
       const auto [t, entry] = key;
@@ -223,7 +228,8 @@ class FabricCall {
       const double depth = m_d > 1 ? double(detail::tree_depth(m_d, t)) : 0.0;
       f.latency_s = 2.0 * (double(m_ppn - 1) * m_intra_us + depth * tree_alpha_us(t)) * 1e-6;
       for (int64_t k = 0; k < m_d; ++k)
-        if (const int64_t e = tree_edges(k, t, kids[t]); e > 0) f.uses.push_back({size_t(k * m_entries + entry), m_wire * double(e)});
+        if (const int64_t e = tree_edges(k, t, kids[t]); e > 0)
+          f.uses.push_back({size_t(k * m_entries + entry), m_wire * double(e)});
       const int64_t start = m_g.entry_pos[size_t(entry)];
       std::map<size_t, double> chain;
       for (int64_t i = 0; i + 1 < m_ppn; ++i) {
@@ -271,7 +277,8 @@ class FabricCall {
   double pat() const {
     const int64_t n = m_g.shape.ranks;
     const double rate = std::min(m_g.port_bytes_per_s, m_g.nic_pcie_bytes_per_s) / m_wire;
-    double seconds = (CollectiveTuner::base_latency_us(Algorithm::pat, m_choice.protocol) + double(n) * 2.8) * 1e-6;
+    double seconds =
+        (CollectiveTuner::base_latency_us(Algorithm::pat, m_choice.protocol) + double(n) * 2.8) * 1e-6;
     for (int64_t dist = 1; dist < n; dist <<= 1) {
       double alpha = 0;
       for (int64_t k = 0; k < m_d; ++k) alpha = std::max(alpha, inter_alpha_us(k, (k - dist % n + n) % n));
@@ -326,9 +333,10 @@ class FabricCall {
         if (count == 0) continue;
         FluidFlow f;
         f.bytes = pair;
-        f.latency_s = (m_inter_us + (m_g.nodes_per_leaf > 0 && m_d > m_g.nodes_per_leaf
-                                         ? 2.0 * m_g.switch_latency_s * 1e6
-                                         : 0.0)) * 1e-6;
+        f.latency_s =
+            (m_inter_us +
+             (m_g.nodes_per_leaf > 0 && m_d > m_g.nodes_per_leaf ? 2.0 * m_g.switch_latency_s * 1e6 : 0.0)) *
+            1e-6;
         std::map<size_t, double> uses{{port + e, count * m_wire}, {pcie + e, count * m_wire}};
         if (int32_t(e) != m_g.member_nic[size_t(p)])  // PXN through the NIC's GPU
           hop(uses, p, m_g.entry_pos[e], count * m_wire);
@@ -366,7 +374,8 @@ std::shared_ptr<const FabricGroup> fabric_group(const ClusterSpec& cluster, Rank
   const GpuSpec& gpu = cluster.gpu;
   const int64_t domain = scale_up_domain_size(cluster), gpn = std::max<int64_t>(1, cluster.gpus_per_node);
   const int64_t nics = cluster.nics_per_node;
-  const bool nvswitch = gpu.scale_up_kind == ScaleUpKind::nvswitch, mesh = gpu.scale_up_kind == ScaleUpKind::mesh;
+  const bool nvswitch = gpu.scale_up_kind == ScaleUpKind::nvswitch,
+             mesh = gpu.scale_up_kind == ScaleUpKind::mesh;
   if (!(nvswitch || mesh) || nics < 1 || group.size < 2) return nullptr;
   if (nics % gpn != 0 && gpn % nics != 0) return nullptr;
   // Every domain must hold the same members: the stride divides the domain (ppn members each),
@@ -400,10 +409,12 @@ std::shared_ptr<const FabricGroup> fabric_group(const ClusterSpec& cluster, Rank
     const std::vector<int32_t> rails = rails_of(rank % gpn, gpn, nics);
     first_rail[size_t(p)] = {node, rails.front()};
     for (const int32_t rail : rails)
-      if (index.emplace(std::make_pair(node, rail), found.size()).second) found.push_back(Nic{rail, node, int32_t(p)});
+      if (index.emplace(std::make_pair(node, rail), found.size()).second)
+        found.push_back(Nic{rail, node, int32_t(p)});
   }
-  std::stable_sort(found.begin(), found.end(),
-                   [](const Nic& a, const Nic& b) { return a.rail != b.rail ? a.rail < b.rail : a.node < b.node; });
+  std::stable_sort(found.begin(), found.end(), [](const Nic& a, const Nic& b) {
+    return a.rail != b.rail ? a.rail < b.rail : a.node < b.node;
+  });
   for (const Nic& nic : found) g->entry_pos.push_back(nic.pos);
   for (const auto& [node, rail] : first_rail)
     for (size_t e = 0; e < found.size(); ++e)
@@ -414,7 +425,8 @@ std::shared_ptr<const FabricGroup> fabric_group(const ClusterSpec& cluster, Rank
   // leaf; otherwise `radix/2` consecutive NIC ports do.
   const int64_t half = cluster.fabric.switch_radix / 2;
   if (half > 0 && cluster.num_nodes() * nics > half)
-    g->nodes_per_leaf = cluster.topology == FabricTopology::rail_optimized ? half : std::max<int64_t>(1, half / nics);
+    g->nodes_per_leaf =
+        cluster.topology == FabricTopology::rail_optimized ? half : std::max<int64_t>(1, half / nics);
   g->switch_latency_s = cluster.fabric.switch_latency_s;
 
   // Link rates as the event's network has them (simulation.cpp link_capacities).
@@ -427,7 +439,8 @@ std::shared_ptr<const FabricGroup> fabric_group(const ClusterSpec& cluster, Rank
   g->port_bytes_per_s = port / std::max(1.0, cluster.oversubscription);
   g->nic_pcie_bytes_per_s = gpu.pcie_bytes_per_s > 0 ? gpu.pcie_bytes_per_s : cluster.fabric.port_bytes_per_s;
   g->nic_path_bytes_per_s = std::min(g->port_bytes_per_s, g->nic_pcie_bytes_per_s);
-  if (!(g->scale_up_link_bytes_per_s > 0) || !(g->nic_path_bytes_per_s > 0)) return nullptr;  // α-β's checks
+  // A zero rate: leave it to the α-β forms and their checks.
+  if (!(g->scale_up_link_bytes_per_s > 0) || !(g->nic_path_bytes_per_s > 0)) return nullptr;
 
   // The group as NCCL's tuner sees it (CollectiveRunner::shape).
   GroupShape& s = g->shape;
@@ -438,13 +451,15 @@ std::shared_ptr<const FabricGroup> fabric_group(const ClusterSpec& cluster, Rank
   s.cc_index = compute_capability_index(gpu);
   s.nvswitch = nvswitch;
   s.nvls = nvls_usable(gpu, ppn);
-  s.intra_bytes_per_s = g->scale_up_link_bytes_per_s * (mesh ? double(std::max(1, mesh_ring_count(ppn))) : 1.0);
+  s.intra_bytes_per_s =
+      g->scale_up_link_bytes_per_s * (mesh ? double(std::max(1, mesh_ring_count(ppn))) : 1.0);
   s.inter_bytes_per_s = domains > 1 ? double(s.rails) * port : 0.0;
   return g;
 }
 
 double fabric_collective_s(CollectiveOp op, double bytes, const FabricGroup& group) {
-  SIMRUN_ASSERT(op == CollectiveOp::all_to_all || group.shape.nodes > 1, "one domain: collective_s's own model");
+  SIMRUN_ASSERT(op == CollectiveOp::all_to_all || group.shape.nodes > 1,
+                "one domain: collective_s's own model");
   SIMRUN_ASSERT(op == CollectiveOp::all_reduce || op == CollectiveOp::all_gather ||
                     op == CollectiveOp::reduce_scatter || op == CollectiveOp::all_to_all,
                 "fabric_collective_s times all_reduce, all_gather, reduce_scatter and all_to_all");
