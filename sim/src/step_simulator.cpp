@@ -19,7 +19,9 @@ namespace {
 
 // Network links are per-GPU ports in normalised units: capacity kPortRate "bytes"/s, and a
 // flow's size is its bandwidth time on an idle port × kPortRate. A flow alone on its ports
-// thus lasts exactly its α-β bandwidth term; flows meeting on a port share it max-min.
+// thus lasts exactly its α-β bandwidth term; flows meeting on a port share it max-min. A GPU has
+// one NIC port and one scale-up port (its NVSwitch uplink), or on a full mesh (Infinity Fabric)
+// one scale-up port per peer link: collectives with other peers use other links there.
 constexpr double kPortRate = 1e9;
 
 int group_index(GroupKind g) { return static_cast<int>(g); }
@@ -152,10 +154,12 @@ class Executor {
       trace(s.rank);
       m_ranks[static_cast<size_t>(m_index_of_rank[static_cast<size_t>(s.rank)])].slowdown = s.slowdown;
     }
-    std::vector<double> ports(2 * sim.size(), kPortRate);
+    m_mesh_domain = sc.cluster.gpu.scale_up_kind == ScaleUpKind::mesh ? scale_up_domain_size(sc.cluster) : 0;
+    m_ports_per_rank = static_cast<uint32_t>(std::max<int64_t>(1, m_mesh_domain)) + 1;
+    std::vector<double> ports(m_ports_per_rank * sim.size(), kPortRate);
     for (const auto& s : opt.slow_links) {
-      const auto i = static_cast<size_t>(m_index_of_rank[static_cast<size_t>(s.rank)]);
-      ports[2 * i + 1] = kPortRate * s.bandwidth_fraction;
+      const auto i = static_cast<uint32_t>(m_index_of_rank[static_cast<size_t>(s.rank)]);
+      ports[port_link(i, 1, -1)] = kPortRate * s.bandwidth_fraction;
       trace(s.rank);
     }
     if (also_trace >= 0) trace(also_trace);
@@ -354,8 +358,15 @@ class Executor {
     FlowSpec f;
     f.bytes = bw_s * kPortRate;
     f.latency = TimeNs::from_seconds(alpha_s);
-    for (uint32_t m : members)
-      f.links.push_back(LinkUse{static_cast<LinkId>(2 * m + static_cast<uint32_t>(port)), 1.0});
+    for (uint32_t m : members) {
+      if (port == 0 && m_mesh_domain > 0) {  // each link to a peer of the group
+        const int64_t rank = m_ranks[m].rank;
+        for (int64_t peer : m_layout.group(task.group, rank))
+          if (peer != rank) f.links.push_back(LinkUse{port_link(m, 0, peer), 1.0});
+      } else {
+        f.links.push_back(LinkUse{port_link(m, port, -1), 1.0});
+      }
+    }
     m_network->start_flow(std::move(f), [this, t, sm_sharing, members = std::move(members)](FlowId) {
       for (uint32_t m : members) {
         if (sm_sharing) --m_ranks[m].nccl_active;
@@ -378,9 +389,8 @@ class Executor {
     FlowSpec f;
     f.bytes = cost.bw_s * kPortRate;
     f.latency = TimeNs::from_seconds(cost.alpha_s);
-    f.links.push_back(LinkUse{static_cast<LinkId>(2 * idx + static_cast<uint32_t>(port)), 1.0});
-    f.links.push_back(
-        LinkUse{static_cast<LinkId>(2 * static_cast<uint32_t>(peer) + static_cast<uint32_t>(port)), 1.0});
+    f.links.push_back(LinkUse{port_link(idx, port, peer_rank), 1.0});
+    f.links.push_back(LinkUse{port_link(static_cast<uint32_t>(peer), port, r.rank), 1.0});
     const TimeNs begin = m_engine.now();
     const uint32_t recv = task.peer_task;
     ++m_ranks[idx].nccl_active;
@@ -586,11 +596,22 @@ class Executor {
     r.bd.finish_s = r.finish.seconds();
   }
 
+  // The port a simulated rank's traffic takes: its NIC (port 1), its scale-up port, or on a
+  // mesh its link to `peer` (a global rank in its domain).
+  LinkId port_link(uint32_t idx, int port, int64_t peer) const {
+    const uint32_t base = idx * m_ports_per_rank;
+    if (port == 1) return base + m_ports_per_rank - 1;
+    if (m_mesh_domain > 0 && peer >= 0) return base + static_cast<uint32_t>(peer % m_mesh_domain);
+    return base;
+  }
+
   const Scenario& m_sc;
   const Workload& m_w;
   const StepSimOptions& m_opt;
   RankLayout m_layout;
   bool m_full = false;
+  int64_t m_mesh_domain = 0;        // GPUs per full-mesh domain (0: switch or PCIe scale-up)
+  uint32_t m_ports_per_rank = 2;
   std::array<LinkCost, kGroupKindCount> m_link{};
   std::vector<std::array<std::vector<uint32_t>, kStreamCount>> m_queues;
   std::vector<RankState> m_ranks;
