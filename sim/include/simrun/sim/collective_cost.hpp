@@ -113,6 +113,8 @@ std::shared_ptr<const FabricGroup> fabric_group(const ClusterSpec& cluster, Rank
 // cross-domain traffic is one neighbour's share, but an all-to-all sends (n − local)/n of every
 // member's buffer off the domain, each member through its own NIC: inside one domain it is
 // group_link; across domains the NIC share (bounded by the scale-up share of the local peers).
+// Where every node is its own domain it also carries the group's FabricGroup, and collective_s
+// times the all-to-all as NCCL's grouped send/recv instead.
 LinkCost all_to_all_link(const ClusterSpec& cluster, RankGroup group, const EfficiencyDefaults& eff);
 
 // True when every member of the group sits in one scale-up domain.
