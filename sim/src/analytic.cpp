@@ -556,14 +556,21 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     }
     double param_exposed = param_s;
     if (wo.param_gather == ParamGatherOverlap::next_forward) {
+      // Forward order: chunk by chunk, each chunk's buckets (dense and expert alike) by the point
+      // the forward needs them.
+      std::vector<size_t> order(buckets.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = buckets.size() - 1 - i;  // list reversed
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        if (buckets[a].size.chunk != buckets[b].size.chunk)
+          return buckets[a].size.chunk < buckets[b].size.chunk;
+        return 1.0 - passed[a] < 1.0 - passed[b];
+      });
       double end = 0, delay = 0;  // 0 = the step's first forward starts
-      for (int64_t c = 0; c < v_chunks; ++c) {
-        for (size_t i = buckets.size(); i-- > 0;) {  // forward order: the chunk's list reversed
-          if (buckets[i].size.chunk != c) continue;
-          end += buckets[i].param_s;
-          const double needed = double(c) * p * forward_chunk + forward_chunk * (1.0 - passed[i]) + delay;
-          delay += std::max(0.0, end - needed);
-        }
+      for (const size_t i : order) {
+        end += buckets[i].param_s;
+        const double needed =
+            double(buckets[i].size.chunk) * p * forward_chunk + forward_chunk * (1.0 - passed[i]) + delay;
+        delay += std::max(0.0, end - needed);
       }
       param_exposed = std::min(delay, param_s);
     }
