@@ -132,6 +132,13 @@ double collective_s(CollectiveOp op, double bytes, int64_t n, const LinkCost& li
   return 0;
 }
 
+double scale_up_link_rate(const GpuSpec& gpu) {
+  const double link = gpu.scale_up_kind == ScaleUpKind::mesh
+                          ? gpu.scale_up_bytes_per_s / double(std::max<int64_t>(1, gpu.scale_up_domain - 1))
+                          : gpu.scale_up_bytes_per_s;
+  return link * scale_up_efficiency(gpu);
+}
+
 int64_t scale_up_domain_size(const ClusterSpec& cluster) {
   const int64_t per_node = std::max<int64_t>(1, cluster.gpus_per_node);
   const int64_t domain = cluster.gpu.scale_up_domain;
@@ -183,11 +190,8 @@ LinkCost group_link(const ClusterSpec& cluster, RankGroup group, const Efficienc
       s.cc_index = compute_capability_index(gpu);
       s.nvswitch = nvswitch;
       s.nvls = nvls_usable(gpu, s.ranks_per_node);
-      const double link_bytes_per_s =
-          nvswitch ? gpu.scale_up_bytes_per_s
-                   : gpu.scale_up_bytes_per_s / double(std::max<int64_t>(1, gpu.scale_up_domain - 1)) *
-                         double(mesh_ring_count(group.size));
-      s.intra_bytes_per_s = link_bytes_per_s * scale_up_efficiency(gpu);
+      s.intra_bytes_per_s =
+          scale_up_link_rate(gpu) * (nvswitch ? 1.0 : double(std::max(1, mesh_ring_count(group.size))));
       link.domain_shape = s;
     }
     return link;

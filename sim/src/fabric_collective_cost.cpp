@@ -14,6 +14,7 @@
 #include "collective_plan.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/sim/collective_cost.hpp"
+#include "simrun/topologies/cluster_graph.hpp"
 
 namespace simrun {
 namespace {
@@ -92,18 +93,6 @@ double fluid_finish_s(std::vector<FluidFlow> flows, const std::vector<double>& c
     }
   }
   return last;
-}
-
-// The rails ClusterGraph gives GPU `local` of a node (rails_of): one per NIC it owns when a node
-// has a NIC per GPU or more, else the NIC it shares.
-std::vector<int32_t> rails_of(int64_t local, int64_t gpus_per_node, int64_t nics) {
-  std::vector<int32_t> out;
-  if (nics >= gpus_per_node) {
-    for (int64_t r = local; r < nics; r += gpus_per_node) out.push_back(int32_t(r));
-  } else {
-    out.push_back(int32_t(local / (gpus_per_node / nics)));
-  }
-  return out;
 }
 
 class FabricCall {
@@ -406,7 +395,7 @@ std::shared_ptr<const FabricGroup> fabric_group(const ClusterSpec& cluster, Rank
   std::vector<std::pair<int64_t, int32_t>> first_rail(static_cast<size_t>(ppn));
   for (int64_t p = 0; p < ppn; ++p) {
     const int64_t rank = p * group.stride, node = rank / gpn;
-    const std::vector<int32_t> rails = rails_of(rank % gpn, gpn, nics);
+    const std::vector<int32_t> rails = node_rails_of_gpu(rank % gpn, gpn, nics);
     first_rail[size_t(p)] = {node, rails.front()};
     for (const int32_t rail : rails)
       if (index.emplace(std::make_pair(node, rail), found.size()).second)
@@ -430,11 +419,7 @@ std::shared_ptr<const FabricGroup> fabric_group(const ClusterSpec& cluster, Rank
   g->switch_latency_s = cluster.fabric.switch_latency_s;
 
   // Link rates as the event's network has them (simulation.cpp link_capacities).
-  const double scale_up_eff = scale_up_efficiency(gpu);
-  g->scale_up_link_bytes_per_s =
-      (nvswitch ? gpu.scale_up_bytes_per_s
-                : gpu.scale_up_bytes_per_s / double(std::max<int64_t>(1, gpu.scale_up_domain - 1))) *
-      scale_up_eff;
+  g->scale_up_link_bytes_per_s = scale_up_link_rate(gpu);
   const double port = cluster.fabric.port_bytes_per_s * kNetworkEfficiency;
   g->port_bytes_per_s = port / std::max(1.0, cluster.oversubscription);
   g->nic_pcie_bytes_per_s = gpu.pcie_bytes_per_s > 0 ? gpu.pcie_bytes_per_s : cluster.fabric.port_bytes_per_s;

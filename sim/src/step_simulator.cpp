@@ -360,9 +360,7 @@ class Executor {
     f.latency = TimeNs::from_seconds(alpha_s);
     for (uint32_t m : members) {
       if (port == 0 && m_mesh_domain > 0) {  // each link to a peer of the group
-        const int64_t rank = m_ranks[m].rank;
-        for (int64_t peer : m_layout.group(task.group, rank))
-          if (peer != rank) f.links.push_back(LinkUse{port_link(m, 0, peer), 1.0});
+        for (LinkId l : mesh_group_ports(m, task.group)) f.links.push_back(LinkUse{l, 1.0});
       } else {
         f.links.push_back(LinkUse{port_link(m, port, -1), 1.0});
       }
@@ -605,6 +603,19 @@ class Executor {
     return base;
   }
 
+  // On a mesh, a simulated rank's ports to the other members of its `g` group, found once.
+  const std::vector<LinkId>& mesh_group_ports(uint32_t idx, GroupKind g) {
+    const size_t key = size_t(idx) * kGroupKindCount + size_t(group_index(g));
+    if (m_mesh_ports.size() <= key) m_mesh_ports.resize(m_ranks.size() * kGroupKindCount);
+    std::vector<LinkId>& ports = m_mesh_ports[key];
+    if (ports.empty()) {
+      const int64_t rank = m_ranks[idx].rank;
+      for (int64_t peer : m_layout.group(g, rank))
+        if (peer != rank) ports.push_back(port_link(idx, 0, peer));
+    }
+    return ports;
+  }
+
   const Scenario& m_sc;
   const Workload& m_w;
   const StepSimOptions& m_opt;
@@ -612,6 +623,7 @@ class Executor {
   bool m_full = false;
   int64_t m_mesh_domain = 0;        // GPUs per full-mesh domain (0: switch or PCIe scale-up)
   uint32_t m_ports_per_rank = 2;
+  std::vector<std::vector<LinkId>> m_mesh_ports;  // rank index · kGroupKindCount + group kind
   std::array<LinkCost, kGroupKindCount> m_link{};
   std::vector<std::array<std::vector<uint32_t>, kStreamCount>> m_queues;
   std::vector<RankState> m_ranks;

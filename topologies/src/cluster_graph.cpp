@@ -239,16 +239,19 @@ int64_t ClusterGraph::rail_owner(int64_t rail) const {
   return rail * (gpn / nics);
 }
 
-std::vector<int32_t> ClusterGraph::rails_of(int64_t local) const {
-  const int64_t gpn = m_spec.gpus_per_node, nics = m_spec.nics_per_node;
+std::vector<int32_t> node_rails_of_gpu(int64_t local, int64_t gpus_per_node, int64_t nics_per_node) {
   std::vector<int32_t> out;
-  if (nics <= 0) return out;
-  if (nics >= gpn) {
-    for (int64_t r = local; r < nics; r += gpn) out.push_back(static_cast<int32_t>(r));
+  if (nics_per_node <= 0) return out;
+  if (nics_per_node >= gpus_per_node) {
+    for (int64_t r = local; r < nics_per_node; r += gpus_per_node) out.push_back(static_cast<int32_t>(r));
   } else {
-    out.push_back(static_cast<int32_t>(local / (gpn / nics)));
+    out.push_back(static_cast<int32_t>(local / (gpus_per_node / nics_per_node)));
   }
   return out;
+}
+
+std::vector<int32_t> ClusterGraph::rails_of(int64_t local) const {
+  return node_rails_of_gpu(local, m_spec.gpus_per_node, m_spec.nics_per_node);
 }
 
 uint32_t ClusterGraph::nic_vertex(int64_t node, int64_t rail) const {

@@ -117,6 +117,10 @@ std::shared_ptr<const FabricGroup> fabric_group(const ClusterSpec& cluster, Rank
 // times the all-to-all as NCCL's grouped send/recv instead.
 LinkCost all_to_all_link(const ClusterSpec& cluster, RankGroup group, const EfficiencyDefaults& eff);
 
+// The rate of one GPU's scale-up link as NCCL moves it (the network's link capacity): its
+// NVSwitch uplink, or on a full mesh its link to one peer, times scale_up_efficiency.
+double scale_up_link_rate(const GpuSpec& gpu);
+
 // True when every member of the group sits in one scale-up domain.
 bool group_inside_scale_up(const ClusterSpec& cluster, RankGroup group);
 

@@ -86,6 +86,11 @@ struct ClusterSummary {
   double injection_scale_out_bytes_per_s = 0;  // per GPU per direction (its share of node NICs)
 };
 
+// The NIC rails GPU `local` of a node reaches (ClusterGraph::rails_of): one per NIC it owns when a
+// node has a NIC per GPU or more (rail = local, local + gpus, ...), else the NIC it shares with
+// its gpus_per_node / nics_per_node neighbours. Empty without NICs.
+std::vector<int32_t> node_rails_of_gpu(int64_t local, int64_t gpus_per_node, int64_t nics_per_node);
+
 class ClusterGraph {
  public:
   struct VertexProps {
