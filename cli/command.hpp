@@ -74,9 +74,11 @@ Command add_textbook_command(CLI::App& root, const CliEnv& env);
 void print_report_table(const Report& report, const Scenario& scenario, std::ostream& out);
 void print_report_explain(const Report& report, std::ostream& out);
 void print_report_csv(const Report& report, std::ostream& out);
-// simulate --compare-analytic: step time, compute, exposed traffic per group, bubble and MFU of
-// both fidelities side by side; `event_stage` is the stage of the rank the event's parts describe.
-void print_comparison_table(const Report& event, const Report& analytic, int64_t event_stage, std::ostream& out);
+// simulate --compare-analytic: step time and MFU of both fidelities side by side, and the parts
+// (compute, exposed traffic per group, bubble) of one pipeline stage: `event_parts` are the
+// event's on the stage the estimate's breakdown describes (analytic.breakdown.stage).
+void print_comparison_table(const Report& event, const BreakdownReport& event_parts, const Report& analytic,
+                            std::ostream& out);
 // Adds --json/--csv (and --explain when `explain` is given) to a command.
 void add_output_options(CLI::App& cmd, OutputFormat& format, bool* explain);
 

@@ -99,27 +99,31 @@ void print_report_table(const Report& r, const Scenario& s, std::ostream& out) {
   for (const auto& w : r.warnings) fmt::print(out, "warning: {}\n", w);
 }
 
-void print_comparison_table(const Report& event, const Report& analytic, int64_t event_stage, std::ostream& out) {
+void print_comparison_table(const Report& event, const BreakdownReport& event_parts, const Report& analytic,
+                            std::ostream& out) {
   fmt::print(out, "\nevent simulation vs closed-form estimate (per step)\n");
   fmt::print(out, "  {:<28}{:>12}{:>12}{:>12}\n", "", "event", "analytic", "difference");
-  auto seconds = [&out](const char* name, double e, double a) {
-    const std::string diff = a > 0 ? fmt::format("{:+.1f} %", 100 * (e - a) / a) : (e > 0 ? "-" : "");
-    fmt::print(out, "  {:<28}{:>10.3f} s{:>10.3f} s{:>12}\n", name, e, a, diff);
-  };
-  const BreakdownReport &be = event.breakdown, &ba = analytic.breakdown;
-  seconds("step time", event.step_time_s, analytic.step_time_s);
-  seconds("compute", be.compute_s, ba.compute_s);
-  seconds("exposed TP", be.tp_exposed_s, ba.tp_exposed_s);
-  seconds("exposed PP", be.pp_exposed_s, ba.pp_exposed_s);
-  seconds("exposed DP", be.dp_exposed_s, ba.dp_exposed_s);
-  if (be.cp_comm_s > 0 || ba.cp_comm_s > 0) seconds("exposed CP", be.cp_exposed_s, ba.cp_exposed_s);
-  if (be.ep_comm_s > 0 || ba.ep_comm_s > 0) seconds("exposed EP", be.ep_exposed_s, ba.ep_exposed_s);
-  seconds("pipeline bubble", be.bubble_s, ba.bubble_s);
+  const double step_e = event.step_time_s, step_a = analytic.step_time_s;
+  fmt::print(out, "  {:<28}{:>10.3f} s{:>10.3f} s{:>12}\n", "step time", step_e, step_a,
+             step_a > 0 ? fmt::format("{:+.1f} %", 100 * (step_e - step_a) / step_a) : "-");
   fmt::print(out, "  {:<28}{:>10.1f} %{:>10.1f} %\n", "MFU", 100 * event.mfu, 100 * analytic.mfu);
+  // A part's difference in seconds: a percentage of a small part says little about the step.
+  const BreakdownReport &be = event_parts, &ba = analytic.breakdown;
+  fmt::print(out, "  stage {}, the estimate's slowest:\n", ba.stage);
+  auto part = [&out](const char* name, double e, double a) {
+    fmt::print(out, "  {:<28}{:>10.3f} s{:>10.3f} s{:>+10.3f} s\n", name, e, a, e - a);
+  };
+  part("  compute", be.compute_s, ba.compute_s);
+  part("  exposed TP", be.tp_exposed_s, ba.tp_exposed_s);
+  part("  exposed PP", be.pp_exposed_s, ba.pp_exposed_s);
+  part("  exposed DP", be.dp_exposed_s, ba.dp_exposed_s);
+  if (be.cp_comm_s > 0 || ba.cp_comm_s > 0) part("  exposed CP", be.cp_exposed_s, ba.cp_exposed_s);
+  if (be.ep_comm_s > 0 || ba.ep_comm_s > 0) part("  exposed EP", be.ep_exposed_s, ba.ep_exposed_s);
+  part("  pipeline bubble", be.bubble_s, ba.bubble_s);
   fmt::print(out,
-             "  (step time and MFU compare directly; the parts are the event's for the rank that finishes "
-             "last, on stage {}, and the estimate's for its slowest stage, plus what the schedule adds)\n",
-             event_stage);
+             "  (the event's parts are of stage {}'s rank that finishes last; bubble is the rest of the "
+             "step, so each column sums to its step time)\n",
+             ba.stage);
 }
 
 void print_report_explain(const Report& r, std::ostream& out) {

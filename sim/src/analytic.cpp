@@ -584,6 +584,7 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
   out.overlap_slowdown_s = grad_slowdown_s + fwd_slowdown_s;
 
   BreakdownReport& b = out.breakdown;
+  b.stage = out.slowest_stage;
   b.forward_s = microbatches * slow.forward_s + fwd_slowdown_s;
   b.backward_s = microbatches * slow.backward_s + grad_slowdown_s;
   b.recompute_s = microbatches * slow.recompute_s;

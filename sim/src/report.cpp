@@ -5,6 +5,20 @@
 
 namespace simrun {
 
+nlohmann::json to_json(const BreakdownReport& b) {
+  return {
+      {"compute_s", b.compute_s},       {"exposed_comm_s", b.exposed_comm_s},
+      {"bubble_s", b.bubble_s},         {"forward_s", b.forward_s},
+      {"backward_s", b.backward_s},     {"recompute_s", b.recompute_s},
+      {"optimizer_s", b.optimizer_s},   {"tp_comm_s", b.tp_comm_s},
+      {"pp_comm_s", b.pp_comm_s},       {"dp_comm_s", b.dp_comm_s},
+      {"cp_comm_s", b.cp_comm_s},       {"ep_comm_s", b.ep_comm_s},
+      {"tp_exposed_s", b.tp_exposed_s}, {"pp_exposed_s", b.pp_exposed_s},
+      {"dp_exposed_s", b.dp_exposed_s}, {"cp_exposed_s", b.cp_exposed_s},
+      {"ep_exposed_s", b.ep_exposed_s}, {"stage", b.stage},
+  };
+}
+
 nlohmann::json to_json(const Report& r) {
   nlohmann::json j;
   j["fidelity"] = r.fidelity;
@@ -27,17 +41,7 @@ nlohmann::json to_json(const Report& r) {
       {"activations", r.memory.activations},
       {"workspace", r.memory.workspace},
   };
-  j["breakdown"] = {
-      {"compute_s", r.breakdown.compute_s},       {"exposed_comm_s", r.breakdown.exposed_comm_s},
-      {"bubble_s", r.breakdown.bubble_s},         {"forward_s", r.breakdown.forward_s},
-      {"backward_s", r.breakdown.backward_s},     {"recompute_s", r.breakdown.recompute_s},
-      {"optimizer_s", r.breakdown.optimizer_s},   {"tp_comm_s", r.breakdown.tp_comm_s},
-      {"pp_comm_s", r.breakdown.pp_comm_s},       {"dp_comm_s", r.breakdown.dp_comm_s},
-      {"cp_comm_s", r.breakdown.cp_comm_s},       {"ep_comm_s", r.breakdown.ep_comm_s},
-      {"tp_exposed_s", r.breakdown.tp_exposed_s}, {"pp_exposed_s", r.breakdown.pp_exposed_s},
-      {"dp_exposed_s", r.breakdown.dp_exposed_s}, {"cp_exposed_s", r.breakdown.cp_exposed_s},
-      {"ep_exposed_s", r.breakdown.ep_exposed_s},
-  };
+  j["breakdown"] = to_json(r.breakdown);
   j["run"] = {
       {"tokens", r.run.tokens},
       {"days", r.run.days},

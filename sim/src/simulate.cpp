@@ -32,6 +32,37 @@ StageMemory stage_memory(const Scenario& sc, const Workload& w, const StageProgr
 
 }  // namespace
 
+BreakdownReport stage_breakdown(const RankBreakdown& rank, double step_time_s) {
+  BreakdownReport b;
+  b.stage = rank.stage;
+  b.forward_s = rank.forward_s;
+  b.backward_s = rank.backward_s;
+  b.recompute_s = rank.recompute_s;
+  b.optimizer_s = rank.optimizer_s;
+  b.compute_s = rank.compute_s();
+  auto at = [](const std::array<double, kGroupKindCount>& a, GroupKind g) {
+    return a[static_cast<size_t>(g)];
+  };
+  // Gradient and parameter traffic of the DP, DP×CP and expert-DP groups counts as DP.
+  auto dp = [&](const std::array<double, kGroupKindCount>& a) {
+    return at(a, GroupKind::dp) + at(a, GroupKind::dp_cp) + at(a, GroupKind::edp);
+  };
+  b.tp_comm_s = at(rank.comm_s, GroupKind::tp);
+  b.pp_comm_s = at(rank.comm_s, GroupKind::pp);
+  b.dp_comm_s = dp(rank.comm_s);
+  b.cp_comm_s = at(rank.comm_s, GroupKind::cp);
+  b.ep_comm_s = at(rank.comm_s, GroupKind::ep);
+  b.tp_exposed_s = at(rank.exposed_s, GroupKind::tp);
+  b.pp_exposed_s = at(rank.exposed_s, GroupKind::pp);
+  b.dp_exposed_s = dp(rank.exposed_s);
+  b.cp_exposed_s = at(rank.exposed_s, GroupKind::cp);
+  b.ep_exposed_s = at(rank.exposed_s, GroupKind::ep);
+  for (double e : rank.exposed_s) b.exposed_comm_s += e;
+  // A rank that finishes before the step ends idles until it does: the pipeline's drain.
+  b.bubble_s = rank.bubble_s + std::max(0.0, step_time_s - rank.finish_s);
+  return b;
+}
+
 SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   const Layout& l = sc.layout;
@@ -110,32 +141,8 @@ SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
 
   // Breakdown: the rank that finishes last (its compute + exposed comm + bubble = step time).
   const RankBreakdown& crit = st.ranks.at(st.critical);
-  BreakdownReport& b = r.breakdown;
-  b.forward_s = crit.forward_s;
-  b.backward_s = crit.backward_s;
-  b.recompute_s = crit.recompute_s;
-  b.optimizer_s = crit.optimizer_s;
-  b.compute_s = crit.compute_s();
-  auto at = [](const std::array<double, kGroupKindCount>& a, GroupKind g) {
-    return a[static_cast<size_t>(g)];
-  };
-  // Gradient and parameter traffic of the DP, DP×CP and expert-DP groups counts as DP.
-  auto dp = [&](const std::array<double, kGroupKindCount>& a) {
-    return at(a, GroupKind::dp) + at(a, GroupKind::dp_cp) + at(a, GroupKind::edp);
-  };
-  b.tp_comm_s = at(crit.comm_s, GroupKind::tp);
-  b.pp_comm_s = at(crit.comm_s, GroupKind::pp);
-  b.dp_comm_s = dp(crit.comm_s);
-  b.cp_comm_s = at(crit.comm_s, GroupKind::cp);
-  b.ep_comm_s = at(crit.comm_s, GroupKind::ep);
-  b.tp_exposed_s = at(crit.exposed_s, GroupKind::tp);
-  b.pp_exposed_s = at(crit.exposed_s, GroupKind::pp);
-  b.dp_exposed_s = dp(crit.exposed_s);
-  b.cp_exposed_s = at(crit.exposed_s, GroupKind::cp);
-  b.ep_exposed_s = at(crit.exposed_s, GroupKind::ep);
-  b.exposed_comm_s = 0;
-  for (double e : crit.exposed_s) b.exposed_comm_s += e;
-  b.bubble_s = crit.bubble_s;
+  r.breakdown = stage_breakdown(crit, r.step_time_s);
+  const BreakdownReport& b = r.breakdown;
 
   // Memory per stage with the schedule's in-flight micro-batches; the report takes the worst.
   double worst = -1;

@@ -165,6 +165,16 @@ TEST_CASE("simulate --compare-analytic prints both fidelities, side by side and 
   CHECK(line.find(fmt::format("{:+.1f} %", 100 * (event - analytic) / analytic)) != std::string::npos);
   for (const char* part : {"  compute ", "  exposed TP ", "  exposed PP ", "  exposed DP ", "  pipeline bubble ", "  MFU "})
     CHECK(table.out.find(part, row) != std::string::npos);
+  // Both columns describe the estimate's slowest stage, and each sums to its own step time.
+  const auto& comparison = j["comparison"];
+  const int64_t stage = comparison["stage"].get<int64_t>();
+  CHECK(stage == j["analytic"]["breakdown"]["stage"].get<int64_t>());
+  CHECK(comparison["event"]["stage"].get<int64_t>() == stage);
+  for (const auto& [parts, step] : {std::pair{comparison["event"], event}, std::pair{comparison["analytic"], analytic}}) {
+    const double sum = parts["compute_s"].get<double>() + parts["exposed_comm_s"].get<double>() +
+                       parts["bubble_s"].get<double>();
+    CHECK(sum == Approx(step).epsilon(1e-6));
+  }
 }
 
 TEST_CASE("estimate works without a file from flags alone", "[cli]") {

@@ -2,6 +2,7 @@
 // DESIGN.md plus breakdowns. SI units throughout: seconds, bytes, dollars, FLOPs.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -29,6 +30,8 @@ struct MemoryReport {
 };
 
 struct BreakdownReport {
+  int64_t stage = 0;     // the pipeline stage these parts describe: in the event simulation the
+                         // stage of the rank that finishes last, in the estimate its slowest stage
   double compute_s = 0;  // forward + backward + recompute + optimizer on the critical path
   double forward_s = 0;
   double backward_s = 0;
@@ -79,5 +82,6 @@ struct Report {
 
 // The contract JSON (DESIGN.md "Report") with every key, plus the breakdown extras.
 nlohmann::json to_json(const Report& r);
+nlohmann::json to_json(const BreakdownReport& b);  // the report's "breakdown" object
 
 }  // namespace simrun

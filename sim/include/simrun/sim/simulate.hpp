@@ -49,4 +49,8 @@ struct SimulationOutput {
 
 SimulationOutput simulate(const Scenario& scenario, const SimulateOptions& options = SimulateOptions{});
 
+// One traced rank's step as the report's parts: compute, traffic per group (DP, DP×CP and
+// expert-DP count as DP), and bubble up to the step's end, so the parts sum to step_time_s.
+BreakdownReport stage_breakdown(const RankBreakdown& rank, double step_time_s);
+
 }  // namespace simrun
