@@ -359,11 +359,13 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     return stage_gathers_s(i) / double(std::max<int64_t>(1, stage_local[size_t(i)].layers));
   };
   // FSDP with pipelining (torchtitan) gathers a stage's weights layer by layer during its first
-  // micro-batch's forward, each gather prefetched one layer ahead: that forward takes the longer
-  // of its compute and its gathers, less the first layer's, which waits for nothing and runs
+  // micro-batch's forward, each gather prefetched one layer ahead: that forward's span (its
+  // compute and its waits for TP/CP/EP collectives, which the gathers run beside) takes the
+  // longer of itself and the gathers, less the first layer's, which waits for nothing and runs
   // during the fill on every stage but the first. Its reduce-scatters hold up nothing but the
   // stage's own optimizer (the gradient send does not wait for them): below, as a tail.
   // Compute beside that traffic pays overlap_slowdown on the overlapped time, as below.
+  // first_forward_s is the compute part: the span less the forward's own waits.
   const bool fsdp_pipeline = l.zero_stage >= 3 && l.pp > 1;
   auto beside_traffic_s = [&](double compute_s, double traffic_s) {
     return compute_s + options.overlap_slowdown * std::min(traffic_s, compute_s);
@@ -372,7 +374,7 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     if (!fsdp_pipeline) return st.forward_s;
     const double during_fill = st.stage > 0 ? layer_gather_s(st.stage) : 0.0;
     const double gathers = std::max(0.0, stage_gathers_s(st.stage) - during_fill);
-    return std::max(gathers, beside_traffic_s(st.forward_s, gathers));
+    return std::max(gathers - st.forward_exposed_s, beside_traffic_s(st.forward_s, gathers));
   };
   auto last_backward_s = [&](const StageTime& st) {
     const double backward = st.backward_s + st.recompute_s;
