@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numeric>
 
 #include "explain.hpp"
 #include "simrun/common/error.hpp"
@@ -267,6 +268,7 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
   double dense_local = 0, expert_local = 0;  // the biggest stage's parameters per GPU
   std::vector<StageParams> stage_local;      // per GPU, before data-parallel sharding
   std::vector<std::vector<StageProgram::GradBucketSize>> stage_buckets;  // Megatron DDP's, ZeRO 0-2
+  std::vector<std::vector<StageProgram::FsdpUnit>> stage_units;            // FSDP's, ZeRO-3
   const int64_t first_moe = m.is_moe() ? m.moe->first_dense_layers : m.layers;
   std::vector<std::vector<PieceTime>> chunk_pieces;  // [stage][chunk], per micro-batch
   for (int64_t i = 0; i < l.pp; ++i) {
@@ -311,6 +313,7 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     expert_local = std::max(expert_local, local.experts);
     stage_local.push_back(local);
     stage_buckets.push_back(opt.grad_buckets);
+    stage_units.push_back(opt.fsdp_units);
     out.stages.push_back(st);
   }
 
@@ -358,23 +361,61 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
   auto layer_gather_s = [&](int64_t i) {
     return stage_gathers_s(i) / double(std::max<int64_t>(1, stage_local[size_t(i)].layers));
   };
-  // FSDP with pipelining (torchtitan) gathers a stage's weights layer by layer during its first
-  // micro-batch's forward, each gather prefetched one layer ahead: that forward's span (its
-  // compute and its waits for TP/CP/EP collectives, which the gathers run beside) takes the
-  // longer of itself and the gathers, less the first layer's, which waits for nothing and runs
-  // during the fill on every stage but the first. Its reduce-scatters hold up nothing but the
-  // stage's own optimizer (the gradient send does not wait for them): below, as a tail.
-  // Compute beside that traffic pays overlap_slowdown on the overlapped time, as below.
-  // first_forward_s is the compute part: the span less the forward's own waits.
+  // FSDP with pipelining (torchtitan) gathers a stage's weights unit by unit during each chunk's
+  // first micro-batch, as the workload issues them: on one FIFO stream, a layer's gather once
+  // the layer fsdp_prefetch_layers before it has started (limit_all_gathers), the embedding's
+  // and the output layer's as soon as the stream is free; a unit computes once its gather is done
+  // and the unit before it has finished (its compute and its waits for TP/CP/EP collectives).
+  // A chunk's first gather runs during the fill, or the chunk before it, except the first
+  // stage's, which opens the step. Compute beside a gather pays overlap_slowdown on the overlap.
+  // Its reduce-scatters hold up nothing but the stage's own optimizer (the gradient send does
+  // not wait for them): below, as a tail.
   const bool fsdp_pipeline = l.zero_stage >= 3 && l.pp > 1;
   auto beside_traffic_s = [&](double compute_s, double traffic_s) {
     return compute_s + options.overlap_slowdown * std::min(traffic_s, compute_s);
   };
+  auto unit_gather_s = [&](const StageProgram::FsdpUnit& u) {
+    return gather(u.params - u.expert_params, dp_n, dp_link) + gather(u.expert_params, expert_dp, expert_dp_link);
+  };
+  auto unit_piece = [&](const StageProgram::FsdpUnit& u) -> const PieceTime& {
+    if (u.unit == -1) return dense_probe.embedding;
+    if (u.unit == -2) return dense_probe.head;
+    const ProbeTimes& probe = u.unit >= first_moe ? moe_probe : dense_probe;
+    return probe.layer[size_t(std::min<int64_t>(u.unit % 2, probe.layers - 1))];
+  };
+  std::vector<std::vector<double>> first_forward_spans;  // [stage][chunk]: micro-batch 0's forward
+  if (fsdp_pipeline) {
+    for (int64_t i = 0; i < l.pp; ++i) {
+      std::vector<double>& spans = first_forward_spans.emplace_back(size_t(split_v), 0.0);
+      const std::vector<StageProgram::FsdpUnit>& units = stage_units[size_t(i)];
+      std::vector<double> starts;  // the chunk's units' start times, from the chunk's start
+      double gather_end = 0, compute_end = 0;
+      for (size_t k = 0; k < units.size(); ++k) {
+        const StageProgram::FsdpUnit& u = units[k];
+        if (k == 0 || units[k - 1].chunk != u.chunk) {
+          starts.clear();
+          gather_end = i == 0 && k == 0 ? unit_gather_s(u) : 0.0;  // only the step's first waits
+          compute_end = 0;
+        } else {
+          const int64_t trigger = int64_t(starts.size()) - wo.fsdp_prefetch_layers;
+          const double issue = u.unit >= 0 && trigger >= 0 ? starts[size_t(trigger)] : 0.0;
+          gather_end = std::max(gather_end, issue) + unit_gather_s(u);
+        }
+        const double start = std::max(compute_end, gather_end);
+        starts.push_back(start);
+        const bool next_in_chunk = k + 1 < units.size() && units[k + 1].chunk == u.chunk;
+        const double beside_s = next_in_chunk ? unit_gather_s(units[k + 1]) : 0.0;
+        const PieceTime& piece = unit_piece(u);
+        compute_end = start + beside_traffic_s(piece.forward_s, beside_s) + piece.forward_exposed_s;
+        spans[size_t(u.chunk)] = compute_end;
+      }
+    }
+  }
+  // The first forward's compute part: its span, less the forward's own waits.
   auto first_forward_s = [&](const StageTime& st) {
     if (!fsdp_pipeline) return st.forward_s;
-    const double during_fill = st.stage > 0 ? layer_gather_s(st.stage) : 0.0;
-    const double gathers = std::max(0.0, stage_gathers_s(st.stage) - during_fill);
-    return std::max(gathers - st.forward_exposed_s, beside_traffic_s(st.forward_s, gathers));
+    const std::vector<double>& spans = first_forward_spans[size_t(st.stage)];
+    return std::accumulate(spans.begin(), spans.end(), 0.0) - st.forward_exposed_s;
   };
   auto last_backward_s = [&](const StageTime& st) {
     const double backward = st.backward_s + st.recompute_s;
@@ -417,10 +458,12 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
         [&](int64_t stage, const detail::Slot& slot) {
           const StageTime& st = out.stages[size_t(stage)];
           const ChunkStep& c = chunk_steps[size_t(stage)][size_t(slot.chunk)];
-          if (slot.forward) {
-            const double f = slot.micro_batch == 0 ? stretch(first_forward_s(st), st.forward_s) : 1.0;
-            return c.forward_s * f + c.forward_exposed_s;
+          if (slot.forward && slot.micro_batch == 0 && fsdp_pipeline) {
+            const std::vector<double>& spans = first_forward_spans[size_t(stage)];
+            return split_v == v_chunks ? spans[size_t(slot.chunk)]
+                                       : std::accumulate(spans.begin(), spans.end(), 0.0) / v;
           }
+          if (slot.forward) return c.forward_s + c.forward_exposed_s;
           const double b = slot.micro_batch == last_micro_batch
                                ? stretch(last_backward_s(st), st.backward_s + st.recompute_s)
                                : 1.0;

@@ -252,6 +252,16 @@ struct StageProgram {
     int64_t layers = 0;
   };
   std::vector<GradBucketSize> grad_buckets;
+  // ZeRO-3's FSDP units in forward order, chunk by chunk (none under ZeRO 0-2): the embedding on
+  // the first stage, each layer, the output layer on the last, with this rank's parameters in
+  // each and, of those, the routed experts'.
+  struct FsdpUnit {
+    int64_t chunk = 0;
+    int32_t unit = 0;  // layer id; -1 the embedding, -2 the output layer
+    double params = 0;
+    double expert_params = 0;
+  };
+  std::vector<FsdpUnit> fsdp_units;
   // Peak of forwards whose backward has not run yet: in layers' worth of activations, in
   // model chunks, and in micro-batches of this stage's full layer count (rounded up).
   int64_t max_in_flight_layers = 0;
