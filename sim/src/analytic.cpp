@@ -417,9 +417,18 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     const std::vector<double>& spans = first_forward_spans[size_t(st.stage)];
     return std::accumulate(spans.begin(), spans.end(), 0.0) - st.forward_exposed_s;
   };
+  // A stage's last backward (of each chunk) runs beside its gradients' reductions: FSDP's
+  // reduce-scatters unit by unit, Megatron DDP's buckets as each is final (overlap_grad_reduce).
+  auto stage_reduce_traffic_s = [&](int64_t i) {
+    if (l.zero_stage >= 3) return stage_reduces_s(i);
+    if (wo.grad_reduce != GradReduceOverlap::bucketed) return 0.0;
+    double traffic = 0;
+    for (const StageProgram::GradBucketSize& b : stage_buckets[size_t(i)])
+      traffic += b.experts ? reduce(b.params, expert_dp, expert_dp_link) : reduce(b.params, dp_n, dp_link);
+    return traffic;
+  };
   auto last_backward_s = [&](const StageTime& st) {
-    const double backward = st.backward_s + st.recompute_s;
-    return fsdp_pipeline ? beside_traffic_s(backward, stage_reduces_s(st.stage)) : backward;
+    return beside_traffic_s(st.backward_s + st.recompute_s, stage_reduce_traffic_s(st.stage));
   };
   // Fill and drain: Megatron's schedule played out (detail::schedule_finish_times) with each
   // chunk-step at its chunk's time per micro-batch, exposed TP/CP/EP waits included, and FSDP's
@@ -818,8 +827,8 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
             "longest path through the schedule's order (each chunk-step at its chunk's forward or backward "
             "+ exposed TP/CP/EP per micro-batch) − the slowest stage's own work (equal stages: Narayanan's "
             "(p − 1)/v of a stage's micro-batch) + the pipeline hops on that path beyond the stage's own "
-            "messages; ZeRO-3 with pp > 1: a stage's first forward is the longer of its compute and its "
-            "gathers, both passes slowed beside its DP traffic",
+            "messages; each stage's last backward slowed beside its gradient reductions; ZeRO-3 with "
+            "pp > 1: each chunk's first forward unit by unit, each unit waiting on its own gather",
             fmt::format("pp={}, v={}, slowest stage={}, fill and drain={:.4g} s, hops={:.4g} s", l.pp,
                         l.virtual_stages, time.slowest_stage, time.fill_drain_s,
                         time.pp_exposed_s - b.pp_exposed_s));

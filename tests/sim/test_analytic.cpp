@@ -216,9 +216,12 @@ TEST_CASE("pipeline bubble: the other stages' fill and drain, interleaving shrin
   Scenario s = test::llama3_70b_1024_h100();
   s.layout.virtual_stages = 1;
   const StepFlops f = step_flops(s.model, s.layout, AttentionFlops::causal);
-  const StepTimeEstimate one = estimate_step_time(s, f, AnalyticOptions{});
+  // Gradients reduced after the flush: no stage's last backward runs beside its reductions.
+  AnalyticOptions after_flush;
+  after_flush.workload.grad_reduce = GradReduceOverlap::after_backward;
+  const StepTimeEstimate one = estimate_step_time(s, f, after_flush);
   s.layout.virtual_stages = 5;
-  const StepTimeEstimate five = estimate_step_time(s, f, AnalyticOptions{});
+  const StepTimeEstimate five = estimate_step_time(s, f, after_flush);
   // The last stage carries the vocabulary projection: it is the slowest.
   REQUIRE(one.slowest_stage == 3);
   auto per_micro_batch = [](const StageTime& st) {
@@ -249,6 +252,17 @@ TEST_CASE("pipeline bubble: the other stages' fill and drain, interleaving shrin
   // fewer than all 2·m·v of them.
   CHECK(five.pp_exposed_s >= 2.0 * 3.0 * five.pp_send_s);
   CHECK(five.pp_exposed_s < 0.25 * 2.0 * double(five.microbatches) * 5.0 * five.pp_send_s);
+  // Reduced bucket by bucket (overlap_grad_reduce), each stage's last backward runs beside its
+  // reductions and slows by overlap_slowdown of the overlap: the drain grows by at most that
+  // share of the other stages' backward.
+  s.layout.virtual_stages = 1;
+  const AnalyticOptions bucketed;
+  REQUIRE(bucketed.workload.grad_reduce == GradReduceOverlap::bucketed);
+  const StepTimeEstimate overlapped = estimate_step_time(s, f, bucketed);
+  double others_backward = 0;
+  for (int i = 0; i < 3; ++i) others_backward += one.stages[size_t(i)].backward_s + one.stages[size_t(i)].recompute_s;
+  CHECK(overlapped.fill_drain_s > one.fill_drain_s);
+  CHECK(overlapped.fill_drain_s <= one.fill_drain_s + bucketed.overlap_slowdown * others_backward + 1e-12);
 }
 
 TEST_CASE("what-ifs move the estimate the right way", "[sim][analytic]") {

@@ -41,7 +41,8 @@
 //         forward reaches its first layer (chunk c's first forward c·p chunk-steps in), every
 //         wait delaying the rest. ZeRO-3 hides behind the compute stream's span (its
 //         compute and its TP/CP/EP waits) but for the step's first two units' gathers
-//         (embedding, first layer) and the embedding's last reduce-scatter; with pp > 1 the slowest stage's gather-bound first forward (below) and
+//         (embedding, first layer) and the embedding's last reduce-scatter; with pp > 1 the
+//         slowest stage's gather-bound first forward (below) and
 //         the tail of reduce-scatters that outlast a stage's last backward and the drain behind
 //         it. Compute that overlaps DP or PP traffic runs overlap_slowdown slower (NCCL's SMs,
 //         as the event simulation charges it), added to forward/backward
@@ -50,9 +51,12 @@
 //                    through them. Equal stages give (p−1)/v · t (Narayanan et al. 2021,
 //                    arXiv:2104.04473 §2.2: bubble (p−1)/(m·v)); a last stage heavier by the
 //                    logits and loss waits for the lighter stages' times, not (p−1) of its own.
-//                    ZeRO-3 with pp > 1: a stage's first forward is the longer of its compute and
-//                    its gathers (bar the first layer's, fetched during the fill), and forward
-//                    and backward run overlap_slowdown slower beside its gathers/reduce-scatters
+//                    Each stage's last backward runs overlap_slowdown slower beside its gradient
+//                    reductions (DDP buckets under overlap_grad_reduce, FSDP reduce-scatters).
+//                    ZeRO-3 with pp > 1: each chunk's first forward plays out its FSDP units,
+//                    each waiting on its own gather (one stream, limit_all_gathers' window; a
+//                    chunk's first unit fetched during the fill), compute beside a gather
+//                    overlap_slowdown slower
 //   step_time_s    = compute_s + exposed_comm_s + bubble_s
 // Models the workload builder does not describe are probed as the nearest one it does: an MoE
 // layer as a dense layer of ffn width top_k·expert_ffn_hidden (+ shared experts), MLA as
