@@ -632,9 +632,19 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     grad_overlapped_s = grad_s - grad_exposed;
     param_overlapped_s = param_s - param_exposed;
   }
-  // Compute running beside DP or PP NCCL kernels is slower (their SMs and HBM traffic).
-  const double grad_slowdown_s = options.overlap_slowdown * grad_overlapped_s;
-  const double fwd_slowdown_s = options.overlap_slowdown * (param_overlapped_s + pp_overlapped_s);
+  // Compute running beside DP or PP NCCL kernels is slower (their SMs and HBM traffic), as the
+  // event charges it: the compute kernels in the overlapped time, which hides behind the compute
+  // stream's span, waits for TP/CP/EP collectives included, so compute's share of that span.
+  auto compute_share = [](double compute_s, double waits_s) {
+    return compute_s > 0 ? compute_s / (compute_s + waits_s) : 0.0;
+  };
+  const double forward_share = compute_share(slow.forward_s, slow.forward_exposed_s);
+  const double backward_share = l.zero_stage >= 3 && l.pp == 1
+                                    ? compute_share(slow.compute_s(), mb_exposed(slow))
+                                    : compute_share(slow.backward_s + slow.recompute_s,
+                                                    mb_exposed(slow) - slow.forward_exposed_s);
+  const double grad_slowdown_s = options.overlap_slowdown * backward_share * grad_overlapped_s;
+  const double fwd_slowdown_s = options.overlap_slowdown * forward_share * (param_overlapped_s + pp_overlapped_s);
   out.overlap_slowdown_s = grad_slowdown_s + fwd_slowdown_s;
 
   BreakdownReport& b = out.breakdown;
