@@ -582,9 +582,20 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     // delaying the rest. With v = 1: the last backward's and the first forward's windows.
     // A chunk's forward and backward as the compute stream spans them: recompute and the waits
     // for TP/CP/EP collectives included (the DP stream runs beside those too).
-    const double forward_chunk = (slow.forward_s + slow.forward_exposed_s) / v;
-    const double backward_chunk =
+    // Compute beside the traffic runs overlap_slowdown slower (below), which widens the windows:
+    // by the share of the time, up to the last bucket's window, that the traffic fills.
+    const double forward_plain = (slow.forward_s + slow.forward_exposed_s) / v;
+    const double backward_plain =
         (slow.backward_s + slow.recompute_s + mb_exposed(slow) - slow.forward_exposed_s) / v;
+    const double windows = (v - 1.0) * p + 1.0;  // chunk-steps up to the last chunk's window
+    auto busy = [&](double traffic_s, double window_s) {
+      return window_s > 0 ? std::min(1.0, traffic_s / (windows * window_s)) : 0.0;
+    };
+    const double forward_chunk = forward_plain + options.overlap_slowdown * busy(param_s, forward_plain) *
+                                                     slow.forward_s / v;
+    const double backward_chunk =
+        backward_plain +
+        options.overlap_slowdown * busy(grad_s, backward_plain) * (slow.backward_s + slow.recompute_s) / v;
     // The share of its chunk's layers the backward has passed when each bucket is ready, counted
     // apart for the dense and the expert buckets (each list covers the chunk's layers once).
     std::map<std::pair<int64_t, bool>, int64_t> chunk_layers, seen;

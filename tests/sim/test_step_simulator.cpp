@@ -215,15 +215,18 @@ TEST_CASE("compute beside DP traffic slows by the overlap of compute kernels, no
   // GPT-3 175B on 64 MI300X, TP4, one micro-batch: ZeRO-1's 3 s of DP traffic hides behind a
   // span of 1.9 s of compute and 0.8 s of TP waits. The event slows compute kernels that start
   // while a DP kernel runs; charging overlap_slowdown on the whole overlapped traffic put the
-  // estimate's compute 7% above the event's.
+  // estimate's compute 7% above the event's. That slower compute also widens the windows the
+  // gathers and reductions hide in: without it the estimate exposed 0.60 s of DP, the event 0.42.
   const Scenario sc = parse_scenario_text(
       R"({"model": {"name": "gpt3-175b", "seq_len": 8192}, "cluster": {"gpu": "mi300x", "num_gpus": 64},
           "layout": {"tp": 4, "pp": 1, "micro_batch": 1, "global_batch": 16, "zero_stage": 1,
                      "precision": "fp8"}})");
-  const double event = simulate(sc).report.breakdown.compute_s;
-  const double analytic = estimate(sc).breakdown.compute_s;
-  INFO("compute: event " << event << " s, analytic " << analytic << " s");
-  CHECK(analytic == Approx(event).epsilon(0.01));
+  const BreakdownReport event = simulate(sc).report.breakdown;
+  const BreakdownReport analytic = estimate(sc).breakdown;
+  INFO("compute: event " << event.compute_s << " s, analytic " << analytic.compute_s << " s; DP exposed: event "
+                         << event.dp_exposed_s << " s, analytic " << analytic.dp_exposed_s << " s");
+  CHECK(analytic.compute_s == Approx(event.compute_s).epsilon(0.02));
+  CHECK(analytic.dp_exposed_s == Approx(event.dp_exposed_s).epsilon(0.1));
 }
 
 TEST_CASE("MoE: dense and expert DDP buckets reduce and gather in their layers' order",
