@@ -228,8 +228,7 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
           case OutputFormat::table:
             print_report_table(report, scenario, std::cout);
             print_stage_table(out, std::cout);
-            if (analytic)
-              print_comparison_table(report, event_parts, *analytic, std::cout);
+            if (analytic) print_comparison_table(report, event_parts, *analytic, std::cout);
             if (args->explain) {
               std::cout << "\n";
               print_report_explain(report, std::cout);

@@ -268,7 +268,7 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
   double dense_local = 0, expert_local = 0;  // the biggest stage's parameters per GPU
   std::vector<StageParams> stage_local;      // per GPU, before data-parallel sharding
   std::vector<std::vector<StageProgram::GradBucketSize>> stage_buckets;  // Megatron DDP's, ZeRO 0-2
-  std::vector<std::vector<StageProgram::FsdpUnit>> stage_units;            // FSDP's, ZeRO-3
+  std::vector<std::vector<StageProgram::FsdpUnit>> stage_units;          // FSDP's, ZeRO-3
   const int64_t first_moe = m.is_moe() ? m.moe->first_dense_layers : m.layers;
   std::vector<std::vector<PieceTime>> chunk_pieces;  // [stage][chunk], per micro-batch
   for (int64_t i = 0; i < l.pp; ++i) {
@@ -375,7 +375,8 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     return compute_s + options.overlap_slowdown * std::min(traffic_s, compute_s);
   };
   auto unit_gather_s = [&](const StageProgram::FsdpUnit& u) {
-    return gather(u.params - u.expert_params, dp_n, dp_link) + gather(u.expert_params, expert_dp, expert_dp_link);
+    return gather(u.params - u.expert_params, dp_n, dp_link) +
+           gather(u.expert_params, expert_dp, expert_dp_link);
   };
   auto unit_piece = [&](const StageProgram::FsdpUnit& u) -> const PieceTime& {
     if (u.unit == -1) return dense_probe.embedding;
@@ -591,11 +592,10 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     auto busy = [&](double traffic_s, double window_s) {
       return window_s > 0 ? std::min(1.0, traffic_s / (windows * window_s)) : 0.0;
     };
-    const double forward_chunk = forward_plain + options.overlap_slowdown * busy(param_s, forward_plain) *
-                                                     slow.forward_s / v;
-    const double backward_chunk =
-        backward_plain +
-        options.overlap_slowdown * busy(grad_s, backward_plain) * (slow.backward_s + slow.recompute_s) / v;
+    const double forward_chunk =
+        forward_plain + options.overlap_slowdown * busy(param_s, forward_plain) * slow.forward_s / v;
+    const double backward_chunk = backward_plain + options.overlap_slowdown * busy(grad_s, backward_plain) *
+                                                       (slow.backward_s + slow.recompute_s) / v;
     // The share of its chunk's layers the backward has passed when each bucket is ready, counted
     // apart for the dense and the expert buckets (each list covers the chunk's layers once).
     std::map<std::pair<int64_t, bool>, int64_t> chunk_layers, seen;
@@ -650,12 +650,13 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     return compute_s > 0 ? compute_s / (compute_s + waits_s) : 0.0;
   };
   const double forward_share = compute_share(slow.forward_s, slow.forward_exposed_s);
-  const double backward_share = l.zero_stage >= 3 && l.pp == 1
-                                    ? compute_share(slow.compute_s(), mb_exposed(slow))
-                                    : compute_share(slow.backward_s + slow.recompute_s,
-                                                    mb_exposed(slow) - slow.forward_exposed_s);
+  const double backward_share =
+      l.zero_stage >= 3 && l.pp == 1
+          ? compute_share(slow.compute_s(), mb_exposed(slow))
+          : compute_share(slow.backward_s + slow.recompute_s, mb_exposed(slow) - slow.forward_exposed_s);
   const double grad_slowdown_s = options.overlap_slowdown * backward_share * grad_overlapped_s;
-  const double fwd_slowdown_s = options.overlap_slowdown * forward_share * (param_overlapped_s + pp_overlapped_s);
+  const double fwd_slowdown_s =
+      options.overlap_slowdown * forward_share * (param_overlapped_s + pp_overlapped_s);
   out.overlap_slowdown_s = grad_slowdown_s + fwd_slowdown_s;
 
   BreakdownReport& b = out.breakdown;

@@ -170,7 +170,8 @@ TEST_CASE("simulate --compare-analytic prints both fidelities, side by side and 
   const int64_t stage = comparison["stage"].get<int64_t>();
   CHECK(stage == j["analytic"]["breakdown"]["stage"].get<int64_t>());
   CHECK(comparison["event"]["stage"].get<int64_t>() == stage);
-  for (const auto& [parts, step] : {std::pair{comparison["event"], event}, std::pair{comparison["analytic"], analytic}}) {
+  for (const auto& [parts, step] :
+       {std::pair{comparison["event"], event}, std::pair{comparison["analytic"], analytic}}) {
     const double sum = parts["compute_s"].get<double>() + parts["exposed_comm_s"].get<double>() +
                        parts["bubble_s"].get<double>();
     CHECK(sum == Approx(step).epsilon(1e-6));

@@ -260,7 +260,8 @@ TEST_CASE("pipeline bubble: the other stages' fill and drain, interleaving shrin
   REQUIRE(bucketed.workload.grad_reduce == GradReduceOverlap::bucketed);
   const StepTimeEstimate overlapped = estimate_step_time(s, f, bucketed);
   double others_backward = 0;
-  for (int i = 0; i < 3; ++i) others_backward += one.stages[size_t(i)].backward_s + one.stages[size_t(i)].recompute_s;
+  for (int i = 0; i < 3; ++i)
+    others_backward += one.stages[size_t(i)].backward_s + one.stages[size_t(i)].recompute_s;
   CHECK(overlapped.fill_drain_s > one.fill_drain_s);
   CHECK(overlapped.fill_drain_s <= one.fill_drain_s + bucketed.overlap_slowdown * others_backward + 1e-12);
 }

@@ -223,8 +223,9 @@ TEST_CASE("compute beside DP traffic slows by the overlap of compute kernels, no
                      "precision": "fp8"}})");
   const BreakdownReport event = simulate(sc).report.breakdown;
   const BreakdownReport analytic = estimate(sc).breakdown;
-  INFO("compute: event " << event.compute_s << " s, analytic " << analytic.compute_s << " s; DP exposed: event "
-                         << event.dp_exposed_s << " s, analytic " << analytic.dp_exposed_s << " s");
+  INFO("compute: event " << event.compute_s << " s, analytic " << analytic.compute_s
+                         << " s; DP exposed: event " << event.dp_exposed_s << " s, analytic "
+                         << analytic.dp_exposed_s << " s");
   CHECK(analytic.compute_s == Approx(event.compute_s).epsilon(0.02));
   CHECK(analytic.dp_exposed_s == Approx(event.dp_exposed_s).epsilon(0.1));
 }
