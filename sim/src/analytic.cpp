@@ -389,23 +389,25 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     for (int64_t i = 0; i < l.pp; ++i) {
       std::vector<double>& spans = first_forward_spans.emplace_back(size_t(split_v), 0.0);
       const std::vector<StageProgram::FsdpUnit>& units = stage_units[size_t(i)];
+      std::vector<double> gathers_s;
+      for (const StageProgram::FsdpUnit& u : units) gathers_s.push_back(unit_gather_s(u));
       std::vector<double> starts;  // the chunk's units' start times, from the chunk's start
       double gather_end = 0, compute_end = 0;
       for (size_t k = 0; k < units.size(); ++k) {
         const StageProgram::FsdpUnit& u = units[k];
         if (k == 0 || units[k - 1].chunk != u.chunk) {
           starts.clear();
-          gather_end = i == 0 && k == 0 ? unit_gather_s(u) : 0.0;  // only the step's first waits
+          gather_end = i == 0 && k == 0 ? gathers_s[k] : 0.0;  // only the step's first waits
           compute_end = 0;
         } else {
           const int64_t trigger = int64_t(starts.size()) - wo.fsdp_prefetch_layers;
           const double issue = u.unit >= 0 && trigger >= 0 ? starts[size_t(trigger)] : 0.0;
-          gather_end = std::max(gather_end, issue) + unit_gather_s(u);
+          gather_end = std::max(gather_end, issue) + gathers_s[k];
         }
         const double start = std::max(compute_end, gather_end);
         starts.push_back(start);
         const bool next_in_chunk = k + 1 < units.size() && units[k + 1].chunk == u.chunk;
-        const double beside_s = next_in_chunk ? unit_gather_s(units[k + 1]) : 0.0;
+        const double beside_s = next_in_chunk ? gathers_s[k + 1] : 0.0;
         const PieceTime& piece = unit_piece(u);
         compute_end = start + beside_traffic_s(piece.forward_s, beside_s) + piece.forward_exposed_s;
         spans[size_t(u.chunk)] = compute_end;
@@ -420,16 +422,19 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
   };
   // A stage's last backward (of each chunk) runs beside its gradients' reductions: FSDP's
   // reduce-scatters unit by unit, Megatron DDP's buckets as each is final (overlap_grad_reduce).
-  auto stage_reduce_traffic_s = [&](int64_t i) {
-    if (l.zero_stage >= 3) return stage_reduces_s(i);
-    if (wo.grad_reduce != GradReduceOverlap::bucketed) return 0.0;
-    double traffic = 0;
-    for (const StageProgram::GradBucketSize& b : stage_buckets[size_t(i)])
-      traffic += b.experts ? reduce(b.params, expert_dp, expert_dp_link) : reduce(b.params, dp_n, dp_link);
-    return traffic;
-  };
+  // Timed once per stage: the schedule below asks for each last backward twice per chunk.
+  std::vector<double> stage_reduce_traffic_s(size_t(l.pp), 0.0);
+  for (int64_t i = 0; i < l.pp; ++i) {
+    if (l.zero_stage >= 3) {
+      stage_reduce_traffic_s[size_t(i)] = stage_reduces_s(i);
+    } else if (wo.grad_reduce == GradReduceOverlap::bucketed) {
+      for (const StageProgram::GradBucketSize& b : stage_buckets[size_t(i)])
+        stage_reduce_traffic_s[size_t(i)] +=
+            b.experts ? reduce(b.params, expert_dp, expert_dp_link) : reduce(b.params, dp_n, dp_link);
+    }
+  }
   auto last_backward_s = [&](const StageTime& st) {
-    return beside_traffic_s(st.backward_s + st.recompute_s, stage_reduce_traffic_s(st.stage));
+    return beside_traffic_s(st.backward_s + st.recompute_s, stage_reduce_traffic_s[size_t(st.stage)]);
   };
   // Fill and drain: Megatron's schedule played out (detail::schedule_finish_times) with each
   // chunk-step at its chunk's time per micro-batch, exposed TP/CP/EP waits included, and FSDP's
