@@ -348,19 +348,37 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     return l.zero_stage >= 1 ? collective_s(CollectiveOp::all_gather, params * e, n, lk) : 0.0;
   };
 
-  // ZeRO-3 / FSDP traffic of one stage: all its units gathered, all reduce-scattered, and one
-  // layer's share of the gathers.
-  auto stage_gathers_s = [&](int64_t i) {
-    const StageParams& sl = stage_local[size_t(i)];
-    return gather(sl.dense, dp_n, dp_link) + gather(sl.experts, expert_dp, expert_dp_link);
+  // ZeRO-3 / FSDP traffic unit by unit, one call each as the workload issues them (per-call
+  // latency and the tuner's size-dependent protocol), dense weights over DP and routed experts
+  // over expert-DP; units of equal size timed once.
+  struct UnitTraffic {
+    double gather_s = 0, reduce_s = 0;
   };
-  auto stage_reduces_s = [&](int64_t i) {
-    const StageParams& sl = stage_local[size_t(i)];
-    return reduce(sl.dense, dp_n, dp_link) + reduce(sl.experts, expert_dp, expert_dp_link);
-  };
-  auto layer_gather_s = [&](int64_t i) {
-    return stage_gathers_s(i) / double(std::max<int64_t>(1, stage_local[size_t(i)].layers));
-  };
+  std::vector<std::vector<UnitTraffic>> unit_traffic(size_t(l.pp));
+  std::vector<double> stage_gathers(size_t(l.pp), 0.0), stage_reduces(size_t(l.pp), 0.0);
+  if (l.zero_stage >= 3) {
+    std::map<std::pair<double, double>, UnitTraffic> timed;
+    for (int64_t i = 0; i < l.pp; ++i)
+      for (const StageProgram::FsdpUnit& u : stage_units[size_t(i)]) {
+        const auto key = std::pair{u.params, u.expert_params};
+        auto it = timed.find(key);
+        if (it == timed.end()) {
+          const double dense = u.params - u.expert_params;
+          const UnitTraffic t{
+              gather(dense, dp_n, dp_link) + gather(u.expert_params, expert_dp, expert_dp_link),
+              reduce(dense, dp_n, dp_link) + reduce(u.expert_params, expert_dp, expert_dp_link)};
+          it = timed.emplace(key, t).first;
+        }
+        unit_traffic[size_t(i)].push_back(it->second);
+        stage_gathers[size_t(i)] += it->second.gather_s;
+        stage_reduces[size_t(i)] += it->second.reduce_s;
+      }
+  }
+  auto stage_reduces_s = [&](int64_t i) { return stage_reduces[size_t(i)]; };
+  // The first stage's first layer (after the embedding): a layer's share of its traffic.
+  const std::vector<UnitTraffic>& first_units = unit_traffic.front();
+  const UnitTraffic first_layer_traffic =
+      first_units.empty() ? UnitTraffic{} : first_units[std::min<size_t>(1, first_units.size() - 1)];
   // FSDP with pipelining (torchtitan) gathers a stage's weights unit by unit during each chunk's
   // first micro-batch, as the workload issues them: on one FIFO stream, a layer's gather once
   // the layer fsdp_prefetch_layers before it has started (limit_all_gathers), the embedding's
@@ -374,10 +392,6 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
   auto beside_traffic_s = [&](double compute_s, double traffic_s) {
     return compute_s + options.overlap_slowdown * std::min(traffic_s, compute_s);
   };
-  auto unit_gather_s = [&](const StageProgram::FsdpUnit& u) {
-    return gather(u.params - u.expert_params, dp_n, dp_link) +
-           gather(u.expert_params, expert_dp, expert_dp_link);
-  };
   auto unit_piece = [&](const StageProgram::FsdpUnit& u) -> const PieceTime& {
     if (u.unit == -1) return dense_probe.embedding;
     if (u.unit == -2) return dense_probe.head;
@@ -390,7 +404,7 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
       std::vector<double>& spans = first_forward_spans.emplace_back(size_t(split_v), 0.0);
       const std::vector<StageProgram::FsdpUnit>& units = stage_units[size_t(i)];
       std::vector<double> gathers_s;
-      for (const StageProgram::FsdpUnit& u : units) gathers_s.push_back(unit_gather_s(u));
+      for (const UnitTraffic& t : unit_traffic[size_t(i)]) gathers_s.push_back(t.gather_s);
       std::vector<double> starts;  // the chunk's units' start times, from the chunk's start
       double gather_end = 0, compute_end = 0;
       for (size_t k = 0; k < units.size(); ++k) {
@@ -511,6 +525,14 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
 
   double grad_s = reduce(dense_local, dp_n, dp_link) + reduce(expert_local, expert_dp, expert_dp_link);
   double param_s = gather(dense_local, dp_n, dp_link) + gather(expert_local, expert_dp, expert_dp_link);
+  if (l.zero_stage >= 3) {  // unit by unit, the stage with the most traffic
+    grad_s = param_s = 0;
+    for (int64_t i = 0; i < l.pp; ++i)
+      if (stage_gathers[size_t(i)] + stage_reduces[size_t(i)] > grad_s + param_s) {
+        grad_s = stage_reduces[size_t(i)];
+        param_s = stage_gathers[size_t(i)];
+      }
+  }
   // ZeRO 0-2: Megatron's DDP reduces (and the distributed optimizer gathers) bucket by bucket,
   // one call each, as the workload plans them; the stage with the most traffic sets the pace.
   struct TimedBucket {
@@ -555,19 +577,21 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
         tail = std::max(tail, stage_reduces_s(st.stage) - last_backward_s(st) - drain_behind);
         drain_behind += last_backward_s(st) / v;
       }
-      tail = std::max(tail, stage_reduces_s(0) / double(std::max<int64_t>(1, stage_local[0].layers)));
+      tail = std::max(tail, first_layer_traffic.reduce_s);
       out.dp_exposed_s = first_forward_s(slow) - slow.forward_s + tail;
     } else {
       // Prefetch hides the rest behind compute, but not the step's first two gathers (the
       // embedding unit's, then the first layer's, which the embedding's short forward cannot
       // cover) nor the embedding's reduce-scatter after the last backward. A later micro-batch's
       // first gathers wait for nothing and run during the backward before it.
-      const double embedding_local = counts.embedding / tp;
-      const double unhidden =
-          gather(embedding_local, dp_n, dp_link) + layer_gather_s(0) + reduce(embedding_local, dp_n, dp_link);
+      const UnitTraffic embedding = first_units.empty() ? UnitTraffic{} : first_units.front();
+      const double unhidden = embedding.gather_s + first_layer_traffic.gather_s + embedding.reduce_s;
       // The window is the compute stream's whole span, its waits for TP/CP/EP collectives
       // included: FSDP's stream runs beside those too.
-      const double window = microbatches * (slow.compute_s() + mb_exposed(slow));
+      // Its compute runs overlap_slowdown slower for the share of it the traffic fills.
+      const double span = microbatches * (slow.compute_s() + mb_exposed(slow));
+      const double busy = span > 0 ? std::min(1.0, dp_total_s / span) : 0.0;
+      const double window = span + options.overlap_slowdown * busy * microbatches * slow.compute_s();
       out.dp_exposed_s = std::max(dp_total_s - window, unhidden);
     }
     out.dp_exposed_s = std::min(dp_total_s, out.dp_exposed_s);

@@ -200,6 +200,24 @@ TEST_CASE("DP gradient reduction: ZeRO-0 all-reduce, ZeRO-1 reduce-scatter + all
   // Cut in buckets it takes longer than one call of the whole (each call pays NCCL's latency).
   CHECK(t.dp_grad_s > collective_s(CollectiveOp::reduce_scatter, params * grad_bytes, 8, nvlink));
 
+  // ZeRO-3: one call per FSDP unit (embedding, each layer, output layer), weights gathered for the
+  // forward and again for the backward, gradients reduce-scattered, each micro-batch (here one).
+  Scenario fsdp = s;
+  fsdp.layout.zero_stage = 3;
+  const std::vector<StageProgram::FsdpUnit> units = build_workload(fsdp, compute).stages[0].fsdp_units;
+  REQUIRE(units.size() == 4);
+  double unit_params = 0, unit_gathers = 0, unit_reduces = 0;
+  for (const auto& u : units) {
+    unit_params += u.params;
+    unit_gathers += collective_s(CollectiveOp::all_gather, u.params * 2, 8, nvlink);
+    unit_reduces += collective_s(CollectiveOp::reduce_scatter, u.params * grad_bytes, 8, nvlink);
+  }
+  CHECK(unit_params == Approx(params));
+  const StepTimeEstimate z3 = estimate_step_time(
+      fsdp, step_flops(fsdp.model, fsdp.layout, AttentionFlops::causal), AnalyticOptions{});
+  CHECK(z3.dp_param_s == Approx(2 * unit_gathers));
+  CHECK(z3.dp_grad_s == Approx(unit_reduces));
+
   SECTION("without overlap all of it is exposed; with overlap less") {
     AnalyticOptions none;
     none.workload.grad_reduce = GradReduceOverlap::after_backward;

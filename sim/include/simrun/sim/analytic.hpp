@@ -33,7 +33,7 @@
 //         + all-gather of updated weights; ZeRO-3 per micro-batch 2 all-gathers + 1
 //         reduce-scatter, or with pp > 1 (torchtitan's FSDP+PP) 1 all-gather + 1 reduce-scatter
 //         per step (bytes per element as the workload reduces them). ZeRO 0-2 run one call per
-//         bucket of Megatron's DDP, as the workload cuts them. Overlap
+//         bucket of Megatron's DDP, ZeRO-3 one per FSDP unit, as the workload cuts them. Overlap
 //         (WorkloadOptions::grad_reduce, param_gather): buckets reduce one after another, each
 //         once the backward has passed its layers (chunk c's last backward ending c·p
 //         chunk-steps before the stage's last), and what outlasts the last backward is exposed;
@@ -44,8 +44,9 @@
 //         (embedding, first layer) and the embedding's last reduce-scatter; with pp > 1 the
 //         slowest stage's gather-bound first forward (below) and
 //         the tail of reduce-scatters that outlast a stage's last backward and the drain behind
-//         it. Compute that overlaps DP or PP traffic runs overlap_slowdown slower (NCCL's SMs,
-//         as the event simulation charges it), added to forward/backward
+//         it. Compute kernels that overlap DP or PP traffic run overlap_slowdown slower (NCCL's
+//         SMs, as the event simulation charges them: compute's share of the overlapped span),
+//         added to forward/backward; the windows the traffic hides in widen by as much
 //   bubble_s       = Σ over the other p−1 stages of (one micro-batch's forward + backward +
 //                    exposed TP/CP/EP) / v: the slowest stage waits for the fill and the drain
 //                    through them. Equal stages give (p−1)/v · t (Narayanan et al. 2021,
