@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "collective_plan.hpp"
 #include "simrun/common/error.hpp"
 
 namespace simrun {
@@ -95,16 +96,24 @@ double collective_s(CollectiveOp op, double bytes, int64_t n, const LinkCost& li
     const TunerChoice choice = CollectiveTuner::choose(op, shape, bytes);
     if (choice.algorithm == Algorithm::nvls) return nvls_s(op, bytes, shape);
     if (choice.algorithm == Algorithm::ring) {
-      if (shape.nvswitch || choice.protocol != Protocol::simple) return choice.predicted_us * 1e-6;
-      // A mesh with Simple (link-bound; LL and LL128 are bound by their own per-channel rates):
-      // channel c rides ring c mod R, so the busiest ring carries ⌈nch/R⌉ of nch channels'
-      // bytes, at most g·(R/max channels) of its link when its g channels are few.
-      const int rings = mesh_ring_count(n), nch = std::max(1, choice.channels);
-      const int busiest = (nch + rings - 1) / rings;
-      const double per_link = double(busiest) / double(nch) /
-                              std::min(1.0, double(busiest) * rings / CollectiveTuner::max_channels(shape));
-      const double bandwidth_us = choice.predicted_us - choice.latency_us;  // at 1/R of the bytes per link
-      return (choice.latency_us + bandwidth_us * per_link * double(rings)) * 1e-6;
+      if (shape.nvswitch) return choice.predicted_us * 1e-6;
+      // A mesh, as the event's flows run it: channel c rides ring c mod R of the R link-disjoint
+      // rings, so ring r carries its g_r channels' share of the bytes (wire bytes: the protocol's
+      // line overhead) at the lower of their channels' rate (the protocol's and each channel's
+      // share of a link) and its links' rate; the busiest ring sets the time.
+      const int rings = std::max(1, mesh_ring_count(n)), nch = std::max(1, choice.channels);
+      const double link_rate = shape.intra_bytes_per_s / double(rings);
+      const double wire = detail::wire_factor(choice.algorithm, choice.protocol, shape);
+      const double edge_fraction = double(op == CollectiveOp::all_reduce ? 2 : 1) * double(n - 1) / double(n);
+      double slowest_s = 0;
+      for (int r = 0; r < std::min(rings, nch); ++r) {
+        const int g = nch / rings + (r < nch % rings ? 1 : 0);
+        const double rate =
+            std::min(detail::channel_group_cap(choice.algorithm, choice.protocol, shape, nch, g, 1.0),
+                     link_rate / wire);
+        slowest_s = std::max(slowest_s, bytes * double(g) / double(nch) * edge_fraction / rate);
+      }
+      return choice.latency_us * 1e-6 + slowest_s;
     }
   }
   if (link.fabric_group && (nccl_op ? link.fabric_group->shape.nodes > 1 : op == CollectiveOp::all_to_all) &&

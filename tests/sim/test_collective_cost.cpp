@@ -202,17 +202,15 @@ TEST_CASE("inside a scale-up domain collective_s is NCCL's model, as the event t
 
   // Every size, in whichever algorithm and protocol NCCL picks, within 1% of the event's run of
   // the call alone from 1 MB (the α-β ring is 2-3x off there for 2 GPUs); at 100 KB on 8 GPUs
-  // the event's LL flows take ~7% (1 µs) longer.
-  // On the 8-GPU mesh, LL128's channels (1-10 MB) spread unevenly over its 7 rings, which the
-  // closed form leaves to the tuner's rate: within 15% there.
+  // the event's LL flows take ~7% (1 µs) longer. On the 8-GPU mesh, LL128's 16 channels spread
+  // unevenly over its 7 rings (3 on the busiest), whose links then bind: the closed form that
+  // took the tuner's protocol rate there was 12-20% fast (4-32 MB).
   for (const CollectiveOp op : {CollectiveOp::all_reduce, CollectiveOp::all_gather, CollectiveOp::reduce_scatter}) {
-    for (const double bytes : {1e5, 1e6, 1e7, 1e8, 1e9}) {
+    for (const double bytes : {1e5, 1e6, 4e6, 1e7, 1.6e7, 3.2e7, 1e8, 1e9}) {
       CAPTURE(to_string(op), bytes);
       const double event_s = event_alone_s(graph, op, ranks, bytes);
       const TunerChoice choice = CollectiveTuner::choose(op, on_graph, bytes);
-      const bool uneven = kind == mesh && n == 8 && choice.protocol == Protocol::ll128;
-      CHECK(collective_s(op, bytes, n, link) ==
-            Approx(event_s).epsilon(uneven ? 0.15 : bytes < 1e6 ? 0.1 : 0.01));
+      CHECK(collective_s(op, bytes, n, link) == Approx(event_s).epsilon(bytes < 1e6 ? 0.1 : 0.01));
       // NCCL sets NVLS up only for more than two GPUs (nvls_usable).
       if (op == CollectiveOp::all_reduce && bytes >= 1e8)
         CHECK(choice.algorithm == (kind == nvls && n > 2 ? Algorithm::nvls : Algorithm::ring));
