@@ -150,16 +150,15 @@ StageBuilder::StageBuilder(const Shared& shared, int64_t stage) : m_s(shared), m
   if (m_s.sc.layout.zero_stage <= 2) plan_grad_buckets();
   if (m_s.sc.layout.zero_stage >= 3) {
     // The units fsdp_gather and fsdp_reduce move, in the order the forward computes them.
-    if (stage == 0) m_prog.fsdp_units.push_back({0, -1, m_s.embedding_params_local, 0.0});
+    if (stage == 0) m_prog.fsdp_units.push_back({0, -1, m_s.fsdp_unit_params(-1), 0.0});
     for (int64_t c = 0; c < m_s.v; ++c) {
       const size_t idx = static_cast<size_t>(stage * m_s.v + c);
       for (int64_t i = 0; i < m_s.layers_per_chunk[idx]; ++i) {
-        const int64_t layer = m_s.first_layer[idx] + i;
-        m_prog.fsdp_units.push_back(
-            {c, static_cast<int32_t>(layer), m_s.layer_params(layer), m_s.layer_expert_params(layer)});
+        const auto layer = static_cast<int32_t>(m_s.first_layer[idx] + i);
+        m_prog.fsdp_units.push_back({c, layer, m_s.fsdp_unit_params(layer), m_s.layer_expert_params(layer)});
       }
     }
-    if (stage == m_s.pp - 1) m_prog.fsdp_units.push_back({m_s.v - 1, -2, m_s.output_params_local, 0.0});
+    if (stage == m_s.pp - 1) m_prog.fsdp_units.push_back({m_s.v - 1, -2, m_s.fsdp_unit_params(-2), 0.0});
   }
 }
 

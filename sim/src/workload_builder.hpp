@@ -99,6 +99,11 @@ class StageBuilder {
     double layer_params(int64_t layer) const {
       return layer_dense_params(layer) + layer_expert_params(layer);
     }
+    // An FSDP unit's parameters on this rank: a layer (id ≥ 0), the embedding (−1) or the output
+    // layer (−2).
+    double fsdp_unit_params(int32_t unit) const {
+      return unit >= 0 ? layer_params(unit) : unit == -1 ? embedding_params_local : output_params_local;
+    }
   };
 
   StageBuilder(const Shared& shared, int64_t stage);

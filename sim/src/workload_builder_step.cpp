@@ -127,9 +127,7 @@ void StageBuilder::fsdp_gather(int32_t unit, bool backward) {
 
 uint32_t StageBuilder::issue_fsdp_gather(int32_t unit, bool backward) {
   const Shared& s = m_s;
-  const double params = unit >= 0    ? s.layer_params(unit)
-                        : unit == -1 ? s.embedding_params_local
-                                     : s.output_params_local;
+  const double params = s.fsdp_unit_params(unit);
   // Prefetch window. Forward: this gather may start once the unit `fsdp_prefetch_layers` before
   // it has started computing (the rate limiter of limit_all_gathers). Backward: once the unit
   // `fsdp_prefetch_layers` after it has started its backward (BACKWARD_PRE) or computed its
@@ -155,9 +153,7 @@ uint32_t StageBuilder::issue_fsdp_gather(int32_t unit, bool backward) {
 void StageBuilder::fsdp_reduce(int32_t unit) {
   const Shared& s = m_s;
   if (s.dp_size <= 1) return;
-  const double params = unit >= 0    ? s.layer_params(unit)
-                        : unit == -1 ? s.embedding_params_local
-                                     : s.output_params_local;
+  const double params = s.fsdp_unit_params(unit);
   const int32_t saved = m_layer;
   m_layer = unit;
   const Stream stream = s.opt.fsdp_one_communicator ? Stream::dp_param : Stream::dp_grad;
