@@ -398,36 +398,39 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     const ProbeTimes& probe = u.unit >= first_moe ? moe_probe : dense_probe;
     return probe.layer[size_t(std::min<int64_t>(u.unit % 2, probe.layers - 1))];
   };
-  std::vector<std::vector<double>> first_forward_spans;  // [stage][chunk]: micro-batch 0's forward
-  if (fsdp_pipeline) {
-    for (int64_t i = 0; i < l.pp; ++i) {
-      std::vector<double>& spans = first_forward_spans.emplace_back(size_t(split_v), 0.0);
-      const std::vector<StageProgram::FsdpUnit>& units = stage_units[size_t(i)];
-      std::vector<double> gathers_s;
-      for (const UnitTraffic& t : unit_traffic[size_t(i)]) gathers_s.push_back(t.gather_s);
-      std::vector<double> starts;  // the chunk's units' start times, from the chunk's start
-      double gather_end = 0, compute_end = 0;
-      for (size_t k = 0; k < units.size(); ++k) {
-        const StageProgram::FsdpUnit& u = units[k];
-        if (k == 0 || units[k - 1].chunk != u.chunk) {
-          starts.clear();
-          gather_end = i == 0 && k == 0 ? gathers_s[k] : 0.0;  // only the step's first waits
-          compute_end = 0;
-        } else {
-          const int64_t trigger = int64_t(starts.size()) - wo.fsdp_prefetch_layers;
-          const double issue = u.unit >= 0 && trigger >= 0 ? starts[size_t(trigger)] : 0.0;
-          gather_end = std::max(gather_end, issue) + gathers_s[k];
-        }
-        const double start = std::max(compute_end, gather_end);
-        starts.push_back(start);
-        const bool next_in_chunk = k + 1 < units.size() && units[k + 1].chunk == u.chunk;
-        const double beside_s = next_in_chunk ? gathers_s[k + 1] : 0.0;
-        const PieceTime& piece = unit_piece(u);
-        compute_end = start + beside_traffic_s(piece.forward_s, beside_s) + piece.forward_exposed_s;
-        spans[size_t(u.chunk)] = compute_end;
+  // Stage i's forward of a micro-batch whose weights it gathers, chunk by chunk: each chunk's
+  // span. `opens_step`: the stage's first unit waits for its gather too (the step's first
+  // forward on the first stage); `slowed`: compute beside a gather pays overlap_slowdown.
+  auto gathered_forward_spans = [&](int64_t i, bool opens_step, bool slowed) {
+    std::vector<double> spans(size_t(split_v), 0.0);
+    const std::vector<StageProgram::FsdpUnit>& units = stage_units[size_t(i)];
+    const std::vector<UnitTraffic>& traffic = unit_traffic[size_t(i)];
+    std::vector<double> starts;  // the chunk's units' start times, from the chunk's start
+    double gather_end = 0, compute_end = 0;
+    for (size_t k = 0; k < units.size(); ++k) {
+      const StageProgram::FsdpUnit& u = units[k];
+      if (k == 0 || units[k - 1].chunk != u.chunk) {
+        starts.clear();
+        gather_end = opens_step && k == 0 ? traffic[k].gather_s : 0.0;
+        compute_end = 0;
+      } else {
+        const int64_t trigger = int64_t(starts.size()) - wo.fsdp_prefetch_layers;
+        const double issue = u.unit >= 0 && trigger >= 0 ? starts[size_t(trigger)] : 0.0;
+        gather_end = std::max(gather_end, issue) + traffic[k].gather_s;
       }
+      const double start = std::max(compute_end, gather_end);
+      starts.push_back(start);
+      const bool next_in_chunk = k + 1 < units.size() && units[k + 1].chunk == u.chunk;
+      const double beside_s = slowed && next_in_chunk ? traffic[k + 1].gather_s : 0.0;
+      const PieceTime& piece = unit_piece(u);
+      compute_end = start + beside_traffic_s(piece.forward_s, beside_s) + piece.forward_exposed_s;
+      spans[size_t(u.chunk)] = compute_end;
     }
-  }
+    return spans;
+  };
+  std::vector<std::vector<double>> first_forward_spans;  // [stage][chunk]: micro-batch 0's forward
+  if (fsdp_pipeline)
+    for (int64_t i = 0; i < l.pp; ++i) first_forward_spans.push_back(gathered_forward_spans(i, i == 0, true));
   // The first forward's compute part: its span, less the forward's own waits.
   auto first_forward_s = [&](const StageTime& st) {
     if (!fsdp_pipeline) return st.forward_s;
@@ -571,7 +574,8 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     if (fsdp_pipeline) {
       // The slowest stage's own gather-bound first forward, and the tail: a stage's
       // reduce-scatters beyond its last backward and the drain still to run behind it (the
-      // backwards of the stages before it), then at least the first stage's last unit.
+      // backwards of the stages before it), then at least the first stage's first layer's
+      // reduce-scatter, which only the embedding's short backward follows.
       double tail = 0, drain_behind = 0;
       for (const StageTime& st : out.stages) {
         tail = std::max(tail, stage_reduces_s(st.stage) - last_backward_s(st) - drain_behind);
@@ -580,15 +584,22 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
       tail = std::max(tail, first_layer_traffic.reduce_s);
       out.dp_exposed_s = first_forward_s(slow) - slow.forward_s + tail;
     } else {
-      // Prefetch hides the rest behind compute, but not the step's first two gathers (the
-      // embedding unit's, then the first layer's, which the embedding's short forward cannot
-      // cover) nor the embedding's reduce-scatter after the last backward. A later micro-batch's
-      // first gathers wait for nothing and run during the backward before it.
+      // Prefetch hides the rest behind compute, but not each micro-batch's forward waits on its
+      // gathers, played out unit by unit as above (the step's first opening with the embedding's
+      // gather; a later one's embedding gathered during the backward before it, its first
+      // layer's issued once its forward starts), nor the embedding's reduce-scatter after the
+      // last backward.
       const UnitTraffic embedding = first_units.empty() ? UnitTraffic{} : first_units.front();
-      const double unhidden = embedding.gather_s + first_layer_traffic.gather_s + embedding.reduce_s;
+      auto forward_waits_s = [&](bool opens_step) {
+        const std::vector<double> spans = gathered_forward_spans(0, opens_step, false);
+        return std::max(0.0, std::accumulate(spans.begin(), spans.end(), 0.0) - slow.forward_s -
+                                 slow.forward_exposed_s);
+      };
+      const double unhidden =
+          forward_waits_s(true) + (microbatches - 1.0) * forward_waits_s(false) + embedding.reduce_s;
       // The window is the compute stream's whole span, its waits for TP/CP/EP collectives
-      // included: FSDP's stream runs beside those too.
-      // Its compute runs overlap_slowdown slower for the share of it the traffic fills.
+      // included: FSDP's stream runs beside those too. Its compute runs overlap_slowdown slower
+      // for the share of it the traffic fills.
       const double span = microbatches * (slow.compute_s() + mb_exposed(slow));
       const double busy = span > 0 ? std::min(1.0, dp_total_s / span) : 0.0;
       const double window = span + options.overlap_slowdown * busy * microbatches * slow.compute_s();
