@@ -699,6 +699,31 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
       options.overlap_slowdown * forward_share * (param_overlapped_s + pp_overlapped_s);
   out.overlap_slowdown_s = grad_slowdown_s + fwd_slowdown_s;
 
+  // A TP, CP or EP collective that meets the DP traffic running beside it on the same link gets
+  // half of that link while the two overlap (max-min fair, both bound there): its waits grow by
+  // the share of the compute stream's span the DP traffic runs. The same link: both groups
+  // across domains (this GPU's NIC), both inside an NVSwitch domain (its switch port), or on a
+  // full mesh a link to a peer in both. One across and one inside share only a ring's hop or
+  // PXN's, at the slower one's rate: not counted.
+  const double span_s = microbatches * (slow.compute_s() + mb_exposed(slow));
+  const double dp_busy =
+      span_s > 0 ? std::min(1.0, (grad_overlapped_s + param_overlapped_s) / span_s) : 0.0;
+  const RankGroup dp_group{dp_n, l.tp};
+  auto shares_with_dp = [&](const LinkCost& lk, RankGroup g) {
+    if (g.size <= 1 || dp_group.size <= 1 || dp_busy <= 0) return false;
+    const bool across = lk.link_class == LinkClass::scale_out;
+    if (across != (dp_link.link_class == LinkClass::scale_out)) return false;
+    if (across || cluster.gpu.scale_up_kind != ScaleUpKind::mesh) return true;
+    for (int64_t i = 1; i < g.size; ++i)
+      for (int64_t j = 1; j < dp_group.size; ++j)
+        if (i * g.stride == j * dp_group.stride) return true;
+    return false;
+  };
+  const double tp_shared_s = shares_with_dp(tp_link, {l.tp, 1}) ? dp_busy * microbatches * slow.tp_exposed_s : 0.0;
+  const double cp_shared_s = shares_with_dp(cp_link, {l.cp, l.tp}) ? dp_busy * microbatches * slow.cp_exposed_s : 0.0;
+  const double ep_shared_s =
+      shares_with_dp(ep_link, {l.ep, l.expert_tp}) ? dp_busy * microbatches * slow.ep_exposed_s : 0.0;
+
   BreakdownReport& b = out.breakdown;
   b.stage = out.slowest_stage;
   b.forward_s = microbatches * slow.forward_s + fwd_slowdown_s;
@@ -711,9 +736,9 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
   b.dp_comm_s = dp_total_s;
   b.cp_comm_s = microbatches * slow.cp_comm_s;
   b.ep_comm_s = microbatches * slow.ep_comm_s;
-  b.tp_exposed_s = microbatches * slow.tp_exposed_s;
-  b.cp_exposed_s = microbatches * slow.cp_exposed_s;
-  b.ep_exposed_s = microbatches * slow.ep_exposed_s;
+  b.tp_exposed_s = microbatches * slow.tp_exposed_s + tp_shared_s;
+  b.cp_exposed_s = microbatches * slow.cp_exposed_s + cp_shared_s;
+  b.ep_exposed_s = microbatches * slow.ep_exposed_s + ep_shared_s;
   // The critical path's pipeline hops (out.pp_exposed_s) beyond the messages a stage receives
   // itself are other stages' sends during fill and drain (fewer micro-batches than stages):
   // the stage idles on the pipeline there, which the event simulation counts as bubble.

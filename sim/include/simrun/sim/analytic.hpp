@@ -26,6 +26,10 @@
 //         under calibrated α/β); exposed = the compute stream's wait for them
 //         (WorkloadOptions::tp_overlap decides what overlaps)
 //     EP: 2 all-to-alls (dispatch, combine) forward and 2 backward per MoE layer, exposed
+//     A TP, CP or EP group on the same link as the DP traffic beside it (both across domains:
+//         the GPU's NIC; both in an NVSwitch domain: its port; on a mesh, a common peer's link)
+//         gets half of it while they overlap (max-min fair): its waits grow by the share of
+//         the compute stream's span the overlapped DP traffic fills
 //     PP: one send of the stage output (1/tp of it, Megatron's scatter-gather) forward and one
 //         gradient backward per micro-batch and chunk; 1F1B (v = 1) waits for each, plus the
 //         fill/drain hops: 2(m+p−1) sends; interleaved overlaps them but for 2(p−1)
