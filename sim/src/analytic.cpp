@@ -714,10 +714,9 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     const bool across = lk.link_class == LinkClass::scale_out;
     if (across != (dp_link.link_class == LinkClass::scale_out)) return false;
     if (across || cluster.gpu.scale_up_kind != ScaleUpKind::mesh) return true;
-    for (int64_t i = 1; i < g.size; ++i)
-      for (int64_t j = 1; j < dp_group.size; ++j)
-        if (i * g.stride == j * dp_group.stride) return true;
-    return false;
+    // A common peer: the least common multiple of the strides, inside both groups.
+    const int64_t common = std::lcm(g.stride, dp_group.stride);
+    return common / g.stride < g.size && common / dp_group.stride < dp_group.size;
   };
   const double tp_shared_s = shares_with_dp(tp_link, {l.tp, 1}) ? dp_busy * microbatches * slow.tp_exposed_s : 0.0;
   const double cp_shared_s = shares_with_dp(cp_link, {l.cp, l.tp}) ? dp_busy * microbatches * slow.cp_exposed_s : 0.0;
