@@ -723,6 +723,8 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
   const double ep_shared_s =
       shares_with_dp(ep_link, {l.ep, l.expert_tp}) ? dp_busy * microbatches * slow.ep_exposed_s : 0.0;
 
+  out.shared_link_s = tp_shared_s + cp_shared_s + ep_shared_s;
+
   BreakdownReport& b = out.breakdown;
   b.stage = out.slowest_stage;
   b.forward_s = microbatches * slow.forward_s + fwd_slowdown_s;
@@ -900,14 +902,14 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
             options.calibration.has_gpu(gpu.id) ? ", calibrated" : " defaults"));
     explain(
         "breakdown.exposed_comm_s", b.exposed_comm_s, "s",
-        "m · (TP + CP + EP exposed per micro-batch) + PP exposed (1F1B: 2(m + p − 1) sends; interleaved: "
-        "what the asynchronous sends add to the schedule's longest path) + DP exposed (NCCL's model, in a "
-        "scale-up domain and across domains)",
+        "m · (TP + CP + EP exposed per micro-batch) + their waits on links shared with DP traffic + PP "
+        "exposed (1F1B: 2(m + p − 1) sends; interleaved: what the asynchronous sends add to the schedule's "
+        "longest path) + DP exposed (NCCL's model, in a scale-up domain and across domains)",
         fmt::format(
-            "m={}, per-micro-batch={:.4g} s (tp total {:.4g} s/step), pp exposed={:.4g} s of {:.4g} s (send "
-            "{:.4g} s), dp exposed={:.4g} s of {:.4g} s (grad {:.4g} s, params {:.4g} s{})",
-            time.microbatches, time.mb_exposed_comm_s, b.tp_comm_s, b.pp_exposed_s, b.pp_comm_s,
-            time.pp_send_s, time.dp_exposed_s, b.dp_comm_s, time.dp_grad_s, time.dp_param_s,
+            "m={}, per-micro-batch={:.4g} s (tp total {:.4g} s/step), shared links={:.4g} s, pp exposed={:.4g} "
+            "s of {:.4g} s (send {:.4g} s), dp exposed={:.4g} s of {:.4g} s (grad {:.4g} s, params {:.4g} s{})",
+            time.microbatches, time.mb_exposed_comm_s, b.tp_comm_s, time.shared_link_s, b.pp_exposed_s,
+            b.pp_comm_s, time.pp_send_s, time.dp_exposed_s, b.dp_comm_s, time.dp_grad_s, time.dp_param_s,
             time.dp_calls > 0 ? fmt::format(", in {} DDP buckets", time.dp_calls) : std::string()));
     explain("breakdown.bubble_s", b.bubble_s, "s",
             "longest path through the schedule's order (each chunk-step at its chunk's forward or backward "

@@ -143,6 +143,7 @@ struct StepTimeEstimate {
   double mb_exposed_comm_s = 0;   // TP + CP + EP exposed per micro-batch (slowest stage)
   double fill_drain_s = 0;        // what the schedule's longest path adds to the slowest stage's work
   double overlap_slowdown_s = 0;  // compute slowed by overlapping DP/PP traffic, per step
+  double shared_link_s = 0;       // TP/CP/EP waits added by DP traffic on the same link, per step
   BreakdownReport breakdown;
   double step_time_s = 0;
 };
