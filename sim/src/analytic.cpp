@@ -706,8 +706,7 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
   // full mesh a link to a peer in both. One across and one inside share only a ring's hop or
   // PXN's, at the slower one's rate: not counted.
   const double span_s = microbatches * (slow.compute_s() + mb_exposed(slow));
-  const double dp_busy =
-      span_s > 0 ? std::min(1.0, (grad_overlapped_s + param_overlapped_s) / span_s) : 0.0;
+  const double dp_busy = span_s > 0 ? std::min(1.0, (grad_overlapped_s + param_overlapped_s) / span_s) : 0.0;
   const RankGroup dp_group{dp_n, l.tp};
   auto shares_with_dp = [&](const LinkCost& lk, RankGroup g) {
     if (g.size <= 1 || dp_group.size <= 1 || dp_busy <= 0) return false;
@@ -718,8 +717,10 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
     const int64_t common = std::lcm(g.stride, dp_group.stride);
     return common / g.stride < g.size && common / dp_group.stride < dp_group.size;
   };
-  const double tp_shared_s = shares_with_dp(tp_link, {l.tp, 1}) ? dp_busy * microbatches * slow.tp_exposed_s : 0.0;
-  const double cp_shared_s = shares_with_dp(cp_link, {l.cp, l.tp}) ? dp_busy * microbatches * slow.cp_exposed_s : 0.0;
+  const double tp_shared_s =
+      shares_with_dp(tp_link, {l.tp, 1}) ? dp_busy * microbatches * slow.tp_exposed_s : 0.0;
+  const double cp_shared_s =
+      shares_with_dp(cp_link, {l.cp, l.tp}) ? dp_busy * microbatches * slow.cp_exposed_s : 0.0;
   const double ep_shared_s =
       shares_with_dp(ep_link, {l.ep, l.expert_tp}) ? dp_busy * microbatches * slow.ep_exposed_s : 0.0;
 
@@ -905,12 +906,14 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
         "m · (TP + CP + EP exposed per micro-batch) + their waits on links shared with DP traffic + PP "
         "exposed (1F1B: 2(m + p − 1) sends; interleaved: what the asynchronous sends add to the schedule's "
         "longest path) + DP exposed (NCCL's model, in a scale-up domain and across domains)",
-        fmt::format(
-            "m={}, per-micro-batch={:.4g} s (tp total {:.4g} s/step), shared links={:.4g} s, pp exposed={:.4g} "
-            "s of {:.4g} s (send {:.4g} s), dp exposed={:.4g} s of {:.4g} s (grad {:.4g} s, params {:.4g} s{})",
-            time.microbatches, time.mb_exposed_comm_s, b.tp_comm_s, time.shared_link_s, b.pp_exposed_s,
-            b.pp_comm_s, time.pp_send_s, time.dp_exposed_s, b.dp_comm_s, time.dp_grad_s, time.dp_param_s,
-            time.dp_calls > 0 ? fmt::format(", in {} DDP buckets", time.dp_calls) : std::string()));
+        fmt::format("m={}, per-micro-batch={:.4g} s (tp total {:.4g} s/step), shared links={:.4g} s, pp "
+                    "exposed={:.4g} "
+                    "s of {:.4g} s (send {:.4g} s), dp exposed={:.4g} s of {:.4g} s (grad {:.4g} s, params "
+                    "{:.4g} s{})",
+                    time.microbatches, time.mb_exposed_comm_s, b.tp_comm_s, time.shared_link_s,
+                    b.pp_exposed_s, b.pp_comm_s, time.pp_send_s, time.dp_exposed_s, b.dp_comm_s,
+                    time.dp_grad_s, time.dp_param_s,
+                    time.dp_calls > 0 ? fmt::format(", in {} DDP buckets", time.dp_calls) : std::string()));
     explain("breakdown.bubble_s", b.bubble_s, "s",
             "longest path through the schedule's order (each chunk-step at its chunk's forward or backward "
             "+ exposed TP/CP/EP per micro-batch) − the slowest stage's own work (equal stages: Narayanan's "
