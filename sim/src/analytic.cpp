@@ -575,10 +575,30 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
       // The slowest stage's own gather-bound first forward, and the tail: a stage's
       // reduce-scatters beyond its last backward and the drain still to run behind it (the
       // backwards of the stages before it), then at least the first stage's first layer's
-      // reduce-scatter, which only the embedding's short backward follows.
+      // reduce-scatter, which only the embedding's short backward follows. A stage's
+      // reduce-scatters queue on one stream, each unit's once the last micro-batch's backward
+      // has passed it: chunk c's last backward ends c·p chunk-steps before the stage's last (the
+      // cool-down runs the chunks down to 0), its units in reverse, evenly over it.
+      auto reduce_tail_s = [&](const StageTime& st) {
+        const std::vector<StageProgram::FsdpUnit>& units = stage_units[size_t(st.stage)];
+        const double chunk_backward = last_backward_s(st) / double(split_v);
+        std::map<int64_t, double> chunk_units, passed;
+        for (const StageProgram::FsdpUnit& u : units) chunk_units[u.chunk] += 1;
+        std::vector<std::pair<double, double>> ready;  // (ready time, duration); 0 = last backward ends
+        for (size_t k = units.size(); k-- > 0;) {
+          const double share = (passed[units[k].chunk] += 1) / chunk_units[units[k].chunk];
+          const double chunk_end = -double(units[k].chunk) * p * chunk_backward;
+          ready.push_back({chunk_end - chunk_backward * (1.0 - share),
+                           unit_traffic[size_t(st.stage)][k].reduce_s});
+        }
+        std::stable_sort(ready.begin(), ready.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+        double end = -std::numeric_limits<double>::infinity();
+        for (const auto& [at, duration] : ready) end = std::max(end, at) + duration;
+        return ready.empty() ? 0.0 : std::max(0.0, end);
+      };
       double tail = 0, drain_behind = 0;
       for (const StageTime& st : out.stages) {
-        tail = std::max(tail, stage_reduces_s(st.stage) - last_backward_s(st) - drain_behind);
+        tail = std::max(tail, reduce_tail_s(st) - drain_behind);
         drain_behind += last_backward_s(st) / v;
       }
       tail = std::max(tail, first_layer_traffic.reduce_s);
