@@ -588,10 +588,11 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
         for (size_t k = units.size(); k-- > 0;) {
           const double share = (passed[units[k].chunk] += 1) / chunk_units[units[k].chunk];
           const double chunk_end = -double(units[k].chunk) * p * chunk_backward;
-          ready.push_back({chunk_end - chunk_backward * (1.0 - share),
-                           unit_traffic[size_t(st.stage)][k].reduce_s});
+          ready.push_back(
+              {chunk_end - chunk_backward * (1.0 - share), unit_traffic[size_t(st.stage)][k].reduce_s});
         }
-        std::stable_sort(ready.begin(), ready.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+        std::stable_sort(ready.begin(), ready.end(),
+                         [](const auto& a, const auto& b) { return a.first < b.first; });
         double end = -std::numeric_limits<double>::infinity();
         for (const auto& [at, duration] : ready) end = std::max(end, at) + duration;
         return ready.empty() ? 0.0 : std::max(0.0, end);
