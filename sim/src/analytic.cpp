@@ -22,6 +22,15 @@
 namespace simrun {
 namespace {
 
+// Transfers (ready time, duration) run one after another on one stream, in the order they are
+// ready: when the last ends.
+double one_stream_end_s(std::vector<std::pair<double, double>> ready) {
+  std::stable_sort(ready.begin(), ready.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  double end = -std::numeric_limits<double>::infinity();
+  for (const auto& [at, duration] : ready) end = std::max(end, at) + duration;
+  return end;
+}
+
 double checked_peak(const Scenario& s, Precision p) {
   const double peak = s.cluster.gpu.peak_flops_per_s(p);
   if (!(peak > 0))
@@ -591,11 +600,7 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
           ready.push_back(
               {chunk_end - chunk_backward * (1.0 - share), unit_traffic[size_t(st.stage)][k].reduce_s});
         }
-        std::stable_sort(ready.begin(), ready.end(),
-                         [](const auto& a, const auto& b) { return a.first < b.first; });
-        double end = -std::numeric_limits<double>::infinity();
-        for (const auto& [at, duration] : ready) end = std::max(end, at) + duration;
-        return ready.empty() ? 0.0 : std::max(0.0, end);
+        return ready.empty() ? 0.0 : std::max(0.0, one_stream_end_s(std::move(ready)));
       };
       double tail = 0, drain_behind = 0;
       for (const StageTime& st : out.stages) {
@@ -674,11 +679,7 @@ StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
         const double chunk_end = -double(buckets[i].size.chunk) * p * backward_chunk;
         ready.push_back({chunk_end - backward_chunk * (1.0 - passed[i]), buckets[i].grad_s});
       }
-      std::stable_sort(ready.begin(), ready.end(),
-                       [](const auto& a, const auto& b) { return a.first < b.first; });
-      double end = -std::numeric_limits<double>::infinity();
-      for (const auto& [at, duration] : ready) end = std::max(end, at) + duration;
-      grad_exposed = ready.empty() ? 0.0 : std::clamp(end, 0.0, grad_s);
+      grad_exposed = ready.empty() ? 0.0 : std::clamp(one_stream_end_s(std::move(ready)), 0.0, grad_s);
     }
     double param_exposed = param_s;
     if (wo.param_gather == ParamGatherOverlap::next_forward) {
