@@ -25,7 +25,8 @@ namespace {
 // Transfers (ready time, duration) run one after another on one stream, in the order they are
 // ready: when the last ends.
 double one_stream_end_s(std::vector<std::pair<double, double>> ready) {
-  std::stable_sort(ready.begin(), ready.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(ready.begin(), ready.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   double end = -std::numeric_limits<double>::infinity();
   for (const auto& [at, duration] : ready) end = std::max(end, at) + duration;
   return end;
