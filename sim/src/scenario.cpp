@@ -303,6 +303,15 @@ const char* to_string(PipelineSplit p) {
   return "?";
 }
 
+double training_peak_flops_per_s(const Scenario& s) {
+  const double peak = s.cluster.gpu.peak_flops_per_s(s.layout.precision);
+  if (!(peak > 0))
+    throw InputError(s.file, "layout.precision",
+                     s.cluster.gpu.id + " has no dense " + to_string(s.layout.precision) +
+                         " peak (use a precision it supports, e.g. bf16)");
+  return peak;
+}
+
 const char* to_string(FabricTopology t) {
   return t == FabricTopology::fat_tree ? "fat-tree" : "rail-optimized";
 }

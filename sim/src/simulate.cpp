@@ -67,11 +67,7 @@ SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   const Layout& l = sc.layout;
   const GpuSpec& gpu = sc.cluster.gpu;
-  const double peak = gpu.peak_flops_per_s(l.precision);
-  if (!(peak > 0))
-    throw InputError(sc.file, "layout.precision",
-                     fmt::format("{} has no dense {} peak (use a precision it supports, e.g. bf16)", gpu.id,
-                                 to_string(l.precision)));
+  const double peak = training_peak_flops_per_s(sc);
 
   // The event simulation's work grows with micro-batches x layers (the tasks of each stage
   // program) and, with every rank simulated, with the ranks per stage. Beyond these bounds a

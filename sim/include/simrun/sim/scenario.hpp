@@ -90,4 +90,8 @@ const char* to_string(Recompute r);
 const char* to_string(FabricTopology t);
 const char* to_string(PipelineSplit p);
 
+// The GPU's dense peak FLOP/s in the layout's precision; InputError (layout.precision) when the
+// GPU has none (fp8 on an A100, fp4 before Blackwell).
+double training_peak_flops_per_s(const Scenario& s);
+
 }  // namespace simrun
