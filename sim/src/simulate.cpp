@@ -30,45 +30,10 @@ StageMemory stage_memory(const Scenario& sc, const Workload& w, const StageProgr
   return simrun::stage_memory(sc, md, p.stage, params, {micro_batches, double(p.max_in_flight_layers)});
 }
 
-}  // namespace
-
-BreakdownReport stage_breakdown(const RankBreakdown& rank, double step_time_s) {
-  BreakdownReport b;
-  b.stage = rank.stage;
-  b.forward_s = rank.forward_s;
-  b.backward_s = rank.backward_s;
-  b.recompute_s = rank.recompute_s;
-  b.optimizer_s = rank.optimizer_s;
-  b.compute_s = rank.compute_s();
-  auto at = [](const std::array<double, kGroupKindCount>& a, GroupKind g) {
-    return a[static_cast<size_t>(g)];
-  };
-  // Gradient and parameter traffic of the DP, DP×CP and expert-DP groups counts as DP.
-  auto dp = [&](const std::array<double, kGroupKindCount>& a) {
-    return at(a, GroupKind::dp) + at(a, GroupKind::dp_cp) + at(a, GroupKind::edp);
-  };
-  b.tp_comm_s = at(rank.comm_s, GroupKind::tp);
-  b.pp_comm_s = at(rank.comm_s, GroupKind::pp);
-  b.dp_comm_s = dp(rank.comm_s);
-  b.cp_comm_s = at(rank.comm_s, GroupKind::cp);
-  b.ep_comm_s = at(rank.comm_s, GroupKind::ep);
-  b.tp_exposed_s = at(rank.exposed_s, GroupKind::tp);
-  b.pp_exposed_s = at(rank.exposed_s, GroupKind::pp);
-  b.dp_exposed_s = dp(rank.exposed_s);
-  b.cp_exposed_s = at(rank.exposed_s, GroupKind::cp);
-  b.ep_exposed_s = at(rank.exposed_s, GroupKind::ep);
-  for (double e : rank.exposed_s) b.exposed_comm_s += e;
-  // A rank that finishes before the step ends idles until it does: the pipeline's drain.
-  b.bubble_s = rank.bubble_s + std::max(0.0, step_time_s - rank.finish_s);
-  return b;
-}
-
-SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
-  const auto t0 = std::chrono::steady_clock::now();
+// Refuses a step beyond what the event simulation handles in seconds and gigabytes, or beyond
+// its int64 ns clock.
+void refuse_beyond_event_bounds(const Scenario& sc, const SimulateOptions& options) {
   const Layout& l = sc.layout;
-  const GpuSpec& gpu = sc.cluster.gpu;
-  const double peak = training_peak_flops_per_s(sc);
-
   // The event simulation's work grows with micro-batches x layers (the tasks of each stage
   // program) and, with every rank simulated, with the ranks per stage. Beyond these bounds a
   // step takes minutes and gigabytes (llama3-70b with 8192 micro-batches: 672K passes, ~12 s and
@@ -107,40 +72,14 @@ SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
                                    "handles (use `simrun estimate`, or a smaller model or batch)",
                                    worst));
   }
+}
 
-  SimulationOutput out;
-  const ComputeModel compute(
-      gpu, options.calibration.compute_params(gpu.id, options.compute.value_or(default_compute_params(gpu))));
-  out.workload =
-      build_workload(sc, compute, options.workload, options.schedule.value_or(default_schedule(l)));
-  out.step = simulate_step(sc, out.workload, options.step, options.calibration);
+// Memory per stage with the schedule's in-flight micro-batches, and each stage's traced rank that
+// finishes last; the report takes the worst stage's memory (returned for --explain).
+StageMemory stage_reports(const Scenario& sc, const SimulateOptions& options, SimulationOutput& out) {
   const Workload& w = out.workload;
   const StepResult& st = out.step;
-
   Report& r = out.report;
-  r.fidelity = "event";
-  r.flop_convention = flop_convention_text(AttentionFlops::causal);
-  const ParamCounts counts = count_params(sc.model);
-  r.params = counts.total();
-  r.active_params = counts.active(sc.model);
-  r.flops_per_step = w.model_flops_per_step;
-  r.hardware_flops_per_step = w.hardware_flops_per_step;
-  r.step_time_s = st.step_time.seconds();
-  const double n = double(l.world_size());
-  const double tokens_per_step = double(l.global_batch) * double(sc.model.seq_len);
-  r.tokens_per_s = tokens_per_step / r.step_time_s;
-  r.tflops_per_gpu = r.flops_per_step / (r.step_time_s * n) / kTera;
-  r.mfu = r.flops_per_step / (r.step_time_s * n * peak);
-  r.hfu = r.hardware_flops_per_step / (r.step_time_s * n * peak);
-  r.warnings = w.warnings;
-  for (const auto& warning : st.warnings) r.warnings.push_back(warning);
-
-  // Breakdown: the rank that finishes last (its compute + exposed comm + bubble = step time).
-  const RankBreakdown& crit = st.ranks.at(st.critical);
-  r.breakdown = stage_breakdown(crit, r.step_time_s);
-  const BreakdownReport& b = r.breakdown;
-
-  // Memory per stage with the schedule's in-flight micro-batches; the report takes the worst.
   double worst = -1;
   StageMemory worst_memory;
   for (const StageProgram& p : w.stages) {
@@ -166,14 +105,20 @@ SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
     }
     out.stages.push_back(sr);
   }
-  if (!r.memory.fits) r.warnings.push_back("does not fit: " + memory_shortfall_text(r.memory));
+  return worst_memory;
+}
 
-  // Run totals, as the analytic model computes them (checkpoint = weights + optimizer states).
-  const RunTotals run =
-      fill_run_report(sc, bytes_per_param(l.precision, options.memory.convention), options.run, r);
-
-  // Explanations (--explain): the step and its breakdown from the rank that finishes last,
-  // the rest as the analytic estimate explains it.
+// Explanations (--explain): the step and its breakdown from the rank that finishes last, the
+// rest as the analytic estimate explains it.
+void explain_event(const Scenario& sc, const SimulateOptions& options, const ComputeModel& compute,
+                   const StageMemory& worst_memory, const RunTotals& run, double peak, SimulationOutput& out) {
+  const Layout& l = sc.layout;
+  const GpuSpec& gpu = sc.cluster.gpu;
+  const Workload& w = out.workload;
+  const StepResult& st = out.step;
+  Report& r = out.report;
+  const RankBreakdown& crit = st.ranks.at(st.critical);
+  const BreakdownReport& b = r.breakdown;
   const std::string critical = fmt::format("rank {} (stage {})", crit.rank, crit.stage);
   detail::explain(
       r, "step_time_s", r.step_time_s, "s",
@@ -215,6 +160,87 @@ SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
                              AttentionFlops::causal, peak, r);
   detail::explain_memory(sc, worst_memory, options.memory, r);
   detail::explain_run(sc, run, options.run, r);
+}
+
+}  // namespace
+
+BreakdownReport stage_breakdown(const RankBreakdown& rank, double step_time_s) {
+  BreakdownReport b;
+  b.stage = rank.stage;
+  b.forward_s = rank.forward_s;
+  b.backward_s = rank.backward_s;
+  b.recompute_s = rank.recompute_s;
+  b.optimizer_s = rank.optimizer_s;
+  b.compute_s = rank.compute_s();
+  auto at = [](const std::array<double, kGroupKindCount>& a, GroupKind g) {
+    return a[static_cast<size_t>(g)];
+  };
+  // Gradient and parameter traffic of the DP, DP×CP and expert-DP groups counts as DP.
+  auto dp = [&](const std::array<double, kGroupKindCount>& a) {
+    return at(a, GroupKind::dp) + at(a, GroupKind::dp_cp) + at(a, GroupKind::edp);
+  };
+  b.tp_comm_s = at(rank.comm_s, GroupKind::tp);
+  b.pp_comm_s = at(rank.comm_s, GroupKind::pp);
+  b.dp_comm_s = dp(rank.comm_s);
+  b.cp_comm_s = at(rank.comm_s, GroupKind::cp);
+  b.ep_comm_s = at(rank.comm_s, GroupKind::ep);
+  b.tp_exposed_s = at(rank.exposed_s, GroupKind::tp);
+  b.pp_exposed_s = at(rank.exposed_s, GroupKind::pp);
+  b.dp_exposed_s = dp(rank.exposed_s);
+  b.cp_exposed_s = at(rank.exposed_s, GroupKind::cp);
+  b.ep_exposed_s = at(rank.exposed_s, GroupKind::ep);
+  for (double e : rank.exposed_s) b.exposed_comm_s += e;
+  // A rank that finishes before the step ends idles until it does: the pipeline's drain.
+  b.bubble_s = rank.bubble_s + std::max(0.0, step_time_s - rank.finish_s);
+  return b;
+}
+
+SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const Layout& l = sc.layout;
+  const GpuSpec& gpu = sc.cluster.gpu;
+  const double peak = training_peak_flops_per_s(sc);
+
+  refuse_beyond_event_bounds(sc, options);
+
+  SimulationOutput out;
+  const ComputeModel compute(
+      gpu, options.calibration.compute_params(gpu.id, options.compute.value_or(default_compute_params(gpu))));
+  out.workload =
+      build_workload(sc, compute, options.workload, options.schedule.value_or(default_schedule(l)));
+  out.step = simulate_step(sc, out.workload, options.step, options.calibration);
+  const Workload& w = out.workload;
+  const StepResult& st = out.step;
+
+  Report& r = out.report;
+  r.fidelity = "event";
+  r.flop_convention = flop_convention_text(AttentionFlops::causal);
+  const ParamCounts counts = count_params(sc.model);
+  r.params = counts.total();
+  r.active_params = counts.active(sc.model);
+  r.flops_per_step = w.model_flops_per_step;
+  r.hardware_flops_per_step = w.hardware_flops_per_step;
+  r.step_time_s = st.step_time.seconds();
+  const double n = double(l.world_size());
+  const double tokens_per_step = double(l.global_batch) * double(sc.model.seq_len);
+  r.tokens_per_s = tokens_per_step / r.step_time_s;
+  r.tflops_per_gpu = r.flops_per_step / (r.step_time_s * n) / kTera;
+  r.mfu = r.flops_per_step / (r.step_time_s * n * peak);
+  r.hfu = r.hardware_flops_per_step / (r.step_time_s * n * peak);
+  r.warnings = w.warnings;
+  for (const auto& warning : st.warnings) r.warnings.push_back(warning);
+
+  // Breakdown: the rank that finishes last (its compute + exposed comm + bubble = step time).
+  r.breakdown = stage_breakdown(st.ranks.at(st.critical), r.step_time_s);
+
+  const StageMemory worst_memory = stage_reports(sc, options, out);
+  if (!r.memory.fits) r.warnings.push_back("does not fit: " + memory_shortfall_text(r.memory));
+
+  // Run totals, as the analytic model computes them (checkpoint = weights + optimizer states).
+  const RunTotals run =
+      fill_run_report(sc, bytes_per_param(l.precision, options.memory.convention), options.run, r);
+
+  explain_event(sc, options, compute, worst_memory, run, peak, out);
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }
