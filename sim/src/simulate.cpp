@@ -111,7 +111,8 @@ StageMemory stage_reports(const Scenario& sc, const SimulateOptions& options, Si
 // Explanations (--explain): the step and its breakdown from the rank that finishes last, the
 // rest as the analytic estimate explains it.
 void explain_event(const Scenario& sc, const SimulateOptions& options, const ComputeModel& compute,
-                   const StageMemory& worst_memory, const RunTotals& run, double peak, SimulationOutput& out) {
+                   const StageMemory& worst_memory, const RunTotals& run, double peak,
+                   SimulationOutput& out) {
   const Layout& l = sc.layout;
   const GpuSpec& gpu = sc.cluster.gpu;
   const Workload& w = out.workload;
