@@ -37,9 +37,12 @@ struct SimulateArgs {
 };
 
 // "A:B" with A an integer and B a number; `flag` and `example` name it in errors.
-std::pair<int64_t, double> parse_pair(const std::string& text, const char* flag, const char* example) {
+// A:B as an integer and a number; `given` is the argument as the user wrote it, for the message.
+std::pair<int64_t, double> parse_pair(const std::string& text, const char* flag, const char* example,
+                                      const std::string& given = {}) {
   const auto colon = text.find(':');
-  const std::string why = std::string("expected ") + example + ", got \"" + text + "\"";
+  const std::string why =
+      std::string("expected ") + example + ", got \"" + (given.empty() ? text : given) + "\"";
   if (colon == std::string::npos) throw InputError("command line", flag, why);
   try {
     size_t used = 0;
@@ -64,6 +67,33 @@ Straggler parse_straggler(const std::string& text) {
   s.rank = rank;
   s.slowdown = slowdown;
   return s;
+}
+
+// RANK:FRACTION[:LINK], LINK nic (default) or scale-up.
+SlowLink parse_slow_link(const std::string& text) {
+  const char* example = "RANK:FRACTION[:nic|scale-up], e.g. 12:0.25 or 12:0.5:scale-up";
+  std::string pair = text;
+  SlowLink link;
+  const auto first = text.find(':');
+  if (const auto second = first == std::string::npos ? first : text.find(':', first + 1);
+      second != std::string::npos) {
+    const std::string kind = text.substr(second + 1);
+    if (kind == "scale-up") {
+      link.link = LinkClass::scale_up;
+    } else if (kind != "nic") {
+      throw InputError("command line", "--slow-link",
+                       "link must be nic or scale-up, got \"" + kind + "\" (expected " + example + ")");
+    }
+    pair = text.substr(0, second);
+  }
+  const auto [rank, fraction] = parse_pair(pair, "--slow-link", example, text);
+  // As --straggler's slowdown stops at 100x: a link at under 1% is a dead link, not a slow one.
+  if (!(fraction >= 0.01 && fraction <= 1.0))
+    throw InputError("command line", "--slow-link",
+                     "fraction must be in [0.01, 1], got " + pair.substr(pair.find(':') + 1));
+  link.rank = rank;
+  link.bandwidth_fraction = fraction;
+  return link;
 }
 
 nlohmann::json stages_json(const SimulationOutput& o) {
@@ -132,7 +162,8 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
       "NODE:SLOWDOWN, every GPU of a node runs SLOWDOWN times slower (implies --full; repeatable)");
   cmd->add_option(
       "--slow-link", args->slow_links,
-      "RANK:FRACTION, that GPU's NIC runs at FRACTION of its bandwidth (implies --full; repeatable)");
+      "RANK:FRACTION[:nic|scale-up], that GPU's NIC (default) or scale-up links (NVLink) run at FRACTION "
+      "of their bandwidth (implies --full; repeatable)");
   cmd->add_option("--calibration", args->calibration_file,
                   "calibration.json with fitted efficiencies per GPU kind")
       ->check(kFilePath);
@@ -163,14 +194,7 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
             options.step.stragglers.push_back(st);
           }
         }
-        for (const auto& s : args->slow_links) {
-          const auto [rank, fraction] = parse_pair(s, "--slow-link", "RANK:FRACTION, e.g. 12:0.25");
-          // As --straggler's slowdown stops at 100x: a NIC at under 1% is a dead link, not a slow one.
-          if (!(fraction >= 0.01 && fraction <= 1.0))
-            throw InputError("command line", "--slow-link",
-                             "fraction must be in [0.01, 1], got " + s.substr(s.find(':') + 1));
-          options.step.slow_links.push_back({rank, fraction});
-        }
+        for (const auto& s : args->slow_links) options.step.slow_links.push_back(parse_slow_link(s));
         const bool needs_full = !options.step.stragglers.empty() || !options.step.slow_links.empty();
         options.step.scope =
             args->full || needs_full ? SimulationScope::full : SimulationScope::representatives;

@@ -159,7 +159,13 @@ class Executor {
     std::vector<double> ports(m_ports_per_rank * sim.size(), kPortRate);
     for (const auto& s : opt.slow_links) {
       const auto i = static_cast<uint32_t>(m_index_of_rank[static_cast<size_t>(s.rank)]);
-      ports[port_link(i, 1, -1)] = kPortRate * s.bandwidth_fraction;
+      // The NIC is the rank's last port; before it the switch port, or on a mesh its links to
+      // each peer. Given twice, a link runs at the lower fraction.
+      const uint32_t nic = port_link(i, 1, -1);
+      const uint32_t first = s.link == LinkClass::scale_out ? nic : port_link(i, 0, -1);
+      const uint32_t last = s.link == LinkClass::scale_out ? nic : nic - 1;
+      for (uint32_t port = first; port <= last; ++port)
+        ports[port] = std::min(ports[port], kPortRate * s.bandwidth_fraction);
       trace(s.rank);
     }
     if (also_trace >= 0) trace(also_trace);

@@ -372,7 +372,12 @@ TEST_CASE("slow-link and straggler-node flags bound their numbers under their ow
   // Was reported as --straggler with the value printed through std::to_string (309 digits).
   require_one_line_error(run_simrun("simulate " + file + " --straggler-node 0:1e308"),
                          "command line: --straggler-node: slowdown must be in [1, 100], got 1e308");
-  const RunResult ok = run_simrun("simulate " + file + " --straggler-node 1:1.5 --slow-link 3:0.5 --json");
+  require_one_line_error(run_simrun("simulate " + file + " --slow-link 3:0.5:nvlink"),
+                         "command line: --slow-link: link must be nic or scale-up, got \"nvlink\"");
+  require_one_line_error(run_simrun("simulate " + file + " --slow-link 3:x:scale-up"),
+                         "got \"3:x:scale-up\"");
+  const RunResult ok = run_simrun(
+      "simulate " + file + " --straggler-node 1:1.5 --slow-link 3:0.5 --slow-link 4:0.5:scale-up --json");
   INFO(ok.err);
   CHECK(ok.exit_code == 0);
 }

@@ -383,6 +383,27 @@ TEST_CASE("a degraded NIC slows the data-parallel traffic that crosses it", "[si
   CHECK(simulate(sc, o).report.step_time_s == Approx(base));
 }
 
+TEST_CASE("a degraded scale-up link slows the tensor-parallel collectives through it, switch and mesh",
+          "[sim][step]") {
+  // One node, tp 8: every TP collective crosses each GPU's NVSwitch port (H100) or its links to
+  // the seven peers (MI300X's full mesh); no traffic leaves the node.
+  for (const char* gpu : {"h100-sxm", "mi300x"}) {
+    INFO(gpu);
+    const Scenario sc = scenario("llama3-8b", gpu, 8, R"("tp": 8, "pp": 1, "dp": 1, "global_batch": 4)");
+    SimulateOptions o;
+    o.step.scope = SimulationScope::full;
+    const Report base = simulate(sc, o).report;
+    o.step.slow_links = {{3, 0.25, LinkClass::scale_up}};
+    const Report slow = simulate(sc, o).report;
+    // The ring runs at its slowest link: every TP collective takes longer, and the step with it.
+    CHECK(slow.breakdown.tp_comm_s > base.breakdown.tp_comm_s * 2);
+    CHECK(slow.step_time_s > base.step_time_s * 1.05);
+    // Its NIC carries nothing here.
+    o.step.slow_links = {{3, 0.25, LinkClass::scale_out}};
+    CHECK(simulate(sc, o).report.step_time_s == Approx(base.step_time_s));
+  }
+}
+
 TEST_CASE("FSDP backward prefetch: BACKWARD_POST exposes the re-gathers that BACKWARD_PRE hides",
           "[sim][step]") {
   // ZeRO-3 over two nodes on a slowed network, so each layer's all-gather is a sizeable share

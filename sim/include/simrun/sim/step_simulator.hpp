@@ -49,11 +49,13 @@ struct Straggler {
   double slowdown = 1.0;  // compute ops take this many times longer, e.g. 1.3
 };
 
-// One GPU's NIC share running below its line rate (a flapping link, a degraded cable, a
-// congested leaf port).
+// One GPU's link running below its line rate: its NIC share (a flapping link, a degraded cable,
+// a congested leaf port) or its scale-up port (NVLinks down to fewer lanes or links after
+// errors; on a full mesh, every link to its peers).
 struct SlowLink {
   int64_t rank = 0;
-  double bandwidth_fraction = 1.0;  // of the NIC bandwidth, e.g. 0.25
+  double bandwidth_fraction = 1.0;  // of the link's bandwidth, e.g. 0.25
+  LinkClass link = LinkClass::scale_out;
 };
 
 struct StepSimOptions {
