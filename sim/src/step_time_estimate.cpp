@@ -156,9 +156,19 @@ ProbeTimes time_probe(const StageProgram& prog, const GroupLinks& links) {
   return out;
 }
 
-// ZeRO-3 / FSDP traffic of one unit (a layer, the embedding, the head), one call each way.
+// ZeRO-3 / FSDP traffic of one unit (a layer, the embedding, the head), one call each way (two
+// where it holds routed experts: one over DP, one over expert-DP), or of a stage's units summed.
 struct UnitTraffic {
   double gather_s = 0, reduce_s = 0;
+  // Of those, the calls' fixed latency (a 1-byte call's time, as the event splits a collective
+  // into latency and bytes on the links): transfers on two streams overlap it.
+  double gather_latency_s = 0, reduce_latency_s = 0;
+  void add(const UnitTraffic& o) {
+    gather_s += o.gather_s;
+    reduce_s += o.reduce_s;
+    gather_latency_s += o.gather_latency_s;
+    reduce_latency_s += o.reduce_latency_s;
+  }
 };
 
 // Megatron DDP bucket of the ZeRO 0-2 gradient reduction, with its traffic.
@@ -241,7 +251,7 @@ class StepTimeEstimator {
   double m_pp_total_s = 0, m_pp_overlapped_s = 0;
 
   std::vector<std::vector<UnitTraffic>> m_unit_traffic;  // [stage][unit]
-  std::vector<double> m_stage_gathers, m_stage_reduces;  // [stage]: its units' traffic summed
+  std::vector<UnitTraffic> m_stage_traffic;              // [stage]: its units' traffic summed
   UnitTraffic m_first_layer_traffic;  // the first stage's first layer (after the embedding)
   std::vector<std::vector<double>> m_first_forward_spans;  // [stage][chunk], FSDP over a pipeline
   std::vector<double> m_stage_reduce_traffic_s;            // [stage]: beside its last backward
@@ -249,6 +259,7 @@ class StepTimeEstimator {
   std::vector<std::vector<ChunkStep>> m_chunk_steps;  // [stage][chunk]
 
   double m_dp_total_s = 0, m_grad_overlapped_s = 0, m_param_overlapped_s = 0;
+  double m_dp_busy_s = 0;  // ZeRO-3: the time its streams are busy, traffic on two at once counted once
   double m_fwd_slowdown_s = 0, m_grad_slowdown_s = 0;
   double m_tp_shared_s = 0, m_cp_shared_s = 0, m_ep_shared_s = 0;
 
@@ -442,8 +453,7 @@ const PieceTime& StepTimeEstimator::unit_piece(const StageProgram::FsdpUnit& u) 
 void StepTimeEstimator::time_fsdp_units() {
   const Layout& l = m_layout;
   m_unit_traffic.resize(size_t(l.pp));
-  m_stage_gathers.assign(size_t(l.pp), 0.0);
-  m_stage_reduces.assign(size_t(l.pp), 0.0);
+  m_stage_traffic.assign(size_t(l.pp), UnitTraffic{});
   if (l.zero_stage >= 3) {
     std::map<std::pair<double, double>, UnitTraffic> timed;
     for (int64_t i = 0; i < l.pp; ++i)
@@ -452,14 +462,20 @@ void StepTimeEstimator::time_fsdp_units() {
         auto it = timed.find(key);
         if (it == timed.end()) {
           const double dense = u.params - u.expert_params;
+          auto latency = [](CollectiveOp op, double params, int64_t n, const LinkCost& link) {
+            return params > 0 ? collective_s(op, 1.0, n, link) : 0.0;
+          };
           const UnitTraffic t{
               gather_s(dense, m_dp_n, m_dp_link) + gather_s(u.expert_params, m_expert_dp, m_expert_dp_link),
-              reduce_s(dense, m_dp_n, m_dp_link) + reduce_s(u.expert_params, m_expert_dp, m_expert_dp_link)};
+              reduce_s(dense, m_dp_n, m_dp_link) + reduce_s(u.expert_params, m_expert_dp, m_expert_dp_link),
+              latency(CollectiveOp::all_gather, dense, m_dp_n, m_dp_link) +
+                  latency(CollectiveOp::all_gather, u.expert_params, m_expert_dp, m_expert_dp_link),
+              latency(CollectiveOp::reduce_scatter, dense, m_dp_n, m_dp_link) +
+                  latency(CollectiveOp::reduce_scatter, u.expert_params, m_expert_dp, m_expert_dp_link)};
           it = timed.emplace(key, t).first;
         }
         m_unit_traffic[size_t(i)].push_back(it->second);
-        m_stage_gathers[size_t(i)] += it->second.gather_s;
-        m_stage_reduces[size_t(i)] += it->second.reduce_s;
+        m_stage_traffic[size_t(i)].add(it->second);
       }
   }
   const std::vector<UnitTraffic>& first_units = m_unit_traffic.front();
@@ -473,7 +489,7 @@ void StepTimeEstimator::time_fsdp_units() {
   m_stage_reduce_traffic_s.assign(size_t(l.pp), 0.0);
   for (int64_t i = 0; i < l.pp; ++i) {
     if (l.zero_stage >= 3) {
-      m_stage_reduce_traffic_s[size_t(i)] = m_stage_reduces[size_t(i)];
+      m_stage_reduce_traffic_s[size_t(i)] = m_stage_traffic[size_t(i)].reduce_s;
     } else if (m_wo.grad_reduce == GradReduceOverlap::bucketed) {
       for (const StageProgram::GradBucketSize& b : m_stage_buckets[size_t(i)])
         m_stage_reduce_traffic_s[size_t(i)] += b.experts ? reduce_s(b.params, m_expert_dp, m_expert_dp_link)
@@ -617,10 +633,10 @@ void StepTimeEstimator::time_data_parallel() {
   const Layout& l = m_layout;
   double grad_s = 0, param_s = 0;
   if (l.zero_stage >= 3) {  // unit by unit, the stage with the most traffic
-    for (int64_t i = 0; i < l.pp; ++i)
-      if (m_stage_gathers[size_t(i)] + m_stage_reduces[size_t(i)] > grad_s + param_s) {
-        grad_s = m_stage_reduces[size_t(i)];
-        param_s = m_stage_gathers[size_t(i)];
+    for (const UnitTraffic& stage : m_stage_traffic)
+      if (stage.gather_s + stage.reduce_s > grad_s + param_s) {
+        grad_s = stage.reduce_s;
+        param_s = stage.gather_s;
       }
     // FSDP / ZeRO-3, one unit per layer plus the embedding and the head (the workload's units).
     // pp = 1: weights gathered for forward and again for backward, gradients reduce-scattered,
@@ -629,6 +645,7 @@ void StepTimeEstimator::time_data_parallel() {
     m_out.dp_grad_s = passes * grad_s;
     m_out.dp_param_s = passes * (l.pp > 1 ? 1.0 : 2.0) * param_s;
     m_dp_total_s = m_out.dp_grad_s + m_out.dp_param_s;
+    m_dp_busy_s = m_dp_total_s;
     expose_fsdp_traffic();
     return;
   }
@@ -707,16 +724,26 @@ void StepTimeEstimator::expose_fsdp_traffic() {
     };
     const double unhidden =
         forward_waits_s(true) + (microbatches - 1.0) * forward_waits_s(false) + embedding.reduce_s;
+    // The backward's gathers (each unit's, prefetched) and reduce-scatters run on two streams
+    // at once, unless one communicator's stream serializes them (FSDP1): their calls' latencies
+    // overlap, their bytes share the link, so together they take the longer stream or the
+    // bytes of both, whichever is more.
+    const UnitTraffic& stage = m_stage_traffic.front();
+    double backward_s = stage.gather_s + stage.reduce_s;
+    if (!m_wo.fsdp_one_communicator)
+      backward_s = std::max(
+          {stage.gather_s, stage.reduce_s, backward_s - stage.gather_latency_s - stage.reduce_latency_s});
+    m_dp_busy_s = microbatches * (stage.gather_s + backward_s);
     // The window is the compute stream's whole span, its waits for TP/CP/EP collectives
-    // included: FSDP's stream runs beside those too. Its compute runs overlap_slowdown slower
+    // included: FSDP's streams run beside those too. Its compute runs overlap_slowdown slower
     // for the share of it the traffic fills.
     const double span = microbatches * (slow.compute_s() + mb_exposed(slow));
-    const double busy = span > 0 ? std::min(1.0, m_dp_total_s / span) : 0.0;
+    const double busy = span > 0 ? std::min(1.0, m_dp_busy_s / span) : 0.0;
     const double window = span + m_options.overlap_slowdown * busy * microbatches * slow.compute_s();
-    m_out.dp_exposed_s = std::max(m_dp_total_s - window, unhidden);
+    m_out.dp_exposed_s = std::max(m_dp_busy_s - window, unhidden);
   }
-  m_out.dp_exposed_s = std::min(m_dp_total_s, m_out.dp_exposed_s);
-  m_grad_overlapped_s = std::max(0.0, m_dp_total_s - m_out.dp_exposed_s);
+  m_out.dp_exposed_s = std::min(m_dp_busy_s, m_out.dp_exposed_s);
+  m_grad_overlapped_s = std::max(0.0, m_dp_busy_s - m_out.dp_exposed_s);
 }
 
 // Megatron's DDP, bucket by bucket (the workload's buckets: chunk 0 cut at the bucket size,

@@ -45,7 +45,10 @@
 //         forward reaches its first layer (chunk c's first forward c·p chunk-steps in), every
 //         wait delaying the rest. ZeRO-3 hides behind the compute stream's span (its
 //         compute and its TP/CP/EP waits) but for the step's first two units' gathers
-//         (embedding, first layer) and the embedding's last reduce-scatter; with pp > 1 the
+//         (embedding, first layer) and the embedding's last reduce-scatter; the backward's
+//         gathers and reduce-scatters run on two streams (one with FSDP1's one communicator),
+//         so together they take the longer stream or both's bytes without their calls'
+//         latencies (a 1-byte call each), whichever is more; with pp > 1 the
 //         slowest stage's gather-bound first forward (below) and
 //         the tail of reduce-scatters that outlast a stage's last backward and the drain behind
 //         it. Compute kernels that overlap DP or PP traffic run overlap_slowdown slower (NCCL's
