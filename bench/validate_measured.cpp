@@ -5,6 +5,9 @@
 //
 //   build/bench/validate_measured [--verbose] [--group NAME] [--json] [--calibration FILE]
 //                                 [--trace ID FILE]   (Chrome trace of run ID, for Perfetto)
+//                                 [--tflops-convention causal|non-causal]
+//   (exploration, not the published figures: rows giving only TFLOP/s per GPU, nemo_cp, get a
+//   step time derived from Megatron's FLOP count in that convention)
 //
 // The comparison is on step time, which has no FLOP convention (the sources' TFLOP/s differ:
 // recompute-inclusive, causal or not). Reference time: measured.iteration_s, else
@@ -12,8 +15,8 @@
 //
 // One set of defaults for every run (no per-run tuning, no use of the measured answer): the
 // mapping of sim/measured_runs.hpp (the memory test uses the same), printed with --defaults.
-// Unsupported: MoE models (no expert all-to-all model yet), the non-standard H100 96 GB HBM2e
-// 500 W SKU (not in the GPU catalog), runs without a layout or without a reference time.
+// Unsupported: the non-standard H100 96 GB HBM2e 500 W SKU (not in the GPU catalog), runs
+// without a layout or without a reference time.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -28,6 +31,7 @@
 
 #include "simrun/common/error.hpp"
 #include "simrun/common/json_reader.hpp"
+#include "simrun/sim/analytic.hpp"
 #include "simrun/sim/measured_runs.hpp"
 #include "simrun/sim/scenario_parser.hpp"
 #include "simrun/sim/simulate.hpp"
@@ -55,6 +59,9 @@ int main(int argc, char** argv) {
   std::string only_group, calibration_file;
   // Exploration knobs (not used for the published figures): override one default for all runs.
   std::optional<double> step_overhead, overlap_slowdown, eager_factor;
+  // --tflops-convention causal|non-causal: rows that give only TFLOP/s per GPU (nemo_cp) get a
+  // step time derived in that convention (the source does not state its own).
+  std::optional<AttentionFlops> tflops_convention;
   std::string trace_id, trace_file;  // --trace ID FILE: the Chrome trace of one run
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--verbose"))
@@ -74,9 +81,13 @@ int main(int argc, char** argv) {
       overlap_slowdown = std::stod(argv[++i]);
     else if (!std::strcmp(argv[i], "--eager-factor") && i + 1 < argc)
       eager_factor = std::stod(argv[++i]);
+    else if (!std::strcmp(argv[i], "--tflops-convention") && i + 1 < argc &&
+             (!std::strcmp(argv[i + 1], "causal") || !std::strcmp(argv[i + 1], "non-causal")))
+      tflops_convention =
+          !std::strcmp(argv[++i], "causal") ? AttentionFlops::causal : AttentionFlops::non_causal;
     else {
       std::cerr << "usage: validate_measured [--verbose] [--group NAME] [--json] [--calibration FILE] "
-                   "[--trace ID FILE]\n";
+                   "[--trace ID FILE] [--tflops-convention causal|non-causal]\n";
       return 2;
     }
   }
@@ -109,6 +120,15 @@ int main(int argc, char** argv) {
              run.defaults_used};
       c.options.workload = run.workload;
       c.options.memory = run.memory;
+      if (tflops_convention && run.has_scenario() && run.reference_s <= 0 && run.tflops_per_gpu > 0 &&
+          run.unsupported.rfind("no reference step time", 0) == 0) {
+        const Layout& l = run.scenario.layout;
+        c.reference_s = step_flops(run.scenario.model, l, *tflops_convention).model /
+                        (run.tflops_per_gpu * 1e12 * double(l.world_size()));
+        c.reference_kind = std::string("from TFLOP/s, ") +
+                           (*tflops_convention == AttentionFlops::causal ? "causal" : "non-causal");
+        c.status = "ok";
+      }
       json row = {{"id", c.id}, {"group", c.group}};
       if (c.status == "ok") {
         c.options.calibration = calibration;
@@ -144,7 +164,9 @@ int main(int argc, char** argv) {
           if (!o.report.memory.fits) not_fitting.push_back(c.id);
           row["defaults"] = c.defaults_used;
           if (!as_json) {
-            std::string notes = c.reference_kind == "measured" ? "measured" : "derived";
+            std::string notes = c.reference_kind == "measured" || c.reference_kind == "derived"
+                                    ? c.reference_kind
+                                    : "derived " + c.reference_kind;
             for (const auto& d : c.defaults_used) notes += ", " + d;
             if (!o.report.memory.fits) notes += ", DOES NOT FIT";
             std::cout << fmt::format("{:<46} {:<13} {:>9.3f}s {:>9.3f}s {:>+7.1f}% {:>7.2f}s  {}\n", c.id,

@@ -217,6 +217,7 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
     c.reference_s = *dv;
     c.reference_kind = "derived";
   }
+  c.tflops_per_gpu = opt_num(meas, "tflops_per_gpu").value_or(0);
 
   const std::string gpu_text = opt_str(row, "gpu");
   double hbm_scale = 1.0;

@@ -46,6 +46,7 @@ struct MeasuredRun {
   WorkloadOptions workload;  // the framework's overlap/kernel behaviour
   MemoryDefaults memory;     // the framework's model-state convention, dropout
   double reference_s = 0;    // measured.iteration_s, else derived.iteration_s; 0 = none
+  double tflops_per_gpu = 0;  // measured.tflops_per_gpu in the source's FLOP convention; 0 = none
   std::string reference_kind;              // "measured" | "derived" | ""
   std::vector<std::string> defaults_used;  // unstated fields filled, e.g. "micro_batch=1"
 
