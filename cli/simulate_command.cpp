@@ -36,8 +36,8 @@ struct SimulateArgs {
   std::vector<std::string> slow_links;
 };
 
-// "A:B" with A an integer and B a number; `flag` and `example` name it in errors.
-// A:B as an integer and a number; `given` is the argument as the user wrote it, for the message.
+// "A:B" with A an integer and B a number; `flag` and `example` name it in errors, with `given`
+// (the argument as the user wrote it, when A:B is part of it).
 std::pair<int64_t, double> parse_pair(const std::string& text, const char* flag, const char* example,
                                       const std::string& given = {}) {
   const auto colon = text.find(':');
@@ -162,8 +162,8 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
       "NODE:SLOWDOWN, every GPU of a node runs SLOWDOWN times slower (implies --full; repeatable)");
   cmd->add_option(
       "--slow-link", args->slow_links,
-      "RANK:FRACTION[:nic|scale-up], that GPU's NIC (default) or scale-up links (NVLink) run at FRACTION "
-      "of their bandwidth (implies --full; repeatable)");
+      "RANK:FRACTION[:nic|scale-up], that GPU's NIC (default) or scale-up links (NVLink, Infinity "
+      "Fabric) run at FRACTION of their bandwidth (implies --full; repeatable)");
   cmd->add_option("--calibration", args->calibration_file,
                   "calibration.json with fitted efficiencies per GPU kind")
       ->check(kFilePath);

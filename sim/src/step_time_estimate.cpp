@@ -183,7 +183,8 @@ struct ChunkStep {
 };
 
 // The closed-form step time of analytic.hpp, phase by phase: run() calls each phase once, in
-// the order they are declared, and each reads what the phases before it set.
+// the order they are declared (time_data_parallel ends in one of the two expose_*), and each
+// reads what the phases before it set.
 class StepTimeEstimator {
  public:
   StepTimeEstimator(const Scenario& sc, const AnalyticOptions& options);

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "simrun/sim/calibration.hpp"
+#include "simrun/sim/collective_cost.hpp"
 #include "simrun/sim/compute_model.hpp"
 #include "simrun/sim/efficiency.hpp"
 #include "simrun/sim/rank_layout.hpp"
