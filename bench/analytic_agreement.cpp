@@ -7,9 +7,11 @@
 // domain and neither fidelity exposes more than 10% of the step as communication: there the two
 // should agree within 5% (issue 4); the rest is printed for information. Prints the counts, the
 // distribution of (event − analytic)/analytic, and the layouts that disagree most, each as a
-// command line that reproduces it.
+// command line that reproduces it. With --stragglers each layout also gets one GPU running
+// 1.1x to 2x slower at a seeded rank (the same layouts as without): the event simulation runs
+// every rank (--full) and the estimate paces that GPU's stage by it.
 //
-//   build/bench/analytic_agreement [--samples N] [--seed S] [--worst K]
+//   build/bench/analytic_agreement [--samples N] [--seed S] [--worst K] [--stragglers]
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -126,6 +128,7 @@ int main(int argc, char** argv) {
   int64_t samples = 1000;
   uint64_t seed = 4;
   size_t worst = 8;
+  bool with_stragglers = false;
   auto count = [](const char* flag, const char* text) {
     char* end = nullptr;
     const unsigned long long v = std::strtoull(text, &end, 10);
@@ -140,6 +143,8 @@ int main(int argc, char** argv) {
         samples = int64_t(count("--samples", argv[++i]));
       } else if (std::strcmp(argv[i], "--seed") == 0 && has_value) {
         seed = count("--seed", argv[++i]);
+      } else if (std::strcmp(argv[i], "--stragglers") == 0) {
+        with_stragglers = true;
       } else if (std::strcmp(argv[i], "--worst") == 0 && has_value) {
         worst = size_t(count("--worst", argv[++i]));
       } else {
@@ -147,26 +152,39 @@ int main(int argc, char** argv) {
       }
     }
   } catch (const std::invalid_argument& e) {
-    fmt::print(stderr, "analytic_agreement: {} (usage: [--samples N] [--seed S] [--worst K])\n", e.what());
+    fmt::print(stderr,
+               "analytic_agreement: {} (usage: [--samples N] [--seed S] [--worst K] [--stragglers])\n",
+               e.what());
     return 2;
   }
   const Catalogs catalogs = load_catalogs(SIMRUN_DATA_DIR);
   SplitMix rng{seed};
+  SplitMix straggler_rng{~seed};  // its own stream: the layouts stay those of the seed
   std::vector<Row> uncongested, congested;
   int64_t refused = 0;
   for (int64_t i = 0; i < samples; ++i) {
     const Sample s = draw(rng);
+    const uint64_t straggler_draw = straggler_rng.next();
+    const double slowdown = straggler_rng.pick<double>({1.1, 1.25, 1.5, 2.0});
     try {
       const Scenario sc = load_scenario({}, s.o, catalogs);
-      const Report event = simulate(sc).report;
-      const Report analytic = estimate(sc);
+      SimulateOptions options;
+      std::string command = s.command;
+      if (with_stragglers) {
+        const Straggler st{int64_t(straggler_draw % uint64_t(sc.layout.world_size())), slowdown};
+        options.step.scope = SimulationScope::full;
+        options.step.stragglers = {st};
+        command += fmt::format(" --straggler {}:{}", st.rank, st.slowdown);
+      }
+      const Report event = simulate(sc, options).report;
+      const Report analytic = estimate(sc, analytic_options(options));
       Row r;
       r.event_s = event.step_time_s;
       r.analytic_s = analytic.step_time_s;
       r.diff = (r.event_s - r.analytic_s) / r.analytic_s;
       r.exposed_share = std::max(event.breakdown.exposed_comm_s / event.step_time_s,
                                  analytic.breakdown.exposed_comm_s / analytic.step_time_s);
-      r.command = "simrun simulate " + s.command + " --compare-analytic";
+      r.command = "simrun simulate " + command + " --compare-analytic";
       const Layout& l = sc.layout;
       const bool inside = group_inside_scale_up(sc.cluster, {l.tp * l.cp, 1});  // TP, and CP over it
       (inside && r.exposed_share <= 0.10 ? uncongested : congested).push_back(std::move(r));
@@ -175,9 +193,9 @@ int main(int argc, char** argv) {
     }
   }
   fmt::print(
-      "analytic vs event step time, {} sampled layouts (seed {}), {} refused by the scenario rules or the "
-      "event simulation\n",
-      samples, seed, refused);
+      "analytic vs event step time, {} sampled layouts (seed {}{}), {} refused by the scenario rules or "
+      "the event simulation\n",
+      samples, seed, with_stragglers ? ", one straggler each" : "", refused);
   summarize("uncongested (TP and CP inside a scale-up domain, exposed communication <= 10% in both)",
             uncongested, worst);
   summarize("congested (for information)", congested, worst);

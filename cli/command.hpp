@@ -10,9 +10,11 @@
 #include <ostream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "simrun/sim/report.hpp"
 #include "simrun/sim/scenario_parser.hpp"
+#include "simrun/sim/step_simulator.hpp"
 #include "simrun/sim/workload.hpp"
 
 namespace simrun::cli {
@@ -63,6 +65,19 @@ struct FrameworkArgs {
 void add_framework_options(CLI::App& cmd, FrameworkArgs& args);
 void apply_framework_options(const FrameworkArgs& args, const Scenario& scenario, WorkloadOptions& workload,
                              std::optional<PipelineSchedule>& schedule);
+
+// Slow hardware (cli/fault_options.cpp): --straggler and --straggler-node for estimate and
+// simulate; --slow-link modelled by simulate only (`event_simulation`), estimate refusing it.
+struct FaultArgs {
+  std::vector<std::string> stragglers;       // RANK:SLOWDOWN
+  std::vector<std::string> straggler_nodes;  // NODE:SLOWDOWN
+  std::vector<std::string> slow_links;       // RANK:FRACTION[:nic|scale-up]
+};
+void add_fault_options(CLI::App& cmd, FaultArgs& args, bool event_simulation);
+// Parsed and checked against the cluster's nodes; ranks are checked where they are used.
+std::vector<Straggler> stragglers_of(const FaultArgs& args, const Scenario& scenario);
+std::vector<SlowLink> slow_links_of(const FaultArgs& args);
+void refuse_slow_links(const FaultArgs& args);  // InputError when any is given
 
 Command add_estimate_command(CLI::App& root, const CliEnv& env);
 Command add_collective_command(CLI::App& root, const CliEnv& env);

@@ -1,7 +1,8 @@
 // `simrun estimate SCENARIO.json [overrides] [--json|--csv] [--explain] [--require-fit]
-//  [--calibration FILE] [--schedule S] [--tp-comm-overlap] [--kernels K] [--selective-recompute R]`: the
-//  closed-form (analytic) model of one layout, over the same workload
-// ops, compute model and calibration as `simrun simulate`.
+//  [--calibration FILE] [--schedule S] [--tp-comm-overlap] [--kernels K] [--selective-recompute R]
+//  [--straggler RANK:SLOWDOWN]... [--straggler-node NODE:SLOWDOWN]...`: the closed-form (analytic)
+// model of one layout, over the same workload ops, compute model and calibration as
+// `simrun simulate`.
 #include <iostream>
 #include <memory>
 #include <string>
@@ -19,6 +20,7 @@ struct EstimateArgs {
   bool require_fit = false;
   std::string calibration_file;
   FrameworkArgs framework;
+  FaultArgs faults;
 };
 
 }  // namespace
@@ -34,6 +36,7 @@ Command add_estimate_command(CLI::App& root, const CliEnv& env) {
                   "calibration.json with fitted efficiencies per GPU kind (as simulate applies it)")
       ->check(kFilePath);
   add_framework_options(*cmd, args->framework);
+  add_fault_options(*cmd, args->faults, false);
   return {cmd, [args, env] {
             const Catalogs catalogs = load_catalogs(env.data_dir);
             const Scenario scenario = resolve_scenario(args->scenario, catalogs);
@@ -41,6 +44,8 @@ Command add_estimate_command(CLI::App& root, const CliEnv& env) {
             if (!args->calibration_file.empty())
               options.calibration = Calibration::load(args->calibration_file);
             apply_framework_options(args->framework, scenario, options.workload, options.schedule);
+            options.stragglers = stragglers_of(args->faults, scenario);
+            refuse_slow_links(args->faults);
             const Report report = estimate(scenario, options);
             if (args->require_fit && !report.memory.fits)
               throw InfeasibleError(scenario.file + ": memory: " + memory_shortfall_text(report.memory) +

@@ -31,70 +31,8 @@ struct SimulateArgs {
   FrameworkArgs framework;
   std::string trace_file;
   std::string calibration_file;
-  std::vector<std::string> stragglers;
-  std::vector<std::string> straggler_nodes;
-  std::vector<std::string> slow_links;
+  FaultArgs faults;
 };
-
-// "A:B" with A an integer and B a number; `flag` and `example` name it in errors, with `given`
-// (the argument as the user wrote it, when A:B is part of it).
-std::pair<int64_t, double> parse_pair(const std::string& text, const char* flag, const char* example,
-                                      const std::string& given = {}) {
-  const auto colon = text.find(':');
-  const std::string why =
-      std::string("expected ") + example + ", got \"" + (given.empty() ? text : given) + "\"";
-  if (colon == std::string::npos) throw InputError("command line", flag, why);
-  try {
-    size_t used = 0;
-    const int64_t a = std::stoll(text.substr(0, colon), &used);
-    if (used != colon) throw std::invalid_argument("first");
-    const std::string second = text.substr(colon + 1);
-    const double b = std::stod(second, &used);
-    if (used != second.size()) throw std::invalid_argument("second");
-    return {a, b};
-  } catch (const std::exception&) {
-    throw InputError("command line", flag, why);
-  }
-}
-
-Straggler parse_straggler(const std::string& text) {
-  const auto [rank, slowdown] =
-      parse_pair(text, "--straggler", "RANK:SLOWDOWN, e.g. 17:1.3 (rank 17 runs its kernels 1.3x slower)");
-  if (!(slowdown >= 1.0 && slowdown <= 100.0))
-    throw InputError("command line", "--straggler",
-                     "slowdown must be in [1, 100], got " + text.substr(text.find(':') + 1));
-  Straggler s;
-  s.rank = rank;
-  s.slowdown = slowdown;
-  return s;
-}
-
-// RANK:FRACTION[:LINK], LINK nic (default) or scale-up.
-SlowLink parse_slow_link(const std::string& text) {
-  const char* example = "RANK:FRACTION[:nic|scale-up], e.g. 12:0.25 or 12:0.5:scale-up";
-  std::string pair = text;
-  SlowLink link;
-  const auto first = text.find(':');
-  if (const auto second = first == std::string::npos ? first : text.find(':', first + 1);
-      second != std::string::npos) {
-    const std::string kind = text.substr(second + 1);
-    if (kind == "scale-up") {
-      link.link = LinkClass::scale_up;
-    } else if (kind != "nic") {
-      throw InputError("command line", "--slow-link",
-                       "link must be nic or scale-up, got \"" + kind + "\" (expected " + example + ")");
-    }
-    pair = text.substr(0, second);
-  }
-  const auto [rank, fraction] = parse_pair(pair, "--slow-link", example, text);
-  // As --straggler's slowdown stops at 100x: a link at under 1% is a dead link, not a slow one.
-  if (!(fraction >= 0.01 && fraction <= 1.0))
-    throw InputError("command line", "--slow-link",
-                     "fraction must be in [0.01, 1], got " + pair.substr(pair.find(':') + 1));
-  link.rank = rank;
-  link.bandwidth_fraction = fraction;
-  return link;
-}
 
 nlohmann::json stages_json(const SimulationOutput& o) {
   nlohmann::json stages = nlohmann::json::array();
@@ -154,16 +92,7 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
   cmd->add_option("--trace", args->trace_file, "Write a Chrome-trace JSON timeline (open in ui.perfetto.dev)")
       ->check(kFilePath);
   cmd->add_flag("--full", args->full, "Simulate every rank, not one representative per pipeline stage");
-  cmd->add_option(
-      "--straggler", args->stragglers,
-      "RANK:SLOWDOWN, a GPU whose kernels run SLOWDOWN times slower (implies --full; repeatable)");
-  cmd->add_option(
-      "--straggler-node", args->straggler_nodes,
-      "NODE:SLOWDOWN, every GPU of a node runs SLOWDOWN times slower (implies --full; repeatable)");
-  cmd->add_option(
-      "--slow-link", args->slow_links,
-      "RANK:FRACTION[:nic|scale-up], that GPU's NIC (default) or scale-up links (NVLink, Infinity "
-      "Fabric) run at FRACTION of their bandwidth (implies --full; repeatable)");
+  add_fault_options(*cmd, args->faults, true);
   cmd->add_option("--calibration", args->calibration_file,
                   "calibration.json with fitted efficiencies per GPU kind")
       ->check(kFilePath);
@@ -177,24 +106,8 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
         const Scenario scenario = resolve_scenario(args->scenario, catalogs);
         SimulateOptions options;
         if (!args->calibration_file.empty()) options.calibration = Calibration::load(args->calibration_file);
-        for (const auto& s : args->stragglers) options.step.stragglers.push_back(parse_straggler(s));
-        for (const auto& s : args->straggler_nodes) {
-          const auto [node, slowdown] = parse_pair(s, "--straggler-node", "NODE:SLOWDOWN, e.g. 3:1.2");
-          if (node < 0 || node >= scenario.cluster.num_nodes())
-            throw InputError("command line", "--straggler-node",
-                             "node " + std::to_string(node) + " is outside the cluster (0.." +
-                                 std::to_string(scenario.cluster.num_nodes() - 1) + ")");
-          if (!(slowdown >= 1.0 && slowdown <= 100.0))
-            throw InputError("command line", "--straggler-node",
-                             "slowdown must be in [1, 100], got " + s.substr(s.find(':') + 1));
-          for (int64_t g = 0; g < scenario.cluster.gpus_per_node; ++g) {
-            Straggler st;
-            st.rank = node * scenario.cluster.gpus_per_node + g;
-            st.slowdown = slowdown;
-            options.step.stragglers.push_back(st);
-          }
-        }
-        for (const auto& s : args->slow_links) options.step.slow_links.push_back(parse_slow_link(s));
+        options.step.stragglers = stragglers_of(args->faults, scenario);
+        options.step.slow_links = slow_links_of(args->faults);
         const bool needs_full = !options.step.stragglers.empty() || !options.step.slow_links.empty();
         options.step.scope =
             args->full || needs_full ? SimulationScope::full : SimulationScope::representatives;
@@ -219,8 +132,11 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
         }
         std::optional<Report> analytic;
         BreakdownReport event_parts;  // the event's on the stage the estimate's parts describe
+        const char* healthy_links_note =
+            "the estimate does not model --slow-link: its column is the step on healthy links";
         if (args->compare_analytic) {
           analytic = estimate(scenario, analytic_options(options));
+          if (!options.step.slow_links.empty()) analytic->warnings.push_back(healthy_links_note);
           event_parts = breakdown_on_stage(out, analytic->breakdown.stage);
         }
 
@@ -252,7 +168,10 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
           case OutputFormat::table:
             print_report_table(report, scenario, std::cout);
             print_stage_table(out, std::cout);
-            if (analytic) print_comparison_table(report, event_parts, *analytic, std::cout);
+            if (analytic) {
+              print_comparison_table(report, event_parts, *analytic, std::cout);
+              if (!options.step.slow_links.empty()) fmt::print("  ({})\n", healthy_links_note);
+            }
             if (args->explain) {
               std::cout << "\n";
               print_report_explain(report, std::cout);

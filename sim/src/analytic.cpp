@@ -52,6 +52,7 @@ AnalyticOptions analytic_options(const SimulateOptions& simulate) {
   o.calibration = simulate.calibration;
   o.schedule = simulate.schedule;
   o.overlap_slowdown = simulate.step.overlap_slowdown;
+  o.stragglers = simulate.step.stragglers;
   o.memory = simulate.memory;
   o.run = simulate.run;
   return o;

@@ -58,12 +58,12 @@ void refuse_beyond_event_bounds(const Scenario& sc, const SimulateOptions& optio
   // The event clock is int64 ns (~292 years). The parser bounds a step's FLOPs, but a
   // communication-bound step (ZeRO-3 gathers of a 1e14-parameter embedding per micro-batch over
   // a 64:1 oversubscribed fabric) can still reach 1e9-1e10 s. The closed-form estimate models
-  // the same traffic: refuse steps it puts beyond 1e8 s, with stragglers and slow links applied.
+  // the same traffic and the stragglers: refuse steps it puts beyond 1e8 s, each slow link's
+  // fraction dividing it (the estimate does not model them).
   {
     Scenario probe = sc;
     probe.run.assumed_mfu.reset();  // the modelled step time, not an assumed one
     double worst = estimate(probe, analytic_options(options)).step_time_s;
-    for (const Straggler& st : options.step.stragglers) worst = std::max(worst, worst * st.slowdown);
     for (const SlowLink& sl : options.step.slow_links) worst /= std::min(1.0, sl.bandwidth_fraction);
     if (!(worst <= 1e8))
       throw InputError(sc.file, "layout",

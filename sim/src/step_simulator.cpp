@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <string>
 #include <tuple>
 #include <unordered_map>
 
@@ -16,6 +17,11 @@
 
 namespace simrun {
 namespace {
+
+std::string outside_cluster(int64_t rank, int64_t world_size) {
+  return "rank " + std::to_string(rank) + " is outside the cluster (0.." + std::to_string(world_size - 1) +
+         ")";
+}
 
 // Network links are per-GPU ports in normalised units: capacity kPortRate "bytes"/s, and a
 // flow's size is its bandwidth time on an idle port × kPortRate. A flow alone on its ports
@@ -96,26 +102,13 @@ class Executor {
       : m_sc(sc), m_w(w), m_opt(opt), m_layout(sc.layout, sc.cluster.gpus_per_node) {
     const Layout& l = sc.layout;
     m_full = opt.scope == SimulationScope::full;
-    for (const auto& s : opt.stragglers) {
-      if (s.rank < 0 || s.rank >= m_layout.world_size())
-        throw InputError("command line", "--straggler",
-                         "rank " + std::to_string(s.rank) + " is outside the cluster (0.." +
-                             std::to_string(m_layout.world_size() - 1) + ")");
-      if (!m_full)
-        throw InputError("command line", "--straggler",
-                         "a straggler needs every rank simulated (add --full)");
-    }
-    for (const auto& s : opt.slow_links) {
-      if (s.rank < 0 || s.rank >= m_layout.world_size())
-        throw InputError("command line", "--slow-link",
-                         "rank " + std::to_string(s.rank) + " is outside the cluster (0.." +
-                             std::to_string(m_layout.world_size() - 1) + ")");
-      if (!(s.bandwidth_fraction > 0 && s.bandwidth_fraction <= 1))
-        throw InputError("command line", "--slow-link", "the bandwidth fraction must be in (0, 1]");
-      if (!m_full)
-        throw InputError("command line", "--slow-link",
-                         "a degraded link needs every rank simulated (add --full)");
-    }
+    check_stragglers(opt.stragglers, m_layout.world_size());
+    check_slow_links(opt.slow_links, m_layout.world_size());
+    if (!m_full && !opt.stragglers.empty())
+      throw InputError("command line", "--straggler", "a straggler needs every rank simulated (add --full)");
+    if (!m_full && !opt.slow_links.empty())
+      throw InputError("command line", "--slow-link",
+                       "a degraded link needs every rank simulated (add --full)");
     // Link costs per group kind, with calibration.json's α/β where given.
     for (GroupKind g : {GroupKind::tp, GroupKind::cp, GroupKind::dp, GroupKind::dp_cp, GroupKind::ep,
                         GroupKind::pp, GroupKind::edp}) {
@@ -645,6 +638,25 @@ class Executor {
 };
 
 }  // namespace
+
+void check_stragglers(const std::vector<Straggler>& stragglers, int64_t world_size) {
+  for (const Straggler& s : stragglers) {
+    if (s.rank < 0 || s.rank >= world_size)
+      throw InputError("command line", "--straggler", outside_cluster(s.rank, world_size));
+    if (!(s.slowdown >= 1.0 && s.slowdown <= 100.0))
+      throw InputError("command line", "--straggler",
+                       "slowdown must be in [1, 100], got " + std::to_string(s.slowdown));
+  }
+}
+
+void check_slow_links(const std::vector<SlowLink>& slow_links, int64_t world_size) {
+  for (const SlowLink& s : slow_links) {
+    if (s.rank < 0 || s.rank >= world_size)
+      throw InputError("command line", "--slow-link", outside_cluster(s.rank, world_size));
+    if (!(s.bandwidth_fraction > 0 && s.bandwidth_fraction <= 1))
+      throw InputError("command line", "--slow-link", "the bandwidth fraction must be in (0, 1]");
+  }
+}
 
 StepResult simulate_step(const Scenario& scenario, const Workload& workload, const StepSimOptions& options,
                          const Calibration& calibration) {

@@ -15,6 +15,7 @@
 #include "simrun/common/error.hpp"
 #include "simrun/sim/analytic.hpp"
 #include "simrun/sim/collective_cost.hpp"
+#include "simrun/sim/rank_layout.hpp"
 #include "workload_builder.hpp"
 
 namespace simrun {
@@ -62,6 +63,11 @@ struct ProbeTimes {
   PieceTime embedding, head;
 };
 
+// One micro-batch of one dense layer and of one MoE layer (each with the embedding and the head).
+struct Probes {
+  ProbeTimes dense, moe;
+};
+
 struct GroupLinks {
   LinkCost tp;
   int64_t tp_size = 1;
@@ -75,8 +81,9 @@ struct GroupLinks {
 // also waits for its dependencies), with closed-form times (collective_s) for the TP, CP and EP
 // collectives and none for the data-parallel ones (timed per step, below). A wait of the compute
 // stream is charged to the piece and group of the dependency it waited for last, as the event
-// simulation charges it, and counted apart when a forward kernel waited.
-ProbeTimes time_probe(const StageProgram& prog, const GroupLinks& links) {
+// simulation charges it, and counted apart when a forward kernel waited. Compute kernels run
+// `slowdown` times longer (a straggler's stage).
+ProbeTimes time_probe(const StageProgram& prog, const GroupLinks& links, double slowdown) {
   ProbeTimes out;
   auto piece_of = [&](const Task& t) -> PieceTime* {
     if (t.layer >= 0) {
@@ -116,7 +123,7 @@ ProbeTimes time_probe(const StageProgram& prog, const GroupLinks& links) {
     double duration = 0;
     PieceTime* piece = piece_of(t);
     if (t.kind == TaskKind::compute) {
-      duration = t.duration.seconds();
+      duration = t.duration.seconds() * slowdown;
       if (start > compute_free && blocker != kNoTask) {
         const Task& b = prog.tasks[blocker];
         PieceTime* owner = piece_of(b);
@@ -213,7 +220,9 @@ class StepTimeEstimator {
   double reduce_s(double params, int64_t n, const LinkCost& link) const;
   double gather_s(double params, int64_t n, const LinkCost& link) const;
   double beside_traffic_s(double compute_s, double traffic_s) const;
-  const PieceTime& unit_piece(const StageProgram::FsdpUnit& u) const;
+  Probes probe_at(double slowdown) const;
+  const Probes& probes_of(int64_t stage) const { return m_probes.at(m_stage_slowdown[size_t(stage)]); }
+  const PieceTime& unit_piece(const StageProgram::FsdpUnit& u, int64_t stage) const;
   std::vector<double> gathered_forward_spans(int64_t stage, bool opens_step, bool slowed) const;
   double first_forward_s(const StageTime& st) const;
   double last_backward_s(const StageTime& st) const;
@@ -236,8 +245,10 @@ class StepTimeEstimator {
   // Links of the process groups (Megatron order tp-cp-ep-dp-pp), with calibration α/β.
   LinkCost m_tp_link, m_cp_link, m_ep_link, m_dp_link, m_expert_dp_link, m_pp_link;
 
-  // One micro-batch of one dense layer and of one MoE layer, the embedding and the head.
-  ProbeTimes m_dense_probe, m_moe_probe;
+  // Each stage's compute slowdown (its slowest straggler's, 1 for none), and one micro-batch of
+  // one dense layer and of one MoE layer, the embedding and the head, at each slowdown.
+  std::vector<double> m_stage_slowdown;
+  std::map<double, Probes> m_probes;
   int64_t m_first_moe = 0;  // the first MoE layer's id (layers when there is none)
 
   // Layers per chunk, [stage·split_v + chunk], as the workload splits them, and each chunk's first.
@@ -313,28 +324,47 @@ StepTimeEstimate StepTimeEstimator::run() {
   return std::move(m_out);
 }
 
-// One micro-batch of one dense layer and of one MoE layer, the embedding and the head: the
-// workload builder's ops and collectives (each probe's two layers of one kind).
+// Each stage's slowdown: its slowest straggler's. Then one micro-batch of one dense layer and
+// of one MoE layer, the embedding and the head, at each stage's slowdown.
 void StepTimeEstimator::probe_micro_batch_pieces() {
   const Layout& l = m_layout;
+  m_stage_slowdown.assign(size_t(l.pp), 1.0);
+  if (!m_options.stragglers.empty()) {
+    check_stragglers(m_options.stragglers, l.world_size());
+    const RankLayout ranks(l, m_sc.cluster.gpus_per_node);
+    for (const Straggler& st : m_options.stragglers) {
+      double& slowdown = m_stage_slowdown[size_t(ranks.coord_of(st.rank).pp)];
+      slowdown = std::max(slowdown, st.slowdown);
+    }
+  }
+  for (const double slowdown : m_stage_slowdown)
+    if (!m_probes.count(slowdown)) m_probes.emplace(slowdown, probe_at(slowdown));
+  m_first_moe = m_model.is_moe() ? m_model.moe->first_dense_layers : m_model.layers;
+}
+
+// The workload builder's ops and collectives of one micro-batch (each probe's two layers of one
+// kind), compute kernels `slowdown` times longer.
+Probes StepTimeEstimator::probe_at(double slowdown) const {
+  const Layout& l = m_layout;
   const GroupLinks links{m_tp_link, l.tp, m_cp_link, l.cp, m_ep_link, l.ep};
+  Probes out;
   const int64_t dense_layers = m_model.dense_layers();
   const int64_t moe_layers = m_model.moe_layers();
   if (dense_layers > 0 || moe_layers == 0) {
     Scenario dense = m_sc;
     dense.model.moe.reset();
-    m_dense_probe = time_probe(probe_micro_batch(dense, m_compute, m_wo), links);
+    out.dense = time_probe(probe_micro_batch(dense, m_compute, m_wo), links, slowdown);
   }
   if (moe_layers > 0) {
     Scenario routed = m_sc;
     routed.model.moe->first_dense_layers = 0;
-    m_moe_probe = time_probe(probe_micro_batch(routed, m_compute, m_wo), links);
+    out.moe = time_probe(probe_micro_batch(routed, m_compute, m_wo), links, slowdown);
     if (dense_layers == 0) {
-      m_dense_probe.embedding = m_moe_probe.embedding;
-      m_dense_probe.head = m_moe_probe.head;
+      out.dense.embedding = out.moe.embedding;
+      out.dense.head = out.moe.head;
     }
   }
-  m_first_moe = m_model.is_moe() ? m_model.moe->first_dense_layers : m_model.layers;
+  return out;
 }
 
 // Layers per stage as the workload splits them (pipeline_split); where that split cannot be
@@ -364,16 +394,17 @@ void StepTimeEstimator::time_stages() {
     StageTime st;
     st.stage = i;
     std::vector<PieceTime>& chunks = m_chunk_pieces.emplace_back(size_t(m_split_v));
+    const Probes& probes = probes_of(i);
     for (int64_t c = 0; c < m_split_v; ++c) {
       const size_t idx = size_t(i * m_split_v + c);
       for (int64_t k = 0; k < m_layers_per_chunk[idx]; ++k) {
         const int64_t id = m_first_layer[idx] + k;
-        const ProbeTimes& probe = id >= m_first_moe ? m_moe_probe : m_dense_probe;
+        const ProbeTimes& probe = id >= m_first_moe ? probes.moe : probes.dense;
         chunks[size_t(c)].add(probe.layer[size_t(std::min<int64_t>(id % 2, probe.layers - 1))]);
       }
     }
-    if (i == 0) chunks.front().add(m_dense_probe.embedding);
-    if (i == l.pp - 1) chunks.back().add(m_dense_probe.head);
+    if (i == 0) chunks.front().add(probes.dense.embedding);
+    if (i == l.pp - 1) chunks.back().add(probes.dense.head);
     PieceTime sum;
     for (const PieceTime& c : chunks) sum.add(c);
     st.gemm_flops = sum.gemm_flops;
@@ -393,7 +424,8 @@ void StepTimeEstimator::time_stages() {
     // Optimizer: the stage's own optimizer program (grad-norm, fused Adam, host overhead).
     const StageProgram opt = optimizer_program(m_sc, m_compute, m_wo, m_layers_per_chunk, m_split_v, i);
     for (const Task& t : opt.tasks)
-      if (t.kind == TaskKind::compute && t.phase == Phase::optimizer) st.optimizer_s += t.duration.seconds();
+      if (t.kind == TaskKind::compute && t.phase == Phase::optimizer)
+        st.optimizer_s += t.duration.seconds() * m_stage_slowdown[size_t(i)];
     m_stage_buckets.push_back(opt.grad_buckets);
     m_stage_units.push_back(opt.fsdp_units);
     m_out.stages.push_back(st);
@@ -439,10 +471,11 @@ double StepTimeEstimator::beside_traffic_s(double compute_s, double traffic_s) c
   return compute_s + m_options.overlap_slowdown * std::min(traffic_s, compute_s);
 }
 
-const PieceTime& StepTimeEstimator::unit_piece(const StageProgram::FsdpUnit& u) const {
-  if (u.unit == -1) return m_dense_probe.embedding;
-  if (u.unit == -2) return m_dense_probe.head;
-  const ProbeTimes& probe = u.unit >= m_first_moe ? m_moe_probe : m_dense_probe;
+const PieceTime& StepTimeEstimator::unit_piece(const StageProgram::FsdpUnit& u, int64_t stage) const {
+  const Probes& probes = probes_of(stage);
+  if (u.unit == -1) return probes.dense.embedding;
+  if (u.unit == -2) return probes.dense.head;
+  const ProbeTimes& probe = u.unit >= m_first_moe ? probes.moe : probes.dense;
   return probe.layer[size_t(std::min<int64_t>(u.unit % 2, probe.layers - 1))];
 }
 
@@ -532,7 +565,7 @@ std::vector<double> StepTimeEstimator::gathered_forward_spans(int64_t stage, boo
     starts.push_back(start);
     const bool next_in_chunk = k + 1 < units.size() && units[k + 1].chunk == u.chunk;
     const double beside_s = slowed && next_in_chunk ? traffic[k + 1].gather_s : 0.0;
-    const PieceTime& piece = unit_piece(u);
+    const PieceTime& piece = unit_piece(u, stage);
     compute_end = start + beside_traffic_s(piece.forward_s, beside_s) + piece.forward_exposed_s;
     spans[size_t(u.chunk)] = compute_end;
   }
@@ -584,7 +617,13 @@ std::optional<double> StepTimeEstimator::makespan(double hop_s) const {
       },
       hop_s);
   if (!finish) return std::nullopt;
-  return *std::max_element(finish->begin(), finish->end());
+  // Each stage's optimizer runs after its own last backward: the step ends with the stage whose
+  // last backward and optimizer end last, counted here against the longest optimizer (which the
+  // compute term holds).
+  double end = -std::numeric_limits<double>::infinity();
+  for (int64_t i = 0; i < l.pp; ++i)
+    end = std::max(end, (*finish)[size_t(i)] + m_out.stages[size_t(i)].optimizer_s - m_optimizer_s);
+  return end;
 }
 
 void StepTimeEstimator::time_fill_and_drain() {

@@ -1,8 +1,9 @@
 // End-to-end tests of the simrun command: every bad input gets exactly one line on stderr
 // naming file, field and rule, nothing on stdout, and exit 2; good input prints the contract.
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -380,6 +381,39 @@ TEST_CASE("slow-link and straggler-node flags bound their numbers under their ow
       "simulate " + file + " --straggler-node 1:1.5 --slow-link 3:0.5 --slow-link 4:0.5:scale-up --json");
   INFO(ok.err);
   CHECK(ok.exit_code == 0);
+}
+
+TEST_CASE("estimate paces a straggler's stage and refuses slow links, which it does not model",
+          "[cli][errors]") {
+  auto doc = good_scenario();
+  doc["model"] = "llama3-8b";
+  doc["cluster"]["num_gpus"] = 16;
+  doc["layout"] = {{"tp", 8}, {"pp", 1}, {"dp", 2}};
+  const std::string file = quoted(write_scenario("straggler16.json", doc.dump()));
+  const RunResult healthy = run_simrun("estimate " + file + " --json");
+  const RunResult slowed = run_simrun("estimate " + file + " --straggler 3:1.5 --json");
+  const RunResult node = run_simrun("estimate " + file + " --straggler-node 1:1.5 --json");
+  INFO(healthy.err << slowed.err << node.err);
+  REQUIRE(healthy.exit_code == 0);
+  REQUIRE(slowed.exit_code == 0);
+  REQUIRE(node.exit_code == 0);
+  const double t0 = nlohmann::json::parse(healthy.out)["step_time_s"].get<double>();
+  const double t1 = nlohmann::json::parse(slowed.out)["step_time_s"].get<double>();
+  CHECK(t1 > 1.3 * t0);  // compute-bound: nearly the whole step is the slow GPU's kernels
+  CHECK(t1 < 1.5 * t0 + 1e-9);
+  CHECK(nlohmann::json::parse(node.out)["step_time_s"].get<double>() == Approx(t1));
+  require_one_line_error(run_simrun("estimate " + file + " --straggler 16:1.5"),
+                         "command line: --straggler: rank 16 is outside the cluster (0..15)");
+  require_one_line_error(run_simrun("estimate " + file + " --slow-link 3:0.5"),
+                         "command line: --slow-link: the closed-form estimate does not model degraded links");
+  // Beside the event simulation, the estimate's column says it is the healthy links' step.
+  const RunResult compared = run_simrun("simulate " + file + " --slow-link 3:0.5 --compare-analytic --json");
+  INFO(compared.err);
+  REQUIRE(compared.exit_code == 0);
+  const auto warnings = nlohmann::json::parse(compared.out)["analytic"]["warnings"];
+  CHECK(std::any_of(warnings.begin(), warnings.end(), [](const nlohmann::json& w) {
+    return w.get<std::string>().find("does not model --slow-link") != std::string::npos;
+  }));
 }
 
 TEST_CASE("simulate refuses step programs too large to simulate, in one line", "[cli][errors]") {

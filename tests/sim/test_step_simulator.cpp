@@ -100,6 +100,63 @@ TEST_CASE("a straggler slows the whole step by about its slowdown of the compute
   CHECK_THROWS_AS(step_s(sc, SimulationScope::full, {{16, 1.5}}), InputError);
 }
 
+TEST_CASE("the analytic estimate paces a straggler's stage as the event simulation does",
+          "[sim][step][analytic]") {
+  struct Case {
+    std::string model, gpu;
+    int64_t gpus;
+    std::string layout;
+    Straggler straggler;
+    int64_t seq_len = 0;  // 0: the model's
+  };
+  const Case c = GENERATE(
+      // The last stage (rank 13) or the first (rank 5) of a 1F1B pipeline with TP and DP.
+      Case{"llama3-8b", "h100-sxm", 16, R"("tp": 2, "pp": 2, "dp": 4, "global_batch": 32)", {13, 1.5}},
+      Case{"llama3-8b", "h100-sxm", 16, R"("tp": 2, "pp": 2, "dp": 4, "global_batch": 32)", {5, 2.0}},
+      // One micro-batch through four stages: the slowed middle stage ends its step (its optimizer
+      // twice as long) before the first stage ends the drain and its own. Charging the slowest
+      // optimizer after the longest path put the estimate 16% above the event.
+      Case{"mistral-7b",
+           "h200",
+           8,
+           R"("tp": 1, "pp": 4, "dp": 2, "micro_batch": 2, "global_batch": 4, "precision": "fp8")",
+           {4, 2.0},
+           1024},
+      // FSDP without a pipeline: every gather and reduce-scatter waits for the slow GPU.
+      Case{"llama3-8b",
+           "h100-sxm",
+           8,
+           R"("tp": 1, "pp": 1, "dp": 8, "global_batch": 32, "zero_stage": 3)",
+           {3, 1.5}});
+  const std::string model =
+      c.seq_len > 0 ? R"({"name": ")" + c.model + R"(", "seq_len": )" + std::to_string(c.seq_len) + "}"
+                    : R"(")" + c.model + R"(")";
+  const Scenario sc = parse_scenario_text(R"({"model": )" + model + R"(, "cluster": {"gpu": ")" + c.gpu +
+                                          R"(", "num_gpus": )" + std::to_string(c.gpus) +
+                                          R"(}, "layout": {)" + c.layout + "}}");
+  SimulateOptions o;
+  o.step.scope = SimulationScope::full;
+  o.step.stragglers = {c.straggler};
+  const double event = simulate(sc, o).report.step_time_s;
+  const double analytic = estimate(sc, analytic_options(o)).step_time_s;
+  const double healthy = estimate(sc).step_time_s;
+  INFO(c.model << " on " << c.gpus << " " << c.gpu << ", " << c.layout << ", rank " << c.straggler.rank
+               << " at " << c.straggler.slowdown << "x: event " << event << " s, analytic " << analytic
+               << " s, healthy analytic " << healthy << " s");
+  CHECK(analytic > healthy * (1 + 0.1 * (c.straggler.slowdown - 1)));
+  CHECK(analytic == Approx(event).epsilon(0.02));
+}
+
+TEST_CASE("the analytic estimate refuses a straggler outside the cluster", "[sim][analytic]") {
+  const Scenario sc =
+      scenario("llama3-8b", "h100-sxm", 16, R"("tp": 2, "pp": 2, "dp": 4, "global_batch": 32)");
+  AnalyticOptions o;
+  o.stragglers = {{16, 1.5}};
+  CHECK_THROWS_AS(estimate(sc, o), InputError);
+  o.stragglers = {{3, 0.5}};
+  CHECK_THROWS_AS(estimate(sc, o), InputError);
+}
+
 TEST_CASE("1F1B pipeline bubble is (p-1)/(m+p-1) of the step when compute dominates", "[sim][step]") {
   // tp 1 inside one node, no data parallelism: communication is negligible; a small vocabulary
   // keeps the first and last stages as heavy as the others.

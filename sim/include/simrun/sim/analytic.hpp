@@ -66,6 +66,11 @@
 //                    chunk's first unit fetched during the fill), compute beside a gather
 //                    overlap_slowdown slower
 //   step_time_s    = compute_s + exposed_comm_s + bubble_s
+// Stragglers (AnalyticOptions::stragglers): every compute kernel of a stage that holds one runs
+// its slowdown times longer (the largest in the stage): the stage's TP, CP, EP and DP groups
+// wait for that GPU at every collective, so the stage moves at its pace, and through the
+// schedule so does the pipeline when that stage is the slowest. Slow links are not modelled
+// here (the event simulation's --slow-link).
 // Models the workload builder does not describe are probed as the nearest one it does: an MoE
 // layer as a dense layer of ffn width top_k·expert_ffn_hidden (+ shared experts), MLA as
 // attention with the model's heads and head_dim.
@@ -74,6 +79,7 @@
 #pragma once
 
 #include <optional>
+#include <vector>
 
 #include "simrun/models/counts.hpp"
 #include "simrun/sim/calibration.hpp"
@@ -100,6 +106,9 @@ struct AnalyticOptions {
   std::optional<PipelineSchedule> schedule;  // default: default_schedule(layout)
   // Compute slowdown while DP/PP NCCL kernels share the SMs (the event simulation's value).
   double overlap_slowdown = StepSimOptions{}.overlap_slowdown;
+  // GPUs running their kernels slower (as StepSimOptions::stragglers): each paces its pipeline
+  // stage, whose TP, CP, EP and DP groups wait for it at every collective.
+  std::vector<Straggler> stragglers;
   MemoryDefaults memory;
   RunDefaults run;
   AttentionFlops flop_convention = AttentionFlops::causal;

@@ -108,8 +108,13 @@ struct StepResult {
   std::vector<std::string> warnings;
 };
 
-// Simulates one step. Throws InputError for stragglers outside the cluster or with
-// representatives scope.
+// Throws InputError (command line, --straggler / --slow-link) for a rank outside the cluster of
+// `world_size` GPUs, a slowdown outside [1, 100] or a bandwidth fraction outside (0, 1].
+void check_stragglers(const std::vector<Straggler>& stragglers, int64_t world_size);
+void check_slow_links(const std::vector<SlowLink>& slow_links, int64_t world_size);
+
+// Simulates one step. Throws InputError for stragglers or slow links that check_* refuses, or
+// with representatives scope.
 StepResult simulate_step(const Scenario& scenario, const Workload& workload, const StepSimOptions& options,
                          const Calibration& calibration = Calibration{});
 
