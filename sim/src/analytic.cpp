@@ -179,6 +179,7 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
     explain("step_time_s", r.step_time_s, "s", "compute_s + exposed_comm_s + bubble_s",
             fmt::format("compute_s={:.4g}, exposed_comm_s={:.4g}, bubble_s={:.4g}", b.compute_s,
                         b.exposed_comm_s, b.bubble_s));
+    const StageTime& slowest = time.stages[size_t(time.slowest_stage)];
     explain(
         "breakdown.compute_s", b.compute_s, "s",
         "m · (forward + backward + recompute of one micro-batch on the slowest stage) + optimizer + "
@@ -187,13 +188,16 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
         fmt::format(
             "m={}, stage={}, forward={:.4g} s, backward={:.4g} s, recompute={:.4g} s, optimizer={:.4g} s, "
             "overlap slowdown={:.4g} s; gemm_max={}, attn_fwd_max={}, attn_bwd_max={}, mem_bw_fraction={}, "
-            "launch={:.3g} s ({}{})",
-            time.microbatches, time.slowest_stage, time.stages[size_t(time.slowest_stage)].forward_s,
-            time.stages[size_t(time.slowest_stage)].backward_s,
-            time.stages[size_t(time.slowest_stage)].recompute_s, b.optimizer_s, time.overlap_slowdown_s,
-            cparams.gemm_max, cparams.attn_fwd_max, cparams.attn_bwd_max, cparams.mem_bw_fraction,
-            cparams.launch_overhead_s, gpu.architecture.empty() ? "generic" : gpu.architecture,
-            options.calibration.has_gpu(gpu.id) ? ", calibrated" : " defaults"));
+            "launch={:.3g} s ({}{}){}",
+            time.microbatches, time.slowest_stage, slowest.forward_s, slowest.backward_s, slowest.recompute_s,
+            b.optimizer_s, time.overlap_slowdown_s, cparams.gemm_max, cparams.attn_fwd_max,
+            cparams.attn_bwd_max, cparams.mem_bw_fraction, cparams.launch_overhead_s,
+            gpu.architecture.empty() ? "generic" : gpu.architecture,
+            options.calibration.has_gpu(gpu.id) ? ", calibrated" : " defaults",
+            slowest.compute_slowdown > 1
+                ? fmt::format("; a straggler in the stage: every kernel {:.4g}x slower",
+                              slowest.compute_slowdown)
+                : std::string()));
     explain(
         "breakdown.exposed_comm_s", b.exposed_comm_s, "s",
         "m · (TP + CP + EP exposed per micro-batch) + their waits on links shared with DP traffic + PP "

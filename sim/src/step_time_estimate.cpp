@@ -393,6 +393,7 @@ void StepTimeEstimator::time_stages() {
   for (int64_t i = 0; i < l.pp; ++i) {
     StageTime st;
     st.stage = i;
+    st.compute_slowdown = m_stage_slowdown[size_t(i)];
     std::vector<PieceTime>& chunks = m_chunk_pieces.emplace_back(size_t(m_split_v));
     const Probes& probes = probes_of(i);
     for (int64_t c = 0; c < m_split_v; ++c) {

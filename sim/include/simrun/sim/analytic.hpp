@@ -139,6 +139,7 @@ struct StageTime {
   double ep_exposed_s = 0;   // of which the compute stream waits for
   double forward_exposed_s = 0;  // of the TP/CP/EP waits, those before forward kernels
   double optimizer_s = 0;  // once per step
+  double compute_slowdown = 1;  // its slowest straggler's (AnalyticOptions::stragglers), in the times above
   double compute_s() const { return forward_s + backward_s + recompute_s; }
 };
 
