@@ -154,8 +154,8 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
   if (sc.run.assumed_mfu)
     r.warnings.push_back(
         fmt::format("step time from the assumed MFU {:.3f} (run.assumed_mfu); the breakdown is not "
-                    "modelled",
-                    *sc.run.assumed_mfu));
+                    "modelled{}",
+                    *sc.run.assumed_mfu, options.stragglers.empty() ? "" : ", nor the stragglers"));
   if (run.goodput < 0.8)
     r.warnings.push_back(
         fmt::format("goodput {:.2f}: failures and checkpoints cost more than 20% of the run (job "

@@ -230,6 +230,11 @@ SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
   r.hfu = r.hardware_flops_per_step / (r.step_time_s * n * peak);
   r.warnings = w.warnings;
   for (const auto& warning : st.warnings) r.warnings.push_back(warning);
+  if (sc.run.assumed_mfu)
+    r.warnings.push_back(
+        fmt::format("run.assumed_mfu {:.3f} not used: the event simulation models the step "
+                    "time (simrun estimate applies an assumed MFU)",
+                    *sc.run.assumed_mfu));
 
   // Breakdown: the rank that finishes last (its compute + exposed comm + bubble = step time).
   r.breakdown = stage_breakdown(st.ranks.at(st.critical), r.step_time_s);

@@ -157,6 +157,25 @@ TEST_CASE("the analytic estimate refuses a straggler outside the cluster", "[sim
   CHECK_THROWS_AS(estimate(sc, o), InputError);
 }
 
+TEST_CASE("an assumed MFU is the estimate's method: the event simulation says it does not use it",
+          "[sim][step][analytic]") {
+  Scenario sc = scenario("llama3-8b", "h100-sxm", 8, R"("tp": 2, "pp": 1, "dp": 4, "global_batch": 16)");
+  const double modelled = simulate(sc).report.step_time_s;
+  sc.run.assumed_mfu = 0.3;
+  const Report event = simulate(sc).report;
+  CHECK(event.step_time_s == modelled);
+  CHECK(std::any_of(event.warnings.begin(), event.warnings.end(), [](const std::string& w) {
+    return w.find("run.assumed_mfu 0.300 not used") != std::string::npos;
+  }));
+  // The estimate takes it, and says the stragglers are not in it.
+  AnalyticOptions o;
+  o.stragglers = {{3, 2.0}};
+  const Report analytic = estimate(sc, o);
+  CHECK(analytic.mfu == Approx(0.3));
+  CHECK(std::any_of(analytic.warnings.begin(), analytic.warnings.end(),
+                    [](const std::string& w) { return w.find("nor the stragglers") != std::string::npos; }));
+}
+
 TEST_CASE("1F1B pipeline bubble is (p-1)/(m+p-1) of the step when compute dominates", "[sim][step]") {
   // tp 1 inside one node, no data parallelism: communication is negligible; a small vocabulary
   // keeps the first and last stages as heavy as the others.
