@@ -49,8 +49,10 @@ void print_report_table(const Report& r, const Scenario& s, std::ostream& out) {
   fmt::print(out, "simrun {} — {} on {} x {} ({}, {})\n", r.fidelity, s.model.name, s.cluster.num_gpus,
              s.cluster.gpu.id, s.cluster.fabric.id, to_string(s.cluster.topology));
   fmt::print(out, "layout   {}\n", layout_line(s));
-  fmt::print(out, "model    {} parameters ({} active), seq_len {}\n\n", human_count(r.params),
+  fmt::print(out, "model    {} parameters ({} active), seq_len {}\n", human_count(r.params),
              human_count(r.active_params), s.model.seq_len);
+  for (const std::string& d : r.degraded) fmt::print(out, "degraded {}\n", d);
+  fmt::print(out, "\n");
   const auto row = [&out](const char* name, const std::string& value) {
     fmt::print(out, "  {:<28}{}\n", name, value);
   };

@@ -101,6 +101,7 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
   } else {
     r.step_time_s = time.step_time_s;
     r.breakdown = time.breakdown;
+    r.degraded = describe_degraded(sc, options.stragglers, {});
   }
   const double tokens_per_step = double(l.global_batch) * double(m.seq_len);
   r.tokens_per_s = tokens_per_step / r.step_time_s;

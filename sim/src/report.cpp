@@ -42,6 +42,7 @@ nlohmann::json to_json(const Report& r) {
       {"workspace", r.memory.workspace},
   };
   j["breakdown"] = to_json(r.breakdown);
+  j["degraded"] = r.degraded;
   j["run"] = {
       {"tokens", r.run.tokens},
       {"days", r.run.days},

@@ -230,6 +230,7 @@ SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
   r.hfu = r.hardware_flops_per_step / (r.step_time_s * n * peak);
   r.warnings = w.warnings;
   for (const auto& warning : st.warnings) r.warnings.push_back(warning);
+  r.degraded = describe_degraded(sc, options.step.stragglers, options.step.slow_links);
   if (sc.run.assumed_mfu)
     r.warnings.push_back(
         fmt::format("run.assumed_mfu {:.3f} not used: the event simulation models the step "

@@ -1,6 +1,8 @@
 // Event simulation of one training step; see step_simulator.hpp for the execution rules.
 #include "simrun/sim/step_simulator.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -143,9 +145,10 @@ class Executor {
     }
     // Traced ranks: the representatives and the stragglers.
     for (int64_t rep : m_layout.representatives()) trace(rep);
-    for (const auto& s : opt.stragglers) {
+    for (const auto& s : opt.stragglers) {  // given twice, a GPU runs at the larger slowdown
       trace(s.rank);
-      m_ranks[static_cast<size_t>(m_index_of_rank[static_cast<size_t>(s.rank)])].slowdown = s.slowdown;
+      double& slowdown = m_ranks[static_cast<size_t>(m_index_of_rank[static_cast<size_t>(s.rank)])].slowdown;
+      slowdown = std::max(slowdown, s.slowdown);
     }
     m_mesh_domain = sc.cluster.gpu.scale_up_kind == ScaleUpKind::mesh ? scale_up_domain_size(sc.cluster) : 0;
     m_ports_per_rank = static_cast<uint32_t>(std::max<int64_t>(1, m_mesh_domain)) + 1;
@@ -656,6 +659,44 @@ void check_slow_links(const std::vector<SlowLink>& slow_links, int64_t world_siz
     if (!(s.bandwidth_fraction > 0 && s.bandwidth_fraction <= 1))
       throw InputError("command line", "--slow-link", "the bandwidth fraction must be in (0, 1]");
   }
+}
+
+std::vector<std::string> describe_degraded(const Scenario& sc, const std::vector<Straggler>& stragglers,
+                                           const std::vector<SlowLink>& slow_links) {
+  // Per rank the effect the simulation applies (the larger slowdown, the lower fraction), then
+  // ranks with the same effect grouped.
+  std::map<int64_t, double> slowdown;
+  std::map<std::pair<int64_t, LinkClass>, double> fraction;
+  for (const Straggler& s : stragglers) slowdown[s.rank] = std::max(slowdown[s.rank], s.slowdown);
+  for (const SlowLink& s : slow_links) {
+    const auto [it, added] = fraction.emplace(std::pair{s.rank, s.link}, s.bandwidth_fraction);
+    if (!added) it->second = std::min(it->second, s.bandwidth_fraction);
+  }
+  // (kind: kernels, NIC, scale-up; value) -> ranks, ascending.
+  std::map<std::pair<int, double>, std::vector<int64_t>> ranks_of;
+  for (const auto& [rank, x] : slowdown) ranks_of[{0, x}].push_back(rank);
+  for (const auto& [key, f] : fraction)
+    ranks_of[{key.second == LinkClass::scale_out ? 1 : 2, f}].push_back(key.first);
+  const RankLayout layout(sc.layout, sc.cluster.gpus_per_node);
+  std::vector<std::string> out;
+  for (const auto& [kind, ranks] : ranks_of) {
+    const auto [what, value] = kind;
+    const std::string effect = what == 0 ? fmt::format("kernels {:.4g}x slower", value)
+                               : what == 1
+                                   ? fmt::format("NIC at {:.4g}% of its bandwidth", 100 * value)
+                                   : fmt::format("scale-up links at {:.4g}% of their bandwidth", 100 * value);
+    for (size_t i = 0; i < ranks.size();) {
+      const int64_t stage = layout.coord_of(ranks[i]).pp;
+      size_t j = i;
+      while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1 &&
+             layout.coord_of(ranks[j + 1]).pp == stage)
+        ++j;
+      out.push_back(i == j ? fmt::format("rank {} (stage {}): {}", ranks[i], stage, effect)
+                           : fmt::format("ranks {}-{} (stage {}): {}", ranks[i], ranks[j], stage, effect));
+      i = j + 1;
+    }
+  }
+  return out;
 }
 
 StepResult simulate_step(const Scenario& scenario, const Workload& workload, const StepSimOptions& options,

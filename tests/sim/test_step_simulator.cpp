@@ -147,6 +147,43 @@ TEST_CASE("the analytic estimate paces a straggler's stage as the event simulati
   CHECK(analytic == Approx(event).epsilon(0.02));
 }
 
+TEST_CASE("the report names the slow GPUs and links it ran with, a GPU given twice at its worst",
+          "[sim][step][analytic]") {
+  const Scenario sc =
+      scenario("llama3-8b", "h100-sxm", 16, R"("tp": 2, "pp": 2, "dp": 4, "global_batch": 32)");
+  SimulateOptions o;
+  o.step.scope = SimulationScope::full;
+  // A node's GPUs (8-15, all of stage 1), one of them also named alone, at a lower slowdown.
+  for (int64_t r = 8; r < 16; ++r) o.step.stragglers.push_back({r, 1.25});
+  o.step.stragglers.push_back({9, 1.1});
+  o.step.stragglers.push_back({3, 1.5});
+  o.step.slow_links = {{2, 0.5, LinkClass::scale_out},
+                       {2, 0.25, LinkClass::scale_out},
+                       {6, 0.5, LinkClass::scale_up},
+                       {7, 0.5, LinkClass::scale_up},
+                       {8, 0.5, LinkClass::scale_up}};
+  const Report event = simulate(sc, o).report;
+  const std::vector<std::string> expected = {
+      "ranks 8-15 (stage 1): kernels 1.25x slower", "rank 3 (stage 0): kernels 1.5x slower",
+      "rank 2 (stage 0): NIC at 25% of its bandwidth",
+      "ranks 6-7 (stage 0): scale-up links at 50% of their bandwidth",  // a range stops at a stage
+      "rank 8 (stage 1): scale-up links at 50% of their bandwidth"};
+  CHECK(event.degraded == expected);
+  // The estimate names its stragglers (it does not model slow links); healthy runs name none.
+  const Report analytic = estimate(sc, analytic_options(o));
+  CHECK(analytic.degraded == std::vector<std::string>(expected.begin(), expected.begin() + 2));
+  CHECK(simulate(sc).report.degraded.empty());
+  // Given twice, a GPU runs at the larger slowdown, in both fidelities.
+  SimulateOptions twice;
+  twice.step.scope = SimulationScope::full;
+  twice.step.stragglers = {{13, 2.0}, {13, 1.1}};
+  SimulateOptions once = twice;
+  once.step.stragglers = {{13, 2.0}};
+  CHECK(simulate(sc, twice).report.step_time_s == simulate(sc, once).report.step_time_s);
+  CHECK(estimate(sc, analytic_options(twice)).step_time_s ==
+        estimate(sc, analytic_options(once)).step_time_s);
+}
+
 TEST_CASE("the analytic estimate refuses a straggler outside the cluster", "[sim][analytic]") {
   const Scenario sc =
       scenario("llama3-8b", "h100-sxm", 16, R"("tp": 2, "pp": 2, "dp": 4, "global_batch": 32)");

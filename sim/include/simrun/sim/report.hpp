@@ -77,6 +77,9 @@ struct Report {
   BreakdownReport breakdown;
   RunReport run;
   std::vector<std::string> warnings;
+  // The slow GPUs and links the step was modelled with (stragglers, slow links), one line each,
+  // e.g. "ranks 8-15 (stage 1): kernels 1.2x slower"; empty for healthy hardware.
+  std::vector<std::string> degraded;
   std::vector<Explained> explanations;  // filled for --explain
 };
 

@@ -113,6 +113,11 @@ struct StepResult {
 void check_stragglers(const std::vector<Straggler>& stragglers, int64_t world_size);
 void check_slow_links(const std::vector<SlowLink>& slow_links, int64_t world_size);
 
+// The report's description of them (Report::degraded): ranks with the same slowdown or link
+// fraction grouped into ranges, each named with its pipeline stage.
+std::vector<std::string> describe_degraded(const Scenario& scenario, const std::vector<Straggler>& stragglers,
+                                           const std::vector<SlowLink>& slow_links);
+
 // Simulates one step. Throws InputError for stragglers or slow links that check_* refuses, or
 // with representatives scope.
 StepResult simulate_step(const Scenario& scenario, const Workload& workload, const StepSimOptions& options,
