@@ -220,7 +220,6 @@ class StepTimeEstimator {
   double reduce_s(double params, int64_t n, const LinkCost& link) const;
   double gather_s(double params, int64_t n, const LinkCost& link) const;
   double beside_traffic_s(double compute_s, double traffic_s) const;
-  Probes probe_at(double slowdown) const;
   const Probes& probes_of(int64_t stage) const { return m_probes.at(m_stage_slowdown[size_t(stage)]); }
   const PieceTime& unit_piece(const StageProgram::FsdpUnit& u, int64_t stage) const;
   std::vector<double> gathered_forward_spans(int64_t stage, bool opens_step, bool slowed) const;
@@ -325,7 +324,8 @@ StepTimeEstimate StepTimeEstimator::run() {
 }
 
 // Each stage's slowdown: its slowest straggler's. Then one micro-batch of one dense layer and
-// of one MoE layer, the embedding and the head, at each stage's slowdown.
+// of one MoE layer, the embedding and the head: the workload builder's ops and collectives (each
+// probe's two layers of one kind), timed at each stage's slowdown.
 void StepTimeEstimator::probe_micro_batch_pieces() {
   const Layout& l = m_layout;
   m_stage_slowdown.assign(size_t(l.pp), 1.0);
@@ -337,34 +337,33 @@ void StepTimeEstimator::probe_micro_batch_pieces() {
       slowdown = std::max(slowdown, st.slowdown);
     }
   }
-  for (const double slowdown : m_stage_slowdown)
-    if (!m_probes.count(slowdown)) m_probes.emplace(slowdown, probe_at(slowdown));
-  m_first_moe = m_model.is_moe() ? m_model.moe->first_dense_layers : m_model.layers;
-}
-
-// The workload builder's ops and collectives of one micro-batch (each probe's two layers of one
-// kind), compute kernels `slowdown` times longer.
-Probes StepTimeEstimator::probe_at(double slowdown) const {
-  const Layout& l = m_layout;
   const GroupLinks links{m_tp_link, l.tp, m_cp_link, l.cp, m_ep_link, l.ep};
-  Probes out;
   const int64_t dense_layers = m_model.dense_layers();
   const int64_t moe_layers = m_model.moe_layers();
+  std::optional<StageProgram> dense_program, moe_program;
   if (dense_layers > 0 || moe_layers == 0) {
     Scenario dense = m_sc;
     dense.model.moe.reset();
-    out.dense = time_probe(probe_micro_batch(dense, m_compute, m_wo), links, slowdown);
+    dense_program = probe_micro_batch(dense, m_compute, m_wo);
   }
   if (moe_layers > 0) {
     Scenario routed = m_sc;
     routed.model.moe->first_dense_layers = 0;
-    out.moe = time_probe(probe_micro_batch(routed, m_compute, m_wo), links, slowdown);
-    if (dense_layers == 0) {
-      out.dense.embedding = out.moe.embedding;
-      out.dense.head = out.moe.head;
+    moe_program = probe_micro_batch(routed, m_compute, m_wo);
+  }
+  for (const double slowdown : m_stage_slowdown) {
+    if (m_probes.count(slowdown)) continue;
+    Probes& probes = m_probes[slowdown];
+    if (dense_program) probes.dense = time_probe(*dense_program, links, slowdown);
+    if (moe_program) {
+      probes.moe = time_probe(*moe_program, links, slowdown);
+      if (!dense_program) {
+        probes.dense.embedding = probes.moe.embedding;
+        probes.dense.head = probes.moe.head;
+      }
     }
   }
-  return out;
+  m_first_moe = m_model.is_moe() ? m_model.moe->first_dense_layers : m_model.layers;
 }
 
 // Layers per stage as the workload splits them (pipeline_split); where that split cannot be
