@@ -1,7 +1,9 @@
 // The slow-hardware flags (see command.hpp): --straggler and --straggler-node, which both
 // fidelities model, and --slow-link, which only the event simulation does.
+#include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "command.hpp"
 #include "simrun/common/error.hpp"

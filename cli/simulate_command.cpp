@@ -170,7 +170,7 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
             print_stage_table(out, std::cout);
             if (analytic) {
               print_comparison_table(report, event_parts, *analytic, std::cout);
-              if (!options.step.slow_links.empty()) fmt::print("  ({})\n", healthy_links_note);
+              if (!options.step.slow_links.empty()) fmt::print(std::cout, "  ({})\n", healthy_links_note);
             }
             if (args->explain) {
               std::cout << "\n";
