@@ -212,15 +212,19 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
                     b.pp_exposed_s, b.pp_comm_s, time.pp_send_s, time.dp_exposed_s, b.dp_comm_s,
                     time.dp_grad_s, time.dp_param_s,
                     time.dp_calls > 0 ? fmt::format(", in {} DDP buckets", time.dp_calls) : std::string()));
-    explain("breakdown.bubble_s", b.bubble_s, "s",
-            "longest path through the schedule's order (each chunk-step at its chunk's forward or backward "
-            "+ exposed TP/CP/EP per micro-batch) − the slowest stage's own work (equal stages: Narayanan's "
-            "(p − 1)/v of a stage's micro-batch) + the pipeline hops on that path beyond the stage's own "
-            "messages; each stage's last backward slowed beside its gradient reductions; ZeRO-3 with "
-            "pp > 1: each chunk's first forward unit by unit, each unit waiting on its own gather",
-            fmt::format("pp={}, v={}, slowest stage={}, fill and drain={:.4g} s, hops={:.4g} s", l.pp,
-                        l.virtual_stages, time.slowest_stage, time.fill_drain_s,
-                        time.pp_exposed_s - b.pp_exposed_s));
+    explain(
+        "breakdown.bubble_s", b.bubble_s, "s",
+        "longest path through the schedule's order (each chunk-step at its chunk's forward or backward "
+        "+ exposed TP/CP/EP per micro-batch) − the slowest stage's own work (equal stages: Narayanan's "
+        "(p − 1)/v of a stage's micro-batch) + the pipeline hops on that path beyond the stage's own "
+        "messages; each stage's last backward slowed beside its gradient reductions; ZeRO-3 with "
+        "pp > 1: each chunk's first forward unit by unit, each unit waiting on its own gather; ZeRO 0-2 "
+        "with pp > 1: what the stage ending the step (its last backward, optimizer and own gradient "
+        "reductions' tail ending last) adds",
+        fmt::format("pp={}, v={}, slowest stage={}, fill and drain={:.4g} s, hops={:.4g} s, stage ending the "
+                    "step={:.4g} s",
+                    l.pp, l.virtual_stages, time.slowest_stage, time.fill_drain_s,
+                    time.pp_exposed_s - b.pp_exposed_s, time.critical_tail_s));
   }
   detail::explain_throughput(sc, flops.per_sequence, options.flop_convention, peak, r);
   detail::explain_memory(sc, memory.stages[size_t(memory.worst_stage)], options.memory, r);

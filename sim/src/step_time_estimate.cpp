@@ -226,7 +226,9 @@ class StepTimeEstimator {
   double first_forward_s(const StageTime& st) const;
   double last_backward_s(const StageTime& st) const;
   double fsdp_reduce_tail_s(const StageTime& st) const;
-  std::optional<double> makespan(double hop_s) const;
+  std::optional<double> makespan(double hop_s, std::vector<double>* stage_ends = nullptr) const;
+  std::pair<double, double> ddp_chunk_windows(const StageTime& st, double grad_s, double param_s) const;
+  double ddp_grad_tail_s(const std::vector<TimedBucket>& buckets, const StageTime& st) const;
 
   const Scenario& m_sc;
   const ModelSpec& m_model;
@@ -268,6 +270,9 @@ class StepTimeEstimator {
   std::vector<double> m_stage_reduce_traffic_s;            // [stage]: beside its last backward
 
   std::vector<std::vector<ChunkStep>> m_chunk_steps;  // [stage][chunk]
+  // [stage]: when its last backward and its optimizer end on the compute path, less the longest
+  // optimizer (which the compute term holds); pp > 1.
+  std::vector<double> m_stage_path_end;
 
   double m_dp_total_s = 0, m_grad_overlapped_s = 0, m_param_overlapped_s = 0;
   double m_dp_busy_s = 0;  // ZeRO-3: the time its streams are busy, traffic on two at once counted once
@@ -595,7 +600,7 @@ double StepTimeEstimator::last_backward_s(const StageTime& st) const {
 // messages add to the longest path is the pipeline's exposed communication. Plain 1F1B
 // exchanges its messages blocking, in pairs (send_forward_recv_backward), so a stage's own
 // 2m and the fill and drain's 2(p−1) sit on the path: 2(m + p − 1) sends.
-std::optional<double> StepTimeEstimator::makespan(double hop_s) const {
+std::optional<double> StepTimeEstimator::makespan(double hop_s, std::vector<double>* stage_ends) const {
   const Layout& l = m_layout;
   const int64_t last_micro_batch = std::max<int64_t>(1, l.num_microbatches()) - 1;
   auto stretch = [](double stretched, double plain) { return plain > 0 ? stretched / plain : 1.0; };
@@ -621,8 +626,12 @@ std::optional<double> StepTimeEstimator::makespan(double hop_s) const {
   // last backward and optimizer end last, counted here against the longest optimizer (which the
   // compute term holds).
   double end = -std::numeric_limits<double>::infinity();
-  for (int64_t i = 0; i < l.pp; ++i)
-    end = std::max(end, (*finish)[size_t(i)] + m_out.stages[size_t(i)].optimizer_s - m_optimizer_s);
+  if (stage_ends) stage_ends->assign(size_t(l.pp), 0.0);
+  for (int64_t i = 0; i < l.pp; ++i) {
+    const double stage_end = (*finish)[size_t(i)] + m_out.stages[size_t(i)].optimizer_s - m_optimizer_s;
+    if (stage_ends) (*stage_ends)[size_t(i)] = stage_end;
+    end = std::max(end, stage_end);
+  }
   return end;
 }
 
@@ -643,7 +652,7 @@ void StepTimeEstimator::time_fill_and_drain() {
     }
   }
   const StageTime& slow = slowest();
-  const std::optional<double> compute_path = l.pp > 1 ? makespan(0.0) : std::nullopt;
+  const std::optional<double> compute_path = l.pp > 1 ? makespan(0.0, &m_stage_path_end) : std::nullopt;
   m_out.fill_drain_s = 0;
   if (l.pp > 1 && m_v_chunks == 1)
     m_out.pp_exposed_s = 2.0 * (m_out.microbatches + m_p - 1.0) * m_out.pp_send_s;
@@ -691,7 +700,8 @@ void StepTimeEstimator::time_data_parallel() {
   }
   // ZeRO 0-2: Megatron's DDP reduces (and the distributed optimizer gathers) bucket by bucket,
   // one call each, as the workload plans them; the stage with the most traffic sets the pace.
-  std::vector<TimedBucket> buckets;  // of the stage with the most DP traffic
+  std::vector<TimedBucket> buckets;                   // of the stage with the most DP traffic
+  std::vector<std::vector<TimedBucket>> all_buckets;  // [stage]
   for (const auto& stage : m_stage_buckets) {
     std::vector<TimedBucket> timed;
     double stage_grad = 0, stage_param = 0;
@@ -705,14 +715,27 @@ void StepTimeEstimator::time_data_parallel() {
     if (stage_grad + stage_param > grad_s + param_s) {
       grad_s = stage_grad;
       param_s = stage_param;
-      buckets = std::move(timed);
+      buckets = timed;
     }
+    all_buckets.push_back(std::move(timed));
   }
   m_out.dp_grad_s = grad_s;
   m_out.dp_param_s = param_s;
   m_out.dp_calls = int64_t(buckets.size());
   m_dp_total_s = grad_s + param_s;
   expose_ddp_traffic(buckets);
+  // Over a pipeline the step ends with the stage whose last backward, optimizer and own
+  // gradient tail end last, which need not be the slowest stage (stage 0 after the drain, or
+  // any stage beside a straggler's).
+  if (!m_stage_path_end.empty()) {
+    double path = -std::numeric_limits<double>::infinity(), critical = path;
+    for (int64_t i = 0; i < l.pp; ++i) {
+      path = std::max(path, m_stage_path_end[size_t(i)]);
+      critical = std::max(critical, m_stage_path_end[size_t(i)] +
+                                        ddp_grad_tail_s(all_buckets[size_t(i)], m_out.stages[size_t(i)]));
+    }
+    m_out.critical_tail_s = critical - (path + (grad_s - m_grad_overlapped_s));
+  }
 }
 
 // A stage's reduce-scatters beyond its last backward, FSDP over a pipeline. They queue on one
@@ -786,36 +809,9 @@ void StepTimeEstimator::expose_fsdp_traffic() {
   m_grad_overlapped_s = std::max(0.0, m_dp_busy_s - m_out.dp_exposed_s);
 }
 
-// Megatron's DDP, bucket by bucket (the workload's buckets: chunk 0 cut at the bucket size,
-// later chunks, interleaved, one bucket each unless the framework cuts them all). Chunk c's
-// last backward ends c·p chunk-steps before the stage's last (the cool-down runs the chunks
-// down to 0, p micro-batches each); a bucket is ready when the backward has passed its layers
-// (layers evenly over the chunk's backward), and the buckets reduce one after another on one
-// stream: what outlasts the stage's last backward is exposed. The weight gathers mirror it:
-// issued one after another from the step's start, chunk c's first forward starting c·p
-// chunk-steps in, each bucket needed when the forward reaches its first layer, every wait
-// delaying the rest. With v = 1: the last backward's and the first forward's windows.
-void StepTimeEstimator::expose_ddp_traffic(const std::vector<TimedBucket>& buckets) {
-  const StageTime& slow = slowest();
-  const double grad_s = m_out.dp_grad_s, param_s = m_out.dp_param_s;
-  const double v = m_v, p = m_p;
-  // A chunk's forward and backward as the compute stream spans them: recompute and the waits
-  // for TP/CP/EP collectives included (the DP stream runs beside those too).
-  // Compute beside the traffic runs overlap_slowdown slower (below), which widens the windows:
-  // by the share of the time, up to the last bucket's window, that the traffic fills.
-  const double forward_plain = (slow.forward_s + slow.forward_exposed_s) / v;
-  const double backward_plain =
-      (slow.backward_s + slow.recompute_s + mb_exposed(slow) - slow.forward_exposed_s) / v;
-  const double windows = (v - 1.0) * p + 1.0;  // chunk-steps up to the last chunk's window
-  auto busy = [&](double traffic_s, double window_s) {
-    return window_s > 0 ? std::min(1.0, traffic_s / (windows * window_s)) : 0.0;
-  };
-  const double forward_chunk =
-      forward_plain + m_options.overlap_slowdown * busy(param_s, forward_plain) * slow.forward_s / v;
-  const double backward_chunk = backward_plain + m_options.overlap_slowdown * busy(grad_s, backward_plain) *
-                                                     (slow.backward_s + slow.recompute_s) / v;
-  // The share of its chunk's layers the backward has passed when each bucket is ready, counted
-  // apart for the dense and the expert buckets (each list covers the chunk's layers once).
+// The share of its chunk's layers the backward has passed when each bucket is ready, counted
+// apart for the dense and the expert buckets (each list covers the chunk's layers once).
+std::vector<double> passed_shares(const std::vector<TimedBucket>& buckets) {
   std::map<std::pair<int64_t, bool>, int64_t> chunk_layers, seen;
   for (const TimedBucket& b : buckets) chunk_layers[{b.size.chunk, b.size.experts}] += b.size.layers;
   std::vector<double> passed(buckets.size(), 1.0);
@@ -824,15 +820,65 @@ void StepTimeEstimator::expose_ddp_traffic(const std::vector<TimedBucket>& bucke
     seen[key] += buckets[i].size.layers;
     if (chunk_layers[key] > 0) passed[i] = double(seen[key]) / double(chunk_layers[key]);
   }
-  double grad_exposed = grad_s;
-  if (m_wo.grad_reduce == GradReduceOverlap::bucketed) {
-    std::vector<std::pair<double, double>> ready;  // (ready time, duration); 0 = last backward ends
-    for (size_t i = 0; i < buckets.size(); ++i) {
-      const double chunk_end = -double(buckets[i].size.chunk) * p * backward_chunk;
-      ready.push_back({chunk_end - backward_chunk * (1.0 - passed[i]), buckets[i].grad_s});
-    }
-    grad_exposed = ready.empty() ? 0.0 : std::clamp(one_stream_end_s(std::move(ready)), 0.0, grad_s);
+  return passed;
+}
+
+// A chunk's forward and backward as the compute stream spans them: recompute and the waits for
+// TP/CP/EP collectives included (the DP stream runs beside those too). Compute beside the
+// traffic runs overlap_slowdown slower (charge_overlap_slowdown), which widens the windows: by
+// the share of the time, up to the last bucket's window, that the traffic fills.
+std::pair<double, double> StepTimeEstimator::ddp_chunk_windows(const StageTime& st, double grad_s,
+                                                               double param_s) const {
+  const double v = m_v, p = m_p;
+  const double forward_plain = (st.forward_s + st.forward_exposed_s) / v;
+  const double backward_plain = (st.backward_s + st.recompute_s + mb_exposed(st) - st.forward_exposed_s) / v;
+  const double windows = (v - 1.0) * p + 1.0;  // chunk-steps up to the last chunk's window
+  auto busy = [&](double traffic_s, double window_s) {
+    return window_s > 0 ? std::min(1.0, traffic_s / (windows * window_s)) : 0.0;
+  };
+  return {forward_plain + m_options.overlap_slowdown * busy(param_s, forward_plain) * st.forward_s / v,
+          backward_plain + m_options.overlap_slowdown * busy(grad_s, backward_plain) *
+                               (st.backward_s + st.recompute_s) / v};
+}
+
+// The buckets' reductions beyond a stage's last backward. Chunk c's last backward ends c·p
+// chunk-steps before the stage's last (the cool-down runs the chunks down to 0, p micro-batches
+// each); a bucket is ready when the backward has passed its layers (layers evenly over the
+// chunk's backward), and the buckets reduce one after another on one stream: what outlasts the
+// stage's last backward is exposed.
+double StepTimeEstimator::ddp_grad_tail_s(const std::vector<TimedBucket>& buckets,
+                                          const StageTime& st) const {
+  double grad_s = 0, param_s = 0;
+  for (const TimedBucket& b : buckets) {
+    grad_s += b.grad_s;
+    param_s += b.param_s;
   }
+  if (m_wo.grad_reduce != GradReduceOverlap::bucketed) return grad_s;
+  const double backward_chunk = ddp_chunk_windows(st, grad_s, param_s).second;
+  // The cool-down's chunk-steps go at the slowest stage's pace.
+  const double pace = std::max(backward_chunk, ddp_chunk_windows(slowest(), grad_s, param_s).second);
+  const std::vector<double> passed = passed_shares(buckets);
+  std::vector<std::pair<double, double>> ready;  // (ready time, duration); 0 = last backward ends
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    const double chunk_end = -double(buckets[i].size.chunk) * m_p * pace;
+    ready.push_back({chunk_end - backward_chunk * (1.0 - passed[i]), buckets[i].grad_s});
+  }
+  return ready.empty() ? 0.0 : std::clamp(one_stream_end_s(std::move(ready)), 0.0, grad_s);
+}
+
+// Megatron's DDP, bucket by bucket (the workload's buckets: chunk 0 cut at the bucket size,
+// later chunks, interleaved, one bucket each unless the framework cuts them all): the gradient
+// reductions' tail as above, on the slowest stage's windows. The weight gathers mirror it:
+// issued one after another from the step's start, chunk c's first forward starting c·p
+// chunk-steps in, each bucket needed when the forward reaches its first layer, every wait
+// delaying the rest. With v = 1: the last backward's and the first forward's windows.
+void StepTimeEstimator::expose_ddp_traffic(const std::vector<TimedBucket>& buckets) {
+  const StageTime& slow = slowest();
+  const double grad_s = m_out.dp_grad_s, param_s = m_out.dp_param_s;
+  const double p = m_p;
+  const double forward_chunk = ddp_chunk_windows(slow, grad_s, param_s).first;
+  const std::vector<double> passed = passed_shares(buckets);
+  const double grad_exposed = ddp_grad_tail_s(buckets, slow);
   double param_exposed = param_s;
   if (m_wo.param_gather == ParamGatherOverlap::next_forward) {
     // Forward order: chunk by chunk, each chunk's buckets (dense and expert alike) by the point
@@ -930,7 +976,7 @@ void StepTimeEstimator::fill_breakdown() {
   b.pp_exposed_s = std::min(m_out.pp_exposed_s, m_pp_total_s);
   b.dp_exposed_s = m_out.dp_exposed_s;
   b.exposed_comm_s = b.tp_exposed_s + b.cp_exposed_s + b.ep_exposed_s + b.pp_exposed_s + b.dp_exposed_s;
-  b.bubble_s = m_out.fill_drain_s + (m_out.pp_exposed_s - b.pp_exposed_s);
+  b.bubble_s = m_out.fill_drain_s + (m_out.pp_exposed_s - b.pp_exposed_s) + m_out.critical_tail_s;
   m_out.step_time_s = b.compute_s + b.exposed_comm_s + b.bubble_s;
 }
 

@@ -108,6 +108,7 @@ TEST_CASE("the analytic estimate paces a straggler's stage as the event simulati
     std::string layout;
     Straggler straggler;
     int64_t seq_len = 0;  // 0: the model's
+    double tolerance = 0.02;
   };
   const Case c = GENERATE(
       // The last stage (rank 13) or the first (rank 5) of a 1F1B pipeline with TP and DP.
@@ -127,7 +128,18 @@ TEST_CASE("the analytic estimate paces a straggler's stage as the event simulati
            "h100-sxm",
            8,
            R"("tp": 1, "pp": 1, "dp": 8, "global_batch": 32, "zero_stage": 3)",
-           {3, 1.5}});
+           {3, 1.5}},
+      // The slowed last stage is not the one that ends the step: the first stage's gradient
+      // all-reduces start after the drain the straggler delays. With the DP tail taken on the
+      // slowest stage only, the event's step was 9.4% longer than the estimate's.
+      Case{"llama3-8b",
+           "mi300x",
+           16,
+           R"("tp": 1, "pp": 2, "dp": 8, "micro_batch": 1, "global_batch": 8, "recompute": "selective",
+               "precision": "fp8")",
+           {13, 1.25},
+           1024,
+           0.03});
   const std::string model =
       c.seq_len > 0 ? R"({"name": ")" + c.model + R"(", "seq_len": )" + std::to_string(c.seq_len) + "}"
                     : R"(")" + c.model + R"(")";
@@ -144,7 +156,7 @@ TEST_CASE("the analytic estimate paces a straggler's stage as the event simulati
                << " at " << c.straggler.slowdown << "x: event " << event << " s, analytic " << analytic
                << " s, healthy analytic " << healthy << " s");
   CHECK(analytic > healthy * (1 + 0.1 * (c.straggler.slowdown - 1)));
-  CHECK(analytic == Approx(event).epsilon(0.02));
+  CHECK(analytic == Approx(event).epsilon(c.tolerance));
 }
 
 TEST_CASE("the report names the slow GPUs and links it ran with, a GPU given twice at its worst",

@@ -64,7 +64,12 @@
 //                    ZeRO-3 with pp > 1: each chunk's first forward plays out its FSDP units,
 //                    each waiting on its own gather (one stream, limit_all_gathers' window; a
 //                    chunk's first unit fetched during the fill), compute beside a gather
-//                    overlap_slowdown slower
+//                    overlap_slowdown slower. Each stage's optimizer follows its own last
+//                    backward; with ZeRO 0-2 so does its own gradient reductions' tail (its
+//                    buckets, the cool-down paced by the slowest stage), and the stage whose
+//                    path, optimizer and tail end last ends the step: what it adds beyond the
+//                    slowest stage's counts here (stage 0 after the drain, or a stage beside a
+//                    straggler's)
 //   step_time_s    = compute_s + exposed_comm_s + bubble_s
 // Stragglers (AnalyticOptions::stragglers): every compute kernel of a stage that holds one runs
 // its slowdown times longer (the largest in the stage): the stage's TP, CP, EP and DP groups
@@ -157,6 +162,9 @@ struct StepTimeEstimate {
   double fill_drain_s = 0;        // what the schedule's longest path adds to the slowest stage's work
   double overlap_slowdown_s = 0;  // compute slowed by overlapping DP/PP traffic, per step
   double shared_link_s = 0;       // TP/CP/EP waits added by DP traffic on the same link, per step
+  // ZeRO 0-2 over a pipeline: what the stage that ends the step (its last backward, optimizer
+  // and own gradient tail ending last) adds beyond the slowest stage's path and DP tail.
+  double critical_tail_s = 0;
   BreakdownReport breakdown;
   double step_time_s = 0;
 };
