@@ -648,7 +648,7 @@ void check_stragglers(const std::vector<Straggler>& stragglers, int64_t world_si
       throw InputError("command line", "--straggler", outside_cluster(s.rank, world_size));
     if (!(s.slowdown >= 1.0 && s.slowdown <= 100.0))
       throw InputError("command line", "--straggler",
-                       "slowdown must be in [1, 100], got " + std::to_string(s.slowdown));
+                       fmt::format("slowdown must be in [1, 100], got {}", s.slowdown));
   }
 }
 

@@ -204,6 +204,9 @@ TEST_CASE("the analytic estimate refuses a straggler outside the cluster", "[sim
   CHECK_THROWS_AS(estimate(sc, o), InputError);
   o.stragglers = {{3, 0.5}};
   CHECK_THROWS_AS(estimate(sc, o), InputError);
+  // The value as given, shortest form (std::to_string printed 1e308 as 309 digits).
+  o.stragglers = {{3, 1e308}};
+  CHECK_THROWS_WITH(estimate(sc, o), Catch::Contains("slowdown must be in [1, 100], got 1e+308"));
 }
 
 TEST_CASE("an assumed MFU is the estimate's method: the event simulation says it does not use it",
