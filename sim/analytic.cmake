@@ -7,7 +7,8 @@ target_sources(simrun_sim PRIVATE
   src/explain.cpp         # --explain entries shared with the event simulation
   src/memory_model.cpp
   src/run_cost.cpp
-  src/step_time_estimate.cpp  # the closed-form step time, phase by phase
+  src/step_time_estimate.cpp  # the closed-form step time: stages and pipeline
+  src/step_time_estimate_data_parallel.cpp  # ... its data-parallel traffic
   src/textbook.cpp
   src/workload_probe.cpp  # the workload builder's ops of one micro-batch, for the estimate
 )

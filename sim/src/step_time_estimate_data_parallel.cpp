@@ -1,0 +1,438 @@
+// The closed-form step time, part 2 (step_time_estimate.cpp holds the stages and the
+// pipeline): the data-parallel traffic, Megatron DDP's buckets and FSDP's units, what the
+// compute stream does not hide of it, what compute pays running beside it, and the links it
+// shares with the TP, CP and EP groups.
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <utility>
+#include <vector>
+
+#include "step_time_estimator.hpp"
+
+namespace simrun::detail {
+namespace {
+
+// Transfers (ready time, duration) run one after another on one stream, in the order they are
+// ready: when the last ends.
+double one_stream_end_s(std::vector<std::pair<double, double>> ready) {
+  std::stable_sort(ready.begin(), ready.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  double end = -std::numeric_limits<double>::infinity();
+  for (const auto& [at, duration] : ready) end = std::max(end, at) + duration;
+  return end;
+}
+
+// The share of its chunk's layers the backward has passed when each bucket is ready, counted
+// apart for the dense and the expert buckets (each list covers the chunk's layers once).
+std::vector<double> passed_shares(const std::vector<TimedBucket>& buckets) {
+  std::map<std::pair<int64_t, bool>, int64_t> chunk_layers, seen;
+  for (const TimedBucket& b : buckets) chunk_layers[{b.size.chunk, b.size.experts}] += b.size.layers;
+  std::vector<double> passed(buckets.size(), 1.0);
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    const std::pair<int64_t, bool> key{buckets[i].size.chunk, buckets[i].size.experts};
+    seen[key] += buckets[i].size.layers;
+    if (chunk_layers[key] > 0) passed[i] = double(seen[key]) / double(chunk_layers[key]);
+  }
+  return passed;
+}
+
+}  // namespace
+
+// Data parallel: the biggest stage's local gradients and weights, in the workload's element
+// sizes (gradients as reduced, weights as gathered).
+double StepTimeEstimator::reduce_s(double params, int64_t n, const LinkCost& link) const {
+  const double bytes = params * m_wo.grad_reduce_bytes;
+  return collective_s(m_layout.zero_stage == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter,
+                      bytes, n, link);
+}
+
+double StepTimeEstimator::gather_s(double params, int64_t n, const LinkCost& link) const {
+  return m_layout.zero_stage >= 1
+             ? collective_s(CollectiveOp::all_gather, params * activation_element_bytes(m_layout.precision),
+                            n, link)
+             : 0.0;
+}
+
+// Compute beside DP traffic pays overlap_slowdown on the overlap.
+double StepTimeEstimator::beside_traffic_s(double compute_s, double traffic_s) const {
+  return compute_s + m_options.overlap_slowdown * std::min(traffic_s, compute_s);
+}
+
+const PieceTime& StepTimeEstimator::unit_piece(const StageProgram::FsdpUnit& u, int64_t stage) const {
+  const Probes& probes = probes_of(stage);
+  if (u.unit == -1) return probes.dense.embedding;
+  if (u.unit == -2) return probes.dense.head;
+  const ProbeTimes& probe = u.unit >= m_first_moe ? probes.moe : probes.dense;
+  return probe.layer[size_t(std::min<int64_t>(u.unit % 2, probe.layers - 1))];
+}
+
+// ZeRO-3 / FSDP traffic unit by unit, one call each as the workload issues them (per-call
+// latency and the tuner's size-dependent protocol), dense weights over DP and routed experts
+// over expert-DP; units of equal size timed once. Then what runs beside each stage's last
+// backward: FSDP's reduce-scatters unit by unit, or Megatron DDP's buckets as each is final
+// (overlap_grad_reduce); and, FSDP over a pipeline, each stage's gather-bound first forward.
+void StepTimeEstimator::time_fsdp_units() {
+  const Layout& l = m_layout;
+  m_unit_traffic.resize(size_t(l.pp));
+  m_stage_traffic.assign(size_t(l.pp), UnitTraffic{});
+  if (l.zero_stage >= 3) {
+    std::map<std::pair<double, double>, UnitTraffic> timed;
+    for (int64_t i = 0; i < l.pp; ++i)
+      for (const StageProgram::FsdpUnit& u : m_stage_units[size_t(i)]) {
+        const auto key = std::pair{u.params, u.expert_params};
+        auto it = timed.find(key);
+        if (it == timed.end()) {
+          const double dense = u.params - u.expert_params;
+          auto latency = [](CollectiveOp op, double params, int64_t n, const LinkCost& link) {
+            return params > 0 ? collective_s(op, 1.0, n, link) : 0.0;
+          };
+          const UnitTraffic t{
+              gather_s(dense, m_dp_n, m_dp_link) + gather_s(u.expert_params, m_expert_dp, m_expert_dp_link),
+              reduce_s(dense, m_dp_n, m_dp_link) + reduce_s(u.expert_params, m_expert_dp, m_expert_dp_link),
+              latency(CollectiveOp::all_gather, dense, m_dp_n, m_dp_link) +
+                  latency(CollectiveOp::all_gather, u.expert_params, m_expert_dp, m_expert_dp_link),
+              latency(CollectiveOp::reduce_scatter, dense, m_dp_n, m_dp_link) +
+                  latency(CollectiveOp::reduce_scatter, u.expert_params, m_expert_dp, m_expert_dp_link)};
+          it = timed.emplace(key, t).first;
+        }
+        m_unit_traffic[size_t(i)].push_back(it->second);
+        m_stage_traffic[size_t(i)].add(it->second);
+      }
+  }
+  const std::vector<UnitTraffic>& first_units = m_unit_traffic.front();
+  if (!first_units.empty()) m_first_layer_traffic = first_units[std::min<size_t>(1, first_units.size() - 1)];
+
+  if (m_fsdp_pipeline)
+    for (int64_t i = 0; i < l.pp; ++i)
+      m_first_forward_spans.push_back(gathered_forward_spans(i, i == 0, true));
+
+  // Timed once per stage: the schedule asks for each last backward twice per chunk.
+  m_stage_reduce_traffic_s.assign(size_t(l.pp), 0.0);
+  for (int64_t i = 0; i < l.pp; ++i) {
+    if (l.zero_stage >= 3) {
+      m_stage_reduce_traffic_s[size_t(i)] = m_stage_traffic[size_t(i)].reduce_s;
+    } else if (m_wo.grad_reduce == GradReduceOverlap::bucketed) {
+      for (const StageProgram::GradBucketSize& b : m_stage_buckets[size_t(i)])
+        m_stage_reduce_traffic_s[size_t(i)] += b.experts ? reduce_s(b.params, m_expert_dp, m_expert_dp_link)
+                                                         : reduce_s(b.params, m_dp_n, m_dp_link);
+    }
+  }
+}
+
+// FSDP with pipelining (torchtitan) gathers a stage's weights unit by unit during each chunk's
+// first micro-batch, as the workload issues them: on one FIFO stream, a layer's gather once
+// the layer fsdp_prefetch_layers before it has started (limit_all_gathers), the embedding's
+// and the output layer's as soon as the stream is free; a unit computes once its gather is done
+// and the unit before it has finished (its compute and its waits for TP/CP/EP collectives).
+// A chunk's first gather runs during the fill, or the chunk before it, except the first
+// stage's, which opens the step. Its reduce-scatters hold up nothing but the stage's own
+// optimizer (the gradient send does not wait for them): fsdp_reduce_tail_s.
+// Stage i's forward of a micro-batch whose weights it gathers, chunk by chunk: each chunk's
+// span. `opens_step`: the stage's first unit waits for its gather too (the step's first
+// forward on the first stage); `slowed`: compute beside a gather pays overlap_slowdown.
+std::vector<double> StepTimeEstimator::gathered_forward_spans(int64_t stage, bool opens_step,
+                                                              bool slowed) const {
+  std::vector<double> spans(size_t(m_split_v), 0.0);
+  const std::vector<StageProgram::FsdpUnit>& units = m_stage_units[size_t(stage)];
+  const std::vector<UnitTraffic>& traffic = m_unit_traffic[size_t(stage)];
+  std::vector<double> starts;  // the chunk's units' start times, from the chunk's start
+  double gather_end = 0, compute_end = 0;
+  for (size_t k = 0; k < units.size(); ++k) {
+    const StageProgram::FsdpUnit& u = units[k];
+    if (k == 0 || units[k - 1].chunk != u.chunk) {
+      starts.clear();
+      gather_end = opens_step && k == 0 ? traffic[k].gather_s : 0.0;
+      compute_end = 0;
+    } else {
+      const int64_t trigger = int64_t(starts.size()) - m_wo.fsdp_prefetch_layers;
+      const double issue = u.unit >= 0 && trigger >= 0 ? starts[size_t(trigger)] : 0.0;
+      gather_end = std::max(gather_end, issue) + traffic[k].gather_s;
+    }
+    const double start = std::max(compute_end, gather_end);
+    starts.push_back(start);
+    const bool next_in_chunk = k + 1 < units.size() && units[k + 1].chunk == u.chunk;
+    const double beside_s = slowed && next_in_chunk ? traffic[k + 1].gather_s : 0.0;
+    const PieceTime& piece = unit_piece(u, stage);
+    compute_end = start + beside_traffic_s(piece.forward_s, beside_s) + piece.forward_exposed_s;
+    spans[size_t(u.chunk)] = compute_end;
+  }
+  return spans;
+}
+
+// The first forward's compute part: its span, less the forward's own waits.
+double StepTimeEstimator::first_forward_s(const StageTime& st) const {
+  if (!m_fsdp_pipeline) return st.forward_s;
+  const std::vector<double>& spans = m_first_forward_spans[size_t(st.stage)];
+  return std::accumulate(spans.begin(), spans.end(), 0.0) - st.forward_exposed_s;
+}
+
+// A stage's last backward (of each chunk) runs beside its gradients' reductions.
+double StepTimeEstimator::last_backward_s(const StageTime& st) const {
+  return beside_traffic_s(st.backward_s + st.recompute_s, m_stage_reduce_traffic_s[size_t(st.stage)]);
+}
+
+// The DP traffic per step of the stage with the most of it, and what the compute stream does
+// not hide of it.
+void StepTimeEstimator::time_data_parallel() {
+  const Layout& l = m_layout;
+  double grad_s = 0, param_s = 0;
+  if (l.zero_stage >= 3) {  // unit by unit, the stage with the most traffic
+    for (const UnitTraffic& stage : m_stage_traffic)
+      if (stage.gather_s + stage.reduce_s > grad_s + param_s) {
+        grad_s = stage.reduce_s;
+        param_s = stage.gather_s;
+      }
+    // FSDP / ZeRO-3, one unit per layer plus the embedding and the head (the workload's units).
+    // pp = 1: weights gathered for forward and again for backward, gradients reduce-scattered,
+    // per micro-batch. pp > 1 (torchtitan: no resharding between micro-batches): once per step.
+    const double passes = l.pp > 1 ? 1.0 : m_out.microbatches;
+    m_out.dp_grad_s = passes * grad_s;
+    m_out.dp_param_s = passes * (l.pp > 1 ? 1.0 : 2.0) * param_s;
+    m_dp_total_s = m_out.dp_grad_s + m_out.dp_param_s;
+    m_dp_busy_s = m_dp_total_s;
+    expose_fsdp_traffic();
+    return;
+  }
+  // ZeRO 0-2: Megatron's DDP reduces (and the distributed optimizer gathers) bucket by bucket,
+  // one call each, as the workload plans them; the stage with the most traffic sets the pace.
+  std::vector<TimedBucket> buckets;                   // of the stage with the most DP traffic
+  std::vector<std::vector<TimedBucket>> all_buckets;  // [stage]
+  for (const auto& stage : m_stage_buckets) {
+    std::vector<TimedBucket> timed;
+    double stage_grad = 0, stage_param = 0;
+    for (const StageProgram::GradBucketSize& b : stage) {
+      const int64_t n = b.experts ? m_expert_dp : m_dp_n;
+      const LinkCost& lk = b.experts ? m_expert_dp_link : m_dp_link;
+      timed.push_back({b, reduce_s(b.params, n, lk), gather_s(b.params, n, lk)});
+      stage_grad += timed.back().grad_s;
+      stage_param += timed.back().param_s;
+    }
+    if (stage_grad + stage_param > grad_s + param_s) {
+      grad_s = stage_grad;
+      param_s = stage_param;
+      buckets = timed;
+    }
+    all_buckets.push_back(std::move(timed));
+  }
+  m_out.dp_grad_s = grad_s;
+  m_out.dp_param_s = param_s;
+  m_out.dp_calls = int64_t(buckets.size());
+  m_dp_total_s = grad_s + param_s;
+  expose_ddp_traffic(buckets);
+  // Over a pipeline the step ends with the stage whose last backward, optimizer and own
+  // gradient tail end last, which need not be the slowest stage (stage 0 after the drain, or
+  // any stage beside a straggler's).
+  if (!m_stage_path_end.empty()) {
+    double path = -std::numeric_limits<double>::infinity(), critical = path;
+    for (int64_t i = 0; i < l.pp; ++i) {
+      path = std::max(path, m_stage_path_end[size_t(i)]);
+      critical = std::max(critical, m_stage_path_end[size_t(i)] +
+                                        ddp_grad_tail_s(all_buckets[size_t(i)], m_out.stages[size_t(i)]));
+    }
+    m_out.critical_tail_s = critical - (path + (grad_s - m_grad_overlapped_s));
+  }
+}
+
+// A stage's reduce-scatters beyond its last backward, FSDP over a pipeline. They queue on one
+// stream, each unit's once the last micro-batch's backward has passed it: chunk c's last
+// backward ends c·p chunk-steps before the stage's last (the cool-down runs the chunks down to
+// 0), its units in reverse, evenly over it.
+double StepTimeEstimator::fsdp_reduce_tail_s(const StageTime& st) const {
+  const std::vector<StageProgram::FsdpUnit>& units = m_stage_units[size_t(st.stage)];
+  const double chunk_backward = last_backward_s(st) / double(m_split_v);
+  std::map<int64_t, double> chunk_units, passed;
+  for (const StageProgram::FsdpUnit& u : units) chunk_units[u.chunk] += 1;
+  std::vector<std::pair<double, double>> ready;  // (ready time, duration); 0 = last backward ends
+  for (size_t k = units.size(); k-- > 0;) {
+    const double share = (passed[units[k].chunk] += 1) / chunk_units[units[k].chunk];
+    const double chunk_end = -double(units[k].chunk) * m_p * chunk_backward;
+    ready.push_back(
+        {chunk_end - chunk_backward * (1.0 - share), m_unit_traffic[size_t(st.stage)][k].reduce_s});
+  }
+  return ready.empty() ? 0.0 : std::max(0.0, one_stream_end_s(std::move(ready)));
+}
+
+void StepTimeEstimator::expose_fsdp_traffic() {
+  const StageTime& slow = slowest();
+  const double microbatches = m_out.microbatches;
+  if (m_fsdp_pipeline) {
+    // The slowest stage's own gather-bound first forward, and the tail: a stage's
+    // reduce-scatters beyond its last backward and the drain still to run behind it (the
+    // backwards of the stages before it), then at least the first stage's first layer's
+    // reduce-scatter, which only the embedding's short backward follows.
+    double tail = 0, drain_behind = 0;
+    for (const StageTime& st : m_out.stages) {
+      tail = std::max(tail, fsdp_reduce_tail_s(st) - drain_behind);
+      drain_behind += last_backward_s(st) / m_v;
+    }
+    tail = std::max(tail, m_first_layer_traffic.reduce_s);
+    m_out.dp_exposed_s = first_forward_s(slow) - slow.forward_s + tail;
+  } else {
+    // Prefetch hides the rest behind compute, but not each micro-batch's forward waits on its
+    // gathers, played out unit by unit as above (the step's first opening with the embedding's
+    // gather; a later one's embedding gathered during the backward before it, its first
+    // layer's issued once its forward starts), nor the embedding's reduce-scatter after the
+    // last backward.
+    const std::vector<UnitTraffic>& first_units = m_unit_traffic.front();
+    const UnitTraffic embedding = first_units.empty() ? UnitTraffic{} : first_units.front();
+    auto forward_waits_s = [&](bool opens_step) {
+      const std::vector<double> spans = gathered_forward_spans(0, opens_step, false);
+      return std::max(
+          0.0, std::accumulate(spans.begin(), spans.end(), 0.0) - slow.forward_s - slow.forward_exposed_s);
+    };
+    const double unhidden =
+        forward_waits_s(true) + (microbatches - 1.0) * forward_waits_s(false) + embedding.reduce_s;
+    // The backward's gathers (each unit's, prefetched) and reduce-scatters run on two streams
+    // at once, unless one communicator's stream serializes them (FSDP1): their calls' latencies
+    // overlap, their bytes share the link, so together they take the longer stream or the
+    // bytes of both, whichever is more.
+    const UnitTraffic& stage = m_stage_traffic.front();
+    double backward_s = stage.gather_s + stage.reduce_s;
+    if (!m_wo.fsdp_one_communicator)
+      backward_s = std::max(
+          {stage.gather_s, stage.reduce_s, backward_s - stage.gather_latency_s - stage.reduce_latency_s});
+    m_dp_busy_s = microbatches * (stage.gather_s + backward_s);
+    // The window is the compute stream's whole span, its waits for TP/CP/EP collectives
+    // included: FSDP's streams run beside those too. Its compute runs overlap_slowdown slower
+    // for the share of it the traffic fills.
+    const double span = microbatches * (slow.compute_s() + mb_exposed(slow));
+    const double busy = span > 0 ? std::min(1.0, m_dp_busy_s / span) : 0.0;
+    const double window = span + m_options.overlap_slowdown * busy * microbatches * slow.compute_s();
+    m_out.dp_exposed_s = std::max(m_dp_busy_s - window, unhidden);
+  }
+  m_out.dp_exposed_s = std::min(m_dp_busy_s, m_out.dp_exposed_s);
+  m_grad_overlapped_s = std::max(0.0, m_dp_busy_s - m_out.dp_exposed_s);
+}
+
+// A chunk's forward and backward as the compute stream spans them: recompute and the waits for
+// TP/CP/EP collectives included (the DP stream runs beside those too). Compute beside the
+// traffic runs overlap_slowdown slower (charge_overlap_slowdown), which widens the windows: by
+// the share of the time, up to the last bucket's window, that the traffic fills.
+std::pair<double, double> StepTimeEstimator::ddp_chunk_windows(const StageTime& st, double grad_s,
+                                                               double param_s) const {
+  const double v = m_v, p = m_p;
+  const double forward_plain = (st.forward_s + st.forward_exposed_s) / v;
+  const double backward_plain = (st.backward_s + st.recompute_s + mb_exposed(st) - st.forward_exposed_s) / v;
+  const double windows = (v - 1.0) * p + 1.0;  // chunk-steps up to the last chunk's window
+  auto busy = [&](double traffic_s, double window_s) {
+    return window_s > 0 ? std::min(1.0, traffic_s / (windows * window_s)) : 0.0;
+  };
+  return {forward_plain + m_options.overlap_slowdown * busy(param_s, forward_plain) * st.forward_s / v,
+          backward_plain + m_options.overlap_slowdown * busy(grad_s, backward_plain) *
+                               (st.backward_s + st.recompute_s) / v};
+}
+
+// The buckets' reductions beyond a stage's last backward. Chunk c's last backward ends c·p
+// chunk-steps before the stage's last (the cool-down runs the chunks down to 0, p micro-batches
+// each); a bucket is ready when the backward has passed its layers (layers evenly over the
+// chunk's backward), and the buckets reduce one after another on one stream: what outlasts the
+// stage's last backward is exposed.
+double StepTimeEstimator::ddp_grad_tail_s(const std::vector<TimedBucket>& buckets,
+                                          const StageTime& st) const {
+  double grad_s = 0, param_s = 0;
+  for (const TimedBucket& b : buckets) {
+    grad_s += b.grad_s;
+    param_s += b.param_s;
+  }
+  if (m_wo.grad_reduce != GradReduceOverlap::bucketed) return grad_s;
+  const double backward_chunk = ddp_chunk_windows(st, grad_s, param_s).second;
+  // The cool-down's chunk-steps go at the slowest stage's pace.
+  const double pace = std::max(backward_chunk, ddp_chunk_windows(slowest(), grad_s, param_s).second);
+  const std::vector<double> passed = passed_shares(buckets);
+  std::vector<std::pair<double, double>> ready;  // (ready time, duration); 0 = last backward ends
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    const double chunk_end = -double(buckets[i].size.chunk) * m_p * pace;
+    ready.push_back({chunk_end - backward_chunk * (1.0 - passed[i]), buckets[i].grad_s});
+  }
+  return ready.empty() ? 0.0 : std::clamp(one_stream_end_s(std::move(ready)), 0.0, grad_s);
+}
+
+// Megatron's DDP, bucket by bucket (the workload's buckets: chunk 0 cut at the bucket size,
+// later chunks, interleaved, one bucket each unless the framework cuts them all): the gradient
+// reductions' tail as above, on the slowest stage's windows. The weight gathers mirror it:
+// issued one after another from the step's start, chunk c's first forward starting c·p
+// chunk-steps in, each bucket needed when the forward reaches its first layer, every wait
+// delaying the rest. With v = 1: the last backward's and the first forward's windows.
+void StepTimeEstimator::expose_ddp_traffic(const std::vector<TimedBucket>& buckets) {
+  const StageTime& slow = slowest();
+  const double grad_s = m_out.dp_grad_s, param_s = m_out.dp_param_s;
+  const double p = m_p;
+  const double forward_chunk = ddp_chunk_windows(slow, grad_s, param_s).first;
+  const std::vector<double> passed = passed_shares(buckets);
+  const double grad_exposed = ddp_grad_tail_s(buckets, slow);
+  double param_exposed = param_s;
+  if (m_wo.param_gather == ParamGatherOverlap::next_forward) {
+    // Forward order: chunk by chunk, each chunk's buckets (dense and expert alike) by the point
+    // the forward needs them.
+    std::vector<size_t> order(buckets.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = buckets.size() - 1 - i;  // list reversed
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      if (buckets[a].size.chunk != buckets[b].size.chunk)
+        return buckets[a].size.chunk < buckets[b].size.chunk;
+      return 1.0 - passed[a] < 1.0 - passed[b];
+    });
+    double end = 0, delay = 0;  // 0 = the step's first forward starts
+    for (const size_t i : order) {
+      end += buckets[i].param_s;
+      const double needed =
+          double(buckets[i].size.chunk) * p * forward_chunk + forward_chunk * (1.0 - passed[i]) + delay;
+      delay += std::max(0.0, end - needed);
+    }
+    param_exposed = std::min(delay, param_s);
+  }
+  m_out.dp_exposed_s = grad_exposed + param_exposed;
+  m_grad_overlapped_s = grad_s - grad_exposed;
+  m_param_overlapped_s = param_s - param_exposed;
+}
+
+// Compute running beside DP or PP NCCL kernels is slower (their SMs and HBM traffic), as the
+// event charges it: the compute kernels in the overlapped time, which hides behind the compute
+// stream's span, waits for TP/CP/EP collectives included, so compute's share of that span.
+void StepTimeEstimator::charge_overlap_slowdown() {
+  const StageTime& slow = slowest();
+  auto compute_share = [](double compute_s, double waits_s) {
+    return compute_s > 0 ? compute_s / (compute_s + waits_s) : 0.0;
+  };
+  const double forward_share = compute_share(slow.forward_s, slow.forward_exposed_s);
+  const double backward_share =
+      m_layout.zero_stage >= 3 && m_layout.pp == 1
+          ? compute_share(slow.compute_s(), mb_exposed(slow))
+          : compute_share(slow.backward_s + slow.recompute_s, mb_exposed(slow) - slow.forward_exposed_s);
+  m_grad_slowdown_s = m_options.overlap_slowdown * backward_share * m_grad_overlapped_s;
+  m_fwd_slowdown_s = m_options.overlap_slowdown * forward_share * (m_param_overlapped_s + m_pp_overlapped_s);
+  m_out.overlap_slowdown_s = m_grad_slowdown_s + m_fwd_slowdown_s;
+}
+
+// A TP, CP or EP collective that meets the DP traffic running beside it on the same link gets
+// half of that link while the two overlap (max-min fair, both bound there): its waits grow by
+// the share of the compute stream's span the DP traffic runs. The same link: both groups
+// across domains (this GPU's NIC), both inside an NVSwitch domain (its switch port), or on a
+// full mesh a link to a peer in both. One across and one inside share only a ring's hop or
+// PXN's, at the slower one's rate: not counted.
+void StepTimeEstimator::charge_shared_links() {
+  const Layout& l = m_layout;
+  const StageTime& slow = slowest();
+  const double microbatches = m_out.microbatches;
+  const double span_s = microbatches * (slow.compute_s() + mb_exposed(slow));
+  const double dp_busy =
+      span_s > 0 ? std::min(1.0, (m_grad_overlapped_s + m_param_overlapped_s) / span_s) : 0.0;
+  const RankGroup dp_group{m_dp_n, l.tp};
+  auto shares_with_dp = [&](const LinkCost& lk, RankGroup g) {
+    if (g.size <= 1 || dp_group.size <= 1 || dp_busy <= 0) return false;
+    const bool across = lk.link_class == LinkClass::scale_out;
+    if (across != (m_dp_link.link_class == LinkClass::scale_out)) return false;
+    if (across || m_sc.cluster.gpu.scale_up_kind != ScaleUpKind::mesh) return true;
+    // A common peer: the least common multiple of the strides, inside both groups.
+    const int64_t common = std::lcm(g.stride, dp_group.stride);
+    return common / g.stride < g.size && common / dp_group.stride < dp_group.size;
+  };
+  if (shares_with_dp(m_tp_link, {l.tp, 1})) m_tp_shared_s = dp_busy * microbatches * slow.tp_exposed_s;
+  if (shares_with_dp(m_cp_link, {l.cp, l.tp})) m_cp_shared_s = dp_busy * microbatches * slow.cp_exposed_s;
+  if (shares_with_dp(m_ep_link, {l.ep, l.expert_tp}))
+    m_ep_shared_s = dp_busy * microbatches * slow.ep_exposed_s;
+  m_out.shared_link_s = m_tp_shared_s + m_cp_shared_s + m_ep_shared_s;
+}
+
+}  // namespace simrun::detail

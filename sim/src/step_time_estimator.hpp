@@ -1,0 +1,177 @@
+// Private to the closed-form step time (analytic.hpp estimate_step_time): the estimator's phases
+// and the pieces they share. step_time_estimate.cpp times the stages and the pipeline;
+// step_time_estimate_data_parallel.cpp the data-parallel traffic and what it costs the compute
+// stream.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "simrun/sim/analytic.hpp"
+#include "simrun/sim/collective_cost.hpp"
+#include "simrun/sim/compute_model.hpp"
+#include "simrun/sim/workload.hpp"
+
+namespace simrun::detail {
+
+// Seconds of one micro-batch through one piece of the model (a layer, the embedding, the
+// head) on one GPU, from the workload builder's tasks.
+struct PieceTime {
+  double forward_s = 0, backward_s = 0, recompute_s = 0;        // compute kernels by phase
+  double tp_comm_s = 0, cp_comm_s = 0, ep_comm_s = 0;           // collective durations
+  double tp_exposed_s = 0, cp_exposed_s = 0, ep_exposed_s = 0;  // compute stream waiting for them
+  double forward_exposed_s = 0;  // of those waits, the ones before forward kernels
+  double gemm_flops = 0, attention_flops = 0, hbm_bytes = 0;
+  double exposed_s() const { return tp_exposed_s + cp_exposed_s + ep_exposed_s; }
+  void add(const PieceTime& o) {
+    forward_exposed_s += o.forward_exposed_s;
+    forward_s += o.forward_s;
+    backward_s += o.backward_s;
+    recompute_s += o.recompute_s;
+    tp_comm_s += o.tp_comm_s;
+    cp_comm_s += o.cp_comm_s;
+    tp_exposed_s += o.tp_exposed_s;
+    cp_exposed_s += o.cp_exposed_s;
+    ep_comm_s += o.ep_comm_s;
+    ep_exposed_s += o.ep_exposed_s;
+    gemm_flops += o.gemm_flops;
+    attention_flops += o.attention_flops;
+    hbm_bytes += o.hbm_bytes;
+  }
+};
+
+struct ProbeTimes {
+  std::array<PieceTime, 2> layer;  // by layer-id parity
+  int64_t layers = 1;              // layers the probe holds (1 or 2)
+  PieceTime embedding, head;
+};
+
+// One micro-batch of one dense layer and of one MoE layer (each with the embedding and the head).
+struct Probes {
+  ProbeTimes dense, moe;
+};
+
+// ZeRO-3 / FSDP traffic of one unit (a layer, the embedding, the head), one call each way (two
+// where it holds routed experts: one over DP, one over expert-DP), or of a stage's units summed.
+struct UnitTraffic {
+  double gather_s = 0, reduce_s = 0;
+  // Of those, the calls' fixed latency (a 1-byte call's time, as the event splits a collective
+  // into latency and bytes on the links): transfers on two streams overlap it.
+  double gather_latency_s = 0, reduce_latency_s = 0;
+  void add(const UnitTraffic& o) {
+    gather_s += o.gather_s;
+    reduce_s += o.reduce_s;
+    gather_latency_s += o.gather_latency_s;
+    reduce_latency_s += o.reduce_latency_s;
+  }
+};
+
+// Megatron DDP bucket of the ZeRO 0-2 gradient reduction, with its traffic.
+struct TimedBucket {
+  StageProgram::GradBucketSize size;
+  double grad_s = 0, param_s = 0;
+};
+
+// One chunk of one micro-batch on one stage, as the pipeline schedule plays it.
+struct ChunkStep {
+  double forward_s = 0, forward_exposed_s = 0, backward_s = 0, backward_exposed_s = 0;
+};
+
+// The closed-form step time of analytic.hpp, phase by phase: run() calls each phase once, in
+// the order they are declared (time_data_parallel ends in one of the two expose_*), and each
+// reads what the phases before it set.
+class StepTimeEstimator {
+ public:
+  StepTimeEstimator(const Scenario& sc, const AnalyticOptions& options);
+  StepTimeEstimate run();
+
+ private:
+  // Phases.
+  void probe_micro_batch_pieces();
+  void split_into_chunks();
+  void time_stages();
+  void time_pipeline_sends();
+  void time_fsdp_units();
+  void time_fill_and_drain();
+  void time_data_parallel();
+  void expose_fsdp_traffic();
+  void expose_ddp_traffic(const std::vector<TimedBucket>& buckets);
+  void charge_overlap_slowdown();
+  void charge_shared_links();
+  void fill_breakdown();
+
+  // The pieces they share.
+  const StageTime& slowest() const { return m_out.stages[size_t(m_out.slowest_stage)]; }
+  static double mb_exposed(const StageTime& st) {
+    return st.tp_exposed_s + st.cp_exposed_s + st.ep_exposed_s;
+  }
+  double reduce_s(double params, int64_t n, const LinkCost& link) const;
+  double gather_s(double params, int64_t n, const LinkCost& link) const;
+  double beside_traffic_s(double compute_s, double traffic_s) const;
+  const Probes& probes_of(int64_t stage) const { return m_probes.at(m_stage_slowdown[size_t(stage)]); }
+  const PieceTime& unit_piece(const StageProgram::FsdpUnit& u, int64_t stage) const;
+  std::vector<double> gathered_forward_spans(int64_t stage, bool opens_step, bool slowed) const;
+  double first_forward_s(const StageTime& st) const;
+  double last_backward_s(const StageTime& st) const;
+  double fsdp_reduce_tail_s(const StageTime& st) const;
+  std::optional<double> makespan(double hop_s, std::vector<double>* stage_ends = nullptr) const;
+  std::pair<double, double> ddp_chunk_windows(const StageTime& st, double grad_s, double param_s) const;
+  double ddp_grad_tail_s(const std::vector<TimedBucket>& buckets, const StageTime& st) const;
+
+  const Scenario& m_sc;
+  const ModelSpec& m_model;
+  const Layout& m_layout;
+  const AnalyticOptions& m_options;
+  const WorkloadOptions& m_wo;
+  const ComputeModel m_compute;
+  const PipelineSchedule m_schedule;
+  const int64_t m_v_chunks;  // chunks per stage the schedule plays (virtual stages, interleaved)
+  const double m_v, m_p;     // as doubles: chunks per stage, stages
+  const int64_t m_dp_n;      // the DP traffic's group: dp·cp
+  const int64_t m_expert_dp;
+  const bool m_fsdp_pipeline;  // ZeRO-3 with pp > 1 (torchtitan)
+
+  // Links of the process groups (Megatron order tp-cp-ep-dp-pp), with calibration α/β.
+  LinkCost m_tp_link, m_cp_link, m_ep_link, m_dp_link, m_expert_dp_link, m_pp_link;
+
+  // Each stage's compute slowdown (its slowest straggler's, 1 for none), and one micro-batch of
+  // one dense layer and of one MoE layer, the embedding and the head, at each slowdown.
+  std::vector<double> m_stage_slowdown;
+  std::map<double, Probes> m_probes;
+  int64_t m_first_moe = 0;  // the first MoE layer's id (layers when there is none)
+
+  // Layers per chunk, [stage·split_v + chunk], as the workload splits them, and each chunk's first.
+  std::vector<int64_t> m_layers_per_chunk, m_first_layer;
+  int64_t m_split_v = 1;
+
+  std::vector<std::vector<PieceTime>> m_chunk_pieces;                      // [stage][chunk], per micro-batch
+  std::vector<std::vector<StageProgram::GradBucketSize>> m_stage_buckets;  // Megatron DDP's, ZeRO 0-2
+  std::vector<std::vector<StageProgram::FsdpUnit>> m_stage_units;          // FSDP's, ZeRO-3
+  double m_optimizer_s = 0;
+
+  double m_pp_total_s = 0, m_pp_overlapped_s = 0;
+
+  std::vector<std::vector<UnitTraffic>> m_unit_traffic;  // [stage][unit]
+  std::vector<UnitTraffic> m_stage_traffic;              // [stage]: its units' traffic summed
+  UnitTraffic m_first_layer_traffic;  // the first stage's first layer (after the embedding)
+  std::vector<std::vector<double>> m_first_forward_spans;  // [stage][chunk], FSDP over a pipeline
+  std::vector<double> m_stage_reduce_traffic_s;            // [stage]: beside its last backward
+
+  std::vector<std::vector<ChunkStep>> m_chunk_steps;  // [stage][chunk]
+  // [stage]: when its last backward and its optimizer end on the compute path, less the longest
+  // optimizer (which the compute term holds); pp > 1.
+  std::vector<double> m_stage_path_end;
+
+  double m_dp_total_s = 0, m_grad_overlapped_s = 0, m_param_overlapped_s = 0;
+  double m_dp_busy_s = 0;  // ZeRO-3: the time its streams are busy, traffic on two at once counted once
+  double m_fwd_slowdown_s = 0, m_grad_slowdown_s = 0;
+  double m_tp_shared_s = 0, m_cp_shared_s = 0, m_ep_shared_s = 0;
+
+  StepTimeEstimate m_out;
+};
+
+}  // namespace simrun::detail
