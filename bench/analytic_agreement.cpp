@@ -9,9 +9,11 @@
 // distribution of (event − analytic)/analytic, and the layouts that disagree most, each as a
 // command line that reproduces it. With --stragglers each layout also gets one GPU running
 // 1.1x to 2x slower at a seeded rank (the same layouts as without): the event simulation runs
-// every rank (--full) and the estimate paces that GPU's stage by it.
+// every rank (--full) and the estimate paces that GPU's stage by it. With --slow-links each
+// layout gets one GPU whose NIC or scale-up links run at 10% to 50% of their bandwidth (a
+// seeded rank, class and fraction; both flags together give both).
 //
-//   build/bench/analytic_agreement [--samples N] [--seed S] [--worst K] [--stragglers]
+//   build/bench/analytic_agreement [--samples N] [--seed S] [--worst K] [--stragglers] [--slow-links]
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -128,7 +130,7 @@ int main(int argc, char** argv) {
   int64_t samples = 1000;
   uint64_t seed = 4;
   size_t worst = 8;
-  bool with_stragglers = false;
+  bool with_stragglers = false, with_slow_links = false;
   auto count = [](const char* flag, const char* text) {
     char* end = nullptr;
     const unsigned long long v = std::strtoull(text, &end, 10);
@@ -145,6 +147,8 @@ int main(int argc, char** argv) {
         seed = count("--seed", argv[++i]);
       } else if (std::strcmp(argv[i], "--stragglers") == 0) {
         with_stragglers = true;
+      } else if (std::strcmp(argv[i], "--slow-links") == 0) {
+        with_slow_links = true;
       } else if (std::strcmp(argv[i], "--worst") == 0 && has_value) {
         worst = size_t(count("--worst", argv[++i]));
       } else {
@@ -153,19 +157,24 @@ int main(int argc, char** argv) {
     }
   } catch (const std::invalid_argument& e) {
     fmt::print(stderr,
-               "analytic_agreement: {} (usage: [--samples N] [--seed S] [--worst K] [--stragglers])\n",
+               "analytic_agreement: {} (usage: [--samples N] [--seed S] [--worst K] [--stragglers] "
+               "[--slow-links])\n",
                e.what());
     return 2;
   }
   const Catalogs catalogs = load_catalogs(SIMRUN_DATA_DIR);
   SplitMix rng{seed};
-  SplitMix straggler_rng{~seed};  // its own stream: the layouts stay those of the seed
+  SplitMix straggler_rng{~seed};  // their own streams: the layouts stay those of the seed
+  SplitMix link_rng{seed ^ 0x5DEECE66Dull};
   std::vector<Row> uncongested, congested;
   int64_t refused = 0;
   for (int64_t i = 0; i < samples; ++i) {
     const Sample s = draw(rng);
     const uint64_t straggler_draw = straggler_rng.next();
     const double slowdown = straggler_rng.pick<double>({1.1, 1.25, 1.5, 2.0});
+    const uint64_t link_draw = link_rng.next();
+    const double fraction = link_rng.pick<double>({0.1, 0.25, 0.5});
+    const bool scale_up = link_rng.pick<int>({0, 1}) == 1;
     try {
       const Scenario sc = load_scenario({}, s.o, catalogs);
       SimulateOptions options;
@@ -175,6 +184,14 @@ int main(int argc, char** argv) {
         options.step.scope = SimulationScope::full;
         options.step.stragglers = {st};
         command += fmt::format(" --straggler {}:{}", st.rank, st.slowdown);
+      }
+      if (with_slow_links) {
+        const SlowLink sl{int64_t(link_draw % uint64_t(sc.layout.world_size())), fraction,
+                          scale_up ? LinkClass::scale_up : LinkClass::scale_out};
+        options.step.scope = SimulationScope::full;
+        options.step.slow_links = {sl};
+        command += fmt::format(" --slow-link {}:{}:{}", sl.rank, sl.bandwidth_fraction,
+                               scale_up ? "scale-up" : "nic");
       }
       const Report event = simulate(sc, options).report;
       const Report analytic = estimate(sc, analytic_options(options));
@@ -195,7 +212,12 @@ int main(int argc, char** argv) {
   fmt::print(
       "analytic vs event step time, {} sampled layouts (seed {}{}), {} refused by the scenario rules or "
       "the event simulation\n",
-      samples, seed, with_stragglers ? ", one straggler each" : "", refused);
+      samples, seed,
+      with_stragglers && with_slow_links ? ", one straggler and one slow link each"
+      : with_stragglers                  ? ", one straggler each"
+      : with_slow_links                  ? ", one slow link each"
+                                         : "",
+      refused);
   summarize("uncongested (TP and CP inside a scale-up domain, exposed communication <= 10% in both)",
             uncongested, worst);
   summarize("congested (for information)", congested, worst);

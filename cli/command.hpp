@@ -66,8 +66,8 @@ void add_framework_options(CLI::App& cmd, FrameworkArgs& args);
 void apply_framework_options(const FrameworkArgs& args, const Scenario& scenario, WorkloadOptions& workload,
                              std::optional<PipelineSchedule>& schedule);
 
-// Slow hardware (cli/fault_options.cpp): --straggler and --straggler-node for estimate and
-// simulate; --slow-link modelled by simulate only (`event_simulation`), estimate refusing it.
+// Slow hardware (cli/fault_options.cpp): --straggler, --straggler-node and --slow-link for
+// estimate and simulate (`event_simulation`: they imply --full).
 struct FaultArgs {
   std::vector<std::string> stragglers;       // RANK:SLOWDOWN
   std::vector<std::string> straggler_nodes;  // NODE:SLOWDOWN
@@ -77,7 +77,6 @@ void add_fault_options(CLI::App& cmd, FaultArgs& args, bool event_simulation);
 // Parsed and checked against the cluster's nodes; ranks are checked where they are used.
 std::vector<Straggler> stragglers_of(const FaultArgs& args, const Scenario& scenario);
 std::vector<SlowLink> slow_links_of(const FaultArgs& args);
-void refuse_slow_links(const FaultArgs& args);  // InputError when any is given
 
 Command add_estimate_command(CLI::App& root, const CliEnv& env);
 Command add_collective_command(CLI::App& root, const CliEnv& env);

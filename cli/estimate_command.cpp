@@ -45,7 +45,7 @@ Command add_estimate_command(CLI::App& root, const CliEnv& env) {
               options.calibration = Calibration::load(args->calibration_file);
             apply_framework_options(args->framework, scenario, options.workload, options.schedule);
             options.stragglers = stragglers_of(args->faults, scenario);
-            refuse_slow_links(args->faults);
+            options.slow_links = slow_links_of(args->faults);
             const Report report = estimate(scenario, options);
             if (args->require_fit && !report.memory.fits)
               throw InfeasibleError(scenario.file + ": memory: " + memory_shortfall_text(report.memory) +

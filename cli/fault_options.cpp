@@ -75,11 +75,9 @@ void add_fault_options(CLI::App& cmd, FaultArgs& args, bool event_simulation) {
   cmd.add_option("--straggler-node", args.straggler_nodes,
                  "NODE:SLOWDOWN, every GPU of a node runs SLOWDOWN times slower" + full);
   cmd.add_option("--slow-link", args.slow_links,
-                 event_simulation
-                     ? "RANK:FRACTION[:nic|scale-up], that GPU's NIC (default) or scale-up links "
-                       "(NVLink, Infinity Fabric) run at FRACTION of their bandwidth" +
-                           full
-                     : "not modelled by the estimate (refused): use simrun simulate --slow-link");
+                 "RANK:FRACTION[:nic|scale-up], that GPU's NIC (default) or scale-up links (NVLink, "
+                 "Infinity Fabric) run at FRACTION of their bandwidth" +
+                     full);
 }
 
 std::vector<Straggler> stragglers_of(const FaultArgs& args, const Scenario& scenario) {
@@ -100,13 +98,6 @@ std::vector<Straggler> stragglers_of(const FaultArgs& args, const Scenario& scen
     for (int64_t g = 0; g < gpn; ++g) out.push_back({node * gpn + g, slowdown});
   }
   return out;
-}
-
-void refuse_slow_links(const FaultArgs& args) {
-  if (!args.slow_links.empty())
-    throw InputError("command line", "--slow-link",
-                     "the closed-form estimate does not model degraded links; the event simulation does "
-                     "(simrun simulate --slow-link)");
 }
 
 std::vector<SlowLink> slow_links_of(const FaultArgs& args) {

@@ -132,11 +132,8 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
         }
         std::optional<Report> analytic;
         BreakdownReport event_parts;  // the event's on the stage the estimate's parts describe
-        const char* healthy_links_note =
-            "the estimate does not model --slow-link: its column is the step on healthy links";
         if (args->compare_analytic) {
           analytic = estimate(scenario, analytic_options(options));
-          if (!options.step.slow_links.empty()) analytic->warnings.push_back(healthy_links_note);
           event_parts = breakdown_on_stage(out, analytic->breakdown.stage);
         }
 
@@ -168,10 +165,7 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
           case OutputFormat::table:
             print_report_table(report, scenario, std::cout);
             print_stage_table(out, std::cout);
-            if (analytic) {
-              print_comparison_table(report, event_parts, *analytic, std::cout);
-              if (!options.step.slow_links.empty()) fmt::print(std::cout, "  ({})\n", healthy_links_note);
-            }
+            if (analytic) print_comparison_table(report, event_parts, *analytic, std::cout);
             if (args->explain) {
               std::cout << "\n";
               print_report_explain(report, std::cout);

@@ -53,6 +53,7 @@ AnalyticOptions analytic_options(const SimulateOptions& simulate) {
   o.schedule = simulate.schedule;
   o.overlap_slowdown = simulate.step.overlap_slowdown;
   o.stragglers = simulate.step.stragglers;
+  o.slow_links = simulate.step.slow_links;
   o.memory = simulate.memory;
   o.run = simulate.run;
   return o;
@@ -101,7 +102,7 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
   } else {
     r.step_time_s = time.step_time_s;
     r.breakdown = time.breakdown;
-    r.degraded = describe_degraded(sc, options.stragglers, {});
+    r.degraded = describe_degraded(sc, options.stragglers, options.slow_links);
   }
   const double tokens_per_step = double(l.global_batch) * double(m.seq_len);
   r.tokens_per_s = tokens_per_step / r.step_time_s;

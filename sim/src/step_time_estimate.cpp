@@ -34,8 +34,9 @@ struct GroupLinks {
 // collectives and none for the data-parallel ones (timed per step, below). A wait of the compute
 // stream is charged to the piece and group of the dependency it waited for last, as the event
 // simulation charges it, and counted apart when a forward kernel waited. Compute kernels run
-// `slowdown` times longer (a straggler's stage).
-ProbeTimes time_probe(const StageProgram& prog, const GroupLinks& links, double slowdown) {
+// the condition's slowdown times longer (a straggler's stage), and collectives move their bytes
+// at its fraction of their link class (a slow link's stage).
+ProbeTimes time_probe(const StageProgram& prog, const GroupLinks& links, const StageCondition& condition) {
   ProbeTimes out;
   auto piece_of = [&](const Task& t) -> PieceTime* {
     if (t.layer >= 0) {
@@ -75,7 +76,7 @@ ProbeTimes time_probe(const StageProgram& prog, const GroupLinks& links, double 
     double duration = 0;
     PieceTime* piece = piece_of(t);
     if (t.kind == TaskKind::compute) {
-      duration = t.duration.seconds() * slowdown;
+      duration = t.duration.seconds() * condition.slowdown;
       if (start > compute_free && blocker != kNoTask) {
         const Task& b = prog.tasks[blocker];
         PieceTime* owner = piece_of(b);
@@ -100,13 +101,16 @@ ProbeTimes time_probe(const StageProgram& prog, const GroupLinks& links, double 
         piece->hbm_bytes += t.hbm_bytes;
       }
     } else if (t.kind == TaskKind::collective && t.group == GroupKind::tp) {
-      duration = collective_s(t.coll, t.comm_bytes, links.tp_size, links.tp);
+      duration = collective_at_s(t.coll, t.comm_bytes, links.tp_size, links.tp,
+                                 condition.fraction(links.tp.link_class));
       if (piece) piece->tp_comm_s += duration;
     } else if (t.kind == TaskKind::collective && t.group == GroupKind::cp) {
-      duration = collective_s(t.coll, t.comm_bytes, links.cp_size, links.cp);
+      duration = collective_at_s(t.coll, t.comm_bytes, links.cp_size, links.cp,
+                                 condition.fraction(links.cp.link_class));
       if (piece) piece->cp_comm_s += duration;
     } else if (t.kind == TaskKind::collective && t.group == GroupKind::ep) {
-      duration = collective_s(t.coll, t.comm_bytes, links.ep_size, links.ep);
+      duration = collective_at_s(t.coll, t.comm_bytes, links.ep_size, links.ep,
+                                 condition.fraction(links.ep.link_class));
       if (piece) piece->ep_comm_s += duration;
     }
     end[i] = start + duration;
@@ -116,6 +120,13 @@ ProbeTimes time_probe(const StageProgram& prog, const GroupLinks& links, double 
 }
 
 }  // namespace
+
+double collective_at_s(CollectiveOp op, double bytes, int64_t n, const LinkCost& link, double fraction) {
+  const double full = collective_s(op, bytes, n, link);
+  if (fraction >= 1.0 || n <= 1) return full;
+  const double latency = std::min(full, collective_s(op, 1.0, n, link));
+  return latency + (full - latency) / fraction;
+}
 
 StepTimeEstimator::StepTimeEstimator(const Scenario& sc, const AnalyticOptions& options)
     : m_sc(sc),
@@ -163,19 +174,24 @@ StepTimeEstimate StepTimeEstimator::run() {
   return std::move(m_out);
 }
 
-// Each stage's slowdown: its slowest straggler's. Then one micro-batch of one dense layer and
-// of one MoE layer, the embedding and the head: the workload builder's ops and collectives (each
-// probe's two layers of one kind), timed at each stage's slowdown.
+// Each stage's condition: its slowest straggler's slowdown and its slowest link of each class.
+// Then one micro-batch of one dense layer and of one MoE layer, the embedding and the head: the
+// workload builder's ops and collectives (each probe's two layers of one kind), timed in each
+// stage's condition.
 void StepTimeEstimator::probe_micro_batch_pieces() {
   const Layout& l = m_layout;
-  m_stage_slowdown.assign(size_t(l.pp), 1.0);
-  if (!m_options.stragglers.empty()) {
-    check_stragglers(m_options.stragglers, l.world_size());
-    const RankLayout ranks(l, m_sc.cluster.gpus_per_node);
-    for (const Straggler& st : m_options.stragglers) {
-      double& slowdown = m_stage_slowdown[size_t(ranks.coord_of(st.rank).pp)];
-      slowdown = std::max(slowdown, st.slowdown);
-    }
+  m_stage_condition.assign(size_t(l.pp), StageCondition{});
+  check_stragglers(m_options.stragglers, l.world_size());
+  check_slow_links(m_options.slow_links, l.world_size());
+  const RankLayout ranks(l, m_sc.cluster.gpus_per_node);
+  for (const Straggler& st : m_options.stragglers) {
+    double& slowdown = m_stage_condition[size_t(ranks.coord_of(st.rank).pp)].slowdown;
+    slowdown = std::max(slowdown, st.slowdown);
+  }
+  for (const SlowLink& sl : m_options.slow_links) {
+    StageCondition& c = m_stage_condition[size_t(ranks.coord_of(sl.rank).pp)];
+    double& fraction = sl.link == LinkClass::scale_up ? c.scale_up : c.scale_out;
+    fraction = std::min(fraction, sl.bandwidth_fraction);
   }
   const GroupLinks links{m_tp_link, l.tp, m_cp_link, l.cp, m_ep_link, l.ep};
   const int64_t dense_layers = m_model.dense_layers();
@@ -191,12 +207,12 @@ void StepTimeEstimator::probe_micro_batch_pieces() {
     routed.model.moe->first_dense_layers = 0;
     moe_program = probe_micro_batch(routed, m_compute, m_wo);
   }
-  for (const double slowdown : m_stage_slowdown) {
-    if (m_probes.count(slowdown)) continue;
-    Probes& probes = m_probes[slowdown];
-    if (dense_program) probes.dense = time_probe(*dense_program, links, slowdown);
+  for (const StageCondition& condition : m_stage_condition) {
+    if (m_probes.count(condition)) continue;
+    Probes& probes = m_probes[condition];
+    if (dense_program) probes.dense = time_probe(*dense_program, links, condition);
     if (moe_program) {
-      probes.moe = time_probe(*moe_program, links, slowdown);
+      probes.moe = time_probe(*moe_program, links, condition);
       if (!dense_program) {
         probes.dense.embedding = probes.moe.embedding;
         probes.dense.head = probes.moe.head;
@@ -232,7 +248,10 @@ void StepTimeEstimator::time_stages() {
   for (int64_t i = 0; i < l.pp; ++i) {
     StageTime st;
     st.stage = i;
-    st.compute_slowdown = m_stage_slowdown[size_t(i)];
+    const StageCondition& condition = m_stage_condition[size_t(i)];
+    st.compute_slowdown = condition.slowdown;
+    st.scale_up_fraction = condition.scale_up;
+    st.scale_out_fraction = condition.scale_out;
     std::vector<PieceTime>& chunks = m_chunk_pieces.emplace_back(size_t(m_split_v));
     const Probes& probes = probes_of(i);
     for (int64_t c = 0; c < m_split_v; ++c) {
@@ -265,7 +284,7 @@ void StepTimeEstimator::time_stages() {
     const StageProgram opt = optimizer_program(m_sc, m_compute, m_wo, m_layers_per_chunk, m_split_v, i);
     for (const Task& t : opt.tasks)
       if (t.kind == TaskKind::compute && t.phase == Phase::optimizer)
-        st.optimizer_s += t.duration.seconds() * m_stage_slowdown[size_t(i)];
+        st.optimizer_s += t.duration.seconds() * condition.slowdown;
     m_stage_buckets.push_back(opt.grad_buckets);
     m_stage_units.push_back(opt.fsdp_units);
     m_out.stages.push_back(st);
@@ -280,15 +299,36 @@ void StepTimeEstimator::time_stages() {
 }
 
 // Pipeline sends: 1/tp of the stage output each (Megatron's scatter-gather, as the workload
-// sends it).
+// sends it), each boundary's at the slower of its two stages' fractions of the link (a slow link
+// slows the sends into and out of its stage).
 void StepTimeEstimator::time_pipeline_sends() {
   const Layout& l = m_layout;
   if (l.pp <= 1) return;
   const double tokens_mb = double(l.micro_batch) * double(m_model.seq_len) / double(l.cp);  // per GPU
   const double send_bytes =
       tokens_mb * double(m_model.hidden) * activation_element_bytes(l.precision) / double(l.tp);
-  m_out.pp_send_s = send_recv_s(send_bytes, m_pp_link);
-  m_pp_total_s = 2.0 * m_out.microbatches * m_v * m_out.pp_send_s;
+  const LinkClass link = m_pp_link.link_class;
+  for (int64_t b = 0; b < l.pp; ++b) {
+    const double fraction = std::min(m_stage_condition[size_t(b)].fraction(link),
+                                     m_stage_condition[size_t((b + 1) % l.pp)].fraction(link));
+    m_hop_s.push_back(collective_at_s(CollectiveOp::send_recv, send_bytes, 2, m_pp_link, fraction));
+  }
+  m_out.pp_send_s = *std::max_element(m_hop_s.begin(), m_hop_s.end());
+  m_pp_total_s = m_out.microbatches * m_v * neighbour_hops_s(m_out.slowest_stage);
+}
+
+// One message each way between a stage and its neighbours: interleaved, the stages before and
+// after it (stage 0 and p−1 exchange the chunks' turns); otherwise an end stage exchanges both
+// ways with its one neighbour.
+double StepTimeEstimator::neighbour_hops_s(int64_t stage) const {
+  const int64_t p = m_layout.pp;
+  if (m_v_chunks > 1) return m_hop_s[size_t((stage + p - 1) % p)] + m_hop_s[size_t(stage)];
+  return m_hop_s[size_t(std::min(stage, p - 2))] + m_hop_s[size_t(std::max<int64_t>(stage - 1, 0))];
+}
+
+// The fill's and the drain's hops: each boundary once forward and once backward.
+double StepTimeEstimator::fill_drain_hops_s() const {
+  return 2.0 * std::accumulate(m_hop_s.begin(), m_hop_s.end() - 1, 0.0);
 }
 
 // Fill and drain: Megatron's schedule played out (detail::schedule_finish_times) with each
@@ -302,7 +342,8 @@ void StepTimeEstimator::time_pipeline_sends() {
 // messages add to the longest path is the pipeline's exposed communication. Plain 1F1B
 // exchanges its messages blocking, in pairs (send_forward_recv_backward), so a stage's own
 // 2m and the fill and drain's 2(p−1) sit on the path: 2(m + p − 1) sends.
-std::optional<double> StepTimeEstimator::makespan(double hop_s, std::vector<double>* stage_ends) const {
+std::optional<double> StepTimeEstimator::makespan(const std::vector<double>& hop_s,
+                                                  std::vector<double>* stage_ends) const {
   const Layout& l = m_layout;
   const int64_t last_micro_batch = std::max<int64_t>(1, l.num_microbatches()) - 1;
   auto stretch = [](double stretched, double plain) { return plain > 0 ? stretched / plain : 1.0; };
@@ -354,10 +395,10 @@ void StepTimeEstimator::time_fill_and_drain() {
     }
   }
   const StageTime& slow = slowest();
-  const std::optional<double> compute_path = l.pp > 1 ? makespan(0.0, &m_stage_path_end) : std::nullopt;
+  const std::optional<double> compute_path = l.pp > 1 ? makespan({}, &m_stage_path_end) : std::nullopt;
   m_out.fill_drain_s = 0;
   if (l.pp > 1 && m_v_chunks == 1)
-    m_out.pp_exposed_s = 2.0 * (m_out.microbatches + m_p - 1.0) * m_out.pp_send_s;
+    m_out.pp_exposed_s = m_out.microbatches * neighbour_hops_s(slow.stage) + fill_drain_hops_s();
   if (l.pp == 1) {
     // One stage: nothing to fill or drain.
   } else if (compute_path) {
@@ -365,15 +406,14 @@ void StepTimeEstimator::time_fill_and_drain() {
                             (first_forward_s(slow) - slow.forward_s) +
                             (last_backward_s(slow) - slow.backward_s - slow.recompute_s);
     m_out.fill_drain_s = std::max(0.0, *compute_path - slow_own);
-    if (l.pp > 1 && m_v_chunks > 1)
-      m_out.pp_exposed_s = std::max(0.0, *makespan(m_out.pp_send_s) - *compute_path);
+    if (l.pp > 1 && m_v_chunks > 1) m_out.pp_exposed_s = std::max(0.0, *makespan(m_hop_s) - *compute_path);
   } else {
     // Megatron's order deadlocks (the event refuses the layout): one pass through every other
     // stage, 1/v of it per chunk.
     for (const StageTime& st : m_out.stages)
       if (st.stage != m_out.slowest_stage)
         m_out.fill_drain_s += (first_forward_s(st) + last_backward_s(st) + mb_exposed(st)) / m_v;
-    if (m_v_chunks > 1) m_out.pp_exposed_s = 2.0 * (m_p - 1.0) * m_out.pp_send_s;
+    if (m_v_chunks > 1) m_out.pp_exposed_s = fill_drain_hops_s();
   }
   if (m_v > 1) m_pp_overlapped_s = std::max(0.0, m_pp_total_s - m_out.pp_exposed_s);
 }

@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -40,18 +41,19 @@ std::vector<double> passed_shares(const std::vector<TimedBucket>& buckets) {
 
 }  // namespace
 
-// Data parallel: the biggest stage's local gradients and weights, in the workload's element
-// sizes (gradients as reduced, weights as gathered).
-double StepTimeEstimator::reduce_s(double params, int64_t n, const LinkCost& link) const {
+// Data parallel: a stage's local gradients and weights, in the workload's element sizes
+// (gradients as reduced, weights as gathered), at the stage's fraction of the link.
+double StepTimeEstimator::reduce_s(double params, int64_t n, const LinkCost& link, int64_t stage) const {
   const double bytes = params * m_wo.grad_reduce_bytes;
-  return collective_s(m_layout.zero_stage == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter,
-                      bytes, n, link);
+  return collective_at_s(m_layout.zero_stage == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter,
+                         bytes, n, link, m_stage_condition[size_t(stage)].fraction(link.link_class));
 }
 
-double StepTimeEstimator::gather_s(double params, int64_t n, const LinkCost& link) const {
+double StepTimeEstimator::gather_s(double params, int64_t n, const LinkCost& link, int64_t stage) const {
   return m_layout.zero_stage >= 1
-             ? collective_s(CollectiveOp::all_gather, params * activation_element_bytes(m_layout.precision),
-                            n, link)
+             ? collective_at_s(CollectiveOp::all_gather,
+                               params * activation_element_bytes(m_layout.precision), n, link,
+                               m_stage_condition[size_t(stage)].fraction(link.link_class))
              : 0.0;
 }
 
@@ -78,10 +80,10 @@ void StepTimeEstimator::time_fsdp_units() {
   m_unit_traffic.resize(size_t(l.pp));
   m_stage_traffic.assign(size_t(l.pp), UnitTraffic{});
   if (l.zero_stage >= 3) {
-    std::map<std::pair<double, double>, UnitTraffic> timed;
+    std::map<std::tuple<double, double, StageCondition>, UnitTraffic> timed;
     for (int64_t i = 0; i < l.pp; ++i)
       for (const StageProgram::FsdpUnit& u : m_stage_units[size_t(i)]) {
-        const auto key = std::pair{u.params, u.expert_params};
+        const auto key = std::tuple{u.params, u.expert_params, m_stage_condition[size_t(i)]};
         auto it = timed.find(key);
         if (it == timed.end()) {
           const double dense = u.params - u.expert_params;
@@ -89,8 +91,10 @@ void StepTimeEstimator::time_fsdp_units() {
             return params > 0 ? collective_s(op, 1.0, n, link) : 0.0;
           };
           const UnitTraffic t{
-              gather_s(dense, m_dp_n, m_dp_link) + gather_s(u.expert_params, m_expert_dp, m_expert_dp_link),
-              reduce_s(dense, m_dp_n, m_dp_link) + reduce_s(u.expert_params, m_expert_dp, m_expert_dp_link),
+              gather_s(dense, m_dp_n, m_dp_link, i) +
+                  gather_s(u.expert_params, m_expert_dp, m_expert_dp_link, i),
+              reduce_s(dense, m_dp_n, m_dp_link, i) +
+                  reduce_s(u.expert_params, m_expert_dp, m_expert_dp_link, i),
               latency(CollectiveOp::all_gather, dense, m_dp_n, m_dp_link) +
                   latency(CollectiveOp::all_gather, u.expert_params, m_expert_dp, m_expert_dp_link),
               latency(CollectiveOp::reduce_scatter, dense, m_dp_n, m_dp_link) +
@@ -115,8 +119,9 @@ void StepTimeEstimator::time_fsdp_units() {
       m_stage_reduce_traffic_s[size_t(i)] = m_stage_traffic[size_t(i)].reduce_s;
     } else if (m_wo.grad_reduce == GradReduceOverlap::bucketed) {
       for (const StageProgram::GradBucketSize& b : m_stage_buckets[size_t(i)])
-        m_stage_reduce_traffic_s[size_t(i)] += b.experts ? reduce_s(b.params, m_expert_dp, m_expert_dp_link)
-                                                         : reduce_s(b.params, m_dp_n, m_dp_link);
+        m_stage_reduce_traffic_s[size_t(i)] += b.experts
+                                                   ? reduce_s(b.params, m_expert_dp, m_expert_dp_link, i)
+                                                   : reduce_s(b.params, m_dp_n, m_dp_link, i);
     }
   }
 }
@@ -199,13 +204,13 @@ void StepTimeEstimator::time_data_parallel() {
   // one call each, as the workload plans them; the stage with the most traffic sets the pace.
   std::vector<TimedBucket> buckets;                   // of the stage with the most DP traffic
   std::vector<std::vector<TimedBucket>> all_buckets;  // [stage]
-  for (const auto& stage : m_stage_buckets) {
+  for (int64_t i = 0; i < l.pp; ++i) {
     std::vector<TimedBucket> timed;
     double stage_grad = 0, stage_param = 0;
-    for (const StageProgram::GradBucketSize& b : stage) {
+    for (const StageProgram::GradBucketSize& b : m_stage_buckets[size_t(i)]) {
       const int64_t n = b.experts ? m_expert_dp : m_dp_n;
       const LinkCost& lk = b.experts ? m_expert_dp_link : m_dp_link;
-      timed.push_back({b, reduce_s(b.params, n, lk), gather_s(b.params, n, lk)});
+      timed.push_back({b, reduce_s(b.params, n, lk, i), gather_s(b.params, n, lk, i)});
       stage_grad += timed.back().grad_s;
       stage_param += timed.back().param_s;
     }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -49,6 +50,20 @@ struct ProbeTimes {
   int64_t layers = 1;              // layers the probe holds (1 or 2)
   PieceTime embedding, head;
 };
+
+// What a stage runs at: its compute slowdown (its slowest straggler's, 1 for none) and its
+// slowest link of each class, as a fraction of the line rate (1 for none).
+struct StageCondition {
+  double slowdown = 1, scale_up = 1, scale_out = 1;
+  double fraction(LinkClass c) const { return c == LinkClass::scale_up ? scale_up : scale_out; }
+  bool operator<(const StageCondition& o) const {
+    return std::tie(slowdown, scale_up, scale_out) < std::tie(o.slowdown, o.scale_up, o.scale_out);
+  }
+};
+
+// A collective's time with its bytes moving at `fraction` of the link's rate and its latency (a
+// 1-byte call's time) unchanged: as the event simulation paces a flow by its slowest port.
+double collective_at_s(CollectiveOp op, double bytes, int64_t n, const LinkCost& link, double fraction);
 
 // One micro-batch of one dense layer and of one MoE layer (each with the embedding and the head).
 struct Probes {
@@ -109,16 +124,20 @@ class StepTimeEstimator {
   static double mb_exposed(const StageTime& st) {
     return st.tp_exposed_s + st.cp_exposed_s + st.ep_exposed_s;
   }
-  double reduce_s(double params, int64_t n, const LinkCost& link) const;
-  double gather_s(double params, int64_t n, const LinkCost& link) const;
+  // A stage's DP (or expert-DP) traffic of `params`, at the stage's link fraction.
+  double reduce_s(double params, int64_t n, const LinkCost& link, int64_t stage) const;
+  double gather_s(double params, int64_t n, const LinkCost& link, int64_t stage) const;
   double beside_traffic_s(double compute_s, double traffic_s) const;
-  const Probes& probes_of(int64_t stage) const { return m_probes.at(m_stage_slowdown[size_t(stage)]); }
+  const Probes& probes_of(int64_t stage) const { return m_probes.at(m_stage_condition[size_t(stage)]); }
   const PieceTime& unit_piece(const StageProgram::FsdpUnit& u, int64_t stage) const;
   std::vector<double> gathered_forward_spans(int64_t stage, bool opens_step, bool slowed) const;
   double first_forward_s(const StageTime& st) const;
   double last_backward_s(const StageTime& st) const;
   double fsdp_reduce_tail_s(const StageTime& st) const;
-  std::optional<double> makespan(double hop_s, std::vector<double>* stage_ends = nullptr) const;
+  std::optional<double> makespan(const std::vector<double>& hop_s,
+                                 std::vector<double>* stage_ends = nullptr) const;
+  double neighbour_hops_s(int64_t stage) const;
+  double fill_drain_hops_s() const;
   std::pair<double, double> ddp_chunk_windows(const StageTime& st, double grad_s, double param_s) const;
   double ddp_grad_tail_s(const std::vector<TimedBucket>& buckets, const StageTime& st) const;
 
@@ -138,10 +157,10 @@ class StepTimeEstimator {
   // Links of the process groups (Megatron order tp-cp-ep-dp-pp), with calibration α/β.
   LinkCost m_tp_link, m_cp_link, m_ep_link, m_dp_link, m_expert_dp_link, m_pp_link;
 
-  // Each stage's compute slowdown (its slowest straggler's, 1 for none), and one micro-batch of
-  // one dense layer and of one MoE layer, the embedding and the head, at each slowdown.
-  std::vector<double> m_stage_slowdown;
-  std::map<double, Probes> m_probes;
+  // Each stage's condition (stragglers, slow links), and one micro-batch of one dense layer and
+  // of one MoE layer, the embedding and the head, in each condition.
+  std::vector<StageCondition> m_stage_condition;
+  std::map<StageCondition, Probes> m_probes;
   int64_t m_first_moe = 0;  // the first MoE layer's id (layers when there is none)
 
   // Layers per chunk, [stage·split_v + chunk], as the workload splits them, and each chunk's first.
@@ -153,7 +172,8 @@ class StepTimeEstimator {
   std::vector<std::vector<StageProgram::FsdpUnit>> m_stage_units;          // FSDP's, ZeRO-3
   double m_optimizer_s = 0;
 
-  double m_pp_total_s = 0, m_pp_overlapped_s = 0;
+  std::vector<double> m_hop_s;  // [b]: one message between stage b and stage (b + 1) mod pp
+  double m_pp_total_s = 0, m_pp_overlapped_s = 0;  // the slowest stage's sends
 
   std::vector<std::vector<UnitTraffic>> m_unit_traffic;  // [stage][unit]
   std::vector<UnitTraffic> m_stage_traffic;              // [stage]: its units' traffic summed

@@ -268,7 +268,8 @@ bool schedule_completes(PipelineSchedule kind, int64_t pp, int64_t m, int64_t v)
 
 std::optional<std::vector<double>> schedule_finish_times(
     PipelineSchedule kind, int64_t pp, int64_t m, int64_t v,
-    const std::function<double(int64_t stage, const Slot& slot)>& duration, double hop_s) {
+    const std::function<double(int64_t stage, const Slot& slot)>& duration,
+    const std::vector<double>& hop_s) {
   std::vector<std::vector<Slot>> slots;
   for (int64_t s = 0; s < pp; ++s) slots.push_back(stage_schedule(kind, s, pp, m, v));
   // End time of [forward][virtual stage][micro-batch], virtual stage = chunk·pp + stage; < 0 = not
@@ -293,8 +294,11 @@ std::optional<std::vector<double>> schedule_finish_times(
         if (ready < 0) break;
         const bool own_forward = !slot.forward && vs == stages - 1;  // the loss turns around in place
         const bool first = slot.forward && vs == 0;
+        // From the stage before (forward) or after (backward): the boundary's hop.
+        const int64_t boundary = slot.forward ? (s + pp - 1) % pp : s;
+        const double hop = own_forward || first || hop_s.empty() ? 0.0 : hop_s[static_cast<size_t>(boundary)];
         double& clock = free[static_cast<size_t>(s)];
-        clock = std::max(clock, ready + (own_forward || first ? 0.0 : hop_s)) + duration(s, slot);
+        clock = std::max(clock, ready + hop) + duration(s, slot);
         at(slot.forward, vs, slot.micro_batch) = clock;
         progress = true;
       }

@@ -30,13 +30,15 @@ std::vector<Slot> stage_schedule(PipelineSchedule kind, int64_t stage, int64_t p
 bool schedule_completes(PipelineSchedule kind, int64_t pp, int64_t m, int64_t v);
 
 // The schedule played out with a duration per slot: each stage runs its slots in order, each slot
-// starting when its stage is free and the slot it depends on (as above) has ended, `hop_s` later
-// when that slot ran on another stage. Returns every stage's finish time, or nullopt when the
-// schedule deadlocks. The longest path through Megatron's order, as the closed-form estimate
-// times the pipeline.
+// starting when its stage is free and the slot it depends on (as above) has ended, a hop later
+// when that slot ran on another stage: hop_s[b] between stage b and stage (b + 1) mod pp, either
+// way (empty: no hops). Returns every stage's finish time, or nullopt when the schedule
+// deadlocks. The longest path through Megatron's order, as the closed-form estimate times the
+// pipeline.
 std::optional<std::vector<double>> schedule_finish_times(
     PipelineSchedule kind, int64_t pp, int64_t m, int64_t v,
-    const std::function<double(int64_t stage, const Slot& slot)>& duration, double hop_s = 0);
+    const std::function<double(int64_t stage, const Slot& slot)>& duration,
+    const std::vector<double>& hop_s = {});
 
 class StageBuilder {
  public:

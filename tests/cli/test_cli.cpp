@@ -383,8 +383,7 @@ TEST_CASE("slow-link and straggler-node flags bound their numbers under their ow
   CHECK(ok.exit_code == 0);
 }
 
-TEST_CASE("estimate paces a straggler's stage and refuses slow links, which it does not model",
-          "[cli][errors]") {
+TEST_CASE("estimate paces a straggler's stage and slows the groups over a slow link", "[cli][errors]") {
   auto doc = good_scenario();
   doc["model"] = "llama3-8b";
   doc["cluster"]["num_gpus"] = 16;
@@ -404,16 +403,20 @@ TEST_CASE("estimate paces a straggler's stage and refuses slow links, which it d
   CHECK(nlohmann::json::parse(node.out)["step_time_s"].get<double>() == Approx(t1));
   require_one_line_error(run_simrun("estimate " + file + " --straggler 16:1.5"),
                          "command line: --straggler: rank 16 is outside the cluster (0..15)");
-  require_one_line_error(run_simrun("estimate " + file + " --slow-link 3:0.5"),
-                         "command line: --slow-link: the closed-form estimate does not model degraded links");
-  // Beside the event simulation, the estimate's column says it is the healthy links' step.
-  const RunResult compared = run_simrun("simulate " + file + " --slow-link 3:0.5 --compare-analytic --json");
-  INFO(compared.err);
-  REQUIRE(compared.exit_code == 0);
-  const auto warnings = nlohmann::json::parse(compared.out)["analytic"]["warnings"];
-  CHECK(std::any_of(warnings.begin(), warnings.end(), [](const nlohmann::json& w) {
-    return w.get<std::string>().find("does not model --slow-link") != std::string::npos;
-  }));
+  require_one_line_error(run_simrun("estimate " + file + " --slow-link 16:0.5"),
+                         "command line: --slow-link: rank 16 is outside the cluster (0..15)");
+  // TP inside the node, DP across: a slow scale-up port slows the TP collectives, a slow NIC the
+  // DP traffic, and each within 5% of the event simulation's step, which names the link.
+  for (const std::string link : {"scale-up", "nic"}) {
+    const RunResult compared =
+        run_simrun("simulate " + file + " --slow-link 3:0.25:" + link + " --compare-analytic --json");
+    INFO(link << compared.err);
+    REQUIRE(compared.exit_code == 0);
+    const auto j = nlohmann::json::parse(compared.out);
+    CHECK(j["analytic"]["step_time_s"].get<double>() > 1.05 * t0);
+    CHECK(std::abs(j["analytic_difference"].get<double>()) < 0.05);
+    CHECK(j["analytic"]["degraded"] == j["degraded"]);
+  }
 }
 
 TEST_CASE("simulate refuses step programs too large to simulate, in one line", "[cli][errors]") {

@@ -181,9 +181,25 @@ TEST_CASE("played out with equal chunk-steps, the schedules give the textbook bu
     }
   // A message between stages delays each chunk-step that waits for it: at least the fill's and
   // the drain's 2(p − 1), at most one per step of the path, 2(m + p − 1).
-  const auto hops = schedule_finish_times(PipelineSchedule::one_f_one_b, 4, 8, 1, equal, 0.25);
+  const auto hops =
+      schedule_finish_times(PipelineSchedule::one_f_one_b, 4, 8, 1, equal, std::vector<double>(4, 0.25));
   CHECK(hops->front() >= double(8 + 3) * (f + b) + 2.0 * 3.0 * 0.25);
   CHECK(hops->front() <= double(8 + 3) * (f + b) + 2.0 * 11.0 * 0.25);
+  // Hops per boundary: a slow one between stages 1 and 2 alone delays the path at least at the
+  // fill and the drain; interleaved, the chunks' turn from stage 3 back to stage 0 crosses the
+  // last boundary.
+  const double slow_hop = 1.0;
+  const auto one_slow =
+      schedule_finish_times(PipelineSchedule::one_f_one_b, 4, 8, 1, equal, {0.0, slow_hop, 0.0, 0.0});
+  CHECK(one_slow->front() >= double(8 + 3) * (f + b) + 2.0 * slow_hop);
+  CHECK(one_slow->front() <= double(8 + 3) * (f + b) + 2.0 * 11.0 * slow_hop);
+  const auto turn_slow =
+      schedule_finish_times(PipelineSchedule::interleaved, 4, 8, 2, equal, {0.0, 0.0, 0.0, slow_hop});
+  CHECK(turn_slow->front() >= double(8 * 2 + 3) * (f + b) + 2.0 * slow_hop);
+  // Plain 1F1B never crosses it.
+  const auto no_turn =
+      schedule_finish_times(PipelineSchedule::one_f_one_b, 4, 8, 1, equal, {0.0, 0.0, 0.0, slow_hop});
+  CHECK(no_turn->front() == Approx(double(8 + 3) * (f + b)));
   // A deadlocking order has no finish times.
   CHECK_FALSE(schedule_finish_times(PipelineSchedule::interleaved, 4, 5, 4, equal).has_value());
 }

@@ -74,8 +74,14 @@
 // Stragglers (AnalyticOptions::stragglers): every compute kernel of a stage that holds one runs
 // its slowdown times longer (the largest in the stage): the stage's TP, CP, EP and DP groups
 // wait for that GPU at every collective, so the stage moves at its pace, and through the
-// schedule so does the pipeline when that stage is the slowest. Slow links are not modelled
-// here (the event simulation's --slow-link).
+// schedule so does the pipeline when that stage is the slowest.
+// Slow links (AnalyticOptions::slow_links): a collective, all-to-all or pipeline send whose group
+// holds a GPU with a slow link of the class it runs over (its NIC across scale-up domains, its
+// scale-up port inside one) moves its bytes at that link's fraction of the rate, its latency
+// unchanged, as the event simulation's flow is paced by its slowest port: bytes time / fraction,
+// where latency is a 1-byte call's time. The stage holding the GPU takes its slowest link of each
+// class for every group of that class (its TP, CP, EP, DP and expert-DP groups), and every send
+// between stages the slowest hop's time.
 // Models the workload builder does not describe are probed as the nearest one it does: an MoE
 // layer as a dense layer of ffn width top_k·expert_ffn_hidden (+ shared experts), MLA as
 // attention with the model's heads and head_dim.
@@ -114,6 +120,9 @@ struct AnalyticOptions {
   // GPUs running their kernels slower (as StepSimOptions::stragglers): each paces its pipeline
   // stage, whose TP, CP, EP and DP groups wait for it at every collective.
   std::vector<Straggler> stragglers;
+  // Links running below their line rate (as StepSimOptions::slow_links): each slows its stage's
+  // groups that run over that class of link, and the sends between stages.
+  std::vector<SlowLink> slow_links;
   MemoryDefaults memory;
   RunDefaults run;
   AttentionFlops flop_convention = AttentionFlops::causal;
@@ -145,6 +154,9 @@ struct StageTime {
   double forward_exposed_s = 0;  // of the TP/CP/EP waits, those before forward kernels
   double optimizer_s = 0;  // once per step
   double compute_slowdown = 1;  // its slowest straggler's (AnalyticOptions::stragglers), in the times above
+  // Its slowest link of each class, as a fraction of the line rate (AnalyticOptions::slow_links),
+  // in the collective times above and in its DP traffic.
+  double scale_up_fraction = 1, scale_out_fraction = 1;
   double compute_s() const { return forward_s + backward_s + recompute_s; }
 };
 
