@@ -202,7 +202,7 @@ void StepTimeEstimator::time_data_parallel() {
   }
   // ZeRO 0-2: Megatron's DDP reduces (and the distributed optimizer gathers) bucket by bucket,
   // one call each, as the workload plans them; the stage with the most traffic sets the pace.
-  std::vector<TimedBucket> buckets;                   // of the stage with the most DP traffic
+  int64_t busiest = 0;                                // the stage with the most DP traffic
   std::vector<std::vector<TimedBucket>> all_buckets;  // [stage]
   for (int64_t i = 0; i < l.pp; ++i) {
     std::vector<TimedBucket> timed;
@@ -217,27 +217,15 @@ void StepTimeEstimator::time_data_parallel() {
     if (stage_grad + stage_param > grad_s + param_s) {
       grad_s = stage_grad;
       param_s = stage_param;
-      buckets = timed;
+      busiest = i;
     }
     all_buckets.push_back(std::move(timed));
   }
   m_out.dp_grad_s = grad_s;
   m_out.dp_param_s = param_s;
-  m_out.dp_calls = int64_t(buckets.size());
+  m_out.dp_calls = int64_t(all_buckets[size_t(busiest)].size());
   m_dp_total_s = grad_s + param_s;
-  expose_ddp_traffic(buckets);
-  // Over a pipeline the step ends with the stage whose last backward, optimizer and own
-  // gradient tail end last, which need not be the slowest stage (stage 0 after the drain, or
-  // any stage beside a straggler's).
-  if (!m_stage_path_end.empty()) {
-    double path = -std::numeric_limits<double>::infinity(), critical = path;
-    for (int64_t i = 0; i < l.pp; ++i) {
-      path = std::max(path, m_stage_path_end[size_t(i)]);
-      critical = std::max(critical, m_stage_path_end[size_t(i)] +
-                                        ddp_grad_tail_s(all_buckets[size_t(i)], m_out.stages[size_t(i)]));
-    }
-    m_out.critical_tail_s = critical - (path + (grad_s - m_grad_overlapped_s));
-  }
+  expose_ddp_traffic(all_buckets, busiest);
 }
 
 // A stage's reduce-scatters beyond its last backward, FSDP over a pipeline. They queue on one
@@ -356,40 +344,72 @@ double StepTimeEstimator::ddp_grad_tail_s(const std::vector<TimedBucket>& bucket
 
 // Megatron's DDP, bucket by bucket (the workload's buckets: chunk 0 cut at the bucket size,
 // later chunks, interleaved, one bucket each unless the framework cuts them all): the gradient
-// reductions' tail as above, on the slowest stage's windows. The weight gathers mirror it:
-// issued one after another from the step's start, chunk c's first forward starting c·p
-// chunk-steps in, each bucket needed when the forward reaches its first layer, every wait
-// delaying the rest. With v = 1: the last backward's and the first forward's windows.
-void StepTimeEstimator::expose_ddp_traffic(const std::vector<TimedBucket>& buckets) {
+// reductions' tail as above, the busiest stage's on the slowest stage's windows. The weight
+// gathers mirror it (ddp_param_delay_s), on every stage: a delay anywhere holds up the path
+// behind it. With v = 1: the last backward's and the first forward's windows. Over a pipeline
+// the step ends with the stage whose last backward, optimizer and own gradient tail (and, gathered
+// after the optimizer, its own weight gathers) end last, which need not be the slowest stage
+// (stage 0 after the drain, or any stage beside a straggler's or a slow link's).
+void StepTimeEstimator::expose_ddp_traffic(const std::vector<std::vector<TimedBucket>>& stage_buckets,
+                                           int64_t busiest) {
+  const Layout& l = m_layout;
   const StageTime& slow = slowest();
   const double grad_s = m_out.dp_grad_s, param_s = m_out.dp_param_s;
-  const double p = m_p;
-  const double forward_chunk = ddp_chunk_windows(slow, grad_s, param_s).first;
-  const std::vector<double> passed = passed_shares(buckets);
-  const double grad_exposed = ddp_grad_tail_s(buckets, slow);
+  const double grad_exposed = ddp_grad_tail_s(stage_buckets[size_t(busiest)], slow);
+  const bool gathers_behind_optimizer = m_wo.param_gather != ParamGatherOverlap::next_forward;
   double param_exposed = param_s;
-  if (m_wo.param_gather == ParamGatherOverlap::next_forward) {
-    // Forward order: chunk by chunk, each chunk's buckets (dense and expert alike) by the point
-    // the forward needs them.
-    std::vector<size_t> order(buckets.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = buckets.size() - 1 - i;  // list reversed
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      if (buckets[a].size.chunk != buckets[b].size.chunk)
-        return buckets[a].size.chunk < buckets[b].size.chunk;
-      return 1.0 - passed[a] < 1.0 - passed[b];
-    });
-    double end = 0, delay = 0;  // 0 = the step's first forward starts
-    for (const size_t i : order) {
-      end += buckets[i].param_s;
-      const double needed =
-          double(buckets[i].size.chunk) * p * forward_chunk + forward_chunk * (1.0 - passed[i]) + delay;
-      delay += std::max(0.0, end - needed);
+  if (!gathers_behind_optimizer) {
+    const double forward_chunk = ddp_chunk_windows(slow, grad_s, param_s).first;
+    double fill = 0;  // when stage i's first forward starts: the stages before it, one chunk each
+    param_exposed = 0;
+    for (int64_t i = 0; i < l.pp; ++i) {
+      param_exposed =
+          std::max(param_exposed, ddp_param_delay_s(stage_buckets[size_t(i)], forward_chunk, fill));
+      const StageTime& st = m_out.stages[size_t(i)];
+      fill += (st.forward_s + st.forward_exposed_s) / m_v + (m_hop_s.empty() ? 0.0 : m_hop_s[size_t(i)]);
     }
-    param_exposed = std::min(delay, param_s);
+    param_exposed = std::min(param_exposed, param_s);
   }
   m_out.dp_exposed_s = grad_exposed + param_exposed;
   m_grad_overlapped_s = grad_s - grad_exposed;
   m_param_overlapped_s = param_s - param_exposed;
+  if (m_stage_path_end.empty()) return;
+  const double charged = grad_exposed + (gathers_behind_optimizer ? param_exposed : 0.0);
+  double path = -std::numeric_limits<double>::infinity(), critical = path;
+  for (int64_t i = 0; i < l.pp; ++i) {
+    const std::vector<TimedBucket>& buckets = stage_buckets[size_t(i)];
+    double own = ddp_grad_tail_s(buckets, m_out.stages[size_t(i)]);
+    if (gathers_behind_optimizer)
+      for (const TimedBucket& b : buckets) own += b.param_s;
+    path = std::max(path, m_stage_path_end[size_t(i)]);
+    critical = std::max(critical, m_stage_path_end[size_t(i)] + own);
+  }
+  m_out.critical_tail_s = critical - (path + charged);
+}
+
+// The weight gathers' delay to a stage's forward (overlap_param_gather): issued one after
+// another from the step's start, chunk c's first forward starting c·p chunk-steps after the
+// stage's first (at `first_forward_s`, after the fill), each bucket needed when the forward
+// reaches its first layer, every wait delaying the rest.
+double StepTimeEstimator::ddp_param_delay_s(const std::vector<TimedBucket>& buckets, double forward_chunk,
+                                            double first_forward_s) const {
+  const std::vector<double> passed = passed_shares(buckets);
+  // Forward order: chunk by chunk, each chunk's buckets (dense and expert alike) by the point the
+  // forward needs them.
+  std::vector<size_t> order(buckets.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = buckets.size() - 1 - i;  // list reversed
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (buckets[a].size.chunk != buckets[b].size.chunk) return buckets[a].size.chunk < buckets[b].size.chunk;
+    return 1.0 - passed[a] < 1.0 - passed[b];
+  });
+  double end = 0, delay = 0;  // 0 = the step's start
+  for (const size_t i : order) {
+    end += buckets[i].param_s;
+    const double needed = first_forward_s + double(buckets[i].size.chunk) * m_p * forward_chunk +
+                          forward_chunk * (1.0 - passed[i]) + delay;
+    delay += std::max(0.0, end - needed);
+  }
+  return delay;
 }
 
 // Compute running beside DP or PP NCCL kernels is slower (their SMs and HBM traffic), as the

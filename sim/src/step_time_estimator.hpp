@@ -114,7 +114,7 @@ class StepTimeEstimator {
   void time_fill_and_drain();
   void time_data_parallel();
   void expose_fsdp_traffic();
-  void expose_ddp_traffic(const std::vector<TimedBucket>& buckets);
+  void expose_ddp_traffic(const std::vector<std::vector<TimedBucket>>& stage_buckets, int64_t busiest);
   void charge_overlap_slowdown();
   void charge_shared_links();
   void fill_breakdown();
@@ -140,6 +140,8 @@ class StepTimeEstimator {
   double fill_drain_hops_s() const;
   std::pair<double, double> ddp_chunk_windows(const StageTime& st, double grad_s, double param_s) const;
   double ddp_grad_tail_s(const std::vector<TimedBucket>& buckets, const StageTime& st) const;
+  double ddp_param_delay_s(const std::vector<TimedBucket>& buckets, double forward_chunk,
+                           double first_forward_s) const;
 
   const Scenario& m_sc;
   const ModelSpec& m_model;
