@@ -193,6 +193,8 @@ void StepTimeEstimator::time_data_parallel() {
     // pp = 1: weights gathered for forward and again for backward, gradients reduce-scattered,
     // per micro-batch. pp > 1 (torchtitan: no resharding between micro-batches): once per step.
     const double passes = l.pp > 1 ? 1.0 : m_out.microbatches;
+    const UnitTraffic& slow = m_stage_traffic[size_t(m_out.slowest_stage)];
+    if (grad_s + param_s > 0) m_slowest_dp_share = (slow.gather_s + slow.reduce_s) / (grad_s + param_s);
     m_out.dp_grad_s = passes * grad_s;
     m_out.dp_param_s = passes * (l.pp > 1 ? 1.0 : 2.0) * param_s;
     m_dp_total_s = m_out.dp_grad_s + m_out.dp_param_s;
@@ -223,6 +225,11 @@ void StepTimeEstimator::time_data_parallel() {
   }
   m_out.dp_grad_s = grad_s;
   m_out.dp_param_s = param_s;
+  if (grad_s + param_s > 0) {
+    double slowest_s = 0;
+    for (const TimedBucket& b : all_buckets[size_t(m_out.slowest_stage)]) slowest_s += b.grad_s + b.param_s;
+    m_slowest_dp_share = slowest_s / (grad_s + param_s);
+  }
   m_out.dp_calls = int64_t(all_buckets[size_t(busiest)].size());
   m_dp_total_s = grad_s + param_s;
   expose_ddp_traffic(all_buckets, busiest);
@@ -414,7 +421,9 @@ double StepTimeEstimator::ddp_param_delay_s(const std::vector<TimedBucket>& buck
 
 // Compute running beside DP or PP NCCL kernels is slower (their SMs and HBM traffic), as the
 // event charges it: the compute kernels in the overlapped time, which hides behind the compute
-// stream's span, waits for TP/CP/EP collectives included, so compute's share of that span.
+// stream's span, waits for TP/CP/EP collectives included, so compute's share of that span. The
+// slowest stage's own share of the overlapped traffic: the busiest stage's runs beside its own
+// compute (another stage's, over a slow link, say).
 void StepTimeEstimator::charge_overlap_slowdown() {
   const StageTime& slow = slowest();
   auto compute_share = [](double compute_s, double waits_s) {
@@ -425,14 +434,15 @@ void StepTimeEstimator::charge_overlap_slowdown() {
       m_layout.zero_stage >= 3 && m_layout.pp == 1
           ? compute_share(slow.compute_s(), mb_exposed(slow))
           : compute_share(slow.backward_s + slow.recompute_s, mb_exposed(slow) - slow.forward_exposed_s);
-  m_grad_slowdown_s = m_options.overlap_slowdown * backward_share * m_grad_overlapped_s;
-  m_fwd_slowdown_s = m_options.overlap_slowdown * forward_share * (m_param_overlapped_s + m_pp_overlapped_s);
+  m_grad_slowdown_s = m_options.overlap_slowdown * backward_share * m_slowest_dp_share * m_grad_overlapped_s;
+  m_fwd_slowdown_s = m_options.overlap_slowdown * forward_share *
+                     (m_slowest_dp_share * m_param_overlapped_s + m_pp_overlapped_s);
   m_out.overlap_slowdown_s = m_grad_slowdown_s + m_fwd_slowdown_s;
 }
 
 // A TP, CP or EP collective that meets the DP traffic running beside it on the same link gets
 // half of that link while the two overlap (max-min fair, both bound there): its waits grow by
-// the share of the compute stream's span the DP traffic runs. The same link: both groups
+// the share of the compute stream's span the slowest stage's DP traffic runs. The same link: both groups
 // across domains (this GPU's NIC), both inside an NVSwitch domain (its switch port), or on a
 // full mesh a link to a peer in both. One across and one inside share only a ring's hop or
 // PXN's, at the slower one's rate: not counted.
@@ -442,7 +452,8 @@ void StepTimeEstimator::charge_shared_links() {
   const double microbatches = m_out.microbatches;
   const double span_s = microbatches * (slow.compute_s() + mb_exposed(slow));
   const double dp_busy =
-      span_s > 0 ? std::min(1.0, (m_grad_overlapped_s + m_param_overlapped_s) / span_s) : 0.0;
+      span_s > 0 ? std::min(1.0, m_slowest_dp_share * (m_grad_overlapped_s + m_param_overlapped_s) / span_s)
+                 : 0.0;
   const RankGroup dp_group{m_dp_n, l.tp};
   auto shares_with_dp = [&](const LinkCost& lk, RankGroup g) {
     if (g.size <= 1 || dp_group.size <= 1 || dp_busy <= 0) return false;

@@ -189,6 +189,9 @@ class StepTimeEstimator {
   std::vector<double> m_stage_path_end;
 
   double m_dp_total_s = 0, m_grad_overlapped_s = 0, m_param_overlapped_s = 0;
+  // The slowest stage's DP traffic over the busiest stage's (whose traffic the above are): what of
+  // the overlapped traffic runs beside the slowest stage's compute and collectives.
+  double m_slowest_dp_share = 1;
   double m_dp_busy_s = 0;  // ZeRO-3: the time its streams are busy, traffic on two at once counted once
   double m_fwd_slowdown_s = 0, m_grad_slowdown_s = 0;
   double m_tp_shared_s = 0, m_cp_shared_s = 0, m_ep_shared_s = 0;
