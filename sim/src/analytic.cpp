@@ -221,11 +221,12 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
         "messages; each stage's last backward slowed beside its gradient reductions; ZeRO-3 with "
         "pp > 1: each chunk's first forward unit by unit, each unit waiting on its own gather; ZeRO 0-2 "
         "with pp > 1: what the stage ending the step (its last backward, optimizer and own gradient "
-        "reductions' tail ending last) adds",
+        "reductions' tail ending last) adds; no less than the busiest port's pipeline messages take, "
+        "one at a time, between the fill and the drain",
         fmt::format("pp={}, v={}, slowest stage={}, fill and drain={:.4g} s, hops={:.4g} s, stage ending the "
-                    "step={:.4g} s",
+                    "step={:.4g} s, port bound adds {:.4g} s",
                     l.pp, l.virtual_stages, time.slowest_stage, time.fill_drain_s,
-                    time.pp_exposed_s - b.pp_exposed_s, time.critical_tail_s));
+                    time.pp_exposed_s - b.pp_exposed_s, time.critical_tail_s, time.pipeline_port_s));
   }
   detail::explain_throughput(sc, flops.per_sequence, options.flop_convention, peak, r);
   detail::explain_memory(sc, memory.stages[size_t(memory.worst_stage)], options.memory, r);

@@ -326,6 +326,34 @@ double StepTimeEstimator::neighbour_hops_s(int64_t stage) const {
   return m_hop_s[size_t(std::min(stage, p - 2))] + m_hop_s[size_t(std::max<int64_t>(stage - 1, 0))];
 }
 
+// The step as the busiest pipeline port bounds it: a stage's port (NIC or scale-up, as the sends
+// take) carries every message into and out of the stage, m·v each way per neighbour, one at a
+// time at its rate, as the event's flows share it. Its first waits for the forwards of the stages
+// before it (stage 0: its own), its last is followed by their backwards and stage 0's optimizer
+// (the stage's own beside them). A lower bound: where the schedule's path covers it, nothing.
+double StepTimeEstimator::pipeline_port_bound_s() const {
+  const int64_t p = m_layout.pp;
+  if (p <= 1) return 0.0;
+  auto forward_chunk = [&](const StageTime& st) { return (st.forward_s + st.forward_exposed_s) / m_v; };
+  auto backward_chunk = [&](const StageTime& st) {
+    return (st.backward_s + st.recompute_s + mb_exposed(st) - st.forward_exposed_s) / m_v;
+  };
+  const StageTime& first = m_out.stages.front();
+  double bound = 0;
+  double before_forward = 0, before_backward = 0;  // the stages before s: a chunk-step each, and hops
+  for (int64_t s = 0; s < p; ++s) {
+    const StageTime& st = m_out.stages[size_t(s)];
+    const double fill = s == 0 ? forward_chunk(first) : before_forward;
+    const double drain = s == 0 ? backward_chunk(first) : before_backward;
+    const double load = 2.0 * m_out.microbatches * m_v * neighbour_hops_s(s);
+    // The drain ends with stage 0's optimizer; the stage's own runs beside it.
+    bound = std::max(bound, fill + load + std::max(drain + first.optimizer_s, st.optimizer_s));
+    before_forward += forward_chunk(st) + m_hop_s[size_t(s)];
+    before_backward += backward_chunk(st) + m_hop_s[size_t(s)];
+  }
+  return bound;
+}
+
 // The fill's and the drain's hops: each boundary once forward and once backward.
 double StepTimeEstimator::fill_drain_hops_s() const {
   return 2.0 * std::accumulate(m_hop_s.begin(), m_hop_s.end() - 1, 0.0);
@@ -443,6 +471,9 @@ void StepTimeEstimator::fill_breakdown() {
   b.dp_exposed_s = m_out.dp_exposed_s;
   b.exposed_comm_s = b.tp_exposed_s + b.cp_exposed_s + b.ep_exposed_s + b.pp_exposed_s + b.dp_exposed_s;
   b.bubble_s = m_out.fill_drain_s + (m_out.pp_exposed_s - b.pp_exposed_s) + m_out.critical_tail_s;
+  m_out.pipeline_port_s =
+      std::max(0.0, pipeline_port_bound_s() - (b.compute_s + b.exposed_comm_s + b.bubble_s));
+  b.bubble_s += m_out.pipeline_port_s;
   m_out.step_time_s = b.compute_s + b.exposed_comm_s + b.bubble_s;
 }
 

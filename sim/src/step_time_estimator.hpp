@@ -138,6 +138,7 @@ class StepTimeEstimator {
                                  std::vector<double>* stage_ends = nullptr) const;
   double neighbour_hops_s(int64_t stage) const;
   double fill_drain_hops_s() const;
+  double pipeline_port_bound_s() const;
   std::pair<double, double> ddp_chunk_windows(const StageTime& st, double grad_s, double param_s) const;
   double ddp_grad_tail_s(const std::vector<TimedBucket>& buckets, const StageTime& st) const;
   double ddp_param_delay_s(const std::vector<TimedBucket>& buckets, double forward_chunk,

@@ -70,6 +70,10 @@
 //                    path, optimizer and tail end last ends the step: what it adds beyond the
 //                    slowest stage's counts here (stage 0 after the drain, or a stage beside a
 //                    straggler's)
+//                    Over a pipeline, no less than the busiest port's pipeline messages take:
+//                    a stage's port carries its 2·m·v messages each way (4 per micro-batch and
+//                    chunk, as the event's flows share the port), after the fill before the
+//                    stage and before the drain behind it and stage 0's optimizer
 //   step_time_s    = compute_s + exposed_comm_s + bubble_s
 // Stragglers (AnalyticOptions::stragglers): every compute kernel of a stage that holds one runs
 // its slowdown times longer (the largest in the stage): the stage's TP, CP, EP and DP groups
@@ -177,6 +181,10 @@ struct StepTimeEstimate {
   // ZeRO 0-2 over a pipeline: what the stage that ends the step (its last backward, optimizer
   // and own gradient tail ending last) adds beyond the slowest stage's path and DP tail.
   double critical_tail_s = 0;
+  // Over a pipeline: what the busiest NIC or scale-up port's pipeline messages need beyond the
+  // step above (pipeline_port_bound_s: the port carries them one at a time at its rate, e.g. a
+  // slow NIC's stage under the interleaved schedule's asynchronous sends).
+  double pipeline_port_s = 0;
   BreakdownReport breakdown;
   double step_time_s = 0;
 };
