@@ -203,16 +203,22 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
     explain(
         "breakdown.exposed_comm_s", b.exposed_comm_s, "s",
         "m · (TP + CP + EP exposed per micro-batch) + their waits on links shared with DP traffic + PP "
-        "exposed (1F1B: 2(m + p − 1) sends; interleaved: what the asynchronous sends add to the schedule's "
-        "longest path) + DP exposed (NCCL's model, in a scale-up domain and across domains)",
-        fmt::format("m={}, per-micro-batch={:.4g} s (tp total {:.4g} s/step), shared links={:.4g} s, pp "
-                    "exposed={:.4g} "
-                    "s of {:.4g} s (send {:.4g} s), dp exposed={:.4g} s of {:.4g} s (grad {:.4g} s, params "
-                    "{:.4g} s{})",
-                    time.microbatches, time.mb_exposed_comm_s, b.tp_comm_s, time.shared_link_s,
-                    b.pp_exposed_s, b.pp_comm_s, time.pp_send_s, time.dp_exposed_s, b.dp_comm_s,
-                    time.dp_grad_s, time.dp_param_s,
-                    time.dp_calls > 0 ? fmt::format(", in {} DDP buckets", time.dp_calls) : std::string()));
+        "exposed (1F1B: m sends each way to the stage's neighbours + each boundary's twice in the fill and "
+        "drain, 2(m + p − 1) sends on equal links; interleaved: what the asynchronous sends add to the "
+        "schedule's longest path) + DP exposed (NCCL's model, in a scale-up domain and across domains); "
+        "over a slow link, its bytes at the link's fraction",
+        fmt::format(
+            "m={}, per-micro-batch={:.4g} s (tp total {:.4g} s/step), shared links={:.4g} s, pp "
+            "exposed={:.4g} "
+            "s of {:.4g} s (slowest send {:.4g} s), dp exposed={:.4g} s of {:.4g} s (grad {:.4g} s, "
+            "params {:.4g} s{}){}",
+            time.microbatches, time.mb_exposed_comm_s, b.tp_comm_s, time.shared_link_s, b.pp_exposed_s,
+            b.pp_comm_s, time.pp_send_s, time.dp_exposed_s, b.dp_comm_s, time.dp_grad_s, time.dp_param_s,
+            time.dp_calls > 0 ? fmt::format(", in {} DDP buckets", time.dp_calls) : std::string(),
+            slowest.scale_up_fraction < 1 || slowest.scale_out_fraction < 1
+                ? fmt::format("; slow links in the stage: scale-up at {:.4g}, NIC at {:.4g} of the rate",
+                              slowest.scale_up_fraction, slowest.scale_out_fraction)
+                : std::string()));
     explain(
         "breakdown.bubble_s", b.bubble_s, "s",
         "longest path through the schedule's order (each chunk-step at its chunk's forward or backward "

@@ -369,7 +369,8 @@ double StepTimeEstimator::fill_drain_hops_s() const {
 // delaying the chunk-step that waits for it (sent asynchronously, overlap_p2p_comm); what the
 // messages add to the longest path is the pipeline's exposed communication. Plain 1F1B
 // exchanges its messages blocking, in pairs (send_forward_recv_backward), so a stage's own
-// 2m and the fill and drain's 2(p−1) sit on the path: 2(m + p − 1) sends.
+// 2m (m over each of its boundaries) and the fill and drain's 2(p−1) (each boundary twice) sit on
+// the path: 2(m + p − 1) sends on equal links.
 std::optional<double> StepTimeEstimator::makespan(const std::vector<double>& hop_s,
                                                   std::vector<double>* stage_ends) const {
   const Layout& l = m_layout;

@@ -32,7 +32,8 @@
 //         the compute stream's span the overlapped DP traffic fills
 //     PP: one send of the stage output (1/tp of it, Megatron's scatter-gather) forward and one
 //         gradient backward per micro-batch and chunk; 1F1B (v = 1) waits for each, plus the
-//         fill/drain hops: 2(m+p−1) sends; interleaved overlaps them but for 2(p−1)
+//         fill/drain hops: 2(m+p−1) sends; interleaved overlaps them but for 2(p−1). Each
+//         boundary's sends at its own time (a slow link's), m over each of the stage's
 //     DP: ZeRO-0 all-reduce of the gradients over dp·cp; ZeRO-1/2 reduce-scatter of gradients
 //         + all-gather of updated weights; ZeRO-3 per micro-batch 2 all-gathers + 1
 //         reduce-scatter, or with pp > 1 (torchtitan's FSDP+PP) 1 all-gather + 1 reduce-scatter
@@ -84,8 +85,8 @@
 // scale-up port inside one) moves its bytes at that link's fraction of the rate, its latency
 // unchanged, as the event simulation's flow is paced by its slowest port: bytes time / fraction,
 // where latency is a 1-byte call's time. The stage holding the GPU takes its slowest link of each
-// class for every group of that class (its TP, CP, EP, DP and expert-DP groups), and every send
-// between stages the slowest hop's time.
+// class for every group of that class (its TP, CP, EP, DP and expert-DP groups), and a send
+// between two stages the slower of their fractions.
 // Models the workload builder does not describe are probed as the nearest one it does: an MoE
 // layer as a dense layer of ffn width top_k·expert_ffn_hidden (+ shared experts), MLA as
 // attention with the model's heads and head_dim.
