@@ -14,10 +14,30 @@ using namespace simrun::test;
 
 namespace {
 
-Scenario scenario(const std::string& model, const std::string& gpu, int64_t gpus, const std::string& layout) {
-  return parse_scenario_text(R"({"model": ")" + model + R"(", "cluster": {"gpu": ")" + gpu +
+// `model_json`: the scenario's "model" value, a catalog name quoted or an object.
+Scenario scenario_of(const std::string& model_json, const std::string& gpu, int64_t gpus,
+                     const std::string& layout) {
+  return parse_scenario_text(R"({"model": )" + model_json + R"(, "cluster": {"gpu": ")" + gpu +
                              R"(", "num_gpus": )" + std::to_string(gpus) + R"(}, "layout": {)" + layout +
                              "}}");
+}
+
+Scenario scenario(const std::string& model, const std::string& gpu, int64_t gpus, const std::string& layout) {
+  return scenario_of(R"(")" + model + R"(")", gpu, gpus, layout);
+}
+
+// A step on slow hardware (every rank simulated) in both fidelities, and the estimate's on
+// healthy hardware.
+struct SlowStep {
+  double event = 0, analytic = 0, healthy = 0;
+};
+SlowStep slow_step(const Scenario& sc, std::vector<Straggler> stragglers, std::vector<SlowLink> slow_links) {
+  SimulateOptions o;
+  o.step.scope = SimulationScope::full;
+  o.step.stragglers = std::move(stragglers);
+  o.step.slow_links = std::move(slow_links);
+  return {simulate(sc, o).report.step_time_s, estimate(sc, analytic_options(o)).step_time_s,
+          estimate(sc).step_time_s};
 }
 
 double step_s(const Scenario& sc, SimulationScope scope, std::vector<Straggler> stragglers = {}) {
@@ -143,20 +163,12 @@ TEST_CASE("the analytic estimate paces a straggler's stage as the event simulati
   const std::string model =
       c.seq_len > 0 ? R"({"name": ")" + c.model + R"(", "seq_len": )" + std::to_string(c.seq_len) + "}"
                     : R"(")" + c.model + R"(")";
-  const Scenario sc = parse_scenario_text(R"({"model": )" + model + R"(, "cluster": {"gpu": ")" + c.gpu +
-                                          R"(", "num_gpus": )" + std::to_string(c.gpus) +
-                                          R"(}, "layout": {)" + c.layout + "}}");
-  SimulateOptions o;
-  o.step.scope = SimulationScope::full;
-  o.step.stragglers = {c.straggler};
-  const double event = simulate(sc, o).report.step_time_s;
-  const double analytic = estimate(sc, analytic_options(o)).step_time_s;
-  const double healthy = estimate(sc).step_time_s;
+  const SlowStep t = slow_step(scenario_of(model, c.gpu, c.gpus, c.layout), {c.straggler}, {});
   INFO(c.model << " on " << c.gpus << " " << c.gpu << ", " << c.layout << ", rank " << c.straggler.rank
-               << " at " << c.straggler.slowdown << "x: event " << event << " s, analytic " << analytic
-               << " s, healthy analytic " << healthy << " s");
-  CHECK(analytic > healthy * (1 + 0.1 * (c.straggler.slowdown - 1)));
-  CHECK(analytic == Approx(event).epsilon(c.tolerance));
+               << " at " << c.straggler.slowdown << "x: event " << t.event << " s, analytic " << t.analytic
+               << " s, healthy analytic " << t.healthy << " s");
+  CHECK(t.analytic > t.healthy * (1 + 0.1 * (c.straggler.slowdown - 1)));
+  CHECK(t.analytic == Approx(t.event).epsilon(c.tolerance));
 }
 
 TEST_CASE("the report names the slow GPUs and links it ran with, a GPU given twice at its worst",
@@ -239,20 +251,12 @@ TEST_CASE("the analytic estimate slows the groups over a slow link as the event 
            R"("tp": 2, "pp": 8, "dp": 4, "virtual_stages": 2, "global_batch": 128, "precision": "fp8")",
            {37, 0.25, LinkClass::scale_out},
            0.04});
-  const Scenario sc = parse_scenario_text(R"({"model": )" + c.model + R"(, "cluster": {"gpu": ")" + c.gpu +
-                                          R"(", "num_gpus": )" + std::to_string(c.gpus) +
-                                          R"(}, "layout": {)" + c.layout + "}}");
-  SimulateOptions o;
-  o.step.scope = SimulationScope::full;
-  o.step.slow_links = {c.link};
-  const double event = simulate(sc, o).report.step_time_s;
-  const double analytic = estimate(sc, analytic_options(o)).step_time_s;
-  const double healthy = estimate(sc).step_time_s;
+  const SlowStep t = slow_step(scenario_of(c.model, c.gpu, c.gpus, c.layout), {}, {c.link});
   INFO(c.model << " on " << c.gpus << " " << c.gpu << ", " << c.layout << ", rank " << c.link.rank << " at "
-               << c.link.bandwidth_fraction << ": event " << event << " s, analytic " << analytic
-               << " s, healthy analytic " << healthy << " s");
-  CHECK(analytic > 1.02 * healthy);
-  CHECK(analytic == Approx(event).epsilon(c.tolerance));
+               << c.link.bandwidth_fraction << ": event " << t.event << " s, analytic " << t.analytic
+               << " s, healthy analytic " << t.healthy << " s");
+  CHECK(t.analytic > 1.02 * t.healthy);
+  CHECK(t.analytic == Approx(t.event).epsilon(c.tolerance));
 }
 
 TEST_CASE("the analytic estimate refuses a straggler or a slow link outside the cluster or its range",
