@@ -416,6 +416,12 @@ TEST_CASE("estimate paces a straggler's stage and slows the groups over a slow l
     CHECK(j["analytic"]["step_time_s"].get<double>() > 1.05 * t0);
     CHECK(std::abs(j["analytic_difference"].get<double>()) < 0.05);
     CHECK(j["analytic"]["degraded"] == j["degraded"]);
+    // simrun estimate on its own gives the comparison's column.
+    const RunResult alone = run_simrun("estimate " + file + " --slow-link 3:0.25:" + link + " --json");
+    INFO(alone.err);
+    REQUIRE(alone.exit_code == 0);
+    CHECK(nlohmann::json::parse(alone.out)["step_time_s"].get<double>() ==
+          Approx(j["analytic"]["step_time_s"].get<double>()));
   }
 }
 
