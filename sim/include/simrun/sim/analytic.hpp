@@ -169,7 +169,7 @@ struct StepTimeEstimate {
   std::vector<StageTime> stages;
   int64_t slowest_stage = 0;
   double microbatches = 0;  // m
-  double pp_send_s = 0;     // one activation send between stages
+  double pp_send_s = 0;     // one activation send between stages (the slowest boundary's)
   double dp_grad_s = 0;     // gradient reduction (all-reduce or reduce-scatter), per step
   double dp_param_s = 0;    // weight all-gather (ZeRO ≥ 1), per step
   int64_t dp_calls = 0;     // ZeRO 0-2: DDP buckets of the busiest stage, one call each way
