@@ -30,7 +30,13 @@ std::string outside_cluster(int64_t rank, int64_t world_size) {
 // thus lasts exactly its α-β bandwidth term; flows meeting on a port share it max-min. A GPU has
 // one NIC port and one scale-up port (its NVSwitch uplink), or on a full mesh (Infinity Fabric)
 // one scale-up port per peer link: collectives with other peers use other links there.
+// Ports are full duplex, as NVLink and InfiniBand/RoCE are, with the catalog's per-direction
+// bandwidth each way: a port is two links, out and in. A collective (ring, tree or all-to-all:
+// every member sends and receives at once) takes both of each member's; a pipeline send takes
+// the sender's out and the receiver's in, so 1F1B's activations forward and gradients back
+// between two stages pass each other at full rate.
 constexpr double kPortRate = 1e9;
+enum class PortDirection : uint32_t { out = 0, in = 1 };
 
 int group_index(GroupKind g) { return static_cast<int>(g); }
 
@@ -152,20 +158,23 @@ class Executor {
     }
     m_mesh_domain = sc.cluster.gpu.scale_up_kind == ScaleUpKind::mesh ? scale_up_domain_size(sc.cluster) : 0;
     m_ports_per_rank = static_cast<uint32_t>(std::max<int64_t>(1, m_mesh_domain)) + 1;
-    std::vector<double> ports(m_ports_per_rank * sim.size(), kPortRate);
+    std::vector<double> links(2 * m_ports_per_rank * sim.size(), kPortRate);
     for (const auto& s : opt.slow_links) {
       const auto i = static_cast<uint32_t>(m_index_of_rank[static_cast<size_t>(s.rank)]);
       // The NIC is the rank's last port; before it the switch port, or on a mesh its links to
-      // each peer. Given twice, a link runs at the lower fraction.
-      const uint32_t nic = port_link(i, 1, -1);
-      const uint32_t first = s.link == LinkClass::scale_out ? nic : port_link(i, 0, -1);
+      // each peer. Both directions slow down. Given twice, a link runs at the lower fraction.
+      const uint32_t nic = port_index(i, 1, -1);
+      const uint32_t first = s.link == LinkClass::scale_out ? nic : port_index(i, 0, -1);
       const uint32_t last = s.link == LinkClass::scale_out ? nic : nic - 1;
       for (uint32_t port = first; port <= last; ++port)
-        ports[port] = std::min(ports[port], kPortRate * s.bandwidth_fraction);
+        for (PortDirection d : {PortDirection::out, PortDirection::in}) {
+          double& capacity = links[port_link(port, d)];
+          capacity = std::min(capacity, kPortRate * s.bandwidth_fraction);
+        }
       trace(s.rank);
     }
     if (also_trace >= 0) trace(also_trace);
-    m_network = std::make_unique<Network>(m_engine, std::move(ports));
+    m_network = std::make_unique<Network>(m_engine, std::move(links));
     if (opt.timing == CollectiveTiming::nccl_model) {
       const ClusterGraphSpec spec = cluster_graph_spec(sc.cluster);
       if (const auto why = ClusterGraph::check(spec)) {
@@ -360,11 +369,15 @@ class Executor {
     FlowSpec f;
     f.bytes = bw_s * kPortRate;
     f.latency = TimeNs::from_seconds(alpha_s);
+    auto both_directions = [&f](uint32_t port_index) {
+      for (PortDirection d : {PortDirection::out, PortDirection::in})
+        f.links.push_back(LinkUse{port_link(port_index, d), 1.0});
+    };
     for (uint32_t m : members) {
       if (port == 0 && m_mesh_domain > 0) {  // each link to a peer of the group
-        for (LinkId l : mesh_group_ports(m, task.group)) f.links.push_back(LinkUse{l, 1.0});
+        for (uint32_t p : mesh_group_ports(m, task.group)) both_directions(p);
       } else {
-        f.links.push_back(LinkUse{port_link(m, port, -1), 1.0});
+        both_directions(port_index(m, port, -1));
       }
     }
     m_network->start_flow(std::move(f), [this, t, sm_sharing, members = std::move(members)](FlowId) {
@@ -389,8 +402,9 @@ class Executor {
     FlowSpec f;
     f.bytes = cost.bw_s * kPortRate;
     f.latency = TimeNs::from_seconds(cost.alpha_s);
-    f.links.push_back(LinkUse{port_link(idx, port, peer_rank), 1.0});
-    f.links.push_back(LinkUse{port_link(static_cast<uint32_t>(peer), port, r.rank), 1.0});
+    f.links.push_back(LinkUse{port_link(port_index(idx, port, peer_rank), PortDirection::out), 1.0});
+    f.links.push_back(
+        LinkUse{port_link(port_index(static_cast<uint32_t>(peer), port, r.rank), PortDirection::in), 1.0});
     const TimeNs begin = m_engine.now();
     const uint32_t recv = task.peer_task;
     ++m_ranks[idx].nccl_active;
@@ -598,22 +612,26 @@ class Executor {
 
   // The port a simulated rank's traffic takes: its NIC (port 1), its scale-up port, or on a
   // mesh its link to `peer` (a global rank in its domain).
-  LinkId port_link(uint32_t idx, int port, int64_t peer) const {
+  uint32_t port_index(uint32_t idx, int port, int64_t peer) const {
     const uint32_t base = idx * m_ports_per_rank;
     if (port == 1) return base + m_ports_per_rank - 1;
     if (m_mesh_domain > 0 && peer >= 0) return base + static_cast<uint32_t>(peer % m_mesh_domain);
     return base;
   }
+  // One direction of a port: the network link that carries it.
+  static LinkId port_link(uint32_t port_index, PortDirection d) {
+    return 2 * port_index + static_cast<uint32_t>(d);
+  }
 
   // On a mesh, a simulated rank's ports to the other members of its `g` group, found once.
-  const std::vector<LinkId>& mesh_group_ports(uint32_t idx, GroupKind g) {
+  const std::vector<uint32_t>& mesh_group_ports(uint32_t idx, GroupKind g) {
     const size_t key = size_t(idx) * kGroupKindCount + size_t(group_index(g));
     if (m_mesh_ports.size() <= key) m_mesh_ports.resize(m_ranks.size() * kGroupKindCount);
-    std::vector<LinkId>& ports = m_mesh_ports[key];
+    std::vector<uint32_t>& ports = m_mesh_ports[key];
     if (ports.empty()) {
       const int64_t rank = m_ranks[idx].rank;
       for (int64_t peer : m_layout.group(g, rank))
-        if (peer != rank) ports.push_back(port_link(idx, 0, peer));
+        if (peer != rank) ports.push_back(port_index(idx, 0, peer));
     }
     return ports;
   }
@@ -625,7 +643,7 @@ class Executor {
   bool m_full = false;
   int64_t m_mesh_domain = 0;        // GPUs per full-mesh domain (0: switch or PCIe scale-up)
   uint32_t m_ports_per_rank = 2;
-  std::vector<std::vector<LinkId>> m_mesh_ports;  // rank index · kGroupKindCount + group kind
+  std::vector<std::vector<uint32_t>> m_mesh_ports;  // port indices; rank index · kGroupKindCount + group kind
   std::array<LinkCost, kGroupKindCount> m_link{};
   std::vector<std::array<std::vector<uint32_t>, kStreamCount>> m_queues;
   std::vector<RankState> m_ranks;

@@ -326,11 +326,13 @@ double StepTimeEstimator::neighbour_hops_s(int64_t stage) const {
   return m_hop_s[size_t(std::min(stage, p - 2))] + m_hop_s[size_t(std::max<int64_t>(stage - 1, 0))];
 }
 
-// The step as the busiest pipeline port bounds it: a stage's port (NIC or scale-up, as the sends
-// take) carries every message into and out of the stage, m·v each way per neighbour, one at a
-// time at its rate, as the event's flows share it. Its first waits for the forwards of the stages
-// before it (stage 0: its own), its last is followed by their backwards and stage 0's optimizer
-// (the stage's own beside them). A lower bound: where the schedule's path covers it, nothing.
+// The step as the busiest pipeline port bounds it: each direction of a stage's port (NIC or
+// scale-up, as the sends take; full duplex, as in the event) carries m·v messages per neighbour,
+// one at a time at its rate, as the event's flows share it: out, the activations forward and the
+// gradients back; in, the same from its neighbours. Its first waits for the forwards of the
+// stages before it (stage 0: its own), its last is followed by their backwards and stage 0's
+// optimizer (the stage's own beside them). A lower bound: where the schedule's path covers it,
+// nothing.
 double StepTimeEstimator::pipeline_port_bound_s() const {
   const int64_t p = m_layout.pp;
   if (p <= 1) return 0.0;
@@ -345,7 +347,7 @@ double StepTimeEstimator::pipeline_port_bound_s() const {
     const StageTime& st = m_out.stages[size_t(s)];
     const double fill = s == 0 ? forward_chunk(first) : before_forward;
     const double drain = s == 0 ? backward_chunk(first) : before_backward;
-    const double load = 2.0 * m_out.microbatches * m_v * neighbour_hops_s(s);
+    const double load = m_out.microbatches * m_v * neighbour_hops_s(s);
     // The drain ends with stage 0's optimizer; the stage's own runs beside it.
     bound = std::max(bound, fill + load + std::max(drain + first.optimizer_s, st.optimizer_s));
     before_forward += forward_chunk(st) + m_hop_s[size_t(s)];

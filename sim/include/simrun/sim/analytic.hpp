@@ -72,9 +72,10 @@
 //                    slowest stage's counts here (stage 0 after the drain, or a stage beside a
 //                    straggler's)
 //                    Over a pipeline, no less than the busiest port's pipeline messages take:
-//                    a stage's port carries its 2·m·v messages each way (4 per micro-batch and
-//                    chunk, as the event's flows share the port), after the fill before the
-//                    stage and before the drain behind it and stage 0's optimizer
+//                    each direction of a stage's port (full duplex) carries 2·m·v messages
+//                    (a forward and a backward per micro-batch and chunk, as the event's flows
+//                    share it), after the fill before the stage and before the drain behind it
+//                    and stage 0's optimizer
 //   step_time_s    = compute_s + exposed_comm_s + bubble_s
 // Stragglers (AnalyticOptions::stragglers): every compute kernel of a stage that holds one runs
 // its slowdown times longer (the largest in the stage): the stage's TP, CP, EP and DP groups
