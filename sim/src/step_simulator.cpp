@@ -562,13 +562,26 @@ class Executor {
   }
 
   void charge(RankState& r, uint32_t blocker, TimeNs from, TimeNs to) {
-    const double gap = (to - from).seconds();
-    if (gap <= 0) return;
+    if (to <= from) return;
     if (blocker == kNoTask) {
-      r.bd.bubble_s += gap;
+      r.bd.bubble_s += (to - from).seconds();
       return;
     }
     const Task& b = program(r).tasks[blocker];
+    if (b.kind == TaskKind::collective || b.kind == TaskKind::send) {
+      // Before the blocker was issued it waited itself, for its own dependencies or the work ahead
+      // of it on its stream (an expert-TP all-gather for its all-to-all): that lead is charged to
+      // what it waited for.
+      const bool met_group = b.kind == TaskKind::collective && !r.arrival.empty();  // --full
+      const TimeNs issued = met_group ? r.arrival[blocker] : r.start[blocker];
+      if (issued > from) {
+        const TimeNs lead_end = std::min(issued, to);
+        charge(r, waited_for(r, blocker), from, lead_end);
+        from = lead_end;
+        if (to <= from) return;
+      }
+    }
+    const double gap = (to - from).seconds();
     if (b.kind == TaskKind::recv) {
       const TimeNs lo = std::max(from, r.start[blocker]);
       const TimeNs hi = std::min(to, r.end[blocker]);
@@ -582,6 +595,22 @@ class Executor {
       r.bd.bubble_s += waiting_for_peers;
       r.bd.exposed_s[static_cast<size_t>(group_index(b.group))] += gap - waiting_for_peers;
     }
+  }
+
+  // The task whose completion let `t` be issued: the later-ending of its dependencies and the
+  // task before it on its stream.
+  uint32_t waited_for(const RankState& r, uint32_t t) const {
+    const StageProgram& p = program(r);
+    const Task& task = p.tasks[t];
+    uint32_t last = kNoTask;
+    auto consider = [&](uint32_t k) {
+      if (last == kNoTask || r.end[k] > r.end[last]) last = k;
+    };
+    for (uint16_t k = 0; k < task.dep_count; ++k) consider(p.dep(task, k));
+    const auto& queue = m_queues[static_cast<size_t>(r.stage)][static_cast<size_t>(task.stream)];
+    const auto it = std::lower_bound(queue.begin(), queue.end(), t);
+    if (it != queue.begin()) consider(*std::prev(it));
+    return last;
   }
 
   // Of [from, to), the time the blocker's stream spent waiting for a group's slowest member

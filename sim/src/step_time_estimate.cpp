@@ -32,10 +32,12 @@ struct GroupLinks {
 // Runs the probe's tasks on their streams (a stream runs its tasks in program order; a task
 // also waits for its dependencies), with closed-form times (collective_s) for the TP, CP and EP
 // collectives and none for the data-parallel ones (timed per step, below). A wait of the compute
-// stream is charged to the piece and group of the dependency it waited for last, as the event
-// simulation charges it, and counted apart when a forward kernel waited. Compute kernels run
-// the condition's slowdown times longer (a straggler's stage), and collectives move their bytes
-// at its fraction of their link class (a slow link's stage).
+// stream is charged along the chain it waited on, as the event simulation charges it: to the
+// piece and group of the collective it waited for last while that one ran, and before it started
+// to what that one waited for (an expert-TP all-gather after its all-to-all); counted apart
+// when a forward kernel waited. Compute kernels run the condition's slowdown times longer (a
+// straggler's stage), and collectives move their bytes at its fraction of their link class (a
+// slow link's stage).
 ProbeTimes time_probe(const StageProgram& prog, const GroupLinks& links, const StageCondition& condition) {
   ProbeTimes out;
   auto piece_of = [&](const Task& t) -> PieceTime* {
@@ -58,7 +60,26 @@ ProbeTimes time_probe(const StageProgram& prog, const GroupLinks& links, const S
     }
   };
   std::array<double, kStreamCount> stream_free{};
-  std::vector<double> end(prog.tasks.size(), 0.0);
+  std::array<uint32_t, kStreamCount> stream_last;
+  stream_last.fill(kNoTask);
+  std::vector<double> begin(prog.tasks.size(), 0.0), end(prog.tasks.size(), 0.0);
+  std::vector<uint32_t> waited_for(prog.tasks.size(), kNoTask);  // what each task started after
+  // Charges the compute stream's wait [from, to) for `blocker` down the chain it waited on.
+  auto charge_wait = [&](uint32_t blocker, double from, double to, bool forward) {
+    for (; blocker != kNoTask && to > from;
+         to = std::min(to, begin[blocker]), blocker = waited_for[blocker]) {
+      const Task& b = prog.tasks[blocker];
+      PieceTime* owner = piece_of(b);
+      const double wait = to - std::max(from, begin[blocker]);
+      const bool charged = owner && wait > 0 && b.kind == TaskKind::collective &&
+                           (b.group == GroupKind::tp || b.group == GroupKind::cp || b.group == GroupKind::ep);
+      if (!charged) continue;
+      (b.group == GroupKind::tp   ? owner->tp_exposed_s
+       : b.group == GroupKind::cp ? owner->cp_exposed_s
+                                  : owner->ep_exposed_s) += wait;
+      if (forward) owner->forward_exposed_s += wait;
+    }
+  };
   double compute_free = 0;
   for (size_t i = 0; i < prog.tasks.size(); ++i) {
     const Task& t = prog.tasks[i];
@@ -72,25 +93,15 @@ ProbeTimes time_probe(const StageProgram& prog, const GroupLinks& links, const S
       }
     }
     const size_t stream = size_t(t.stream);
+    if (stream_free[stream] > ready) blocker = stream_last[stream];
     const double start = std::max(stream_free[stream], ready);
+    begin[i] = start;
+    waited_for[i] = blocker;
     double duration = 0;
     PieceTime* piece = piece_of(t);
     if (t.kind == TaskKind::compute) {
       duration = t.duration.seconds() * condition.slowdown;
-      if (start > compute_free && blocker != kNoTask) {
-        const Task& b = prog.tasks[blocker];
-        PieceTime* owner = piece_of(b);
-        const double wait = start - compute_free;
-        const bool charged =
-            owner && b.kind == TaskKind::collective &&
-            (b.group == GroupKind::tp || b.group == GroupKind::cp || b.group == GroupKind::ep);
-        if (charged) {
-          (b.group == GroupKind::tp   ? owner->tp_exposed_s
-           : b.group == GroupKind::cp ? owner->cp_exposed_s
-                                      : owner->ep_exposed_s) += wait;
-          if (t.phase == Phase::forward) owner->forward_exposed_s += wait;
-        }
-      }
+      if (start > compute_free) charge_wait(blocker, compute_free, start, t.phase == Phase::forward);
       compute_free = start + duration;
       if (piece) {
         (t.phase == Phase::forward    ? piece->forward_s
@@ -115,6 +126,7 @@ ProbeTimes time_probe(const StageProgram& prog, const GroupLinks& links, const S
     }
     end[i] = start + duration;
     stream_free[stream] = end[i];
+    stream_last[stream] = uint32_t(i);
   }
   return out;
 }

@@ -450,14 +450,20 @@ void StageBuilder::mlp_forward(double f_loc, Phase phase, bool after_norm) {
 // transformer/moe): this rank's Ts tokens (sequence-parallel shard) are routed, permuted by
 // expert, sent to the experts' EP ranks, run through the local experts' grouped GEMMs
 // (TEGroupedLinear), sent back and un-permuted. With expert_tp > 1 the dispatched tokens are
-// all-gathered over the expert-TP group and the outputs reduce-scattered back.
+// all-gathered over the expert-TP group and the outputs reduce-scattered back, each in series
+// with its all-to-all, whose output it gathers or whose input it scatters
+// (MoEAlltoAllTokenDispatcher: token_permutation's all_to_all then
+// gather_from_sequence_parallel_region; token_unpermutation's
+// reduce_scatter_to_sequence_parallel_region then all_to_all; their autograd backwards in the
+// reverse order).
 
-void StageBuilder::ep_all_to_all(OpName op, Phase phase) {
+uint32_t StageBuilder::ep_all_to_all(OpName op, Phase phase, uint32_t after) {
   const Shared& s = m_s;
-  if (s.ep <= 1) return;
+  if (s.ep <= 1) return kNoTask;
   const uint32_t c = collective(Stream::ep, op, CollectiveOp::all_to_all, GroupKind::ep,
-                                s.Ts * s.top_k * s.h * s.elem, phase, {m_last_compute});
+                                s.Ts * s.top_k * s.h * s.elem, phase, {m_last_compute, after});
   m_wait.push_back(c);
+  return c;
 }
 
 // The tokens an all-to-all brings in arrive grouped by source rank; with several local experts
@@ -481,10 +487,10 @@ void StageBuilder::moe_forward(Phase phase) {
   compute(OpName::router, phase, gemm(s.Ts, s.experts, s.h, router_p), 0);
   compute(OpName::router, phase, memory_op(s.Ts * s.experts * 4 * 3), 0);
   compute(OpName::moe_permute, phase, memory_op(routed_local * s.h * s.elem * 2), 0);
-  ep_all_to_all(OpName::ep_dispatch, phase);
+  const uint32_t dispatch = ep_all_to_all(OpName::ep_dispatch, phase);
   if (s.etp > 1) {
     const uint32_t c = collective(Stream::tp, OpName::tp_ag_expert, CollectiveOp::all_gather, GroupKind::tp,
-                                  s.routed_tokens * s.h * s.elem, phase, {m_last_compute});
+                                  s.routed_tokens * s.h * s.elem, phase, {m_last_compute, dispatch});
     m_wait.push_back(c);
   }
   sort_chunks(phase);
@@ -493,12 +499,13 @@ void StageBuilder::moe_forward(Phase phase) {
   compute(OpName::expert_fc2, phase, grouped_gemm(per_expert, s.h, s.expert_f_loc),
           2.0 * s.routed_tokens * s.expert_f_loc * s.h);
   sort_chunks(phase);
+  uint32_t scatter = kNoTask;
   if (s.etp > 1) {
-    const uint32_t c = collective(Stream::tp, OpName::tp_rs_expert, CollectiveOp::reduce_scatter,
-                                  GroupKind::tp, s.routed_tokens * s.h * s.elem, phase, {m_last_compute});
-    m_wait.push_back(c);
+    scatter = collective(Stream::tp, OpName::tp_rs_expert, CollectiveOp::reduce_scatter, GroupKind::tp,
+                         s.routed_tokens * s.h * s.elem, phase, {m_last_compute});
+    m_wait.push_back(scatter);
   }
-  ep_all_to_all(OpName::ep_combine, phase);
+  ep_all_to_all(OpName::ep_combine, phase, scatter);
   compute(OpName::moe_unpermute, phase, memory_op(routed_local * s.h * s.elem * 2 + s.Ts * s.h * s.elem), 0);
   if (s.shared_f_loc > 0) mlp_forward(s.shared_f_loc, phase, false);
 }
@@ -511,11 +518,11 @@ void StageBuilder::moe_backward() {
   const double up = s.swiglu ? 2 * s.expert_f_loc : s.expert_f_loc;
   if (s.shared_f_loc > 0) mlp_backward(s.shared_f_loc);
   compute(OpName::moe_unpermute, Phase::backward, memory_op(routed_local * s.h * s.elem * 2), 0);
-  ep_all_to_all(OpName::ep_combine, Phase::backward);
+  const uint32_t combine = ep_all_to_all(OpName::ep_combine, Phase::backward);
   if (s.etp > 1) {
     // Backward of the output reduce-scatter: all-gather the output gradient.
     const uint32_t c = collective(Stream::tp, OpName::tp_ag_expert, CollectiveOp::all_gather, GroupKind::tp,
-                                  s.routed_tokens * s.h * s.elem, Phase::backward, {m_last_compute});
+                                  s.routed_tokens * s.h * s.elem, Phase::backward, {m_last_compute, combine});
     m_wait.push_back(c);
   }
   sort_chunks(Phase::backward);
@@ -530,14 +537,14 @@ void StageBuilder::moe_backward() {
   compute(OpName::expert_fc1, Phase::backward, grouped_gemm(per_expert, s.h, up), fc1_flops);         // dgrad
   compute(OpName::expert_fc1, Phase::backward, grouped_gemm(s.h, up, per_expert, false), fc1_flops);  // wgrad
   sort_chunks(Phase::backward);
+  uint32_t scatter = kNoTask;
   if (s.etp > 1) {
     // Backward of the input all-gather: reduce-scatter the input gradient.
-    const uint32_t c =
-        collective(Stream::tp, OpName::tp_rs_expert, CollectiveOp::reduce_scatter, GroupKind::tp,
-                   s.routed_tokens * s.h * s.elem, Phase::backward, {m_last_compute});
-    m_wait.push_back(c);
+    scatter = collective(Stream::tp, OpName::tp_rs_expert, CollectiveOp::reduce_scatter, GroupKind::tp,
+                         s.routed_tokens * s.h * s.elem, Phase::backward, {m_last_compute});
+    m_wait.push_back(scatter);
   }
-  ep_all_to_all(OpName::ep_dispatch, Phase::backward);
+  ep_all_to_all(OpName::ep_dispatch, Phase::backward, scatter);
   compute(OpName::moe_permute, Phase::backward, memory_op(routed_local * s.h * s.elem * 2), 0);
   compute(OpName::router, Phase::backward, memory_op(s.Ts * s.experts * 4 * 3), 0);
   compute(OpName::router, Phase::backward, gemm(s.Ts, s.h, s.experts, router_p), 0);  // dgrad

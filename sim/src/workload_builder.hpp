@@ -167,8 +167,10 @@ class StageBuilder {
   void mlp_backward(double f_loc);
   void moe_forward(Phase phase);
   void moe_backward();
-  // An all-to-all of this rank's routed token copies over the EP group (none when ep = 1).
-  void ep_all_to_all(OpName op, Phase phase);
+  // An all-to-all of this rank's routed token copies over the EP group, after the last compute
+  // op and `after` (a collective whose output it sends, or kNoTask); returns the task, or
+  // kNoTask when ep = 1.
+  uint32_t ep_all_to_all(OpName op, Phase phase, uint32_t after = kNoTask);
   // The dispatched tokens regrouped by local expert (or back), when a rank holds several.
   void sort_chunks(Phase phase);
   // A column-parallel linear's backward (QKV, FC1): input re-gather ∥ dgrad, grad RS/AR ∥ wgrad.

@@ -345,6 +345,45 @@ TEST_CASE("MLA layers: FLOPs equal Megatron's count with the latent projections,
   CHECK(latent_reduces == (sc.layout.tp > 1 ? 2 * 61 * w.micro_batches : 0));  // Q and KV latents
 }
 
+TEST_CASE("MoE with expert TP: each expert-TP collective runs in series with its all-to-all",
+          "[sim][workload][moe]") {
+  // Megatron-Core's alltoall dispatcher gathers the tokens the dispatch all-to-all brought over
+  // the expert-TP group, and scatters the experts' output before the combine all-to-all sends
+  // it back; the backward runs the reverse. Beside each other they took the longer of the two.
+  const Scenario sc = parse_scenario_text(
+      R"({"model": "mixtral-8x7b", "cluster": {"gpu": "h100-sxm", "num_gpus": 16},
+          "layout": {"tp": 2, "dp": 8, "ep": 4, "global_batch": 16}})");
+  REQUIRE(sc.layout.expert_tp == 2);
+  const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
+  const Workload w = build_workload(sc, cm);
+  const StageProgram& p = w.stages.front();
+  auto depends_on = [&](const Task& t, OpName op) {
+    for (uint16_t k = 0; k < t.dep_count; ++k)
+      if (p.tasks[p.dep(t, k)].op == op && p.tasks[p.dep(t, k)].layer == t.layer) return true;
+    return false;
+  };
+  int gathers = 0, combines = 0, dispatches = 0;
+  for (const Task& t : p.tasks) {
+    const bool forward = t.phase == Phase::forward;
+    if (t.op == OpName::tp_ag_expert) {
+      ++gathers;
+      CHECK(depends_on(t, forward ? OpName::ep_dispatch : OpName::ep_combine));
+    }
+    if (t.op == OpName::ep_combine && forward) {
+      ++combines;
+      CHECK(depends_on(t, OpName::tp_rs_expert));
+    }
+    if (t.op == OpName::ep_dispatch && !forward) {
+      ++dispatches;
+      CHECK(depends_on(t, OpName::tp_rs_expert));
+    }
+  }
+  const int layer_passes = int(sc.model.layers) * int(sc.layout.num_microbatches());
+  CHECK(gathers == 2 * layer_passes);
+  CHECK(combines == layer_passes);
+  CHECK(dispatches == layer_passes);
+}
+
 TEST_CASE("MoE layouts the event simulation cannot run are refused with the reason", "[sim][workload][moe]") {
   const std::string base =
       R"({"model": "mixtral-8x7b", "cluster": {"gpu": "h100-sxm", "num_gpus": 16}, "layout": )";
