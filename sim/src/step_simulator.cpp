@@ -543,8 +543,9 @@ class Executor {
   }
 
   // The compute stream idled from compute_free to now: charge the gap to what the op waited
-  // for last — a collective (exposed comm of its group), a blocking send (exposed PP), or a
-  // recv (exposed PP while the message was on the wire, pipeline bubble before).
+  // for last — a collective (exposed comm of its group while it ran, what it waited for itself
+  // before), a blocking send (exposed PP), or a recv (exposed PP while the message was on the
+  // wire, pipeline bubble before).
   void attribute_gap(RankState& r, const Task& task, TimeNs now) {
     const double gap = (now - r.compute_free).seconds();
     if (gap <= 0) return;

@@ -75,7 +75,8 @@ struct StepSimOptions {
 };
 
 // Where the time of one simulated rank went, seconds. Exposed communication and bubble are
-// the compute stream's idle gaps attributed to what the next compute op waited for.
+// the compute stream's idle gaps attributed to what the next compute op waited for, down the
+// chain: a collective that started late is charged from its start, the rest to what it waited for.
 struct RankBreakdown {
   int64_t rank = 0;
   int64_t stage = 0;
