@@ -3,9 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
 
 #include "collective_plan.hpp"
 #include "simrun/common/error.hpp"
+#include "simrun/topologies/cluster_graph.hpp"
 
 namespace simrun {
 namespace {
@@ -211,6 +214,21 @@ LinkCost group_link(const ClusterSpec& cluster, RankGroup group, const Efficienc
   LinkCost link{bw, eff.scale_out_alpha_s + cluster.fabric.latency_s, LinkClass::scale_out};
   link.fabric_group = fabric_group(cluster, group);
   return link;
+}
+
+int64_t nic_sharers(const ClusterSpec& cluster, RankGroup group) {
+  const int64_t gpn = std::max<int64_t>(1, cluster.gpus_per_node), nics = cluster.nics_per_node;
+  if (group.size < 2 || nics < 1 || nics >= gpn || gpn % nics != 0 || group_inside_scale_up(cluster, group))
+    return 1;
+  // A GPU's group of this kind: its offset within the stride, in its block of stride·size ranks.
+  const int64_t block = std::max<int64_t>(1, group.stride) * group.size;
+  std::map<int32_t, std::set<int64_t>> groups_on_nic;
+  for (int64_t local = 0; local < gpn; ++local)
+    for (const int32_t rail : node_rails_of_gpu(local, gpn, nics))
+      groups_on_nic[rail].insert(local % std::max<int64_t>(1, group.stride) + local / block * block);
+  size_t most = 1;
+  for (const auto& [rail, groups] : groups_on_nic) most = std::max(most, groups.size());
+  return int64_t(most);
 }
 
 LinkCost all_to_all_link(const ClusterSpec& cluster, RankGroup group, const EfficiencyDefaults& eff) {

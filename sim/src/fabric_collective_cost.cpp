@@ -421,7 +421,7 @@ std::shared_ptr<const FabricGroup> fabric_group(const ClusterSpec& cluster, Rank
   // Link rates as the event's network has them (simulation.cpp link_capacities).
   g->scale_up_link_bytes_per_s = scale_up_link_rate(gpu);
   const double port = cluster.fabric.port_bytes_per_s * kNetworkEfficiency;
-  g->port_bytes_per_s = port / std::max(1.0, cluster.oversubscription);
+  g->port_bytes_per_s = port / std::max(1.0, cluster.oversubscription) / double(nic_sharers(cluster, group));
   g->nic_pcie_bytes_per_s = gpu.pcie_bytes_per_s > 0 ? gpu.pcie_bytes_per_s : cluster.fabric.port_bytes_per_s;
   g->nic_path_bytes_per_s = std::min(g->port_bytes_per_s, g->nic_pcie_bytes_per_s);
   // A zero rate: leave it to the α-β forms and their checks.

@@ -20,9 +20,17 @@ ClusterGraphSpec cluster_graph_spec(const ClusterSpec& c) {
 }
 
 double collective_alone_s(std::shared_ptr<const ClusterGraph> graph, const CollectiveRequest& request) {
+  return collective_among_s(std::move(graph), {request});
+}
+
+double collective_among_s(std::shared_ptr<const ClusterGraph> graph,
+                          const std::vector<CollectiveRequest>& requests) {
+  SIMRUN_ASSERT(!requests.empty(), "no collective to time");
   Simulation sim(std::move(graph));
   double seconds = 0;
-  sim.collectives().run(request, [&seconds](const CollectiveResult& r) { seconds = r.seconds(); });
+  sim.collectives().run(requests.front(), [&seconds](const CollectiveResult& r) { seconds = r.seconds(); });
+  for (size_t i = 1; i < requests.size(); ++i)
+    sim.collectives().run(requests[i], [](const CollectiveResult&) {});
   sim.run();
   return seconds;
 }

@@ -435,15 +435,20 @@ class Executor {
     return cost;
   }
 
-  // The NCCL model's time of `op` on `ranks` alone on the cluster graph: the latency part is
-  // the time of a 1-byte call, the rest is bandwidth-bound.
-  CommCost nccl_model(CollectiveOp op, const std::vector<int64_t>& ranks, double bytes, int port) const {
+  // The NCCL model's time of `op` on the first of `groups` on the cluster graph, the others
+  // (its twins on the same nodes, where they share its NICs: nic_sharers) running beside it: the
+  // latency part is the time of a 1-byte call, the rest is bandwidth-bound.
+  CommCost nccl_model(CollectiveOp op, const std::vector<std::vector<int64_t>>& groups, double bytes,
+                      int port) const {
     auto run = [&](double b) {
-      CollectiveRequest req;
-      req.op = op;
-      req.ranks = ranks;
-      req.bytes = b;
-      return collective_alone_s(m_graph, req);
+      std::vector<CollectiveRequest> requests;
+      for (const std::vector<int64_t>& ranks : groups) {
+        CollectiveRequest& req = requests.emplace_back();
+        req.op = op;
+        req.ranks = ranks;
+        req.bytes = b;
+      }
+      return collective_among_s(m_graph, requests);
     };
     CommCost cost;
     cost.port = port;
@@ -462,7 +467,9 @@ class Executor {
     const int port = lc.link_class == LinkClass::scale_up ? 0 : 1;
     CommCost cost;
     if (m_graph && n > 1 && !m_calibrated[port])
-      cost = nccl_model(op, m_layout.group(g, 0), bytes, port);
+      cost = nccl_model(
+          op, with_nic_twins(rank_group(m_sc.layout, g), [&](int64_t o) { return m_layout.group(g, o); }),
+          bytes, port);
     else
       cost = alpha_beta(op, n, lc, bytes);
     m_cost_cache.emplace(key, cost);
@@ -482,11 +489,29 @@ class Executor {
     const int port = lc.link_class == LinkClass::scale_up ? 0 : 1;
     CommCost cost;
     if (m_graph && !m_calibrated[port] && m_sc.cluster.num_gpus > domain - (same_domain ? domain : 0))
-      cost = nccl_model(CollectiveOp::send_recv, {0, same_domain ? 1 : domain}, bytes, port);
+      cost = nccl_model(CollectiveOp::send_recv,
+                        same_domain ? std::vector<std::vector<int64_t>>{{0, 1}}
+                                    : with_nic_twins(rank_group(m_sc.layout, GroupKind::pp),
+                                                     [&](int64_t o) {
+                                                       return std::vector<int64_t>{o, domain + o};
+                                                     }),
+                        bytes, port);
     else
       cost = alpha_beta(CollectiveOp::send_recv, 2, lc, bytes);
     m_cost_cache.emplace(key, cost);
     return cost;
+  }
+
+  // The group at offset 0 (`group_at(0)`) and, where groups of its kind share a NIC
+  // (nic_sharers > 1), its twins at offsets 1 .. min(stride, gpus_per_node) − 1 on the same
+  // nodes, which run beside it in the step.
+  template <class GroupAt>
+  std::vector<std::vector<int64_t>> with_nic_twins(RankGroup kind, GroupAt group_at) const {
+    std::vector<std::vector<int64_t>> groups{group_at(0)};
+    if (nic_sharers(m_sc.cluster, kind) > 1)
+      for (int64_t o = 1; o < std::min(kind.stride, m_sc.cluster.gpus_per_node); ++o)
+        groups.push_back(group_at(o));
+    return groups;
   }
 
   void mark_done(RankState& r, uint32_t t) {

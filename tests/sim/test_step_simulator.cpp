@@ -646,6 +646,33 @@ TEST_CASE("ports are full duplex: activations forward and gradients back pass ea
   CHECK(eight.breakdown.pp_comm_s == Approx(8 * one.breakdown.pp_comm_s).epsilon(1e-6));
 }
 
+TEST_CASE("GPUs that share a NIC share its bandwidth: their groups' traffic runs side by side through it",
+          "[sim][step][analytic]") {
+  // TP 8 fills each node, so the 8 DP groups (one per local GPU) reduce and gather at once. With
+  // a NIC per GPU each has its own; with one NIC per node all 8 meet on it. Timed as one call
+  // alone, the DP traffic was the same in both (0.100 s).
+  auto with_nics = [](int64_t nics) {
+    Scenario sc = scenario("llama3-8b", "h100-sxm", 16,
+                           R"("tp": 8, "pp": 1, "dp": 2, "global_batch": 2, "zero_stage": 3)");
+    sc.cluster.nics_per_node = nics;
+    return sc;
+  };
+  const Report own = simulate(with_nics(8)).report;
+  const Report half = simulate(with_nics(4)).report;
+  const Report shared = simulate(with_nics(1)).report;
+  CHECK(half.breakdown.dp_comm_s == Approx(2 * own.breakdown.dp_comm_s).epsilon(0.05));
+  CHECK(shared.breakdown.dp_comm_s == Approx(8 * own.breakdown.dp_comm_s).epsilon(0.05));
+  CHECK(estimate(with_nics(1)).step_time_s == Approx(shared.step_time_s).epsilon(0.05));
+  // Pipeline sends likewise: all 8 GPUs of a stage send through the node's one NIC.
+  Scenario pp = parse_scenario_text(
+      R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 32,
+          "fabric": {"kind": "ib-ndr", "nics_per_node": 1}},
+          "layout": {"tp": 8, "pp": 4, "dp": 1, "global_batch": 16}})");
+  const Report pp_event = simulate(pp).report;
+  pp.cluster.nics_per_node = 8;
+  CHECK(pp_event.breakdown.pp_comm_s > 6 * simulate(pp).report.breakdown.pp_comm_s);
+}
+
 TEST_CASE("a degraded scale-up link slows the tensor-parallel collectives through it, switch and mesh",
           "[sim][step]") {
   // One node, tp 8: every TP collective crosses each GPU's NVSwitch port (H100) or its links to

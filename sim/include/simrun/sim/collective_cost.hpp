@@ -52,7 +52,8 @@ struct FabricGroup {
   std::vector<int64_t> domain_node;  // per domain: node of its first member (for switch hops)
   int64_t nodes_per_leaf = 0;        // nodes whose same-rail NICs share a leaf switch (0 = one leaf)
   double scale_up_link_bytes_per_s = 0;  // a switch uplink, or one mesh link, after efficiency
-  double port_bytes_per_s = 0;      // one NIC port, after network efficiency and oversubscription
+  double port_bytes_per_s = 0;           // one NIC port, after network efficiency and oversubscription,
+                                         // this group's share of it (nic_sharers)
   double nic_pcie_bytes_per_s = 0;  // the GPU–NIC link behind it
   double nic_path_bytes_per_s = 0;  // the slower of the two: one GPU through its NIC
   double switch_latency_s = 0;      // per extra switch hop
@@ -108,6 +109,16 @@ LinkCost group_link(const ClusterSpec& cluster, RankGroup group, const Efficienc
 // with the same members in each (null otherwise: uneven, bridge/PCIe scale-up, one rank).
 // group_link attaches it across domains, all_to_all_link wherever a node is its own domain.
 std::shared_ptr<const FabricGroup> fabric_group(const ClusterSpec& cluster, RankGroup group);
+
+// Symmetric NIC sharing: how many groups of the group's kind meet on one NIC. In a training
+// step every GPU of a node runs its own group's collective at once (the TP ranks of a node
+// reduce the same DP bucket together; every GPU of a stage sends its activations together), so
+// where a node has fewer NICs than GPUs, the groups whose members attach to one NIC share it:
+// those at offsets 0 .. min(stride, gpus_per_node) − 1 of Megatron's order, counted on the NIC
+// that carries the most of them. 1 inside a scale-up domain and wherever each GPU has a NIC of
+// its own (an HGX node's 8 rails). The α-β forms already take a GPU's share of the node's NICs
+// (group_link); NCCL's model, timing one call on its own, divides the NIC port by this.
+int64_t nic_sharers(const ClusterSpec& cluster, RankGroup group);
 
 // The link an all-to-all over the group runs on, as a bus bandwidth for all_to_all_s. A ring's
 // cross-domain traffic is one neighbour's share, but an all-to-all sends (n − local)/n of every

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "simrun/sim/collectives.hpp"
 #include "simrun/sim/engine.hpp"
@@ -35,6 +36,10 @@ ClusterGraphSpec cluster_graph_spec(const ClusterSpec& cluster);
 
 // Seconds one collective takes alone on the cluster graph (a fresh simulation, tuner's choice).
 double collective_alone_s(std::shared_ptr<const ClusterGraph> graph, const CollectiveRequest& request);
+// Time of `requests[0]` with the others started at the same instant on the same graph (their
+// flows sharing its links), e.g. the twins of a group that run beside it in a training step.
+double collective_among_s(std::shared_ptr<const ClusterGraph> graph,
+                          const std::vector<CollectiveRequest>& requests);
 
 class Simulation {
  public:
