@@ -169,6 +169,7 @@ StepTimeEstimator::StepTimeEstimator(const Scenario& sc, const AnalyticOptions& 
   m_dp_link = link({l.dp * l.cp, l.tp});
   m_expert_dp_link = link({m_expert_dp, l.expert_tp * l.ep});
   m_pp_link = link({2, l.tp * l.cp * l.dp});
+  m_pp_cross_link = link({2, scale_up_domain_size(cluster)});
   m_out.microbatches = double(std::max<int64_t>(1, l.num_microbatches()));
 }
 
@@ -311,19 +312,25 @@ void StepTimeEstimator::time_stages() {
 }
 
 // Pipeline sends: 1/tp of the stage output each (Megatron's scatter-gather, as the workload
-// sends it), each boundary's at the slower of its two stages' fractions of the link (a slow link
-// slows the sends into and out of its stage).
+// sends it), each boundary's over its own link (stages smaller than a scale-up domain still
+// cross the NIC where a domain ends, as the event's sends do), at the slower of its two stages'
+// fractions of that link (a slow link slows the sends into and out of its stage).
 void StepTimeEstimator::time_pipeline_sends() {
   const Layout& l = m_layout;
   if (l.pp <= 1) return;
   const double tokens_mb = double(l.micro_batch) * double(m_model.seq_len) / double(l.cp);  // per GPU
   const double send_bytes =
       tokens_mb * double(m_model.hidden) * activation_element_bytes(l.precision) / double(l.tp);
-  const LinkClass link = m_pp_link.link_class;
+  const int64_t domain = scale_up_domain_size(m_sc.cluster), stage_size = l.tp * l.cp * l.dp;
   for (int64_t b = 0; b < l.pp; ++b) {
-    const double fraction = std::min(m_stage_condition[size_t(b)].fraction(link),
-                                     m_stage_condition[size_t((b + 1) % l.pp)].fraction(link));
-    m_hop_s.push_back(collective_at_s(CollectiveOp::send_recv, send_bytes, 2, m_pp_link, fraction));
+    const int64_t next = (b + 1) % l.pp;
+    const bool crosses = b * stage_size / domain != next * stage_size / domain;
+    const LinkCost& hop_link =
+        crosses && m_pp_link.link_class == LinkClass::scale_up ? m_pp_cross_link : m_pp_link;
+    const LinkClass link = hop_link.link_class;
+    const double fraction =
+        std::min(m_stage_condition[size_t(b)].fraction(link), m_stage_condition[size_t(next)].fraction(link));
+    m_hop_s.push_back(collective_at_s(CollectiveOp::send_recv, send_bytes, 2, hop_link, fraction));
   }
   m_out.pp_send_s = *std::max_element(m_hop_s.begin(), m_hop_s.end());
   m_pp_total_s = m_out.microbatches * m_v * neighbour_hops_s(m_out.slowest_stage);

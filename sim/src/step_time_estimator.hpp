@@ -159,6 +159,7 @@ class StepTimeEstimator {
 
   // Links of the process groups (Megatron order tp-cp-ep-dp-pp), with calibration α/β.
   LinkCost m_tp_link, m_cp_link, m_ep_link, m_dp_link, m_expert_dp_link, m_pp_link;
+  LinkCost m_pp_cross_link;  // a pipeline boundary between domains where stages fit inside one
 
   // Each stage's condition (stragglers, slow links), and one micro-batch of one dense layer and
   // of one MoE layer, the embedding and the head, in each condition.
