@@ -336,13 +336,16 @@ void StepTimeEstimator::time_pipeline_sends() {
   m_pp_total_s = m_out.microbatches * m_v * neighbour_hops_s(m_out.slowest_stage);
 }
 
-// One message each way between a stage and its neighbours: interleaved, the stages before and
-// after it (stage 0 and p−1 exchange the chunks' turns); otherwise an end stage exchanges both
-// ways with its one neighbour.
+// One exchange with each of a stage's neighbours (a message out and one in, passing each other
+// on full-duplex links): interleaved, the stages before and after it (stage 0 and p−1 exchange
+// the chunks' turns); otherwise a middle stage's two neighbours, an end stage's one.
 double StepTimeEstimator::neighbour_hops_s(int64_t stage) const {
   const int64_t p = m_layout.pp;
   if (m_v_chunks > 1) return m_hop_s[size_t((stage + p - 1) % p)] + m_hop_s[size_t(stage)];
-  return m_hop_s[size_t(std::min(stage, p - 2))] + m_hop_s[size_t(std::max<int64_t>(stage - 1, 0))];
+  double hops = 0;
+  if (stage > 0) hops += m_hop_s[size_t(stage - 1)];
+  if (stage < p - 1) hops += m_hop_s[size_t(stage)];
+  return hops;
 }
 
 // The step as the busiest pipeline port bounds it: each direction of a stage's port (NIC or
@@ -389,9 +392,10 @@ double StepTimeEstimator::fill_drain_hops_s() const {
 // Played out twice when interleaved: the compute alone, and with each message between stages
 // delaying the chunk-step that waits for it (sent asynchronously, overlap_p2p_comm); what the
 // messages add to the longest path is the pipeline's exposed communication. Plain 1F1B
-// exchanges its messages blocking, in pairs (send_forward_recv_backward), so a stage's own
-// 2m (m over each of its boundaries) and the fill and drain's 2(p−1) (each boundary twice) sit on
-// the path: 2(m + p − 1) sends on equal links.
+// exchanges its messages blocking, in pairs (send_forward_recv_backward, the two passing each
+// other on full-duplex links), so a stage's own m exchanges with each neighbour and the fill and
+// drain's 2(p−1) (each boundary twice) sit on the path: 2(m + p − 1) sends on equal links for a
+// middle stage, m + 2(p − 1) for an end stage.
 std::optional<double> StepTimeEstimator::makespan(const std::vector<double>& hop_s,
                                                   std::vector<double>* stage_ends) const {
   const Layout& l = m_layout;

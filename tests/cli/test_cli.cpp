@@ -453,6 +453,21 @@ TEST_CASE("simulate refuses communication-bound steps beyond the event clock's r
   CHECK(analytic.exit_code == 0);
 }
 
+TEST_CASE("simulate runs a step with every GPU's NIC slowed: the range check takes the estimate's step",
+          "[cli]") {
+  // Each slow link's fraction used to divide the estimate again (from before the estimate
+  // modelled slow links): 16 NICs at 5% put a 1.5 s step at 1e21 s and refused it.
+  const std::string file = quoted(write_scenario("all_nics_slow.json", R"({"model": "llama3-8b",
+      "cluster": {"gpu": "h100-sxm", "num_gpus": 16},
+      "layout": {"tp": 8, "pp": 2, "dp": 1, "global_batch": 16}})"));
+  std::string slow;
+  for (int rank = 0; rank < 16; ++rank) slow += " --slow-link " + std::to_string(rank) + ":0.05:nic";
+  const RunResult r = run_simrun("simulate " + file + " --full" + slow + " --json");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(nlohmann::json::parse(r.out).at("step_time_s").get<double>() < 10.0);
+}
+
 TEST_CASE("output that cannot be written is an error, not a silent success", "[cli][errors]") {
   const std::string example = quoted(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-8b-fsdp-h100.json");
   if (fs::exists("/dev/full")) {

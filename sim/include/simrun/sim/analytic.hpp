@@ -31,9 +31,11 @@
 //         gets half of it while they overlap (max-min fair): its waits grow by the share of
 //         the compute stream's span the overlapped DP traffic fills
 //     PP: one send of the stage output (1/tp of it, Megatron's scatter-gather) forward and one
-//         gradient backward per micro-batch and chunk; 1F1B (v = 1) waits for each, plus the
-//         fill/drain hops: 2(m+p−1) sends; interleaved overlaps them but for 2(p−1). Each
-//         boundary's sends at its own time (a slow link's), m over each of the stage's
+//         gradient backward per micro-batch and chunk; 1F1B (v = 1) waits for each exchange
+//         with a neighbour (a send and a receive passing each other), plus the fill/drain hops:
+//         2(m+p−1) sends for a middle stage, m+2(p−1) for an end one; interleaved overlaps them
+//         but for 2(p−1). Each boundary's sends take its own link (the NIC where it crosses
+//         scale-up domains) at its own time (a slow link's)
 //     DP: ZeRO-0 all-reduce of the gradients over dp·cp; ZeRO-1/2 reduce-scatter of gradients
 //         + all-gather of updated weights; ZeRO-3 per micro-batch 2 all-gathers + 1
 //         reduce-scatter, or with pp > 1 (torchtitan's FSDP+PP) 1 all-gather + 1 reduce-scatter
