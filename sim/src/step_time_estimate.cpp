@@ -451,8 +451,16 @@ void StepTimeEstimator::time_fill_and_drain() {
   const StageTime& slow = slowest();
   const std::optional<double> compute_path = l.pp > 1 ? makespan({}, &m_stage_path_end) : std::nullopt;
   m_out.fill_drain_s = 0;
-  if (l.pp > 1 && m_v_chunks == 1)
-    m_out.pp_exposed_s = m_out.microbatches * neighbour_hops_s(slow.stage) + fill_drain_hops_s();
+  if (l.pp > 1 && m_v_chunks == 1) {
+    // 1F1B's steady state goes at the pace of the stage whose micro-batch, with its blocking
+    // exchanges, takes longest: a middle stage beside slow links can outpace the slowest
+    // stage's compute. What that pace adds beyond the slowest stage's own work is on the path.
+    double pace = 0;
+    for (const StageTime& st : m_out.stages)
+      pace = std::max(pace, st.compute_s() + mb_exposed(st) + neighbour_hops_s(st.stage));
+    m_out.pp_exposed_s =
+        m_out.microbatches * (pace - (slow.compute_s() + mb_exposed(slow))) + fill_drain_hops_s();
+  }
   if (l.pp == 1) {
     // One stage: nothing to fill or drain.
   } else if (compute_path) {
