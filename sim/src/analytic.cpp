@@ -203,9 +203,10 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
     explain(
         "breakdown.exposed_comm_s", b.exposed_comm_s, "s",
         "m · (TP + CP + EP exposed per micro-batch) + their waits on links shared with DP traffic + PP "
-        "exposed (1F1B: m exchanges with each of the stage's neighbours, a send and a receive passing each "
-        "other, + each boundary's send twice in the fill and drain, 2(m + p − 1) sends on equal links for a "
-        "middle stage, m + 2(p − 1) for an end one; interleaved: what the asynchronous sends add to the "
+        "exposed (1F1B: m exchanges with each of a stage's neighbours, a send and a receive passing each "
+        "other, at the pace of the stage whose micro-batch with them takes longest, + each boundary's send "
+        "twice in the fill and drain, 2(m + p − 1) sends on equal links for a middle stage, m + 2(p − 1) "
+        "for an end one; interleaved: what the asynchronous sends add to the "
         "schedule's longest path) + DP exposed (NCCL's model, in a scale-up domain and across domains); "
         "over a slow link, its bytes at the link's fraction",
         fmt::format(

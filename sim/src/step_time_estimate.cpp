@@ -453,8 +453,9 @@ void StepTimeEstimator::time_fill_and_drain() {
   m_out.fill_drain_s = 0;
   if (l.pp > 1 && m_v_chunks == 1) {
     // 1F1B's steady state goes at the pace of the stage whose micro-batch, with its blocking
-    // exchanges, takes longest: a middle stage beside slow links can outpace the slowest
-    // stage's compute. What that pace adds beyond the slowest stage's own work is on the path.
+    // exchanges, takes longest: a middle stage beside slow links can take longer than the
+    // slowest stage's compute. What that pace adds beyond the slowest stage's own work is on
+    // the path.
     double pace = 0;
     for (const StageTime& st : m_out.stages)
       pace = std::max(pace, st.compute_s() + mb_exposed(st) + neighbour_hops_s(st.stage));
