@@ -231,6 +231,12 @@ int64_t nic_sharers(const ClusterSpec& cluster, RankGroup group) {
   return int64_t(most);
 }
 
+RankGroup pipeline_pair(const ClusterSpec& cluster, int64_t stage_size, bool same_domain) {
+  if (same_domain) return {2, 1};
+  const int64_t domain = scale_up_domain_size(cluster);
+  return {2, stage_size < domain ? domain : stage_size};
+}
+
 LinkCost all_to_all_link(const ClusterSpec& cluster, RankGroup group, const EfficiencyDefaults& eff) {
   LinkCost link = group_link(cluster, group, eff);
   // NCCL's grouped send/recv as the event's flows run it, where every node is its own domain

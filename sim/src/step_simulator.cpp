@@ -481,11 +481,9 @@ class Executor {
     const auto it = m_cost_cache.find(key);
     if (it != m_cost_cache.end()) return it->second;
     const int64_t domain = scale_up_domain_size(m_sc.cluster);
-    LinkCost lc = m_link[static_cast<size_t>(group_index(GroupKind::pp))];
-    if (same_domain)
-      lc = group_link(m_sc.cluster, RankGroup{2, 1}, m_opt.comm);
-    else if (lc.link_class == LinkClass::scale_up)
-      lc = group_link(m_sc.cluster, RankGroup{2, domain}, m_opt.comm);
+    const int64_t stage_size = rank_group(m_sc.layout, GroupKind::pp).stride;
+    const LinkCost lc =
+        group_link(m_sc.cluster, pipeline_pair(m_sc.cluster, stage_size, same_domain), m_opt.comm);
     const int port = lc.link_class == LinkClass::scale_up ? 0 : 1;
     CommCost cost;
     if (m_graph && !m_calibrated[port] && m_sc.cluster.num_gpus > domain - (same_domain ? domain : 0))

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <vector>
@@ -168,8 +169,8 @@ StepTimeEstimator::StepTimeEstimator(const Scenario& sc, const AnalyticOptions& 
   m_ep_link = options.calibration.calibrated(gpu_id, all_to_all_link(cluster, {l.ep, l.expert_tp}, eff));
   m_dp_link = link({l.dp * l.cp, l.tp});
   m_expert_dp_link = link({m_expert_dp, l.expert_tp * l.ep});
-  m_pp_link = link({2, l.tp * l.cp * l.dp});
-  m_pp_cross_link = link({2, scale_up_domain_size(cluster)});
+  m_pp_link_inside = link(pipeline_pair(cluster, l.tp * l.cp * l.dp, true));
+  m_pp_link_across = link(pipeline_pair(cluster, l.tp * l.cp * l.dp, false));
   m_out.microbatches = double(std::max<int64_t>(1, l.num_microbatches()));
 }
 
@@ -312,9 +313,10 @@ void StepTimeEstimator::time_stages() {
 }
 
 // Pipeline sends: 1/tp of the stage output each (Megatron's scatter-gather, as the workload
-// sends it), each boundary's over its own link (stages smaller than a scale-up domain still
-// cross the NIC where a domain ends, as the event's sends do), at the slower of its two stages'
-// fractions of that link (a slow link slows the sends into and out of its stage).
+// sends it), rank r of one stage to rank r of the next, each pair over its own link
+// (pipeline_pair, as the event's sends take it: stages smaller than a scale-up domain still
+// cross the NIC where a domain ends) at the slower of its two GPUs' fractions of that link. A
+// boundary takes its slowest pair's time: a slow link slows the sends into and out of its GPU.
 void StepTimeEstimator::time_pipeline_sends() {
   const Layout& l = m_layout;
   if (l.pp <= 1) return;
@@ -322,17 +324,42 @@ void StepTimeEstimator::time_pipeline_sends() {
   const double send_bytes =
       tokens_mb * double(m_model.hidden) * activation_element_bytes(l.precision) / double(l.tp);
   const int64_t domain = scale_up_domain_size(m_sc.cluster), stage_size = l.tp * l.cp * l.dp;
+  const RankLayout ranks(l, m_sc.cluster.gpus_per_node);
+  std::map<int64_t, StageCondition> slow_gpus;  // each slow link's GPU, its fraction of each class
+  for (const SlowLink& sl : m_options.slow_links) {
+    StageCondition& c = slow_gpus[sl.rank];
+    double& fraction = sl.link == LinkClass::scale_up ? c.scale_up : c.scale_out;
+    fraction = std::min(fraction, sl.bandwidth_fraction);
+  }
+  auto across_domains = [&](int64_t a, int64_t b) { return a / domain != b / domain; };
+  auto pair_s = [&](int64_t from_rank, int64_t to_rank) {
+    const LinkCost& link = across_domains(from_rank, to_rank) ? m_pp_link_across : m_pp_link_inside;
+    double fraction = 1;
+    for (const int64_t r : {from_rank, to_rank})
+      if (const auto it = slow_gpus.find(r); it != slow_gpus.end())
+        fraction = std::min(fraction, it->second.fraction(link.link_class));
+    return collective_at_s(CollectiveOp::send_recv, send_bytes, 2, link, fraction);
+  };
   for (int64_t b = 0; b < l.pp; ++b) {
     const int64_t next = (b + 1) % l.pp;
-    const bool crosses = b * stage_size / domain != next * stage_size / domain;
-    const LinkCost& hop_link =
-        crosses && m_pp_link.link_class == LinkClass::scale_up ? m_pp_cross_link : m_pp_link;
-    const LinkClass link = hop_link.link_class;
-    const double fraction =
-        std::min(m_stage_condition[size_t(b)].fraction(link), m_stage_condition[size_t(next)].fraction(link));
-    m_hop_s.push_back(collective_at_s(CollectiveOp::send_recv, send_bytes, 2, hop_link, fraction));
+    // The healthy pairs of each kind (all alike), then the pairs with a slow GPU. Megatron's
+    // order puts the stage outermost: stage s holds ranks s·stage_size onwards.
+    double hop = 0;
+    bool inside = false, across = false;
+    for (int64_t r = 0; r < stage_size && !(inside && across); ++r)
+      (across_domains(b * stage_size + r, next * stage_size + r) ? across : inside) = true;
+    if (inside) hop = collective_s(CollectiveOp::send_recv, send_bytes, 2, m_pp_link_inside);
+    if (across) hop = std::max(hop, collective_s(CollectiveOp::send_recv, send_bytes, 2, m_pp_link_across));
+    for (const auto& [rank, condition] : slow_gpus) {
+      RankCoord c = ranks.coord_of(rank);
+      if (c.pp != b && c.pp != next) continue;
+      c.pp = c.pp == b ? next : b;
+      hop = std::max(hop, pair_s(rank, ranks.rank_of(c)));
+    }
+    m_hop_s.push_back(hop);
   }
-  m_out.pp_send_s = *std::max_element(m_hop_s.begin(), m_hop_s.end());
+  // Only interleaving turns from the last stage back to the first.
+  m_out.pp_send_s = *std::max_element(m_hop_s.begin(), m_hop_s.end() - (m_v_chunks > 1 ? 0 : 1));
   m_pp_total_s = m_out.microbatches * m_v * neighbour_hops_s(m_out.slowest_stage);
 }
 

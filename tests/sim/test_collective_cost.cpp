@@ -182,6 +182,33 @@ TEST_CASE("an HGX domain ends at the node, an NVL72 domain spans trays", "[sim][
   CHECK(scale_up_domain_size(nvl72) == 72);
 }
 
+TEST_CASE("a pipeline send rides NVLink inside a domain and the NIC out of it", "[sim][collective_cost]") {
+  const ClusterSpec hgx = test::h100_cluster(64);
+  const EfficiencyDefaults eff;
+  auto pair_link = [&](const ClusterSpec& c, int64_t stage_size, bool same_domain) {
+    return group_link(c, pipeline_pair(c, stage_size, same_domain), eff);
+  };
+  // Stages of 2 or 4 GPUs: a pair inside a node on NVLink, a pair across nodes on the NIC,
+  // though the stages' own pairs ({2, stage}) would fit one node.
+  for (const int64_t stage : {2, 4}) {
+    INFO("stage of " << stage);
+    CHECK(pair_link(hgx, stage, true).link_class == LinkClass::scale_up);
+    CHECK(pair_link(hgx, stage, false).link_class == LinkClass::scale_out);
+    CHECK(group_link(hgx, {2, stage}, eff).link_class == LinkClass::scale_up);
+  }
+  // Stages of a node or more are a domain apart: the NIC, the stages' pair as is.
+  CHECK(pipeline_pair(hgx, 8, false).stride == 8);
+  CHECK(pipeline_pair(hgx, 32, false).stride == 32);
+  CHECK(pair_link(hgx, 32, false).link_class == LinkClass::scale_out);
+  // An NVL72 domain spans 18 trays: stages of 8 GPUs inside it stay on NVLink.
+  ClusterSpec nvl72 = test::h100_cluster(144);
+  nvl72.gpu.scale_up_domain = 72;
+  nvl72.gpus_per_node = 4;
+  CHECK(pair_link(nvl72, 8, true).link_class == LinkClass::scale_up);
+  CHECK(pair_link(nvl72, 8, false).link_class == LinkClass::scale_out);
+  CHECK(pipeline_pair(nvl72, 8, false).stride == 72);
+}
+
 TEST_CASE("inside a scale-up domain collective_s is NCCL's model, as the event times the call alone",
           "[sim][collective_cost]") {
   // H100 with NVLink SHARP; without it (as A100); and an 8-GPU full mesh of 64 GB/s links (as

@@ -6,6 +6,7 @@
 
 #include "simrun/common/error.hpp"
 #include "simrun/sim/analytic.hpp"
+#include "simrun/sim/collective_cost.hpp"
 #include "simrun/sim/simulate.hpp"
 #include "workload_test_util.hpp"
 
@@ -810,6 +811,40 @@ TEST_CASE("every headline number of both fidelities explains itself, with the va
     }
     CHECK(find("memory.peak_bytes_per_gpu")->value == r->memory.peak_bytes_per_gpu);
     CHECK(find("run.days")->value == r->run.days);
+  }
+}
+
+TEST_CASE("a pipeline boundary waits for its slowest pair of GPUs, each pair on its own link",
+          "[sim][step][analytic]") {
+  // Stages of 3 GPUs on 8-GPU nodes: rank 5 of stage 1 sends to rank 8 of stage 2 across the
+  // NIC, while ranks 3 and 4 send to 6 and 7 over NVLink. Judged by the stages' first ranks (3
+  // and 6, one node) the boundary was timed on NVLink and a slow NIC at rank 5 went unseen.
+  // Rank 2's sends (to 5; 1F1B has no turn from stage 7 back to 0) stay on its node, so its slow
+  // NIC slows no send. The event takes each pair's link (pipeline_pair) and its two GPUs' rates.
+  const Scenario sc = scenario("mistral-7b", "h100-sxm", 24,
+                               R"("tp": 1, "pp": 8, "dp": 3, "micro_batch": 2, "global_batch": 48,
+                                   "precision": "fp8")");
+  const StepFlops f = step_flops(sc.model, sc.layout, AttentionFlops::causal);
+  auto slowest_send_s = [&](int64_t rank) {
+    AnalyticOptions o;
+    o.slow_links = {{rank, 0.1, LinkClass::scale_out}};
+    return estimate_step_time(sc, f, o).pp_send_s;
+  };
+  const double healthy = estimate_step_time(sc, f, AnalyticOptions{}).pp_send_s;
+  const LinkCost nic = group_link(sc.cluster, pipeline_pair(sc.cluster, 3, false), EfficiencyDefaults{});
+  const double send_bytes = 2.0 * 8192 * 4096 * 2;  // b·s·h, bf16 activations
+  const double full = collective_s(CollectiveOp::send_recv, send_bytes, 2, nic);
+  const double latency = collective_s(CollectiveOp::send_recv, 1.0, 2, nic);
+  CHECK(healthy == Approx(full));
+  CHECK(slowest_send_s(5) == Approx(latency + (full - latency) / 0.1));  // its bytes at 10% of the rate
+  CHECK(slowest_send_s(8) == Approx(slowest_send_s(5)));
+  CHECK(slowest_send_s(2) == Approx(healthy));
+  // Both fidelities see the slow send: the step within 4% of the event's.
+  for (const int64_t rank : {5, 8}) {
+    const SlowStep t = slow_step(sc, {}, {{rank, 0.1, LinkClass::scale_out}});
+    INFO("rank " << rank << "'s NIC at 10%: event " << t.event << " s, analytic " << t.analytic << " s");
+    CHECK(t.analytic > t.healthy);
+    CHECK(t.event == Approx(t.analytic).epsilon(0.04));
   }
 }
 

@@ -120,6 +120,13 @@ std::shared_ptr<const FabricGroup> fabric_group(const ClusterSpec& cluster, Rank
 // (group_link); NCCL's model, timing one call on its own, divides the NIC port by this.
 int64_t nic_sharers(const ClusterSpec& cluster, RankGroup group);
 
+// The pair a pipeline send between adjacent stages runs over, as group_link reads it: two GPUs
+// of one scale-up domain, {2, 1}; across domains, a GPU and its peer `stage_size` ranks on, or,
+// where stages are smaller than a domain, {2, domain}: the pair still leaves its domain through
+// the NIC. Both fidelities take a send's link from here (the event per pair of ranks, the
+// estimate per stage boundary).
+RankGroup pipeline_pair(const ClusterSpec& cluster, int64_t stage_size, bool same_domain);
+
 // The link an all-to-all over the group runs on, as a bus bandwidth for all_to_all_s. A ring's
 // cross-domain traffic is one neighbour's share, but an all-to-all sends (n − local)/n of every
 // member's buffer off the domain, each member through its own NIC: inside one domain it is
