@@ -169,7 +169,8 @@ void JsonReader::fail(const std::string& key, const std::string& why) const {
   throw InputError(m_file, path_of(key), why);
 }
 
-bool JsonReader::has(const std::string& key) const {
+bool JsonReader::has(const std::string& key) {
+  m_known.insert(key);
   return m_object.contains(key) && !m_object.at(key).is_null();
 }
 

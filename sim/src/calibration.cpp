@@ -37,11 +37,8 @@ GpuCalibration read_gpu(JsonReader& r) {
       JsonReader out = links.object("scale_out");
       g.scale_out = read_link(out);
     }
-    links.accept("scale_up");
-    links.accept("scale_out");
     links.finish();
   }
-  r.accept("links");
   r.finish();
   return g;
 }
@@ -65,7 +62,6 @@ Calibration Calibration::parse(const nlohmann::json& doc, const std::string& fil
     }
     gpus.finish();
   }
-  top.accept("gpus");
   top.finish();
   return c;
 }

@@ -122,7 +122,6 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
   // No layout section reads as an empty one: every field takes the same default.
   static const nlohmann::json kEmpty = nlohmann::json::object();
   const bool given = top.has("layout");
-  if (!given) top.accept("layout");
   JsonReader r = given ? top.object("layout") : JsonReader(kEmpty, top.file(), "layout");
   layout.tp = r.integer_or("tp", 1, 1, kMaxParallel);
   layout.pp = r.integer_or("pp", 1, 1, kMaxParallel);
@@ -134,7 +133,6 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
   if (r.has("dp")) {
     layout.dp = r.integer("dp", 1, kMaxGpus);
   } else {
-    r.accept("dp");
     if (cluster.num_gpus % model_parallel != 0)
       r.fail("dp", "cannot be derived: num_gpus " + std::to_string(cluster.num_gpus) +
                        " is not divisible by tp*pp*cp = " + std::to_string(model_parallel));
@@ -254,15 +252,11 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
 
 RunSpec read_run(JsonReader& top) {
   RunSpec run;
-  if (!top.has("run")) {
-    top.accept("run");
-    return run;
-  }
+  if (!top.has("run")) return run;
   JsonReader r = top.object("run");
   run.tokens = r.number_or("tokens", 0, 0, 1e18);
   run.usd_per_gpu_hour = r.number_or("usd_per_gpu_hour", run.usd_per_gpu_hour, 0, 1e4);
   run.gpu_mtbf_hours = r.number_or("gpu_mtbf_hours", run.gpu_mtbf_hours, 1, 1e9);
-  r.accept("checkpoint_interval_min");
   if (r.has("checkpoint_interval_min")) {
     const auto& v = r.raw("checkpoint_interval_min");
     if (v.is_string()) {

@@ -48,6 +48,17 @@ TEST_CASE("finish() refuses unknown keys and suggests the nearest known one", "[
   CHECK(e.find("s.json: layout.ppp: unknown field (did you mean \"pp\"?") == 0);
 }
 
+TEST_CASE("a null field reads as absent, and asking for it makes it known", "[common][json]") {
+  // Found by fuzzing the examples: "fabric": null was refused as an unknown field (known: gpu,
+  // gpus_per_node, num_gpus), since only the getters, not has(), recorded a key.
+  const auto doc = nlohmann::json::parse(R"({"gpu": "h100-sxm", "fabric": null, "nics": null})");
+  JsonReader r(doc, "s.json");
+  CHECK(r.string("gpu") == "h100-sxm");
+  CHECK_FALSE(r.has("fabric"));
+  CHECK(r.integer_or("nics", 8, 1, 72) == 8);
+  CHECK_NOTHROW(r.finish());
+}
+
 TEST_CASE("choices list the allowed values", "[common][json]") {
   const auto doc = nlohmann::json::parse(R"({"recompute": "ful"})");
   JsonReader r(doc, "s.json", "layout");

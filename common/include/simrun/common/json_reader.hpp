@@ -31,7 +31,10 @@ class JsonReader {
  public:
   JsonReader(const nlohmann::json& object, std::string file, std::string path = "");
 
-  bool has(const std::string& key) const;
+  // Whether the key holds a value (null reads as absent, as the *_or getters take it); records
+  // the key as known, like the getters, so that `"fabric": null` is an absent field, not an
+  // unknown one.
+  bool has(const std::string& key);
   // Marks a key as known without reading it (for fields handled elsewhere).
   void accept(const std::string& key);
 
