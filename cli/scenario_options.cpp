@@ -21,6 +21,9 @@ void add_scenario_options(CLI::App& cmd, ScenarioArgs& a) {
   cmd.add_option("--ep,--expert-model-parallel-size", o.ep, "Expert-parallel size");
   cmd.add_option("--expert-tp,--expert-tensor-parallel-size", o.expert_tp,
                  "Tensor-parallel size of the expert MLPs: tp (default) or 1");
+  cmd.add_option("--moe-capacity-factor,--moe-expert-capacity-factor", o.moe_capacity_factor,
+                 "Expert capacity as a multiple of the balanced share, inputs padded to it "
+                 "(Megatron-Core with --moe-pad-expert-input-to-capacity); default dropless, balanced");
   cmd.add_option("--virtual-stages,--num-virtual-stages-per-pipeline-rank", o.virtual_stages,
                  "Model chunks per pipeline rank (interleaved 1F1B)");
   cmd.add_option("--micro-batch,--micro-batch-size", o.micro_batch, "Sequences per micro-batch");

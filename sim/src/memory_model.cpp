@@ -82,12 +82,15 @@ double layer_activation_bytes(const ModelSpec& m, const ActivationConfig& c) {
   // MoE layers (balanced routing): each token's top_k expert copies plus the shared experts
   // keep what a dense MLP of that total width keeps, and the grouped GEMMs save their permuted
   // top_k input copies (Megatron-Core TEGroupedLinear). Applied to every layer of an MoE model.
-  const double f = m.is_moe() ? double(m.moe->expert_ffn_hidden * (m.moe->top_k + m.moe->shared_experts))
-                              : double(m.ffn_hidden);
+  // Under a capacity factor the expert copies are padded or cut to moe_load times top_k.
+  const double routed_copies = m.is_moe() ? double(m.moe->top_k) * c.moe_load : 0.0;
+  const double f = m.is_moe()
+                       ? double(m.moe->expert_ffn_hidden) * (routed_copies + double(m.moe->shared_experts))
+                       : double(m.ffn_hidden);
 
   const bool dropout = c.dropout == Dropout::masks;
   const double gi = c.fp8_gemm_inputs ? 1.0 : e;  // bytes per saved GEMM-input element
-  const double routed_inputs = m.is_moe() ? double(m.moe->top_k) * gi * sbh : 0.0;
+  const double routed_inputs = routed_copies * gi * sbh;
   // Norm inputs (2 × e·sbh), QKV input (e·sbh), MLP input (e·sbh), two 1-byte dropout masks.
   const double replicated = 2 * e * sbh + gi * sbh + gi * sbh + (dropout ? 2 * sbh : 0.0);
   // Q, K, V, the attention output (input of the output projection); the MLP's activation input
@@ -210,6 +213,7 @@ ActivationConfig activation_config(const Scenario& sc, const MemoryDefaults& def
   ac.dropout = defaults.dropout;
   ac.fp8_gemm_inputs = l.precision == Precision::fp8 || l.precision == Precision::fp4;
   ac.selective = defaults.selective;
+  ac.moe_load = l.moe_load();
   return ac;
 }
 

@@ -2,6 +2,8 @@
 // satisfy to run is checked here, once, so the models below can assume a valid Scenario.
 #include "simrun/sim/scenario.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -138,6 +140,8 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
                        " is not divisible by tp*pp*cp = " + std::to_string(model_parallel));
     layout.dp = cluster.num_gpus / model_parallel;
   }
+  const bool capacity_given = r.has("moe_capacity_factor");
+  if (capacity_given) layout.moe_capacity_factor = r.number("moe_capacity_factor", 0.01, 1024.0);
   layout.virtual_stages = r.integer_or("virtual_stages", 1, 1, 1024);
   layout.pipeline_split = parse_pipeline_split(r.choice_or("pipeline_split", "even", kPipelineSplitNames));
   layout.sequence_parallel = r.boolean_or("sequence_parallel", layout.tp > 1);
@@ -238,7 +242,17 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
                        "expert_tp " + std::to_string(layout.expert_tp) +
                            " does not divide expert_ffn_hidden " +
                            std::to_string(model.moe->expert_ffn_hidden));
+    // Capacity cannot exceed the tokens themselves: factor · top_k / experts ≤ 1.
+    const double most = double(model.moe->experts) / double(model.moe->top_k);
+    if (layout.moe_capacity_factor > most)
+      throw InputError(
+          f, "layout.moe_capacity_factor",
+          fmt::format("{:g} gives each expert more than every token (at most experts/top_k = {:g})",
+                      layout.moe_capacity_factor, most));
   } else {
+    if (capacity_given)
+      throw InputError(f, "layout.moe_capacity_factor",
+                       "a capacity factor needs a mixture-of-experts model (this one is dense)");
     if (expert_tp_given && layout.expert_tp != 1)
       throw InputError(f, "layout.expert_tp",
                        "expert_tp > 1 needs a mixture-of-experts model (this one is dense)");
@@ -345,6 +359,7 @@ void ScenarioOverrides::apply_to(nlohmann::json& doc) const {
   set("layout", "cp", cp);
   set("layout", "ep", ep);
   set("layout", "expert_tp", expert_tp);
+  set("layout", "moe_capacity_factor", moe_capacity_factor);
   set("layout", "virtual_stages", virtual_stages);
   set("layout", "micro_batch", micro_batch);
   set("layout", "global_batch", global_batch);

@@ -116,8 +116,12 @@ StageBuilder::Shared::Shared(const Scenario& scenario, const ComputeModel& cm, c
     top_k = d(e.top_k);
     experts_loc = experts / d(ep);
     // Balanced routing: each rank sends Ts·k token copies and, its E/ep experts being 1/ep of
-    // all, receives as many; expert-TP gathers them from its etp ranks.
-    routed_tokens = Ts * top_k * d(etp);
+    // all, receives as many; expert-TP gathers them from its etp ranks. Under a capacity factor
+    // the permute pads (or cuts) each expert's copies to its capacity before the all-to-all
+    // (Megatron-Core's drop-and-pad permutation), so every count is that multiple.
+    dispatched_tokens = Ts * top_k * l.moe_load();
+    routed_tokens = dispatched_tokens * d(etp);
+    counted_tokens = Ts * top_k * d(etp);
     expert_f_loc = d(e.expert_ffn_hidden) / d(etp);
     shared_f_loc = d(e.shared_experts * e.expert_ffn_hidden) / d(tp);
     moe_dense_params_local = moe_layers > 0 ? (pc.experts_shared + pc.router) / moe_layers / d(tp) : 0.0;
@@ -461,7 +465,7 @@ uint32_t StageBuilder::ep_all_to_all(OpName op, Phase phase, uint32_t after) {
   const Shared& s = m_s;
   if (s.ep <= 1) return kNoTask;
   const uint32_t c = collective(Stream::ep, op, CollectiveOp::all_to_all, GroupKind::ep,
-                                s.Ts * s.top_k * s.h * s.elem, phase, {m_last_compute, after});
+                                s.dispatched_tokens * s.h * s.elem, phase, {m_last_compute, after});
   m_wait.push_back(c);
   return c;
 }
@@ -479,14 +483,13 @@ void StageBuilder::moe_forward(Phase phase) {
   const Shared& s = m_s;
   // The router stays in 16-bit under fp8 (Transformer Engine converts the expert GEMMs only).
   const Precision router_p = outside_fp8(s.gemm_precision);
-  const double routed_local = s.Ts * s.top_k;  // token copies leaving this rank
   const double per_expert = s.routed_tokens / s.experts_loc;
   const double up = s.swiglu ? 2 * s.expert_f_loc : s.expert_f_loc;
   // Router logits (model FLOPs leave the router out, as Megatron's count does), then softmax
   // and top-k over fp32 scores.
   compute(OpName::router, phase, gemm(s.Ts, s.experts, s.h, router_p), 0);
   compute(OpName::router, phase, memory_op(s.Ts * s.experts * 4 * 3), 0);
-  compute(OpName::moe_permute, phase, memory_op(routed_local * s.h * s.elem * 2), 0);
+  compute(OpName::moe_permute, phase, memory_op(s.dispatched_tokens * s.h * s.elem * 2), 0);
   const uint32_t dispatch = ep_all_to_all(OpName::ep_dispatch, phase);
   if (s.etp > 1) {
     const uint32_t c = collective(Stream::tp, OpName::tp_ag_expert, CollectiveOp::all_gather, GroupKind::tp,
@@ -494,10 +497,10 @@ void StageBuilder::moe_forward(Phase phase) {
     m_wait.push_back(c);
   }
   sort_chunks(phase);
-  compute(OpName::expert_fc1, phase, grouped_gemm(per_expert, up, s.h), 2.0 * s.routed_tokens * s.h * up);
+  compute(OpName::expert_fc1, phase, grouped_gemm(per_expert, up, s.h), 2.0 * s.counted_tokens * s.h * up);
   compute(OpName::expert_act, phase, memory_op(s.routed_tokens * (up + s.expert_f_loc) * s.elem), 0);
   compute(OpName::expert_fc2, phase, grouped_gemm(per_expert, s.h, s.expert_f_loc),
-          2.0 * s.routed_tokens * s.expert_f_loc * s.h);
+          2.0 * s.counted_tokens * s.expert_f_loc * s.h);
   sort_chunks(phase);
   uint32_t scatter = kNoTask;
   if (s.etp > 1) {
@@ -506,18 +509,18 @@ void StageBuilder::moe_forward(Phase phase) {
     m_wait.push_back(scatter);
   }
   ep_all_to_all(OpName::ep_combine, phase, scatter);
-  compute(OpName::moe_unpermute, phase, memory_op(routed_local * s.h * s.elem * 2 + s.Ts * s.h * s.elem), 0);
+  compute(OpName::moe_unpermute, phase,
+          memory_op(s.dispatched_tokens * s.h * s.elem * 2 + s.Ts * s.h * s.elem), 0);
   if (s.shared_f_loc > 0) mlp_forward(s.shared_f_loc, phase, false);
 }
 
 void StageBuilder::moe_backward() {
   const Shared& s = m_s;
   const Precision router_p = outside_fp8(s.gemm_precision);
-  const double routed_local = s.Ts * s.top_k;
   const double per_expert = s.routed_tokens / s.experts_loc;
   const double up = s.swiglu ? 2 * s.expert_f_loc : s.expert_f_loc;
   if (s.shared_f_loc > 0) mlp_backward(s.shared_f_loc);
-  compute(OpName::moe_unpermute, Phase::backward, memory_op(routed_local * s.h * s.elem * 2), 0);
+  compute(OpName::moe_unpermute, Phase::backward, memory_op(s.dispatched_tokens * s.h * s.elem * 2), 0);
   const uint32_t combine = ep_all_to_all(OpName::ep_combine, Phase::backward);
   if (s.etp > 1) {
     // Backward of the output reduce-scatter: all-gather the output gradient.
@@ -526,14 +529,14 @@ void StageBuilder::moe_backward() {
     m_wait.push_back(c);
   }
   sort_chunks(Phase::backward);
-  const double fc2_flops = 2.0 * s.routed_tokens * s.expert_f_loc * s.h;
+  const double fc2_flops = 2.0 * s.counted_tokens * s.expert_f_loc * s.h;
   compute(OpName::expert_fc2, Phase::backward, grouped_gemm(per_expert, s.expert_f_loc, s.h),
           fc2_flops);  // dgrad
   compute(OpName::expert_fc2, Phase::backward, grouped_gemm(s.expert_f_loc, s.h, per_expert, false),
           fc2_flops);  // wgrad
   compute(OpName::expert_act, Phase::backward,
           memory_op(s.routed_tokens * (2 * up + s.expert_f_loc) * s.elem), 0);
-  const double fc1_flops = 2.0 * s.routed_tokens * s.h * up;
+  const double fc1_flops = 2.0 * s.counted_tokens * s.h * up;
   compute(OpName::expert_fc1, Phase::backward, grouped_gemm(per_expert, s.h, up), fc1_flops);         // dgrad
   compute(OpName::expert_fc1, Phase::backward, grouped_gemm(s.h, up, per_expert, false), fc1_flops);  // wgrad
   sort_chunks(Phase::backward);
@@ -545,7 +548,7 @@ void StageBuilder::moe_backward() {
     m_wait.push_back(scatter);
   }
   ep_all_to_all(OpName::ep_dispatch, Phase::backward, scatter);
-  compute(OpName::moe_permute, Phase::backward, memory_op(routed_local * s.h * s.elem * 2), 0);
+  compute(OpName::moe_permute, Phase::backward, memory_op(s.dispatched_tokens * s.h * s.elem * 2), 0);
   compute(OpName::router, Phase::backward, memory_op(s.Ts * s.experts * 4 * 3), 0);
   compute(OpName::router, Phase::backward, gemm(s.Ts, s.h, s.experts, router_p), 0);  // dgrad
   compute(OpName::router, Phase::backward, gemm(s.h, s.experts, s.Ts, router_p), 0);  // wgrad

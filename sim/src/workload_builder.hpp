@@ -83,7 +83,10 @@ class StageBuilder {
     double experts = 0;          // routed experts E
     double top_k = 0;
     double experts_loc = 0;             // E/ep held by this rank
-    double routed_tokens = 0;           // token copies this rank's experts compute: Ts·top_k·etp
+    double dispatched_tokens = 0;       // token copies this rank sends out: Ts·top_k·moe_load
+    double routed_tokens = 0;           // token copies this rank's experts compute: dispatched·etp
+    // Of them, those Megatron's FLOP count takes (model FLOPs): Ts·top_k·etp, unpadded.
+    double counted_tokens = 0;
     double expert_f_loc = 0;            // one expert's FFN width here: f_e/etp
     double shared_f_loc = 0;            // the shared experts' FFN width here: shared·f_e/tp
     double moe_dense_params_local = 0;  // router + shared experts of one MoE layer

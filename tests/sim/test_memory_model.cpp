@@ -129,6 +129,27 @@ TEST_CASE("per-layer activations equal Korthikanti et al. 2022 Table 2", "[sim][
   }
 }
 
+TEST_CASE("an expert capacity factor keeps that multiple of the routed copies", "[sim][memory_model][moe]") {
+  // Padded to capacity, each expert keeps what factor times its balanced copies keep: a model
+  // routing top_k = 2 at a factor of 2 keeps what one routing top_k = 4 keeps, balanced.
+  ModelSpec moe = test::gpt_mha();
+  moe.moe = MoeSpec{};
+  moe.moe->experts = 8;
+  moe.moe->top_k = 2;
+  moe.moe->expert_ffn_hidden = int64_t(kH);
+  ModelSpec wider = moe;
+  wider.moe->top_k = 4;
+  for (const Recompute r : {Recompute::none, Recompute::selective}) {
+    ActivationConfig c = gpt3_config();
+    c.recompute = r;
+    const double balanced = layer_activation_bytes(moe, c);
+    const double wider_balanced = layer_activation_bytes(wider, c);
+    c.moe_load = 2;
+    CHECK(layer_activation_bytes(moe, c) == Approx(wider_balanced));
+    CHECK(layer_activation_bytes(moe, c) > balanced);
+  }
+}
+
 TEST_CASE("stage activations: 1F1B holds L layers' worth on the first stage", "[sim][memory_model]") {
   const double sbh = kS * kB * kH;
 

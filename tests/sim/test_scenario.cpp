@@ -90,6 +90,32 @@ TEST_CASE("inline models are validated like catalog ones", "[sim][scenario]") {
   CHECK(s.model.ffn_act == FfnActivation::gelu);
 }
 
+TEST_CASE("an expert capacity factor: MoE only, at most every token, a flag or a field",
+          "[sim][scenario][moe]") {
+  const std::string moe = R"({"model": "mixtral-8x7b", "cluster": {"gpu": "h100-sxm", "num_gpus": 16}, )";
+  const Scenario dropless = parse(moe + R"("layout": {"tp": 2, "dp": 8, "ep": 8}})");
+  CHECK(dropless.layout.moe_capacity_factor == 0);
+  CHECK(dropless.layout.moe_load() == 1);
+  const Scenario padded =
+      parse(moe + R"("layout": {"tp": 2, "dp": 8, "ep": 8, "moe_capacity_factor": 1.25}})");
+  CHECK(padded.layout.moe_load() == 1.25);
+  ScenarioOverrides flag;
+  flag.moe_capacity_factor = 2.0;
+  CHECK(parse(moe + R"("layout": {"tp": 2, "dp": 8, "ep": 8}})", flag).layout.moe_load() == 2.0);
+  // Mixtral routes each token to 2 of 8 experts: capacity beyond 4x the share exceeds every token.
+  CHECK(parse(moe + R"("layout": {"moe_capacity_factor": 4}})").layout.moe_load() == 4.0);
+  CHECK(error_of(moe + R"("layout": {"moe_capacity_factor": 4.5}})") ==
+        "t.json: layout.moe_capacity_factor: 4.5 gives each expert more than every token (at most "
+        "experts/top_k = 4)");
+  CHECK(error_of(moe + R"("layout": {"moe_capacity_factor": 0}})")
+            .find("layout.moe_capacity_factor: 0 is out of range") != std::string::npos);
+  CHECK(
+      error_of(
+          R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm"}, "layout": {"moe_capacity_factor": 1.5}})") ==
+      "t.json: layout.moe_capacity_factor: a capacity factor needs a mixture-of-experts model (this one is "
+      "dense)");
+}
+
 TEST_CASE("each layout rule gives its own field and reason", "[sim][scenario][errors]") {
   const std::string base =
       R"({"model": "llama3-70b", "cluster": {"gpu": "h100-sxm", "num_gpus": 64}, "layout": )";

@@ -848,6 +848,26 @@ TEST_CASE("a pipeline boundary waits for its slowest pair of GPUs, each pair on 
   }
 }
 
+TEST_CASE("an expert capacity factor slows the step and grows its memory in both fidelities",
+          "[sim][step][analytic][moe]") {
+  auto run = [](double factor) {
+    Scenario sc = scenario("mixtral-8x7b", "h100-sxm", 16,
+                           R"("tp": 2, "pp": 2, "dp": 4, "ep": 4, "micro_batch": 1, "global_batch": 16)");
+    sc.layout.moe_capacity_factor = factor;
+    const SimulationOutput out = simulate(sc, SimulateOptions{});
+    return std::pair{out.report, estimate(sc)};
+  };
+  const auto [balanced, balanced_estimate] = run(0);
+  const auto [padded, padded_estimate] = run(1.5);
+  INFO("event " << balanced.step_time_s << " -> " << padded.step_time_s << " s, estimate "
+                << balanced_estimate.step_time_s << " -> " << padded_estimate.step_time_s << " s");
+  CHECK(padded.step_time_s > 1.2 * balanced.step_time_s);
+  CHECK(padded.breakdown.ep_comm_s == Approx(1.5 * balanced.breakdown.ep_comm_s).epsilon(0.05));
+  CHECK(padded.memory.activations > balanced.memory.activations);
+  CHECK(padded.flops_per_step == balanced.flops_per_step);  // model FLOPs count the routed tokens
+  CHECK(padded.step_time_s == Approx(padded_estimate.step_time_s).epsilon(0.03));
+}
+
 TEST_CASE("with a straggler the breakdown is the last rank's, and waiting on it is not communication",
           "[sim][step]") {
   // Found by metamorphic testing: the breakdown described a rank that did not finish last, and

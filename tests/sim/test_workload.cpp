@@ -2,6 +2,7 @@
 // share, every task runs, no cycles, pipeline messages pair up), schedules and layer splits.
 #include <catch2/catch.hpp>
 #include <deque>
+#include <map>
 
 #include "simrun/common/error.hpp"
 #include "simrun/models/counts.hpp"
@@ -382,6 +383,45 @@ TEST_CASE("MoE with expert TP: each expert-TP collective runs in series with its
   CHECK(gathers == 2 * layer_passes);
   CHECK(combines == layer_passes);
   CHECK(dispatches == layer_passes);
+}
+
+TEST_CASE("an expert capacity factor scales the tokens each expert takes, and only those",
+          "[sim][workload][moe]") {
+  // Megatron-Core's drop-and-pad permutation (--moe-pad-expert-input-to-capacity) cuts or pads
+  // each expert's copies to the capacity before the all-to-all: the all-to-alls, permutes and
+  // expert GEMMs carry factor times the balanced copies; attention and the router do not change,
+  // nor do the model FLOPs (Megatron's count takes the routed tokens, not the padding).
+  const std::string text = R"({"model": "mixtral-8x7b", "cluster": {"gpu": "h100-sxm", "num_gpus": 16},
+                                "layout": {"tp": 2, "dp": 8, "ep": 4, "global_batch": 8)";
+  const ComputeModel cm(gpu("h100-sxm"), ComputeParams{});
+  struct Totals {
+    std::map<OpName, double> flops, bytes, seconds;
+  };
+  auto totals = [&](const std::string& extra) {
+    const Workload w = build_workload(parse_scenario_text(text + extra + "}}"), cm);
+    Totals t;
+    for (const Task& k : w.stages.front().tasks) {
+      t.flops[k.op] += k.flops;
+      t.bytes[k.op] += k.kind == TaskKind::compute ? k.hbm_bytes : k.comm_bytes;
+      t.seconds[k.op] += k.duration.seconds();
+    }
+    return t;
+  };
+  const Totals one = totals(""), padded = totals(R"(, "moe_capacity_factor": 1.5)");
+  for (const OpName op : {OpName::ep_dispatch, OpName::ep_combine, OpName::tp_ag_expert,
+                          OpName::moe_sort_chunks, OpName::expert_act, OpName::moe_permute})
+    CHECK(padded.bytes.at(op) == Approx(1.5 * one.bytes.at(op)));
+  for (const OpName op : {OpName::expert_fc1, OpName::expert_fc2}) {
+    INFO(to_string(op) << ": " << one.seconds.at(op) << " -> " << padded.seconds.at(op) << " s");
+    CHECK(padded.flops.at(op) == one.flops.at(op));
+    // 1.5x the rows: up to 1.5x the time (a larger GEMM runs nearer its peak).
+    CHECK(padded.seconds.at(op) > 1.3 * one.seconds.at(op));
+    CHECK(padded.seconds.at(op) <= 1.5 * one.seconds.at(op) * (1 + 1e-9));
+  }
+  for (const OpName op : {OpName::qkv, OpName::attn_core, OpName::router}) {
+    CHECK(padded.flops.at(op) == one.flops.at(op));
+    CHECK(padded.seconds.at(op) == one.seconds.at(op));
+  }
 }
 
 TEST_CASE("MoE layouts the event simulation cannot run are refused with the reason", "[sim][workload][moe]") {

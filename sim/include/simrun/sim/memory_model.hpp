@@ -120,6 +120,7 @@ struct ActivationConfig {
   // activation's input stay 16-bit.
   bool fp8_gemm_inputs = false;
   SelectiveKeeps selective = SelectiveKeeps::all_but_attention_core;
+  double moe_load = 1;  // expert token copies as a multiple of the balanced top_k (Layout::moe_load)
 };
 
 // Activation bytes one transformer layer keeps for one micro-batch (Korthikanti, above).

@@ -37,6 +37,13 @@ struct Layout {
   // tp (its default) or 1. Experts are laid out "etp-ep-edp-pp" over the same ranks, so
   // ep·expert_tp divides tp·cp·dp; the rest, tp·cp·dp/(ep·expert_tp), reduce expert gradients.
   int64_t expert_tp = 1;
+  // Megatron-Core --moe-expert-capacity-factor with --moe-pad-expert-input-to-capacity: every
+  // expert's input is cut or padded to this multiple of its balanced share of the routed
+  // tokens (capacity = factor · tokens · top_k / experts), so the all-to-alls, permutes and
+  // expert GEMMs carry that many token copies. 0: dropless routing, balanced (the default, and
+  // what Megatron's benchmarks force). A dropless run whose busiest expert rank takes L times its
+  // share paces each layer as a factor of L does: the all-to-alls hold every rank to it.
+  double moe_capacity_factor = 0;
   int64_t virtual_stages = 1;  // model chunks per pipeline rank (interleaved 1F1B when > 1)
   PipelineSplit pipeline_split = PipelineSplit::even;
   bool sequence_parallel = false;  // Megatron SP: norms/dropout split over tp, AG+RS instead of AR
@@ -52,6 +59,8 @@ struct Layout {
   int64_t num_microbatches() const { return global_batch / (micro_batch * dp); }  // per pipeline
   // Ranks holding the same experts: the expert-data-parallel group size.
   int64_t expert_dp() const { return std::max<int64_t>(1, tp * cp * dp / (ep * expert_tp)); }
+  // Token copies each expert takes, as a multiple of its balanced share (1 when dropless).
+  double moe_load() const { return moe_capacity_factor > 0 ? moe_capacity_factor : 1.0; }
 };
 
 struct ClusterSpec {
