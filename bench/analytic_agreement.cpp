@@ -11,9 +11,12 @@
 // 1.1x to 2x slower at a seeded rank (the same layouts as without): the event simulation runs
 // every rank (--full) and the estimate paces that GPU's stage by it. With --slow-links each
 // layout gets one GPU whose NIC or scale-up links run at 10% to 50% of their bandwidth (a
-// seeded rank, class and fraction; both flags together give both).
+// seeded rank, class and fraction; both flags together give both). With --capacity-factors only
+// the MoE layouts run, each with a seeded expert capacity factor (1.25, 1.5 or 2: every expert's
+// tokens padded to that multiple of its share).
 //
 //   build/bench/analytic_agreement [--samples N] [--seed S] [--worst K] [--stragglers] [--slow-links]
+//                                  [--capacity-factors]
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -130,7 +133,7 @@ int main(int argc, char** argv) {
   int64_t samples = 1000;
   uint64_t seed = 4;
   size_t worst = 8;
-  bool with_stragglers = false, with_slow_links = false;
+  bool with_stragglers = false, with_slow_links = false, with_capacity = false;
   auto count = [](const char* flag, const char* text) {
     char* end = nullptr;
     const unsigned long long v = std::strtoull(text, &end, 10);
@@ -149,6 +152,8 @@ int main(int argc, char** argv) {
         with_stragglers = true;
       } else if (std::strcmp(argv[i], "--slow-links") == 0) {
         with_slow_links = true;
+      } else if (std::strcmp(argv[i], "--capacity-factors") == 0) {
+        with_capacity = true;
       } else if (std::strcmp(argv[i], "--worst") == 0 && has_value) {
         worst = size_t(count("--worst", argv[++i]));
       } else {
@@ -158,7 +163,7 @@ int main(int argc, char** argv) {
   } catch (const std::invalid_argument& e) {
     fmt::print(stderr,
                "analytic_agreement: {} (usage: [--samples N] [--seed S] [--worst K] [--stragglers] "
-               "[--slow-links])\n",
+               "[--slow-links] [--capacity-factors])\n",
                e.what());
     return 2;
   }
@@ -166,6 +171,8 @@ int main(int argc, char** argv) {
   SplitMix rng{seed};
   SplitMix straggler_rng{~seed};  // their own streams: the layouts stay those of the seed
   SplitMix link_rng{seed ^ 0x5DEECE66Dull};
+  SplitMix capacity_rng{seed ^ 0x9E3779B97F4A7C15ull};
+  int64_t dense_skipped = 0;
   std::vector<Row> uncongested, congested;
   int64_t refused = 0;
   for (int64_t i = 0; i < samples; ++i) {
@@ -175,10 +182,20 @@ int main(int argc, char** argv) {
     const uint64_t link_draw = link_rng.next();
     const double fraction = link_rng.pick<double>({0.1, 0.25, 0.5});
     const bool scale_up = link_rng.pick<int>({0, 1}) == 1;
+    const double capacity = capacity_rng.pick<double>({1.25, 1.5, 2.0});
+    if (with_capacity && s.o.model != "mixtral-8x7b") {
+      ++dense_skipped;
+      continue;
+    }
     try {
-      const Scenario sc = load_scenario({}, s.o, catalogs);
-      SimulateOptions options;
+      ScenarioOverrides o = s.o;
       std::string command = s.command;
+      if (with_capacity) {
+        o.moe_capacity_factor = capacity;
+        command += fmt::format(" --moe-capacity-factor {}", capacity);
+      }
+      const Scenario sc = load_scenario({}, o, catalogs);
+      SimulateOptions options;
       if (with_stragglers) {
         const Straggler st{int64_t(straggler_draw % uint64_t(sc.layout.world_size())), slowdown};
         options.step.scope = SimulationScope::full;
@@ -218,6 +235,9 @@ int main(int argc, char** argv) {
       : with_slow_links                  ? ", one slow link each"
                                          : "",
       refused);
+  if (with_capacity)
+    fmt::print("MoE layouts only, each with a seeded expert capacity factor ({} dense layouts skipped)\n",
+               dense_skipped);
   summarize("uncongested (TP and CP inside a scale-up domain, exposed communication <= 10% in both)",
             uncongested, worst);
   summarize("congested (for information)", congested, worst);
