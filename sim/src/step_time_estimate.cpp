@@ -423,6 +423,51 @@ double StepTimeEstimator::fill_drain_hops_s() const {
 // other on full-duplex links), so a stage's own m exchanges with each neighbour and the fill and
 // drain's 2(p−1) (each boundary twice) sit on the path: 2(m + p − 1) sends on equal links for a
 // middle stage, m + 2(p − 1) for an end stage.
+size_t StepTimeEstimator::slot_key(const detail::Slot& slot) const {
+  const int64_t m = std::max<int64_t>(1, m_layout.num_microbatches());
+  return size_t(((slot.forward ? 1 : 0) * m_v_chunks + slot.chunk) * m + slot.micro_batch);
+}
+
+// Megatron-Core's DDP cuts only a stage's first model chunk into buckets (get_model's
+// disable_bucketing from the second chunk on): those reduce as the chunk's last backward
+// produces them, beside it; a later chunk's one bucket reduces once its last backward has
+// ended, beside the chunk-steps the stage runs next. Each runs overlap_slowdown slower over
+// the reduction's time, chunk-step by chunk-step in the stage's order (its idle gaps taken as
+// none). Interleaved DDP only (ZeRO 0-2, bucketed); elsewhere each stage's last backward is
+// stretched by all its reductions (last_backward_s).
+void StepTimeEstimator::spread_reduction_slowdown() {
+  const Layout& l = m_layout;
+  m_reduce_slowdown_s.clear();
+  if (l.pp <= 1 || m_v_chunks <= 1 || l.zero_stage >= 3 || m_wo.grad_reduce != GradReduceOverlap::bucketed ||
+      !m_wo.one_bucket_after_first_chunk || m_split_v != m_v_chunks)
+    return;
+  const int64_t m = std::max<int64_t>(1, l.num_microbatches());
+  for (int64_t stage = 0; stage < l.pp; ++stage) {
+    std::vector<double>& slowed = m_reduce_slowdown_s.emplace_back(size_t(2 * m_v_chunks * m), 0.0);
+    std::vector<double> chunk_traffic(size_t(m_v_chunks), 0.0);
+    for (const StageProgram::GradBucketSize& b : m_stage_buckets[size_t(stage)])
+      chunk_traffic[size_t(b.chunk)] += b.experts ? reduce_s(b.params, m_expert_dp, m_expert_dp_link, stage)
+                                                  : reduce_s(b.params, m_dp_n, m_dp_link, stage);
+    const std::vector<detail::Slot> order = detail::stage_schedule(m_schedule, stage, l.pp, m, m_v_chunks);
+    const std::vector<ChunkStep>& steps = m_chunk_steps[size_t(stage)];
+    auto compute_s = [&](const detail::Slot& slot) {
+      const ChunkStep& c = steps[size_t(slot.chunk)];
+      return slot.forward ? c.forward_s : c.backward_s;
+    };
+    for (size_t k = 0; k < order.size(); ++k) {
+      const detail::Slot& slot = order[k];
+      if (slot.forward || slot.micro_batch != m - 1) continue;  // a chunk's last backward
+      double traffic = chunk_traffic[size_t(slot.chunk)];
+      // Its buckets beside it (the first chunk), or its one bucket beside what follows.
+      for (size_t j = m_wo.chunk_bucketed(slot.chunk) ? k : k + 1; j < order.size() && traffic > 0; ++j) {
+        const double beside = std::min(traffic, compute_s(order[j]));
+        slowed[slot_key(order[j])] += m_options.overlap_slowdown * beside;
+        traffic -= beside;
+      }
+    }
+  }
+}
+
 std::optional<double> StepTimeEstimator::makespan(const std::vector<double>& hop_s,
                                                   std::vector<double>* stage_ends) const {
   const Layout& l = m_layout;
@@ -438,11 +483,13 @@ std::optional<double> StepTimeEstimator::makespan(const std::vector<double>& hop
           return m_split_v == m_v_chunks ? spans[size_t(slot.chunk)]
                                          : std::accumulate(spans.begin(), spans.end(), 0.0) / m_v;
         }
-        if (slot.forward) return c.forward_s + c.forward_exposed_s;
-        const double b = slot.micro_batch == last_micro_batch
+        const double beside_reductions =
+            m_reduce_slowdown_s.empty() ? 0.0 : m_reduce_slowdown_s[size_t(stage)][slot_key(slot)];
+        if (slot.forward) return c.forward_s + beside_reductions + c.forward_exposed_s;
+        const double b = slot.micro_batch == last_micro_batch && m_reduce_slowdown_s.empty()
                              ? stretch(last_backward_s(st), st.backward_s + st.recompute_s)
                              : 1.0;
-        return c.backward_s * b + c.backward_exposed_s;
+        return c.backward_s * b + beside_reductions + c.backward_exposed_s;
       },
       hop_s);
   if (!finish) return std::nullopt;
@@ -475,6 +522,7 @@ void StepTimeEstimator::time_fill_and_drain() {
       steps.assign(size_t(m_v_chunks), step_of(whole, 1.0 / m_v));
     }
   }
+  spread_reduction_slowdown();
   const StageTime& slow = slowest();
   const std::optional<double> compute_path = l.pp > 1 ? makespan({}, &m_stage_path_end) : std::nullopt;
   m_out.fill_drain_s = 0;
@@ -492,9 +540,12 @@ void StepTimeEstimator::time_fill_and_drain() {
   if (l.pp == 1) {
     // One stage: nothing to fill or drain.
   } else if (compute_path) {
+    const double slow_slowed = m_reduce_slowdown_s.empty()
+                                   ? last_backward_s(slow) - slow.backward_s - slow.recompute_s
+                                   : std::accumulate(m_reduce_slowdown_s[size_t(slow.stage)].begin(),
+                                                     m_reduce_slowdown_s[size_t(slow.stage)].end(), 0.0);
     const double slow_own = m_out.microbatches * (slow.compute_s() + mb_exposed(slow)) +
-                            (first_forward_s(slow) - slow.forward_s) +
-                            (last_backward_s(slow) - slow.backward_s - slow.recompute_s);
+                            (first_forward_s(slow) - slow.forward_s) + slow_slowed;
     m_out.fill_drain_s = std::max(0.0, *compute_path - slow_own);
     if (l.pp > 1 && m_v_chunks > 1) m_out.pp_exposed_s = std::max(0.0, *makespan(m_hop_s) - *compute_path);
   } else {

@@ -19,6 +19,8 @@
 
 namespace simrun::detail {
 
+struct Slot;  // workload_builder.hpp: one step of a stage's pipeline schedule
+
 // Seconds of one micro-batch through one piece of the model (a layer, the embedding, the
 // head) on one GPU, from the workload builder's tasks.
 struct PieceTime {
@@ -112,6 +114,7 @@ class StepTimeEstimator {
   void time_pipeline_sends();
   void time_fsdp_units();
   void time_fill_and_drain();
+  void spread_reduction_slowdown();
   void time_data_parallel();
   void expose_fsdp_traffic();
   void expose_ddp_traffic(const std::vector<std::vector<TimedBucket>>& stage_buckets, int64_t busiest);
@@ -186,6 +189,10 @@ class StepTimeEstimator {
   std::vector<double> m_stage_reduce_traffic_s;            // [stage]: beside its last backward
 
   std::vector<std::vector<ChunkStep>> m_chunk_steps;  // [stage][chunk]
+  // [stage][slot_key]: compute slowed beside the stage's gradient reductions, chunk by chunk
+  // (interleaved DDP: spread_reduction_slowdown); empty: each last backward stretched instead.
+  std::vector<std::vector<double>> m_reduce_slowdown_s;
+  size_t slot_key(const detail::Slot& slot) const;
   // [stage]: when its last backward and its optimizer end on the compute path, less the longest
   // optimizer (which the compute term holds); pp > 1.
   std::vector<double> m_stage_path_end;
