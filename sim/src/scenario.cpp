@@ -141,7 +141,9 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
     layout.dp = cluster.num_gpus / model_parallel;
   }
   const bool capacity_given = r.has("moe_capacity_factor");
-  if (capacity_given) layout.moe_capacity_factor = r.number("moe_capacity_factor", 0.01, 1024.0);
+  // At least the balanced share: below it the padding becomes dropping, and the model FLOPs
+  // (Megatron's count of the routed tokens) would credit expert work never done.
+  if (capacity_given) layout.moe_capacity_factor = r.number("moe_capacity_factor", 1.0, 1024.0);
   layout.virtual_stages = r.integer_or("virtual_stages", 1, 1, 1024);
   layout.pipeline_split = parse_pipeline_split(r.choice_or("pipeline_split", "even", kPipelineSplitNames));
   layout.sequence_parallel = r.boolean_or("sequence_parallel", layout.tp > 1);

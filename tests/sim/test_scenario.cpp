@@ -109,6 +109,9 @@ TEST_CASE("an expert capacity factor: MoE only, at most every token, a flag or a
         "experts/top_k = 4)");
   CHECK(error_of(moe + R"("layout": {"moe_capacity_factor": 0}})")
             .find("layout.moe_capacity_factor: 0 is out of range") != std::string::npos);
+  // Below the balanced share the padding becomes dropping: refused, not credited as model FLOPs.
+  CHECK(error_of(moe + R"("layout": {"moe_capacity_factor": 0.5}})") ==
+        "t.json: layout.moe_capacity_factor: 0.5 is out of range (a number in [1, 1024])");
   CHECK(
       error_of(
           R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm"}, "layout": {"moe_capacity_factor": 1.5}})") ==

@@ -387,7 +387,7 @@ TEST_CASE("MoE with expert TP: each expert-TP collective runs in series with its
 
 TEST_CASE("an expert capacity factor scales the tokens each expert takes, and only those",
           "[sim][workload][moe]") {
-  // Megatron-Core's drop-and-pad permutation (--moe-pad-expert-input-to-capacity) cuts or pads
+  // Megatron-Core's drop-and-pad permutation (--moe-pad-expert-input-to-capacity) pads
   // each expert's copies to the capacity before the all-to-all: the all-to-alls, permutes and
   // expert GEMMs carry factor times the balanced copies; attention and the router do not change,
   // nor do the model FLOPs (Megatron's count takes the routed tokens, not the padding).

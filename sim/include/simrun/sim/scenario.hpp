@@ -38,9 +38,10 @@ struct Layout {
   // ep·expert_tp divides tp·cp·dp; the rest, tp·cp·dp/(ep·expert_tp), reduce expert gradients.
   int64_t expert_tp = 1;
   // Megatron-Core --moe-expert-capacity-factor with --moe-pad-expert-input-to-capacity: every
-  // expert's input is cut or padded to this multiple of its balanced share of the routed
-  // tokens (capacity = factor · tokens · top_k / experts), so the all-to-alls, permutes and
-  // expert GEMMs carry that many token copies. 0: dropless routing, balanced (the default, and
+  // expert's input is padded (or, where routing is uneven, cut) to this multiple ≥ 1 of its
+  // balanced share of the routed tokens (capacity = factor · tokens · top_k / experts), so the
+  // all-to-alls, permutes and expert GEMMs carry that many token copies. 0: dropless routing,
+  // balanced (the default, and
   // what Megatron's benchmarks force). A dropless run whose busiest expert rank takes L times its
   // share paces each layer as a factor of L does: the all-to-alls hold every rank to it.
   double moe_capacity_factor = 0;
