@@ -144,12 +144,16 @@ FlopCounts count_flops_per_sequence(const ModelSpec& m, AttentionFlops conventio
   const double s = d(m.seq_len), L = d(m.layers), h = d(m.hidden);
 
   double ffn_per_token = d(m.dense_layers()) * ffn_matrices(m, m.ffn_hidden);
-  if (m.is_moe())
-    ffn_per_token += d(m.moe_layers()) * d(m.moe->top_k + m.moe->shared_experts) *
-                     ffn_matrices(m, m.moe->expert_ffn_hidden);
+  double routed_per_token = 0;
+  if (m.is_moe()) {
+    routed_per_token = d(m.moe_layers()) * d(m.moe->top_k) * ffn_matrices(m, m.moe->expert_ffn_hidden);
+    ffn_per_token += routed_per_token +
+                     d(m.moe_layers()) * d(m.moe->shared_experts) * ffn_matrices(m, m.moe->expert_ffn_hidden);
+  }
 
   FlopCounts f;
   f.dense_gemms = kFwdBwd * kFma * s * (ffn_per_token + L * attention_matrices(m));
+  f.routed_experts = kFwdBwd * kFma * s * routed_per_token;
 
   // Scores QKᵀ take a·d_qk FMAs per (query, key) pair and PV a·d_v. For MHA/GQA
   // d_qk = d_v = head_dim, which gives Megatron's 2·q. MLA: d_qk = d_nope + d_rope and

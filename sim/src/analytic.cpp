@@ -18,9 +18,9 @@ const char* flop_convention_text(AttentionFlops convention) {
   return convention == AttentionFlops::causal
              ? "Megatron-LM num_floating_point_operations, causal (attention s^2 term halved; HEAD after "
                "8873b55d6a); "
-               "MFU vs dense peak of the training precision; HFU adds recompute"
+               "MFU vs dense peak of the training precision; HFU adds recompute and expert capacity padding"
              : "Megatron-LM core_r0.8 num_floating_point_operations, non-causal (full attention s^2 term); "
-               "MFU vs dense peak of the training precision; HFU adds recompute";
+               "MFU vs dense peak of the training precision; HFU adds recompute and expert capacity padding";
 }
 
 StepFlops step_flops(const ModelSpec& m, const Layout& layout, AttentionFlops convention) {
@@ -40,7 +40,11 @@ StepFlops step_flops(const ModelSpec& m, const Layout& layout, AttentionFlops co
       f.recompute = f.per_sequence.attention_core / 3.0 * batch;
       break;
   }
-  f.hardware = f.model + f.recompute;
+  // Padded to capacity, the experts run moe_load times the routed tokens (and recompute them
+  // under full recompute: one more forward, a third of fwd+bwd).
+  const double recomputed = layout.recompute == Recompute::full ? 1.0 + 1.0 / 3.0 : 1.0;
+  f.padding = f.per_sequence.routed_experts * (layout.moe_load() - 1.0) * recomputed * batch;
+  f.hardware = f.model + f.recompute + f.padding;
   return f;
 }
 

@@ -413,7 +413,7 @@ Workload build_workload(const Scenario& sc, const ComputeModel& compute, const W
   const double ranks_per_stage = double(l.tp * l.cp * l.dp);
   for (const auto& st : w.stages) {
     w.model_flops_per_step += st.flops_model * ranks_per_stage;
-    w.hardware_flops_per_step += (st.flops_model + st.flops_recompute) * ranks_per_stage;
+    w.hardware_flops_per_step += (st.flops_model + st.flops_recompute + st.flops_padding) * ranks_per_stage;
   }
   return w;
 }

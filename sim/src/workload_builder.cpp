@@ -122,6 +122,7 @@ StageBuilder::Shared::Shared(const Scenario& scenario, const ComputeModel& cm, c
     dispatched_tokens = Ts * top_k * l.moe_load();
     routed_tokens = dispatched_tokens * d(etp);
     counted_tokens = Ts * top_k * d(etp);
+    moe_load = l.moe_load();
     expert_f_loc = d(e.expert_ffn_hidden) / d(etp);
     shared_f_loc = d(e.shared_experts * e.expert_ffn_hidden) / d(tp);
     moe_dense_params_local = moe_layers > 0 ? (pc.experts_shared + pc.router) / moe_layers / d(tp) : 0.0;
@@ -203,6 +204,11 @@ uint32_t StageBuilder::compute(OpName op, Phase phase, const OpShape& shape, dou
   m_wait.clear();
   m_last_compute = id;
   return id;
+}
+
+uint32_t StageBuilder::expert_gemm(OpName op, Phase phase, const OpShape& shape, double counted_flops) {
+  m_prog.flops_padding += counted_flops * (m_s.moe_load - 1.0);
+  return compute(op, phase, shape, counted_flops);
 }
 
 uint32_t StageBuilder::collective(Stream stream, OpName op, CollectiveOp coll, GroupKind group, double bytes,
@@ -497,10 +503,11 @@ void StageBuilder::moe_forward(Phase phase) {
     m_wait.push_back(c);
   }
   sort_chunks(phase);
-  compute(OpName::expert_fc1, phase, grouped_gemm(per_expert, up, s.h), 2.0 * s.counted_tokens * s.h * up);
+  expert_gemm(OpName::expert_fc1, phase, grouped_gemm(per_expert, up, s.h),
+              2.0 * s.counted_tokens * s.h * up);
   compute(OpName::expert_act, phase, memory_op(s.routed_tokens * (up + s.expert_f_loc) * s.elem), 0);
-  compute(OpName::expert_fc2, phase, grouped_gemm(per_expert, s.h, s.expert_f_loc),
-          2.0 * s.counted_tokens * s.expert_f_loc * s.h);
+  expert_gemm(OpName::expert_fc2, phase, grouped_gemm(per_expert, s.h, s.expert_f_loc),
+              2.0 * s.counted_tokens * s.expert_f_loc * s.h);
   sort_chunks(phase);
   uint32_t scatter = kNoTask;
   if (s.etp > 1) {
@@ -530,15 +537,16 @@ void StageBuilder::moe_backward() {
   }
   sort_chunks(Phase::backward);
   const double fc2_flops = 2.0 * s.counted_tokens * s.expert_f_loc * s.h;
-  compute(OpName::expert_fc2, Phase::backward, grouped_gemm(per_expert, s.expert_f_loc, s.h),
-          fc2_flops);  // dgrad
-  compute(OpName::expert_fc2, Phase::backward, grouped_gemm(s.expert_f_loc, s.h, per_expert, false),
-          fc2_flops);  // wgrad
+  expert_gemm(OpName::expert_fc2, Phase::backward, grouped_gemm(per_expert, s.expert_f_loc, s.h),
+              fc2_flops);  // dgrad
+  expert_gemm(OpName::expert_fc2, Phase::backward, grouped_gemm(s.expert_f_loc, s.h, per_expert, false),
+              fc2_flops);  // wgrad
   compute(OpName::expert_act, Phase::backward,
           memory_op(s.routed_tokens * (2 * up + s.expert_f_loc) * s.elem), 0);
   const double fc1_flops = 2.0 * s.counted_tokens * s.h * up;
-  compute(OpName::expert_fc1, Phase::backward, grouped_gemm(per_expert, s.h, up), fc1_flops);         // dgrad
-  compute(OpName::expert_fc1, Phase::backward, grouped_gemm(s.h, up, per_expert, false), fc1_flops);  // wgrad
+  expert_gemm(OpName::expert_fc1, Phase::backward, grouped_gemm(per_expert, s.h, up), fc1_flops);  // dgrad
+  expert_gemm(OpName::expert_fc1, Phase::backward, grouped_gemm(s.h, up, per_expert, false),
+              fc1_flops);  // wgrad
   sort_chunks(Phase::backward);
   uint32_t scatter = kNoTask;
   if (s.etp > 1) {

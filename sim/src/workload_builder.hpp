@@ -87,6 +87,7 @@ class StageBuilder {
     double routed_tokens = 0;           // token copies this rank's experts compute: dispatched·etp
     // Of them, those Megatron's FLOP count takes (model FLOPs): Ts·top_k·etp, unpadded.
     double counted_tokens = 0;
+    double moe_load = 1;                // Layout::moe_load: token copies per expert over the balanced share
     double expert_f_loc = 0;            // one expert's FFN width here: f_e/etp
     double shared_f_loc = 0;            // the shared experts' FFN width here: shared·f_e/tp
     double moe_dense_params_local = 0;  // router + shared experts of one MoE layer
@@ -131,6 +132,9 @@ class StageBuilder {
  private:
   uint32_t add(Task t, const std::vector<uint32_t>& deps);
   uint32_t compute(OpName op, Phase phase, const OpShape& shape, double flops);
+  // A routed-expert GEMM: `counted_flops` of model FLOPs, its padding (moe_load − 1 times
+  // them) counted as hardware FLOPs only.
+  uint32_t expert_gemm(OpName op, Phase phase, const OpShape& shape, double counted_flops);
   uint32_t collective(Stream stream, OpName op, CollectiveOp coll, GroupKind group, double bytes, Phase phase,
                       std::vector<uint32_t> deps);
   // casts_input: under fp8, charge the cast of the M×K operand (see workload_builder.cpp).

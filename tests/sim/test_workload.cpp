@@ -6,6 +6,7 @@
 
 #include "simrun/common/error.hpp"
 #include "simrun/models/counts.hpp"
+#include "simrun/sim/analytic.hpp"
 #include "simrun/sim/scenario_parser.hpp"
 #include "simrun/sim/workload.hpp"
 #include "workload_builder.hpp"
@@ -422,6 +423,27 @@ TEST_CASE("an expert capacity factor scales the tokens each expert takes, and on
     CHECK(padded.flops.at(op) == one.flops.at(op));
     CHECK(padded.seconds.at(op) == one.seconds.at(op));
   }
+}
+
+TEST_CASE("hardware FLOPs add the expert work on capacity padding, as the closed form counts it",
+          "[sim][workload][moe]") {
+  const auto recompute = GENERATE(std::string("none"), std::string("full"));
+  const Scenario sc = parse_scenario_text(
+      R"({"model": "mixtral-8x7b", "cluster": {"gpu": "h100-sxm", "num_gpus": 16},
+          "layout": {"tp": 2, "pp": 2, "dp": 4, "ep": 4, "global_batch": 8, "moe_capacity_factor": 1.5,
+                     "recompute": ")" +
+      recompute + R"("}})");
+  const Workload w = build_workload(sc, ComputeModel(sc.cluster.gpu, ComputeParams{}));
+  const FlopCounts per_sequence = count_flops_per_sequence(sc.model, AttentionFlops::causal);
+  const double routed = per_sequence.routed_experts * double(sc.layout.global_batch);
+  const double recomputed = recompute == "full" ? 4.0 / 3.0 : 1.0;
+  CHECK(w.model_flops_per_step == Approx(megatron_flops(sc)).epsilon(1e-9));
+  const double recompute_flops =
+      recompute == "full" ? (per_sequence.dense_gemms + per_sequence.attention_core) / 3.0 * 8 : 0.0;
+  CHECK(w.hardware_flops_per_step ==
+        Approx(megatron_flops(sc) + recompute_flops + 0.5 * routed * recomputed).epsilon(1e-9));
+  const StepFlops closed = step_flops(sc.model, sc.layout, AttentionFlops::causal);
+  CHECK(closed.hardware == Approx(w.hardware_flops_per_step).epsilon(1e-9));
 }
 
 TEST_CASE("MoE layouts the event simulation cannot run are refused with the reason", "[sim][workload][moe]") {

@@ -55,6 +55,7 @@ struct FlopCounts {
   double dense_gemms = 0;     // QKV/out projections + FFN/experts, 6·tokens·(active GEMM params)
   double attention_core = 0;  // QKᵀ and PV
   double logits = 0;          // vocabulary projection
+  double routed_experts = 0;  // of dense_gemms: the routed experts' GEMMs (top_k per token)
   double total() const { return dense_gemms + attention_core + logits; }
 };
 

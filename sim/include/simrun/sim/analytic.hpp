@@ -140,7 +140,9 @@ struct StepFlops {
   FlopCounts per_sequence;  // model FLOPs of one sequence, fwd+bwd
   double model = 0;         // per step: per_sequence.total() · global_batch
   double recompute = 0;     // extra forward FLOPs per step from recompute
-  double hardware = 0;      // model + recompute
+  // Expert GEMMs on the padding (Layout::moe_capacity_factor > 1), with their recompute.
+  double padding = 0;
+  double hardware = 0;  // model + recompute + padding
 };
 StepFlops step_flops(const ModelSpec& m, const Layout& layout, AttentionFlops convention);
 

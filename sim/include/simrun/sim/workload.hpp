@@ -269,6 +269,7 @@ struct StageProgram {
   int64_t max_in_flight_micro_batches = 0;
   double flops_model = 0;      // sum of task flops, phases forward + backward
   double flops_recompute = 0;  // sum of task flops, phase recompute
+  double flops_padding = 0;    // expert GEMMs on capacity padding (Layout::moe_capacity_factor)
 
   uint32_t dep(const Task& t, uint16_t i) const { return deps[t.first_dep + i]; }
 };
