@@ -36,9 +36,11 @@ void explain_throughput(const Scenario& sc, const FlopCounts& per_sequence, Atte
                       r.step_time_s, l.world_size()));
   explain(r, "mfu", r.mfu, "", "flops_per_step / (step_time_s · num_gpus · peak)",
           fmt::format("peak={:.4g} FLOP/s ({} dense, {})", peak, to_string(l.precision), sc.cluster.gpu.id));
-  explain(r, "hfu", r.hfu, "", "(flops_per_step + recompute_flops) / (step_time_s · num_gpus · peak)",
-          fmt::format("recompute_flops={:.4g} ({})", r.hardware_flops_per_step - r.flops_per_step,
-                      to_string(l.recompute)));
+  explain(r, "hfu", r.hfu, "",
+          "(flops_per_step + recompute and expert capacity padding flops) / (step_time_s · num_gpus · peak)",
+          fmt::format("extra_flops={:.4g} (recompute {}, moe_capacity_factor {})",
+                      r.hardware_flops_per_step - r.flops_per_step, to_string(l.recompute),
+                      l.moe_capacity_factor > 0 ? fmt::format("{:g}", l.moe_capacity_factor) : "none"));
   explain(r, "model.params", r.params, "", "sum of weight matrices, biases and norms (count_params)",
           fmt::format("layers={}, hidden={}, ffn_hidden={}, vocab={}", m.layers, m.hidden, m.ffn_hidden,
                       m.vocab));
