@@ -117,12 +117,13 @@ StageBuilder::Shared::Shared(const Scenario& scenario, const ComputeModel& cm, c
     experts_loc = experts / d(ep);
     // Balanced routing: each rank sends Ts·k token copies and, its E/ep experts being 1/ep of
     // all, receives as many; expert-TP gathers them from its etp ranks. Under a capacity factor
-    // the permute pads (or cuts) each expert's copies to its capacity before the all-to-all
-    // (Megatron-Core's drop-and-pad permutation), so every count is that multiple.
-    dispatched_tokens = Ts * top_k * l.moe_load();
+    // the permute pads each expert's copies to its capacity before the all-to-all
+    // (Megatron-Core's drop-and-pad permutation), so every count but the FLOP count is that
+    // multiple.
+    moe_load = l.moe_load();
+    dispatched_tokens = Ts * top_k * moe_load;
     routed_tokens = dispatched_tokens * d(etp);
     counted_tokens = Ts * top_k * d(etp);
-    moe_load = l.moe_load();
     expert_f_loc = d(e.expert_ffn_hidden) / d(etp);
     shared_f_loc = d(e.shared_experts * e.expert_ffn_hidden) / d(tp);
     moe_dense_params_local = moe_layers > 0 ? (pc.experts_shared + pc.router) / moe_layers / d(tp) : 0.0;
