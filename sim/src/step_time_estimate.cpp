@@ -202,11 +202,8 @@ void StepTimeEstimator::probe_micro_batch_pieces() {
     double& slowdown = m_stage_condition[size_t(ranks.coord_of(st.rank).pp)].slowdown;
     slowdown = std::max(slowdown, st.slowdown);
   }
-  for (const SlowLink& sl : m_options.slow_links) {
-    StageCondition& c = m_stage_condition[size_t(ranks.coord_of(sl.rank).pp)];
-    double& fraction = sl.link == LinkClass::scale_up ? c.scale_up : c.scale_out;
-    fraction = std::min(fraction, sl.bandwidth_fraction);
-  }
+  for (const SlowLink& sl : m_options.slow_links)
+    m_stage_condition[size_t(ranks.coord_of(sl.rank).pp)].slow_down(sl);
   const GroupLinks links{m_tp_link, l.tp, m_cp_link, l.cp, m_ep_link, l.ep};
   const int64_t dense_layers = m_model.dense_layers();
   const int64_t moe_layers = m_model.moe_layers();
@@ -326,11 +323,7 @@ void StepTimeEstimator::time_pipeline_sends() {
   const int64_t domain = scale_up_domain_size(m_sc.cluster), stage_size = l.tp * l.cp * l.dp;
   const RankLayout ranks(l, m_sc.cluster.gpus_per_node);
   std::map<int64_t, StageCondition> slow_gpus;  // each slow link's GPU, its fraction of each class
-  for (const SlowLink& sl : m_options.slow_links) {
-    StageCondition& c = slow_gpus[sl.rank];
-    double& fraction = sl.link == LinkClass::scale_up ? c.scale_up : c.scale_out;
-    fraction = std::min(fraction, sl.bandwidth_fraction);
-  }
+  for (const SlowLink& sl : m_options.slow_links) slow_gpus[sl.rank].slow_down(sl);
   auto across_domains = [&](int64_t a, int64_t b) { return a / domain != b / domain; };
   auto pair_s = [&](int64_t from_rank, int64_t to_rank) {
     const LinkCost& link = across_domains(from_rank, to_rank) ? m_pp_link_across : m_pp_link_inside;
@@ -446,8 +439,7 @@ void StepTimeEstimator::spread_reduction_slowdown() {
     std::vector<double>& slowed = m_reduce_slowdown_s.emplace_back(size_t(2 * m_v_chunks * m), 0.0);
     std::vector<double> chunk_traffic(size_t(m_v_chunks), 0.0);
     for (const StageProgram::GradBucketSize& b : m_stage_buckets[size_t(stage)])
-      chunk_traffic[size_t(b.chunk)] += b.experts ? reduce_s(b.params, m_expert_dp, m_expert_dp_link, stage)
-                                                  : reduce_s(b.params, m_dp_n, m_dp_link, stage);
+      chunk_traffic[size_t(b.chunk)] += bucket_reduce_s(b, stage);
     const std::vector<detail::Slot> order = detail::stage_schedule(m_schedule, stage, l.pp, m, m_v_chunks);
     const std::vector<ChunkStep>& steps = m_chunk_steps[size_t(stage)];
     auto compute_s = [&](const detail::Slot& slot) {

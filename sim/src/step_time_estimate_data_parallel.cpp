@@ -57,6 +57,18 @@ double StepTimeEstimator::gather_s(double params, int64_t n, const LinkCost& lin
              : 0.0;
 }
 
+// A DDP bucket's reduction and gather: over the expert-data-parallel group for routed experts,
+// the data-parallel group (with CP) otherwise.
+double StepTimeEstimator::bucket_reduce_s(const StageProgram::GradBucketSize& b, int64_t stage) const {
+  return b.experts ? reduce_s(b.params, m_expert_dp, m_expert_dp_link, stage)
+                   : reduce_s(b.params, m_dp_n, m_dp_link, stage);
+}
+
+double StepTimeEstimator::bucket_gather_s(const StageProgram::GradBucketSize& b, int64_t stage) const {
+  return b.experts ? gather_s(b.params, m_expert_dp, m_expert_dp_link, stage)
+                   : gather_s(b.params, m_dp_n, m_dp_link, stage);
+}
+
 // Compute beside DP traffic pays overlap_slowdown on the overlap.
 double StepTimeEstimator::beside_traffic_s(double compute_s, double traffic_s) const {
   return compute_s + m_options.overlap_slowdown * std::min(traffic_s, compute_s);
@@ -119,9 +131,7 @@ void StepTimeEstimator::time_fsdp_units() {
       m_stage_reduce_traffic_s[size_t(i)] = m_stage_traffic[size_t(i)].reduce_s;
     } else if (m_wo.grad_reduce == GradReduceOverlap::bucketed) {
       for (const StageProgram::GradBucketSize& b : m_stage_buckets[size_t(i)])
-        m_stage_reduce_traffic_s[size_t(i)] += b.experts
-                                                   ? reduce_s(b.params, m_expert_dp, m_expert_dp_link, i)
-                                                   : reduce_s(b.params, m_dp_n, m_dp_link, i);
+        m_stage_reduce_traffic_s[size_t(i)] += bucket_reduce_s(b, i);
     }
   }
 }
@@ -210,9 +220,7 @@ void StepTimeEstimator::time_data_parallel() {
     std::vector<TimedBucket> timed;
     double stage_grad = 0, stage_param = 0;
     for (const StageProgram::GradBucketSize& b : m_stage_buckets[size_t(i)]) {
-      const int64_t n = b.experts ? m_expert_dp : m_dp_n;
-      const LinkCost& lk = b.experts ? m_expert_dp_link : m_dp_link;
-      timed.push_back({b, reduce_s(b.params, n, lk, i), gather_s(b.params, n, lk, i)});
+      timed.push_back({b, bucket_reduce_s(b, i), bucket_gather_s(b, i)});
       stage_grad += timed.back().grad_s;
       stage_param += timed.back().param_s;
     }

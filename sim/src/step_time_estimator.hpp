@@ -4,6 +4,7 @@
 // stream.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
@@ -58,6 +59,11 @@ struct ProbeTimes {
 struct StageCondition {
   double slowdown = 1, scale_up = 1, scale_out = 1;
   double fraction(LinkClass c) const { return c == LinkClass::scale_up ? scale_up : scale_out; }
+  // Takes a slow link of this stage's (or GPU's): its class runs at the slower fraction.
+  void slow_down(const SlowLink& sl) {
+    double& f = sl.link == LinkClass::scale_up ? scale_up : scale_out;
+    f = std::min(f, sl.bandwidth_fraction);
+  }
   bool operator<(const StageCondition& o) const {
     return std::tie(slowdown, scale_up, scale_out) < std::tie(o.slowdown, o.scale_up, o.scale_out);
   }
@@ -130,6 +136,8 @@ class StepTimeEstimator {
   // A stage's DP (or expert-DP) traffic of `params`, at the stage's link fraction.
   double reduce_s(double params, int64_t n, const LinkCost& link, int64_t stage) const;
   double gather_s(double params, int64_t n, const LinkCost& link, int64_t stage) const;
+  double bucket_reduce_s(const StageProgram::GradBucketSize& b, int64_t stage) const;
+  double bucket_gather_s(const StageProgram::GradBucketSize& b, int64_t stage) const;
   double beside_traffic_s(double compute_s, double traffic_s) const;
   const Probes& probes_of(int64_t stage) const { return m_probes.at(m_stage_condition[size_t(stage)]); }
   const PieceTime& unit_piece(const StageProgram::FsdpUnit& u, int64_t stage) const;
