@@ -144,10 +144,6 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
         "multiple of pp",
         l.num_microbatches(), l.pp, l.virtual_stages));
   if (l.zero_stage == 3 && l.pp > 1) r.warnings.push_back(kFsdpWithPipelineWarning);
-  if (l.zero_stage == 3 && m.is_moe())
-    r.warnings.push_back(
-        "ZeRO-3 with a mixture-of-experts model: estimated (experts gathered and reduce-scattered over the "
-        "expert-data-parallel group) but not yet simulated event by event, so `simrun simulate` refuses it");
   if (m.layers % l.pp != 0)
     r.warnings.push_back(fmt::format("pp={} does not divide {} layers: stages get {} or {} layers", l.pp,
                                      m.layers, m.layers / l.pp, m.layers / l.pp + 1));

@@ -171,11 +171,16 @@ StageParams stage_params(const ModelSpec& m, const ParamCounts& counts, const La
   return p;
 }
 
-Zero3Transients zero3_transients(const Layout& layout, const ParamCounts& counts, double stage_params,
-                                 int64_t layers, bool has_embedding, bool has_output, double element_bytes,
-                                 double grad_bytes) {
+Zero3Transients zero3_transients(const Layout& layout, const ParamCounts& counts, const StageParams& params,
+                                 double element_bytes, double grad_bytes) {
   Zero3Transients z;
-  if (layout.zero_stage != 3 || layout.dp * layout.cp <= 1 || layers <= 0) return z;
+  if (layout.zero_stage != 3 || params.layers <= 0) return z;
+  // Only sharded parameters are gathered: the dense ones over dp·cp, the routed experts over
+  // the expert-data-parallel group.
+  const bool dense_sharded = layout.dp * layout.cp > 1;
+  const double dense = dense_sharded ? params.dense : 0.0;
+  const double experts = layout.expert_dp() > 1 ? params.experts : 0.0;
+  if (dense + experts <= 0) return z;
   if (layout.pp > 1) {
     // torchtitan's FSDP+PP: the pipeline stage turns resharding after backward and gradient
     // reduction off for all but the last micro-batch (torch.distributed.pipelining stage.py,
@@ -183,16 +188,21 @@ Zero3Transients zero3_transients(const Layout& layout, const ParamCounts& counts
     // gathered for the step and its gradients accumulate unsharded, in the reduction dtype
     // (FSDP2 accumulates in MixedPrecisionPolicy.reduce_dtype, fp32 in torchtitan): the state
     // convention's gradient bytes.
-    z.gathered_weights = stage_params * element_bytes;
-    z.unsharded_grads = stage_params * grad_bytes;
+    z.gathered_weights = (dense + experts) * element_bytes;
+    z.unsharded_grads = (dense + experts) * grad_bytes;
     return z;
   }
   // The layer computing and the one prefetched are gathered in 16-bit; so is the root unit
   // (embedding, output layer), which PyTorch FSDP does not reshard after forward; the layer
   // being reduce-scattered holds its full gradient (Zhao et al. 2023, arXiv:2304.11277, §3.2–3.3).
+  // A MoE layer's unit also holds its experts.
   const double root =
-      ((has_embedding ? counts.embedding : 0.0) + (has_output ? counts.output : 0.0)) / double(layout.tp);
-  const double per_layer = std::max(0.0, stage_params - root) / double(layers);
+      dense_sharded
+          ? ((params.has_embedding ? counts.embedding : 0.0) + (params.has_output ? counts.output : 0.0)) /
+                double(layout.tp)
+          : 0.0;
+  const double per_layer = std::max(0.0, dense - root) / double(params.layers) +
+                           (params.moe_layers > 0 ? experts / double(params.moe_layers) : 0.0);
   z.gathered_weights = (2 * per_layer + root) * element_bytes;
   z.unsharded_grads = per_layer * element_bytes;
   return z;
@@ -232,8 +242,7 @@ StageMemory stage_memory(const Scenario& sc, const MemoryDefaults& defaults, int
   const ModelStateBytes experts = model_state_bytes(params.experts, l.zero_stage, double(l.expert_dp()), bpp);
   st.states = {dense.weights + experts.weights, dense.grads + experts.grads,
                dense.optimizer + experts.optimizer};
-  const Zero3Transients z3 = zero3_transients(l, counts, params.total(), params.layers, params.has_embedding,
-                                              params.has_output, ac.element_bytes, bpp.grads);
+  const Zero3Transients z3 = zero3_transients(l, counts, params, ac.element_bytes, bpp.grads);
   st.fsdp_gathered_bytes = z3.gathered_weights;
   st.fsdp_unsharded_grad_bytes = z3.unsharded_grads;
   st.states.weights += z3.gathered_weights;

@@ -321,10 +321,6 @@ void check_layout(const Scenario& sc, PipelineSchedule schedule, Workload& w) {
     throw InputError(file, "layout.cp",
                      "context parallelism with multi-head latent attention (MLA) is not supported by the "
                      "event simulation yet (use cp = 1)");
-  if (m.is_moe() && l.zero_stage == 3)
-    throw InputError(file, "layout.zero_stage",
-                     "ZeRO-3/FSDP with a mixture-of-experts model is not supported by the event simulation "
-                     "yet (use zero_stage 1: Megatron-Core's distributed optimizer)");
   if (m.is_moe() && l.tp > 1 && !l.sequence_parallel)
     throw InputError(file, "layout.sequence_parallel",
                      "a mixture-of-experts model with tp > 1 needs sequence_parallel (Megatron-Core "

@@ -666,9 +666,11 @@ void StageBuilder::layer_backward(int32_t layer) {
   if (l.zero_stage == 3) m_gradients_done_of_layer[layer] = m_last_compute;
   // FSDP1 with BACKWARD_POST: the post-backward hook issues the next unit's all-gather before
   // this unit's reduce-scatter on the same communicator, so the gather goes first.
-  if (l.zero_stage == 3 && l.pp == 1 && s.dp_size > 1 && layer > 0 && s.opt.fsdp_one_communicator &&
-      s.opt.fsdp_backward_prefetch == FsdpBackwardPrefetch::after_backward)
-    m_prefetched_gather[layer - 1] = issue_fsdp_gather(layer - 1, true);
+  if (l.zero_stage == 3 && l.pp == 1 && layer > 0 && s.opt.fsdp_one_communicator &&
+      s.opt.fsdp_backward_prefetch == FsdpBackwardPrefetch::after_backward) {
+    const uint32_t gather = issue_fsdp_gather(layer - 1, true);
+    if (gather != kNoTask) m_prefetched_gather[layer - 1] = gather;
+  }
   compute(OpName::ln_attn, Phase::backward, memory_op(norm_bwd_bytes), 0);
   m_layer = -1;
 

@@ -204,6 +204,9 @@ class StageBuilder {
   void reduce_bucket(size_t bucket);
   // ZeRO-1/2 --overlap-param-gather: each bucket's all-gather before its first forward use.
   void gather_params_before_first_use();
+  // ZeRO-3: a unit's parameters by the group sharding them; its gathers before it computes
+  // (prefetched), its reduce-scatters after its backward.
+  std::vector<std::pair<GroupKind, double>> unit_shards(int32_t unit) const;
   void fsdp_gather(int32_t unit, bool backward);
   uint32_t issue_fsdp_gather(int32_t unit, bool backward);
   void fsdp_reduce(int32_t unit);

@@ -117,17 +117,29 @@ void StageBuilder::gather_params_before_first_use() {
 }
 
 void StageBuilder::fsdp_gather(int32_t unit, bool backward) {
-  const Shared& s = m_s;
-  if (s.dp_size <= 1) return;
-  const Layout& l = s.sc.layout;
   // With pp > 1 (torchtitan FSDP+PP) parameters stay gathered across micro-batches.
-  if (l.pp > 1 && (backward || m_mb != 0)) return;
-  m_wait.push_back(issue_fsdp_gather(unit, backward));
+  if (m_s.sc.layout.pp > 1 && (backward || m_mb != 0)) return;
+  const uint32_t gather = issue_fsdp_gather(unit, backward);
+  if (gather != kNoTask) m_wait.push_back(gather);
 }
 
+// An FSDP unit's parameters by the group that shards them: the dense ones over the DP group,
+// a MoE layer's routed experts over the expert-DP group, as torchtitan shards an MoE block's
+// experts over its own mesh (fully_shard(moe.experts, mesh=dp_mod_ep)) and DeepSpeed-MoE
+// partitions them over the expert-data-parallel group. A group of one rank moves nothing.
+std::vector<std::pair<GroupKind, double>> StageBuilder::unit_shards(int32_t unit) const {
+  const Shared& s = m_s;
+  const double experts = unit >= 0 ? s.layer_expert_params(unit) : 0.0;
+  std::vector<std::pair<GroupKind, double>> shards;
+  if (s.dp_size > 1) shards.emplace_back(s.dp_group, s.fsdp_unit_params(unit) - experts);
+  if (experts > 0 && s.expert_dp_size > 1) shards.emplace_back(GroupKind::edp, experts);
+  return shards;
+}
+
+// The unit's gathers on the parameter stream, dense first; that stream runs them in order, so
+// the last one's end is the unit's (returned; kNoTask when there is none).
 uint32_t StageBuilder::issue_fsdp_gather(int32_t unit, bool backward) {
   const Shared& s = m_s;
-  const double params = s.fsdp_unit_params(unit);
   // Prefetch window. Forward: this gather may start once the unit `fsdp_prefetch_layers` before
   // it has started computing (the rate limiter of limit_all_gathers). Backward: once the unit
   // `fsdp_prefetch_layers` after it has started its backward (BACKWARD_PRE) or computed its
@@ -144,21 +156,23 @@ uint32_t StageBuilder::issue_fsdp_gather(int32_t unit, bool backward) {
   }
   const int32_t saved = m_layer;
   m_layer = unit;
-  const uint32_t g = collective(Stream::dp_param, OpName::fsdp_gather, CollectiveOp::all_gather, s.dp_group,
-                                params * s.elem, Phase::comm, deps);
+  uint32_t last = kNoTask;
+  for (const auto& [group, unit_params] : unit_shards(unit))
+    last = collective(Stream::dp_param, OpName::fsdp_gather, CollectiveOp::all_gather, group,
+                      unit_params * s.elem, Phase::comm, deps);
   m_layer = saved;
-  return g;
+  return last;
 }
 
 void StageBuilder::fsdp_reduce(int32_t unit) {
   const Shared& s = m_s;
-  if (s.dp_size <= 1) return;
-  const double params = s.fsdp_unit_params(unit);
   const int32_t saved = m_layer;
   m_layer = unit;
   const Stream stream = s.opt.fsdp_one_communicator ? Stream::dp_param : Stream::dp_grad;
-  m_grad_reduces.push_back(collective(stream, OpName::fsdp_reduce, CollectiveOp::reduce_scatter, s.dp_group,
-                                      params * s.opt.grad_reduce_bytes, Phase::comm, {m_last_compute}));
+  for (const auto& [group, unit_params] : unit_shards(unit))
+    m_grad_reduces.push_back(collective(stream, OpName::fsdp_reduce, CollectiveOp::reduce_scatter, group,
+                                        unit_params * s.opt.grad_reduce_bytes, Phase::comm,
+                                        {m_last_compute}));
   m_layer = saved;
 }
 

@@ -14,6 +14,7 @@
 #include "simrun/sim/memory_model.hpp"
 #include "simrun/sim/scenario_parser.hpp"
 #include "simrun/topologies/catalog.hpp"
+#include "workload_test_util.hpp"
 
 using namespace simrun;
 
@@ -294,6 +295,34 @@ TEST_CASE("ZeRO-3 shards weights, grads and optimizer over dp·cp", "[sim][memor
   // ZeRO-1 keeps no unsharded transients of its own (its full weights are already counted).
   s.layout.zero_stage = 1;
   CHECK(estimate_memory(s, with_dropout()).stages[0].fsdp_gathered_bytes == 0);
+}
+
+TEST_CASE("ZeRO-3 with MoE gathers each layer's experts over expert-DP, and only what is sharded",
+          "[sim][memory_model][moe]") {
+  auto mixtral = [](int64_t gpus, const std::string& layout) {
+    return test::parse_scenario_text(
+        R"({"model": "mixtral-8x7b", "cluster": {"gpu": "h100-sxm", "num_gpus": )" + std::to_string(gpus) +
+        R"(}, "layout": {)" + layout + R"(, "zero_stage": 3, "recompute": "full"}})");
+  };
+  // Dense weights over 16 ranks, each layer's 8 experts over EP 8 × expert-DP 2: the layer
+  // computing and the one prefetched hold their dense weights and their experts' slice.
+  const Scenario both = mixtral(16, R"("tp": 1, "dp": 16, "ep": 8, "global_batch": 16)");
+  const StageMemory st = estimate_memory(both, with_dropout()).stages[0];
+  const ParamCounts counts = count_params(both.model);
+  const double root = counts.embedding + counts.output, layers = double(both.model.layers);
+  const double layer = (st.params.dense - root) / layers + st.params.experts / layers;
+  CHECK(st.params.experts == Approx(counts.experts_routed / 8));
+  CHECK(st.fsdp_gathered_bytes == Approx((2 * layer + root) * 2).epsilon(1e-12));
+  CHECK(st.fsdp_unsharded_grad_bytes == Approx(layer * 2).epsilon(1e-12));
+  // TP 8 over the node with EP 2 beside it (expert_tp 1): the dense weights are not sharded
+  // (dp 1) and stay resident; only the experts, over expert-DP 4, are gathered.
+  const Scenario experts_only = mixtral(8, R"("tp": 8, "dp": 1, "ep": 2, "expert_tp": 1, "global_batch": 1)");
+  const StageMemory eo = estimate_memory(experts_only, with_dropout()).stages[0];
+  CHECK(eo.fsdp_gathered_bytes == Approx(2 * eo.params.experts / layers * 2).epsilon(1e-12));
+  // An expert on each rank (expert-DP 1): only the dense weights are gathered.
+  const Scenario dense_only = mixtral(8, R"("tp": 1, "dp": 8, "ep": 8, "global_batch": 8)");
+  const StageMemory d = estimate_memory(dense_only, with_dropout()).stages[0];
+  CHECK(d.fsdp_gathered_bytes == Approx((2 * (d.params.dense - root) / layers + root) * 2).epsilon(1e-12));
 }
 
 TEST_CASE("ZeRO-3 with pipelining keeps the stage's weights gathered and its gradients unsharded",

@@ -86,10 +86,13 @@ TEST_CASE("representative ranks equal the full simulation where equal flows have
 }
 
 TEST_CASE("representative ranks give the full simulation's step time on MoE layouts", "[sim][step][moe]") {
-  // EP inside a node, EP across nodes (expert_tp = 1 with tp 2), expert DP > 1 in both.
+  // EP inside a node, EP across nodes (expert_tp = 1 with tp 2), expert DP > 1 in both; ZeRO-3
+  // (experts gathered over expert-DP), alone and over a pipeline.
   const auto layout =
       GENERATE(std::string(R"("tp": 1, "pp": 2, "dp": 8, "ep": 4, "global_batch": 16)"),
-               std::string(R"("tp": 2, "pp": 1, "dp": 8, "ep": 8, "expert_tp": 1, "global_batch": 16)"));
+               std::string(R"("tp": 2, "pp": 1, "dp": 8, "ep": 8, "expert_tp": 1, "global_batch": 16)"),
+               std::string(R"("tp": 1, "pp": 1, "dp": 16, "ep": 8, "global_batch": 32, "zero_stage": 3)"),
+               std::string(R"("tp": 2, "pp": 2, "dp": 4, "ep": 2, "global_batch": 16, "zero_stage": 3)"));
   const Scenario sc = scenario("mixtral-8x7b", "h100-sxm", 16, layout);
   const double rep = step_s(sc, SimulationScope::representatives);
   const double full = step_s(sc, SimulationScope::full);
@@ -376,6 +379,8 @@ TEST_CASE("the analytic estimate and the event simulation agree within 5% on unc
           "zero_stage": 1, "recompute": "selective")"},  // examples/llama3-70b-h100.json
       Case{"mixtral-8x7b", 64, R"("tp": 1, "pp": 4, "dp": 16, "ep": 8, "virtual_stages": 8,
           "global_batch": 256, "zero_stage": 1)"},       // MoE, EP inside a node (Megatron-Core's mapping)
+      Case{"mixtral-8x7b", 16, R"("tp": 1, "pp": 1, "dp": 16, "ep": 8, "global_batch": 32,
+          "zero_stage": 3)"},  // MoE under FSDP: experts gathered over the expert-DP pairs
       Case{"deepseek-v3", 1024, R"("tp": 1, "pp": 8, "dp": 128, "ep": 64, "pipeline_split": "balanced",
           "global_batch": 8192, "precision": "fp8", "recompute": "selective")"});  // MLA, EP over 8 nodes
   const Scenario sc = scenario(c.model, "h100-sxm", c.gpus, c.layout);

@@ -458,11 +458,61 @@ TEST_CASE("MoE layouts the event simulation cannot run are refused with the reas
     }
     return std::string();
   };
-  CHECK_THAT(error_of(R"({"tp": 1, "dp": 16, "ep": 8, "zero_stage": 3})"),
-             Catch::Contains("layout.zero_stage"));
   CHECK_THAT(error_of(R"({"tp": 2, "dp": 8, "ep": 8, "sequence_parallel": false})"),
              Catch::Contains("needs sequence_parallel"));
   CHECK(error_of(R"({"tp": 2, "dp": 8, "ep": 8, "expert_tp": 1})").empty());
+}
+
+TEST_CASE("ZeRO-3 with MoE: dense weights move over the DP group, routed experts over expert-DP",
+          "[sim][workload][moe]") {
+  struct Case {
+    int64_t gpus;
+    std::string layout;
+    int64_t dp, expert_dp;
+  };
+  // One micro-batch each (global batch = dp): FSDP without pipelining gathers and
+  // reduce-scatters every micro-batch.
+  const Case c =
+      GENERATE(Case{16, R"("tp": 1, "dp": 16, "ep": 8, "global_batch": 16)", 16, 2},
+               Case{8, R"("tp": 1, "dp": 8, "ep": 8, "global_batch": 8)", 8, 1},  // an expert a rank
+               // TP 8 inside the node, EP over it with expert_tp 1: no dense sharding.
+               Case{8, R"("tp": 8, "dp": 1, "ep": 2, "expert_tp": 1, "global_batch": 1)", 1, 4});
+  const Scenario sc =
+      parse_scenario_text(R"({"model": "mixtral-8x7b", "cluster": {"gpu": "h100-sxm", "num_gpus": )" +
+                          std::to_string(c.gpus) + R"(}, "layout": {)" + c.layout + R"(, "zero_stage": 3}})");
+  INFO(c.layout);
+  const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
+  const WorkloadOptions o;
+  const Workload w = build_workload(sc, cm, o, default_schedule(sc.layout));
+  const StageProgram& p = w.stages[0];
+  const double elem = 2.0;  // bf16 weights gathered
+  std::map<GroupKind, double> gathered, reduced;
+  std::map<GroupKind, int64_t> gathers;
+  for (const Task& t : p.tasks) {
+    if (t.op == OpName::fsdp_gather) {
+      gathered[t.group] += t.comm_bytes;
+      ++gathers[t.group];
+      CHECK(t.coll == CollectiveOp::all_gather);
+    }
+    if (t.op == OpName::fsdp_reduce) {
+      reduced[t.group] += t.comm_bytes;
+      CHECK(t.coll == CollectiveOp::reduce_scatter);
+    }
+  }
+  const size_t groups_reducing = reduced.size(), groups_gathering = gathers.size();
+  const double dense = p.params - p.expert_params;
+  // Each parameter reduce-scattered once, over the group that shards it; none over a group of one.
+  CHECK(reduced[GroupKind::dp] == Approx(c.dp > 1 ? dense * o.grad_reduce_bytes : 0.0));
+  CHECK(reduced[GroupKind::edp] == Approx(c.expert_dp > 1 ? p.expert_params * o.grad_reduce_bytes : 0.0));
+  CHECK(groups_reducing == size_t(c.dp > 1) + size_t(c.expert_dp > 1));
+  if (c.expert_dp > 1) {
+    // Every MoE layer's experts gathered for its forward and again for its backward, as its
+    // dense weights are: 32 layers twice.
+    CHECK(gathers[GroupKind::edp] == 2 * sc.model.layers);
+    CHECK(gathered[GroupKind::edp] == Approx(2 * p.expert_params * elem));
+  }
+  if (c.dp > 1) CHECK(gathers[GroupKind::dp] == 2 * sc.model.layers + 2);  // and the embedding, the head
+  CHECK(groups_gathering == size_t(c.dp > 1) + size_t(c.expert_dp > 1));
 }
 
 TEST_CASE("gradient buckets: every parameter reduced once; Megatron-Core buckets only the first chunk",

@@ -148,15 +148,14 @@ StageParams stage_params(const ModelSpec& m, const ParamCounts& counts, const La
 // What ZeRO-3 / FSDP holds unsharded on one pipeline rank while it works (zero otherwise):
 // gathered 16-bit parameters and one layer's full gradient; with pp > 1 (torchtitan's FSDP+PP)
 // every unit of the stage, gathered weights and gradients accumulated in `grad_bytes` per
-// parameter, until the last micro-batch. `stage_params` are the rank's local parameters (after
-// tp, before dp sharding) over `layers` transformer layers.
+// parameter, until the last micro-batch. Only sharded parameters count: the stage's dense ones
+// where dp·cp > 1, its routed experts where the expert-data-parallel group has more than one rank.
 struct Zero3Transients {
   double gathered_weights = 0;
   double unsharded_grads = 0;
 };
-Zero3Transients zero3_transients(const Layout& layout, const ParamCounts& counts, double stage_params,
-                                 int64_t layers, bool has_embedding, bool has_output, double element_bytes,
-                                 double grad_bytes);
+Zero3Transients zero3_transients(const Layout& layout, const ParamCounts& counts, const StageParams& params,
+                                 double element_bytes, double grad_bytes);
 
 struct StageMemory {
   int64_t stage = 0;
