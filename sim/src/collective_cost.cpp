@@ -119,8 +119,10 @@ double collective_s(CollectiveOp op, double bytes, int64_t n, const LinkCost& li
       return choice.latency_us * 1e-6 + slowest_s;
     }
   }
-  if (link.fabric_group && (nccl_op ? link.fabric_group->shape.nodes > 1 : op == CollectiveOp::all_to_all) &&
-      n > 1 && bytes > 0) {
+  // Across domains NCCL's model for its collectives and for send/recv; all-to-all everywhere.
+  if (link.fabric_group && n > 1 && bytes > 0 &&
+      (op == CollectiveOp::all_to_all ||
+       ((nccl_op || op == CollectiveOp::send_recv) && link.fabric_group->shape.nodes > 1))) {
     SIMRUN_ASSERT(link.fabric_group->shape.ranks == n, "the fabric group describes another group size");
     return fabric_collective_s(op, bytes, *link.fabric_group);
   }

@@ -119,7 +119,7 @@ class FabricCall {
       case Algorithm::pat:
         return pat();
       case Algorithm::p2p:
-        return all_to_all();
+        return m_op == CollectiveOp::send_recv ? send_recv() : all_to_all();
       default:
         SIMRUN_ASSERT(false,
                       std::string("no closed form for ") + to_string(m_choice.algorithm) + " across domains");
@@ -281,28 +281,48 @@ class FabricCall {
   // (PXN: over the scale-up link to that NIC's GPU first). Flows of one kind share their links
   // alike, so each kind is one fluid flow carrying its count on every link; past 128·127 pairs
   // the event couples them all into one flow, as here.
+  // The links of one domain the point-to-point models load, as fluid resources: per NIC its port
+  // (shared by the node's members) and its GPU link, each one way; per member position its
+  // switch uplink and downlink, or per ordered pair of positions the mesh link.
+  size_t nics() const { return m_g.entry_pos.size(); }
+  size_t port_resource(size_t nic) const { return nic; }
+  size_t pcie_resource(size_t nic) const { return nics() + nic; }
+  std::vector<double> domain_capacity() const {
+    const int64_t L = m_ppn;
+    std::vector<double> capacity(nics(), m_g.port_bytes_per_s);
+    capacity.resize(2 * nics(), m_g.nic_pcie_bytes_per_s);
+    capacity.resize(2 * nics() + size_t(m_g.mesh ? L * L : 2 * L), m_g.scale_up_link_bytes_per_s);
+    return capacity;
+  }
+  // The scale-up links from one member position to another: the mesh link between them, or the
+  // sender's switch uplink and the receiver's downlink.
+  void scale_up_hop(std::map<size_t, double>& uses, int64_t from, int64_t to, double weight) const {
+    const size_t scale_up = 2 * nics();
+    const int64_t L = m_ppn;
+    if (m_g.mesh) {
+      uses[scale_up + size_t(from * L + to)] += weight;
+    } else {
+      uses[scale_up + size_t(from)] += weight;
+      uses[scale_up + size_t(L + to)] += weight;
+    }
+  }
+  static FluidFlow flow_on(double bytes, double latency_s, const std::map<size_t, double>& uses) {
+    FluidFlow f;
+    f.bytes = bytes;
+    f.latency_s = latency_s;
+    for (const auto& [r, w] : uses) f.uses.push_back({r, w});
+    return f;
+  }
+
   double all_to_all() const {
     const int64_t L = m_ppn, n = m_g.shape.ranks;
-    const size_t nics = m_g.entry_pos.size();
-    std::vector<int64_t> members_on(nics, 0);
+    std::vector<int64_t> members_on(nics(), 0);
     for (const int32_t e : m_g.member_nic) members_on[size_t(e)]++;
-    // Resources: per NIC its port (shared by the node's members) and its GPU link; per member
-    // position its switch uplink and downlink, or per ordered pair the mesh link.
-    std::vector<double> capacity;
-    const size_t port = 0, pcie = nics, scale_up = 2 * nics;
-    capacity.assign(nics, m_g.port_bytes_per_s);
-    capacity.resize(2 * nics, m_g.nic_pcie_bytes_per_s);
-    capacity.resize(scale_up + size_t(m_g.mesh ? L * L : 2 * L), m_g.scale_up_link_bytes_per_s);
-    // The scale-up links from one member position to another: the mesh link between them, or the
-    // sender's switch uplink and the receiver's downlink.
+    const std::vector<double> capacity = domain_capacity();
     auto hop = [&](std::map<size_t, double>& uses, int64_t from, int64_t to, double weight) {
-      if (m_g.mesh) {
-        uses[scale_up + size_t(from * L + to)] += weight;
-      } else {
-        uses[scale_up + size_t(from)] += weight;
-        uses[scale_up + size_t(L + to)] += weight;
-      }
+      scale_up_hop(uses, from, to, weight);
     };
+    const size_t port = 0, pcie = nics();
     const double pair = m_bytes / double(n);
     std::vector<FluidFlow> flows;
     for (int64_t p = 0; p < L; ++p) {
@@ -317,7 +337,7 @@ class FabricCall {
         flows.push_back(std::move(f));
       }
       if (m_d == 1) continue;
-      for (size_t e = 0; e < nics; ++e) {  // to the remote members behind NIC e of their node
+      for (size_t e = 0; e < nics(); ++e) {  // to the remote members behind NIC e of their node
         const double count = double((m_d - 1) * members_on[e]);
         if (count == 0) continue;
         FluidFlow f;
@@ -346,6 +366,31 @@ class FabricCall {
     }
     return CollectiveTuner::base_latency_us(Algorithm::p2p, m_choice.protocol) * 1e-6 +
            fluid_finish_s(std::move(flows), capacity);
+  }
+
+  // Send/recv around the group (nccl-tests sendrecv; a CP ring step): each member sends the whole
+  // size to the next, all at once. Inside a domain over the scale-up link; from a domain's last
+  // member to the next domain's first through the sender's own NIC, on over the scale-up link
+  // from that rail's GPU where the receiver sits behind another rail (ClusterGraph::route's
+  // default route, as the event's send_recv plan takes it). The slowest hop ends the call.
+  double send_recv() const {
+    const int64_t L = m_ppn;
+    const double bytes = m_bytes;
+    std::vector<FluidFlow> flows;
+    for (int64_t p = 0; p + 1 < L; ++p) {
+      std::map<size_t, double> uses;
+      scale_up_hop(uses, p, p + 1, m_wire);
+      flows.push_back(flow_on(bytes, m_intra_us * 1e-6, uses));
+    }
+    const size_t nic = size_t(m_g.member_nic[size_t(L - 1)]);
+    std::map<size_t, double> uses{{port_resource(nic), m_wire}, {pcie_resource(nic), m_wire}};
+    const int64_t entry = m_g.entry_pos[nic];
+    if (entry != 0) scale_up_hop(uses, entry, 0, m_wire);  // into the next domain's first member
+    double alpha_us = 0;
+    for (int64_t k = 0; k < m_d; ++k) alpha_us = std::max(alpha_us, inter_alpha_us(k, (k + 1) % m_d));
+    flows.push_back(flow_on(bytes, alpha_us * 1e-6, uses));
+    return CollectiveTuner::base_latency_us(Algorithm::p2p, m_choice.protocol) * 1e-6 +
+           fluid_finish_s(std::move(flows), domain_capacity());
   }
 
   CollectiveOp m_op;
@@ -446,8 +491,9 @@ double fabric_collective_s(CollectiveOp op, double bytes, const FabricGroup& gro
   SIMRUN_ASSERT(op == CollectiveOp::all_to_all || group.shape.nodes > 1,
                 "one domain: collective_s's own model");
   SIMRUN_ASSERT(op == CollectiveOp::all_reduce || op == CollectiveOp::all_gather ||
-                    op == CollectiveOp::reduce_scatter || op == CollectiveOp::all_to_all,
-                "fabric_collective_s times all_reduce, all_gather, reduce_scatter and all_to_all");
+                    op == CollectiveOp::reduce_scatter || op == CollectiveOp::all_to_all ||
+                    op == CollectiveOp::send_recv,
+                "fabric_collective_s times all_reduce, all_gather, reduce_scatter, all_to_all and send_recv");
   if (bytes <= 0 || group.shape.ranks <= 1) return 0;
   return FabricCall(op, bytes, group).seconds();
 }

@@ -288,7 +288,12 @@ void StageBuilder::tp_after_row_parallel(OpName rs_name, OpName ar_name, uint32_
 // ---------------------------------------------------------------------------------------------
 // Layer forward (phase forward or recompute)
 
-OpShape StageBuilder::attention_shape(OpClass cls) const {
+// One block of the attention core: the local queries against the keys and values of seq/cp
+// tokens of each sequence (all of them without CP; with CP, one step of the ring). A flash
+// kernel reads Q, K, V and writes O (backward: also reads dO and O, writes dQ, dK, dV); an
+// unfused one also writes and reads the scores b·(a/t)·(s/c)·(s/c): softmax read+write,
+// dropout mask and output, PV read.
+OpShape StageBuilder::attention_block(OpClass cls) const {
   const Shared& s = m_s;
   OpShape a;
   a.cls = cls;
@@ -296,35 +301,59 @@ OpShape StageBuilder::attention_shape(OpClass cls) const {
   // Engine keeps attention outside fp8), fp32 / tf32 when training in them.
   a.precision = outside_fp8(s.gemm_precision);
   a.tokens = s.T;
-  a.seq_kv = s.seq;
+  a.seq_kv = s.seq / d(s.cp);
   a.head_dim = s.head_dim;
   a.heads = s.heads_loc;
   a.flash = s.flash;
   a.flash2 = s.opt.kernels == KernelStack::eager;
   a.causal = s.causal;
+  const double passes = cls == OpClass::attention_bwd ? 2.0 : 1.0;
+  a.bytes = passes * s.T * (2 * s.q_loc + 2 * s.kv_loc) * s.elem;
+  if (!s.flash) a.bytes += s.T * a.seq_kv * s.heads_loc * (4 * s.elem + 1);
   return a;
 }
 
+// The attention core's forward. With CP, Megatron-Core's default ring (cp_comm_type "p2p",
+// Transformer Engine's AttnFuncWithCPAndKVP2P) in cp steps: at step i the local queries attend
+// to the K,V block that started i ranks back, while the block for step i + 1 moves one rank on
+// over the CP group (each rank sends to the next and receives from the previous at once), on
+// its own stream. Causal load balancing (each rank holds chunks j and 2cp−1−j of every
+// sequence) gives every step 1/cp of the core's work.
 void StageBuilder::attention_core_forward(Phase phase) {
   const Shared& s = m_s;
-  OpShape a = attention_shape(OpClass::attention_fwd);
-  if (s.flash) {
-    a.bytes = s.T * (2 * s.q_loc + 2 * s.kv_loc) * s.elem;  // read Q, K, V; write O
-  } else {
-    // Scores b·(a/t)·(s/c)·s written, softmax read+write, dropout mask and output, PV read.
-    const double scores = s.T * s.seq * s.heads_loc;
-    a.bytes = s.T * (2 * s.q_loc + 2 * s.kv_loc) * s.elem + scores * (4 * s.elem + 1);
+  const double flops = s.T * s.seq * s.core_width_loc / d(s.cp);  // causal: half of 2·T·s·width
+  const double block_bytes = s.T * 2 * s.kv_loc * s.elem;         // K and V of the local tokens
+  uint32_t arriving = kNoTask;
+  for (int64_t step = 0; step < s.cp; ++step) {
+    const uint32_t arrived = arriving;
+    if (step + 1 < s.cp)
+      arriving =
+          collective(Stream::cp, OpName::cp_kv, CollectiveOp::send_recv, GroupKind::cp, block_bytes, phase,
+                     step == 0 ? std::vector<uint32_t>{m_last_compute} : std::vector<uint32_t>{});
+    if (arrived != kNoTask) m_wait.push_back(arrived);
+    compute(OpName::attn_core, phase, attention_block(OpClass::attention_fwd), flops);
   }
-  const double flops = s.T * s.seq * s.core_width_loc;  // causal: half of 2·T·s·width
-  uint32_t kv = kNoTask;
-  if (s.cp > 1) {
-    // Ring attention (Megatron CP, p2p): K and V of the other cp−1 ranks stream in while the
-    // local blocks compute; modelled as an all-gather of K,V on the CP group.
-    kv = collective(Stream::cp, OpName::cp_kv, CollectiveOp::all_gather, GroupKind::cp,
-                    s.T * d(s.cp) * 2 * s.kv_loc * s.elem, phase, {m_last_compute});
+}
+
+// Its backward. With CP, the ring again (AttnFuncWithCPAndKVP2P.backward): step 0 passes K,V
+// on, steps 1 … cp−2 pass K,V with the dK,dV accumulated so far (after the previous step's
+// block), the last step passes only dK,dV, which reach their owner as its block computes.
+void StageBuilder::attention_core_backward() {
+  const Shared& s = m_s;
+  const double flops = 2.0 * s.T * s.seq * s.core_width_loc / d(s.cp);
+  const double block_bytes = s.T * 2 * s.kv_loc * s.elem;
+  uint32_t passed = kNoTask;
+  for (int64_t step = 0; step < s.cp; ++step) {
+    const uint32_t arrived = passed;
+    if (s.cp > 1) {
+      const double bytes = step == 0 || step == s.cp - 1 ? block_bytes : 2 * block_bytes;
+      passed = collective(Stream::cp, OpName::cp_kv, CollectiveOp::send_recv, GroupKind::cp, bytes,
+                          Phase::backward, {m_last_compute});
+    }
+    if (arrived != kNoTask) m_wait.push_back(arrived);
+    compute(OpName::attn_core, Phase::backward, attention_block(OpClass::attention_bwd), flops);
   }
-  compute(OpName::attn_core, phase, a, flops);
-  if (kv != kNoTask) m_wait.push_back(kv);
+  if (passed != kNoTask) m_wait.push_back(passed);  // dK,dV home before the QKV backward
 }
 
 void StageBuilder::layer_forward(int32_t layer, Phase phase, bool /*last_mb_of_step_use*/) {
@@ -631,7 +660,6 @@ void StageBuilder::layer_backward(int32_t layer) {
   if (l.recompute == Recompute::full || (every_other && layer % 2 == 1))
     layer_forward(layer, Phase::recompute, false);
   m_layer = layer;
-  const double q = s.q_loc, kv = s.kv_loc;
   const double norm_bwd_bytes = s.Ts * s.h * s.elem * 4;
   const double residual_bwd_bytes = s.Ts * s.h * (2 * s.elem + 1);
 
@@ -648,17 +676,7 @@ void StageBuilder::layer_backward(int32_t layer) {
   row_parallel_backward(OpName::proj, OpName::tp_ag_attn, s.out_width_loc, 2.0 * s.T * s.out_width_loc * s.h);
   if (l.recompute == Recompute::selective && s.opt.selective == SelectiveRecompute::attention_core)
     attention_core_forward(Phase::recompute);
-  {
-    OpShape a = attention_shape(OpClass::attention_bwd);
-    a.bytes = s.T * (4 * q + 4 * kv) * s.elem;
-    if (!s.flash) a.bytes += s.T * s.seq * s.heads_loc * (4 * s.elem + 1);
-    uint32_t kv_task = kNoTask;
-    if (s.cp > 1)  // ring attention backward: K,V and their gradients travel the ring
-      kv_task = collective(Stream::cp, OpName::cp_kv, CollectiveOp::all_gather, GroupKind::cp,
-                           2 * s.T * d(s.cp) * 2 * kv * s.elem, Phase::backward, {m_last_compute});
-    compute(OpName::attn_core, Phase::backward, a, 2.0 * s.T * s.seq * s.core_width_loc);
-    if (kv_task != kNoTask) m_wait.push_back(kv_task);
-  }
+  attention_core_backward();
   if (s.mla)
     mla_backward();
   else

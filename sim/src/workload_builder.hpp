@@ -142,7 +142,7 @@ class StageBuilder {
   OpShape grouped_gemm(double m, double n, double k, bool casts_input = true) const;  // one per local expert
   OpShape memory_op(double bytes) const;
   // The attention core's shape on this rank (forward or backward), bytes left to the caller.
-  OpShape attention_shape(OpClass cls) const;
+  OpShape attention_block(OpClass cls) const;
 
   // Pipeline p2p of one activation (forward) or its gradient (backward) with virtual stage
   // `peer_vs`: the receive gates the next compute op; the send follows the last one.
@@ -163,6 +163,7 @@ class StageBuilder {
   void layer_forward(int32_t layer, Phase phase, bool last_mb_of_step_use);
   void layer_backward(int32_t layer);
   void attention_core_forward(Phase phase);
+  void attention_core_backward();
   // The Q/K/V projections after ln_attn (and rope), given the SP all-gather to wait for.
   void qkv_forward(Phase phase, uint32_t sp_gather);
   void qkv_backward();

@@ -333,6 +333,13 @@ TEST_CASE("across domains collective_s is NCCL's multi-node algorithms, as the e
     CHECK(collective_s(CollectiveOp::all_to_all, bytes, n, a2a) ==
           Approx(event_s).epsilon(bytes < 1e7 ? 0.05 : 0.005));
   }
+  // Send/recv around the group (a context-parallel ring step): each member to the next at once,
+  // from one node to the next through the sender's NIC.
+  for (const double bytes : {1e5, 1e6, 1e7, 1e8}) {
+    CAPTURE(bytes);
+    const double event_s = event_s_of(CollectiveOp::send_recv, bytes);
+    CHECK(collective_s(CollectiveOp::send_recv, bytes, n, link) == Approx(event_s).epsilon(0.005));
+  }
 }
 
 TEST_CASE("NVLS and NVLSTree need more than two of the communicator's GPUs per NVLink domain",

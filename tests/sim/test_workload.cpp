@@ -93,6 +93,44 @@ TEST_CASE("FLOPs of the DAG equal Megatron's count times (1 + recompute share)",
   CHECK(w.hardware_flops_per_step == Approx(megatron * (1 + share)).epsilon(1e-9));
 }
 
+TEST_CASE("context parallelism runs Transformer Engine's ring: cp blocks, each after its K,V arrive",
+          "[sim][workload]") {
+  // Llama-3 8B, 32K tokens over CP 4 (TP 2): each rank holds 8K tokens of each sequence; one
+  // ring step moves one rank's K and V (8K tokens × 2 × 4 KV heads of 128 over TP 2, bf16).
+  const Scenario sc =
+      parse_scenario_text(R"({"model": {"name": "llama3-8b", "seq_len": 32768}, "cluster": {"gpu": "h100-sxm",
+      "num_gpus": 8}, "layout": {"tp": 2, "cp": 4, "global_batch": 1, "recompute": "none"}})");
+  const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
+  const Workload w = build_workload(sc, cm);
+  const StageProgram& p = w.stages[0];
+  const double block = 8192.0 * 2 * (8 * 128 / 2) * 2;
+  std::map<Phase, std::vector<double>> exchanges;  // layer 3's, in program order
+  std::map<Phase, int64_t> blocks;
+  for (uint32_t i = 0; i < p.tasks.size(); ++i) {
+    const Task& t = p.tasks[i];
+    if (t.layer != 3) continue;
+    if (t.op == OpName::cp_kv) {
+      CHECK(t.coll == CollectiveOp::send_recv);
+      CHECK(t.group == GroupKind::cp);
+      exchanges[t.phase].push_back(t.comm_bytes / block);
+    }
+    if (t.op == OpName::attn_core) {
+      ++blocks[t.phase];
+      // Every block but the first waits for the exchange issued before the previous block: the
+      // forward's block k for the K,V that the k-th step brought.
+      bool waits_for_exchange = false;
+      for (uint16_t k = 0; k < t.dep_count; ++k)
+        waits_for_exchange = waits_for_exchange || p.tasks[p.dep(t, k)].op == OpName::cp_kv;
+      CHECK(waits_for_exchange == (blocks[t.phase] > 1));
+    }
+  }
+  // Forward: three steps of K,V. Backward: K,V, then K,V with dK,dV twice, then dK,dV home.
+  CHECK(exchanges[Phase::forward] == std::vector<double>{1, 1, 1});
+  CHECK(exchanges[Phase::backward] == std::vector<double>{1, 2, 2, 1});
+  CHECK(blocks[Phase::forward] == 4);
+  CHECK(blocks[Phase::backward] == 4);
+}
+
 TEST_CASE("every task of every stage runs: no cycles, no deadlock, every send meets its recv",
           "[sim][workload]") {
   const auto layout =
