@@ -40,6 +40,13 @@ ClusterSpec resolve_cluster(const ClusterArgs& a, const Catalogs& catalogs) {
     c.fabric = catalogs.hardware.fabric(a.fabric.value_or("ib-ndr"), file, "--fabric");
     c.nics_per_node = c.gpus_per_node;
   }
+  // Flags given are checked even where one node leaves the fabric unused (ClusterGraph::check
+  // skips it there): the same ranges.
+  if (a.nics_per_node && (*a.nics_per_node < 1 || *a.nics_per_node > 72))
+    throw InputError(file, "--nics-per-node",
+                     "must be between 1 and 72 (got " + std::to_string(*a.nics_per_node) + ")");
+  if (a.oversubscription && !(*a.oversubscription >= 1.0 && *a.oversubscription <= 64))
+    throw InputError(file, "--oversubscription", "must be between 1 (non-blocking) and 64");
   if (a.nics_per_node) c.nics_per_node = *a.nics_per_node;
   if (a.topology) {
     if (*a.topology == "rail-optimized" || *a.topology == "rail_optimized") {

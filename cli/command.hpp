@@ -37,13 +37,6 @@ class InfeasibleError : public std::runtime_error {
 
 enum class OutputFormat { table, json, csv };
 
-// For options naming a file: an empty value is an error, not "no file".
-inline const CLI::Validator kFilePath(
-    [](std::string& path) {
-      return path.empty() ? std::string("needs a file path, got an empty one") : std::string();
-    },
-    "FILE");
-
 // Scenario file + the Megatron-style override flags shared by estimate/simulate/plan/topology.
 struct ScenarioArgs {
   std::string file;

@@ -33,8 +33,7 @@ Command add_estimate_command(CLI::App& root, const CliEnv& env) {
   add_output_options(*cmd, args->format, &args->explain);
   cmd->add_flag("--require-fit", args->require_fit, "Exit 3 when the layout does not fit in GPU memory");
   cmd->add_option("--calibration", args->calibration_file,
-                  "calibration.json with fitted efficiencies per GPU kind (as simulate applies it)")
-      ->check(kFilePath);
+                  "calibration.json with fitted efficiencies per GPU kind (as simulate applies it)");
   add_framework_options(*cmd, args->framework);
   add_fault_options(*cmd, args->faults, false);
   return {cmd, [args, env] {

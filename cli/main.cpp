@@ -22,9 +22,25 @@ std::filesystem::path data_dir() {
   return SIMRUN_DATA_DIR;
 }
 
+// An empty argument is never meant: CLI11 would take `--tp ""` as the flag left out, and a
+// scenario named "" as no scenario.
+void refuse_empty_arguments(const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const bool empty_assignment = a.size() > 3 && a.rfind("--", 0) == 0 && a.back() == '=';
+    if (!a.empty() && !empty_assignment) continue;
+    const bool after_flag = i > 0 && args[i - 1].size() > 1 && args[i - 1][0] == '-';
+    const std::string where = empty_assignment ? a.substr(0, a.size() - 1)
+                              : after_flag     ? args[i - 1]
+                                               : "argument " + std::to_string(i + 1);
+    throw simrun::InputError("command line", where, "an empty value (give one, or leave the flag out)");
+  }
+}
+
 // `simrun SCENARIO ...` is `simrun simulate SCENARIO ...`; `--validate` is the validate subcommand.
 std::vector<std::string> normalise_arguments(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  refuse_empty_arguments(args);
   if (args.empty()) return args;
   if (args[0] == "--validate") args[0] = "validate";
   static const std::set<std::string> kSubcommands = {"simulate", "estimate", "collective", "topology",

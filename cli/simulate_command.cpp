@@ -89,13 +89,12 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
       "Event simulation of one training step: step time, MFU, breakdown, memory, timeline (the main job)");
   add_scenario_options(*cmd, args->scenario);
   add_output_options(*cmd, args->format, &args->explain);
-  cmd->add_option("--trace", args->trace_file, "Write a Chrome-trace JSON timeline (open in ui.perfetto.dev)")
-      ->check(kFilePath);
+  cmd->add_option("--trace", args->trace_file,
+                  "Write a Chrome-trace JSON timeline (open in ui.perfetto.dev)");
   cmd->add_flag("--full", args->full, "Simulate every rank, not one representative per pipeline stage");
   add_fault_options(*cmd, args->faults, true);
   cmd->add_option("--calibration", args->calibration_file,
-                  "calibration.json with fitted efficiencies per GPU kind")
-      ->check(kFilePath);
+                  "calibration.json with fitted efficiencies per GPU kind");
   cmd->add_flag("--compare-analytic", args->compare_analytic,
                 "Also print the closed-form estimate and the difference");
   cmd->add_flag("--require-fit", args->require_fit, "Exit 3 when the layout does not fit in GPU memory");

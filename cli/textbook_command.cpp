@@ -49,6 +49,9 @@ Command add_textbook_command(CLI::App& root, const CliEnv& env) {
               const auto shipped = env.data_dir / "examples" / "textbook" / "ex4-llama3-70b-1024-h100.json";
               if (std::filesystem::exists(shipped)) scenario = shipped;
             }
+            if (!args->scenario.empty() && exercise != 0 && exercise != 4)
+              throw InputError("command line", "--scenario",
+                               "only exercise 4 reads a scenario (run exercise 4 or all, or leave it out)");
             if (!scenario.empty() && (exercise == 0 || exercise == 4))
               in.ex4_scenario = load_scenario(scenario, ScenarioOverrides{}, catalogs);
             print_textbook(std::cout, exercise, in);

@@ -50,6 +50,10 @@ Command add_topology_command(CLI::App& root, const CliEnv& env) {
               std::ofstream out(a->dot);
               if (!out) throw InputError("command line", "--dot", "cannot write '" + a->dot + "'");
               graph->write_dot(out, kMaxDotVertices);
+              out.flush();
+              if (!out)
+                throw InputError("command line", "--dot",
+                                 "could not write all of " + a->dot + " (disk full, or not a regular file?)");
             }
             const ClusterSummary s = graph->summary();
             if (a->json) {

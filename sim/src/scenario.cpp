@@ -69,6 +69,10 @@ ModelSpec read_model_field(JsonReader& top, const Catalogs& catalogs, const std:
                                   "\" (a HuggingFace config.json file; relative paths start at the "
                                   "scenario's directory)");
     ModelSpec spec = import_hf_config(load_json_file(hf_path), hf_path.string());
+    if (!model.has("seq_len") && spec.seq_len > kMaxSeqLen)
+      model.fail("seq_len", "missing, and the config's context of " + std::to_string(spec.seq_len) +
+                                " tokens is over the " + std::to_string(kMaxSeqLen) +
+                                " a step is simulated at (give the training sequence length)");
     spec.seq_len = model.integer_or("seq_len", spec.seq_len, 1, kMaxSeqLen);
     spec.name = model.string_or("name", spec.name);
     model.finish();
@@ -377,6 +381,38 @@ void ScenarioOverrides::apply_to(nlohmann::json& doc) const {
   if (gpus && !dp && doc.contains("layout") && doc["layout"].is_object()) doc["layout"].erase("dp");
 }
 
+std::vector<std::pair<std::string, std::string>> ScenarioOverrides::given() const {
+  std::vector<std::pair<std::string, std::string>> fields;
+  auto add = [&](const char* field, const char* flag, bool set) {
+    if (set) fields.emplace_back(field, flag);
+  };
+  add("model", "--model", model.has_value());
+  add("model.seq_len", "--seq-len", seq_len.has_value());
+  add("cluster.gpu", "--gpu", gpu.has_value());
+  add("cluster.num_gpus", "--gpus", gpus.has_value());
+  add("cluster.gpus_per_node", "--gpus-per-node", gpus_per_node.has_value());
+  add("cluster.fabric.kind", "--fabric", fabric.has_value());
+  add("layout.tp", "--tp", tp.has_value());
+  add("layout.pp", "--pp", pp.has_value());
+  add("layout.dp", "--dp", dp.has_value());
+  add("layout.cp", "--cp", cp.has_value());
+  add("layout.ep", "--ep", ep.has_value());
+  add("layout.expert_tp", "--expert-tp", expert_tp.has_value());
+  add("layout.moe_capacity_factor", "--moe-capacity-factor", moe_capacity_factor.has_value());
+  add("layout.virtual_stages", "--virtual-stages", virtual_stages.has_value());
+  add("layout.micro_batch", "--micro-batch", micro_batch.has_value());
+  add("layout.global_batch", "--global-batch", global_batch.has_value());
+  add("layout.zero_stage", "--zero-stage", zero_stage.has_value());
+  add("layout.recompute", "--recompute", recompute.has_value());
+  add("layout.precision", "--precision", precision.has_value());
+  add("layout.sequence_parallel", "--sequence-parallel", sequence_parallel.has_value());
+  add("layout.flash_attention", "--flash-attention", flash_attention.has_value());
+  add("run.tokens", "--tokens", tokens.has_value());
+  add("run.usd_per_gpu_hour", "--usd-per-gpu-hour", usd_per_gpu_hour.has_value());
+  add("run.assumed_mfu", "--mfu", mfu.has_value());
+  return fields;
+}
+
 Scenario parse_scenario(const nlohmann::json& doc, const std::string& file, const Catalogs& catalogs,
                         const std::filesystem::path& base_dir) {
   JsonReader top(doc, file);
@@ -419,7 +455,14 @@ Scenario load_scenario(const std::filesystem::path& path, const ScenarioOverride
     throw InputError(file, "model", "missing (a catalog name such as \"llama3-70b\", or --model)");
   if (!doc.contains("cluster") || !doc["cluster"].is_object() || !doc["cluster"].contains("gpu"))
     throw InputError(file, "cluster.gpu", "missing (a GPU id such as \"h100-sxm\", or --gpu)");
-  return parse_scenario(doc, file, catalogs, base_dir);
+  try {
+    return parse_scenario(doc, file, catalogs, base_dir);
+  } catch (const InputError& e) {
+    // A value the command line gave is the flag's fault, not the file's.
+    for (const auto& [field, flag] : overrides.given())
+      if (e.field() == field) throw InputError("command line", flag, e.why());
+    throw;
+  }
 }
 
 Catalogs load_catalogs(const std::filesystem::path& data_dir) {

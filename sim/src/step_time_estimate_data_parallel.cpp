@@ -276,7 +276,9 @@ void StepTimeEstimator::expose_fsdp_traffic() {
       drain_behind += last_backward_s(st) / m_v;
     }
     tail = std::max(tail, m_first_layer_traffic.reduce_s);
-    m_out.dp_exposed_s = first_forward_s(slow) - slow.forward_s + tail;
+    // (The first forward's wait is never negative; without gathers it is the forward itself,
+    // up to rounding.)
+    m_out.dp_exposed_s = std::max(0.0, first_forward_s(slow) - slow.forward_s) + tail;
   } else {
     // Prefetch hides the rest behind compute, but not each micro-batch's forward waits on its
     // gathers, played out unit by unit as above (the step's first opening with the embedding's

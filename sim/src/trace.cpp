@@ -27,11 +27,19 @@ const char* phase_tag(Phase p) {
   return "?";
 }
 
+// A JSON string's contents (RFC 8259 §7): quote and backslash escaped, control characters as
+// \u00XX. The names come from parsed JSON, so they are valid UTF-8 already.
 std::string json_escape(const std::string& s) {
   std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    o += c;
+  for (const char c : s) {
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      o += fmt::format("\\u{:04x}", static_cast<unsigned>(static_cast<unsigned char>(c)));
+    } else {
+      o += c;
+    }
   }
   return o;
 }

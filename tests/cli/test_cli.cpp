@@ -334,6 +334,16 @@ TEST_CASE("a missing or directory hf_config names model.hf_config, a directory i
   doc["model"] = {{"hf_config", "."}};
   require_one_line_error(estimate_with("hf_dir.json", doc), "hf_dir.json: model.hf_config: cannot read");
   require_one_line_error(run_simrun("estimate '" + scratch_dir().string() + "/'"), "is a directory");
+  // A config's context beyond what a step is simulated at needs the training length given.
+  write_scenario(
+      "hf_long.json",
+      R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+                     "num_attention_heads": 4, "vocab_size": 128, "max_position_embeddings": 67108864})");
+  doc["model"] = {{"hf_config", "hf_long.json"}};
+  require_one_line_error(estimate_with("hf_long_ctx.json", doc),
+                         "hf_long_ctx.json: model.seq_len: missing, and the config's context");
+  doc["model"] = {{"hf_config", "hf_long.json"}, {"seq_len", 4096}};
+  CHECK(estimate_with("hf_long_ctx_given.json", doc).exit_code == 0);
 }
 
 TEST_CASE("collective: a step factor a few ulps above 1 is refused, not stepped for hours", "[cli][errors]") {
@@ -481,9 +491,40 @@ TEST_CASE("output that cannot be written is an error, not a silent success", "[c
     CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 1));
     CHECK(read_file(err).find("could not write the output") != std::string::npos);
   }
-  require_one_line_error(run_simrun("simulate " + example + " --trace ''"), "--trace: needs a file path");
+  require_one_line_error(run_simrun("simulate " + example + " --trace ''"), "--trace: an empty value");
   require_one_line_error(run_simrun("estimate " + example + " --calibration ''"),
-                         "--calibration: needs a file path");
+                         "--calibration: an empty value");
+  if (fs::exists("/dev/full"))
+    require_one_line_error(run_simrun("topology --gpus 16 --dot /dev/full"), "--dot: could not write all");
+}
+
+TEST_CASE("an empty value is refused, never taken as the flag left out", "[cli][errors]") {
+  require_one_line_error(run_simrun("estimate --model llama3-8b --gpu h100-sxm --gpus '' --tp 2"),
+                         "command line: --gpus: an empty value");
+  require_one_line_error(run_simrun("estimate --model llama3-8b --gpu h100-sxm --tp="),
+                         "command line: --tp: an empty value");
+  require_one_line_error(run_simrun("collective --algo ''"), "command line: --algo: an empty value");
+  require_one_line_error(run_simrun("''"), "command line: argument 1: an empty value");
+}
+
+TEST_CASE("a bad value from a flag names the flag, not the scenario file it replaces", "[cli][errors]") {
+  const std::string example = quoted(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-70b-h100.json");
+  require_one_line_error(run_simrun("simulate " + example + " --tp 0"),
+                         "command line: --tp: 0 is out of range");
+  require_one_line_error(run_simrun("simulate " + example + " --precision fp9"),
+                         "command line: --precision:");
+  // A value the file gave stays the file's.
+  auto doc = good_scenario();
+  doc["layout"]["pp"] = 0;
+  require_one_line_error(run_simrun("estimate " + quoted(write_scenario("pp0.json", doc.dump())) + " --tp 8"),
+                         "pp0.json: layout.pp");
+}
+
+TEST_CASE("cluster flags are range-checked on one node too, where the fabric goes unused", "[cli][errors]") {
+  require_one_line_error(run_simrun("collective --nics-per-node 0"), "command line: --nics-per-node");
+  require_one_line_error(run_simrun("topology --oversubscription nan"), "command line: --oversubscription");
+  require_one_line_error(run_simrun("textbook 1 --scenario /nonexistent"),
+                         "command line: --scenario: only exercise 4");
 }
 
 TEST_CASE("estimate takes the framework flags simulate takes, and they move it the same way", "[cli]") {

@@ -63,6 +63,20 @@ TEST_CASE("the simulated trace is valid Chrome trace JSON", "[sim][trace]") {
   }
 }
 
+TEST_CASE("names with quotes, backslashes or control characters stay valid JSON in the trace",
+          "[sim][trace]") {
+  Scenario sc = parse_scenario_text(
+      R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8}, "layout": {"tp": 8}})");
+  sc.model.name = std::string("my \"8b\"\\v2\tfine-tuned\n\x01");
+  SimulateOptions o;
+  o.step.record_trace = true;
+  const SimulationOutput out = simulate(sc, o);
+  std::ostringstream text;
+  write_chrome_trace(text, sc, out.workload, out.step);
+  const nlohmann::json doc = nlohmann::json::parse(text.str());
+  CHECK(doc["otherData"]["model"] == sc.model.name);
+}
+
 TEST_CASE("trace event names say phase, layer, op and micro-batch", "[sim][trace]") {
   Task t;
   t.phase = Phase::forward;

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "simrun/models/catalog.hpp"
 #include "simrun/sim/scenario.hpp"
@@ -38,6 +40,8 @@ struct ScenarioOverrides {
 
   // Writes the overrides into a scenario document (creating objects as needed).
   void apply_to(nlohmann::json& doc) const;
+  // The scenario field each given override replaces, with its flag ("layout.tp", "--tp").
+  std::vector<std::pair<std::string, std::string>> given() const;
 };
 
 struct Catalogs {
