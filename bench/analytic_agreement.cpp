@@ -13,10 +13,11 @@
 // layout gets one GPU whose NIC or scale-up links run at 10% to 50% of their bandwidth (a
 // seeded rank, class and fraction; both flags together give both). With --capacity-factors only
 // the MoE layouts run, each with a seeded expert capacity factor (1.25, 1.5 or 2: every expert's
-// tokens padded to that multiple of its share).
+// tokens padded to that multiple of its share). With --cp-a2a only the layouts with CP run, each
+// with Ulysses all-to-alls instead of the ring (those whose heads do not divide are refused).
 //
 //   build/bench/analytic_agreement [--samples N] [--seed S] [--worst K] [--stragglers] [--slow-links]
-//                                  [--capacity-factors]
+//                                  [--capacity-factors] [--cp-a2a]
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -133,7 +134,7 @@ int main(int argc, char** argv) {
   int64_t samples = 1000;
   uint64_t seed = 4;
   size_t worst = 8;
-  bool with_stragglers = false, with_slow_links = false, with_capacity = false;
+  bool with_stragglers = false, with_slow_links = false, with_capacity = false, with_cp_a2a = false;
   auto count = [](const char* flag, const char* text) {
     char* end = nullptr;
     const unsigned long long v = std::strtoull(text, &end, 10);
@@ -154,6 +155,8 @@ int main(int argc, char** argv) {
         with_slow_links = true;
       } else if (std::strcmp(argv[i], "--capacity-factors") == 0) {
         with_capacity = true;
+      } else if (std::strcmp(argv[i], "--cp-a2a") == 0) {
+        with_cp_a2a = true;
       } else if (std::strcmp(argv[i], "--worst") == 0 && has_value) {
         worst = size_t(count("--worst", argv[++i]));
       } else {
@@ -163,7 +166,7 @@ int main(int argc, char** argv) {
   } catch (const std::invalid_argument& e) {
     fmt::print(stderr,
                "analytic_agreement: {} (usage: [--samples N] [--seed S] [--worst K] [--stragglers] "
-               "[--slow-links] [--capacity-factors])\n",
+               "[--slow-links] [--capacity-factors] [--cp-a2a])\n",
                e.what());
     return 2;
   }
@@ -172,7 +175,7 @@ int main(int argc, char** argv) {
   SplitMix straggler_rng{~seed};  // their own streams: the layouts stay those of the seed
   SplitMix link_rng{seed ^ 0x5DEECE66Dull};
   SplitMix capacity_rng{seed ^ 0x9E3779B97F4A7C15ull};
-  int64_t dense_skipped = 0;
+  int64_t dense_skipped = 0, without_cp_skipped = 0;
   std::vector<Row> uncongested, congested;
   int64_t refused = 0;
   for (int64_t i = 0; i < samples; ++i) {
@@ -187,12 +190,20 @@ int main(int argc, char** argv) {
       ++dense_skipped;
       continue;
     }
+    if (with_cp_a2a && s.o.cp.value_or(1) == 1) {
+      ++without_cp_skipped;
+      continue;
+    }
     try {
       ScenarioOverrides o = s.o;
       std::string command = s.command;
       if (with_capacity) {
         o.moe_capacity_factor = capacity;
         command += fmt::format(" --moe-capacity-factor {}", capacity);
+      }
+      if (with_cp_a2a) {
+        o.cp_comm_type = "a2a";
+        command += " --cp-comm-type a2a";
       }
       const Scenario sc = load_scenario({}, o, catalogs);
       SimulateOptions options;
@@ -238,6 +249,9 @@ int main(int argc, char** argv) {
   if (with_capacity)
     fmt::print("MoE layouts only, each with a seeded expert capacity factor ({} dense layouts skipped)\n",
                dense_skipped);
+  if (with_cp_a2a)
+    fmt::print("CP layouts only, each with Ulysses all-to-alls ({} layouts without CP skipped)\n",
+               without_cp_skipped);
   summarize("uncongested (TP and CP inside a scale-up domain, exposed communication <= 10% in both)",
             uncongested, worst);
   summarize("congested (for information)", congested, worst);

@@ -29,6 +29,7 @@ const std::vector<std::string> kRecomputeNames = {"none", "selective", "full"};
 const std::vector<std::string> kPrecisionNames = {"bf16", "fp16", "fp8", "fp32"};
 const std::vector<std::string> kTopologyNames = {"rail-optimized", "fat-tree"};
 const std::vector<std::string> kPipelineSplitNames = {"even", "embedding-loss-layers", "balanced"};
+const std::vector<std::string> kCpCommTypeNames = {"p2p", "a2a"};
 
 // An integer-valued double as digits ("1208925819614629174706176"), without int64_t overflow.
 std::string format_count(double x) {
@@ -148,6 +149,21 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
   // At least the balanced share: below it the padding becomes dropping, and the model FLOPs
   // (Megatron's count of the routed tokens) would credit expert work never done.
   if (capacity_given) layout.moe_capacity_factor = r.number("moe_capacity_factor", 1.0, 1024.0);
+  layout.cp_comm_type =
+      r.choice_or("cp_comm_type", "p2p", kCpCommTypeNames) == "a2a" ? CpCommType::a2a : CpCommType::p2p;
+  if (layout.cp > 1 && layout.cp_comm_type == CpCommType::a2a) {
+    // Ulysses splits each rank's query heads and key/value heads (one at least: Megatron
+    // replicates KV heads over a larger tp) over the CP group.
+    const int64_t heads = model.heads / std::max<int64_t>(1, layout.tp);
+    const int64_t kv_heads = std::max<int64_t>(1, model.kv_heads / std::max<int64_t>(1, layout.tp));
+    if (model.mla || heads % layout.cp != 0 || kv_heads % layout.cp != 0 || model.heads % layout.tp != 0)
+      r.fail("cp_comm_type", "a2a splits each rank's attention heads over cp: " + std::to_string(heads) +
+                                 " query and " + std::to_string(kv_heads) +
+                                 " key/value heads per tensor-parallel rank do not divide by cp " +
+                                 std::to_string(layout.cp) +
+                                 (model.mla ? " (nor does multi-head latent attention take CP)" : "") +
+                                 " (use p2p, or a cp that divides them)");
+  }
   layout.virtual_stages = r.integer_or("virtual_stages", 1, 1, 1024);
   layout.pipeline_split = parse_pipeline_split(r.choice_or("pipeline_split", "even", kPipelineSplitNames));
   layout.sequence_parallel = r.boolean_or("sequence_parallel", layout.tp > 1);
@@ -305,6 +321,8 @@ const char* to_string(Recompute r) {
   return "?";
 }
 
+const char* to_string(CpCommType c) { return c == CpCommType::a2a ? "a2a" : "p2p"; }
+
 const char* to_string(PipelineSplit p) {
   switch (p) {
     case PipelineSplit::even:
@@ -363,6 +381,7 @@ void ScenarioOverrides::apply_to(nlohmann::json& doc) const {
   set("layout", "pp", pp);
   set("layout", "dp", dp);
   set("layout", "cp", cp);
+  set("layout", "cp_comm_type", cp_comm_type);
   set("layout", "ep", ep);
   set("layout", "expert_tp", expert_tp);
   set("layout", "moe_capacity_factor", moe_capacity_factor);
@@ -396,6 +415,7 @@ std::vector<std::pair<std::string, std::string>> ScenarioOverrides::given() cons
   add("layout.pp", "--pp", pp.has_value());
   add("layout.dp", "--dp", dp.has_value());
   add("layout.cp", "--cp", cp.has_value());
+  add("layout.cp_comm_type", "--cp-comm-type", cp_comm_type.has_value());
   add("layout.ep", "--ep", ep.has_value());
   add("layout.expert_tp", "--expert-tp", expert_tp.has_value());
   add("layout.moe_capacity_factor", "--moe-capacity-factor", moe_capacity_factor.has_value());

@@ -120,9 +120,10 @@ class Executor {
     // Link costs per group kind, with calibration.json's α/β where given.
     for (GroupKind g : {GroupKind::tp, GroupKind::cp, GroupKind::dp, GroupKind::dp_cp, GroupKind::ep,
                         GroupKind::pp, GroupKind::edp}) {
+      const bool all_to_all = g == GroupKind::ep || (g == GroupKind::cp && l.cp_comm_type == CpCommType::a2a);
       m_link[static_cast<size_t>(group_index(g))] =
-          g == GroupKind::ep ? all_to_all_link(sc.cluster, rank_group(l, g), opt.comm)
-                             : group_link(sc.cluster, rank_group(l, g), opt.comm);
+          all_to_all ? all_to_all_link(sc.cluster, rank_group(l, g), opt.comm)
+                     : group_link(sc.cluster, rank_group(l, g), opt.comm);
     }
 
     // Per-stage stream queues (recv markers are completed by their sends, not by a stream).

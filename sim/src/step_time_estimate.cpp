@@ -165,7 +165,9 @@ StepTimeEstimator::StepTimeEstimator(const Scenario& sc, const AnalyticOptions& 
     return options.calibration.calibrated(gpu_id, group_link(cluster, g, eff));
   };
   m_tp_link = link({l.tp, 1});
-  m_cp_link = link({l.cp, l.tp});
+  m_cp_link = l.cp_comm_type == CpCommType::a2a
+                  ? options.calibration.calibrated(gpu_id, all_to_all_link(cluster, {l.cp, l.tp}, eff))
+                  : link({l.cp, l.tp});
   m_ep_link = options.calibration.calibrated(gpu_id, all_to_all_link(cluster, {l.ep, l.expert_tp}, eff));
   m_dp_link = link({l.dp * l.cp, l.tp});
   m_expert_dp_link = link({m_expert_dp, l.expert_tp * l.ep});

@@ -53,6 +53,7 @@ StageBuilder::Shared::Shared(const Scenario& scenario, const ComputeModel& cm, c
   pp = l.pp;
   tp = l.tp;
   cp = l.cp;
+  cp_a2a = l.cp > 1 && l.cp_comm_type == CpCommType::a2a;
   sp = l.sequence_parallel && l.tp > 1;
   flash = l.flash_attention;
   causal = true;
@@ -289,9 +290,10 @@ void StageBuilder::tp_after_row_parallel(OpName rs_name, OpName ar_name, uint32_
 // Layer forward (phase forward or recompute)
 
 // One block of the attention core: the local queries against the keys and values of seq/cp
-// tokens of each sequence (all of them without CP; with CP, one step of the ring). A flash
-// kernel reads Q, K, V and writes O (backward: also reads dO and O, writes dQ, dK, dV); an
-// unfused one also writes and reads the scores b·(a/t)·(s/c)·(s/c): softmax read+write,
+// tokens of each sequence (all of them without CP; with the CP ring, one step of it). Under
+// Ulysses (a2a) the whole core at once: every token of the micro-batch for heads/cp heads. A
+// flash kernel reads Q, K, V and writes O (backward: also reads dO and O, writes dQ, dK, dV);
+// an unfused one also writes and reads the scores b·(a/t)·(s/c)·(s/c): softmax read+write,
 // dropout mask and output, PV read.
 OpShape StageBuilder::attention_block(OpClass cls) const {
   const Shared& s = m_s;
@@ -300,29 +302,45 @@ OpShape StageBuilder::attention_block(OpClass cls) const {
   // The core runs in the activations' precision: 16-bit under fp8 training (Transformer
   // Engine keeps attention outside fp8), fp32 / tf32 when training in them.
   a.precision = outside_fp8(s.gemm_precision);
-  a.tokens = s.T;
-  a.seq_kv = s.seq / d(s.cp);
+  a.tokens = s.cp_a2a ? s.T * d(s.cp) : s.T;
+  a.seq_kv = s.cp_a2a ? s.seq : s.seq / d(s.cp);
   a.head_dim = s.head_dim;
-  a.heads = s.heads_loc;
+  a.heads = s.cp_a2a ? s.heads_loc / d(s.cp) : s.heads_loc;
   a.flash = s.flash;
   a.flash2 = s.opt.kernels == KernelStack::eager;
   a.causal = s.causal;
   const double passes = cls == OpClass::attention_bwd ? 2.0 : 1.0;
   a.bytes = passes * s.T * (2 * s.q_loc + 2 * s.kv_loc) * s.elem;
-  if (!s.flash) a.bytes += s.T * a.seq_kv * s.heads_loc * (4 * s.elem + 1);
+  if (!s.flash) a.bytes += a.tokens * a.seq_kv * a.heads * (4 * s.elem + 1);
   return a;
 }
 
-// The attention core's forward. With CP, Megatron-Core's default ring (cp_comm_type "p2p",
+// Ulysses' all-to-all on the CP group (TE's flash_attn_a2a_communicate), in series with the
+// core: each rank's `width` columns of its tokens, sequence-split before and head-split after
+// (or back).
+void StageBuilder::cp_all_to_all(double width, Phase phase) {
+  const Shared& s = m_s;
+  m_wait.push_back(collective(Stream::cp, OpName::cp_kv, CollectiveOp::all_to_all, GroupKind::cp,
+                              s.T * width * s.elem, phase, {m_last_compute}));
+}
+
+// The attention core's forward. With the CP ring (cp_comm_type p2p, Megatron-Core's default;
 // Transformer Engine's AttnFuncWithCPAndKVP2P) in cp steps: at step i the local queries attend
 // to the K,V block that started i ranks back, while the block for step i + 1 moves one rank on
 // over the CP group (each rank sends to the next and receives from the previous at once), on
 // its own stream. Causal load balancing (each rank holds chunks j and 2cp−1−j of every
-// sequence) gives every step 1/cp of the core's work.
+// sequence) gives every step 1/cp of the core's work. With Ulysses (a2a) Q, K, V go through an
+// all-to-all before the core and its output through one after.
 void StageBuilder::attention_core_forward(Phase phase) {
   const Shared& s = m_s;
-  const double flops = s.T * s.seq * s.core_width_loc / d(s.cp);  // causal: half of 2·T·s·width
-  const double block_bytes = s.T * 2 * s.kv_loc * s.elem;         // K and V of the local tokens
+  const double core_flops = s.T * s.seq * s.core_width_loc;  // causal: half of 2·T·s·width
+  if (s.cp_a2a) {
+    cp_all_to_all(s.q_loc + 2 * s.kv_loc, phase);
+    compute(OpName::attn_core, phase, attention_block(OpClass::attention_fwd), core_flops);
+    cp_all_to_all(s.out_width_loc, phase);
+    return;
+  }
+  const double block_bytes = s.T * 2 * s.kv_loc * s.elem;  // K and V of the local tokens
   uint32_t arriving = kNoTask;
   for (int64_t step = 0; step < s.cp; ++step) {
     const uint32_t arrived = arriving;
@@ -331,16 +349,23 @@ void StageBuilder::attention_core_forward(Phase phase) {
           collective(Stream::cp, OpName::cp_kv, CollectiveOp::send_recv, GroupKind::cp, block_bytes, phase,
                      step == 0 ? std::vector<uint32_t>{m_last_compute} : std::vector<uint32_t>{});
     if (arrived != kNoTask) m_wait.push_back(arrived);
-    compute(OpName::attn_core, phase, attention_block(OpClass::attention_fwd), flops);
+    compute(OpName::attn_core, phase, attention_block(OpClass::attention_fwd), core_flops / d(s.cp));
   }
 }
 
-// Its backward. With CP, the ring again (AttnFuncWithCPAndKVP2P.backward): step 0 passes K,V
+// Its backward. With the CP ring again (AttnFuncWithCPAndKVP2P.backward): step 0 passes K,V
 // on, steps 1 … cp−2 pass K,V with the dK,dV accumulated so far (after the previous step's
-// block), the last step passes only dK,dV, which reach their owner as its block computes.
+// block), the last step passes only dK,dV, which reach their owner as its block computes. With
+// Ulysses the output gradient through an all-to-all before, dQ, dK, dV through one after.
 void StageBuilder::attention_core_backward() {
   const Shared& s = m_s;
-  const double flops = 2.0 * s.T * s.seq * s.core_width_loc / d(s.cp);
+  const double core_flops = 2.0 * s.T * s.seq * s.core_width_loc;
+  if (s.cp_a2a) {
+    cp_all_to_all(s.out_width_loc, Phase::backward);
+    compute(OpName::attn_core, Phase::backward, attention_block(OpClass::attention_bwd), core_flops);
+    cp_all_to_all(s.q_loc + 2 * s.kv_loc, Phase::backward);
+    return;
+  }
   const double block_bytes = s.T * 2 * s.kv_loc * s.elem;
   uint32_t passed = kNoTask;
   for (int64_t step = 0; step < s.cp; ++step) {
@@ -351,7 +376,8 @@ void StageBuilder::attention_core_backward() {
                           Phase::backward, {m_last_compute});
     }
     if (arrived != kNoTask) m_wait.push_back(arrived);
-    compute(OpName::attn_core, Phase::backward, attention_block(OpClass::attention_bwd), flops);
+    compute(OpName::attn_core, Phase::backward, attention_block(OpClass::attention_bwd),
+            core_flops / d(s.cp));
   }
   if (passed != kNoTask) m_wait.push_back(passed);  // dK,dV home before the QKV backward
 }

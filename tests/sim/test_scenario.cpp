@@ -119,6 +119,23 @@ TEST_CASE("an expert capacity factor: MoE only, at most every token, a flag or a
       "dense)");
 }
 
+TEST_CASE("context parallelism: the ring by default, Ulysses where each rank's heads divide by cp",
+          "[sim][scenario]") {
+  // Llama-3 8B: 32 query and 8 key/value heads.
+  const std::string base =
+      R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 16}, "layout": )";
+  CHECK(parse(base + R"({"tp": 2, "cp": 8}})").layout.cp_comm_type == CpCommType::p2p);
+  CHECK(parse(base + R"({"tp": 2, "cp": 4, "cp_comm_type": "a2a"}})").layout.cp_comm_type == CpCommType::a2a);
+  ScenarioOverrides flag;
+  flag.cp_comm_type = "a2a";
+  CHECK(parse(base + R"({"tp": 1, "cp": 8}})", flag).layout.cp_comm_type == CpCommType::a2a);
+  CHECK(
+      error_of(base + R"({"tp": 2, "cp": 8, "cp_comm_type": "a2a"}})") ==
+      "t.json: layout.cp_comm_type: a2a splits each rank's attention heads over cp: 16 query and 4 "
+      "key/value heads per tensor-parallel rank do not divide by cp 8 (use p2p, or a cp that divides them)");
+  CHECK(error_of(base + R"({"cp": 2, "cp_comm_type": "ulysses"}})").find("p2p|a2a") != std::string::npos);
+}
+
 TEST_CASE("each layout rule gives its own field and reason", "[sim][scenario][errors]") {
   const std::string base =
       R"({"model": "llama3-70b", "cluster": {"gpu": "h100-sxm", "num_gpus": 64}, "layout": )";

@@ -77,7 +77,8 @@ TEST_CASE("FLOPs of the DAG equal Megatron's count times (1 + recompute share)",
   const auto recompute = GENERATE(std::string("none"), std::string("selective"), std::string("full"));
   const auto layout = GENERATE(std::string(R"("tp": 2, "pp": 2, "dp": 2, "virtual_stages": 2)"),
                                std::string(R"("tp": 1, "pp": 4, "dp": 2, "zero_stage": 3, "pp": 1, "dp": 8)"),
-                               std::string(R"("tp": 4, "pp": 1, "dp": 1, "cp": 2, "zero_stage": 1)"));
+                               std::string(R"("tp": 4, "pp": 1, "dp": 1, "cp": 2, "zero_stage": 1)"),
+                               std::string(R"("tp": 2, "pp": 1, "dp": 1, "cp": 4, "cp_comm_type": "a2a")"));
   const Scenario sc =
       parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
       "layout": {)" + layout +
@@ -129,6 +130,48 @@ TEST_CASE("context parallelism runs Transformer Engine's ring: cp blocks, each a
   CHECK(exchanges[Phase::backward] == std::vector<double>{1, 2, 2, 1});
   CHECK(blocks[Phase::forward] == 4);
   CHECK(blocks[Phase::backward] == 4);
+}
+
+TEST_CASE("Ulysses context parallelism trades the sequence split for a head split around the core",
+          "[sim][workload]") {
+  // Llama-3 8B, 32K tokens over CP 4 (TP 2): 16 query and 4 KV heads per rank before the
+  // all-to-all, 4 and 1 after it, for all 32K tokens.
+  const Scenario sc = parse_scenario_text(
+      R"({"model": {"name": "llama3-8b", "seq_len": 32768}, "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
+          "layout": {"tp": 2, "cp": 4, "cp_comm_type": "a2a", "global_batch": 1, "recompute": "none"}})");
+  const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
+  const Workload w = build_workload(sc, cm);
+  const StageProgram& p = w.stages[0];
+  const double tokens = 8192, q = 16 * 128, kv = 4 * 128;
+  std::map<Phase, std::vector<double>> exchanges;  // layer 3's, in program order, in bytes
+  std::map<Phase, int64_t> cores;
+  for (const Task& t : p.tasks) {
+    if (t.layer != 3) continue;
+    if (t.op == OpName::cp_kv) {
+      CHECK(t.coll == CollectiveOp::all_to_all);
+      CHECK(t.group == GroupKind::cp);
+      exchanges[t.phase].push_back(t.comm_bytes);
+    }
+    if (t.op == OpName::attn_core) ++cores[t.phase];
+  }
+  CHECK(exchanges[Phase::forward] == std::vector<double>{tokens * (q + 2 * kv) * 2, tokens * q * 2});
+  CHECK(exchanges[Phase::backward] == std::vector<double>{tokens * q * 2, tokens * (q + 2 * kv) * 2});
+  CHECK(cores[Phase::forward] == 1);
+  CHECK(cores[Phase::backward] == 1);
+  // A quarter of the heads over the whole sequence: a quarter of the core's time without CP.
+  auto core_s = [&](const std::string& layout) {
+    const Scenario one = parse_scenario_text(
+        R"({"model": {"name": "llama3-8b", "seq_len": 32768}, "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
+            "layout": {)" +
+        layout + R"(, "global_batch": 4, "recompute": "none"}})");
+    const Workload built = build_workload(one, cm);
+    for (const Task& t : built.stages[0].tasks)
+      if (t.op == OpName::attn_core && t.phase == Phase::forward) return t.duration.seconds();
+    return 0.0;
+  };
+  const double launch = ComputeParams{}.launch_overhead_s;
+  CHECK(core_s(R"("tp": 2, "cp": 4, "cp_comm_type": "a2a")") - launch ==
+        Approx((core_s(R"("tp": 2, "cp": 1)") - launch) / 4).epsilon(1e-6));
 }
 
 TEST_CASE("every task of every stage runs: no cycles, no deadlock, every send meets its recv",

@@ -25,6 +25,15 @@ enum class PipelineSplit {
                           // (Megatron --decoder-first/last-pipeline-num-layers with smaller ends)
 };
 
+// How context parallelism exchanges attention inputs (Megatron-Core --cp-comm-type, run by
+// Transformer Engine's context-parallel attention).
+enum class CpCommType {
+  p2p,  // ring attention (AttnFuncWithCPAndKVP2P): K,V blocks passed around the CP group while
+        // the local queries attend to the block before, cp steps
+  a2a,  // DeepSpeed-Ulysses (AttnFuncWithCPAndQKVOA2A): an all-to-all trades the sequence split
+        // for a head split before the core and back after it; heads per rank must divide by cp
+};
+
 // Megatron's parallel layout. Sizes multiply: tp·pp·dp·cp = num_gpus (ep splits experts
 // inside the dp·cp ranks, as in Megatron-Core).
 struct Layout {
@@ -32,6 +41,7 @@ struct Layout {
   int64_t pp = 1;              // pipeline stages, e.g. 4
   int64_t dp = 1;              // data-parallel replicas, e.g. 32
   int64_t cp = 1;              // context-parallel size (sequence split for attention), e.g. 2
+  CpCommType cp_comm_type = CpCommType::p2p;  // Megatron-Core's default
   int64_t ep = 1;              // expert-parallel size (MoE), e.g. 8
   // Tensor-parallel size of the expert MLPs (Megatron-Core --expert-tensor-parallel-size):
   // tp (its default) or 1. Experts are laid out "etp-ep-edp-pp" over the same ranks, so
@@ -99,6 +109,7 @@ struct Scenario {
 const char* to_string(Recompute r);
 const char* to_string(FabricTopology t);
 const char* to_string(PipelineSplit p);
+const char* to_string(CpCommType c);
 
 // The GPU's dense peak FLOP/s in the layout's precision; InputError (layout.precision) when the
 // GPU has none (fp8 on an A100, fp4 before Blackwell).
