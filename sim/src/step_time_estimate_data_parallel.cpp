@@ -450,12 +450,35 @@ void StepTimeEstimator::charge_overlap_slowdown() {
   m_out.overlap_slowdown_s = m_grad_slowdown_s + m_fwd_slowdown_s;
 }
 
+// The share of a stage's data-parallel traffic time that runs over the expert-data-parallel
+// group (routed experts' gathers and reductions), the rest over the DP group.
+double StepTimeEstimator::expert_traffic_share(int64_t stage) const {
+  double expert = 0, all = 0;
+  if (m_layout.zero_stage >= 3) {
+    for (const StageProgram::FsdpUnit& u : m_stage_units[size_t(stage)]) {
+      const double dense = u.params - u.expert_params;
+      const double e = gather_s(u.expert_params, m_expert_dp, m_expert_dp_link, stage) +
+                       reduce_s(u.expert_params, m_expert_dp, m_expert_dp_link, stage);
+      expert += e;
+      all += e + gather_s(dense, m_dp_n, m_dp_link, stage) + reduce_s(dense, m_dp_n, m_dp_link, stage);
+    }
+  } else {
+    for (const StageProgram::GradBucketSize& b : m_stage_buckets[size_t(stage)]) {
+      const double t = bucket_reduce_s(b, stage) + bucket_gather_s(b, stage);
+      all += t;
+      if (b.experts) expert += t;
+    }
+  }
+  return all > 0 ? expert / all : 0.0;
+}
+
 // A TP, CP or EP collective that meets the DP traffic running beside it on the same link gets
 // half of that link while the two overlap (max-min fair, both bound there): its waits grow by
-// the share of the compute stream's span the slowest stage's DP traffic runs. The same link: both groups
-// across domains (this GPU's NIC), both inside an NVSwitch domain (its switch port), or on a
-// full mesh a link to a peer in both. One across and one inside share only a ring's hop or
-// PXN's, at the slower one's rate: not counted.
+// the share of the compute stream's span the slowest stage's DP traffic runs on that link, the
+// DP group's and the expert-DP group's traffic each where it shares it. The same link: both
+// groups across domains (this GPU's NIC), both inside an NVSwitch domain (its switch port), or
+// on a full mesh a link to a peer in both. One across and one inside share only a ring's hop
+// or PXN's, at the slower one's rate: not counted.
 void StepTimeEstimator::charge_shared_links() {
   const Layout& l = m_layout;
   const StageTime& slow = slowest();
@@ -464,20 +487,27 @@ void StepTimeEstimator::charge_shared_links() {
   const double dp_busy =
       span_s > 0 ? std::min(1.0, m_slowest_dp_share * (m_grad_overlapped_s + m_param_overlapped_s) / span_s)
                  : 0.0;
-  const RankGroup dp_group{m_dp_n, l.tp};
-  auto shares_with_dp = [&](const LinkCost& lk, RankGroup g) {
-    if (g.size <= 1 || dp_group.size <= 1 || dp_busy <= 0) return false;
+  if (dp_busy <= 0) return;
+  const double expert_share = expert_traffic_share(slow.stage);
+  auto shares = [&](const LinkCost& lk, RankGroup g, const LinkCost& traffic_link, RankGroup traffic) {
+    if (g.size <= 1 || traffic.size <= 1) return false;
     const bool across = lk.link_class == LinkClass::scale_out;
-    if (across != (m_dp_link.link_class == LinkClass::scale_out)) return false;
+    if (across != (traffic_link.link_class == LinkClass::scale_out)) return false;
     if (across || m_sc.cluster.gpu.scale_up_kind != ScaleUpKind::mesh) return true;
     // A common peer: the least common multiple of the strides, inside both groups.
-    const int64_t common = std::lcm(g.stride, dp_group.stride);
-    return common / g.stride < g.size && common / dp_group.stride < dp_group.size;
+    const int64_t common = std::lcm(g.stride, traffic.stride);
+    return common / g.stride < g.size && common / traffic.stride < traffic.size;
   };
-  if (shares_with_dp(m_tp_link, {l.tp, 1})) m_tp_shared_s = dp_busy * microbatches * slow.tp_exposed_s;
-  if (shares_with_dp(m_cp_link, {l.cp, l.tp})) m_cp_shared_s = dp_busy * microbatches * slow.cp_exposed_s;
-  if (shares_with_dp(m_ep_link, {l.ep, l.expert_tp}))
-    m_ep_shared_s = dp_busy * microbatches * slow.ep_exposed_s;
+  // The share of the span DP traffic runs on the link of group `g`.
+  auto busy_beside = [&](const LinkCost& lk, RankGroup g) {
+    const double dense = shares(lk, g, m_dp_link, {m_dp_n, l.tp}) ? 1.0 - expert_share : 0.0;
+    const double expert =
+        shares(lk, g, m_expert_dp_link, {m_expert_dp, l.expert_tp * l.ep}) ? expert_share : 0.0;
+    return dp_busy * (dense + expert);
+  };
+  m_tp_shared_s = busy_beside(m_tp_link, {l.tp, 1}) * microbatches * slow.tp_exposed_s;
+  m_cp_shared_s = busy_beside(m_cp_link, {l.cp, l.tp}) * microbatches * slow.cp_exposed_s;
+  m_ep_shared_s = busy_beside(m_ep_link, {l.ep, l.expert_tp}) * microbatches * slow.ep_exposed_s;
   m_out.shared_link_s = m_tp_shared_s + m_cp_shared_s + m_ep_shared_s;
 }
 

@@ -139,6 +139,7 @@ class StepTimeEstimator {
   double bucket_reduce_s(const StageProgram::GradBucketSize& b, int64_t stage) const;
   double bucket_gather_s(const StageProgram::GradBucketSize& b, int64_t stage) const;
   double beside_traffic_s(double compute_s, double traffic_s) const;
+  double expert_traffic_share(int64_t stage) const;
   const Probes& probes_of(int64_t stage) const { return m_probes.at(m_stage_condition[size_t(stage)]); }
   const PieceTime& unit_piece(const StageProgram::FsdpUnit& u, int64_t stage) const;
   std::vector<double> gathered_forward_spans(int64_t stage, bool opens_step, bool slowed) const;

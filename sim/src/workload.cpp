@@ -108,6 +108,7 @@ const char* to_string(OpName op) {
                                        "tp_logits",
                                        "tp_loss",
                                        "cp_kv",
+                                       "cp_a2a",
                                        "pp_act",
                                        "pp_grad",
                                        "dp_grad_reduce",

@@ -320,7 +320,7 @@ OpShape StageBuilder::attention_block(OpClass cls) const {
 // (or back).
 void StageBuilder::cp_all_to_all(double width, Phase phase) {
   const Shared& s = m_s;
-  m_wait.push_back(collective(Stream::cp, OpName::cp_kv, CollectiveOp::all_to_all, GroupKind::cp,
+  m_wait.push_back(collective(Stream::cp, OpName::cp_a2a, CollectiveOp::all_to_all, GroupKind::cp,
                               s.T * width * s.elem, phase, {m_last_compute}));
 }
 

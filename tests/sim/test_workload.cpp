@@ -147,7 +147,7 @@ TEST_CASE("Ulysses context parallelism trades the sequence split for a head spli
   std::map<Phase, int64_t> cores;
   for (const Task& t : p.tasks) {
     if (t.layer != 3) continue;
-    if (t.op == OpName::cp_kv) {
+    if (t.op == OpName::cp_a2a) {
       CHECK(t.coll == CollectiveOp::all_to_all);
       CHECK(t.group == GroupKind::cp);
       exchanges[t.phase].push_back(t.comm_bytes);
