@@ -276,11 +276,6 @@ class FabricCall {
     return seconds;
   }
 
-  // All-to-all as grouped send/recv: every member sends S/n to every other at once, inside its
-  // domain over the scale-up links, to another domain through the NIC of the destination's rail
-  // (PXN: over the scale-up link to that NIC's GPU first). Flows of one kind share their links
-  // alike, so each kind is one fluid flow carrying its count on every link; past 128·127 pairs
-  // the event couples them all into one flow, as here.
   // The links of one domain the point-to-point models load, as fluid resources: per NIC its port
   // (shared by the node's members) and its GPU link, each one way; per member position its
   // switch uplink and downlink, or per ordered pair of positions the mesh link.
@@ -314,15 +309,16 @@ class FabricCall {
     return f;
   }
 
+  // All-to-all as grouped send/recv: every member sends S/n to every other at once, inside its
+  // domain over the scale-up links, to another domain through the NIC of the destination's rail
+  // (PXN: over the scale-up link to that NIC's GPU first). Flows of one kind share their links
+  // alike, so each kind is one fluid flow carrying its count on every link; past 128·127 pairs
+  // the event couples them all into one flow, as here.
   double all_to_all() const {
     const int64_t L = m_ppn, n = m_g.shape.ranks;
     std::vector<int64_t> members_on(nics(), 0);
     for (const int32_t e : m_g.member_nic) members_on[size_t(e)]++;
     const std::vector<double> capacity = domain_capacity();
-    auto hop = [&](std::map<size_t, double>& uses, int64_t from, int64_t to, double weight) {
-      scale_up_hop(uses, from, to, weight);
-    };
-    const size_t port = 0, pcie = nics();
     const double pair = m_bytes / double(n);
     std::vector<FluidFlow> flows;
     for (int64_t p = 0; p < L; ++p) {
@@ -332,7 +328,7 @@ class FabricCall {
         f.latency_s = m_intra_us * 1e-6;
         std::map<size_t, double> uses;
         for (int64_t q = 0; q < L; ++q)
-          if (q != p) hop(uses, p, q, m_wire);
+          if (q != p) scale_up_hop(uses, p, q, m_wire);
         for (const auto& [r, w] : uses) f.uses.push_back({r, w});
         flows.push_back(std::move(f));
       }
@@ -346,9 +342,9 @@ class FabricCall {
             (m_inter_us +
              (m_g.nodes_per_leaf > 0 && m_d > m_g.nodes_per_leaf ? 2.0 * m_g.switch_latency_s * 1e6 : 0.0)) *
             1e-6;
-        std::map<size_t, double> uses{{port + e, count * m_wire}, {pcie + e, count * m_wire}};
+        std::map<size_t, double> uses{{port_resource(e), count * m_wire}, {pcie_resource(e), count * m_wire}};
         if (int32_t(e) != m_g.member_nic[size_t(p)])  // PXN through the NIC's GPU
-          hop(uses, p, m_g.entry_pos[e], count * m_wire);
+          scale_up_hop(uses, p, m_g.entry_pos[e], count * m_wire);
         for (const auto& [r, w] : uses) f.uses.push_back({r, w});
         flows.push_back(std::move(f));
       }
