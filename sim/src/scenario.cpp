@@ -151,18 +151,17 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
   if (capacity_given) layout.moe_capacity_factor = r.number("moe_capacity_factor", 1.0, 1024.0);
   layout.cp_comm_type =
       r.choice_or("cp_comm_type", "p2p", kCpCommTypeNames) == "a2a" ? CpCommType::a2a : CpCommType::p2p;
-  if (layout.cp > 1 && layout.cp_comm_type == CpCommType::a2a) {
-    // Ulysses splits each rank's query heads and key/value heads (one at least: Megatron
-    // replicates KV heads over a larger tp) over the CP group.
-    const int64_t heads = model.heads / std::max<int64_t>(1, layout.tp);
-    const int64_t kv_heads = std::max<int64_t>(1, model.kv_heads / std::max<int64_t>(1, layout.tp));
-    if (model.mla || heads % layout.cp != 0 || kv_heads % layout.cp != 0 || model.heads % layout.tp != 0)
+  // Ulysses splits each rank's query heads and key/value heads (one at least: Megatron
+  // replicates KV heads over a larger tp) over the CP group. (A tp that does not divide the
+  // heads, and CP with MLA, are refused by their own rules.)
+  if (layout.cp > 1 && layout.cp_comm_type == CpCommType::a2a && !model.mla && model.heads % layout.tp == 0) {
+    const int64_t heads = model.heads / layout.tp;
+    const int64_t kv_heads = std::max<int64_t>(1, model.kv_heads / layout.tp);
+    if (heads % layout.cp != 0 || kv_heads % layout.cp != 0)
       r.fail("cp_comm_type", "a2a splits each rank's attention heads over cp: " + std::to_string(heads) +
                                  " query and " + std::to_string(kv_heads) +
                                  " key/value heads per tensor-parallel rank do not divide by cp " +
-                                 std::to_string(layout.cp) +
-                                 (model.mla ? " (nor does multi-head latent attention take CP)" : "") +
-                                 " (use p2p, or a cp that divides them)");
+                                 std::to_string(layout.cp) + " (use p2p, or a cp that divides them)");
   }
   layout.virtual_stages = r.integer_or("virtual_stages", 1, 1, 1024);
   layout.pipeline_split = parse_pipeline_split(r.choice_or("pipeline_split", "even", kPipelineSplitNames));

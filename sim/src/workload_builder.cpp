@@ -76,6 +76,7 @@ StageBuilder::Shared::Shared(const Scenario& scenario, const ComputeModel& cm, c
   vocab_loc = d(md.vocab) / d(tp);
   core_width_loc = 2.0 * q_loc;
   out_width_loc = q_loc;
+  kv_pair_loc = 2.0 * kv_loc;
   mla = md.mla.has_value();
   if (mla) {
     const MlaSpec& a = *md.mla;
@@ -88,6 +89,7 @@ StageBuilder::Shared::Shared(const Scenario& scenario, const ComputeModel& cm, c
     head_dim = (qk + v) / 2;
     core_width_loc = heads_loc * (qk + v);
     out_width_loc = heads_loc * v;
+    kv_pair_loc = heads_loc * (qk + v);
     kv_up_loc = heads_loc * d(a.qk_nope_head_dim + a.v_head_dim);
   }
 
@@ -335,12 +337,12 @@ void StageBuilder::attention_core_forward(Phase phase) {
   const Shared& s = m_s;
   const double core_flops = s.T * s.seq * s.core_width_loc;  // causal: half of 2·T·s·width
   if (s.cp_a2a) {
-    cp_all_to_all(s.q_loc + 2 * s.kv_loc, phase);
+    cp_all_to_all(s.q_loc + s.kv_pair_loc, phase);
     compute(OpName::attn_core, phase, attention_block(OpClass::attention_fwd), core_flops);
     cp_all_to_all(s.out_width_loc, phase);
     return;
   }
-  const double block_bytes = s.T * 2 * s.kv_loc * s.elem;  // K and V of the local tokens
+  const double block_bytes = s.T * s.kv_pair_loc * s.elem;  // K and V of the local tokens
   uint32_t arriving = kNoTask;
   for (int64_t step = 0; step < s.cp; ++step) {
     const uint32_t arrived = arriving;
@@ -363,10 +365,10 @@ void StageBuilder::attention_core_backward() {
   if (s.cp_a2a) {
     cp_all_to_all(s.out_width_loc, Phase::backward);
     compute(OpName::attn_core, Phase::backward, attention_block(OpClass::attention_bwd), core_flops);
-    cp_all_to_all(s.q_loc + 2 * s.kv_loc, Phase::backward);
+    cp_all_to_all(s.q_loc + s.kv_pair_loc, Phase::backward);
     return;
   }
-  const double block_bytes = s.T * 2 * s.kv_loc * s.elem;
+  const double block_bytes = s.T * s.kv_pair_loc * s.elem;
   uint32_t passed = kNoTask;
   for (int64_t step = 0; step < s.cp; ++step) {
     const uint32_t arrived = passed;

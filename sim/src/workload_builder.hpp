@@ -64,6 +64,8 @@ class StageBuilder {
     // The attention core's QKᵀ + PV width on this rank (MHA/GQA: 2·q) and the output
     // projection's input width (q; MLA: heads·d_v).
     double core_width_loc, out_width_loc;
+    // K's and V's widths together, what a CP exchange moves per token (2·kv; MLA: heads·(d_qk + d_v)).
+    double kv_pair_loc;
     // Multi-head latent attention: q_loc = heads·(d_nope + d_rope), kv_loc = heads·d_v on this
     // rank (what the core reads and writes), head_dim their mean.
     bool mla = false;
