@@ -520,6 +520,15 @@ TEST_CASE("a bad value from a flag names the flag, not the scenario file it repl
                          "pp0.json: layout.pp");
 }
 
+TEST_CASE("CP with MLA: the estimate says the event simulation refuses it, and the event simulation does",
+          "[cli][errors]") {
+  const std::string layout = "--model deepseek-v3 --gpu h100-sxm --gpus 512 --tp 1 --pp 1 --cp 2 --ep 64";
+  const RunResult est = run_simrun("estimate " + layout);
+  CHECK(est.exit_code == 0);
+  CHECK(est.out.find("context parallelism with multi-head latent attention: estimated") != std::string::npos);
+  require_one_line_error(run_simrun("simulate " + layout), "layout.cp: context parallelism with multi-head");
+}
+
 TEST_CASE("cluster flags are range-checked on one node too, where the fabric goes unused", "[cli][errors]") {
   require_one_line_error(run_simrun("collective --nics-per-node 0"), "command line: --nics-per-node");
   require_one_line_error(run_simrun("topology --oversubscription nan"), "command line: --oversubscription");
