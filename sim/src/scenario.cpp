@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <string_view>
 
 #include "simrun/common/error.hpp"
 #include "simrun/common/json_reader.hpp"
@@ -347,88 +348,80 @@ const char* to_string(FabricTopology t) {
   return t == FabricTopology::fat_tree ? "fat-tree" : "rail-optimized";
 }
 
+namespace {
+
+// One override: the scenario field it replaces (a dotted path), its flag, and its value (unset
+// when the flag was not given). Order matters: the model before its seq_len.
+struct OverrideField {
+  const char* path;
+  const char* flag;
+  std::optional<nlohmann::json> value;
+};
+
+template <class T>
+std::optional<nlohmann::json> json_of(const std::optional<T>& v) {
+  return v ? std::optional<nlohmann::json>(*v) : std::nullopt;
+}
+
+std::vector<OverrideField> override_fields(const ScenarioOverrides& o) {
+  return {{"model", "--model", json_of(o.model)},
+          {"model.seq_len", "--seq-len", json_of(o.seq_len)},
+          {"cluster.gpu", "--gpu", json_of(o.gpu)},
+          {"cluster.num_gpus", "--gpus", json_of(o.gpus)},
+          {"cluster.gpus_per_node", "--gpus-per-node", json_of(o.gpus_per_node)},
+          {"cluster.fabric.kind", "--fabric", json_of(o.fabric)},
+          {"layout.tp", "--tp", json_of(o.tp)},
+          {"layout.pp", "--pp", json_of(o.pp)},
+          {"layout.dp", "--dp", json_of(o.dp)},
+          {"layout.cp", "--cp", json_of(o.cp)},
+          {"layout.cp_comm_type", "--cp-comm-type", json_of(o.cp_comm_type)},
+          {"layout.ep", "--ep", json_of(o.ep)},
+          {"layout.expert_tp", "--expert-tp", json_of(o.expert_tp)},
+          {"layout.moe_capacity_factor", "--moe-capacity-factor", json_of(o.moe_capacity_factor)},
+          {"layout.virtual_stages", "--virtual-stages", json_of(o.virtual_stages)},
+          {"layout.micro_batch", "--micro-batch", json_of(o.micro_batch)},
+          {"layout.global_batch", "--global-batch", json_of(o.global_batch)},
+          {"layout.zero_stage", "--zero-stage", json_of(o.zero_stage)},
+          {"layout.recompute", "--recompute", json_of(o.recompute)},
+          {"layout.precision", "--precision", json_of(o.precision)},
+          {"layout.sequence_parallel", "--sequence-parallel", json_of(o.sequence_parallel)},
+          {"layout.flash_attention", "--flash-attention", json_of(o.flash_attention)},
+          {"run.tokens", "--tokens", json_of(o.tokens)},
+          {"run.usd_per_gpu_hour", "--usd-per-gpu-hour", json_of(o.usd_per_gpu_hour)},
+          {"run.assumed_mfu", "--mfu", json_of(o.mfu)}};
+}
+
+}  // namespace
+
 void ScenarioOverrides::apply_to(nlohmann::json& doc) const {
   if (!doc.is_object()) return;  // parse_scenario reports the type error
-  auto section = [&doc](const char* key) -> nlohmann::json& {
-    auto& s = doc[key];
-    if (s.is_null()) s = nlohmann::json::object();
-    return s;
-  };
-  auto set = [&](const char* sec, const char* key, const auto& value) {
-    if (!value) return;
-    auto& s = section(sec);
-    if (s.is_object()) s[key] = *value;
-  };
-  if (model) doc["model"] = *model;
-  if (seq_len) {
-    auto& m = doc["model"];
-    if (m.is_string()) m = nlohmann::json{{"name", m}};  // handled below as catalog + override
-    if (m.is_object()) m["seq_len"] = *seq_len;
-  }
-  set("cluster", "gpu", gpu);
-  set("cluster", "num_gpus", gpus);
-  set("cluster", "gpus_per_node", gpus_per_node);
-  if (fabric) {
-    auto& c = section("cluster");
-    if (c.is_object()) {
-      auto& f = c["fabric"];
-      if (f.is_null()) f = nlohmann::json::object();
-      if (f.is_object()) f["kind"] = *fabric;
+  for (const OverrideField& f : override_fields(*this)) {
+    if (!f.value) continue;
+    std::vector<std::string> keys;
+    for (std::string_view rest = f.path;;) {
+      const size_t dot = rest.find('.');
+      keys.emplace_back(rest.substr(0, dot));
+      if (dot == std::string_view::npos) break;
+      rest.remove_prefix(dot + 1);
     }
+    nlohmann::json* node = &doc;
+    for (size_t i = 0; node && i + 1 < keys.size(); ++i) {
+      nlohmann::json& child = (*node)[keys[i]];
+      if (child.is_null()) child = nlohmann::json::object();
+      if (keys[i] == "model" && child.is_string())
+        child = nlohmann::json{{"name", child}};    // catalog + seq_len
+      node = child.is_object() ? &child : nullptr;  // another type: parse_scenario reports it
+    }
+    if (node) (*node)[keys.back()] = *f.value;
   }
-  set("layout", "tp", tp);
-  set("layout", "pp", pp);
-  set("layout", "dp", dp);
-  set("layout", "cp", cp);
-  set("layout", "cp_comm_type", cp_comm_type);
-  set("layout", "ep", ep);
-  set("layout", "expert_tp", expert_tp);
-  set("layout", "moe_capacity_factor", moe_capacity_factor);
-  set("layout", "virtual_stages", virtual_stages);
-  set("layout", "micro_batch", micro_batch);
-  set("layout", "global_batch", global_batch);
-  set("layout", "zero_stage", zero_stage);
-  set("layout", "recompute", recompute);
-  set("layout", "precision", precision);
-  set("layout", "sequence_parallel", sequence_parallel);
-  set("layout", "flash_attention", flash_attention);
-  set("run", "tokens", tokens);
-  set("run", "usd_per_gpu_hour", usd_per_gpu_hour);
-  set("run", "assumed_mfu", mfu);
   // A changed GPU count invalidates a file's dp unless dp was given too: derive it again.
   if (gpus && !dp && doc.contains("layout") && doc["layout"].is_object()) doc["layout"].erase("dp");
 }
 
 std::vector<std::pair<std::string, std::string>> ScenarioOverrides::given() const {
   std::vector<std::pair<std::string, std::string>> fields;
-  auto add = [&](const char* field, const char* flag, bool set) {
-    if (set) fields.emplace_back(field, flag);
-  };
-  add("model", "--model", model.has_value());
-  add("model.seq_len", "--seq-len", seq_len.has_value());
-  add("cluster.gpu", "--gpu", gpu.has_value());
-  add("cluster.num_gpus", "--gpus", gpus.has_value());
-  add("cluster.gpus_per_node", "--gpus-per-node", gpus_per_node.has_value());
-  add("cluster.fabric.kind", "--fabric", fabric.has_value());
-  add("layout.tp", "--tp", tp.has_value());
-  add("layout.pp", "--pp", pp.has_value());
-  add("layout.dp", "--dp", dp.has_value());
-  add("layout.cp", "--cp", cp.has_value());
-  add("layout.cp_comm_type", "--cp-comm-type", cp_comm_type.has_value());
-  add("layout.ep", "--ep", ep.has_value());
-  add("layout.expert_tp", "--expert-tp", expert_tp.has_value());
-  add("layout.moe_capacity_factor", "--moe-capacity-factor", moe_capacity_factor.has_value());
-  add("layout.virtual_stages", "--virtual-stages", virtual_stages.has_value());
-  add("layout.micro_batch", "--micro-batch", micro_batch.has_value());
-  add("layout.global_batch", "--global-batch", global_batch.has_value());
-  add("layout.zero_stage", "--zero-stage", zero_stage.has_value());
-  add("layout.recompute", "--recompute", recompute.has_value());
-  add("layout.precision", "--precision", precision.has_value());
-  add("layout.sequence_parallel", "--sequence-parallel", sequence_parallel.has_value());
-  add("layout.flash_attention", "--flash-attention", flash_attention.has_value());
-  add("run.tokens", "--tokens", tokens.has_value());
-  add("run.usd_per_gpu_hour", "--usd-per-gpu-hour", usd_per_gpu_hour.has_value());
-  add("run.assumed_mfu", "--mfu", mfu.has_value());
+  for (const OverrideField& f : override_fields(*this))
+    if (f.value) fields.emplace_back(f.path, f.flag);
   return fields;
 }
 
