@@ -102,11 +102,11 @@ void StepTimeEstimator::time_fsdp_units() {
           auto latency = [](CollectiveOp op, double params, int64_t n, const LinkCost& link) {
             return params > 0 ? collective_s(op, 1.0, n, link) : 0.0;
           };
+          const double expert_gather = gather_s(u.expert_params, m_expert_dp, m_expert_dp_link, i);
+          const double expert_reduce = reduce_s(u.expert_params, m_expert_dp, m_expert_dp_link, i);
           const UnitTraffic t{
-              gather_s(dense, m_dp_n, m_dp_link, i) +
-                  gather_s(u.expert_params, m_expert_dp, m_expert_dp_link, i),
-              reduce_s(dense, m_dp_n, m_dp_link, i) +
-                  reduce_s(u.expert_params, m_expert_dp, m_expert_dp_link, i),
+              gather_s(dense, m_dp_n, m_dp_link, i) + expert_gather,
+              reduce_s(dense, m_dp_n, m_dp_link, i) + expert_reduce, expert_gather + expert_reduce,
               latency(CollectiveOp::all_gather, dense, m_dp_n, m_dp_link) +
                   latency(CollectiveOp::all_gather, u.expert_params, m_expert_dp, m_expert_dp_link),
               latency(CollectiveOp::reduce_scatter, dense, m_dp_n, m_dp_link) +
@@ -205,6 +205,8 @@ void StepTimeEstimator::time_data_parallel() {
     const double passes = l.pp > 1 ? 1.0 : m_out.microbatches;
     const UnitTraffic& slow = m_stage_traffic[size_t(m_out.slowest_stage)];
     if (grad_s + param_s > 0) m_slowest_dp_share = (slow.gather_s + slow.reduce_s) / (grad_s + param_s);
+    if (slow.gather_s + slow.reduce_s > 0)
+      m_slowest_expert_share = slow.expert_s / (slow.gather_s + slow.reduce_s);
     m_out.dp_grad_s = passes * grad_s;
     m_out.dp_param_s = passes * (l.pp > 1 ? 1.0 : 2.0) * param_s;
     m_dp_total_s = m_out.dp_grad_s + m_out.dp_param_s;
@@ -234,9 +236,13 @@ void StepTimeEstimator::time_data_parallel() {
   m_out.dp_grad_s = grad_s;
   m_out.dp_param_s = param_s;
   if (grad_s + param_s > 0) {
-    double slowest_s = 0;
-    for (const TimedBucket& b : all_buckets[size_t(m_out.slowest_stage)]) slowest_s += b.grad_s + b.param_s;
+    double slowest_s = 0, expert_s = 0;
+    for (const TimedBucket& b : all_buckets[size_t(m_out.slowest_stage)]) {
+      slowest_s += b.grad_s + b.param_s;
+      if (b.size.experts) expert_s += b.grad_s + b.param_s;
+    }
     m_slowest_dp_share = slowest_s / (grad_s + param_s);
+    if (slowest_s > 0) m_slowest_expert_share = expert_s / slowest_s;
   }
   m_out.dp_calls = int64_t(all_buckets[size_t(busiest)].size());
   m_dp_total_s = grad_s + param_s;
@@ -450,28 +456,6 @@ void StepTimeEstimator::charge_overlap_slowdown() {
   m_out.overlap_slowdown_s = m_grad_slowdown_s + m_fwd_slowdown_s;
 }
 
-// The share of a stage's data-parallel traffic time that runs over the expert-data-parallel
-// group (routed experts' gathers and reductions), the rest over the DP group.
-double StepTimeEstimator::expert_traffic_share(int64_t stage) const {
-  double expert = 0, all = 0;
-  if (m_layout.zero_stage >= 3) {
-    for (const StageProgram::FsdpUnit& u : m_stage_units[size_t(stage)]) {
-      const double dense = u.params - u.expert_params;
-      const double e = gather_s(u.expert_params, m_expert_dp, m_expert_dp_link, stage) +
-                       reduce_s(u.expert_params, m_expert_dp, m_expert_dp_link, stage);
-      expert += e;
-      all += e + gather_s(dense, m_dp_n, m_dp_link, stage) + reduce_s(dense, m_dp_n, m_dp_link, stage);
-    }
-  } else {
-    for (const StageProgram::GradBucketSize& b : m_stage_buckets[size_t(stage)]) {
-      const double t = bucket_reduce_s(b, stage) + bucket_gather_s(b, stage);
-      all += t;
-      if (b.experts) expert += t;
-    }
-  }
-  return all > 0 ? expert / all : 0.0;
-}
-
 // A TP, CP or EP collective that meets the DP traffic running beside it on the same link gets
 // half of that link while the two overlap (max-min fair, both bound there): its waits grow by
 // the share of the compute stream's span the slowest stage's DP traffic runs on that link, the
@@ -488,7 +472,7 @@ void StepTimeEstimator::charge_shared_links() {
       span_s > 0 ? std::min(1.0, m_slowest_dp_share * (m_grad_overlapped_s + m_param_overlapped_s) / span_s)
                  : 0.0;
   if (dp_busy <= 0) return;
-  const double expert_share = expert_traffic_share(slow.stage);
+  const double expert_share = m_slowest_expert_share;
   auto shares = [&](const LinkCost& lk, RankGroup g, const LinkCost& traffic_link, RankGroup traffic) {
     if (g.size <= 1 || traffic.size <= 1) return false;
     const bool across = lk.link_class == LinkClass::scale_out;

@@ -82,12 +82,14 @@ struct Probes {
 // where it holds routed experts: one over DP, one over expert-DP), or of a stage's units summed.
 struct UnitTraffic {
   double gather_s = 0, reduce_s = 0;
+  double expert_s = 0;  // of gather_s + reduce_s, the routed experts' calls (over expert-DP)
   // Of those, the calls' fixed latency (a 1-byte call's time, as the event splits a collective
   // into latency and bytes on the links): transfers on two streams overlap it.
   double gather_latency_s = 0, reduce_latency_s = 0;
   void add(const UnitTraffic& o) {
     gather_s += o.gather_s;
     reduce_s += o.reduce_s;
+    expert_s += o.expert_s;
     gather_latency_s += o.gather_latency_s;
     reduce_latency_s += o.reduce_latency_s;
   }
@@ -139,7 +141,6 @@ class StepTimeEstimator {
   double bucket_reduce_s(const StageProgram::GradBucketSize& b, int64_t stage) const;
   double bucket_gather_s(const StageProgram::GradBucketSize& b, int64_t stage) const;
   double beside_traffic_s(double compute_s, double traffic_s) const;
-  double expert_traffic_share(int64_t stage) const;
   const Probes& probes_of(int64_t stage) const { return m_probes.at(m_stage_condition[size_t(stage)]); }
   const PieceTime& unit_piece(const StageProgram::FsdpUnit& u, int64_t stage) const;
   std::vector<double> gathered_forward_spans(int64_t stage, bool opens_step, bool slowed) const;
@@ -210,6 +211,7 @@ class StepTimeEstimator {
   // The slowest stage's DP traffic over the busiest stage's (whose traffic the above are): what of
   // the overlapped traffic runs beside the slowest stage's compute and collectives.
   double m_slowest_dp_share = 1;
+  double m_slowest_expert_share = 0;  // of the slowest stage's DP traffic time, expert-DP's
   double m_dp_busy_s = 0;  // ZeRO-3: the time its streams are busy, traffic on two at once counted once
   double m_fwd_slowdown_s = 0, m_grad_slowdown_s = 0;
   double m_tp_shared_s = 0, m_cp_shared_s = 0, m_ep_shared_s = 0;

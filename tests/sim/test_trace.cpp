@@ -13,16 +13,27 @@
 using namespace simrun;
 using namespace simrun::test;
 
-TEST_CASE("the simulated trace is valid Chrome trace JSON", "[sim][trace]") {
-  const Scenario sc =
-      parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 16},
-      "layout": {"tp": 2, "pp": 4, "dp": 2, "virtual_stages": 2, "global_batch": 16, "zero_stage": 1}})");
+namespace {
+
+// The simulated step's Chrome trace, parsed (and the simulation it came from).
+nlohmann::json trace_of(const Scenario& sc, SimulationOutput* simulated = nullptr) {
   SimulateOptions o;
   o.step.record_trace = true;
   const SimulationOutput out = simulate(sc, o);
   std::ostringstream text;
   write_chrome_trace(text, sc, out.workload, out.step);
-  const nlohmann::json doc = nlohmann::json::parse(text.str());
+  if (simulated) *simulated = out;
+  return nlohmann::json::parse(text.str());
+}
+
+}  // namespace
+
+TEST_CASE("the simulated trace is valid Chrome trace JSON", "[sim][trace]") {
+  const Scenario sc =
+      parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 16},
+      "layout": {"tp": 2, "pp": 4, "dp": 2, "virtual_stages": 2, "global_batch": 16, "zero_stage": 1}})");
+  SimulationOutput out;
+  const nlohmann::json doc = trace_of(sc, &out);
   REQUIRE(doc.contains("traceEvents"));
   REQUIRE(doc["traceEvents"].is_array());
 
@@ -68,13 +79,7 @@ TEST_CASE("names with quotes, backslashes or control characters stay valid JSON 
   Scenario sc = parse_scenario_text(
       R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8}, "layout": {"tp": 8}})");
   sc.model.name = std::string("my \"8b\"\\v2\tfine-tuned\n\x01");
-  SimulateOptions o;
-  o.step.record_trace = true;
-  const SimulationOutput out = simulate(sc, o);
-  std::ostringstream text;
-  write_chrome_trace(text, sc, out.workload, out.step);
-  const nlohmann::json doc = nlohmann::json::parse(text.str());
-  CHECK(doc["otherData"]["model"] == sc.model.name);
+  CHECK(trace_of(sc)["otherData"]["model"] == sc.model.name);
 }
 
 TEST_CASE("trace event names say phase, layer, op and micro-batch", "[sim][trace]") {
