@@ -153,10 +153,6 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
   if (l.cp > 1 && !l.flash_attention)
     r.warnings.push_back(
         "context parallelism without flash attention: Megatron's ring attention needs a fused kernel");
-  if (l.cp > 1 && m.mla)
-    r.warnings.push_back(
-        "context parallelism with multi-head latent attention: estimated (K and V exchanged at their own "
-        "head widths) but not simulated event by event, so `simrun simulate` refuses it");
   if (sc.run.assumed_mfu)
     r.warnings.push_back(
         fmt::format("step time from the assumed MFU {:.3f} (run.assumed_mfu); the breakdown is not "

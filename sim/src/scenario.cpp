@@ -153,11 +153,11 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
   layout.cp_comm_type =
       r.choice_or("cp_comm_type", "p2p", kCpCommTypeNames) == "a2a" ? CpCommType::a2a : CpCommType::p2p;
   // Ulysses splits each rank's query heads and key/value heads (one at least: Megatron
-  // replicates KV heads over a larger tp) over the CP group. (A tp that does not divide the
-  // heads, and CP with MLA, are refused by their own rules.)
-  if (layout.cp > 1 && layout.cp_comm_type == CpCommType::a2a && !model.mla && model.heads % layout.tp == 0) {
+  // replicates KV heads over a larger tp; MLA's up-projections give every query head its own)
+  // over the CP group. (A tp that does not divide the heads is refused by its own rule.)
+  if (layout.cp > 1 && layout.cp_comm_type == CpCommType::a2a && model.heads % layout.tp == 0) {
     const int64_t heads = model.heads / layout.tp;
-    const int64_t kv_heads = std::max<int64_t>(1, model.kv_heads / layout.tp);
+    const int64_t kv_heads = model.mla ? heads : std::max<int64_t>(1, model.kv_heads / layout.tp);
     if (heads % layout.cp != 0 || kv_heads % layout.cp != 0)
       r.fail("cp_comm_type", "a2a splits each rank's attention heads over cp: " + std::to_string(heads) +
                                  " query and " + std::to_string(kv_heads) +

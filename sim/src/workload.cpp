@@ -318,10 +318,6 @@ void check_layout(const Scenario& sc, PipelineSchedule schedule, Workload& w) {
   const Layout& l = sc.layout;
   const ModelSpec& m = sc.model;
   const std::string& file = sc.file;
-  if (m.mla && l.cp > 1)
-    throw InputError(file, "layout.cp",
-                     "context parallelism with multi-head latent attention (MLA) is not supported by the "
-                     "event simulation yet (use cp = 1)");
   if (m.is_moe() && l.tp > 1 && !l.sequence_parallel)
     throw InputError(file, "layout.sequence_parallel",
                      "a mixture-of-experts model with tp > 1 needs sequence_parallel (Megatron-Core "

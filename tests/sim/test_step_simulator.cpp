@@ -385,7 +385,12 @@ TEST_CASE("the analytic estimate and the event simulation agree within 5% on unc
       Case{"llama3-8b", 8, R"("tp": 2, "cp": 4, "global_batch": 8)"},  // CP ring inside the node
       Case{"llama3-8b", 8, R"("tp": 2, "cp": 4, "cp_comm_type": "a2a", "global_batch": 8)"},  // Ulysses
       Case{"deepseek-v3", 1024, R"("tp": 1, "pp": 8, "dp": 128, "ep": 64, "pipeline_split": "balanced",
-          "global_batch": 8192, "precision": "fp8", "recompute": "selective")"});  // MLA, EP over 8 nodes
+          "global_batch": 8192, "precision": "fp8", "recompute": "selective")"},  // MLA, EP over 8 nodes
+      Case{"deepseek-v3", 1024,
+           R"("tp": 4, "pp": 8, "cp": 2, "ep": 16, "expert_tp": 1, "pipeline_split": "balanced",
+          "global_batch": 256, "precision": "fp8", "recompute": "full")"},  // MLA with the CP ring
+      Case{"deepseek-v3", 1024, R"("tp": 2, "pp": 8, "cp": 2, "ep": 32, "cp_comm_type": "a2a",
+          "pipeline_split": "balanced", "global_batch": 256, "precision": "fp8", "recompute": "full")"});
   const Scenario sc = scenario(c.model, "h100-sxm", c.gpus, c.layout);
   const double event = simulate(sc).report.step_time_s;
   const double analytic = estimate(sc).step_time_s;

@@ -428,6 +428,37 @@ TEST_CASE("MLA layers: FLOPs equal Megatron's count with the latent projections,
   CHECK(latent_reduces == (sc.layout.tp > 1 ? 2 * 61 * w.micro_batches : 0));  // Q and KV latents
 }
 
+TEST_CASE("MLA with context parallelism: the exchanges carry K and V at their own head widths",
+          "[sim][workload][mla]") {
+  // DeepSeek-V3, 16K tokens over CP 4 (TP 2): 4K tokens and 64 heads per rank. Keys are
+  // d_nope + d_rope = 192 wide per head, values 128, so a ring step moves 4K × 64 × 320 bf16;
+  // Ulysses sends queries (192) with keys and values before the core and the output (128) after.
+  const std::string comm = GENERATE(std::string("p2p"), std::string("a2a"));
+  const Scenario sc = parse_scenario_text(
+      R"({"model": {"name": "deepseek-v3", "seq_len": 16384}, "cluster": {"gpu": "h100-sxm", "num_gpus": 64},
+          "layout": {"tp": 2, "cp": 4, "ep": 8, "global_batch": 8, "recompute": "none", "cp_comm_type": ")" +
+      comm + R"("}})");
+  const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
+  const Workload w = build_workload(sc, cm);
+  const double tokens = 4096, heads = 64, qk = 192, v = 128, bf16 = 2;
+  std::map<Phase, std::vector<double>> exchanges;  // layer 3's, in program order, in bytes
+  for (const Task& t : w.stages[0].tasks)
+    if (t.layer == 3 && (t.op == OpName::cp_kv || t.op == OpName::cp_a2a))
+      exchanges[t.phase].push_back(t.comm_bytes);
+  INFO("cp_comm_type " << comm);
+  if (comm == "p2p") {
+    const double block = tokens * heads * (qk + v) * bf16;
+    CHECK(exchanges[Phase::forward] == std::vector<double>{block, block, block});
+    CHECK(exchanges[Phase::backward] == std::vector<double>{block, 2 * block, 2 * block, block});
+  } else {
+    const double qkv = tokens * heads * (2 * qk + v) * bf16, out = tokens * heads * v * bf16;
+    CHECK(exchanges[Phase::forward] == std::vector<double>{qkv, out});
+    CHECK(exchanges[Phase::backward] == std::vector<double>{out, qkv});
+  }
+  const auto ran = run_dry(w);
+  CHECK(ran[0] == w.stages[0].tasks.size());
+}
+
 TEST_CASE("MoE with expert TP: each expert-TP collective runs in series with its all-to-all",
           "[sim][workload][moe]") {
   // Megatron-Core's alltoall dispatcher gathers the tokens the dispatch all-to-all brought over
