@@ -13,11 +13,12 @@
 // layout gets one GPU whose NIC or scale-up links run at 10% to 50% of their bandwidth (a
 // seeded rank, class and fraction; both flags together give both). With --capacity-factors only
 // the MoE layouts run, each with a seeded expert capacity factor (1.25, 1.5 or 2: every expert's
-// tokens padded to that multiple of its share). With --cp-a2a only the layouts with CP run, each
-// with Ulysses all-to-alls instead of the ring (those whose heads do not divide are refused).
+// tokens padded to that multiple of its share). With --cp-comm-type all_gather or a2a only the
+// layouts with CP run, each with K,V all-gathered or with Ulysses all-to-alls instead of the ring
+// (a2a refuses those whose heads do not divide).
 //
 //   build/bench/analytic_agreement [--samples N] [--seed S] [--worst K] [--stragglers] [--slow-links]
-//                                  [--capacity-factors] [--cp-a2a]
+//                                  [--capacity-factors] [--cp-comm-type all_gather|a2a]
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -134,7 +135,8 @@ int main(int argc, char** argv) {
   int64_t samples = 1000;
   uint64_t seed = 4;
   size_t worst = 8;
-  bool with_stragglers = false, with_slow_links = false, with_capacity = false, with_cp_a2a = false;
+  bool with_stragglers = false, with_slow_links = false, with_capacity = false;
+  std::string cp_comm_type;  // empty: each layout's default (the ring)
   auto count = [](const char* flag, const char* text) {
     char* end = nullptr;
     const unsigned long long v = std::strtoull(text, &end, 10);
@@ -155,8 +157,11 @@ int main(int argc, char** argv) {
         with_slow_links = true;
       } else if (std::strcmp(argv[i], "--capacity-factors") == 0) {
         with_capacity = true;
-      } else if (std::strcmp(argv[i], "--cp-a2a") == 0) {
-        with_cp_a2a = true;
+      } else if (std::strcmp(argv[i], "--cp-comm-type") == 0 && has_value) {
+        cp_comm_type = argv[++i];
+        if (cp_comm_type != "all_gather" && cp_comm_type != "a2a")
+          throw std::invalid_argument(
+              fmt::format("--cp-comm-type: all_gather or a2a, got '{}'", cp_comm_type));
       } else if (std::strcmp(argv[i], "--worst") == 0 && has_value) {
         worst = size_t(count("--worst", argv[++i]));
       } else {
@@ -166,7 +171,7 @@ int main(int argc, char** argv) {
   } catch (const std::invalid_argument& e) {
     fmt::print(stderr,
                "analytic_agreement: {} (usage: [--samples N] [--seed S] [--worst K] [--stragglers] "
-               "[--slow-links] [--capacity-factors] [--cp-a2a])\n",
+               "[--slow-links] [--capacity-factors] [--cp-comm-type all_gather|a2a])\n",
                e.what());
     return 2;
   }
@@ -190,7 +195,7 @@ int main(int argc, char** argv) {
       ++dense_skipped;
       continue;
     }
-    if (with_cp_a2a && s.o.cp.value_or(1) == 1) {
+    if (!cp_comm_type.empty() && s.o.cp.value_or(1) == 1) {
       ++without_cp_skipped;
       continue;
     }
@@ -201,9 +206,9 @@ int main(int argc, char** argv) {
         o.moe_capacity_factor = capacity;
         command += fmt::format(" --moe-capacity-factor {}", capacity);
       }
-      if (with_cp_a2a) {
-        o.cp_comm_type = "a2a";
-        command += " --cp-comm-type a2a";
+      if (!cp_comm_type.empty()) {
+        o.cp_comm_type = cp_comm_type;
+        command += " --cp-comm-type " + cp_comm_type;
       }
       const Scenario sc = load_scenario({}, o, catalogs);
       SimulateOptions options;
@@ -249,8 +254,8 @@ int main(int argc, char** argv) {
   if (with_capacity)
     fmt::print("MoE layouts only, each with a seeded expert capacity factor ({} dense layouts skipped)\n",
                dense_skipped);
-  if (with_cp_a2a)
-    fmt::print("CP layouts only, each with Ulysses all-to-alls ({} layouts without CP skipped)\n",
+  if (!cp_comm_type.empty())
+    fmt::print("CP layouts only, each with cp_comm_type {} ({} layouts without CP skipped)\n", cp_comm_type,
                without_cp_skipped);
   summarize("uncongested (TP and CP inside a scale-up domain, exposed communication <= 10% in both)",
             uncongested, worst);

@@ -18,7 +18,8 @@ void add_scenario_options(CLI::App& cmd, ScenarioArgs& a) {
   cmd.add_option("--pp,--pipeline-model-parallel-size", o.pp, "Pipeline-parallel size");
   cmd.add_option("--dp", o.dp, "Data-parallel size (default: gpus/(tp*pp*cp))");
   cmd.add_option("--cp,--context-parallel-size", o.cp, "Context-parallel size");
-  cmd.add_option("--cp-comm-type", o.cp_comm_type, "p2p (ring attention, default) or a2a (Ulysses)");
+  cmd.add_option("--cp-comm-type", o.cp_comm_type,
+                 "p2p (ring attention, default), all_gather (K,V gathered) or a2a (Ulysses)");
   cmd.add_option("--ep,--expert-model-parallel-size", o.ep, "Expert-parallel size");
   cmd.add_option("--expert-tp,--expert-tensor-parallel-size", o.expert_tp,
                  "Tensor-parallel size of the expert MLPs: tp (default) or 1");

@@ -30,7 +30,7 @@ const std::vector<std::string> kRecomputeNames = {"none", "selective", "full"};
 const std::vector<std::string> kPrecisionNames = {"bf16", "fp16", "fp8", "fp32"};
 const std::vector<std::string> kTopologyNames = {"rail-optimized", "fat-tree"};
 const std::vector<std::string> kPipelineSplitNames = {"even", "embedding-loss-layers", "balanced"};
-const std::vector<std::string> kCpCommTypeNames = {"p2p", "a2a"};
+const std::vector<std::string> kCpCommTypeNames = {"p2p", "all_gather", "a2a"};
 
 // An integer-valued double as digits ("1208925819614629174706176"), without int64_t overflow.
 std::string format_count(double x) {
@@ -43,6 +43,12 @@ PipelineSplit parse_pipeline_split(const std::string& s) {
   if (s == "embedding-loss-layers") return PipelineSplit::embedding_loss_layers;
   if (s == "balanced") return PipelineSplit::balanced;
   return PipelineSplit::even;
+}
+
+CpCommType parse_cp_comm_type(const std::string& s) {
+  if (s == "all_gather") return CpCommType::all_gather;
+  if (s == "a2a") return CpCommType::a2a;
+  return CpCommType::p2p;
 }
 
 Recompute parse_recompute(const std::string& s) {
@@ -150,8 +156,7 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
   // At least the balanced share: below it the padding becomes dropping, and the model FLOPs
   // (Megatron's count of the routed tokens) would credit expert work never done.
   if (capacity_given) layout.moe_capacity_factor = r.number("moe_capacity_factor", 1.0, 1024.0);
-  layout.cp_comm_type =
-      r.choice_or("cp_comm_type", "p2p", kCpCommTypeNames) == "a2a" ? CpCommType::a2a : CpCommType::p2p;
+  layout.cp_comm_type = parse_cp_comm_type(r.choice_or("cp_comm_type", "p2p", kCpCommTypeNames));
   // Ulysses splits each rank's query heads and key/value heads (one at least: Megatron
   // replicates KV heads over a larger tp; MLA's up-projections give every query head its own)
   // over the CP group. (A tp that does not divide the heads is refused by its own rule.)
@@ -321,7 +326,17 @@ const char* to_string(Recompute r) {
   return "?";
 }
 
-const char* to_string(CpCommType c) { return c == CpCommType::a2a ? "a2a" : "p2p"; }
+const char* to_string(CpCommType c) {
+  switch (c) {
+    case CpCommType::p2p:
+      return "p2p";
+    case CpCommType::all_gather:
+      return "all_gather";
+    case CpCommType::a2a:
+      return "a2a";
+  }
+  return "?";
+}
 
 const char* to_string(PipelineSplit p) {
   switch (p) {

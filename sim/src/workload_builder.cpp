@@ -54,6 +54,7 @@ StageBuilder::Shared::Shared(const Scenario& scenario, const ComputeModel& cm, c
   tp = l.tp;
   cp = l.cp;
   cp_a2a = l.cp > 1 && l.cp_comm_type == CpCommType::a2a;
+  cp_all_gather = l.cp > 1 && l.cp_comm_type == CpCommType::all_gather;
   sp = l.sequence_parallel && l.tp > 1;
   flash = l.flash_attention;
   causal = true;
@@ -292,8 +293,9 @@ void StageBuilder::tp_after_row_parallel(OpName rs_name, OpName ar_name, uint32_
 // Layer forward (phase forward or recompute)
 
 // One block of the attention core: the local queries against the keys and values of seq/cp
-// tokens of each sequence (all of them without CP; with the CP ring, one step of it). Under
-// Ulysses (a2a) the whole core at once: every token of the micro-batch for heads/cp heads. A
+// tokens of each sequence (all of them without CP; with the CP ring, one step of it). With K,V
+// all-gathered, the local queries against every key at once; under Ulysses (a2a) the whole
+// core at once, every token of the micro-batch for heads/cp heads. A
 // flash kernel reads Q, K, V and writes O (backward: also reads dO and O, writes dQ, dK, dV);
 // an unfused one also writes and reads the scores b·(a/t)·(s/c)·(s/c): softmax read+write,
 // dropout mask and output, PV read.
@@ -305,7 +307,7 @@ OpShape StageBuilder::attention_block(OpClass cls) const {
   // Engine keeps attention outside fp8), fp32 / tf32 when training in them.
   a.precision = outside_fp8(s.gemm_precision);
   a.tokens = s.cp_a2a ? s.T * d(s.cp) : s.T;
-  a.seq_kv = s.cp_a2a ? s.seq : s.seq / d(s.cp);
+  a.seq_kv = s.cp_a2a || s.cp_all_gather ? s.seq : s.seq / d(s.cp);
   a.head_dim = s.head_dim;
   a.heads = s.cp_a2a ? s.heads_loc / d(s.cp) : s.heads_loc;
   a.flash = s.flash;
@@ -326,16 +328,31 @@ void StageBuilder::cp_all_to_all(double width, Phase phase) {
                               s.T * width * s.elem, phase, {m_last_compute}));
 }
 
+// K and V (or dK and dV) of every rank of the CP group, gathered to each (or reduce-scattered
+// to their owners), in series with the core.
+void StageBuilder::cp_kv_collective(CollectiveOp op, Phase phase) {
+  const Shared& s = m_s;
+  m_wait.push_back(collective(Stream::cp, OpName::cp_kv, op, GroupKind::cp,
+                              s.T * d(s.cp) * s.kv_pair_loc * s.elem, phase, {m_last_compute}));
+}
+
 // The attention core's forward. With the CP ring (cp_comm_type p2p, Megatron-Core's default;
 // Transformer Engine's AttnFuncWithCPAndKVP2P) in cp steps: at step i the local queries attend
 // to the K,V block that started i ranks back, while the block for step i + 1 moves one rank on
 // over the CP group (each rank sends to the next and receives from the previous at once), on
 // its own stream. Causal load balancing (each rank holds chunks j and 2cp−1−j of every
-// sequence) gives every step 1/cp of the core's work. With Ulysses (a2a) Q, K, V go through an
-// all-to-all before the core and its output through one after.
+// sequence) gives every step 1/cp of the core's work. With all_gather
+// (AttnFuncWithCPAndKVAllGather) every rank's K,V are gathered first, in series with the core
+// (Transformer Engine: "KV all-gather between CP ranks is exposed"). With Ulysses (a2a) Q, K, V
+// go through an all-to-all before the core and its output through one after.
 void StageBuilder::attention_core_forward(Phase phase) {
   const Shared& s = m_s;
   const double core_flops = s.T * s.seq * s.core_width_loc;  // causal: half of 2·T·s·width
+  if (s.cp_all_gather) {
+    cp_kv_collective(CollectiveOp::all_gather, phase);
+    compute(OpName::attn_core, phase, attention_block(OpClass::attention_fwd), core_flops);
+    return;
+  }
   if (s.cp_a2a) {
     cp_all_to_all(s.q_loc + s.kv_pair_loc, phase);
     compute(OpName::attn_core, phase, attention_block(OpClass::attention_fwd), core_flops);
@@ -358,10 +375,18 @@ void StageBuilder::attention_core_forward(Phase phase) {
 // Its backward. With the CP ring again (AttnFuncWithCPAndKVP2P.backward): step 0 passes K,V
 // on, steps 1 … cp−2 pass K,V with the dK,dV accumulated so far (after the previous step's
 // block), the last step passes only dK,dV, which reach their owner as its block computes. With
-// Ulysses the output gradient through an all-to-all before, dQ, dK, dV through one after.
+// all_gather, K,V gathered again (the forward kept only the local ones), and every rank's dK,dV
+// reduce-scattered back to their owners before the QKV backward. With Ulysses the output
+// gradient through an all-to-all before, dQ, dK, dV through one after.
 void StageBuilder::attention_core_backward() {
   const Shared& s = m_s;
   const double core_flops = 2.0 * s.T * s.seq * s.core_width_loc;
+  if (s.cp_all_gather) {
+    cp_kv_collective(CollectiveOp::all_gather, Phase::backward);
+    compute(OpName::attn_core, Phase::backward, attention_block(OpClass::attention_bwd), core_flops);
+    cp_kv_collective(CollectiveOp::reduce_scatter, Phase::backward);
+    return;
+  }
   if (s.cp_a2a) {
     cp_all_to_all(s.out_width_loc, Phase::backward);
     compute(OpName::attn_core, Phase::backward, attention_block(OpClass::attention_bwd), core_flops);

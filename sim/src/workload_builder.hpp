@@ -52,7 +52,9 @@ class StageBuilder {
     std::vector<int64_t> layers_per_chunk;  // stage·v + chunk
     std::vector<int64_t> first_layer;       // stage·v + chunk → first global layer id
     int64_t v, m, pp, tp, cp;
-    bool cp_a2a;  // cp > 1 as Ulysses all-to-alls (CpCommType::a2a), not the ring
+    // cp > 1 as Ulysses all-to-alls (CpCommType::a2a), or as an all-gather of K,V
+    // (CpCommType::all_gather); neither: the ring.
+    bool cp_a2a, cp_all_gather;
     bool sp, flash, causal, swiglu, rope, layernorm;
     Precision gemm_precision;
     // Transformer Engine's LayerNormLinear / LayerNormMLP (fused kernels) write the norm's
@@ -166,6 +168,7 @@ class StageBuilder {
   void layer_forward(int32_t layer, Phase phase, bool last_mb_of_step_use);
   void layer_backward(int32_t layer);
   void cp_all_to_all(double width, Phase phase);
+  void cp_kv_collective(CollectiveOp op, Phase phase);
   void attention_core_forward(Phase phase);
   void attention_core_backward();
   // The Q/K/V projections after ln_attn (and rope), given the SP all-gather to wait for.

@@ -133,7 +133,10 @@ TEST_CASE("context parallelism: the ring by default, Ulysses where each rank's h
       error_of(base + R"({"tp": 2, "cp": 8, "cp_comm_type": "a2a"}})") ==
       "t.json: layout.cp_comm_type: a2a splits each rank's attention heads over cp: 16 query and 4 "
       "key/value heads per tensor-parallel rank do not divide by cp 8 (use p2p, or a cp that divides them)");
-  CHECK(error_of(base + R"({"cp": 2, "cp_comm_type": "ulysses"}})").find("p2p|a2a") != std::string::npos);
+  CHECK(parse(base + R"({"tp": 2, "cp": 8, "cp_comm_type": "all_gather"}})").layout.cp_comm_type ==
+        CpCommType::all_gather);  // no heads rule: K,V gathered whole
+  CHECK(error_of(base + R"({"cp": 2, "cp_comm_type": "ulysses"}})").find("p2p|all_gather|a2a") !=
+        std::string::npos);
 }
 
 TEST_CASE("each layout rule gives its own field and reason", "[sim][scenario][errors]") {

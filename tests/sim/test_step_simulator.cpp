@@ -384,6 +384,7 @@ TEST_CASE("the analytic estimate and the event simulation agree within 5% on unc
           "zero_stage": 3)"},  // MoE under FSDP: experts gathered over the expert-DP pairs
       Case{"llama3-8b", 8, R"("tp": 2, "cp": 4, "global_batch": 8)"},  // CP ring inside the node
       Case{"llama3-8b", 8, R"("tp": 2, "cp": 4, "cp_comm_type": "a2a", "global_batch": 8)"},  // Ulysses
+      Case{"llama3-8b", 8, R"("tp": 2, "cp": 4, "cp_comm_type": "all_gather", "global_batch": 8)"},
       Case{"deepseek-v3", 1024, R"("tp": 1, "pp": 8, "dp": 128, "ep": 64, "pipeline_split": "balanced",
           "global_batch": 8192, "precision": "fp8", "recompute": "selective")"},  // MLA, EP over 8 nodes
       Case{"deepseek-v3", 1024,

@@ -71,6 +71,21 @@ double megatron_flops(const Scenario& sc) {
   return count_flops_per_sequence(sc.model, AttentionFlops::causal).total() * double(sc.layout.global_batch);
 }
 
+// Llama-3 8B at 32K tokens on one H100 node under `layout`: the attention core's first
+// forward block, less its launch overhead.
+double forward_core_s(const std::string& layout) {
+  const Scenario sc = parse_scenario_text(
+      R"({"model": {"name": "llama3-8b", "seq_len": 32768}, "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
+          "layout": {)" +
+      layout + R"(, "global_batch": 4, "recompute": "none"}})");
+  const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
+  const Workload w = build_workload(sc, cm);
+  for (const Task& t : w.stages[0].tasks)
+    if (t.op == OpName::attn_core && t.phase == Phase::forward)
+      return t.duration.seconds() - ComputeParams{}.launch_overhead_s;
+  return 0.0;
+}
+
 }  // namespace
 
 TEST_CASE("FLOPs of the DAG equal Megatron's count times (1 + recompute share)", "[sim][workload]") {
@@ -132,6 +147,56 @@ TEST_CASE("context parallelism runs Transformer Engine's ring: cp blocks, each a
   CHECK(blocks[Phase::backward] == 4);
 }
 
+TEST_CASE("all-gather context parallelism gathers K,V before the core and reduce-scatters dK,dV after",
+          "[sim][workload]") {
+  // Llama-3 8B, 32K tokens over CP 4 (TP 2): every rank's 8K tokens of K and V (4 KV heads of
+  // 128 over TP 2, bf16) gathered to each; the core runs the local queries against all 32K keys.
+  const Scenario sc = parse_scenario_text(
+      R"({"model": {"name": "llama3-8b", "seq_len": 32768}, "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
+          "layout": {"tp": 2, "cp": 4, "cp_comm_type": "all_gather", "global_batch": 1, "recompute": "none"}})");
+  const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
+  const Workload w = build_workload(sc, cm);
+  const StageProgram& p = w.stages[0];
+  const double gathered = 32768.0 * 2 * (8 * 128 / 2) * 2;
+  std::map<Phase, std::vector<CollectiveOp>> exchanges;  // layer 3's, in program order
+  std::map<Phase, int64_t> cores;
+  uint32_t last_exchange = kNoTask;
+  bool first_after_scatter_waits = false;
+  for (uint32_t i = 0; i < p.tasks.size(); ++i) {
+    const Task& t = p.tasks[i];
+    if (t.layer != 3) continue;
+    auto waits_on = [&](uint32_t task) {
+      for (uint16_t k = 0; k < t.dep_count; ++k)
+        if (p.dep(t, k) == task) return true;
+      return false;
+    };
+    if (t.op == OpName::cp_kv) {
+      CHECK(t.group == GroupKind::cp);
+      CHECK(t.comm_bytes == Approx(gathered));
+      exchanges[t.phase].push_back(t.coll);
+      last_exchange = i;
+    }
+    if (t.op == OpName::attn_core) {
+      ++cores[t.phase];
+      CHECK(waits_on(last_exchange));  // the gather is exposed
+    }
+    if (t.kind == TaskKind::compute && t.op != OpName::attn_core && t.phase == Phase::backward &&
+        last_exchange != kNoTask && p.tasks[last_exchange].coll == CollectiveOp::reduce_scatter) {
+      first_after_scatter_waits = waits_on(last_exchange);  // the next op back needs dK,dV home
+      last_exchange = kNoTask;
+    }
+  }
+  CHECK(exchanges[Phase::forward] == std::vector<CollectiveOp>{CollectiveOp::all_gather});
+  CHECK(exchanges[Phase::backward] ==
+        std::vector<CollectiveOp>{CollectiveOp::all_gather, CollectiveOp::reduce_scatter});
+  CHECK(cores[Phase::forward] == 1);
+  CHECK(cores[Phase::backward] == 1);
+  CHECK(first_after_scatter_waits);
+  // A quarter of the queries against every key: a quarter of the core's time without CP.
+  CHECK(forward_core_s(R"("tp": 2, "cp": 4, "cp_comm_type": "all_gather")") ==
+        Approx(forward_core_s(R"("tp": 2, "cp": 1)") / 4).epsilon(1e-6));
+}
+
 TEST_CASE("Ulysses context parallelism trades the sequence split for a head split around the core",
           "[sim][workload]") {
   // Llama-3 8B, 32K tokens over CP 4 (TP 2): 16 query and 4 KV heads per rank before the
@@ -159,19 +224,8 @@ TEST_CASE("Ulysses context parallelism trades the sequence split for a head spli
   CHECK(cores[Phase::forward] == 1);
   CHECK(cores[Phase::backward] == 1);
   // A quarter of the heads over the whole sequence: a quarter of the core's time without CP.
-  auto core_s = [&](const std::string& layout) {
-    const Scenario one = parse_scenario_text(
-        R"({"model": {"name": "llama3-8b", "seq_len": 32768}, "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
-            "layout": {)" +
-        layout + R"(, "global_batch": 4, "recompute": "none"}})");
-    const Workload built = build_workload(one, cm);
-    for (const Task& t : built.stages[0].tasks)
-      if (t.op == OpName::attn_core && t.phase == Phase::forward) return t.duration.seconds();
-    return 0.0;
-  };
-  const double launch = ComputeParams{}.launch_overhead_s;
-  CHECK(core_s(R"("tp": 2, "cp": 4, "cp_comm_type": "a2a")") - launch ==
-        Approx((core_s(R"("tp": 2, "cp": 1)") - launch) / 4).epsilon(1e-6));
+  CHECK(forward_core_s(R"("tp": 2, "cp": 4, "cp_comm_type": "a2a")") ==
+        Approx(forward_core_s(R"("tp": 2, "cp": 1)") / 4).epsilon(1e-6));
 }
 
 TEST_CASE("every task of every stage runs: no cycles, no deadlock, every send meets its recv",

@@ -28,10 +28,12 @@ enum class PipelineSplit {
 // How context parallelism exchanges attention inputs (Megatron-Core --cp-comm-type, run by
 // Transformer Engine's context-parallel attention).
 enum class CpCommType {
-  p2p,  // ring attention (AttnFuncWithCPAndKVP2P): K,V blocks passed around the CP group while
-        // the local queries attend to the block before, cp steps
-  a2a,  // DeepSpeed-Ulysses (AttnFuncWithCPAndQKVOA2A): an all-to-all trades the sequence split
-        // for a head split before the core and back after it; heads per rank must divide by cp
+  p2p,         // ring attention (AttnFuncWithCPAndKVP2P): K,V blocks passed around the CP group
+               // while the local queries attend to the block before, cp steps
+  all_gather,  // AttnFuncWithCPAndKVAllGather (Llama 3's CP, arXiv:2407.21783 sec. 3.3.2): K,V
+               // all-gathered before the core, exposed; dK,dV reduce-scattered after its backward
+  a2a,         // DeepSpeed-Ulysses (AttnFuncWithCPAndQKVOA2A): an all-to-all trades the sequence split
+               // for a head split before the core and back after it; heads per rank must divide by cp
 };
 
 // Megatron's parallel layout. Sizes multiply: tp·pp·dp·cp = num_gpus (ep splits experts

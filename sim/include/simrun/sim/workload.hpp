@@ -101,7 +101,8 @@ enum class OpName : uint8_t {
   tp_embedding,
   tp_logits,
   tp_loss,
-  cp_kv,   // a CP ring step: K,V (backward: and dK,dV) to the next rank
+  cp_kv,   // a CP ring step: K,V (backward: and dK,dV) to the next rank; or their all-gather
+           // (backward: and the reduce-scatter of dK,dV)
   cp_a2a,  // a Ulysses all-to-all: Q,K,V (or O) from the sequence split to the head split, or back
   pp_act,
   pp_grad,
