@@ -7,6 +7,8 @@
 // router ignored, 6 FLOPs per weight per token for forward + backward.
 #include "simrun/models/counts.hpp"
 
+#include <algorithm>
+
 namespace simrun {
 namespace {
 
@@ -167,6 +169,18 @@ FlopCounts count_flops_per_sequence(const ModelSpec& m, AttentionFlops conventio
 
   f.logits = kFwdBwd * kFma * s * h * d(m.vocab);
   return f;
+}
+
+AttentionWidths attention_widths(const ModelSpec& m, int64_t tp) {
+  const double t = double(std::max<int64_t>(1, tp));
+  const double heads = double(m.heads) / t;
+  if (m.mla) {
+    const double qk = double(m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim);
+    return {heads * qk, heads * (qk + double(m.mla->v_head_dim))};
+  }
+  const double head_dim = double(m.head_dim > 0 ? m.head_dim : m.hidden / std::max<int64_t>(1, m.heads));
+  const double kv_heads = std::max(double(m.kv_heads > 0 ? m.kv_heads : m.heads) / t, 1.0);
+  return {heads * head_dim, 2 * kv_heads * head_dim};
 }
 
 }  // namespace simrun

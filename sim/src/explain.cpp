@@ -63,14 +63,14 @@ void explain_memory(const Scenario& sc, const StageMemory& ws, const MemoryDefau
   explain(
       r, "memory.activations", r.memory.activations, "B",
       "layer-micro-batches in flight · per-layer (Korthikanti 2022) + embedding + logits + full-recompute "
-      "working layer",
+      "working layer + CP exchange buffers",
       fmt::format(
           "in flight: {:.3g} micro-batches on {} layers ({:.4g} layer-micro-batches), per-layer={}, "
-          "embedding={}, logits={}, working={}",
+          "embedding={}, logits={}, working={}, cp exchange={}",
           ws.in_flight_microbatches, ws.params.layers,
           ws.layer_activation_bytes > 0 ? ws.transformer_activation_bytes / ws.layer_activation_bytes : 0.0,
           gb(ws.layer_activation_bytes), gb(ws.embedding_activation_bytes), gb(ws.output_activation_bytes),
-          gb(ws.recompute_working_bytes)));
+          gb(ws.recompute_working_bytes), gb(ws.cp_exchange_bytes)));
   explain(r, "memory.peak_bytes_per_gpu", r.memory.peak_bytes_per_gpu, "B",
           "weights + grads + optimizer + activations + workspace (worst stage)",
           fmt::format("stage={}, workspace={} ({} fixed + {}·activations), capacity={}", ws.stage,

@@ -208,6 +208,22 @@ Zero3Transients zero3_transients(const Layout& layout, const ParamCounts& counts
   return z;
 }
 
+double cp_exchange_bytes(const ModelSpec& m, const Layout& l, double element_bytes) {
+  if (l.cp <= 1) return 0.0;
+  const AttentionWidths w = attention_widths(m, l.tp);
+  const double tokens = double(l.micro_batch) * double(m.seq_len) / double(l.cp);  // on this rank
+  const double block = tokens * w.kv_pair * element_bytes;                         // one rank's K and V
+  switch (l.cp_comm_type) {
+    case CpCommType::p2p:
+      return 4 * block;
+    case CpCommType::all_gather:
+      return 2 * double(l.cp) * block;
+    case CpCommType::a2a:
+      return tokens * (w.q + w.kv_pair) * element_bytes;
+  }
+  return 0.0;
+}
+
 ActivationConfig activation_config(const Scenario& sc, const MemoryDefaults& defaults) {
   const ModelSpec& m = sc.model;
   const Layout& l = sc.layout;
@@ -266,8 +282,9 @@ StageMemory stage_memory(const Scenario& sc, const MemoryDefaults& defaults, int
     working.recompute = Recompute::none;
     st.recompute_working_bytes = layer_activation_bytes(m, working);
   }
+  st.cp_exchange_bytes = cp_exchange_bytes(m, l, ac.element_bytes);
   st.activations = st.transformer_activation_bytes + st.embedding_activation_bytes +
-                   st.output_activation_bytes + st.recompute_working_bytes;
+                   st.output_activation_bytes + st.recompute_working_bytes + st.cp_exchange_bytes;
   st.workspace = defaults.fixed_bytes + defaults.fragmentation_fraction * st.activations;
   st.peak = st.states.total() + st.activations + st.workspace;
   return st;

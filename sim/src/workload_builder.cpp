@@ -70,14 +70,14 @@ StageBuilder::Shared::Shared(const Scenario& scenario, const ComputeModel& cm, c
   h = d(md.hidden);
   head_dim = d(md.head_dim > 0 ? md.head_dim : md.hidden / md.heads);
   heads_loc = d(md.heads) / d(tp);
-  q_loc = d(md.heads) * head_dim / d(tp);
-  // With fewer KV heads than tp, Megatron replicates them: each rank holds one.
-  kv_loc = std::max(d(md.kv_heads) * head_dim / d(tp), head_dim);
+  const AttentionWidths widths = attention_widths(md, tp);
+  q_loc = widths.q;
+  kv_pair_loc = widths.kv_pair;
+  kv_loc = kv_pair_loc / 2;
   f_loc = d(md.ffn_hidden) / d(tp);
   vocab_loc = d(md.vocab) / d(tp);
   core_width_loc = 2.0 * q_loc;
   out_width_loc = q_loc;
-  kv_pair_loc = 2.0 * kv_loc;
   mla = md.mla.has_value();
   if (mla) {
     const MlaSpec& a = *md.mla;
@@ -85,12 +85,10 @@ StageBuilder::Shared::Shared(const Scenario& scenario, const ComputeModel& cm, c
     q_rank = d(a.q_lora_rank);
     kv_rank = d(a.kv_lora_rank);
     rope_dim = d(a.qk_rope_head_dim);
-    q_loc = heads_loc * qk;
     kv_loc = heads_loc * v;
     head_dim = (qk + v) / 2;
     core_width_loc = heads_loc * (qk + v);
     out_width_loc = heads_loc * v;
-    kv_pair_loc = heads_loc * (qk + v);
     kv_up_loc = heads_loc * d(a.qk_nope_head_dim + a.v_head_dim);
   }
 

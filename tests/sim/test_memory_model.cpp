@@ -271,6 +271,34 @@ TEST_CASE("stage parameters add up to the model, embedding first, output last", 
   }
 }
 
+TEST_CASE("context parallelism's exchange buffers: ring 4 blocks, all-gather 2·cp, Ulysses Q,K,V once",
+          "[sim][memory_model]") {
+  // Llama-3 8B, 32K tokens over CP 4 and TP 2: 8K tokens a rank; a block is their K and V
+  // (4 KV heads of 128 a rank, bf16), the queries 16 heads of 128.
+  Scenario s = test::parse_scenario_text(
+      R"({"model": {"name": "llama3-8b", "seq_len": 32768}, "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
+          "layout": {"tp": 2, "cp": 4, "global_batch": 1}})");
+  const double tokens = 8192, block = tokens * 2 * 4 * 128 * 2, q = tokens * 16 * 128 * 2;
+  CHECK(cp_exchange_bytes(s.model, s.layout, 2) == Approx(4 * block));
+  s.layout.cp_comm_type = CpCommType::all_gather;
+  CHECK(cp_exchange_bytes(s.model, s.layout, 2) == Approx(2 * 4 * block));
+  s.layout.cp_comm_type = CpCommType::a2a;
+  CHECK(cp_exchange_bytes(s.model, s.layout, 2) == Approx(q + block));
+  // Counted once in the stage's activations, beside what the layers save.
+  const MemoryEstimate e = estimate_memory(s, MemoryDefaults{});
+  CHECK(e.stages[0].cp_exchange_bytes == Approx(q + block));
+  CHECK(e.stages[0].activations ==
+        Approx(e.stages[0].transformer_activation_bytes + e.stages[0].embedding_activation_bytes +
+               e.stages[0].output_activation_bytes + e.stages[0].recompute_working_bytes + q + block));
+  s.layout.cp = 1;
+  CHECK(cp_exchange_bytes(s.model, s.layout, 2) == 0);
+  // MLA (DeepSeek-V3, 128 heads over TP 2): keys d_nope + d_rope = 192 wide, values 128.
+  const Scenario ds = test::parse_scenario_text(
+      R"({"model": {"name": "deepseek-v3", "seq_len": 16384}, "cluster": {"gpu": "h100-sxm", "num_gpus": 64},
+          "layout": {"tp": 2, "cp": 4, "ep": 8, "global_batch": 8}})");
+  CHECK(cp_exchange_bytes(ds.model, ds.layout, 2) == Approx(4 * 4096.0 * 64 * (192 + 128) * 2));
+}
+
 TEST_CASE("ZeRO-3 shards weights, grads and optimizer over dp·cp", "[sim][memory_model]") {
   Scenario s = test::llama3_70b_1024_h100();
   s.layout.tp = 1;

@@ -61,4 +61,14 @@ struct FlopCounts {
 
 FlopCounts count_flops_per_sequence(const ModelSpec& m, AttentionFlops convention);
 
+// The attention core's input widths per token on one of `tp` ranks, which split the heads
+// (Megatron replicates the key/value heads when there are fewer than tp: one on each rank).
+// q: the queries; kv_pair: keys and values together, what a context-parallel exchange moves.
+// MLA (after its up-projections): heads·(d_nope + d_rope) and heads·(d_nope + d_rope + d_v).
+struct AttentionWidths {
+  double q = 0;
+  double kv_pair = 0;
+};
+AttentionWidths attention_widths(const ModelSpec& m, int64_t tp);
+
 }  // namespace simrun

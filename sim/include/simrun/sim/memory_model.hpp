@@ -126,6 +126,15 @@ struct ActivationConfig {
 // Activation bytes one transformer layer keeps for one micro-batch (Korthikanti, above).
 double layer_activation_bytes(const ModelSpec& m, const ActivationConfig& c);
 
+// The buffers context parallelism holds beside a layer's saved activations, at most one layer's
+// at a time (0 without CP). A block is one rank's K and V (attention_widths). The ring's K,V
+// being attended beside the block arriving, and in the backward K,V and the dK,dV passed on,
+// each both ways: 4 blocks. all_gather's gathered K,V and, in the backward, the whole dK,dV
+// before their reduce-scatter: 2·cp blocks. Ulysses' all-to-all outputs beside their inputs:
+// the local tokens' Q, K and V once more. (Transformer Engine's context-parallel attention,
+// AttnFuncWithCPAndKVP2P / KVAllGather / QKVOA2A.)
+double cp_exchange_bytes(const ModelSpec& m, const Layout& l, double element_bytes);
+
 // The activation-formula inputs of a scenario's layout (local sequence s/cp, tp, SP, flash,
 // recompute, precision) under the memory defaults; shared by the analytic and event paths.
 ActivationConfig activation_config(const Scenario& s, const MemoryDefaults& defaults);
@@ -169,7 +178,8 @@ struct StageMemory {
   double embedding_activation_bytes = 0;
   double output_activation_bytes = 0;
   double recompute_working_bytes = 0;
-  double activations = 0;  // sum of the four above
+  double cp_exchange_bytes = 0;  // context parallelism's exchange buffers, one layer's at most
+  double activations = 0;        // sum of the five above
   double workspace = 0;
   double peak = 0;
 };
