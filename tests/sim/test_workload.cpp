@@ -277,7 +277,7 @@ TEST_CASE("1F1B and interleaved schedules: order and warm-up as in Megatron", "[
   CHECK((!il[11].forward && il[11].chunk == 1 && il[11].micro_batch == 0));
 }
 
-TEST_CASE("pipeline schedules complete; the interleaved one not for every micro-batch count",
+TEST_CASE("pipeline schedules complete, the interleaved one not for every micro-batch count",
           "[sim][workload]") {
   using detail::schedule_completes;
   for (int64_t pp = 2; pp <= 8; ++pp)
@@ -681,7 +681,7 @@ TEST_CASE("ZeRO-3 with MoE: dense weights move over the DP group, routed experts
   CHECK(groups_gathering == size_t(c.dp > 1) + size_t(c.expert_dp > 1));
 }
 
-TEST_CASE("gradient buckets: every parameter reduced once; Megatron-Core buckets only the first chunk",
+TEST_CASE("gradient buckets: every parameter reduced once, Megatron-Core buckets only the first chunk",
           "[sim][workload]") {
   // Llama-3 8B on 16 GPUs, pp 2 with 2 chunks a stage (8 layers each), dp 8, ZeRO-1: a layer
   // (218M parameters) fills a max(40M, 8M) bucket on its own.
