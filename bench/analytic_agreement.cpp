@@ -15,10 +15,11 @@
 // the MoE layouts run, each with a seeded expert capacity factor (1.25, 1.5 or 2: every expert's
 // tokens padded to that multiple of its share). With --cp-comm-type all_gather or a2a only the
 // layouts with CP run, each with K,V all-gathered or with Ulysses all-to-alls instead of the ring
-// (a2a refuses those whose heads do not divide).
+// (a2a refuses those whose heads do not divide); with a2a+p2p each of them runs twice the CP (on
+// half the DP) as [2, cp]: all-to-alls over pairs of CP ranks, the ring over the pairs.
 //
 //   build/bench/analytic_agreement [--samples N] [--seed S] [--worst K] [--stragglers] [--slow-links]
-//                                  [--capacity-factors] [--cp-comm-type all_gather|a2a]
+//                                  [--capacity-factors] [--cp-comm-type all_gather|a2a|a2a+p2p]
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -102,6 +103,15 @@ Sample draw(SplitMix& rng) {
   return s;
 }
 
+// `command` with its --cp value set to `cp`.
+std::string replace_cp(const std::string& command, int64_t cp) {
+  const std::string flag = " --cp ";
+  const size_t at = command.find(flag);
+  if (at == std::string::npos) return command;
+  const size_t end = command.find(' ', at + flag.size());
+  return command.substr(0, at + flag.size()) + std::to_string(cp) + command.substr(end);
+}
+
 struct Row {
   double diff = 0;  // (event − analytic) / analytic
   double event_s = 0, analytic_s = 0;
@@ -159,9 +169,9 @@ int main(int argc, char** argv) {
         with_capacity = true;
       } else if (std::strcmp(argv[i], "--cp-comm-type") == 0 && has_value) {
         cp_comm_type = argv[++i];
-        if (cp_comm_type != "all_gather" && cp_comm_type != "a2a")
+        if (cp_comm_type != "all_gather" && cp_comm_type != "a2a" && cp_comm_type != "a2a+p2p")
           throw std::invalid_argument(
-              fmt::format("--cp-comm-type: all_gather or a2a, got '{}'", cp_comm_type));
+              fmt::format("--cp-comm-type: all_gather, a2a or a2a+p2p, got '{}'", cp_comm_type));
       } else if (std::strcmp(argv[i], "--worst") == 0 && has_value) {
         worst = size_t(count("--worst", argv[++i]));
       } else {
@@ -171,7 +181,7 @@ int main(int argc, char** argv) {
   } catch (const std::invalid_argument& e) {
     fmt::print(stderr,
                "analytic_agreement: {} (usage: [--samples N] [--seed S] [--worst K] [--stragglers] "
-               "[--slow-links] [--capacity-factors] [--cp-comm-type all_gather|a2a])\n",
+               "[--slow-links] [--capacity-factors] [--cp-comm-type all_gather|a2a|a2a+p2p])\n",
                e.what());
     return 2;
   }
@@ -209,6 +219,12 @@ int main(int argc, char** argv) {
       if (!cp_comm_type.empty()) {
         o.cp_comm_type = cp_comm_type;
         command += " --cp-comm-type " + cp_comm_type;
+      }
+      if (cp_comm_type == "a2a+p2p") {
+        const int64_t ring = *o.cp;
+        o.cp = 2 * ring;
+        o.hierarchical_cp_sizes = std::vector<int64_t>{2, ring};
+        command = replace_cp(command, *o.cp) + fmt::format(" --hierarchical-cp-sizes 2,{}", ring);
       }
       const Scenario sc = load_scenario({}, o, catalogs);
       SimulateOptions options;

@@ -43,6 +43,7 @@ struct ScenarioArgs {
   ScenarioOverrides overrides;
   bool sequence_parallel_on = false, sequence_parallel_off = false;
   bool flash_on = false, flash_off = false;
+  std::vector<int64_t> hierarchical_cp_sizes;  // --hierarchical-cp-sizes 2,4 (empty: not given)
 };
 void add_scenario_options(CLI::App& cmd, ScenarioArgs& args);
 Scenario resolve_scenario(const ScenarioArgs& args, const Catalogs& catalogs);

@@ -19,7 +19,12 @@ void add_scenario_options(CLI::App& cmd, ScenarioArgs& a) {
   cmd.add_option("--dp", o.dp, "Data-parallel size (default: gpus/(tp*pp*cp))");
   cmd.add_option("--cp,--context-parallel-size", o.cp, "Context-parallel size");
   cmd.add_option("--cp-comm-type", o.cp_comm_type,
-                 "p2p (ring attention, default), all_gather (K,V gathered) or a2a (Ulysses)");
+                 "p2p (ring attention, default), all_gather (K,V gathered), a2a (Ulysses) or a2a+p2p "
+                 "(hierarchical: see --hierarchical-cp-sizes)");
+  cmd.add_option("--hierarchical-cp-sizes,--hierarchical-context-parallel-sizes", a.hierarchical_cp_sizes,
+                 "a2a+p2p's two levels A,P (A*P = cp): all-to-alls over A adjacent CP ranks, the ring "
+                 "over P")
+      ->delimiter(',');
   cmd.add_option("--ep,--expert-model-parallel-size", o.ep, "Expert-parallel size");
   cmd.add_option("--expert-tp,--expert-tensor-parallel-size", o.expert_tp,
                  "Tensor-parallel size of the expert MLPs: tp (default) or 1");
@@ -55,6 +60,7 @@ Scenario resolve_scenario(const ScenarioArgs& args, const Catalogs& catalogs) {
   if (args.sequence_parallel_off) o.sequence_parallel = false;
   if (args.flash_on) o.flash_attention = true;
   if (args.flash_off) o.flash_attention = false;
+  if (!args.hierarchical_cp_sizes.empty()) o.hierarchical_cp_sizes = args.hierarchical_cp_sizes;
   if (args.file.empty() && !(o.model && o.gpu))
     throw InputError("command line", "scenario",
                      "give a scenario file, or at least --model and --gpu (e.g. --model llama3-70b --gpu "

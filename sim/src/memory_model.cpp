@@ -220,6 +220,8 @@ double cp_exchange_bytes(const ModelSpec& m, const Layout& l, double element_byt
       return 2 * double(l.cp) * block;
     case CpCommType::a2a:
       return tokens * (w.q + w.kv_pair) * element_bytes;
+    case CpCommType::a2a_p2p:  // the all-to-all's, then the ring's over the second level
+      return tokens * (w.q + w.kv_pair) * element_bytes + 4 * block;
   }
   return 0.0;
 }

@@ -25,8 +25,36 @@ const char* to_string(GroupKind g) {
       return "pp";
     case GroupKind::edp:
       return "edp";
+    case GroupKind::cp_a2a:
+      return "cp_a2a";
+    case GroupKind::cp_ring:
+      return "cp_ring";
   }
   return "?";
+}
+
+RankGroup rank_group(const Layout& l, GroupKind g) {
+  switch (g) {
+    case GroupKind::tp:
+      return {l.tp, 1};
+    case GroupKind::cp:
+      return {l.cp, l.tp};
+    case GroupKind::dp:
+      return {l.dp, l.tp * l.cp};
+    case GroupKind::dp_cp:
+      return {l.dp * l.cp, l.tp};
+    case GroupKind::ep:
+      return {l.ep, l.expert_tp};
+    case GroupKind::edp:
+      return {l.expert_dp(), l.expert_tp * l.ep};
+    case GroupKind::pp:
+      return {2, l.tp * l.cp * l.dp};
+    case GroupKind::cp_a2a:
+      return {l.cp_a2a, l.tp};
+    case GroupKind::cp_ring:
+      return {l.cp_ring(), l.tp * l.cp_a2a};
+  }
+  return {1, 1};
 }
 
 RankLayout::RankLayout(const Layout& layout, int64_t gpus_per_node)
@@ -36,10 +64,12 @@ RankLayout::RankLayout(const Layout& layout, int64_t gpus_per_node)
       m_pp(layout.pp),
       m_ep(layout.ep),
       m_etp(layout.expert_tp),
+      m_cp_a2a(layout.cp_a2a),
       m_gpus_per_node(std::max<int64_t>(1, gpus_per_node)) {
   SIMRUN_ASSERT(m_tp >= 1 && m_cp >= 1 && m_dp >= 1 && m_pp >= 1 && m_ep >= 1 && m_etp >= 1,
                 "layout sizes must be positive");
   SIMRUN_ASSERT((m_tp * m_cp * m_dp) % (m_ep * m_etp) == 0, "ep·expert_tp must divide tp·cp·dp");
+  SIMRUN_ASSERT(m_cp_a2a >= 1 && m_cp % m_cp_a2a == 0, "cp_a2a must divide cp");
 }
 
 RankLayout::ExpertCoord RankLayout::expert_coord_of(int64_t rank) const {
@@ -81,6 +111,10 @@ int64_t RankLayout::group_size(GroupKind kind) const {
       return m_pp;
     case GroupKind::edp:
       return expert_dp();
+    case GroupKind::cp_a2a:
+      return m_cp_a2a;
+    case GroupKind::cp_ring:
+      return m_cp / m_cp_a2a;
   }
   return 1;
 }
@@ -117,6 +151,13 @@ std::vector<int64_t> RankLayout::group(GroupKind kind, int64_t rank) const {
     case GroupKind::pp:
       for (m.pp = 0; m.pp < m_pp; ++m.pp) out.push_back(rank_of(m));
       break;
+    case GroupKind::cp_a2a:
+      for (m.cp = c.cp - c.cp % m_cp_a2a; m.cp < c.cp - c.cp % m_cp_a2a + m_cp_a2a; ++m.cp)
+        out.push_back(rank_of(m));
+      break;
+    case GroupKind::cp_ring:
+      for (m.cp = c.cp % m_cp_a2a; m.cp < m_cp; m.cp += m_cp_a2a) out.push_back(rank_of(m));
+      break;
   }
   return out;
 }
@@ -138,6 +179,10 @@ int64_t RankLayout::index_in_group(GroupKind kind, int64_t rank) const {
       return expert_coord_of(rank).edp;
     case GroupKind::pp:
       return c.pp;
+    case GroupKind::cp_a2a:
+      return c.cp % m_cp_a2a;
+    case GroupKind::cp_ring:
+      return c.cp / m_cp_a2a;
   }
   return 0;
 }
@@ -170,6 +215,12 @@ int64_t RankLayout::group_id(GroupKind kind, int64_t rank) const {
     }
     case GroupKind::pp:
       m.pp = 0;
+      break;
+    case GroupKind::cp_a2a:
+      m.cp = c.cp - c.cp % m_cp_a2a;
+      break;
+    case GroupKind::cp_ring:
+      m.cp = c.cp % m_cp_a2a;
       break;
   }
   return rank_of(m);

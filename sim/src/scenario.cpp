@@ -30,7 +30,7 @@ const std::vector<std::string> kRecomputeNames = {"none", "selective", "full"};
 const std::vector<std::string> kPrecisionNames = {"bf16", "fp16", "fp8", "fp32"};
 const std::vector<std::string> kTopologyNames = {"rail-optimized", "fat-tree"};
 const std::vector<std::string> kPipelineSplitNames = {"even", "embedding-loss-layers", "balanced"};
-const std::vector<std::string> kCpCommTypeNames = {"p2p", "all_gather", "a2a"};
+const std::vector<std::string> kCpCommTypeNames = {"p2p", "all_gather", "a2a", "a2a+p2p"};
 
 // An integer-valued double as digits ("1208925819614629174706176"), without int64_t overflow.
 std::string format_count(double x) {
@@ -48,7 +48,30 @@ PipelineSplit parse_pipeline_split(const std::string& s) {
 CpCommType parse_cp_comm_type(const std::string& s) {
   if (s == "all_gather") return CpCommType::all_gather;
   if (s == "a2a") return CpCommType::a2a;
+  if (s == "a2a+p2p") return CpCommType::a2a_p2p;
   return CpCommType::p2p;
+}
+
+// The CP ranks an all-to-all spans (Layout::cp_a2a): all of them under a2a; under a2a+p2p the
+// first of Megatron's two --hierarchical-context-parallel-sizes, whose product is cp.
+int64_t read_cp_a2a(JsonReader& r, const Layout& layout) {
+  const std::string key = "hierarchical_context_parallel_sizes";
+  if (layout.cp_comm_type != CpCommType::a2a_p2p) {
+    if (r.has(key)) r.fail(key, "is read with cp_comm_type \"a2a+p2p\" only");
+    return layout.cp_comm_type == CpCommType::a2a ? layout.cp : 1;
+  }
+  const std::string rule = "two positive integers [a2a, p2p] whose product is cp " +
+                           std::to_string(layout.cp) +
+                           ": all-to-alls over the first level (adjacent CP ranks), the ring over the second";
+  if (!r.has(key)) r.fail(key, "a2a+p2p needs it: " + rule);
+  const nlohmann::json& v = r.raw(key);
+  const auto level = [&](size_t i) {
+    return v.is_array() && v.size() == 2 && v[i].is_number_integer() ? v[i].get<int64_t>() : int64_t{0};
+  };
+  const int64_t a2a = level(0), p2p = level(1);
+  if (a2a < 1 || p2p < 1 || a2a > layout.cp || p2p > layout.cp || a2a * p2p != layout.cp)
+    r.fail(key, "must be " + rule);
+  return a2a;
 }
 
 Recompute parse_recompute(const std::string& s) {
@@ -157,17 +180,22 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
   // (Megatron's count of the routed tokens) would credit expert work never done.
   if (capacity_given) layout.moe_capacity_factor = r.number("moe_capacity_factor", 1.0, 1024.0);
   layout.cp_comm_type = parse_cp_comm_type(r.choice_or("cp_comm_type", "p2p", kCpCommTypeNames));
+  layout.cp_a2a = read_cp_a2a(r, layout);
   // Ulysses splits each rank's query heads and key/value heads (one at least: Megatron
   // replicates KV heads over a larger tp; MLA's up-projections give every query head its own)
-  // over the CP group. (A tp that does not divide the heads is refused by its own rule.)
-  if (layout.cp > 1 && layout.cp_comm_type == CpCommType::a2a && model.heads % layout.tp == 0) {
+  // over its all-to-all's ranks. (A tp that does not divide the heads is refused by its own rule.)
+  if (layout.cp_a2a > 1 && model.heads % layout.tp == 0) {
     const int64_t heads = model.heads / layout.tp;
     const int64_t kv_heads = model.mla ? heads : std::max<int64_t>(1, model.kv_heads / layout.tp);
-    if (heads % layout.cp != 0 || kv_heads % layout.cp != 0)
-      r.fail("cp_comm_type", "a2a splits each rank's attention heads over cp: " + std::to_string(heads) +
-                                 " query and " + std::to_string(kv_heads) +
-                                 " key/value heads per tensor-parallel rank do not divide by cp " +
-                                 std::to_string(layout.cp) + " (use p2p, or a cp that divides them)");
+    const bool hierarchical = layout.cp_comm_type == CpCommType::a2a_p2p;
+    const std::string over =
+        hierarchical ? "the a2a level " + std::to_string(layout.cp_a2a) : "cp " + std::to_string(layout.cp);
+    if (heads % layout.cp_a2a != 0 || kv_heads % layout.cp_a2a != 0)
+      r.fail(hierarchical ? "hierarchical_context_parallel_sizes" : "cp_comm_type",
+             std::string(hierarchical ? "a2a+p2p" : "a2a") + " splits each rank's attention heads over " +
+                 over + ": " + std::to_string(heads) + " query and " + std::to_string(kv_heads) +
+                 " key/value heads per tensor-parallel rank do not divide by it (use p2p, or a size that "
+                 "divides them)");
   }
   layout.virtual_stages = r.integer_or("virtual_stages", 1, 1, 1024);
   layout.pipeline_split = parse_pipeline_split(r.choice_or("pipeline_split", "even", kPipelineSplitNames));
@@ -334,6 +362,8 @@ const char* to_string(CpCommType c) {
       return "all_gather";
     case CpCommType::a2a:
       return "a2a";
+    case CpCommType::a2a_p2p:
+      return "a2a+p2p";
   }
   return "?";
 }
@@ -390,6 +420,8 @@ std::vector<OverrideField> override_fields(const ScenarioOverrides& o) {
           {"layout.dp", "--dp", json_of(o.dp)},
           {"layout.cp", "--cp", json_of(o.cp)},
           {"layout.cp_comm_type", "--cp-comm-type", json_of(o.cp_comm_type)},
+          {"layout.hierarchical_context_parallel_sizes", "--hierarchical-cp-sizes",
+           json_of(o.hierarchical_cp_sizes)},
           {"layout.ep", "--ep", json_of(o.ep)},
           {"layout.expert_tp", "--expert-tp", json_of(o.expert_tp)},
           {"layout.moe_capacity_factor", "--moe-capacity-factor", json_of(o.moe_capacity_factor)},

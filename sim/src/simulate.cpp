@@ -179,15 +179,19 @@ BreakdownReport stage_breakdown(const RankBreakdown& rank, double step_time_s) {
   auto dp = [&](const std::array<double, kGroupKindCount>& a) {
     return at(a, GroupKind::dp) + at(a, GroupKind::dp_cp) + at(a, GroupKind::edp);
   };
+  // a2a+p2p's two levels count as CP.
+  auto cp = [&](const std::array<double, kGroupKindCount>& a) {
+    return at(a, GroupKind::cp) + at(a, GroupKind::cp_a2a) + at(a, GroupKind::cp_ring);
+  };
   b.tp_comm_s = at(rank.comm_s, GroupKind::tp);
   b.pp_comm_s = at(rank.comm_s, GroupKind::pp);
   b.dp_comm_s = dp(rank.comm_s);
-  b.cp_comm_s = at(rank.comm_s, GroupKind::cp);
+  b.cp_comm_s = cp(rank.comm_s);
   b.ep_comm_s = at(rank.comm_s, GroupKind::ep);
   b.tp_exposed_s = at(rank.exposed_s, GroupKind::tp);
   b.pp_exposed_s = at(rank.exposed_s, GroupKind::pp);
   b.dp_exposed_s = dp(rank.exposed_s);
-  b.cp_exposed_s = at(rank.exposed_s, GroupKind::cp);
+  b.cp_exposed_s = cp(rank.exposed_s);
   b.ep_exposed_s = at(rank.exposed_s, GroupKind::ep);
   for (double e : rank.exposed_s) b.exposed_comm_s += e;
   // A rank that finishes before the step ends idles until it does: the pipeline's drain.

@@ -40,26 +40,6 @@ enum class PortDirection : uint32_t { out = 0, in = 1 };
 
 int group_index(GroupKind g) { return static_cast<int>(g); }
 
-RankGroup rank_group(const Layout& l, GroupKind g) {
-  switch (g) {
-    case GroupKind::tp:
-      return {l.tp, 1};
-    case GroupKind::cp:
-      return {l.cp, l.tp};
-    case GroupKind::dp:
-      return {l.dp, l.tp * l.cp};
-    case GroupKind::dp_cp:
-      return {l.dp * l.cp, l.tp};
-    case GroupKind::ep:
-      return {l.ep, l.expert_tp};
-    case GroupKind::edp:
-      return {l.expert_dp(), l.expert_tp * l.ep};
-    case GroupKind::pp:
-      return {2, l.tp * l.cp * l.dp};
-  }
-  return {1, 1};
-}
-
 // Bandwidth-bound share of a ring collective: nccl-tests' bus factor × size / bandwidth.
 double bus_factor(CollectiveOp op, int64_t n) {
   const double nd = double(n);
@@ -119,8 +99,9 @@ class Executor {
                        "a degraded link needs every rank simulated (add --full)");
     // Link costs per group kind, with calibration.json's α/β where given.
     for (GroupKind g : {GroupKind::tp, GroupKind::cp, GroupKind::dp, GroupKind::dp_cp, GroupKind::ep,
-                        GroupKind::pp, GroupKind::edp}) {
-      const bool all_to_all = g == GroupKind::ep || (g == GroupKind::cp && l.cp_comm_type == CpCommType::a2a);
+                        GroupKind::pp, GroupKind::edp, GroupKind::cp_a2a, GroupKind::cp_ring}) {
+      const bool all_to_all = g == GroupKind::ep || g == GroupKind::cp_a2a ||
+                              (g == GroupKind::cp && l.cp_comm_type == CpCommType::a2a);
       m_link[static_cast<size_t>(group_index(g))] =
           all_to_all ? all_to_all_link(sc.cluster, rank_group(l, g), opt.comm)
                      : group_link(sc.cluster, rank_group(l, g), opt.comm);

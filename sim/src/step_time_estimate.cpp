@@ -21,11 +21,16 @@ namespace detail {
 namespace {
 
 // The TP, CP and EP groups' links and sizes, for the probe's collectives.
+// Context parallelism's groups: the whole CP group, or a2a+p2p's two levels.
+bool is_cp(GroupKind g) { return g == GroupKind::cp || g == GroupKind::cp_a2a || g == GroupKind::cp_ring; }
+
 struct GroupLinks {
   LinkCost tp;
   int64_t tp_size = 1;
-  LinkCost cp;
+  LinkCost cp;  // GroupKind::cp, or the ring's level under a2a+p2p (GroupKind::cp_ring)
   int64_t cp_size = 1;
+  LinkCost cp_a2a;  // a2a+p2p's all-to-all level (GroupKind::cp_a2a)
+  int64_t cp_a2a_size = 1;
   LinkCost ep;
   int64_t ep_size = 1;
 };
@@ -73,11 +78,11 @@ ProbeTimes time_probe(const StageProgram& prog, const GroupLinks& links, const S
       PieceTime* owner = piece_of(b);
       const double wait = to - std::max(from, begin[blocker]);
       const bool charged = owner && wait > 0 && b.kind == TaskKind::collective &&
-                           (b.group == GroupKind::tp || b.group == GroupKind::cp || b.group == GroupKind::ep);
+                           (b.group == GroupKind::tp || is_cp(b.group) || b.group == GroupKind::ep);
       if (!charged) continue;
-      (b.group == GroupKind::tp   ? owner->tp_exposed_s
-       : b.group == GroupKind::cp ? owner->cp_exposed_s
-                                  : owner->ep_exposed_s) += wait;
+      (b.group == GroupKind::tp ? owner->tp_exposed_s
+       : is_cp(b.group)         ? owner->cp_exposed_s
+                                : owner->ep_exposed_s) += wait;
       if (forward) owner->forward_exposed_s += wait;
     }
   };
@@ -116,9 +121,11 @@ ProbeTimes time_probe(const StageProgram& prog, const GroupLinks& links, const S
       duration = collective_at_s(t.coll, t.comm_bytes, links.tp_size, links.tp,
                                  condition.fraction(links.tp.link_class));
       if (piece) piece->tp_comm_s += duration;
-    } else if (t.kind == TaskKind::collective && t.group == GroupKind::cp) {
-      duration = collective_at_s(t.coll, t.comm_bytes, links.cp_size, links.cp,
-                                 condition.fraction(links.cp.link_class));
+    } else if (t.kind == TaskKind::collective && is_cp(t.group)) {
+      const bool a2a_level = t.group == GroupKind::cp_a2a;
+      const LinkCost& link = a2a_level ? links.cp_a2a : links.cp;
+      duration = collective_at_s(t.coll, t.comm_bytes, a2a_level ? links.cp_a2a_size : links.cp_size, link,
+                                 condition.fraction(link.link_class));
       if (piece) piece->cp_comm_s += duration;
     } else if (t.kind == TaskKind::collective && t.group == GroupKind::ep) {
       duration = collective_at_s(t.coll, t.comm_bytes, links.ep_size, links.ep,
@@ -165,10 +172,14 @@ StepTimeEstimator::StepTimeEstimator(const Scenario& sc, const AnalyticOptions& 
     return options.calibration.calibrated(gpu_id, group_link(cluster, g, eff));
   };
   m_tp_link = link({l.tp, 1});
-  m_cp_link = l.cp_comm_type == CpCommType::a2a
-                  ? options.calibration.calibrated(gpu_id, all_to_all_link(cluster, {l.cp, l.tp}, eff))
-                  : link({l.cp, l.tp});
-  m_ep_link = options.calibration.calibrated(gpu_id, all_to_all_link(cluster, {l.ep, l.expert_tp}, eff));
+  auto all_to_all = [&](RankGroup g) {
+    return options.calibration.calibrated(gpu_id, all_to_all_link(cluster, g, eff));
+  };
+  m_cp_link = l.cp_comm_type == CpCommType::a2a       ? all_to_all(rank_group(l, GroupKind::cp))
+              : l.cp_comm_type == CpCommType::a2a_p2p ? link(rank_group(l, GroupKind::cp_ring))
+                                                      : link(rank_group(l, GroupKind::cp));
+  m_cp_a2a_link = all_to_all(rank_group(l, GroupKind::cp_a2a));
+  m_ep_link = all_to_all({l.ep, l.expert_tp});
   m_dp_link = link({l.dp * l.cp, l.tp});
   m_expert_dp_link = link({m_expert_dp, l.expert_tp * l.ep});
   m_pp_link_inside = link(pipeline_pair(cluster, l.tp * l.cp * l.dp, true));
@@ -206,7 +217,9 @@ void StepTimeEstimator::probe_micro_batch_pieces() {
   }
   for (const SlowLink& sl : m_options.slow_links)
     m_stage_condition[size_t(ranks.coord_of(sl.rank).pp)].slow_down(sl);
-  const GroupLinks links{m_tp_link, l.tp, m_cp_link, l.cp, m_ep_link, l.ep};
+  const bool hierarchical = l.cp_comm_type == CpCommType::a2a_p2p;
+  const GroupLinks links{m_tp_link,     l.tp,     m_cp_link, hierarchical ? l.cp_ring() : l.cp,
+                         m_cp_a2a_link, l.cp_a2a, m_ep_link, l.ep};
   const int64_t dense_layers = m_model.dense_layers();
   const int64_t moe_layers = m_model.moe_layers();
   std::optional<StageProgram> dense_program, moe_program;

@@ -490,7 +490,10 @@ void StepTimeEstimator::charge_shared_links() {
     return dp_busy * (dense + expert);
   };
   m_tp_shared_s = busy_beside(m_tp_link, {l.tp, 1}) * microbatches * slow.tp_exposed_s;
-  m_cp_shared_s = busy_beside(m_cp_link, {l.cp, l.tp}) * microbatches * slow.cp_exposed_s;
+  // (Under a2a+p2p, CP's exposed time is taken on the ring's level, the one that leaves the node.)
+  const RankGroup cp_group =
+      rank_group(l, l.cp_comm_type == CpCommType::a2a_p2p ? GroupKind::cp_ring : GroupKind::cp);
+  m_cp_shared_s = busy_beside(m_cp_link, cp_group) * microbatches * slow.cp_exposed_s;
   m_ep_shared_s = busy_beside(m_ep_link, {l.ep, l.expert_tp}) * microbatches * slow.ep_exposed_s;
   m_out.shared_link_s = m_tp_shared_s + m_cp_shared_s + m_ep_shared_s;
 }

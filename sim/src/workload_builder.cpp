@@ -53,8 +53,12 @@ StageBuilder::Shared::Shared(const Scenario& scenario, const ComputeModel& cm, c
   pp = l.pp;
   tp = l.tp;
   cp = l.cp;
-  cp_a2a = l.cp > 1 && l.cp_comm_type == CpCommType::a2a;
+  cp_a2a = l.cp_a2a;
+  cp_ring = l.cp_ring();
   cp_all_gather = l.cp > 1 && l.cp_comm_type == CpCommType::all_gather;
+  const bool hierarchical = l.cp_comm_type == CpCommType::a2a_p2p;
+  cp_a2a_group = hierarchical ? GroupKind::cp_a2a : GroupKind::cp;
+  cp_ring_group = hierarchical ? GroupKind::cp_ring : GroupKind::cp;
   sp = l.sequence_parallel && l.tp > 1;
   flash = l.flash_attention;
   causal = true;
@@ -304,10 +308,10 @@ OpShape StageBuilder::attention_block(OpClass cls) const {
   // The core runs in the activations' precision: 16-bit under fp8 training (Transformer
   // Engine keeps attention outside fp8), fp32 / tf32 when training in them.
   a.precision = outside_fp8(s.gemm_precision);
-  a.tokens = s.cp_a2a ? s.T * d(s.cp) : s.T;
-  a.seq_kv = s.cp_a2a || s.cp_all_gather ? s.seq : s.seq / d(s.cp);
+  a.tokens = s.T * d(s.cp_a2a);
+  a.seq_kv = s.cp_all_gather ? s.seq : s.seq / d(s.cp_ring);
   a.head_dim = s.head_dim;
-  a.heads = s.cp_a2a ? s.heads_loc / d(s.cp) : s.heads_loc;
+  a.heads = s.heads_loc / d(s.cp_a2a);
   a.flash = s.flash;
   a.flash2 = s.opt.kernels == KernelStack::eager;
   a.causal = s.causal;
@@ -317,12 +321,12 @@ OpShape StageBuilder::attention_block(OpClass cls) const {
   return a;
 }
 
-// Ulysses' all-to-all on the CP group (TE's flash_attn_a2a_communicate), in series with the
+// Ulysses' all-to-all over its CP ranks (TE's flash_attn_a2a_communicate), in series with the
 // core: each rank's `width` columns of its tokens, sequence-split before and head-split after
 // (or back).
 void StageBuilder::cp_all_to_all(double width, Phase phase) {
   const Shared& s = m_s;
-  m_wait.push_back(collective(Stream::cp, OpName::cp_a2a, CollectiveOp::all_to_all, GroupKind::cp,
+  m_wait.push_back(collective(Stream::cp, OpName::cp_a2a, CollectiveOp::all_to_all, s.cp_a2a_group,
                               s.T * width * s.elem, phase, {m_last_compute}));
 }
 
@@ -342,7 +346,10 @@ void StageBuilder::cp_kv_collective(CollectiveOp op, Phase phase) {
 // sequence) gives every step 1/cp of the core's work. With all_gather
 // (AttnFuncWithCPAndKVAllGather) every rank's K,V are gathered first, in series with the core
 // (Transformer Engine: "KV all-gather between CP ranks is exposed"). With Ulysses (a2a) Q, K, V
-// go through an all-to-all before the core and its output through one after.
+// go through an all-to-all before the core and its output through one after. a2a+p2p does
+// both: the all-to-alls over the first level's ranks, between them the ring over the second
+// level's, each step on the first level's tokens and heads/cp_a2a heads (each block still one
+// rank's worth of K,V bytes).
 void StageBuilder::attention_core_forward(Phase phase) {
   const Shared& s = m_s;
   const double core_flops = s.T * s.seq * s.core_width_loc;  // causal: half of 2·T·s·width
@@ -351,23 +358,19 @@ void StageBuilder::attention_core_forward(Phase phase) {
     compute(OpName::attn_core, phase, attention_block(OpClass::attention_fwd), core_flops);
     return;
   }
-  if (s.cp_a2a) {
-    cp_all_to_all(s.q_loc + s.kv_pair_loc, phase);
-    compute(OpName::attn_core, phase, attention_block(OpClass::attention_fwd), core_flops);
-    cp_all_to_all(s.out_width_loc, phase);
-    return;
-  }
+  if (s.cp_a2a > 1) cp_all_to_all(s.q_loc + s.kv_pair_loc, phase);
   const double block_bytes = s.T * s.kv_pair_loc * s.elem;  // K and V of the local tokens
   uint32_t arriving = kNoTask;
-  for (int64_t step = 0; step < s.cp; ++step) {
+  for (int64_t step = 0; step < s.cp_ring; ++step) {
     const uint32_t arrived = arriving;
-    if (step + 1 < s.cp)
+    if (step + 1 < s.cp_ring)
       arriving =
-          collective(Stream::cp, OpName::cp_kv, CollectiveOp::send_recv, GroupKind::cp, block_bytes, phase,
+          collective(Stream::cp, OpName::cp_kv, CollectiveOp::send_recv, s.cp_ring_group, block_bytes, phase,
                      step == 0 ? std::vector<uint32_t>{m_last_compute} : std::vector<uint32_t>{});
     if (arrived != kNoTask) m_wait.push_back(arrived);
-    compute(OpName::attn_core, phase, attention_block(OpClass::attention_fwd), core_flops / d(s.cp));
+    compute(OpName::attn_core, phase, attention_block(OpClass::attention_fwd), core_flops / d(s.cp_ring));
   }
+  if (s.cp_a2a > 1) cp_all_to_all(s.out_width_loc, phase);
 }
 
 // Its backward. With the CP ring again (AttnFuncWithCPAndKVP2P.backward): step 0 passes K,V
@@ -375,7 +378,8 @@ void StageBuilder::attention_core_forward(Phase phase) {
 // block), the last step passes only dK,dV, which reach their owner as its block computes. With
 // all_gather, K,V gathered again (the forward kept only the local ones), and every rank's dK,dV
 // reduce-scattered back to their owners before the QKV backward. With Ulysses the output
-// gradient through an all-to-all before, dQ, dK, dV through one after.
+// gradient through an all-to-all before, dQ, dK, dV through one after (under a2a+p2p, after
+// the ring has brought dK,dV home: the same stream, in order).
 void StageBuilder::attention_core_backward() {
   const Shared& s = m_s;
   const double core_flops = 2.0 * s.T * s.seq * s.core_width_loc;
@@ -385,26 +389,22 @@ void StageBuilder::attention_core_backward() {
     cp_kv_collective(CollectiveOp::reduce_scatter, Phase::backward);
     return;
   }
-  if (s.cp_a2a) {
-    cp_all_to_all(s.out_width_loc, Phase::backward);
-    compute(OpName::attn_core, Phase::backward, attention_block(OpClass::attention_bwd), core_flops);
-    cp_all_to_all(s.q_loc + s.kv_pair_loc, Phase::backward);
-    return;
-  }
+  if (s.cp_a2a > 1) cp_all_to_all(s.out_width_loc, Phase::backward);
   const double block_bytes = s.T * s.kv_pair_loc * s.elem;
   uint32_t passed = kNoTask;
-  for (int64_t step = 0; step < s.cp; ++step) {
+  for (int64_t step = 0; step < s.cp_ring; ++step) {
     const uint32_t arrived = passed;
-    if (s.cp > 1) {
-      const double bytes = step == 0 || step == s.cp - 1 ? block_bytes : 2 * block_bytes;
-      passed = collective(Stream::cp, OpName::cp_kv, CollectiveOp::send_recv, GroupKind::cp, bytes,
+    if (s.cp_ring > 1) {
+      const double bytes = step == 0 || step == s.cp_ring - 1 ? block_bytes : 2 * block_bytes;
+      passed = collective(Stream::cp, OpName::cp_kv, CollectiveOp::send_recv, s.cp_ring_group, bytes,
                           Phase::backward, {m_last_compute});
     }
     if (arrived != kNoTask) m_wait.push_back(arrived);
     compute(OpName::attn_core, Phase::backward, attention_block(OpClass::attention_bwd),
-            core_flops / d(s.cp));
+            core_flops / d(s.cp_ring));
   }
   if (passed != kNoTask) m_wait.push_back(passed);  // dK,dV home before the QKV backward
+  if (s.cp_a2a > 1) cp_all_to_all(s.q_loc + s.kv_pair_loc, Phase::backward);
 }
 
 void StageBuilder::layer_forward(int32_t layer, Phase phase, bool /*last_mb_of_step_use*/) {

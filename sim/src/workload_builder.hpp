@@ -52,9 +52,12 @@ class StageBuilder {
     std::vector<int64_t> layers_per_chunk;  // stage·v + chunk
     std::vector<int64_t> first_layer;       // stage·v + chunk → first global layer id
     int64_t v, m, pp, tp, cp;
-    // cp > 1 as Ulysses all-to-alls (CpCommType::a2a), or as an all-gather of K,V
-    // (CpCommType::all_gather); neither: the ring.
-    bool cp_a2a, cp_all_gather;
+    // Context parallelism (Layout::cp_a2a, cp_ring): the ranks of the Ulysses all-to-alls (1:
+    // none) and of the ring (1: none), with their groups (GroupKind::cp but under a2a+p2p);
+    // or K,V all-gathered over the CP group (CpCommType::all_gather).
+    int64_t cp_a2a, cp_ring;
+    GroupKind cp_a2a_group, cp_ring_group;
+    bool cp_all_gather;
     bool sp, flash, causal, swiglu, rope, layernorm;
     Precision gemm_precision;
     // Transformer Engine's LayerNormLinear / LayerNormMLP (fused kernels) write the norm's

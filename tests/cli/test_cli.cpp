@@ -520,7 +520,7 @@ TEST_CASE("a bad value from a flag names the flag, not the scenario file it repl
                          "pp0.json: layout.pp");
 }
 
-TEST_CASE("CP with MLA runs in both fidelities; Ulysses needs each rank's heads to divide by cp",
+TEST_CASE("CP with MLA runs in both fidelities, and Ulysses needs each rank's heads to divide by cp",
           "[cli][errors]") {
   const std::string layout = "--model deepseek-v3 --gpu h100-sxm --gpus 512 --tp 1 --pp 1 --cp 2 --ep 64";
   for (const std::string command : {"estimate", "simulate"}) {
@@ -532,7 +532,23 @@ TEST_CASE("CP with MLA runs in both fidelities; Ulysses needs each rank's heads 
   // 128 heads over tp 8: 16 per rank, which cp 32 does not divide.
   require_one_line_error(run_simrun("simulate --model deepseek-v3 --gpu h100-sxm --gpus 256 --tp 8 --pp 1 "
                                     "--cp 32 --ep 8 --cp-comm-type a2a"),
-                         "layout.cp_comm_type: a2a splits each rank's attention heads over cp: 16 query");
+                         "--cp-comm-type: a2a splits each rank's attention heads over cp 32: 16 query");
+}
+
+TEST_CASE("a2a+p2p takes its two levels from --hierarchical-cp-sizes, and a bad pair names the flag",
+          "[cli]") {
+  const std::string layout =
+      "--model llama3-8b --gpu h100-sxm --gpus 16 --tp 2 --cp 8 --cp-comm-type a2a+p2p ";
+  const RunResult ok = run_simrun("simulate " + layout + "--hierarchical-cp-sizes 2,4");
+  INFO(ok.err);
+  CHECK(ok.exit_code == 0);
+  CHECK(ok.out.find("cp 8 a2a+p2p") != std::string::npos);
+  require_one_line_error(run_simrun("simulate " + layout + "--hierarchical-cp-sizes 2,2"),
+                         "command line: --hierarchical-cp-sizes: must be two positive integers");
+  require_one_line_error(run_simrun("simulate " + layout),
+                         "layout.hierarchical_context_parallel_sizes: a2a+p2p needs it");
+  require_one_line_error(run_simrun("simulate " + layout + "--hierarchical-cp-sizes 2,x"),
+                         "command line: --hierarchical-cp-sizes");
 }
 
 TEST_CASE("cluster flags are range-checked on one node too, where the fabric goes unused", "[cli][errors]") {

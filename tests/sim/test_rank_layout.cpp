@@ -69,6 +69,51 @@ TEST_CASE("dp_cp groups cover both dimensions and expert groups split the ranks 
   }
 }
 
+TEST_CASE("a2a+p2p: the all-to-all over adjacent CP ranks, the ring over the same place in each",
+          "[sim][rank_layout]") {
+  // TP 2, CP 8 as [2, 4] (Megatron --hierarchical-context-parallel-sizes 2 4): "every two
+  // adjacent" CP ranks form the first level; CP ranks with the same index in them, the second.
+  Layout l = make_layout(2, 8, 1, 1);
+  l.cp_comm_type = CpCommType::a2a_p2p;
+  l.cp_a2a = 2;
+  const RankLayout r(l, 8);
+  // Rank 7: tp 1, cp 3 (the second of the pair {2, 3}).
+  CHECK(r.group(GroupKind::cp_a2a, 7) == std::vector<int64_t>{5, 7});
+  CHECK(r.group(GroupKind::cp_ring, 7) == std::vector<int64_t>{3, 7, 11, 15});
+  CHECK(r.group_size(GroupKind::cp_a2a) == 2);
+  CHECK(r.group_size(GroupKind::cp_ring) == 4);
+  CHECK(r.index_in_group(GroupKind::cp_a2a, 7) == 1);
+  CHECK(r.index_in_group(GroupKind::cp_ring, 7) == 1);
+  for (GroupKind g : {GroupKind::cp_a2a, GroupKind::cp_ring})
+    for (int64_t rank = 0; rank < r.world_size(); ++rank) {
+      const std::vector<int64_t> members = r.group(g, rank);
+      CHECK(members[size_t(r.index_in_group(g, rank))] == rank);
+      CHECK(r.group_id(g, rank) == members.front());
+    }
+  CHECK(r.nodes_spanned(GroupKind::cp_a2a, 7) == 1);  // on NVLink
+  CHECK(r.nodes_spanned(GroupKind::cp_ring, 7) == 2);
+}
+
+TEST_CASE("rank_group's size and stride are those of the group's members", "[sim][rank_layout]") {
+  Layout l = make_layout(2, 8, 2, 2);
+  l.ep = 4;
+  l.expert_tp = GENERATE(1, 2);
+  l.cp_comm_type = CpCommType::a2a_p2p;
+  l.cp_a2a = GENERATE(1, 2, 4);
+  const RankLayout r(l, 8);
+  INFO("expert_tp " << l.expert_tp << ", cp_a2a " << l.cp_a2a);
+  for (int k = 0; k < kGroupKindCount; ++k) {
+    const auto g = static_cast<GroupKind>(k);
+    const RankGroup shape = rank_group(l, g);
+    for (int64_t rank = 0; rank < r.world_size(); ++rank) {
+      const std::vector<int64_t> members = r.group(g, rank);
+      INFO(to_string(g) << " of rank " << rank);
+      CHECK(int64_t(members.size()) == (g == GroupKind::pp ? l.pp : shape.size));
+      for (size_t i = 1; i < members.size(); ++i) CHECK(members[i] - members[i - 1] == shape.stride);
+    }
+  }
+}
+
 TEST_CASE("one representative per pipeline stage", "[sim][rank_layout]") {
   const RankLayout r(make_layout(8, 1, 16, 4), 8);
   CHECK(r.representatives() == std::vector<int64_t>{0, 128, 256, 384});

@@ -131,12 +131,49 @@ TEST_CASE("context parallelism: the ring by default, Ulysses where each rank's h
   CHECK(parse(base + R"({"tp": 1, "cp": 8}})", flag).layout.cp_comm_type == CpCommType::a2a);
   CHECK(
       error_of(base + R"({"tp": 2, "cp": 8, "cp_comm_type": "a2a"}})") ==
-      "t.json: layout.cp_comm_type: a2a splits each rank's attention heads over cp: 16 query and 4 "
-      "key/value heads per tensor-parallel rank do not divide by cp 8 (use p2p, or a cp that divides them)");
+      "t.json: layout.cp_comm_type: a2a splits each rank's attention heads over cp 8: 16 query and 4 "
+      "key/value heads per tensor-parallel rank do not divide by it (use p2p, or a size that divides them)");
   CHECK(parse(base + R"({"tp": 2, "cp": 8, "cp_comm_type": "all_gather"}})").layout.cp_comm_type ==
         CpCommType::all_gather);  // no heads rule: K,V gathered whole
-  CHECK(error_of(base + R"({"cp": 2, "cp_comm_type": "ulysses"}})").find("p2p|all_gather|a2a") !=
+  CHECK(error_of(base + R"({"cp": 2, "cp_comm_type": "ulysses"}})").find("p2p|all_gather|a2a|a2a+p2p") !=
         std::string::npos);
+}
+
+TEST_CASE("a2a+p2p takes Megatron's two hierarchical CP sizes, all-to-alls over the first",
+          "[sim][scenario]") {
+  // Llama-3 8B: 32 query and 8 key/value heads; TP 2 leaves 16 and 4 a rank.
+  const std::string base =
+      R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 16}, "layout": )";
+  const Layout l = parse(base + R"({"tp": 2, "cp": 8, "cp_comm_type": "a2a+p2p",
+      "hierarchical_context_parallel_sizes": [2, 4]}})")
+                       .layout;
+  CHECK(l.cp_comm_type == CpCommType::a2a_p2p);
+  CHECK(l.cp_a2a == 2);
+  CHECK(l.cp_ring() == 4);
+  // The single-level types: the all-to-all spans all of CP under a2a, none of it otherwise.
+  CHECK(parse(base + R"({"tp": 2, "cp": 4, "cp_comm_type": "a2a"}})").layout.cp_a2a == 4);
+  CHECK(parse(base + R"({"tp": 2, "cp": 4}})").layout.cp_ring() == 4);
+  ScenarioOverrides flag;
+  flag.cp_comm_type = "a2a+p2p";
+  flag.hierarchical_cp_sizes = std::vector<int64_t>{4, 2};
+  CHECK(parse(base + R"({"tp": 2, "cp": 8}})", flag).layout.cp_a2a == 4);
+  const std::string field = "t.json: layout.hierarchical_context_parallel_sizes: ";
+  CHECK(
+      error_of(base + R"({"tp": 2, "cp": 8, "cp_comm_type": "a2a+p2p"}})").find(field + "a2a+p2p needs it") ==
+      0);
+  for (const std::string sizes :
+       {"[2, 2]", "[8]", "[2, 4, 1]", "[0, 8]", "\"2,4\"", "[2.5, 4]", "[2, 4611686018427387904]"})
+    CHECK(
+        error_of(base +
+                 R"({"tp": 2, "cp": 8, "cp_comm_type": "a2a+p2p", "hierarchical_context_parallel_sizes": )" +
+                 sizes + "}}")
+            .find(field + "must be two positive integers [a2a, p2p] whose product is cp 8") == 0);
+  CHECK(error_of(base + R"({"tp": 2, "cp": 8, "hierarchical_context_parallel_sizes": [2, 4]}})")
+            .find(field + "is read with cp_comm_type \"a2a+p2p\" only") == 0);
+  // The all-to-all level splits each rank's heads: 4 KV heads do not divide by 8.
+  CHECK(error_of(base + R"({"tp": 2, "cp": 8, "cp_comm_type": "a2a+p2p",
+      "hierarchical_context_parallel_sizes": [8, 1]}})")
+            .find(field + "a2a+p2p splits each rank's attention heads over the a2a level 8") == 0);
 }
 
 TEST_CASE("each layout rule gives its own field and reason", "[sim][scenario][errors]") {

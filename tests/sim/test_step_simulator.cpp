@@ -59,6 +59,9 @@ TEST_CASE("representative ranks give the full simulation's step time on symmetri
       std::string(R"("tp": 1, "pp": 1, "dp": 16, "global_batch": 32, "zero_stage": 3)"),
       std::string(R"("tp": 4, "pp": 1, "dp": 2, "cp": 2, "global_batch": 8, "zero_stage": 0)"),
       std::string(R"("tp": 2, "pp": 2, "dp": 1, "cp": 4, "global_batch": 8, "cp_comm_type": "a2a")"),
+      std::string(R"("tp": 2, "pp": 1, "dp": 1, "cp": 8, "global_batch": 8, "cp_comm_type": "a2a+p2p",
+          "hierarchical_context_parallel_sizes": [4, 2])"),  // the ring between the two nodes
+      std::string(R"("tp": 2, "pp": 2, "dp": 1, "cp": 4, "global_batch": 8, "cp_comm_type": "all_gather")"),
       std::string(R"("tp": 8, "pp": 2, "dp": 1, "global_batch": 8, "sequence_parallel": false)"));
   const Scenario sc = scenario("llama3-8b", "h100-sxm", 16, layout);
   const double rep = step_s(sc, SimulationScope::representatives);
@@ -385,6 +388,8 @@ TEST_CASE("the analytic estimate and the event simulation agree within 5% on unc
       Case{"llama3-8b", 8, R"("tp": 2, "cp": 4, "global_batch": 8)"},  // CP ring inside the node
       Case{"llama3-8b", 8, R"("tp": 2, "cp": 4, "cp_comm_type": "a2a", "global_batch": 8)"},  // Ulysses
       Case{"llama3-8b", 8, R"("tp": 2, "cp": 4, "cp_comm_type": "all_gather", "global_batch": 8)"},
+      Case{"llama3-8b", 8, R"("tp": 2, "cp": 4, "cp_comm_type": "a2a+p2p",
+          "hierarchical_context_parallel_sizes": [2, 2], "global_batch": 8)"},
       Case{"deepseek-v3", 1024, R"("tp": 1, "pp": 8, "dp": 128, "ep": 64, "pipeline_split": "balanced",
           "global_batch": 8192, "precision": "fp8", "recompute": "selective")"},  // MLA, EP over 8 nodes
       Case{"deepseek-v3", 1024,

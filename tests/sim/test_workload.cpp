@@ -197,6 +197,47 @@ TEST_CASE("all-gather context parallelism gathers K,V before the core and reduce
         Approx(forward_core_s(R"("tp": 2, "cp": 1)") / 4).epsilon(1e-6));
 }
 
+TEST_CASE("a2a+p2p runs the ring between the all-to-alls, on the first level's tokens and heads",
+          "[sim][workload]") {
+  // Llama-3 8B, 32K tokens over CP 8 as [2, 4] (TP 2): 4K tokens a rank; the all-to-all over
+  // two ranks leaves 8K tokens with 8 query and 2 KV heads, and the ring passes those K,V (the
+  // same bytes as one rank's own) around four.
+  const Scenario sc = parse_scenario_text(
+      R"({"model": {"name": "llama3-8b", "seq_len": 32768}, "cluster": {"gpu": "h100-sxm", "num_gpus": 16},
+          "layout": {"tp": 2, "cp": 8, "cp_comm_type": "a2a+p2p", "hierarchical_context_parallel_sizes": [2, 4],
+                     "global_batch": 1, "recompute": "none"}})");
+  const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
+  const Workload w = build_workload(sc, cm);
+  const double tokens = 4096, q = 16 * 128, kv = 4 * 128, block = tokens * 2 * kv * 2;
+  struct Exchange {
+    OpName op;
+    GroupKind group;
+    double bytes;
+    bool operator==(const Exchange&) const = default;
+  };
+  std::map<Phase, std::vector<Exchange>> exchanges;  // layer 3's, in program order
+  std::map<Phase, int64_t> cores;
+  for (const Task& t : w.stages[0].tasks) {
+    if (t.layer != 3) continue;
+    if (t.op == OpName::cp_a2a || t.op == OpName::cp_kv)
+      exchanges[t.phase].push_back({t.op, t.group, t.comm_bytes});
+    if (t.op == OpName::attn_core) ++cores[t.phase];
+  }
+  const Exchange qkv{OpName::cp_a2a, GroupKind::cp_a2a, tokens * (q + 2 * kv) * 2};
+  const Exchange out{OpName::cp_a2a, GroupKind::cp_a2a, tokens * q * 2};
+  auto ring = [&](double blocks) { return Exchange{OpName::cp_kv, GroupKind::cp_ring, blocks * block}; };
+  CHECK(exchanges[Phase::forward] == std::vector<Exchange>{qkv, ring(1), ring(1), ring(1), out});
+  CHECK(exchanges[Phase::backward] == std::vector<Exchange>{out, ring(1), ring(2), ring(2), ring(1), qkv});
+  CHECK(cores[Phase::forward] == 4);
+  CHECK(cores[Phase::backward] == 4);
+  // A step of [2, 2] over TP 2: half the heads over twice the tokens against half the keys, as a
+  // step of the plain ring over two with TP 4.
+  CHECK(
+      forward_core_s(
+          R"("tp": 2, "cp": 4, "cp_comm_type": "a2a+p2p", "hierarchical_context_parallel_sizes": [2, 2])") ==
+      Approx(forward_core_s(R"("tp": 4, "cp": 2)")).epsilon(1e-6));
+}
+
 TEST_CASE("Ulysses context parallelism trades the sequence split for a head split around the core",
           "[sim][workload]") {
   // Llama-3 8B, 32K tokens over CP 4 (TP 2): 16 query and 4 KV heads per rank before the

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "simrun/sim/collective_cost.hpp"
 #include "simrun/sim/scenario.hpp"
 
 namespace simrun {
@@ -38,10 +39,18 @@ enum class GroupKind : uint8_t {
   ep,     // expert parallel (MoE all-to-all)
   pp,     // pipeline: the stages of one model replica
   edp,    // expert data parallel: ranks holding the same experts (expert gradient reduction)
+  // CP under a2a+p2p (Layout::cp_a2a, cp_ring): the all-to-all's cp_a2a adjacent CP ranks, and
+  // the ring over the cp_ring of them at the same place in each.
+  cp_a2a,
+  cp_ring,
 };
-inline constexpr int kGroupKindCount = 7;
+inline constexpr int kGroupKindCount = 9;
 
 const char* to_string(GroupKind g);
+
+// A `g` group's shape for its links: its size and the rank distance between members (PP: a
+// pair of neighbouring stages). Equal to RankLayout::group's members (tested).
+RankGroup rank_group(const Layout& l, GroupKind g);
 
 class RankLayout {
  public:
@@ -92,6 +101,7 @@ class RankLayout {
   ExpertCoord expert_coord_of(int64_t rank) const;
 
   int64_t m_tp, m_cp, m_dp, m_pp, m_ep, m_etp;
+  int64_t m_cp_a2a;  // Layout::cp_a2a: a CP coordinate is a2a index + cp_a2a · ring index
   int64_t m_gpus_per_node;
 };
 

@@ -34,6 +34,9 @@ enum class CpCommType {
                // all-gathered before the core, exposed; dK,dV reduce-scattered after its backward
   a2a,         // DeepSpeed-Ulysses (AttnFuncWithCPAndQKVOA2A): an all-to-all trades the sequence split
                // for a head split before the core and back after it; heads per rank must divide by cp
+  a2a_p2p,     // "a2a+p2p", hierarchical: Ulysses over the first level of
+               // hierarchical_context_parallel_sizes (adjacent CP ranks, e.g. on NVLink), the ring
+               // over the second (AttnFuncWithCPAndKVP2P with an a2a group)
 };
 
 // Megatron's parallel layout. Sizes multiply: tp·pp·dp·cp = num_gpus (ep splits experts
@@ -44,6 +47,10 @@ struct Layout {
   int64_t dp = 1;              // data-parallel replicas, e.g. 32
   int64_t cp = 1;              // context-parallel size (sequence split for attention), e.g. 2
   CpCommType cp_comm_type = CpCommType::p2p;  // Megatron-Core's default
+  // The CP ranks an all-to-all spans: cp under a2a; under a2a+p2p the first level of Megatron's
+  // --hierarchical-context-parallel-sizes [cp_a2a, cp / cp_a2a] (adjacent CP ranks; the ring
+  // runs over the cp / cp_a2a groups of them); 1 under p2p and all_gather.
+  int64_t cp_a2a = 1;
   int64_t ep = 1;              // expert-parallel size (MoE), e.g. 8
   // Tensor-parallel size of the expert MLPs (Megatron-Core --expert-tensor-parallel-size):
   // tp (its default) or 1. Experts are laid out "etp-ep-edp-pp" over the same ranks, so
@@ -68,6 +75,8 @@ struct Layout {
   bool flash_attention = true;            // fused attention: no s² score matrix in HBM
 
   int64_t model_parallel_size() const { return tp * pp * cp; }
+  // The CP ranks K,V pass around (or are gathered over): cp / cp_a2a.
+  int64_t cp_ring() const { return cp / cp_a2a; }
   int64_t world_size() const { return tp * pp * dp * cp; }
   int64_t num_microbatches() const { return global_batch / (micro_batch * dp); }  // per pipeline
   // Ranks holding the same experts: the expert-data-parallel group size.

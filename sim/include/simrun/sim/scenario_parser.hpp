@@ -25,6 +25,7 @@ struct ScenarioOverrides {
   std::optional<std::string> fabric;          // --fabric ib-ndr
   std::optional<int64_t> tp, pp, dp, cp, ep, expert_tp;  // --tp 8 ...
   std::optional<std::string> cp_comm_type;               // --cp-comm-type a2a
+  std::optional<std::vector<int64_t>> hierarchical_cp_sizes;  // --hierarchical-cp-sizes 2,4
   std::optional<double> moe_capacity_factor;             // --moe-capacity-factor 1.25
   std::optional<int64_t> virtual_stages;      // --virtual-stages 2
   std::optional<int64_t> micro_batch;         // --micro-batch 1
