@@ -22,7 +22,7 @@ std::string layout_line(const Scenario& s) {
   const Layout& l = s.layout;
   std::string cp_comm;
   if (l.cp > 1) cp_comm = fmt::format(" {}", to_string(l.cp_comm_type));
-  if (l.cp_comm_type == CpCommType::a2a_p2p) cp_comm += fmt::format(" [{}, {}]", l.cp_a2a, l.cp_ring());
+  if (l.cp_comm_type == CpCommType::a2a_p2p) cp_comm += fmt::format(" [{}, {}]", l.cp_a2a(), l.cp_ring());
   return fmt::format(
       "tp {} pp {} dp {} cp {}{} ep {}{}{} | micro-batch {} global batch {} | recompute {} | {} | "
       "zero {}{}{}",

@@ -50,9 +50,9 @@ RankGroup rank_group(const Layout& l, GroupKind g) {
     case GroupKind::pp:
       return {2, l.tp * l.cp * l.dp};
     case GroupKind::cp_a2a:
-      return {l.cp_a2a, l.tp};
+      return {l.cp_a2a(), l.tp};
     case GroupKind::cp_ring:
-      return {l.cp_ring(), l.tp * l.cp_a2a};
+      return {l.cp_ring(), l.tp * l.cp_a2a()};
   }
   return {1, 1};
 }
@@ -64,12 +64,12 @@ RankLayout::RankLayout(const Layout& layout, int64_t gpus_per_node)
       m_pp(layout.pp),
       m_ep(layout.ep),
       m_etp(layout.expert_tp),
-      m_cp_a2a(layout.cp_a2a),
+      m_cp_a2a(layout.cp_a2a()),
       m_gpus_per_node(std::max<int64_t>(1, gpus_per_node)) {
   SIMRUN_ASSERT(m_tp >= 1 && m_cp >= 1 && m_dp >= 1 && m_pp >= 1 && m_ep >= 1 && m_etp >= 1,
                 "layout sizes must be positive");
   SIMRUN_ASSERT((m_tp * m_cp * m_dp) % (m_ep * m_etp) == 0, "ep·expert_tp must divide tp·cp·dp");
-  SIMRUN_ASSERT(m_cp_a2a >= 1 && m_cp % m_cp_a2a == 0, "cp_a2a must divide cp");
+  SIMRUN_ASSERT(m_cp_a2a >= 1 && m_cp % m_cp_a2a == 0, "the all-to-all level must divide cp");
 }
 
 RankLayout::ExpertCoord RankLayout::expert_coord_of(int64_t rank) const {

@@ -52,13 +52,13 @@ CpCommType parse_cp_comm_type(const std::string& s) {
   return CpCommType::p2p;
 }
 
-// The CP ranks an all-to-all spans (Layout::cp_a2a): all of them under a2a; under a2a+p2p the
-// first of Megatron's two --hierarchical-context-parallel-sizes, whose product is cp.
-int64_t read_cp_a2a(JsonReader& r, const Layout& layout) {
+// a2a+p2p's all-to-all level (Layout::cp_a2a_level): the first of Megatron's two
+// --hierarchical-context-parallel-sizes, whose product is cp. 1 under the other types.
+int64_t read_cp_a2a_level(JsonReader& r, const Layout& layout) {
   const std::string key = "hierarchical_context_parallel_sizes";
   if (layout.cp_comm_type != CpCommType::a2a_p2p) {
     if (r.has(key)) r.fail(key, "is read with cp_comm_type \"a2a+p2p\" only");
-    return layout.cp_comm_type == CpCommType::a2a ? layout.cp : 1;
+    return 1;
   }
   const std::string rule = "two positive integers [a2a, p2p] whose product is cp " +
                            std::to_string(layout.cp) +
@@ -180,17 +180,18 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
   // (Megatron's count of the routed tokens) would credit expert work never done.
   if (capacity_given) layout.moe_capacity_factor = r.number("moe_capacity_factor", 1.0, 1024.0);
   layout.cp_comm_type = parse_cp_comm_type(r.choice_or("cp_comm_type", "p2p", kCpCommTypeNames));
-  layout.cp_a2a = read_cp_a2a(r, layout);
+  layout.cp_a2a_level = read_cp_a2a_level(r, layout);
   // Ulysses splits each rank's query heads and key/value heads (one at least: Megatron
   // replicates KV heads over a larger tp; MLA's up-projections give every query head its own)
   // over its all-to-all's ranks. (A tp that does not divide the heads is refused by its own rule.)
-  if (layout.cp_a2a > 1 && model.heads % layout.tp == 0) {
+  const int64_t a2a = layout.cp_a2a();
+  if (a2a > 1 && model.heads % layout.tp == 0) {
     const int64_t heads = model.heads / layout.tp;
     const int64_t kv_heads = model.mla ? heads : std::max<int64_t>(1, model.kv_heads / layout.tp);
     const bool hierarchical = layout.cp_comm_type == CpCommType::a2a_p2p;
     const std::string over =
-        hierarchical ? "the a2a level " + std::to_string(layout.cp_a2a) : "cp " + std::to_string(layout.cp);
-    if (heads % layout.cp_a2a != 0 || kv_heads % layout.cp_a2a != 0)
+        hierarchical ? "the a2a level " + std::to_string(a2a) : "cp " + std::to_string(layout.cp);
+    if (heads % a2a != 0 || kv_heads % a2a != 0)
       r.fail(hierarchical ? "hierarchical_context_parallel_sizes" : "cp_comm_type",
              std::string(hierarchical ? "a2a+p2p" : "a2a") + " splits each rank's attention heads over " +
                  over + ": " + std::to_string(heads) + " query and " + std::to_string(kv_heads) +

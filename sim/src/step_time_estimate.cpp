@@ -20,10 +20,10 @@ namespace simrun {
 namespace detail {
 namespace {
 
-// The TP, CP and EP groups' links and sizes, for the probe's collectives.
 // Context parallelism's groups: the whole CP group, or a2a+p2p's two levels.
 bool is_cp(GroupKind g) { return g == GroupKind::cp || g == GroupKind::cp_a2a || g == GroupKind::cp_ring; }
 
+// The TP, CP and EP groups' links and sizes, for the probe's collectives.
 struct GroupLinks {
   LinkCost tp;
   int64_t tp_size = 1;
@@ -218,8 +218,8 @@ void StepTimeEstimator::probe_micro_batch_pieces() {
   for (const SlowLink& sl : m_options.slow_links)
     m_stage_condition[size_t(ranks.coord_of(sl.rank).pp)].slow_down(sl);
   const bool hierarchical = l.cp_comm_type == CpCommType::a2a_p2p;
-  const GroupLinks links{m_tp_link,     l.tp,     m_cp_link, hierarchical ? l.cp_ring() : l.cp,
-                         m_cp_a2a_link, l.cp_a2a, m_ep_link, l.ep};
+  const GroupLinks links{m_tp_link,     l.tp,       m_cp_link, hierarchical ? l.cp_ring() : l.cp,
+                         m_cp_a2a_link, l.cp_a2a(), m_ep_link, l.ep};
   const int64_t dense_layers = m_model.dense_layers();
   const int64_t moe_layers = m_model.moe_layers();
   std::optional<StageProgram> dense_program, moe_program;

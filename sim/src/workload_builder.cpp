@@ -53,7 +53,7 @@ StageBuilder::Shared::Shared(const Scenario& scenario, const ComputeModel& cm, c
   pp = l.pp;
   tp = l.tp;
   cp = l.cp;
-  cp_a2a = l.cp_a2a;
+  cp_a2a = l.cp_a2a();
   cp_ring = l.cp_ring();
   cp_all_gather = l.cp > 1 && l.cp_comm_type == CpCommType::all_gather;
   const bool hierarchical = l.cp_comm_type == CpCommType::a2a_p2p;
@@ -297,10 +297,10 @@ void StageBuilder::tp_after_row_parallel(OpName rs_name, OpName ar_name, uint32_
 // One block of the attention core: the local queries against the keys and values of seq/cp
 // tokens of each sequence (all of them without CP; with the CP ring, one step of it). With K,V
 // all-gathered, the local queries against every key at once; under Ulysses (a2a) the whole
-// core at once, every token of the micro-batch for heads/cp heads. A
-// flash kernel reads Q, K, V and writes O (backward: also reads dO and O, writes dQ, dK, dV);
-// an unfused one also writes and reads the scores b·(a/t)·(s/c)·(s/c): softmax read+write,
-// dropout mask and output, PV read.
+// core at once, every token of the micro-batch for heads/cp heads (a2a+p2p: one ring step of
+// the first level's tokens, heads/cp_a2a heads). A flash kernel reads Q, K, V and writes O
+// (backward: also reads dO and O, writes dQ, dK, dV); an unfused one also writes and reads the
+// scores: softmax read+write, dropout mask and output, PV read.
 OpShape StageBuilder::attention_block(OpClass cls) const {
   const Shared& s = m_s;
   OpShape a;
@@ -316,7 +316,8 @@ OpShape StageBuilder::attention_block(OpClass cls) const {
   a.flash2 = s.opt.kernels == KernelStack::eager;
   a.causal = s.causal;
   const double passes = cls == OpClass::attention_bwd ? 2.0 : 1.0;
-  a.bytes = passes * s.T * (2 * s.q_loc + 2 * s.kv_loc) * s.elem;
+  const double kv_tokens = s.cp_all_gather ? s.T * d(s.cp) : s.T;  // every rank's, gathered
+  a.bytes = passes * (s.T * 2 * s.q_loc + kv_tokens * 2 * s.kv_loc) * s.elem;
   if (!s.flash) a.bytes += a.tokens * a.seq_kv * a.heads * (4 * s.elem + 1);
   return a;
 }

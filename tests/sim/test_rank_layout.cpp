@@ -75,7 +75,7 @@ TEST_CASE("a2a+p2p: the all-to-all over adjacent CP ranks, the ring over the sam
   // adjacent" CP ranks form the first level; CP ranks with the same index in them, the second.
   Layout l = make_layout(2, 8, 1, 1);
   l.cp_comm_type = CpCommType::a2a_p2p;
-  l.cp_a2a = 2;
+  l.cp_a2a_level = 2;
   const RankLayout r(l, 8);
   // Rank 7: tp 1, cp 3 (the second of the pair {2, 3}).
   CHECK(r.group(GroupKind::cp_a2a, 7) == std::vector<int64_t>{5, 7});
@@ -99,9 +99,9 @@ TEST_CASE("rank_group's size and stride are those of the group's members", "[sim
   l.ep = 4;
   l.expert_tp = GENERATE(1, 2);
   l.cp_comm_type = CpCommType::a2a_p2p;
-  l.cp_a2a = GENERATE(1, 2, 4);
+  l.cp_a2a_level = GENERATE(1, 2, 4);
   const RankLayout r(l, 8);
-  INFO("expert_tp " << l.expert_tp << ", cp_a2a " << l.cp_a2a);
+  INFO("expert_tp " << l.expert_tp << ", cp_a2a_level " << l.cp_a2a_level);
   for (int k = 0; k < kGroupKindCount; ++k) {
     const auto g = static_cast<GroupKind>(k);
     const RankGroup shape = rank_group(l, g);

@@ -148,15 +148,15 @@ TEST_CASE("a2a+p2p takes Megatron's two hierarchical CP sizes, all-to-alls over 
       "hierarchical_context_parallel_sizes": [2, 4]}})")
                        .layout;
   CHECK(l.cp_comm_type == CpCommType::a2a_p2p);
-  CHECK(l.cp_a2a == 2);
+  CHECK(l.cp_a2a() == 2);
   CHECK(l.cp_ring() == 4);
   // The single-level types: the all-to-all spans all of CP under a2a, none of it otherwise.
-  CHECK(parse(base + R"({"tp": 2, "cp": 4, "cp_comm_type": "a2a"}})").layout.cp_a2a == 4);
+  CHECK(parse(base + R"({"tp": 2, "cp": 4, "cp_comm_type": "a2a"}})").layout.cp_a2a() == 4);
   CHECK(parse(base + R"({"tp": 2, "cp": 4}})").layout.cp_ring() == 4);
   ScenarioOverrides flag;
   flag.cp_comm_type = "a2a+p2p";
   flag.hierarchical_cp_sizes = std::vector<int64_t>{4, 2};
-  CHECK(parse(base + R"({"tp": 2, "cp": 8}})", flag).layout.cp_a2a == 4);
+  CHECK(parse(base + R"({"tp": 2, "cp": 8}})", flag).layout.cp_a2a() == 4);
   const std::string field = "t.json: layout.hierarchical_context_parallel_sizes: ";
   CHECK(
       error_of(base + R"({"tp": 2, "cp": 8, "cp_comm_type": "a2a+p2p"}})").find(field + "a2a+p2p needs it") ==

@@ -39,7 +39,7 @@ enum class GroupKind : uint8_t {
   ep,     // expert parallel (MoE all-to-all)
   pp,     // pipeline: the stages of one model replica
   edp,    // expert data parallel: ranks holding the same experts (expert gradient reduction)
-  // CP under a2a+p2p (Layout::cp_a2a, cp_ring): the all-to-all's cp_a2a adjacent CP ranks, and
+  // CP under a2a+p2p (Layout::cp_a2a(), cp_ring()): the all-to-all's adjacent CP ranks, and
   // the ring over the cp_ring of them at the same place in each.
   cp_a2a,
   cp_ring,
@@ -101,7 +101,7 @@ class RankLayout {
   ExpertCoord expert_coord_of(int64_t rank) const;
 
   int64_t m_tp, m_cp, m_dp, m_pp, m_ep, m_etp;
-  int64_t m_cp_a2a;  // Layout::cp_a2a: a CP coordinate is a2a index + cp_a2a · ring index
+  int64_t m_cp_a2a;  // Layout::cp_a2a(): a CP coordinate is a2a index + m_cp_a2a · ring index
   int64_t m_gpus_per_node;
 };
 

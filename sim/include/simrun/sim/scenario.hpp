@@ -47,10 +47,10 @@ struct Layout {
   int64_t dp = 1;              // data-parallel replicas, e.g. 32
   int64_t cp = 1;              // context-parallel size (sequence split for attention), e.g. 2
   CpCommType cp_comm_type = CpCommType::p2p;  // Megatron-Core's default
-  // The CP ranks an all-to-all spans: cp under a2a; under a2a+p2p the first level of Megatron's
-  // --hierarchical-context-parallel-sizes [cp_a2a, cp / cp_a2a] (adjacent CP ranks; the ring
-  // runs over the cp / cp_a2a groups of them); 1 under p2p and all_gather.
-  int64_t cp_a2a = 1;
+  // a2a+p2p: the first level of Megatron's --hierarchical-context-parallel-sizes
+  // [cp_a2a_level, cp / cp_a2a_level], the adjacent CP ranks of an all-to-all (the ring runs over
+  // the cp / cp_a2a_level groups of them). Read under a2a+p2p only.
+  int64_t cp_a2a_level = 1;
   int64_t ep = 1;              // expert-parallel size (MoE), e.g. 8
   // Tensor-parallel size of the expert MLPs (Megatron-Core --expert-tensor-parallel-size):
   // tp (its default) or 1. Experts are laid out "etp-ep-edp-pp" over the same ranks, so
@@ -75,8 +75,12 @@ struct Layout {
   bool flash_attention = true;            // fused attention: no s² score matrix in HBM
 
   int64_t model_parallel_size() const { return tp * pp * cp; }
-  // The CP ranks K,V pass around (or are gathered over): cp / cp_a2a.
-  int64_t cp_ring() const { return cp / cp_a2a; }
+  // The CP ranks an all-to-all spans: cp under a2a, the first level under a2a+p2p, else 1.
+  int64_t cp_a2a() const {
+    return cp_comm_type == CpCommType::a2a ? cp : cp_comm_type == CpCommType::a2a_p2p ? cp_a2a_level : 1;
+  }
+  // The CP ranks K,V pass around (or are gathered over): cp / cp_a2a().
+  int64_t cp_ring() const { return cp / cp_a2a(); }
   int64_t world_size() const { return tp * pp * dp * cp; }
   int64_t num_microbatches() const { return global_batch / (micro_batch * dp); }  // per pipeline
   // Ranks holding the same experts: the expert-data-parallel group size.
