@@ -16,10 +16,12 @@
 // tokens padded to that multiple of its share). With --cp-comm-type all_gather or a2a only the
 // layouts with CP run, each with K,V all-gathered or with Ulysses all-to-alls instead of the ring
 // (a2a refuses those whose heads do not divide); with a2a+p2p each of them runs twice the CP (on
-// half the DP) as [2, cp]: all-to-alls over pairs of CP ranks, the ring over the pairs.
+// half the DP) as [2, cp]: all-to-alls over pairs of CP ranks, the ring over the pairs. With
+// --mla every layout runs DeepSeek-V3 instead (multi-head latent attention, 256 experts, 1 to 16
+// EP; 1F1B, balanced over the stages), CP ones included.
 //
 //   build/bench/analytic_agreement [--samples N] [--seed S] [--worst K] [--stragglers] [--slow-links]
-//                                  [--capacity-factors] [--cp-comm-type all_gather|a2a|a2a+p2p]
+//                                  [--capacity-factors] [--mla] [--cp-comm-type all_gather|a2a|a2a+p2p]
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -56,14 +58,8 @@ struct SplitMix {
   }
 };
 
-struct Sample {
+ScenarioOverrides draw(SplitMix& rng) {
   ScenarioOverrides o;
-  std::string command;
-};
-
-Sample draw(SplitMix& rng) {
-  Sample s;
-  ScenarioOverrides& o = s.o;
   const std::string model = rng.pick<std::string>(
       {"llama3-8b", "llama2-13b", "mistral-7b", "llama3-70b", "gpt3-175b", "mixtral-8x7b"});
   const std::string gpu = rng.pick<std::string>({"h100-sxm", "a100-80gb", "h200", "b200", "mi300x"});
@@ -95,21 +91,23 @@ Sample draw(SplitMix& rng) {
   o.zero_stage = zero;
   o.recompute = recompute;
   o.precision = precision;
-  s.command = fmt::format(
-      "--model {} --gpu {} --gpus {} --tp {} --pp {} --virtual-stages {} --cp {} --ep {} --micro-batch {} "
-      "--seq-len {} --global-batch {} --zero-stage {} --recompute {} --precision {}",
-      model, gpu, gpus, tp, pp, virtual_stages, cp, ep, micro_batch, seq_len, *o.global_batch, zero,
-      recompute, precision);
-  return s;
+  return o;
 }
 
-// `command` with its --cp value set to `cp`.
-std::string replace_cp(const std::string& command, int64_t cp) {
-  const std::string flag = " --cp ";
-  const size_t at = command.find(flag);
-  if (at == std::string::npos) return command;
-  const size_t end = command.find(' ', at + flag.size());
-  return command.substr(0, at + flag.size()) + std::to_string(cp) + command.substr(end);
+// The simrun flags that give a sample's layout (its draw and what a mode changed).
+std::string command_of(const ScenarioOverrides& o) {
+  std::string c = fmt::format(
+      "--model {} --gpu {} --gpus {} --tp {} --pp {} --virtual-stages {} --cp {} --ep {} --micro-batch {} "
+      "--seq-len {} --global-batch {} --zero-stage {} --recompute {} --precision {}",
+      *o.model, *o.gpu, *o.gpus, *o.tp, *o.pp, *o.virtual_stages, *o.cp, *o.ep, *o.micro_batch, *o.seq_len,
+      *o.global_batch, *o.zero_stage, *o.recompute, *o.precision);
+  if (o.pipeline_split) c += " --pipeline-split " + *o.pipeline_split;
+  if (o.moe_capacity_factor) c += fmt::format(" --moe-capacity-factor {}", *o.moe_capacity_factor);
+  if (o.cp_comm_type) c += " --cp-comm-type " + *o.cp_comm_type;
+  if (o.hierarchical_cp_sizes)
+    c += fmt::format(" --hierarchical-cp-sizes {},{}", o.hierarchical_cp_sizes->at(0),
+                     o.hierarchical_cp_sizes->at(1));
+  return c;
 }
 
 struct Row {
@@ -145,7 +143,7 @@ int main(int argc, char** argv) {
   int64_t samples = 1000;
   uint64_t seed = 4;
   size_t worst = 8;
-  bool with_stragglers = false, with_slow_links = false, with_capacity = false;
+  bool with_stragglers = false, with_slow_links = false, with_capacity = false, with_mla = false;
   std::string cp_comm_type;  // empty: each layout's default (the ring)
   auto count = [](const char* flag, const char* text) {
     char* end = nullptr;
@@ -167,6 +165,8 @@ int main(int argc, char** argv) {
         with_slow_links = true;
       } else if (std::strcmp(argv[i], "--capacity-factors") == 0) {
         with_capacity = true;
+      } else if (std::strcmp(argv[i], "--mla") == 0) {
+        with_mla = true;
       } else if (std::strcmp(argv[i], "--cp-comm-type") == 0 && has_value) {
         cp_comm_type = argv[++i];
         if (cp_comm_type != "all_gather" && cp_comm_type != "a2a" && cp_comm_type != "a2a+p2p")
@@ -181,7 +181,7 @@ int main(int argc, char** argv) {
   } catch (const std::invalid_argument& e) {
     fmt::print(stderr,
                "analytic_agreement: {} (usage: [--samples N] [--seed S] [--worst K] [--stragglers] "
-               "[--slow-links] [--capacity-factors] [--cp-comm-type all_gather|a2a|a2a+p2p])\n",
+               "[--slow-links] [--capacity-factors] [--mla] [--cp-comm-type all_gather|a2a|a2a+p2p])\n",
                e.what());
     return 2;
   }
@@ -190,42 +190,43 @@ int main(int argc, char** argv) {
   SplitMix straggler_rng{~seed};  // their own streams: the layouts stay those of the seed
   SplitMix link_rng{seed ^ 0x5DEECE66Dull};
   SplitMix capacity_rng{seed ^ 0x9E3779B97F4A7C15ull};
+  SplitMix mla_rng{seed ^ 0xD1B54A32D192ED03ull};
   int64_t dense_skipped = 0, without_cp_skipped = 0;
   std::vector<Row> uncongested, congested;
   int64_t refused = 0;
   for (int64_t i = 0; i < samples; ++i) {
-    const Sample s = draw(rng);
+    const ScenarioOverrides drawn = draw(rng);
     const uint64_t straggler_draw = straggler_rng.next();
     const double slowdown = straggler_rng.pick<double>({1.1, 1.25, 1.5, 2.0});
     const uint64_t link_draw = link_rng.next();
     const double fraction = link_rng.pick<double>({0.1, 0.25, 0.5});
     const bool scale_up = link_rng.pick<int>({0, 1}) == 1;
     const double capacity = capacity_rng.pick<double>({1.25, 1.5, 2.0});
-    if (with_capacity && s.o.model != "mixtral-8x7b") {
+    const int64_t mla_ep = mla_rng.pick<int64_t>({1, 2, 4, 8, 16});
+    if (with_capacity && drawn.model != "mixtral-8x7b") {
       ++dense_skipped;
       continue;
     }
-    if (!cp_comm_type.empty() && s.o.cp.value_or(1) == 1) {
+    if (!cp_comm_type.empty() && drawn.cp.value_or(1) == 1) {
       ++without_cp_skipped;
       continue;
     }
     try {
-      ScenarioOverrides o = s.o;
-      std::string command = s.command;
-      if (with_capacity) {
-        o.moe_capacity_factor = capacity;
-        command += fmt::format(" --moe-capacity-factor {}", capacity);
+      ScenarioOverrides o = drawn;
+      if (with_capacity) o.moe_capacity_factor = capacity;
+      if (with_mla) {
+        // DeepSeek-V3 (61 layers: the balanced 1F1B split over pp stages).
+        o.model = "deepseek-v3";
+        o.ep = mla_ep;
+        o.virtual_stages = 1;
+        if (*o.pp > 1) o.pipeline_split = "balanced";
       }
-      if (!cp_comm_type.empty()) {
-        o.cp_comm_type = cp_comm_type;
-        command += " --cp-comm-type " + cp_comm_type;
-      }
+      if (!cp_comm_type.empty()) o.cp_comm_type = cp_comm_type;
       if (cp_comm_type == "a2a+p2p") {
-        const int64_t ring = *o.cp;
-        o.cp = 2 * ring;
-        o.hierarchical_cp_sizes = std::vector<int64_t>{2, ring};
-        command = replace_cp(command, *o.cp) + fmt::format(" --hierarchical-cp-sizes 2,{}", ring);
+        o.hierarchical_cp_sizes = std::vector<int64_t>{2, *o.cp};
+        o.cp = 2 * *o.cp;
       }
+      std::string command = command_of(o);
       const Scenario sc = load_scenario({}, o, catalogs);
       SimulateOptions options;
       if (with_stragglers) {
@@ -270,6 +271,7 @@ int main(int argc, char** argv) {
   if (with_capacity)
     fmt::print("MoE layouts only, each with a seeded expert capacity factor ({} dense layouts skipped)\n",
                dense_skipped);
+  if (with_mla) fmt::print("every layout as DeepSeek-V3 (MLA, 1 to 16 EP, 1F1B balanced)\n");
   if (!cp_comm_type.empty())
     fmt::print("CP layouts only, each with cp_comm_type {} ({} layouts without CP skipped)\n", cp_comm_type,
                without_cp_skipped);

@@ -33,6 +33,9 @@ void add_scenario_options(CLI::App& cmd, ScenarioArgs& a) {
                  "(Megatron-Core with --moe-pad-expert-input-to-capacity); default dropless, balanced");
   cmd.add_option("--virtual-stages,--num-virtual-stages-per-pipeline-rank", o.virtual_stages,
                  "Model chunks per pipeline rank (interleaved 1F1B)");
+  cmd.add_option("--pipeline-split", o.pipeline_split,
+                 "even (default), embedding-loss-layers (the embedding and the loss each take a layer's "
+                 "place) or balanced (1F1B: the extra layers on middle stages)");
   cmd.add_option("--micro-batch,--micro-batch-size", o.micro_batch, "Sequences per micro-batch");
   cmd.add_option("--global-batch,--global-batch-size", o.global_batch, "Sequences per step");
   cmd.add_option("--seq-len,--seq-length", o.seq_len, "Sequence length in tokens");

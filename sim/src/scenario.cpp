@@ -427,6 +427,7 @@ std::vector<OverrideField> override_fields(const ScenarioOverrides& o) {
           {"layout.expert_tp", "--expert-tp", json_of(o.expert_tp)},
           {"layout.moe_capacity_factor", "--moe-capacity-factor", json_of(o.moe_capacity_factor)},
           {"layout.virtual_stages", "--virtual-stages", json_of(o.virtual_stages)},
+          {"layout.pipeline_split", "--pipeline-split", json_of(o.pipeline_split)},
           {"layout.micro_batch", "--micro-batch", json_of(o.micro_batch)},
           {"layout.global_batch", "--global-batch", json_of(o.global_batch)},
           {"layout.zero_stage", "--zero-stage", json_of(o.zero_stage)},

@@ -493,10 +493,12 @@ std::optional<double> StepTimeEstimator::makespan(const std::vector<double>& hop
         const double beside_reductions =
             m_reduce_slowdown_s.empty() ? 0.0 : m_reduce_slowdown_s[size_t(stage)][slot_key(slot)];
         if (slot.forward) return c.forward_s + beside_reductions + c.forward_exposed_s;
-        const double b = slot.micro_batch == last_micro_batch && m_reduce_slowdown_s.empty()
-                             ? stretch(last_backward_s(st), st.backward_s + st.recompute_s)
-                             : 1.0;
-        return c.backward_s * b + beside_reductions + c.backward_exposed_s;
+        const bool last = slot.micro_batch == last_micro_batch && m_reduce_slowdown_s.empty();
+        const double b = last ? stretch(last_backward_s(st), st.backward_s + st.recompute_s) : 1.0;
+        const double waits = last ? stretch(st.backward_s + st.recompute_s + last_backward_shared_waits_s(st),
+                                            st.backward_s + st.recompute_s)
+                                  : 1.0;
+        return c.backward_s * b + beside_reductions + c.backward_exposed_s + c.backward_s * (waits - 1);
       },
       hop_s);
   if (!finish) return std::nullopt;
@@ -551,8 +553,10 @@ void StepTimeEstimator::time_fill_and_drain() {
                                    ? last_backward_s(slow) - slow.backward_s - slow.recompute_s
                                    : std::accumulate(m_reduce_slowdown_s[size_t(slow.stage)].begin(),
                                                      m_reduce_slowdown_s[size_t(slow.stage)].end(), 0.0);
+    // (The slowest stage's own shared-link waits are charge_shared_links' steady-state share.)
     const double slow_own = m_out.microbatches * (slow.compute_s() + mb_exposed(slow)) +
-                            (first_forward_s(slow) - slow.forward_s) + slow_slowed;
+                            (first_forward_s(slow) - slow.forward_s) + slow_slowed +
+                            (m_reduce_slowdown_s.empty() ? last_backward_shared_waits_s(slow) : 0.0);
     m_out.fill_drain_s = std::max(0.0, *compute_path - slow_own);
     if (l.pp > 1 && m_v_chunks > 1) m_out.pp_exposed_s = std::max(0.0, *makespan(m_hop_s) - *compute_path);
   } else {

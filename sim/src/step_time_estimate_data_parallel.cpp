@@ -126,14 +126,66 @@ void StepTimeEstimator::time_fsdp_units() {
 
   // Timed once per stage: the schedule asks for each last backward twice per chunk.
   m_stage_reduce_traffic_s.assign(size_t(l.pp), 0.0);
+  m_stage_reduce_expert_share.assign(size_t(l.pp), 0.0);
   for (int64_t i = 0; i < l.pp; ++i) {
+    double expert_s = 0;
     if (l.zero_stage >= 3) {
-      m_stage_reduce_traffic_s[size_t(i)] = m_stage_traffic[size_t(i)].reduce_s;
+      const UnitTraffic& t = m_stage_traffic[size_t(i)];
+      m_stage_reduce_traffic_s[size_t(i)] = t.reduce_s;
+      expert_s = t.gather_s + t.reduce_s > 0 ? t.reduce_s * t.expert_s / (t.gather_s + t.reduce_s) : 0.0;
     } else if (m_wo.grad_reduce == GradReduceOverlap::bucketed) {
-      for (const StageProgram::GradBucketSize& b : m_stage_buckets[size_t(i)])
+      for (const StageProgram::GradBucketSize& b : m_stage_buckets[size_t(i)]) {
         m_stage_reduce_traffic_s[size_t(i)] += bucket_reduce_s(b, i);
+        if (b.experts) expert_s += bucket_reduce_s(b, i);
+      }
     }
+    if (m_stage_reduce_traffic_s[size_t(i)] > 0)
+      m_stage_reduce_expert_share[size_t(i)] = expert_s / m_stage_reduce_traffic_s[size_t(i)];
   }
+}
+
+// Links shared with the DP traffic (charge_shared_links' rule): a TP, CP or EP collective
+// meeting that traffic on its link gets half of it while they overlap. The share of group g's
+// link the DP traffic uses, its dense part over DP and its experts' over expert-DP. On a full
+// mesh the DP traffic spreads over a GPU's links to all its peers; `mesh_peer_links` counts a
+// common peer's link as shared all the same.
+double StepTimeEstimator::dp_link_share(const LinkCost& lk, RankGroup g, double expert_share,
+                                        bool mesh_peer_links) const {
+  const Layout& l = m_layout;
+  auto shares = [&](const LinkCost& traffic_link, RankGroup traffic) {
+    if (g.size <= 1 || traffic.size <= 1) return false;
+    const bool across = lk.link_class == LinkClass::scale_out;
+    if (across != (traffic_link.link_class == LinkClass::scale_out)) return false;
+    if (across || m_sc.cluster.gpu.scale_up_kind != ScaleUpKind::mesh) return true;
+    if (!mesh_peer_links) return false;
+    // A common peer: the least common multiple of the strides, inside both groups.
+    const int64_t common = std::lcm(g.stride, traffic.stride);
+    return common / g.stride < g.size && common / traffic.stride < traffic.size;
+  };
+  return (shares(m_dp_link, {m_dp_n, l.tp}) ? 1.0 - expert_share : 0.0) +
+         (shares(m_expert_dp_link, {m_expert_dp, l.expert_tp * l.ep}) ? expert_share : 0.0);
+}
+
+// What a stage's last backward waits longer on its TP, CP and EP collectives for meeting its own
+// gradient reductions on their links (each group's backward waits, grown by the share of the
+// backward the reductions run beside). On every stage's last backward in the drain; the slowest
+// stage's own is charge_shared_links' steady-state share. Not on a full mesh's peer links, where
+// a reduction's share of any one link is small (a stage after stage, it overestimated the drain
+// by up to 9%).
+double StepTimeEstimator::last_backward_shared_waits_s(const StageTime& st) const {
+  const double traffic = m_stage_reduce_traffic_s[size_t(st.stage)];
+  const double exposed = mb_exposed(st), backward_exposed = exposed - st.forward_exposed_s;
+  if (traffic <= 0 || exposed <= 0 || backward_exposed <= 0) return 0.0;
+  const double span = st.backward_s + st.recompute_s + backward_exposed;
+  const double beside = std::min(1.0, traffic / span);
+  const double expert = m_stage_reduce_expert_share[size_t(st.stage)];
+  const Layout& l = m_layout;
+  const RankGroup cp =
+      rank_group(l, l.cp_comm_type == CpCommType::a2a_p2p ? GroupKind::cp_ring : GroupKind::cp);
+  const double grown = dp_link_share(m_tp_link, {l.tp, 1}, expert, false) * st.tp_exposed_s +
+                       dp_link_share(m_cp_link, cp, expert, false) * st.cp_exposed_s +
+                       dp_link_share(m_ep_link, {l.ep, l.expert_tp}, expert, false) * st.ep_exposed_s;
+  return beside * grown * backward_exposed / exposed;
 }
 
 // FSDP with pipelining (torchtitan) gathers a stage's weights unit by unit during each chunk's
@@ -472,22 +524,9 @@ void StepTimeEstimator::charge_shared_links() {
       span_s > 0 ? std::min(1.0, m_slowest_dp_share * (m_grad_overlapped_s + m_param_overlapped_s) / span_s)
                  : 0.0;
   if (dp_busy <= 0) return;
-  const double expert_share = m_slowest_expert_share;
-  auto shares = [&](const LinkCost& lk, RankGroup g, const LinkCost& traffic_link, RankGroup traffic) {
-    if (g.size <= 1 || traffic.size <= 1) return false;
-    const bool across = lk.link_class == LinkClass::scale_out;
-    if (across != (traffic_link.link_class == LinkClass::scale_out)) return false;
-    if (across || m_sc.cluster.gpu.scale_up_kind != ScaleUpKind::mesh) return true;
-    // A common peer: the least common multiple of the strides, inside both groups.
-    const int64_t common = std::lcm(g.stride, traffic.stride);
-    return common / g.stride < g.size && common / traffic.stride < traffic.size;
-  };
   // The share of the span DP traffic runs on the link of group `g`.
   auto busy_beside = [&](const LinkCost& lk, RankGroup g) {
-    const double dense = shares(lk, g, m_dp_link, {m_dp_n, l.tp}) ? 1.0 - expert_share : 0.0;
-    const double expert =
-        shares(lk, g, m_expert_dp_link, {m_expert_dp, l.expert_tp * l.ep}) ? expert_share : 0.0;
-    return dp_busy * (dense + expert);
+    return dp_busy * dp_link_share(lk, g, m_slowest_expert_share, true);
   };
   m_tp_shared_s = busy_beside(m_tp_link, {l.tp, 1}) * microbatches * slow.tp_exposed_s;
   // (Under a2a+p2p, CP's exposed time is taken on the ring's level, the one that leaves the node.)

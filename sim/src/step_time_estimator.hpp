@@ -146,6 +146,8 @@ class StepTimeEstimator {
   std::vector<double> gathered_forward_spans(int64_t stage, bool opens_step, bool slowed) const;
   double first_forward_s(const StageTime& st) const;
   double last_backward_s(const StageTime& st) const;
+  double dp_link_share(const LinkCost& lk, RankGroup g, double expert_share, bool mesh_peer_links) const;
+  double last_backward_shared_waits_s(const StageTime& st) const;
   double fsdp_reduce_tail_s(const StageTime& st) const;
   std::optional<double> makespan(const std::vector<double>& hop_s,
                                  std::vector<double>* stage_ends = nullptr) const;
@@ -199,6 +201,7 @@ class StepTimeEstimator {
   UnitTraffic m_first_layer_traffic;  // the first stage's first layer (after the embedding)
   std::vector<std::vector<double>> m_first_forward_spans;  // [stage][chunk], FSDP over a pipeline
   std::vector<double> m_stage_reduce_traffic_s;            // [stage]: beside its last backward
+  std::vector<double> m_stage_reduce_expert_share;         // [stage]: of that, expert-DP's
 
   std::vector<std::vector<ChunkStep>> m_chunk_steps;  // [stage][chunk]
   // [stage][slot_key]: compute slowed beside the stage's gradient reductions, chunk by chunk

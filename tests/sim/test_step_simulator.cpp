@@ -405,6 +405,22 @@ TEST_CASE("the analytic estimate and the event simulation agree within 5% on unc
   CHECK(analytic == Approx(event).epsilon(0.05));
 }
 
+TEST_CASE("the drain waits on each stage's last backward beside its own gradient reductions",
+          "[sim][step][analytic]") {
+  // DeepSeek-V3, one micro-batch of 8K tokens through 8 stages: each stage's last backward runs
+  // beside its gradient all-reduce (tens of GB over the CP pair) on the NVSwitch port its TP
+  // collectives use, so each waits longer on them, stage after stage down the drain. Counted
+  // for the slowest stage alone, the estimate was 6.5% short; stage by stage, within 1%.
+  const Scenario sc = parse_scenario_text(
+      R"({"model": {"name": "deepseek-v3", "seq_len": 8192}, "cluster": {"gpu": "h200", "num_gpus": 64},
+          "layout": {"tp": 4, "pp": 8, "cp": 2, "zero_stage": 0, "pipeline_split": "balanced", "global_batch": 1,
+                     "precision": "fp8", "recompute": "selective"}})");
+  const double event = simulate(sc).report.step_time_s;
+  const double analytic = estimate(sc).step_time_s;
+  INFO("event " << event << " s, analytic " << analytic << " s");
+  CHECK(analytic == Approx(event).epsilon(0.02));
+}
+
 TEST_CASE("ZeRO-3 with pipelining runs as torchtitan's FSDP+PP, and both fidelities say so",
           "[sim][step][analytic]") {
   const Scenario sc = scenario("llama3-70b", "h100-sxm", 64,

@@ -28,6 +28,7 @@ struct ScenarioOverrides {
   std::optional<std::vector<int64_t>> hierarchical_cp_sizes;  // --hierarchical-cp-sizes 2,4
   std::optional<double> moe_capacity_factor;             // --moe-capacity-factor 1.25
   std::optional<int64_t> virtual_stages;      // --virtual-stages 2
+  std::optional<std::string> pipeline_split;  // --pipeline-split balanced
   std::optional<int64_t> micro_batch;         // --micro-batch 1
   std::optional<int64_t> global_batch;        // --global-batch 1024
   std::optional<int64_t> seq_len;             // --seq-len 8192
