@@ -494,11 +494,12 @@ std::optional<double> StepTimeEstimator::makespan(const std::vector<double>& hop
             m_reduce_slowdown_s.empty() ? 0.0 : m_reduce_slowdown_s[size_t(stage)][slot_key(slot)];
         if (slot.forward) return c.forward_s + beside_reductions + c.forward_exposed_s;
         const bool last = slot.micro_batch == last_micro_batch && m_reduce_slowdown_s.empty();
-        const double b = last ? stretch(last_backward_s(st), st.backward_s + st.recompute_s) : 1.0;
-        const double waits = last ? stretch(st.backward_s + st.recompute_s + last_backward_shared_waits_s(st),
-                                            st.backward_s + st.recompute_s)
-                                  : 1.0;
-        return c.backward_s * b + beside_reductions + c.backward_exposed_s + c.backward_s * (waits - 1);
+        const double plain = st.backward_s + st.recompute_s;
+        const double b = last ? stretch(last_backward_s(st), plain) : 1.0;
+        // The chunk's part of the stage's longer waits beside its reductions.
+        const double shared_waits =
+            last && plain > 0 ? c.backward_s / plain * last_backward_shared_waits_s(st) : 0.0;
+        return c.backward_s * b + beside_reductions + c.backward_exposed_s + shared_waits;
       },
       hop_s);
   if (!finish) return std::nullopt;

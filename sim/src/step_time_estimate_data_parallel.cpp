@@ -180,10 +180,8 @@ double StepTimeEstimator::last_backward_shared_waits_s(const StageTime& st) cons
   const double beside = std::min(1.0, traffic / span);
   const double expert = m_stage_reduce_expert_share[size_t(st.stage)];
   const Layout& l = m_layout;
-  const RankGroup cp =
-      rank_group(l, l.cp_comm_type == CpCommType::a2a_p2p ? GroupKind::cp_ring : GroupKind::cp);
   const double grown = dp_link_share(m_tp_link, {l.tp, 1}, expert, false) * st.tp_exposed_s +
-                       dp_link_share(m_cp_link, cp, expert, false) * st.cp_exposed_s +
+                       dp_link_share(m_cp_link, cp_link_group(), expert, false) * st.cp_exposed_s +
                        dp_link_share(m_ep_link, {l.ep, l.expert_tp}, expert, false) * st.ep_exposed_s;
   return beside * grown * backward_exposed / exposed;
 }
@@ -529,10 +527,7 @@ void StepTimeEstimator::charge_shared_links() {
     return dp_busy * dp_link_share(lk, g, m_slowest_expert_share, true);
   };
   m_tp_shared_s = busy_beside(m_tp_link, {l.tp, 1}) * microbatches * slow.tp_exposed_s;
-  // (Under a2a+p2p, CP's exposed time is taken on the ring's level, the one that leaves the node.)
-  const RankGroup cp_group =
-      rank_group(l, l.cp_comm_type == CpCommType::a2a_p2p ? GroupKind::cp_ring : GroupKind::cp);
-  m_cp_shared_s = busy_beside(m_cp_link, cp_group) * microbatches * slow.cp_exposed_s;
+  m_cp_shared_s = busy_beside(m_cp_link, cp_link_group()) * microbatches * slow.cp_exposed_s;
   m_ep_shared_s = busy_beside(m_ep_link, {l.ep, l.expert_tp}) * microbatches * slow.ep_exposed_s;
   m_out.shared_link_s = m_tp_shared_s + m_cp_shared_s + m_ep_shared_s;
 }

@@ -16,6 +16,7 @@
 #include "simrun/sim/analytic.hpp"
 #include "simrun/sim/collective_cost.hpp"
 #include "simrun/sim/compute_model.hpp"
+#include "simrun/sim/rank_layout.hpp"
 #include "simrun/sim/workload.hpp"
 
 namespace simrun::detail {
@@ -147,6 +148,12 @@ class StepTimeEstimator {
   double first_forward_s(const StageTime& st) const;
   double last_backward_s(const StageTime& st) const;
   double dp_link_share(const LinkCost& lk, RankGroup g, double expert_share, bool mesh_peer_links) const;
+  // The group m_cp_link serves: CP's, or under a2a+p2p the ring's level (the one that leaves the
+  // node), where CP's exposed time is taken.
+  RankGroup cp_link_group() const {
+    return rank_group(m_layout,
+                      m_layout.cp_comm_type == CpCommType::a2a_p2p ? GroupKind::cp_ring : GroupKind::cp);
+  }
   double last_backward_shared_waits_s(const StageTime& st) const;
   double fsdp_reduce_tail_s(const StageTime& st) const;
   std::optional<double> makespan(const std::vector<double>& hop_s,
