@@ -186,6 +186,22 @@ double StepTimeEstimator::last_backward_shared_waits_s(const StageTime& st) cons
   return beside * grown * backward_exposed / exposed;
 }
 
+// What a unit's first forward waits longer on its TP, CP and EP collectives for meeting the next
+// unit's gather (`gather_s`, of `traffic`) on their links, as last_backward_shared_waits_s.
+double StepTimeEstimator::forward_shared_waits_s(const PieceTime& piece, double gather_s,
+                                                 const UnitTraffic& traffic) const {
+  const double exposed = piece.exposed_s();
+  if (exposed <= 0 || piece.forward_exposed_s <= 0) return 0.0;
+  const double beside = std::min(1.0, gather_s / (piece.forward_s + piece.forward_exposed_s));
+  const double total = traffic.gather_s + traffic.reduce_s;
+  const double expert = total > 0 ? traffic.expert_s / total : 0.0;
+  const Layout& l = m_layout;
+  const double grown = dp_link_share(m_tp_link, {l.tp, 1}, expert, false) * piece.tp_exposed_s +
+                       dp_link_share(m_cp_link, cp_link_group(), expert, false) * piece.cp_exposed_s +
+                       dp_link_share(m_ep_link, {l.ep, l.expert_tp}, expert, false) * piece.ep_exposed_s;
+  return beside * grown * piece.forward_exposed_s / exposed;
+}
+
 // FSDP with pipelining (torchtitan) gathers a stage's weights unit by unit during each chunk's
 // first micro-batch, as the workload issues them: on one FIFO stream, a layer's gather once
 // the layer fsdp_prefetch_layers before it has started (limit_all_gathers), the embedding's
@@ -220,7 +236,8 @@ std::vector<double> StepTimeEstimator::gathered_forward_spans(int64_t stage, boo
     const bool next_in_chunk = k + 1 < units.size() && units[k + 1].chunk == u.chunk;
     const double beside_s = slowed && next_in_chunk ? traffic[k + 1].gather_s : 0.0;
     const PieceTime& piece = unit_piece(u, stage);
-    compute_end = start + beside_traffic_s(piece.forward_s, beside_s) + piece.forward_exposed_s;
+    compute_end = start + beside_traffic_s(piece.forward_s, beside_s) + piece.forward_exposed_s +
+                  (beside_s > 0 ? forward_shared_waits_s(piece, beside_s, traffic[k + 1]) : 0.0);
     spans[size_t(u.chunk)] = compute_end;
   }
   return spans;

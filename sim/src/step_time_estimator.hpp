@@ -155,6 +155,7 @@ class StepTimeEstimator {
                       m_layout.cp_comm_type == CpCommType::a2a_p2p ? GroupKind::cp_ring : GroupKind::cp);
   }
   double last_backward_shared_waits_s(const StageTime& st) const;
+  double forward_shared_waits_s(const PieceTime& piece, double gather_s, const UnitTraffic& traffic) const;
   double fsdp_reduce_tail_s(const StageTime& st) const;
   std::optional<double> makespan(const std::vector<double>& hop_s,
                                  std::vector<double>* stage_ends = nullptr) const;

@@ -405,20 +405,26 @@ TEST_CASE("the analytic estimate and the event simulation agree within 5% on unc
   CHECK(analytic == Approx(event).epsilon(0.05));
 }
 
-TEST_CASE("the drain waits on each stage's last backward beside its own gradient reductions",
+TEST_CASE("the fill and the drain wait on each stage's collectives beside its own DP traffic",
           "[sim][step][analytic]") {
-  // DeepSeek-V3, one micro-batch of 8K tokens through 8 stages: each stage's last backward runs
+  // DeepSeek-V3 through 8 stages with few micro-batches. Drain: each stage's last backward runs
   // beside its gradient all-reduce (tens of GB over the CP pair) on the NVSwitch port its TP
-  // collectives use, so each waits longer on them, stage after stage down the drain. Counted
-  // for the slowest stage alone, the estimate was 6.5% short; stage by stage, within 1%.
-  const Scenario sc = parse_scenario_text(
-      R"({"model": {"name": "deepseek-v3", "seq_len": 8192}, "cluster": {"gpu": "h200", "num_gpus": 64},
-          "layout": {"tp": 4, "pp": 8, "cp": 2, "zero_stage": 0, "pipeline_split": "balanced", "global_batch": 1,
-                     "precision": "fp8", "recompute": "selective"}})");
+  // collectives use, so each waits longer on them, stage after stage (counted for the slowest
+  // stage alone, the estimate was 6.5% short). Fill, under FSDP+PP: each stage's first forward
+  // runs beside its units' gathers, experts' over expert-DP, on that port too (5.4% short).
+  const std::string layout = GENERATE(
+      std::string(R"("gpu": "h200", "num_gpus": 64}, "layout": {"tp": 4, "pp": 8, "cp": 2, "zero_stage": 0,
+          "global_batch": 1, "recompute": "selective")"),
+      std::string(R"("gpu": "b200", "num_gpus": 64}, "layout": {"tp": 2, "pp": 8, "ep": 2, "micro_batch": 2,
+          "global_batch": 8, "zero_stage": 3, "recompute": "selective")"));
+  const std::string seq = layout.find("h200") != std::string::npos ? "8192" : "2048";
+  const Scenario sc =
+      parse_scenario_text(R"({"model": {"name": "deepseek-v3", "seq_len": )" + seq + R"(}, "cluster": {)" +
+                          layout + R"(, "pipeline_split": "balanced", "precision": "fp8"}})");
   const double event = simulate(sc).report.step_time_s;
   const double analytic = estimate(sc).step_time_s;
-  INFO("event " << event << " s, analytic " << analytic << " s");
-  CHECK(analytic == Approx(event).epsilon(0.02));
+  INFO(layout << ": event " << event << " s, analytic " << analytic << " s");
+  CHECK(analytic == Approx(event).epsilon(0.03));
 }
 
 TEST_CASE("ZeRO-3 with pipelining runs as torchtitan's FSDP+PP, and both fidelities say so",
