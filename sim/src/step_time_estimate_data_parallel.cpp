@@ -166,6 +166,16 @@ double StepTimeEstimator::dp_link_share(const LinkCost& lk, RankGroup g, double 
          (shares(m_expert_dp_link, {m_expert_dp, l.expert_tp * l.ep}) ? expert_share : 0.0);
 }
 
+// TP, CP and EP waits, each weighted by the share of its link that DP traffic (of which
+// `expert_share` is expert-DP's) would use beside it; a full mesh's peer links left out.
+double StepTimeEstimator::waits_on_dp_links_s(double tp_s, double cp_s, double ep_s,
+                                              double expert_share) const {
+  const Layout& l = m_layout;
+  return dp_link_share(m_tp_link, {l.tp, 1}, expert_share, false) * tp_s +
+         dp_link_share(m_cp_link, cp_link_group(), expert_share, false) * cp_s +
+         dp_link_share(m_ep_link, {l.ep, l.expert_tp}, expert_share, false) * ep_s;
+}
+
 // What a stage's last backward waits longer on its TP, CP and EP collectives for meeting its own
 // gradient reductions on their links (each group's backward waits, grown by the share of the
 // backward the reductions run beside). On every stage's last backward in the drain; the slowest
@@ -178,11 +188,8 @@ double StepTimeEstimator::last_backward_shared_waits_s(const StageTime& st) cons
   if (traffic <= 0 || exposed <= 0 || backward_exposed <= 0) return 0.0;
   const double span = st.backward_s + st.recompute_s + backward_exposed;
   const double beside = std::min(1.0, traffic / span);
-  const double expert = m_stage_reduce_expert_share[size_t(st.stage)];
-  const Layout& l = m_layout;
-  const double grown = dp_link_share(m_tp_link, {l.tp, 1}, expert, false) * st.tp_exposed_s +
-                       dp_link_share(m_cp_link, cp_link_group(), expert, false) * st.cp_exposed_s +
-                       dp_link_share(m_ep_link, {l.ep, l.expert_tp}, expert, false) * st.ep_exposed_s;
+  const double grown = waits_on_dp_links_s(st.tp_exposed_s, st.cp_exposed_s, st.ep_exposed_s,
+                                           m_stage_reduce_expert_share[size_t(st.stage)]);
   return beside * grown * backward_exposed / exposed;
 }
 
@@ -194,11 +201,8 @@ double StepTimeEstimator::forward_shared_waits_s(const PieceTime& piece, double 
   if (exposed <= 0 || piece.forward_exposed_s <= 0) return 0.0;
   const double beside = std::min(1.0, gather_s / (piece.forward_s + piece.forward_exposed_s));
   const double total = traffic.gather_s + traffic.reduce_s;
-  const double expert = total > 0 ? traffic.expert_s / total : 0.0;
-  const Layout& l = m_layout;
-  const double grown = dp_link_share(m_tp_link, {l.tp, 1}, expert, false) * piece.tp_exposed_s +
-                       dp_link_share(m_cp_link, cp_link_group(), expert, false) * piece.cp_exposed_s +
-                       dp_link_share(m_ep_link, {l.ep, l.expert_tp}, expert, false) * piece.ep_exposed_s;
+  const double grown = waits_on_dp_links_s(piece.tp_exposed_s, piece.cp_exposed_s, piece.ep_exposed_s,
+                                           total > 0 ? traffic.expert_s / total : 0.0);
   return beside * grown * piece.forward_exposed_s / exposed;
 }
 

@@ -154,6 +154,7 @@ class StepTimeEstimator {
     return rank_group(m_layout,
                       m_layout.cp_comm_type == CpCommType::a2a_p2p ? GroupKind::cp_ring : GroupKind::cp);
   }
+  double waits_on_dp_links_s(double tp_s, double cp_s, double ep_s, double expert_share) const;
   double last_backward_shared_waits_s(const StageTime& st) const;
   double forward_shared_waits_s(const PieceTime& piece, double gather_s, const UnitTraffic& traffic) const;
   double fsdp_reduce_tail_s(const StageTime& st) const;
