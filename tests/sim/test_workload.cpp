@@ -71,15 +71,19 @@ double megatron_flops(const Scenario& sc) {
   return count_flops_per_sequence(sc.model, AttentionFlops::causal).total() * double(sc.layout.global_batch);
 }
 
-// Llama-3 8B at 32K tokens on one H100 node under `layout`: the attention core's first
-// forward block, less its launch overhead.
-double forward_core_s(const std::string& layout) {
+// Llama-3 8B at 32K tokens on `gpus` H100s under `layout` (one micro-batch per pipeline, no
+// recompute): the long-context workload the context-parallelism tests read.
+Workload long_context_workload(const std::string& layout, int64_t gpus = 8) {
   const Scenario sc = parse_scenario_text(
-      R"({"model": {"name": "llama3-8b", "seq_len": 32768}, "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
-          "layout": {)" +
-      layout + R"(, "global_batch": 4, "recompute": "none"}})");
-  const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
-  const Workload w = build_workload(sc, cm);
+      R"({"model": {"name": "llama3-8b", "seq_len": 32768}, "cluster": {"gpu": "h100-sxm", "num_gpus": )" +
+      std::to_string(gpus) + R"(}, "layout": {)" + layout + R"(, "recompute": "none"}})");
+  return build_workload(sc, ComputeModel(sc.cluster.gpu, ComputeParams{}));
+}
+
+// The attention core's first forward block under `layout` (long_context_workload), less its
+// launch overhead.
+double forward_core_s(const std::string& layout) {
+  const Workload w = long_context_workload(layout);
   for (const Task& t : w.stages[0].tasks)
     if (t.op == OpName::attn_core && t.phase == Phase::forward)
       return t.duration.seconds() - ComputeParams{}.launch_overhead_s;
@@ -113,11 +117,7 @@ TEST_CASE("context parallelism runs Transformer Engine's ring: cp blocks, each a
           "[sim][workload]") {
   // Llama-3 8B, 32K tokens over CP 4 (TP 2): each rank holds 8K tokens of each sequence; one
   // ring step moves one rank's K and V (8K tokens × 2 × 4 KV heads of 128 over TP 2, bf16).
-  const Scenario sc =
-      parse_scenario_text(R"({"model": {"name": "llama3-8b", "seq_len": 32768}, "cluster": {"gpu": "h100-sxm",
-      "num_gpus": 8}, "layout": {"tp": 2, "cp": 4, "global_batch": 1, "recompute": "none"}})");
-  const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
-  const Workload w = build_workload(sc, cm);
+  const Workload w = long_context_workload(R"("tp": 2, "cp": 4)");
   const StageProgram& p = w.stages[0];
   const double block = 8192.0 * 2 * (8 * 128 / 2) * 2;
   std::map<Phase, std::vector<double>> exchanges;  // layer 3's, in program order
@@ -151,11 +151,7 @@ TEST_CASE("all-gather context parallelism gathers K,V before the core and reduce
           "[sim][workload]") {
   // Llama-3 8B, 32K tokens over CP 4 (TP 2): every rank's 8K tokens of K and V (4 KV heads of
   // 128 over TP 2, bf16) gathered to each; the core runs the local queries against all 32K keys.
-  const Scenario sc = parse_scenario_text(
-      R"({"model": {"name": "llama3-8b", "seq_len": 32768}, "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
-          "layout": {"tp": 2, "cp": 4, "cp_comm_type": "all_gather", "global_batch": 1, "recompute": "none"}})");
-  const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
-  const Workload w = build_workload(sc, cm);
+  const Workload w = long_context_workload(R"("tp": 2, "cp": 4, "cp_comm_type": "all_gather")");
   const StageProgram& p = w.stages[0];
   const double gathered = 32768.0 * 2 * (8 * 128 / 2) * 2;
   std::map<Phase, std::vector<CollectiveOp>> exchanges;  // layer 3's, in program order
@@ -202,12 +198,8 @@ TEST_CASE("a2a+p2p runs the ring between the all-to-alls, on the first level's t
   // Llama-3 8B, 32K tokens over CP 8 as [2, 4] (TP 2): 4K tokens a rank; the all-to-all over
   // two ranks leaves 8K tokens with 8 query and 2 KV heads, and the ring passes those K,V (the
   // same bytes as one rank's own) around four.
-  const Scenario sc = parse_scenario_text(
-      R"({"model": {"name": "llama3-8b", "seq_len": 32768}, "cluster": {"gpu": "h100-sxm", "num_gpus": 16},
-          "layout": {"tp": 2, "cp": 8, "cp_comm_type": "a2a+p2p", "hierarchical_context_parallel_sizes": [2, 4],
-                     "global_batch": 1, "recompute": "none"}})");
-  const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
-  const Workload w = build_workload(sc, cm);
+  const Workload w = long_context_workload(
+      R"("tp": 2, "cp": 8, "cp_comm_type": "a2a+p2p", "hierarchical_context_parallel_sizes": [2, 4])", 16);
   const double tokens = 4096, q = 16 * 128, kv = 4 * 128, block = tokens * 2 * kv * 2;
   struct Exchange {
     OpName op;
@@ -242,11 +234,7 @@ TEST_CASE("Ulysses context parallelism trades the sequence split for a head spli
           "[sim][workload]") {
   // Llama-3 8B, 32K tokens over CP 4 (TP 2): 16 query and 4 KV heads per rank before the
   // all-to-all, 4 and 1 after it, for all 32K tokens.
-  const Scenario sc = parse_scenario_text(
-      R"({"model": {"name": "llama3-8b", "seq_len": 32768}, "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
-          "layout": {"tp": 2, "cp": 4, "cp_comm_type": "a2a", "global_batch": 1, "recompute": "none"}})");
-  const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
-  const Workload w = build_workload(sc, cm);
+  const Workload w = long_context_workload(R"("tp": 2, "cp": 4, "cp_comm_type": "a2a")");
   const StageProgram& p = w.stages[0];
   const double tokens = 8192, q = 16 * 128, kv = 4 * 128;
   std::map<Phase, std::vector<double>> exchanges;  // layer 3's, in program order, in bytes
