@@ -18,10 +18,12 @@
 // (a2a refuses those whose heads do not divide); with a2a+p2p each of them runs twice the CP (on
 // half the DP) as [2, cp]: all-to-alls over pairs of CP ranks, the ring over the pairs. With
 // --mla every layout runs DeepSeek-V3 instead (multi-head latent attention, 256 experts, 1 to 16
-// EP; 1F1B, balanced over the stages), CP ones included.
+// EP; 1F1B, balanced over the stages), CP ones included; with --shared-expert-overlap too, its
+// shared expert runs beside the all-to-alls (--moe-shared-expert-overlap).
 //
 //   build/bench/analytic_agreement [--samples N] [--seed S] [--worst K] [--stragglers] [--slow-links]
-//                                  [--capacity-factors] [--mla] [--cp-comm-type all_gather|a2a|a2a+p2p]
+//                                  [--capacity-factors] [--mla [--shared-expert-overlap]]
+//                                  [--cp-comm-type all_gather|a2a|a2a+p2p]
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -144,6 +146,7 @@ int main(int argc, char** argv) {
   uint64_t seed = 4;
   size_t worst = 8;
   bool with_stragglers = false, with_slow_links = false, with_capacity = false, with_mla = false;
+  bool shared_expert_overlap = false;
   std::string cp_comm_type;  // empty: each layout's default (the ring)
   auto count = [](const char* flag, const char* text) {
     char* end = nullptr;
@@ -167,6 +170,8 @@ int main(int argc, char** argv) {
         with_capacity = true;
       } else if (std::strcmp(argv[i], "--mla") == 0) {
         with_mla = true;
+      } else if (std::strcmp(argv[i], "--shared-expert-overlap") == 0) {
+        shared_expert_overlap = true;
       } else if (std::strcmp(argv[i], "--cp-comm-type") == 0 && has_value) {
         cp_comm_type = argv[++i];
         if (cp_comm_type != "all_gather" && cp_comm_type != "a2a" && cp_comm_type != "a2a+p2p")
@@ -178,10 +183,13 @@ int main(int argc, char** argv) {
         throw std::invalid_argument(fmt::format("unknown or incomplete argument '{}'", argv[i]));
       }
     }
+    if (shared_expert_overlap && !with_mla)
+      throw std::invalid_argument("--shared-expert-overlap needs --mla (DeepSeek-V3 has the shared expert)");
   } catch (const std::invalid_argument& e) {
     fmt::print(stderr,
                "analytic_agreement: {} (usage: [--samples N] [--seed S] [--worst K] [--stragglers] "
-               "[--slow-links] [--capacity-factors] [--mla] [--cp-comm-type all_gather|a2a|a2a+p2p])\n",
+               "[--slow-links] [--capacity-factors] [--mla [--shared-expert-overlap]] "
+               "[--cp-comm-type all_gather|a2a|a2a+p2p])\n",
                e.what());
     return 2;
   }
@@ -229,6 +237,10 @@ int main(int argc, char** argv) {
       std::string command = command_of(o);
       const Scenario sc = load_scenario({}, o, catalogs);
       SimulateOptions options;
+      if (shared_expert_overlap) {
+        options.workload.moe_shared_expert_overlap = true;
+        command += " --moe-shared-expert-overlap";
+      }
       if (with_stragglers) {
         const Straggler st{int64_t(straggler_draw % uint64_t(sc.layout.world_size())), slowdown};
         options.step.scope = SimulationScope::full;
@@ -271,7 +283,9 @@ int main(int argc, char** argv) {
   if (with_capacity)
     fmt::print("MoE layouts only, each with a seeded expert capacity factor ({} dense layouts skipped)\n",
                dense_skipped);
-  if (with_mla) fmt::print("every layout as DeepSeek-V3 (MLA, 1 to 16 EP, 1F1B balanced)\n");
+  if (with_mla)
+    fmt::print("every layout as DeepSeek-V3 (MLA, 1 to 16 EP, 1F1B balanced{})\n",
+               shared_expert_overlap ? ", shared expert beside the all-to-alls" : "");
   if (!cp_comm_type.empty())
     fmt::print("CP layouts only, each with cp_comm_type {} ({} layouts without CP skipped)\n", cp_comm_type,
                without_cp_skipped);

@@ -49,10 +49,12 @@ void add_scenario_options(CLI::App& cmd, ScenarioArgs& args);
 Scenario resolve_scenario(const ScenarioArgs& args, const Catalogs& catalogs);
 
 // Framework behaviour the scenario file does not state, shared by estimate and simulate
-// (cli/framework_options.cpp): --schedule, --tp-comm-overlap, --kernels, --selective-recompute.
+// (cli/framework_options.cpp): --schedule, --tp-comm-overlap, --moe-shared-expert-overlap,
+// --kernels, --selective-recompute.
 struct FrameworkArgs {
   std::string schedule;  // gpipe | 1f1b | interleaved; empty: from virtual_stages
   bool tp_comm_overlap = false;
+  bool moe_shared_expert_overlap = false;
   std::string kernels;    // fused | eager; empty: fused
   std::string selective;  // attention | every-other-layer; empty: attention
 };

@@ -1,5 +1,6 @@
 // The framework-behaviour flags shared by `simrun estimate` and `simrun simulate`: pipeline
-// schedule, TP comm overlap, kernel stack and what selective recompute re-runs (see command.hpp).
+// schedule, TP comm overlap, shared-expert overlap, kernel stack and what selective recompute
+// re-runs (see command.hpp).
 #include "command.hpp"
 #include "simrun/common/error.hpp"
 
@@ -11,6 +12,9 @@ void add_framework_options(CLI::App& cmd, FrameworkArgs& args) {
       ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}));
   cmd.add_flag("--tp-comm-overlap", args.tp_comm_overlap,
                "Overlap TP collectives with their GEMMs (Megatron --tp-comm-overlap / async-TP)");
+  cmd.add_flag("--moe-shared-expert-overlap", args.moe_shared_expert_overlap,
+               "Run the MoE shared experts beside the dispatch and combine all-to-alls (Megatron-Core "
+               "--moe-shared-expert-overlap)");
   cmd.add_option("--kernels", args.kernels,
                  "Kernel stack: fused (Transformer Engine / Megatron, default) | eager (PyTorch eager + "
                  "FlashAttention-2)")
@@ -24,6 +28,15 @@ void add_framework_options(CLI::App& cmd, FrameworkArgs& args) {
 void apply_framework_options(const FrameworkArgs& args, const Scenario& scenario, WorkloadOptions& workload,
                              std::optional<PipelineSchedule>& schedule) {
   if (args.tp_comm_overlap) workload.tp_overlap = TpCommOverlap::full;
+  if (args.moe_shared_expert_overlap) {
+    const ModelSpec& m = scenario.model;
+    if (!m.is_moe() || m.moe->shared_experts == 0)
+      throw InputError("command line", "--moe-shared-expert-overlap",
+                       m.name +
+                           " has no shared experts to overlap (an MoE model with moe.shared_experts >= 1, "
+                           "e.g. deepseek-v3)");
+    workload.moe_shared_expert_overlap = true;
+  }
   if (args.kernels == "eager") workload.kernels = KernelStack::eager;
   if (args.selective == "every-other-layer") workload.selective = SelectiveRecompute::every_other_layer;
   if (args.schedule == "gpipe") schedule = PipelineSchedule::gpipe;

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "simrun/common/error.hpp"
 #include "simrun/models/counts.hpp"
@@ -269,13 +270,22 @@ OpShape StageBuilder::memory_op(double bytes) const {
 // ---------------------------------------------------------------------------------------------
 // Tensor-parallel collectives around the column/row-parallel GEMMs
 
-uint32_t StageBuilder::tp_before_column_parallel(OpName ag_name, Phase phase) {
+uint32_t StageBuilder::sp_input_gather(OpName ag_name, Phase phase) {
   if (!m_s.sp) return kNoTask;
-  const uint32_t ag = collective(Stream::tp, ag_name, CollectiveOp::all_gather, GroupKind::tp,
-                                 m_s.T * m_s.h * m_s.elem, phase, {m_last_compute});
-  if (m_s.opt.tp_overlap == TpCommOverlap::full) return ag;  // pipelined with the GEMM: waited for after it
-  m_wait.push_back(ag);
-  return kNoTask;
+  return collective(Stream::tp, ag_name, CollectiveOp::all_gather, GroupKind::tp, m_s.T * m_s.h * m_s.elem,
+                    phase, {m_last_compute});
+}
+
+void StageBuilder::wait_for_input_gather(uint32_t ag, bool after_gemm) {
+  if (ag == kNoTask) return;
+  // With TP comm overlap the gather is pipelined with the GEMM: waited for after it.
+  if (after_gemm == (m_s.opt.tp_overlap == TpCommOverlap::full)) m_wait.push_back(ag);
+}
+
+uint32_t StageBuilder::tp_before_column_parallel(OpName ag_name, Phase phase) {
+  const uint32_t ag = sp_input_gather(ag_name, phase);
+  wait_for_input_gather(ag, false);
+  return m_s.opt.tp_overlap == TpCommOverlap::full ? ag : kNoTask;
 }
 
 void StageBuilder::tp_after_row_parallel(OpName rs_name, OpName ar_name, uint32_t gemm_task,
@@ -524,16 +534,25 @@ void StageBuilder::qkv_backward() {
 }
 
 void StageBuilder::mlp_forward(double f_loc, Phase phase, bool after_norm) {
+  mlp_up_forward(f_loc, phase, after_norm, sp_input_gather(OpName::tp_ag_mlp, phase));
+  mlp_down_forward(f_loc, phase);
+}
+
+void StageBuilder::mlp_up_forward(double f_loc, Phase phase, bool after_norm, uint32_t input_gather) {
   const Shared& s = m_s;
-  const Precision gp = s.gemm_precision;
-  const uint32_t ag = tp_before_column_parallel(OpName::tp_ag_mlp, phase);
   const double up = s.swiglu ? 2 * f_loc : f_loc;
-  compute(OpName::fc1, phase, gemm(s.T, up, s.h, gp, !(after_norm && s.norm_emits_fp8)),
+  wait_for_input_gather(input_gather, false);
+  compute(OpName::fc1, phase, gemm(s.T, up, s.h, s.gemm_precision, !(after_norm && s.norm_emits_fp8)),
           2.0 * s.T * s.h * up);
-  if (ag != kNoTask) m_wait.push_back(ag);
+  wait_for_input_gather(input_gather, true);
   compute(OpName::act, phase, memory_op(s.T * (up + f_loc) * s.elem), 0);
+}
+
+void StageBuilder::mlp_down_forward(double f_loc, Phase phase) {
+  const Shared& s = m_s;
   const uint32_t before_fc2 = m_last_compute;
-  const uint32_t fc2 = compute(OpName::fc2, phase, gemm(s.T, s.h, f_loc, gp), 2.0 * s.T * f_loc * s.h);
+  const uint32_t fc2 =
+      compute(OpName::fc2, phase, gemm(s.T, s.h, f_loc, s.gemm_precision), 2.0 * s.T * f_loc * s.h);
   tp_after_row_parallel(OpName::tp_rs_mlp, OpName::tp_ar_mlp, fc2, before_fc2, phase);
 }
 
@@ -567,8 +586,26 @@ void StageBuilder::sort_chunks(Phase phase) {
     compute(OpName::moe_sort_chunks, phase, memory_op(s.routed_tokens * s.h * s.elem * 2), 0);
 }
 
+// With --moe-shared-expert-overlap (Megatron-Core SharedExpertMLP on its own CUDA stream, driven
+// by MoEAlltoAllTokenDispatcher) the shared experts run beside the all-to-alls instead of after
+// the routed path: their input's sequence-parallel all-gather is issued before the permutation
+// (pre_forward_comm), FC1 and the activation while the dispatch is in flight, FC2 and its
+// reduce-scatter while the combine is (post_forward_comm), and their output is added after the
+// unpermutation. Autograd runs each backward op on its forward op's stream, so in the backward
+// FC2's gradients run beside the combine's all-to-all and FC1's beside the dispatch's.
+bool StageBuilder::shared_experts_overlap() const {
+  return m_s.shared_f_loc > 0 && m_s.opt.moe_shared_expert_overlap;
+}
+
+std::vector<uint32_t> StageBuilder::hold_waits() { return std::exchange(m_wait, {}); }
+
+void StageBuilder::release_waits(const std::vector<uint32_t>& held) {
+  m_wait.insert(m_wait.end(), held.begin(), held.end());
+}
+
 void StageBuilder::moe_forward(Phase phase) {
   const Shared& s = m_s;
+  const bool overlap = shared_experts_overlap();
   // The router stays in 16-bit under fp8 (Transformer Engine converts the expert GEMMs only).
   const Precision router_p = outside_fp8(s.gemm_precision);
   const double per_expert = s.routed_tokens / s.experts_loc;
@@ -577,12 +614,18 @@ void StageBuilder::moe_forward(Phase phase) {
   // and top-k over fp32 scores.
   compute(OpName::router, phase, gemm(s.Ts, s.experts, s.h, router_p), 0);
   compute(OpName::router, phase, memory_op(s.Ts * s.experts * 4 * 3), 0);
+  const uint32_t shared_input = overlap ? sp_input_gather(OpName::tp_ag_mlp, phase) : kNoTask;
   compute(OpName::moe_permute, phase, memory_op(s.dispatched_tokens * s.h * s.elem * 2), 0);
   const uint32_t dispatch = ep_all_to_all(OpName::ep_dispatch, phase);
   if (s.etp > 1) {
     const uint32_t c = collective(Stream::tp, OpName::tp_ag_expert, CollectiveOp::all_gather, GroupKind::tp,
                                   s.routed_tokens * s.h * s.elem, phase, {m_last_compute, dispatch});
     m_wait.push_back(c);
+  }
+  if (overlap) {
+    const std::vector<uint32_t> dispatched = hold_waits();
+    mlp_up_forward(s.shared_f_loc, phase, false, shared_input);
+    release_waits(dispatched);
   }
   sort_chunks(phase);
   expert_gemm(OpName::expert_fc1, phase, grouped_gemm(per_expert, up, s.h),
@@ -598,17 +641,28 @@ void StageBuilder::moe_forward(Phase phase) {
     m_wait.push_back(scatter);
   }
   ep_all_to_all(OpName::ep_combine, phase, scatter);
+  std::vector<uint32_t> shared_output;
+  if (overlap) {
+    const std::vector<uint32_t> combined = hold_waits();
+    mlp_down_forward(s.shared_f_loc, phase);
+    shared_output = hold_waits();  // its TP reduction, for the sum after the unpermutation
+    release_waits(combined);
+  }
   compute(OpName::moe_unpermute, phase,
           memory_op(s.dispatched_tokens * s.h * s.elem * 2 + s.Ts * s.h * s.elem), 0);
-  if (s.shared_f_loc > 0) mlp_forward(s.shared_f_loc, phase, false);
+  if (overlap)
+    release_waits(shared_output);
+  else if (s.shared_f_loc > 0)
+    mlp_forward(s.shared_f_loc, phase, false);
 }
 
 void StageBuilder::moe_backward() {
   const Shared& s = m_s;
+  const bool overlap = shared_experts_overlap();
   const Precision router_p = outside_fp8(s.gemm_precision);
   const double per_expert = s.routed_tokens / s.experts_loc;
   const double up = s.swiglu ? 2 * s.expert_f_loc : s.expert_f_loc;
-  if (s.shared_f_loc > 0) mlp_backward(s.shared_f_loc);
+  if (s.shared_f_loc > 0 && !overlap) mlp_backward(s.shared_f_loc);
   compute(OpName::moe_unpermute, Phase::backward, memory_op(s.dispatched_tokens * s.h * s.elem * 2), 0);
   const uint32_t combine = ep_all_to_all(OpName::ep_combine, Phase::backward);
   if (s.etp > 1) {
@@ -616,6 +670,11 @@ void StageBuilder::moe_backward() {
     const uint32_t c = collective(Stream::tp, OpName::tp_ag_expert, CollectiveOp::all_gather, GroupKind::tp,
                                   s.routed_tokens * s.h * s.elem, Phase::backward, {m_last_compute, combine});
     m_wait.push_back(c);
+  }
+  if (overlap) {
+    const std::vector<uint32_t> combined = hold_waits();
+    mlp_down_backward(s.shared_f_loc);
+    release_waits(combined);
   }
   sort_chunks(Phase::backward);
   const double fc2_flops = 2.0 * s.counted_tokens * s.expert_f_loc * s.h;
@@ -638,10 +697,18 @@ void StageBuilder::moe_backward() {
     m_wait.push_back(scatter);
   }
   ep_all_to_all(OpName::ep_dispatch, Phase::backward, scatter);
+  std::vector<uint32_t> shared_input_grad;
+  if (overlap) {
+    const std::vector<uint32_t> dispatched = hold_waits();
+    mlp_up_backward(s.shared_f_loc);
+    shared_input_grad = hold_waits();  // its TP reduction, for the sum into the layer's input gradient
+    release_waits(dispatched);
+  }
   compute(OpName::moe_permute, Phase::backward, memory_op(s.dispatched_tokens * s.h * s.elem * 2), 0);
   compute(OpName::router, Phase::backward, memory_op(s.Ts * s.experts * 4 * 3), 0);
   compute(OpName::router, Phase::backward, gemm(s.Ts, s.h, s.experts, router_p), 0);  // dgrad
   compute(OpName::router, Phase::backward, gemm(s.h, s.experts, s.Ts, router_p), 0);  // wgrad
+  release_waits(shared_input_grad);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -687,10 +754,20 @@ void StageBuilder::column_parallel_backward(OpName op, OpName ag_name, OpName rs
 }
 
 void StageBuilder::mlp_backward(double f_loc) {
+  mlp_down_backward(f_loc);
+  mlp_up_backward(f_loc);
+}
+
+void StageBuilder::mlp_down_backward(double f_loc) {
   const Shared& s = m_s;
   const double up = s.swiglu ? 2 * f_loc : f_loc;
   row_parallel_backward(OpName::fc2, OpName::tp_ag_mlp, f_loc, 2.0 * s.T * f_loc * s.h);
   compute(OpName::act, Phase::backward, memory_op(s.T * (2 * up + f_loc) * s.elem), 0);
+}
+
+void StageBuilder::mlp_up_backward(double f_loc) {
+  const Shared& s = m_s;
+  const double up = s.swiglu ? 2 * f_loc : f_loc;
   column_parallel_backward(OpName::fc1, OpName::tp_ag_in_mlp, OpName::tp_rs_mlp, up, 2.0 * s.T * s.h * up);
 }
 

@@ -183,8 +183,21 @@ class StageBuilder {
   // after_norm: FC1 reads ln_mlp's output directly (not so for an MoE layer's shared experts).
   void mlp_forward(double f_loc, Phase phase, bool after_norm);
   void mlp_backward(double f_loc);
+  // Its halves: FC1 and the activation after the input's all-gather (`input_gather`, kNoTask
+  // without SP), FC2 and its TP reduction; in the backward FC2's gradients with the
+  // activation's, and FC1's.
+  void mlp_up_forward(double f_loc, Phase phase, bool after_norm, uint32_t input_gather);
+  void mlp_down_forward(double f_loc, Phase phase);
+  void mlp_down_backward(double f_loc);
+  void mlp_up_backward(double f_loc);
   void moe_forward(Phase phase);
   void moe_backward();
+  // Whether the shared experts run beside the all-to-alls (WorkloadOptions::moe_shared_expert_overlap).
+  bool shared_experts_overlap() const;
+  // The tasks the next compute op would wait for, taken aside while ops that do not wait for
+  // them are appended, then given back.
+  std::vector<uint32_t> hold_waits();
+  void release_waits(const std::vector<uint32_t>& held);
   // An all-to-all of this rank's routed token copies over the EP group, after the last compute
   // op and `after` (a collective whose output it sends, or kNoTask); returns the task, or
   // kNoTask when ep = 1.
@@ -200,6 +213,11 @@ class StageBuilder {
                              Phase phase);
   // Forward SP all-gather before a column-parallel GEMM; returns the task or kNoTask.
   uint32_t tp_before_column_parallel(OpName ag_name, Phase phase);
+  // The SP all-gather of a column-parallel GEMM's input, after the last compute op (kNoTask
+  // without SP), and the wait for it: before the GEMM, or after it when TP comm overlap
+  // pipelines the two (called with after_gemm false, then true).
+  uint32_t sp_input_gather(OpName ag_name, Phase phase);
+  void wait_for_input_gather(uint32_t ag, bool after_gemm);
   void embedding_forward();
   void embedding_backward();
   void head_forward();

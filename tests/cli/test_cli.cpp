@@ -573,3 +573,24 @@ TEST_CASE("estimate takes the framework flags simulate takes, and they move it t
     CHECK(step(command, "--schedule 1f1b") > base);  // the example interleaves 5 chunks
   }
 }
+
+TEST_CASE("the shared-expert overlap flag moves both fidelities, and needs a model with shared experts",
+          "[cli][errors]") {
+  // DeepSeek-V3's one shared expert beside all-to-alls over 8 nodes (EP 64).
+  const std::string layout =
+      "--model deepseek-v3 --gpu h100-sxm --gpus 512 --tp 1 --pp 1 --ep 64 --global-batch 512 --json";
+  auto step = [&](const std::string& command, const std::string& flags) {
+    const RunResult r = run_simrun(command + " " + layout + " " + flags);
+    INFO(command << " " << flags << ": " << r.err);
+    REQUIRE(r.exit_code == 0);
+    return nlohmann::json::parse(r.out)["step_time_s"].get<double>();
+  };
+  for (const std::string command : {"estimate", "simulate"})
+    CHECK(step(command, "--moe-shared-expert-overlap") < step(command, ""));
+  require_one_line_error(run_simrun("simulate --model mixtral-8x7b --gpu h100-sxm --gpus 8 --ep 8 "
+                                    "--moe-shared-expert-overlap"),
+                         "command line: --moe-shared-expert-overlap: mixtral-8x7b has no shared experts");
+  require_one_line_error(run_simrun("estimate --model llama3-8b --gpu h100-sxm --gpus 8 "
+                                    "--moe-shared-expert-overlap"),
+                         "command line: --moe-shared-expert-overlap: llama3-8b has no shared experts");
+}

@@ -738,3 +738,81 @@ TEST_CASE("gradient buckets: every parameter reduced once, Megatron-Core buckets
   CHECK(reduces(true) == 8 + 1 + 1);
   CHECK(reduces(false) == 8 + 1 + 8);
 }
+
+TEST_CASE("shared experts beside the all-to-alls: the same ops, none waiting for the all-to-all beside it",
+          "[sim][workload][moe]") {
+  // DeepSeek-V3 (one shared expert) with TP 2 and sequence parallelism, EP 8, under Megatron-Core's
+  // --moe-shared-expert-overlap: FC1 runs while the dispatch is in flight, FC2 while the combine
+  // is, and in the backward FC2's gradients beside the combine's all-to-all, FC1's beside the
+  // dispatch's.
+  const Scenario sc = parse_scenario_text(
+      R"({"model": {"name": "deepseek-v3", "seq_len": 2048}, "cluster": {"gpu": "h100-sxm", "num_gpus": 16},
+          "layout": {"tp": 2, "dp": 8, "ep": 8, "expert_tp": 1, "sequence_parallel": true, "global_batch": 8}})");
+  const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
+  WorkloadOptions overlapped;
+  overlapped.moe_shared_expert_overlap = true;
+  const Workload serial = build_workload(sc, cm);
+  const Workload w = build_workload(sc, cm, overlapped);
+  const StageProgram& p = w.stages.front();
+  CHECK(w.model_flops_per_step == serial.model_flops_per_step);
+  CHECK(p.tasks.size() == serial.stages.front().tasks.size());
+  const auto ran = run_dry(w);
+  CHECK(ran[0] == p.tasks.size());
+
+  // One MoE layer's tasks of one phase, in program order.
+  auto layer_tasks = [&](const StageProgram& prog, Phase phase) {
+    std::vector<uint32_t> ids;
+    for (uint32_t i = 0; i < prog.tasks.size(); ++i)
+      if (prog.tasks[i].layer == 3 && prog.tasks[i].micro_batch == 0 && prog.tasks[i].phase == phase)
+        ids.push_back(i);
+    return ids;
+  };
+  auto position = [&](const StageProgram& prog, const std::vector<uint32_t>& ids, OpName op, int nth = 0) {
+    for (size_t k = 0; k < ids.size(); ++k)
+      if (prog.tasks[ids[k]].op == op && nth-- == 0) return k;
+    FAIL("no " << to_string(op));
+    return size_t{0};
+  };
+  auto waits_for = [&](const StageProgram& prog, uint32_t task, OpName op) {
+    const Task& t = prog.tasks[task];
+    for (uint16_t k = 0; k < t.dep_count; ++k)
+      if (prog.tasks[prog.dep(t, k)].op == op) return true;
+    return false;
+  };
+
+  const std::vector<uint32_t> fwd = layer_tasks(p, Phase::forward);
+  const size_t dispatch = position(p, fwd, OpName::ep_dispatch),
+               combine = position(p, fwd, OpName::ep_combine);
+  const size_t fc1 = position(p, fwd, OpName::fc1), fc2 = position(p, fwd, OpName::fc2);
+  CHECK(dispatch < fc1);
+  CHECK(fc1 < position(p, fwd, OpName::expert_fc1));
+  CHECK(combine < fc2);
+  CHECK(fc2 < position(p, fwd, OpName::moe_unpermute));
+  CHECK_FALSE(waits_for(p, fwd[fc1], OpName::ep_dispatch));
+  CHECK(waits_for(p, fwd[fc1], OpName::tp_ag_mlp));  // its input, gathered before the permutation
+  CHECK(position(p, fwd, OpName::tp_ag_mlp) < position(p, fwd, OpName::moe_permute));
+  CHECK_FALSE(waits_for(p, fwd[fc2], OpName::ep_combine));
+  CHECK(waits_for(p, fwd[position(p, fwd, OpName::moe_sort_chunks)], OpName::ep_dispatch));
+  CHECK(waits_for(p, fwd[position(p, fwd, OpName::moe_unpermute)], OpName::ep_combine));
+  CHECK(waits_for(p, fwd[position(p, fwd, OpName::residual_mlp)], OpName::tp_rs_mlp));
+
+  const std::vector<uint32_t> bwd = layer_tasks(p, Phase::backward);
+  const size_t bwd_combine = position(p, bwd, OpName::ep_combine);
+  const size_t bwd_dispatch = position(p, bwd, OpName::ep_dispatch);
+  const size_t fc2_dgrad = position(p, bwd, OpName::fc2), fc1_dgrad = position(p, bwd, OpName::fc1);
+  CHECK(bwd_combine < fc2_dgrad);
+  CHECK(fc2_dgrad < position(p, bwd, OpName::expert_fc2));
+  CHECK(bwd_dispatch < fc1_dgrad);
+  CHECK(fc1_dgrad < position(p, bwd, OpName::moe_permute));
+  CHECK_FALSE(waits_for(p, bwd[fc2_dgrad], OpName::ep_combine));
+  CHECK_FALSE(waits_for(p, bwd[position(p, bwd, OpName::fc1)], OpName::ep_dispatch));
+  CHECK(waits_for(p, bwd[position(p, bwd, OpName::ln_mlp)], OpName::tp_rs_mlp));
+
+  // Without the option the shared expert follows the routed path (forward) and precedes it
+  // (backward).
+  const StageProgram& q = serial.stages.front();
+  const std::vector<uint32_t> serial_fwd = layer_tasks(q, Phase::forward);
+  CHECK(position(q, serial_fwd, OpName::moe_unpermute) < position(q, serial_fwd, OpName::fc1));
+  const std::vector<uint32_t> serial_bwd = layer_tasks(q, Phase::backward);
+  CHECK(position(q, serial_bwd, OpName::fc1) < position(q, serial_bwd, OpName::ep_combine));
+}

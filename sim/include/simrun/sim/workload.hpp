@@ -184,6 +184,9 @@ struct WorkloadOptions {
   // parameter tensor, the gradient-norm and loss host syncs, logging, the data loader hand-off.
   double step_overhead_s = 0.03;
   TpCommOverlap tp_overlap = TpCommOverlap::backward_async;
+  // Megatron-Core --moe-shared-expert-overlap: an MoE layer's shared experts run beside its
+  // dispatch and combine all-to-alls rather than after the routed path (workload_builder.cpp).
+  bool moe_shared_expert_overlap = false;
   GradReduceOverlap grad_reduce = GradReduceOverlap::bucketed;
   ParamGatherOverlap param_gather = ParamGatherOverlap::next_forward;
   // Megatron DDP bucket: max(40M, 1M·dp) parameters (distributed_data_parallel.py).
