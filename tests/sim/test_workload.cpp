@@ -805,7 +805,7 @@ TEST_CASE("shared experts beside the all-to-alls: the same ops, none waiting for
   CHECK(bwd_dispatch < fc1_dgrad);
   CHECK(fc1_dgrad < position(p, bwd, OpName::moe_permute));
   CHECK_FALSE(waits_for(p, bwd[fc2_dgrad], OpName::ep_combine));
-  CHECK_FALSE(waits_for(p, bwd[position(p, bwd, OpName::fc1)], OpName::ep_dispatch));
+  CHECK_FALSE(waits_for(p, bwd[fc1_dgrad], OpName::ep_dispatch));
   CHECK(waits_for(p, bwd[position(p, bwd, OpName::ln_mlp)], OpName::tp_rs_mlp));
 
   // Without the option the shared expert follows the routed path (forward) and precedes it
