@@ -9,6 +9,7 @@
 #include "simrun/common/error.hpp"
 #include "simrun/common/units.hpp"
 #include "simrun/sim/collective_cost.hpp"
+#include "simrun/sim/rank_layout.hpp"
 #include "simrun/sim/simulate.hpp"
 #include "workload_builder.hpp"
 
@@ -120,12 +121,12 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
 
   // Warnings.
   const int64_t domain = scale_up_domain_size(cluster);
-  if (!group_inside_scale_up(cluster, {l.tp, 1}))
+  if (!group_inside_scale_up(cluster, rank_group(l, GroupKind::tp)))
     r.warnings.push_back(
         fmt::format("tp={} spans more than one scale-up domain ({} GPUs of {}): tensor-parallel "
                     "collectives cross the inter-node fabric",
                     l.tp, domain, gpu.scale_up_name.empty() ? "NVLink" : gpu.scale_up_name));
-  if (l.cp > 1 && !group_inside_scale_up(cluster, {l.cp, l.tp}))
+  if (l.cp > 1 && !group_inside_scale_up(cluster, rank_group(l, GroupKind::cp)))
     r.warnings.push_back(
         fmt::format("tp·cp={} spans more than one scale-up domain ({} GPUs): ring attention "
                     "crosses the inter-node fabric",

@@ -171,7 +171,7 @@ StepTimeEstimator::StepTimeEstimator(const Scenario& sc, const AnalyticOptions& 
   auto link = [&](RankGroup g) {
     return options.calibration.calibrated(gpu_id, group_link(cluster, g, eff));
   };
-  m_tp_link = link({l.tp, 1});
+  m_tp_link = link(rank_group(l, GroupKind::tp));
   auto all_to_all = [&](RankGroup g) {
     return options.calibration.calibrated(gpu_id, all_to_all_link(cluster, g, eff));
   };
@@ -179,9 +179,9 @@ StepTimeEstimator::StepTimeEstimator(const Scenario& sc, const AnalyticOptions& 
               : l.cp_comm_type == CpCommType::a2a_p2p ? link(rank_group(l, GroupKind::cp_ring))
                                                       : link(rank_group(l, GroupKind::cp));
   m_cp_a2a_link = all_to_all(rank_group(l, GroupKind::cp_a2a));
-  m_ep_link = all_to_all({l.ep, l.expert_tp});
-  m_dp_link = link({l.dp * l.cp, l.tp});
-  m_expert_dp_link = link({m_expert_dp, l.expert_tp * l.ep});
+  m_ep_link = all_to_all(rank_group(l, GroupKind::ep));
+  m_dp_link = link(rank_group(l, GroupKind::dp_cp));
+  m_expert_dp_link = link(rank_group(l, GroupKind::edp));
   m_pp_link_inside = link(pipeline_pair(cluster, l.tp * l.cp * l.dp, true));
   m_pp_link_across = link(pipeline_pair(cluster, l.tp * l.cp * l.dp, false));
   m_out.microbatches = double(std::max<int64_t>(1, l.num_microbatches()));

@@ -162,8 +162,8 @@ double StepTimeEstimator::dp_link_share(const LinkCost& lk, RankGroup g, double 
     const int64_t common = std::lcm(g.stride, traffic.stride);
     return common / g.stride < g.size && common / traffic.stride < traffic.size;
   };
-  return (shares(m_dp_link, {m_dp_n, l.tp}) ? 1.0 - expert_share : 0.0) +
-         (shares(m_expert_dp_link, {m_expert_dp, l.expert_tp * l.ep}) ? expert_share : 0.0);
+  return (shares(m_dp_link, rank_group(l, GroupKind::dp_cp)) ? 1.0 - expert_share : 0.0) +
+         (shares(m_expert_dp_link, rank_group(l, GroupKind::edp)) ? expert_share : 0.0);
 }
 
 // TP, CP and EP waits, each weighted by the share of its link that DP traffic (of which
@@ -171,9 +171,9 @@ double StepTimeEstimator::dp_link_share(const LinkCost& lk, RankGroup g, double 
 double StepTimeEstimator::waits_on_dp_links_s(double tp_s, double cp_s, double ep_s,
                                               double expert_share) const {
   const Layout& l = m_layout;
-  return dp_link_share(m_tp_link, {l.tp, 1}, expert_share, false) * tp_s +
+  return dp_link_share(m_tp_link, rank_group(l, GroupKind::tp), expert_share, false) * tp_s +
          dp_link_share(m_cp_link, cp_link_group(), expert_share, false) * cp_s +
-         dp_link_share(m_ep_link, {l.ep, l.expert_tp}, expert_share, false) * ep_s;
+         dp_link_share(m_ep_link, rank_group(l, GroupKind::ep), expert_share, false) * ep_s;
 }
 
 // What a stage's last backward waits longer on its TP, CP and EP collectives for meeting its own
@@ -547,9 +547,9 @@ void StepTimeEstimator::charge_shared_links() {
   auto busy_beside = [&](const LinkCost& lk, RankGroup g) {
     return dp_busy * dp_link_share(lk, g, m_slowest_expert_share, true);
   };
-  m_tp_shared_s = busy_beside(m_tp_link, {l.tp, 1}) * microbatches * slow.tp_exposed_s;
+  m_tp_shared_s = busy_beside(m_tp_link, rank_group(l, GroupKind::tp)) * microbatches * slow.tp_exposed_s;
   m_cp_shared_s = busy_beside(m_cp_link, cp_link_group()) * microbatches * slow.cp_exposed_s;
-  m_ep_shared_s = busy_beside(m_ep_link, {l.ep, l.expert_tp}) * microbatches * slow.ep_exposed_s;
+  m_ep_shared_s = busy_beside(m_ep_link, rank_group(l, GroupKind::ep)) * microbatches * slow.ep_exposed_s;
   m_out.shared_link_s = m_tp_shared_s + m_cp_shared_s + m_ep_shared_s;
 }
 
