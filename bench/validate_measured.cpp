@@ -185,9 +185,9 @@ int main(int argc, char** argv) {
               double total = 0;
               for (const Task& t : o.workload.stages[0].tasks)
                 if (t.kind == TaskKind::compute) {
-                  per_op[std::string(to_string(t.phase)).substr(0, 3) + ":" + to_string(t.op)] +=
-                      t.duration.seconds();
-                  total += t.duration.seconds();
+                  const double seconds = o.cost.stages[0].of(t).seconds();
+                  per_op[std::string(to_string(t.phase)).substr(0, 3) + ":" + to_string(t.op)] += seconds;
+                  total += seconds;
                 }
               std::vector<std::pair<double, std::string>> top;
               for (const auto& [k, v] : per_op) top.emplace_back(v, k);

@@ -7,6 +7,7 @@ target_sources(simrun_sim PRIVATE
   src/workload.cpp
   src/workload_builder.cpp
   src/workload_builder_step.cpp
+  src/workload_cost.cpp
   src/measured_runs.cpp
 )
 target_sources(simrun_sim PRIVATE src/step_simulator.cpp src/simulate.cpp src/trace.cpp)

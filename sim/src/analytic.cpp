@@ -65,9 +65,7 @@ AnalyticOptions analytic_options(const SimulateOptions& simulate) {
 }
 
 ComputeModel analytic_compute_model(const Scenario& s, const AnalyticOptions& options) {
-  const GpuSpec& gpu = s.cluster.gpu;
-  return ComputeModel(
-      gpu, options.calibration.compute_params(gpu.id, options.compute.value_or(default_compute_params(gpu))));
+  return calibrated_compute_model(s.cluster.gpu, options.calibration, options.compute);
 }
 
 Report estimate(const Scenario& s) { return estimate(s, AnalyticOptions{}); }

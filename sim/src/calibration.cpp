@@ -94,4 +94,9 @@ LinkCalibration Calibration::link(const std::string& gpu_id, CalibratedLink link
   return link == CalibratedLink::scale_up ? it->second.scale_up : it->second.scale_out;
 }
 
+ComputeModel calibrated_compute_model(const GpuSpec& gpu, const Calibration& calibration,
+                                      const std::optional<ComputeParams>& base) {
+  return ComputeModel(gpu, calibration.compute_params(gpu.id, base.value_or(default_compute_params(gpu))));
+}
+
 }  // namespace simrun

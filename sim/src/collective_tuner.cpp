@@ -69,26 +69,6 @@ int node_index(const GroupShape& s) { return s.nodes <= 2 ? int(s.nodes - 1) : 2
 
 }  // namespace
 
-const char* to_string(CollectiveOp op) {
-  switch (op) {
-    case CollectiveOp::all_reduce:
-      return "all_reduce";
-    case CollectiveOp::all_gather:
-      return "all_gather";
-    case CollectiveOp::reduce_scatter:
-      return "reduce_scatter";
-    case CollectiveOp::broadcast:
-      return "broadcast";
-    case CollectiveOp::reduce:
-      return "reduce";
-    case CollectiveOp::all_to_all:
-      return "alltoall";
-    case CollectiveOp::send_recv:
-      return "sendrecv";
-  }
-  return "?";
-}
-
 const char* to_string(Algorithm a) {
   switch (a) {
     case Algorithm::tree:
@@ -125,18 +105,6 @@ const char* to_string(Protocol p) {
   return "?";
 }
 
-std::optional<CollectiveOp> parse_collective_op(std::string_view name) {
-  const std::string n = lower(name);
-  if (n == "allreduce") return CollectiveOp::all_reduce;
-  if (n == "allgather") return CollectiveOp::all_gather;
-  if (n == "reducescatter") return CollectiveOp::reduce_scatter;
-  if (n == "broadcast" || n == "bcast") return CollectiveOp::broadcast;
-  if (n == "reduce") return CollectiveOp::reduce;
-  if (n == "alltoall") return CollectiveOp::all_to_all;
-  if (n == "sendrecv") return CollectiveOp::send_recv;
-  return std::nullopt;
-}
-
 std::optional<Algorithm> parse_algorithm(std::string_view name) {
   const std::string n = lower(name);
   if (n == "tree") return Algorithm::tree;
@@ -159,9 +127,6 @@ std::optional<Protocol> parse_protocol(std::string_view name) {
   return std::nullopt;
 }
 
-std::vector<std::string> collective_op_names() {
-  return {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv"};
-}
 std::vector<std::string> algorithm_names() {
   return {"Ring", "Tree", "NVLS", "NVLSTree", "PAT", "CollNetDirect", "CollNetChain", "Hierarchical", "P2P"};
 }

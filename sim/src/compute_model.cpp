@@ -76,6 +76,7 @@ double ComputeModel::attention_efficiency(double seq_kv, double head_dim, bool b
 }
 
 double ComputeModel::op_seconds(const OpShape& op) const {
+  if (op.cls == OpClass::host) return op.host_s;
   double compute_s = 0;
   double memory_s = op.bytes / memory_bytes_per_s();
   switch (op.cls) {
@@ -107,6 +108,7 @@ double ComputeModel::op_seconds(const OpShape& op) const {
       break;
     }
     case OpClass::memory:
+    case OpClass::host:
       break;
   }
   return std::max(compute_s, memory_s) + op.serial_bytes / memory_bytes_per_s() + m_params.launch_overhead_s;

@@ -208,11 +208,10 @@ SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
   refuse_beyond_event_bounds(sc, options);
 
   SimulationOutput out;
-  const ComputeModel compute(
-      gpu, options.calibration.compute_params(gpu.id, options.compute.value_or(default_compute_params(gpu))));
-  out.workload =
-      build_workload(sc, compute, options.workload, options.schedule.value_or(default_schedule(l)));
-  out.step = simulate_step(sc, out.workload, options.step, options.calibration);
+  const ComputeModel compute = calibrated_compute_model(gpu, options.calibration, options.compute);
+  out.workload = build_workload(sc, options.workload, options.schedule.value_or(default_schedule(l)));
+  out.cost = cost_workload(out.workload, compute);
+  out.step = simulate_step(sc, out.workload, out.cost, options.step, options.calibration);
   const Workload& w = out.workload;
   const StepResult& st = out.step;
 

@@ -85,9 +85,9 @@ struct CommCost {
 class Executor {
  public:
   // `also_trace`: a rank to trace beyond the representatives, stragglers and slow links.
-  Executor(const Scenario& sc, const Workload& w, const StepSimOptions& opt, const Calibration& cal,
-           int64_t also_trace = -1)
-      : m_sc(sc), m_w(w), m_opt(opt), m_layout(sc.layout, sc.cluster.gpus_per_node) {
+  Executor(const Scenario& sc, const Workload& w, const WorkloadCost& cost, const StepSimOptions& opt,
+           const Calibration& cal, int64_t also_trace = -1)
+      : m_sc(sc), m_w(w), m_cost(cost), m_opt(opt), m_layout(sc.layout, sc.cluster.gpus_per_node) {
     const Layout& l = sc.layout;
     m_full = opt.scope == SimulationScope::full;
     check_stragglers(opt.stragglers, m_layout.world_size());
@@ -293,7 +293,7 @@ class Executor {
     switch (task.kind) {
       case TaskKind::compute: {
         if (r.traced) attribute_gap(r, task, now);
-        TimeNs dur = task.duration;
+        TimeNs dur = m_cost.stages[static_cast<size_t>(r.stage)].of(task);
         double factor = r.slowdown;
         if (r.nccl_active > 0) factor *= 1.0 + m_opt.overlap_slowdown;
         if (factor != 1.0) dur = TimeNs{static_cast<int64_t>(std::ceil(double(dur.ns) * factor))};
@@ -673,6 +673,7 @@ class Executor {
 
   const Scenario& m_sc;
   const Workload& m_w;
+  const WorkloadCost& m_cost;
   const StepSimOptions& m_opt;
   RankLayout m_layout;
   bool m_full = false;
@@ -752,13 +753,14 @@ std::vector<std::string> describe_degraded(const Scenario& sc, const std::vector
   return out;
 }
 
-StepResult simulate_step(const Scenario& scenario, const Workload& workload, const StepSimOptions& options,
-                         const Calibration& calibration) {
-  StepResult out = Executor(scenario, workload, options, calibration).run();
+StepResult simulate_step(const Scenario& scenario, const Workload& workload, const WorkloadCost& cost,
+                         const StepSimOptions& options, const Calibration& calibration) {
+  SIMRUN_ASSERT(cost.stages.size() == workload.stages.size(), "the cost pass does not match the workload");
+  StepResult out = Executor(scenario, workload, cost, options, calibration).run();
   // The breakdown describes the rank that finishes last. Under --full with stragglers or slow
   // links that can be a rank not traced: run again tracing it (the simulation is
   // deterministic, so the step is the same).
-  if (!out.last_rank_traced) out = Executor(scenario, workload, options, calibration, out.last_rank).run();
+  if (!out.last_rank_traced) out = Executor(scenario, workload, cost, options, calibration, out.last_rank).run();
   SIMRUN_ASSERT(out.last_rank_traced, "the rank that finishes last is not traced");
   return out;
 }

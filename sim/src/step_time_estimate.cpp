@@ -44,7 +44,8 @@ struct GroupLinks {
 // when a forward kernel waited. Compute kernels run the condition's slowdown times longer (a
 // straggler's stage), and collectives move their bytes at its fraction of their link class (a
 // slow link's stage).
-ProbeTimes time_probe(const StageProgram& prog, const GroupLinks& links, const StageCondition& condition) {
+ProbeTimes time_probe(const StageProgram& prog, const ProgramCost& cost, const GroupLinks& links,
+                      const StageCondition& condition) {
   ProbeTimes out;
   auto piece_of = [&](const Task& t) -> PieceTime* {
     if (t.layer >= 0) {
@@ -106,7 +107,7 @@ ProbeTimes time_probe(const StageProgram& prog, const GroupLinks& links, const S
     double duration = 0;
     PieceTime* piece = piece_of(t);
     if (t.kind == TaskKind::compute) {
-      duration = t.duration.seconds() * condition.slowdown;
+      duration = cost.of(t).seconds() * condition.slowdown;
       if (start > compute_free) charge_wait(blocker, compute_free, start, t.phase == Phase::forward);
       compute_free = start + duration;
       if (piece) {
@@ -115,7 +116,7 @@ ProbeTimes time_probe(const StageProgram& prog, const GroupLinks& links, const S
                                       : piece->recompute_s) += duration;
         if (t.phase != Phase::recompute)  // model FLOPs, as the workload counts them
           (t.op == OpName::attn_core ? piece->attention_flops : piece->gemm_flops) += t.flops;
-        piece->hbm_bytes += t.hbm_bytes;
+        piece->hbm_bytes += prog.hbm_bytes(t);
       }
     } else if (t.kind == TaskKind::collective && t.group == GroupKind::tp) {
       duration = collective_at_s(t.coll, t.comm_bytes, links.tp_size, links.tp,
@@ -223,22 +224,25 @@ void StepTimeEstimator::probe_micro_batch_pieces() {
   const int64_t dense_layers = m_model.dense_layers();
   const int64_t moe_layers = m_model.moe_layers();
   std::optional<StageProgram> dense_program, moe_program;
+  std::optional<ProgramCost> dense_cost, moe_cost;
   if (dense_layers > 0 || moe_layers == 0) {
     Scenario dense = m_sc;
     dense.model.moe.reset();
-    dense_program = probe_micro_batch(dense, m_compute, m_wo);
+    dense_program = probe_micro_batch(dense, m_wo);
+    dense_cost = cost_program(*dense_program, m_compute);
   }
   if (moe_layers > 0) {
     Scenario routed = m_sc;
     routed.model.moe->first_dense_layers = 0;
-    moe_program = probe_micro_batch(routed, m_compute, m_wo);
+    moe_program = probe_micro_batch(routed, m_wo);
+    moe_cost = cost_program(*moe_program, m_compute);
   }
   for (const StageCondition& condition : m_stage_condition) {
     if (m_probes.count(condition)) continue;
     Probes& probes = m_probes[condition];
-    if (dense_program) probes.dense = time_probe(*dense_program, links, condition);
+    if (dense_program) probes.dense = time_probe(*dense_program, *dense_cost, links, condition);
     if (moe_program) {
-      probes.moe = time_probe(*moe_program, links, condition);
+      probes.moe = time_probe(*moe_program, *moe_cost, links, condition);
       if (!dense_program) {
         probes.dense.embedding = probes.moe.embedding;
         probes.dense.head = probes.moe.head;
@@ -307,10 +311,11 @@ void StepTimeEstimator::time_stages() {
     st.forward_exposed_s = sum.forward_exposed_s;
 
     // Optimizer: the stage's own optimizer program (grad-norm, fused Adam, host overhead).
-    const StageProgram opt = optimizer_program(m_sc, m_compute, m_wo, m_layers_per_chunk, m_split_v, i);
+    const StageProgram opt = optimizer_program(m_sc, m_wo, m_layers_per_chunk, m_split_v, i);
+    const ProgramCost opt_cost = cost_program(opt, m_compute);
     for (const Task& t : opt.tasks)
       if (t.kind == TaskKind::compute && t.phase == Phase::optimizer)
-        st.optimizer_s += t.duration.seconds() * condition.slowdown;
+        st.optimizer_s += opt_cost.of(t).seconds() * condition.slowdown;
     m_stage_buckets.push_back(opt.grad_buckets);
     m_stage_units.push_back(opt.fsdp_units);
     m_out.stages.push_back(st);

@@ -18,6 +18,7 @@
 #include "simrun/sim/compute_model.hpp"
 #include "simrun/sim/rank_layout.hpp"
 #include "simrun/sim/workload.hpp"
+#include "simrun/sim/workload_cost.hpp"
 
 namespace simrun::detail {
 

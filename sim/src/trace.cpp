@@ -103,7 +103,7 @@ void write_chrome_trace(std::ostream& out, const Scenario& sc, const Workload& w
         task_event_name(t), span.rank, tid, ts, dur);
     out << fmt::format(R"("layer":{},"microbatch":{},"chunk":{})", t.layer, t.micro_batch, t.chunk);
     if (t.kind == TaskKind::compute) {
-      out << fmt::format(R"(,"flops":{:.6g},"hbm_bytes":{:.6g})", t.flops, t.hbm_bytes);
+      out << fmt::format(R"(,"flops":{:.6g},"hbm_bytes":{:.6g})", t.flops, p.hbm_bytes(t));
     } else {
       const int64_t n = t.kind == TaskKind::collective ? layout.group_size(t.group) : 2;
       out << fmt::format(

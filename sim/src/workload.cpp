@@ -57,26 +57,6 @@ const char* to_string(Phase p) {
   return "?";
 }
 
-const char* collective_name(CollectiveOp c) {
-  switch (c) {
-    case CollectiveOp::all_reduce:
-      return "AllReduce";
-    case CollectiveOp::all_gather:
-      return "AllGather";
-    case CollectiveOp::reduce_scatter:
-      return "ReduceScatter";
-    case CollectiveOp::all_to_all:
-      return "AllToAll";
-    case CollectiveOp::send_recv:
-      return "SendRecv";
-    case CollectiveOp::broadcast:
-      return "Broadcast";
-    case CollectiveOp::reduce:
-      return "Reduce";
-  }
-  return "?";
-}
-
 const char* to_string(OpName op) {
   static const char* const kNames[] = {"embedding",
                                        "ln_attn",
@@ -378,8 +358,7 @@ void check_layout(const Scenario& sc, PipelineSchedule schedule, Workload& w) {
 
 }  // namespace
 
-Workload build_workload(const Scenario& sc, const ComputeModel& compute, const WorkloadOptions& options,
-                        PipelineSchedule schedule) {
+Workload build_workload(const Scenario& sc, const WorkloadOptions& options, PipelineSchedule schedule) {
   Workload w;
   w.layout = sc.layout;
   if (schedule == PipelineSchedule::interleaved && sc.layout.virtual_stages < 2)
@@ -393,7 +372,7 @@ Workload build_workload(const Scenario& sc, const ComputeModel& compute, const W
   w.micro_batches = l.num_microbatches();
   w.layers_per_chunk = split_layers(sc.model.layers, l.pp, v, l.pipeline_split, sc.file);
 
-  detail::StageBuilder::Shared shared(sc, compute, options, w.layers_per_chunk, v, w.micro_batches);
+  detail::StageBuilder::Shared shared(sc, options, w.layers_per_chunk, v, w.micro_batches);
   std::vector<detail::StageBuilder> builders;
   builders.reserve(static_cast<size_t>(l.pp));
   for (int64_t s = 0; s < l.pp; ++s) {

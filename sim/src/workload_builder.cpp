@@ -46,9 +46,9 @@ Precision outside_fp8(Precision p) {
 
 }  // namespace
 
-StageBuilder::Shared::Shared(const Scenario& scenario, const ComputeModel& cm, const WorkloadOptions& o,
-                             const std::vector<int64_t>& lpc, int64_t v_, int64_t m_)
-    : sc(scenario), compute(cm), opt(o), layers_per_chunk(lpc), v(v_), m(m_) {
+StageBuilder::Shared::Shared(const Scenario& scenario, const WorkloadOptions& o, const std::vector<int64_t>& lpc,
+                             int64_t v_, int64_t m_)
+    : sc(scenario), opt(o), layers_per_chunk(lpc), v(v_), m(m_) {
   const Layout& l = sc.layout;
   const ModelSpec& md = sc.model;
   pp = l.pp;
@@ -195,6 +195,12 @@ uint32_t StageBuilder::add(Task t, const std::vector<uint32_t>& deps) {
   return id;
 }
 
+uint32_t StageBuilder::intern(const OpShape& shape) {
+  const auto [it, added] = m_shape_index.try_emplace(shape, static_cast<uint32_t>(m_prog.shapes.size()));
+  if (added) m_prog.shapes.push_back(shape);
+  return it->second;
+}
+
 uint32_t StageBuilder::compute(OpName op, Phase phase, const OpShape& shape, double flops) {
   Task t;
   t.kind = TaskKind::compute;
@@ -202,8 +208,7 @@ uint32_t StageBuilder::compute(OpName op, Phase phase, const OpShape& shape, dou
   t.phase = phase;
   t.op = op;
   t.flops = flops;
-  t.hbm_bytes = shape.bytes + shape.serial_bytes;
-  t.duration = m_s.compute.op_time(shape);
+  t.shape = intern(shape);
   if (phase == Phase::recompute)
     m_prog.flops_recompute += flops;
   else if (phase != Phase::optimizer)

@@ -44,10 +44,9 @@ class StageBuilder {
  public:
   // Everything the stages share: the scenario's dimensions, precomputed once.
   struct Shared {
-    Shared(const Scenario& sc, const ComputeModel& cm, const WorkloadOptions& o,
-           const std::vector<int64_t>& layers_per_chunk, int64_t v, int64_t m);
+    Shared(const Scenario& sc, const WorkloadOptions& o, const std::vector<int64_t>& layers_per_chunk, int64_t v,
+           int64_t m);
     const Scenario& sc;
-    const ComputeModel& compute;
     const WorkloadOptions& opt;
     std::vector<int64_t> layers_per_chunk;  // stage·v + chunk
     std::vector<int64_t> first_layer;       // stage·v + chunk → first global layer id
@@ -139,6 +138,8 @@ class StageBuilder {
 
  private:
   uint32_t add(Task t, const std::vector<uint32_t>& deps);
+  // The index of `shape` in the program's shapes, added once: the micro-batches repeat theirs.
+  uint32_t intern(const OpShape& shape);
   uint32_t compute(OpName op, Phase phase, const OpShape& shape, double flops);
   // A routed-expert GEMM: `counted_flops` of model FLOPs, its padding (moe_load − 1 times
   // them) counted as hardware FLOPs only.
@@ -252,6 +253,7 @@ class StageBuilder {
   Phase m_phase = Phase::forward;
   uint32_t m_last_compute = kNoTask;
   std::vector<uint32_t> m_wait;  // tasks the next compute op waits for
+  std::map<OpShape, uint32_t> m_shape_index;
   // Gradient buckets (ZeRO 0–2). Megatron DDP keeps the experts' gradients in buffers of
   // their own, reduced over the expert-data-parallel group.
   static constexpr int kDenseParams = 0, kExpertParams = 1;

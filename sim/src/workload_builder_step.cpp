@@ -199,14 +199,10 @@ void StageBuilder::optimizer() {
   adam.bytes = shard * s.opt.adam_bytes_per_param;
   compute(OpName::optimizer, Phase::optimizer, adam, 0);
   if (s.opt.step_overhead_s > 0) {
-    Task t;
-    t.kind = TaskKind::compute;
-    t.stream = Stream::compute;
-    t.phase = Phase::optimizer;
-    t.op = OpName::step_overhead;
-    t.duration = TimeNs::from_seconds(s.opt.step_overhead_s);
-    m_last_compute = add(t, m_wait);
-    m_wait.clear();
+    OpShape host;
+    host.cls = OpClass::host;
+    host.host_s = s.opt.step_overhead_s;
+    compute(OpName::step_overhead, Phase::optimizer, host, 0);
   }
   if (l.zero_stage >= 1 && l.zero_stage <= 2 && s.opt.param_gather == ParamGatherOverlap::after_optimizer)
     for (size_t bucket : m_buckets_ready) {

@@ -8,8 +8,7 @@
 
 namespace simrun {
 
-StageProgram probe_micro_batch(const Scenario& scenario, const ComputeModel& compute,
-                               const WorkloadOptions& options) {
+StageProgram probe_micro_batch(const Scenario& scenario, const WorkloadOptions& options) {
   Scenario slice = scenario;
   slice.model.layers = std::min<int64_t>(2, std::max<int64_t>(1, scenario.model.layers));
   Layout& l = slice.layout;
@@ -17,17 +16,16 @@ StageProgram probe_micro_batch(const Scenario& scenario, const ComputeModel& com
   l.virtual_stages = 1;
   l.global_batch = l.micro_batch * l.dp;  // one micro-batch per step
   const std::vector<int64_t> layers_per_chunk{slice.model.layers};
-  const detail::StageBuilder::Shared shared(slice, compute, options, layers_per_chunk, 1, 1);
+  const detail::StageBuilder::Shared shared(slice, options, layers_per_chunk, 1, 1);
   detail::StageBuilder builder(shared, 0);
   builder.build({detail::Slot{true, 0, 0}, detail::Slot{false, 0, 0}}, PipelineSchedule::one_f_one_b);
   return builder.take();
 }
 
-StageProgram optimizer_program(const Scenario& scenario, const ComputeModel& compute,
-                               const WorkloadOptions& options, const std::vector<int64_t>& layers_per_chunk,
-                               int64_t v, int64_t stage) {
+StageProgram optimizer_program(const Scenario& scenario, const WorkloadOptions& options,
+                               const std::vector<int64_t>& layers_per_chunk, int64_t v, int64_t stage) {
   const int64_t m = std::max<int64_t>(1, scenario.layout.num_microbatches());
-  const detail::StageBuilder::Shared shared(scenario, compute, options, layers_per_chunk, v, m);
+  const detail::StageBuilder::Shared shared(scenario, options, layers_per_chunk, v, m);
   detail::StageBuilder builder(shared, stage);
   builder.build({}, v > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b);
   return builder.take();

@@ -175,8 +175,7 @@ TEST_CASE("DP gradient reduction: ZeRO-0 all-reduce, ZeRO-1 reduce-scatter + all
   // One call per bucket of Megatron's DDP, as the workload cuts them (here the output layer, each
   // of the two Llama-3 70B layers and the embedding pass the 40M-parameter minimum alone: four);
   // gradients in the workload's reduce precision (bf16, Megatron's default), weights in bf16.
-  const ComputeModel compute(s.cluster.gpu, default_compute_params(s.cluster.gpu));
-  const std::vector<StageProgram::GradBucketSize> buckets = build_workload(s, compute).stages[0].grad_buckets;
+  const std::vector<StageProgram::GradBucketSize> buckets = build_workload(s).stages[0].grad_buckets;
   REQUIRE(buckets.size() == 4);
   double bucket_params = 0;
   for (const auto& b : buckets) bucket_params += b.params;
@@ -204,7 +203,7 @@ TEST_CASE("DP gradient reduction: ZeRO-0 all-reduce, ZeRO-1 reduce-scatter + all
   // forward and again for the backward, gradients reduce-scattered, each micro-batch (here one).
   Scenario fsdp = s;
   fsdp.layout.zero_stage = 3;
-  const std::vector<StageProgram::FsdpUnit> units = build_workload(fsdp, compute).stages[0].fsdp_units;
+  const std::vector<StageProgram::FsdpUnit> units = build_workload(fsdp).stages[0].fsdp_units;
   REQUIRE(units.size() == 4);
   double unit_params = 0, unit_gathers = 0, unit_reduces = 0;
   for (const auto& u : units) {

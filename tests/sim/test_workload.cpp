@@ -9,6 +9,7 @@
 #include "simrun/sim/analytic.hpp"
 #include "simrun/sim/scenario_parser.hpp"
 #include "simrun/sim/workload.hpp"
+#include "simrun/sim/workload_cost.hpp"
 #include "workload_builder.hpp"
 #include "workload_test_util.hpp"
 
@@ -77,16 +78,17 @@ Workload long_context_workload(const std::string& layout, int64_t gpus = 8) {
   const Scenario sc = parse_scenario_text(
       R"({"model": {"name": "llama3-8b", "seq_len": 32768}, "cluster": {"gpu": "h100-sxm", "num_gpus": )" +
       std::to_string(gpus) + R"(}, "layout": {)" + layout + R"(, "recompute": "none"}})");
-  return build_workload(sc, ComputeModel(sc.cluster.gpu, ComputeParams{}));
+  return build_workload(sc);
 }
 
 // The attention core's first forward block under `layout` (long_context_workload), less its
 // launch overhead.
 double forward_core_s(const std::string& layout) {
   const Workload w = long_context_workload(layout);
+  const ComputeModel cm(gpu("h100-sxm"), ComputeParams{});
   for (const Task& t : w.stages[0].tasks)
     if (t.op == OpName::attn_core && t.phase == Phase::forward)
-      return t.duration.seconds() - ComputeParams{}.launch_overhead_s;
+      return cm.op_seconds(w.stages[0].shape(t)) - ComputeParams{}.launch_overhead_s;
   return 0.0;
 }
 
@@ -102,8 +104,7 @@ TEST_CASE("FLOPs of the DAG equal Megatron's count times (1 + recompute share)",
       parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
       "layout": {)" + layout +
                           R"(, "global_batch": 16, "recompute": ")" + recompute + R"("}})");
-  const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
-  const Workload w = build_workload(sc, cm);
+  const Workload w = build_workload(sc);
   const double megatron = megatron_flops(sc);
   CHECK(w.model_flops_per_step == Approx(megatron).epsilon(1e-9));
   const FlopCounts f = count_flops_per_sequence(sc.model, AttentionFlops::causal);
@@ -269,8 +270,7 @@ TEST_CASE("every task of every stage runs: no cycles, no deadlock, every send me
       parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
       "layout": {)" + layout +
                           R"(, "recompute": "full"}})");
-  const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
-  const Workload w = build_workload(sc, cm);
+  const Workload w = build_workload(sc);
   const auto ran = run_dry(w);
   for (size_t s = 0; s < w.stages.size(); ++s) CHECK(ran[s] == w.stages[s].tasks.size());
 }
@@ -279,13 +279,12 @@ TEST_CASE("GPipe runs every stage's ops too", "[sim][workload]") {
   const Scenario sc =
       parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
       "layout": {"tp": 1, "pp": 4, "dp": 2, "global_batch": 16}})");
-  const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
-  const Workload w = build_workload(sc, cm, WorkloadOptions{}, PipelineSchedule::gpipe);
+  const Workload w = build_workload(sc, WorkloadOptions{}, PipelineSchedule::gpipe);
   const auto ran = run_dry(w);
   for (size_t s = 0; s < w.stages.size(); ++s) CHECK(ran[s] == w.stages[s].tasks.size());
   // GPipe keeps every micro-batch in flight; 1F1B at most pp − stage.
   CHECK(w.stages[0].max_in_flight_chunks == 8);
-  const Workload w1 = build_workload(sc, cm);
+  const Workload w1 = build_workload(sc);
   CHECK(w1.stages[0].max_in_flight_chunks == 4);
   CHECK(w1.stages[3].max_in_flight_chunks == 1);
 }
@@ -387,23 +386,22 @@ TEST_CASE("layer splits: even, embedding/loss accounted, balanced 1F1B, refusals
 }
 
 TEST_CASE("bad layouts are refused with the reason, doubtful ones warned about", "[sim][workload][errors]") {
-  const ComputeModel cm(gpu("h100-sxm"), ComputeParams{});
   Scenario sc = parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
       "layout": {"tp": 1, "pp": 8, "dp": 1, "global_batch": 4}})");
-  const Workload w = build_workload(sc, cm);
+  const Workload w = build_workload(sc);
   REQUIRE_FALSE(w.warnings.empty());
   CHECK(w.warnings[0].find("micro-batches for 8 pipeline stages") != std::string::npos);
   sc.layout.virtual_stages = 2;
-  CHECK_THROWS_WITH(build_workload(sc, cm),
+  CHECK_THROWS_WITH(build_workload(sc),
                     Catch::Contains("layout.global_batch") && Catch::Contains("interleaved"));
   // An interleaved order that cannot complete is refused before it is simulated.
   Scenario il = parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 4},
       "layout": {"tp": 1, "pp": 4, "dp": 1, "virtual_stages": 4, "global_batch": 5}})");
-  CHECK_THROWS_WITH(build_workload(il, cm), Catch::Contains("layout.global_batch") &&
+  CHECK_THROWS_WITH(build_workload(il), Catch::Contains("layout.global_batch") &&
                                                 Catch::Contains("cannot complete") &&
                                                 Catch::Contains("global_batch 8"));
   il.layout.virtual_stages = 2;
-  CHECK_NOTHROW(build_workload(il, cm));
+  CHECK_NOTHROW(build_workload(il));
 }
 
 TEST_CASE("TP comm overlap: every sequence-parallel all-gather runs beside the GEMM after it",
@@ -411,7 +409,6 @@ TEST_CASE("TP comm overlap: every sequence-parallel all-gather runs beside the G
   const Scenario sc =
       parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
       "layout": {"tp": 8, "pp": 1, "dp": 1, "global_batch": 2, "sequence_parallel": true}})");
-  const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
   // TP all-gathers whose next compute op (the GEMM that consumes them: qkv/fc1 forward,
   // proj/fc2 dgrad, or the dgrad running while the wgrad's input is re-gathered) waits for
   // them. Megatron's default exposes the forward and output-gradient gathers; TE's userbuffers
@@ -419,7 +416,7 @@ TEST_CASE("TP comm overlap: every sequence-parallel all-gather runs beside the G
   auto all_gathers_blocking_next_op = [&](TpCommOverlap overlap) {
     WorkloadOptions o;
     o.tp_overlap = overlap;
-    const Workload w = build_workload(sc, cm, o);
+    const Workload w = build_workload(sc, o);
     const StageProgram& p = w.stages[0];
     int blocking = 0, gathers = 0;
     for (uint32_t i = 0; i < p.tasks.size(); ++i) {
@@ -455,8 +452,7 @@ TEST_CASE(
       R"({"model": {"name": "mixtral-8x7b", "seq_len": 4096}, "cluster": {"gpu": "h100-sxm", "num_gpus": 16},
       "layout": {)" +
       layout + "}}");
-  const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
-  const Workload w = build_workload(sc, cm);
+  const Workload w = build_workload(sc);
   CHECK(w.model_flops_per_step == Approx(megatron_flops(sc)).epsilon(1e-9));
   const auto ran = run_dry(w);
   for (size_t s = 0; s < w.stages.size(); ++s) CHECK(ran[s] == w.stages[s].tasks.size());
@@ -496,8 +492,7 @@ TEST_CASE("MLA layers: FLOPs equal Megatron's count with the latent projections,
   const Scenario sc = parse_scenario_text(
       R"({"model": "deepseek-v3", "cluster": {"gpu": "h100-sxm", "num_gpus": 16}, "layout": {)" + layout +
       "}}");
-  const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
-  const Workload w = build_workload(sc, cm);
+  const Workload w = build_workload(sc);
   CHECK(w.model_flops_per_step == Approx(megatron_flops(sc)).epsilon(1e-9));
   const auto ran = run_dry(w);
   for (size_t s = 0; s < w.stages.size(); ++s) CHECK(ran[s] == w.stages[s].tasks.size());
@@ -521,8 +516,7 @@ TEST_CASE("MLA with context parallelism: the exchanges carry K and V at their ow
       R"({"model": {"name": "deepseek-v3", "seq_len": 16384}, "cluster": {"gpu": "h100-sxm", "num_gpus": 64},
           "layout": {"tp": 2, "cp": 4, "ep": 8, "global_batch": 8, "recompute": "none", "cp_comm_type": ")" +
       comm + R"("}})");
-  const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
-  const Workload w = build_workload(sc, cm);
+  const Workload w = build_workload(sc);
   const double tokens = 4096, heads = 64, qk = 192, v = 128, bf16 = 2;
   std::map<Phase, std::vector<double>> exchanges;  // layer 3's, in program order, in bytes
   for (const Task& t : w.stages[0].tasks)
@@ -551,8 +545,7 @@ TEST_CASE("MoE with expert TP: each expert-TP collective runs in series with its
       R"({"model": "mixtral-8x7b", "cluster": {"gpu": "h100-sxm", "num_gpus": 16},
           "layout": {"tp": 2, "dp": 8, "ep": 4, "global_batch": 16}})");
   REQUIRE(sc.layout.expert_tp == 2);
-  const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
-  const Workload w = build_workload(sc, cm);
+  const Workload w = build_workload(sc);
   const StageProgram& p = w.stages.front();
   auto depends_on = [&](const Task& t, OpName op) {
     for (uint16_t k = 0; k < t.dep_count; ++k)
@@ -594,12 +587,14 @@ TEST_CASE("an expert capacity factor scales the tokens each expert takes, and on
     std::map<OpName, double> flops, bytes, seconds;
   };
   auto totals = [&](const std::string& extra) {
-    const Workload w = build_workload(parse_scenario_text(text + extra + "}}"), cm);
+    const Workload w = build_workload(parse_scenario_text(text + extra + "}}"));
+    const StageProgram& stage = w.stages.front();
+    const ProgramCost cost = cost_program(stage, cm);
     Totals t;
-    for (const Task& k : w.stages.front().tasks) {
+    for (const Task& k : stage.tasks) {
       t.flops[k.op] += k.flops;
-      t.bytes[k.op] += k.kind == TaskKind::compute ? k.hbm_bytes : k.comm_bytes;
-      t.seconds[k.op] += k.duration.seconds();
+      t.bytes[k.op] += k.kind == TaskKind::compute ? stage.hbm_bytes(k) : k.comm_bytes;
+      t.seconds[k.op] += cost.of(k).seconds();
     }
     return t;
   };
@@ -628,7 +623,7 @@ TEST_CASE("hardware FLOPs add the expert work on capacity padding, as the closed
           "layout": {"tp": 2, "pp": 2, "dp": 4, "ep": 4, "global_batch": 8, "moe_capacity_factor": 1.5,
                      "recompute": ")" +
       recompute + R"("}})");
-  const Workload w = build_workload(sc, ComputeModel(sc.cluster.gpu, ComputeParams{}));
+  const Workload w = build_workload(sc);
   const FlopCounts per_sequence = count_flops_per_sequence(sc.model, AttentionFlops::causal);
   const double routed = per_sequence.routed_experts * double(sc.layout.global_batch);
   const double recomputed = recompute == "full" ? 4.0 / 3.0 : 1.0;
@@ -644,10 +639,9 @@ TEST_CASE("hardware FLOPs add the expert work on capacity padding, as the closed
 TEST_CASE("MoE layouts the event simulation cannot run are refused with the reason", "[sim][workload][moe]") {
   const std::string base =
       R"({"model": "mixtral-8x7b", "cluster": {"gpu": "h100-sxm", "num_gpus": 16}, "layout": )";
-  const ComputeModel cm(gpu("h100-sxm"), ComputeParams{});
   auto error_of = [&](const std::string& layout) {
     try {
-      build_workload(parse_scenario_text(base + layout + "}"), cm);
+      build_workload(parse_scenario_text(base + layout + "}"));
     } catch (const InputError& e) {
       return std::string(e.what());
     }
@@ -676,9 +670,8 @@ TEST_CASE("ZeRO-3 with MoE: dense weights move over the DP group, routed experts
       parse_scenario_text(R"({"model": "mixtral-8x7b", "cluster": {"gpu": "h100-sxm", "num_gpus": )" +
                           std::to_string(c.gpus) + R"(}, "layout": {)" + c.layout + R"(, "zero_stage": 3}})");
   INFO(c.layout);
-  const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
   const WorkloadOptions o;
-  const Workload w = build_workload(sc, cm, o, default_schedule(sc.layout));
+  const Workload w = build_workload(sc, o, default_schedule(sc.layout));
   const StageProgram& p = w.stages[0];
   const double elem = 2.0;  // bf16 weights gathered
   std::map<GroupKind, double> gathered, reduced;
@@ -717,11 +710,10 @@ TEST_CASE("gradient buckets: every parameter reduced once, Megatron-Core buckets
   const Scenario sc = parse_scenario_text(
       R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 16},
           "layout": {"tp": 1, "pp": 2, "dp": 8, "virtual_stages": 2, "zero_stage": 1, "global_batch": 16}})");
-  const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
   auto reduces = [&](bool one_bucket_after_first_chunk) {
     WorkloadOptions o;
     o.one_bucket_after_first_chunk = one_bucket_after_first_chunk;
-    const Workload w = build_workload(sc, cm, o, default_schedule(sc.layout));
+    const Workload w = build_workload(sc, o, default_schedule(sc.layout));
     const StageProgram& p = w.stages[0];
     int64_t count = 0;
     double bytes = 0;
@@ -748,11 +740,10 @@ TEST_CASE("shared experts beside the all-to-alls: the same ops, none waiting for
   const Scenario sc = parse_scenario_text(
       R"({"model": {"name": "deepseek-v3", "seq_len": 2048}, "cluster": {"gpu": "h100-sxm", "num_gpus": 16},
           "layout": {"tp": 2, "dp": 8, "ep": 8, "expert_tp": 1, "sequence_parallel": true, "global_batch": 8}})");
-  const ComputeModel cm(sc.cluster.gpu, ComputeParams{});
   WorkloadOptions overlapped;
   overlapped.moe_shared_expert_overlap = true;
-  const Workload serial = build_workload(sc, cm);
-  const Workload w = build_workload(sc, cm, overlapped);
+  const Workload serial = build_workload(sc);
+  const Workload w = build_workload(sc, overlapped);
   const StageProgram& p = w.stages.front();
   CHECK(w.model_flops_per_step == serial.model_flops_per_step);
   CHECK(p.tasks.size() == serial.stages.front().tasks.size());

@@ -84,4 +84,10 @@ class Calibration {
   std::map<std::string, GpuCalibration> m_gpus;
 };
 
+// The compute model both fidelities time kernels with: `base` (default: default_compute_params(gpu),
+// or the caller's override) with `calibration`'s parameters for this GPU kind applied on top.
+// The one place calibration reaches the compute model.
+ComputeModel calibrated_compute_model(const GpuSpec& gpu, const Calibration& calibration,
+                                      const std::optional<ComputeParams>& base = std::nullopt);
+
 }  // namespace simrun

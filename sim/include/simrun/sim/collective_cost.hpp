@@ -32,8 +32,9 @@
 #include <optional>
 #include <vector>
 
-#include "simrun/sim/collective_tuner.hpp"  // CollectiveOp
+#include "simrun/sim/collective_tuner.hpp"
 #include "simrun/sim/efficiency.hpp"
+#include "simrun/sim/rank_layout.hpp"  // RankGroup
 #include "simrun/sim/scenario.hpp"
 
 namespace simrun {
@@ -87,14 +88,6 @@ double fabric_collective_s(CollectiveOp op, double bytes, const FabricGroup& gro
 // send/recv (above), where the link carries their shapes; else the α-β forms (broadcast and
 // reduce pipelined along a chain: S/B + (n−1)·α).
 double collective_s(CollectiveOp op, double bytes, int64_t n, const LinkCost& link);
-// A process group of `size` ranks whose members are `stride` ranks apart in Megatron's rank
-// order (tp-cp-ep-dp-pp: TP fastest), e.g. TP {size tp, stride 1}, DP {size dp·cp, stride tp},
-// PP neighbours {size 2, stride tp·cp·dp}.
-struct RankGroup {
-  int64_t size = 1;
-  int64_t stride = 1;
-};
-
 // The link a group's ring runs over. Inside one scale-up domain (GpuSpec::scale_up_domain GPUs,
 // e.g. 8 on HGX, 72 on NVL72): the scale-up bandwidth × scale_up_fraction (a full-mesh domain
 // only uses the links to group peers: (n−1)/(domain−1) of it; a PCIe "domain" the PCIe link).

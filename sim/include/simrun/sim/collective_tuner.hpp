@@ -14,11 +14,11 @@
 #include <string_view>
 #include <vector>
 
+#include "simrun/sim/collective_op.hpp"
 #include "simrun/topologies/hardware_spec.hpp"
 
 namespace simrun {
 
-enum class CollectiveOp { all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all, send_recv };
 // NCCL's algorithms (NCCL_ALGO names), plus simrun's hierarchical form and the p2p pattern that
 // all_to_all and send_recv use (NCCL runs those as grouped send/recv, outside the tuner).
 enum class Algorithm { tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree, pat, hierarchical, p2p };
@@ -27,15 +27,12 @@ enum class Protocol { ll, ll128, simple };  // NCCL_PROTO names LL, LL128, Simpl
 inline constexpr int kNumAlgorithms = 9;
 inline constexpr int kNumProtocols = 3;
 
-const char* to_string(CollectiveOp op);  // "all_reduce" (nccl-tests binary names)
 const char* to_string(Algorithm a);      // "Ring", "Tree", "NVLS", "NVLSTree", "PAT", ...
 const char* to_string(Protocol p);       // "LL", "LL128", "Simple"
 // Case-insensitive; accept NCCL spellings ("ring", "NVLSTree", "collnetdirect", "simple",
 // "ll128") and "hierarchical"/"hier". nullopt when unknown.
-std::optional<CollectiveOp> parse_collective_op(std::string_view name);
 std::optional<Algorithm> parse_algorithm(std::string_view name);
 std::optional<Protocol> parse_protocol(std::string_view name);
-std::vector<std::string> collective_op_names();
 std::vector<std::string> algorithm_names();
 std::vector<std::string> protocol_names();
 

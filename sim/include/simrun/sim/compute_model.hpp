@@ -29,6 +29,7 @@
 #include <string>
 
 #include "simrun/common/units.hpp"
+#include "simrun/sim/op_shape.hpp"
 #include "simrun/topologies/hardware_spec.hpp"
 
 namespace simrun {
@@ -63,33 +64,6 @@ struct ComputeParams {
   double mem_bw_fraction = 0.80;
   // Fixed cost per kernel: launch plus the idle gap between dependent kernels on a stream.
   double launch_overhead_s = 3e-6;
-};
-
-// What a GPU op is, for timing.
-enum class OpClass : uint8_t {
-  gemm,           // dense matmul M×K · K×N (batch copies)
-  attention_fwd,  // fused attention forward (flash) or unfused score+softmax+PV
-  attention_bwd,  // its backward
-  memory,         // elementwise / norm / softmax / optimizer: HBM-bound
-};
-
-// One operation's shape and work on one GPU.
-struct OpShape {
-  OpClass cls = OpClass::memory;
-  Precision precision = Precision::bf16;  // of the GEMM inputs (fp8 runs GEMMs in fp8)
-  // GEMM: C[M×N] = A[M×K]·B[K×N], `batch` independent copies.
-  double m = 0, n = 0, k = 0, batch = 1;
-  // Attention: per-GPU query tokens (b·s/cp), key tokens seen per query (s), head dim,
-  // local heads, whether fused (flash).
-  double tokens = 0, seq_kv = 0, head_dim = 0, heads = 0;
-  bool flash = true;
-  bool flash2 = false;  // the FlashAttention-2 kernel rather than the architecture's best fused one
-  bool causal = true;
-  double flops = 0;  // counted work (model convention): GEMMs 2MNK·batch, attention see workload
-  double bytes = 0;  // HBM bytes read + written, overlapped with the op's math (roofline)
-  // HBM bytes of work fused in front of the op that does not overlap its math, e.g. the fp8
-  // amax+cast of a GEMM's input (Transformer Engine); timed at the memory-bound rate.
-  double serial_bytes = 0;
 };
 
 // The documented defaults for a GPU, by architecture (see compute_model.cpp for the table and

@@ -16,7 +16,6 @@
 #include <string>
 #include <vector>
 
-#include "simrun/sim/collective_cost.hpp"
 #include "simrun/sim/scenario.hpp"
 
 namespace simrun {
@@ -28,6 +27,14 @@ struct RankCoord {
   int64_t dp = 0;
   int64_t pp = 0;
   auto operator<=>(const RankCoord&) const = default;
+};
+
+// A process group of `size` ranks whose members are `stride` ranks apart in Megatron's rank
+// order (tp-cp-ep-dp-pp: TP fastest), e.g. TP {size tp, stride 1}, DP {size dp·cp, stride tp},
+// PP neighbours {size 2, stride tp·cp·dp}.
+struct RankGroup {
+  int64_t size = 1;
+  int64_t stride = 1;
 };
 
 // The process groups a collective can run on.

@@ -43,6 +43,7 @@ struct SimulationOutput {
   Report report;
   std::vector<StageReport> stages;
   Workload workload;
+  WorkloadCost cost;  // its compute tasks timed on the scenario's GPU
   StepResult step;
   double wall_s = 0;  // host time spent in build + simulation
 };

@@ -32,6 +32,7 @@
 #include "simrun/sim/efficiency.hpp"
 #include "simrun/sim/rank_layout.hpp"
 #include "simrun/sim/workload.hpp"
+#include "simrun/sim/workload_cost.hpp"
 
 namespace simrun {
 
@@ -119,9 +120,9 @@ void check_slow_links(const std::vector<SlowLink>& slow_links, int64_t world_siz
 std::vector<std::string> describe_degraded(const Scenario& scenario, const std::vector<Straggler>& stragglers,
                                            const std::vector<SlowLink>& slow_links);
 
-// Simulates one step. Throws InputError for stragglers or slow links that check_* refuses, or
-// with representatives scope.
-StepResult simulate_step(const Scenario& scenario, const Workload& workload, const StepSimOptions& options,
-                         const Calibration& calibration = Calibration{});
+// Simulates one step of `workload`, its compute tasks timed by `cost` (cost_workload). Throws
+// InputError for stragglers or slow links that check_* refuses, or with representatives scope.
+StepResult simulate_step(const Scenario& scenario, const Workload& workload, const WorkloadCost& cost,
+                         const StepSimOptions& options, const Calibration& calibration = Calibration{});
 
 }  // namespace simrun

@@ -43,8 +43,8 @@
 #include <string>
 #include <vector>
 
-#include "simrun/sim/collective_tuner.hpp"
-#include "simrun/sim/compute_model.hpp"
+#include "simrun/sim/collective_op.hpp"
+#include "simrun/sim/op_shape.hpp"
 #include "simrun/sim/rank_layout.hpp"
 #include "simrun/sim/scenario.hpp"
 
@@ -60,15 +60,11 @@ enum class Phase : uint8_t { forward, backward, recompute, optimizer, comm };
 const char* to_string(Phase p);
 
 enum class TaskKind : uint8_t {
-  compute,     // a GPU kernel, duration from the compute model
+  compute,     // a GPU kernel (or host work the stream waits for) of shape StageProgram::shapes[shape]
   collective,  // a collective on `group`
   send,        // pipeline p2p send to peer_stage; completes the matching recv
   recv,        // arrival marker of a pipeline p2p message (no stream time of its own)
 };
-
-// CollectiveOp is the collectives' own (collective_tuner.hpp). Names as NCCL's kernels spell
-// them, for trace events (ncclDevKernel_AllReduce_...).
-const char* collective_name(CollectiveOp c);
 
 // Names of operations, for traces and breakdowns.
 enum class OpName : uint8_t {
@@ -218,6 +214,7 @@ struct WorkloadOptions {
 };
 
 inline constexpr uint32_t kNoTask = 0xffffffffu;
+inline constexpr uint32_t kNoShape = 0xffffffffu;
 
 struct Task {
   TaskKind kind = TaskKind::compute;
@@ -229,9 +226,8 @@ struct Task {
   int16_t chunk = 0;             // model chunk (virtual stage) on this rank
   int32_t layer = -1;            // global layer index, -1 for non-layer ops
   int32_t micro_batch = -1;      // -1 for per-step ops (optimizer, DP reduction)
-  TimeNs duration{0};            // compute: from the compute model; comm: filled by the executor
+  uint32_t shape = kNoShape;     // compute: index into StageProgram::shapes
   double flops = 0;              // model FLOPs (Megatron convention, causal) of compute ops
-  double hbm_bytes = 0;          // HBM traffic of compute ops
   double comm_bytes = 0;         // collective: buffer size per rank (AR in=out, AG out, RS in); p2p message
   int32_t peer_stage = -1;       // send: destination stage; recv: source stage
   uint32_t peer_task = kNoTask;  // send: index of the matching recv task in the peer's program
@@ -242,7 +238,8 @@ struct Task {
 struct StageProgram {
   int64_t stage = 0;
   std::vector<Task> tasks;
-  std::vector<uint32_t> deps;   // task indices, slices per Task
+  std::vector<uint32_t> deps;    // task indices, slices per Task
+  std::vector<OpShape> shapes;   // of the compute tasks, one each (Task::shape)
   std::vector<int32_t> layers;  // global layer ids held by this stage (all chunks)
   double params = 0;            // parameters held (before ZeRO sharding), experts included
   double expert_params = 0;     // of which routed experts (sharded over the expert-DP group)
@@ -277,6 +274,11 @@ struct StageProgram {
   double flops_padding = 0;    // expert GEMMs on capacity padding (Layout::moe_capacity_factor)
 
   uint32_t dep(const Task& t, uint16_t i) const { return deps[t.first_dep + i]; }
+  const OpShape& shape(const Task& t) const { return shapes[t.shape]; }
+  // HBM bytes a compute task moves (its shape's overlapped and serial traffic); 0 for the rest.
+  double hbm_bytes(const Task& t) const {
+    return t.shape == kNoShape ? 0.0 : shapes[t.shape].bytes + shapes[t.shape].serial_bytes;
+  }
 };
 
 enum class PipelineSchedule : uint8_t { gpipe, one_f_one_b, interleaved };
@@ -303,13 +305,13 @@ inline constexpr const char* kFsdpWithPipelineWarning =
     "FSDP+PP (each stage gathers its weights once per step, keeps them and accumulates unsharded "
     "gradients across micro-batches, reduce-scatters after the last)";
 
-// Builds the per-stage programs. Throws InputError for layouts that cannot run (reason and
-// the nearest valid choice in the message); adds warnings for ones that run with a caveat.
-Workload build_workload(const Scenario& scenario, const ComputeModel& compute, const WorkloadOptions& options,
-                        PipelineSchedule schedule);
-inline Workload build_workload(const Scenario& scenario, const ComputeModel& compute,
-                               const WorkloadOptions& options = WorkloadOptions{}) {
-  return build_workload(scenario, compute, options, default_schedule(scenario.layout));
+// Builds the per-stage programs: shapes, dependencies and streams, no timings (the cost pass,
+// workload_cost.hpp, times them for a GPU). Throws InputError for layouts that cannot run
+// (reason and the nearest valid choice in the message); adds warnings for ones that run with a
+// caveat.
+Workload build_workload(const Scenario& scenario, const WorkloadOptions& options, PipelineSchedule schedule);
+inline Workload build_workload(const Scenario& scenario, const WorkloadOptions& options = WorkloadOptions{}) {
+  return build_workload(scenario, options, default_schedule(scenario.layout));
 }
 
 // Layers of each model chunk (index stage·v + chunk) under the layout's pipeline_split: even,
@@ -328,15 +330,13 @@ std::vector<int64_t> split_layers(int64_t layers, int64_t pp, int64_t virtual_st
 // recompute), embedding backward, then the slice's gradient reduction and optimizer. Task::layer
 // tells the layers apart (0, 1); the rest have layer -1 and Task::op names them. Two layers, so
 // that recompute of every other layer shows both parities; one for a one-layer model.
-StageProgram probe_micro_batch(const Scenario& scenario, const ComputeModel& compute,
-                               const WorkloadOptions& options);
+StageProgram probe_micro_batch(const Scenario& scenario, const WorkloadOptions& options);
 
 // The per-step tail of `stage` with no micro-batch before it: ZeRO-1/2 parameter gathers,
 // gradient-norm, fused Adam over the local shard, the host step overhead. Its `params` are the
 // parameters the stage holds (before ZeRO sharding). layers_per_chunk as split_layers returns
 // them for v chunks per stage.
-StageProgram optimizer_program(const Scenario& scenario, const ComputeModel& compute,
-                               const WorkloadOptions& options, const std::vector<int64_t>& layers_per_chunk,
-                               int64_t v, int64_t stage);
+StageProgram optimizer_program(const Scenario& scenario, const WorkloadOptions& options,
+                               const std::vector<int64_t>& layers_per_chunk, int64_t v, int64_t stage);
 
 }  // namespace simrun

@@ -1,0 +1,21 @@
+// The collective operations a training step issues, as words: the workload describes them
+// (workload.hpp), the collectives time them (collective_tuner.hpp, collective_cost.hpp).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace simrun {
+
+enum class CollectiveOp { all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all, send_recv };
+
+const char* to_string(CollectiveOp op);  // "all_reduce" (nccl-tests binary names)
+// As NCCL's kernels spell them, for trace events (ncclDevKernel_AllReduce_...).
+const char* collective_name(CollectiveOp op);
+// Case-insensitive, '_' and '-' ignored ("allreduce", "all-reduce", "bcast"); nullopt when unknown.
+std::optional<CollectiveOp> parse_collective_op(std::string_view name);
+std::vector<std::string> collective_op_names();
+
+}  // namespace simrun
