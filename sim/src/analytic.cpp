@@ -117,24 +117,10 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
   const RunTotals run =
       fill_run_report(sc, bytes_per_param(l.precision, options.memory.convention), options.run, r);
 
-  // Warnings.
-  const int64_t domain = scale_up_domain_size(cluster);
-  if (!group_inside_scale_up(cluster, rank_group(l, GroupKind::tp)))
-    r.warnings.push_back(
-        fmt::format("tp={} spans more than one scale-up domain ({} GPUs of {}): tensor-parallel "
-                    "collectives cross the inter-node fabric",
-                    l.tp, domain, gpu.scale_up_name.empty() ? "NVLink" : gpu.scale_up_name));
-  if (l.cp > 1 && !group_inside_scale_up(cluster, rank_group(l, GroupKind::cp)))
-    r.warnings.push_back(
-        fmt::format("tp·cp={} spans more than one scale-up domain ({} GPUs): ring attention "
-                    "crosses the inter-node fabric",
-                    l.tp * l.cp, domain));
-  if (l.pp > 1 && l.num_microbatches() < l.pp)
-    r.warnings.push_back(
-        fmt::format("only {} micro-batches for pp={}: the pipeline never fills (bubble {:.0f}% of "
-                    "compute)",
-                    l.num_microbatches(), l.pp, 100.0 * double(l.pp - 1) / double(l.num_microbatches())));
+  // Warnings: the layout's (layout_rules.hpp, as the event simulation states them), then the estimate's.
   const PipelineSchedule schedule = options.schedule.value_or(default_schedule(l));
+  const std::vector<std::string> layout_caveats = messages(layout_warnings(sc, schedule));
+  r.warnings.insert(r.warnings.begin(), layout_caveats.begin(), layout_caveats.end());
   if (schedule == PipelineSchedule::interleaved && l.pp > 1 && l.num_microbatches() >= l.pp &&
       !detail::schedule_completes(schedule, l.pp, l.num_microbatches(), l.virtual_stages))
     r.warnings.push_back(fmt::format(
@@ -142,16 +128,9 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
         "(Megatron's order deadlocks on the last, partial group; the event simulation refuses it): use a "
         "multiple of pp",
         l.num_microbatches(), l.pp, l.virtual_stages));
-  if (l.zero_stage == 3 && l.pp > 1) r.warnings.push_back(kFsdpWithPipelineWarning);
-  if (m.layers % l.pp != 0)
-    r.warnings.push_back(fmt::format("pp={} does not divide {} layers: stages get {} or {} layers", l.pp,
-                                     m.layers, m.layers / l.pp, m.layers / l.pp + 1));
   if (!r.memory.fits)
     r.warnings.push_back(
         fmt::format("does not fit: {} (stage {})", memory_shortfall_text(r.memory), memory.worst_stage));
-  if (l.cp > 1 && !l.flash_attention)
-    r.warnings.push_back(
-        "context parallelism without flash attention: Megatron's ring attention needs a fused kernel");
   if (sc.run.assumed_mfu)
     r.warnings.push_back(
         fmt::format("step time from the assumed MFU {:.3f} (run.assumed_mfu); the breakdown is not "

@@ -245,4 +245,20 @@ std::vector<int64_t> RankLayout::representatives() const {
   return out;
 }
 
+int64_t scale_up_domain_size(const ClusterSpec& cluster) {
+  const int64_t per_node = std::max<int64_t>(1, cluster.gpus_per_node);
+  const int64_t domain = cluster.gpu.scale_up_domain;
+  if (domain <= 0) return per_node;
+  // Rack-scale NVLink (NVL72: 18 trays of 4 GPUs behind NVLink switches) spans nodes; an
+  // HGX-style board domain (8 GPUs) ends at the node, however many GPUs the node holds.
+  return domain > kBoardScaleUpDomain ? domain : std::min(domain, per_node);
+}
+
+bool group_inside_scale_up(const ClusterSpec& cluster, RankGroup group) {
+  SIMRUN_ASSERT(group.size >= 1 && group.stride >= 1, "group size and stride must be positive");
+  // Groups are aligned in Megatron's rank order, so the members span size·stride consecutive
+  // ranks; the group fits when that span fits in one domain.
+  return group.size == 1 || group.size * group.stride <= scale_up_domain_size(cluster);
+}
+
 }  // namespace simrun

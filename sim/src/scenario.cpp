@@ -1,5 +1,5 @@
-// Scenario parsing and validation (DESIGN.md "Scenario file"). Every rule that a layout must
-// satisfy to run is checked here, once, so the models below can assume a valid Scenario.
+// Scenario parsing and validation (DESIGN.md "Scenario file"): the fields' types and ranges here,
+// the layout's rules in layout_rules.cpp, so the models below can assume a valid Scenario.
 #include "simrun/sim/scenario.hpp"
 
 #include <fmt/format.h>
@@ -12,6 +12,7 @@
 #include "simrun/common/error.hpp"
 #include "simrun/common/json_reader.hpp"
 #include "simrun/models/counts.hpp"
+#include "simrun/sim/layout_rules.hpp"
 #include "simrun/sim/scenario_parser.hpp"
 
 namespace simrun {
@@ -31,13 +32,6 @@ const std::vector<std::string> kPrecisionNames = {"bf16", "fp16", "fp8", "fp32"}
 const std::vector<std::string> kTopologyNames = {"rail-optimized", "fat-tree"};
 const std::vector<std::string> kPipelineSplitNames = {"even", "embedding-loss-layers", "balanced"};
 const std::vector<std::string> kCpCommTypeNames = {"p2p", "all_gather", "a2a", "a2a+p2p"};
-
-// An integer-valued double as digits ("1208925819614629174706176"), without int64_t overflow.
-std::string format_count(double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.0f", x);
-  return buf;
-}
 
 PipelineSplit parse_pipeline_split(const std::string& s) {
   if (s == "embedding-loss-layers") return PipelineSplit::embedding_loss_layers;
@@ -164,7 +158,6 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
   layout.pp = r.integer_or("pp", 1, 1, kMaxParallel);
   layout.cp = r.integer_or("cp", 1, 1, kMaxParallel);
   layout.ep = r.integer_or("ep", 1, 1, kMaxParallel);
-  const bool expert_tp_given = r.has("expert_tp");
   layout.expert_tp = r.integer_or("expert_tp", layout.tp, 1, kMaxParallel);
   const int64_t model_parallel = layout.tp * layout.pp * layout.cp;
   if (r.has("dp")) {
@@ -175,10 +168,9 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
                        " is not divisible by tp*pp*cp = " + std::to_string(model_parallel));
     layout.dp = cluster.num_gpus / model_parallel;
   }
-  const bool capacity_given = r.has("moe_capacity_factor");
   // At least the balanced share: below it the padding becomes dropping, and the model FLOPs
   // (Megatron's count of the routed tokens) would credit expert work never done.
-  if (capacity_given) layout.moe_capacity_factor = r.number("moe_capacity_factor", 1.0, 1024.0);
+  if (r.has("moe_capacity_factor")) layout.moe_capacity_factor = r.number("moe_capacity_factor", 1.0, 1024.0);
   layout.cp_comm_type = parse_cp_comm_type(r.choice_or("cp_comm_type", "p2p", kCpCommTypeNames));
   layout.cp_a2a_level = read_cp_a2a_level(r, layout);
   // Ulysses splits each rank's query heads and key/value heads (one at least: Megatron
@@ -209,114 +201,9 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
   layout.flash_attention = r.boolean_or("flash_attention", true);
   r.finish();
 
-  const std::string f = top.file();
-  // In double: four factors of up to 2^20 overflow int64_t before they can be compared.
-  const double world = double(layout.tp) * double(layout.pp) * double(layout.dp) * double(layout.cp);
-  if (world != double(cluster.num_gpus))
-    throw InputError(f, "layout",
-                     "tp*pp*dp*cp = " + std::to_string(layout.tp) + "*" + std::to_string(layout.pp) + "*" +
-                         std::to_string(layout.dp) + "*" + std::to_string(layout.cp) + " = " +
-                         format_count(world) + " but cluster.num_gpus = " + std::to_string(cluster.num_gpus) +
-                         " (they must be equal)");
-  if (model.heads % layout.tp != 0)
-    throw InputError(f, "layout.tp",
-                     "tp " + std::to_string(layout.tp) + " does not divide the model's " +
-                         std::to_string(model.heads) + " attention heads");
-  // Megatron-Core's TransformerConfig requires num_query_groups % tp == 0.
-  if (model.kv_heads % layout.tp != 0)
-    throw InputError(f, "layout.tp",
-                     "tp " + std::to_string(layout.tp) + " does not divide the model's " +
-                         std::to_string(model.kv_heads) + " kv_heads (query groups)");
-  if (layout.virtual_stages > 1 && layout.pp == 1)
-    throw InputError(f, "layout.virtual_stages", "virtual stages need pp > 1 (interleaved 1F1B)");
-  const int64_t chunks = layout.pp * layout.virtual_stages;
-  const std::string uneven_hint =
-      " (or set layout.pipeline_split to \"embedding-loss-layers\" when layers + 2 divide, "
-      "or \"balanced\" for plain 1F1B)";
-  switch (layout.pipeline_split) {
-    case PipelineSplit::even:
-      if (model.layers % layout.pp != 0)
-        throw InputError(f, "layout.pp",
-                         "pp " + std::to_string(layout.pp) + " does not divide the model's " +
-                             std::to_string(model.layers) + " layers" + uneven_hint);
-      if (model.layers % chunks != 0)
-        throw InputError(f, "layout.virtual_stages",
-                         std::to_string(layout.virtual_stages) + " virtual stages do not divide the " +
-                             std::to_string(model.layers / layout.pp) + " layers per pipeline stage");
-      break;
-    case PipelineSplit::embedding_loss_layers:
-      if ((model.layers + 2) % chunks != 0 || (model.layers + 2) / chunks < 2)
-        throw InputError(f, "layout.pipeline_split",
-                         "embedding-loss-layers needs layers + 2 = " + std::to_string(model.layers + 2) +
-                             " divisible by pp*virtual_stages = " + std::to_string(chunks) +
-                             " with at least 2 per chunk");
-      break;
-    case PipelineSplit::balanced:
-      if (layout.virtual_stages > 1)
-        throw InputError(
-            f, "layout.pipeline_split",
-            "balanced splits are for plain 1F1B (virtual_stages 1); interleaving needs \"even\" or "
-            "\"embedding-loss-layers\"");
-      if (model.layers < layout.pp)
-        throw InputError(f, "layout.pp",
-                         "pp " + std::to_string(layout.pp) + " exceeds the model's " +
-                             std::to_string(model.layers) + " layers");
-      break;
-  }
-  if (layout.global_batch % (layout.micro_batch * layout.dp) != 0)
-    throw InputError(f, "layout.global_batch",
-                     std::to_string(layout.global_batch) +
-                         " is not divisible by micro_batch*dp = " + std::to_string(layout.micro_batch) + "*" +
-                         std::to_string(layout.dp) + " = " + std::to_string(layout.micro_batch * layout.dp));
-  if (model.seq_len % layout.cp != 0)
-    throw InputError(
-        f, "layout.cp",
-        "cp " + std::to_string(layout.cp) + " does not divide seq_len " + std::to_string(model.seq_len));
-  if (layout.sequence_parallel && model.seq_len % (layout.tp * layout.cp) != 0)
-    throw InputError(
-        f, "layout.sequence_parallel",
-        "seq_len " + std::to_string(model.seq_len) + " is not divisible by tp*cp for sequence parallelism");
-  if (layout.ep > 1 && !model.is_moe())
-    throw InputError(f, "layout.ep", "ep > 1 needs a mixture-of-experts model (this one is dense)");
-  if (model.is_moe()) {
-    if (model.moe->experts % layout.ep != 0)
-      throw InputError(f, "layout.ep",
-                       "ep " + std::to_string(layout.ep) + " does not divide the " +
-                           std::to_string(model.moe->experts) + " experts");
-    if (layout.expert_tp != 1 && layout.expert_tp != layout.tp)
-      throw InputError(f, "layout.expert_tp",
-                       "expert_tp " + std::to_string(layout.expert_tp) + " must be 1 or tp (" +
-                           std::to_string(layout.tp) + ")");
-    const int64_t dense_ranks = layout.tp * layout.cp * layout.dp;
-    if (dense_ranks % (layout.ep * layout.expert_tp) != 0)
-      throw InputError(f, "layout.ep",
-                       "ep*expert_tp = " + std::to_string(layout.ep * layout.expert_tp) +
-                           " must divide tp*cp*dp = " + std::to_string(dense_ranks) +
-                           " (experts are laid out over the ranks of one pipeline stage)");
-    if (model.moe->expert_ffn_hidden % layout.expert_tp != 0)
-      throw InputError(f, "layout.expert_tp",
-                       "expert_tp " + std::to_string(layout.expert_tp) +
-                           " does not divide expert_ffn_hidden " +
-                           std::to_string(model.moe->expert_ffn_hidden));
-    // Capacity cannot exceed the tokens themselves: factor · top_k / experts ≤ 1.
-    const double most = double(model.moe->experts) / double(model.moe->top_k);
-    if (layout.moe_capacity_factor > most)
-      throw InputError(
-          f, "layout.moe_capacity_factor",
-          fmt::format("{:g} gives each expert more than every token (at most experts/top_k = {:g})",
-                      layout.moe_capacity_factor, most));
-  } else {
-    if (capacity_given)
-      throw InputError(f, "layout.moe_capacity_factor",
-                       "a capacity factor needs a mixture-of-experts model (this one is dense)");
-    if (expert_tp_given && layout.expert_tp != 1)
-      throw InputError(f, "layout.expert_tp",
-                       "expert_tp > 1 needs a mixture-of-experts model (this one is dense)");
-    layout.expert_tp = 1;
-  }
-  if (layout.precision == Precision::fp8 && cluster.gpu.fp8_flops_per_s <= 0)
-    throw InputError(f, "layout.precision",
-                     "fp8 is not supported by " + cluster.gpu.id + " (use bf16 or fp16)");
+  if (!model.is_moe() && !r.has("expert_tp")) layout.expert_tp = 1;  // its default is tp
+  if (const auto error = layout_error(model, cluster, layout))
+    throw InputError(top.file(), error->field, error->message);
   return layout;
 }
 

@@ -117,26 +117,10 @@ const char* to_string(OpName op) {
   return i < static_cast<size_t>(OpName::count) ? kNames[i] : "?";
 }
 
-const char* to_string(PipelineSchedule s) {
-  switch (s) {
-    case PipelineSchedule::gpipe:
-      return "gpipe";
-    case PipelineSchedule::one_f_one_b:
-      return "1f1b";
-    case PipelineSchedule::interleaved:
-      return "interleaved-1f1b";
-  }
-  return "?";
-}
-
 size_t Workload::task_count() const {
   size_t n = 0;
   for (const auto& s : stages) n += s.tasks.size();
   return n;
-}
-
-PipelineSchedule default_schedule(const Layout& layout) {
-  return layout.virtual_stages > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
 }
 
 std::vector<int64_t> split_layers(int64_t layers, int64_t pp, int64_t v, PipelineSplit split,
@@ -294,33 +278,13 @@ std::optional<std::vector<double>> schedule_finish_times(
 
 namespace {
 
-void check_layout(const Scenario& sc, PipelineSchedule schedule, Workload& w) {
+// The layout's rules (layout_rules.hpp), for Scenarios built by hand too, then the schedule's own.
+void check_layout(const Scenario& sc, PipelineSchedule schedule) {
   const Layout& l = sc.layout;
-  const ModelSpec& m = sc.model;
   const std::string& file = sc.file;
-  if (m.is_moe() && l.tp > 1 && !l.sequence_parallel)
-    throw InputError(file, "layout.sequence_parallel",
-                     "a mixture-of-experts model with tp > 1 needs sequence_parallel (Megatron-Core "
-                     "requires it: each rank routes its own sequence shard)");
-  if (m.heads % l.tp != 0)
-    throw InputError(file, "layout.tp",
-                     "tp (" + std::to_string(l.tp) + ") must divide the attention heads (" +
-                         std::to_string(m.heads) + ")");
-  if (m.kv_heads % l.tp != 0 && l.tp % m.kv_heads != 0)
-    throw InputError(file, "layout.tp",
-                     "tp (" + std::to_string(l.tp) + ") must divide the key/value heads (" +
-                         std::to_string(m.kv_heads) + ") or be a multiple of them");
-  if (m.seq_len % l.cp != 0)
-    throw InputError(file, "layout.cp",
-                     "cp (" + std::to_string(l.cp) + ") must divide the sequence length (" +
-                         std::to_string(m.seq_len) + ")");
-  if (l.global_batch % (l.micro_batch * l.dp) != 0)
-    throw InputError(file, "layout.global_batch",
-                     "global_batch (" + std::to_string(l.global_batch) +
-                         ") must be a multiple of micro_batch·dp (" + std::to_string(l.micro_batch * l.dp) +
-                         ")");
+  if (const auto error = layout_error(sc.model, sc.cluster, l)) throw InputError(file, error->field, error->message);
   const int64_t mbs = l.num_microbatches();
-  if (mbs < 1) throw InputError(file, "layout.global_batch", "fewer sequences than data-parallel replicas");
+  SIMRUN_ASSERT(mbs >= 1, "a valid layout has a micro-batch per pipeline");
   if (schedule == PipelineSchedule::interleaved) {
     if (l.pp < 2)
       throw InputError(file, "layout.virtual_stages",
@@ -341,19 +305,6 @@ void check_layout(const Scenario& sc, PipelineSchedule schedule, Workload& w) {
                       mbs, l.pp, l.virtual_stages, mbs % l.pp, fits, fits * l.micro_batch * l.dp));
     }
   }
-  if (schedule == PipelineSchedule::one_f_one_b && l.pp > 1 && mbs < l.pp)
-    w.warnings.push_back(
-        "only " + std::to_string(mbs) + " micro-batches for " + std::to_string(l.pp) +
-        " pipeline stages: 1F1B never reaches its steady state, every stage idles for most of "
-        "the step (bubble (pp-1)/(m+pp-1) = " +
-        std::to_string(int(100.0 * double(l.pp - 1) / double(mbs + l.pp - 1))) +
-        "%); use at least pp micro-batches, ideally >= 4·pp");
-  if (l.tp > sc.cluster.gpu.scale_up_domain || l.tp > sc.cluster.gpus_per_node)
-    w.warnings.push_back("tp = " + std::to_string(l.tp) + " spans more GPUs than one NVLink domain (" +
-                         std::to_string(std::min(sc.cluster.gpu.scale_up_domain, sc.cluster.gpus_per_node)) +
-                         "): tensor-parallel collectives cross the inter-node network every layer");
-  if (l.zero_stage == 3 && l.pp > 1) w.warnings.push_back(kFsdpWithPipelineWarning);
-  if (l.sequence_parallel && l.tp == 1) w.warnings.push_back("sequence_parallel has no effect with tp = 1");
 }
 
 }  // namespace
@@ -364,11 +315,10 @@ Workload build_workload(const Scenario& sc, const WorkloadOptions& options, Pipe
   if (schedule == PipelineSchedule::interleaved && sc.layout.virtual_stages < 2)
     schedule = PipelineSchedule::one_f_one_b;
   w.schedule = schedule;
-  check_layout(sc, schedule, w);
+  check_layout(sc, schedule);
+  w.warnings = messages(layout_warnings(sc, schedule));
   const Layout& l = sc.layout;
   const int64_t v = schedule == PipelineSchedule::interleaved ? l.virtual_stages : 1;
-  if (schedule != PipelineSchedule::interleaved && l.virtual_stages > 1)
-    w.warnings.push_back("virtual_stages ignored by the " + std::string(to_string(schedule)) + " schedule");
   w.micro_batches = l.num_microbatches();
   w.layers_per_chunk = split_layers(sc.model.layers, l.pp, v, l.pipeline_split, sc.file);
 

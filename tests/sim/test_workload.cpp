@@ -390,7 +390,7 @@ TEST_CASE("bad layouts are refused with the reason, doubtful ones warned about",
       "layout": {"tp": 1, "pp": 8, "dp": 1, "global_batch": 4}})");
   const Workload w = build_workload(sc);
   REQUIRE_FALSE(w.warnings.empty());
-  CHECK(w.warnings[0].find("micro-batches for 8 pipeline stages") != std::string::npos);
+  CHECK(w.warnings[0].find("only 4 micro-batches for pp=8: the pipeline never fills") != std::string::npos);
   sc.layout.virtual_stages = 2;
   CHECK_THROWS_WITH(build_workload(sc),
                     Catch::Contains("layout.global_batch") && Catch::Contains("interleaved"));

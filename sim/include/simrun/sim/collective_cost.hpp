@@ -132,15 +132,5 @@ LinkCost all_to_all_link(const ClusterSpec& cluster, RankGroup group, const Effi
 // NVSwitch uplink, or on a full mesh its link to one peer, times scale_up_efficiency.
 double scale_up_link_rate(const GpuSpec& gpu);
 
-// True when every member of the group sits in one scale-up domain.
-bool group_inside_scale_up(const ClusterSpec& cluster, RankGroup group);
-
-// Largest scale-up domain that lives on one board (HGX/DGX: 8 GPUs on NVSwitch); larger
-// domains (NVL72) are rack-scale and span nodes.
-inline constexpr int64_t kBoardScaleUpDomain = 8;
-
-// GPUs per scale-up domain: a rack-scale domain as the catalog gives it; a board domain capped
-// by gpus_per_node (an H100 cluster of 4-GPU nodes has 4-GPU NVLink domains).
-int64_t scale_up_domain_size(const ClusterSpec& cluster);
 
 }  // namespace simrun

@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "simrun/sim/collective_op.hpp"
+#include "simrun/sim/layout_rules.hpp"
 #include "simrun/sim/op_shape.hpp"
 #include "simrun/sim/rank_layout.hpp"
 #include "simrun/sim/scenario.hpp"
@@ -281,8 +282,6 @@ struct StageProgram {
   }
 };
 
-enum class PipelineSchedule : uint8_t { gpipe, one_f_one_b, interleaved };
-const char* to_string(PipelineSchedule s);
 
 struct Workload {
   Layout layout;
@@ -296,14 +295,6 @@ struct Workload {
   size_t task_count() const;
 };
 
-// Which pipeline schedule a layout runs (explicit choice or from virtual_stages).
-PipelineSchedule default_schedule(const Layout& layout);
-
-// The caveat both fidelities state for ZeRO-3 with pp > 1, which they model as torchtitan runs it.
-inline constexpr const char* kFsdpWithPipelineWarning =
-    "ZeRO-3 with pp > 1: Megatron-LM and DeepSpeed do not support it; modelled as torchtitan's "
-    "FSDP+PP (each stage gathers its weights once per step, keeps them and accumulates unsharded "
-    "gradients across micro-batches, reduce-scatters after the last)";
 
 // Builds the per-stage programs: shapes, dependencies and streams, no timings (the cost pass,
 // workload_cost.hpp, times them for a GPU). Throws InputError for layouts that cannot run
