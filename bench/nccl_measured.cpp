@@ -1,4 +1,4 @@
-// Predicted vs measured NCCL busbw: every row of ../shared/reference/measured-nccl.json that the
+// Predicted vs measured NCCL busbw: every row of validation/data/measured-nccl.json that the
 // catalog can express, simulated with catalog hardware; a markdown table for the README, then the
 // rows left out and why.
 //   build/bench/nccl_measured
@@ -17,7 +17,7 @@ int main() {
   const HardwareCatalog catalog =
       HardwareCatalog::load(data / "topologies" / "gpus", data / "topologies" / "fabrics");
   const auto rows =
-      nccl_reference_rows(load_json_file(std::string(SIMRUN_REFERENCE_DIR) + "/measured-nccl.json"));
+      nccl_reference_rows(load_json_file(std::string(SIMRUN_VALIDATION_DATA_DIR) + "/measured-nccl.json"));
   std::printf("| row | setup simulated | measured busbw (GB/s) | predicted (GB/s) | error |\n");
   std::printf("|---|---|---:|---:|---:|\n");
   int within = 0, expressed = 0;

@@ -1,4 +1,4 @@
-// validate_measured: the simulator's yardstick. Reads ../shared/reference/measured-runs.json
+// validate_measured: the simulator's yardstick. Reads validation/data/measured-runs.json
 // (107 published training runs with their layouts), builds each run's scenario, simulates one
 // step (event simulation, representative ranks) and prints predicted vs measured step time,
 // the error, and the mean absolute percentage error (MAPE) over the supported runs.
@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
   try {
     const Catalogs catalogs = load_catalogs(SIMRUN_DATA_DIR);
     const std::vector<MeasuredRun> runs =
-        load_measured_runs(std::string(SIMRUN_REFERENCE_DIR) + "/measured-runs.json", catalogs);
+        load_measured_runs(std::string(SIMRUN_VALIDATION_DATA_DIR) + "/measured-runs.json", catalogs);
     Calibration calibration;
     if (!calibration_file.empty()) calibration = Calibration::load(calibration_file);
 

@@ -20,7 +20,7 @@ namespace {
 
 const std::vector<MeasuredRun>& runs() {
   static const std::vector<MeasuredRun> r =
-      load_measured_runs(std::filesystem::path(SIMRUN_REFERENCE_DIR) / "measured-runs.json", test::catalogs());
+      load_measured_runs(std::filesystem::path(SIMRUN_VALIDATION_DATA_DIR) / "measured-runs.json", test::catalogs());
   return r;
 }
 

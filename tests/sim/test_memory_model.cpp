@@ -413,7 +413,7 @@ TEST_CASE("more recompute, more parallelism or flash never need more activation 
   CHECK(layer_activation_bytes(m, wider) < layer_activation_bytes(m, c));
 }
 
-// measured-runs.json (../shared/reference): published runs that trained, so each must fit. The
+// measured-runs.json (validation/data): published runs that trained, so each must fit. The
 // rows become scenarios through the one mapping the accuracy benchmark uses (measured_runs.hpp:
 // its defaults for unstated fields, each source framework's model-state convention and dropout).
 // Rows without a layout and MoE rows whose architecture neither the file nor the catalog gives
@@ -422,7 +422,7 @@ TEST_CASE("no published measured run is predicted not to fit", "[sim][memory_mod
   const std::filesystem::path data = SIMRUN_DATA_DIR;
   const Catalogs catalogs = load_catalogs(data);
   const std::vector<MeasuredRun> runs =
-      load_measured_runs(std::filesystem::path(SIMRUN_REFERENCE_DIR) / "measured-runs.json", catalogs);
+      load_measured_runs(std::filesystem::path(SIMRUN_VALIDATION_DATA_DIR) / "measured-runs.json", catalogs);
   int checked = 0;
   for (const MeasuredRun& run : runs) {
     if (!run.has_scenario()) continue;

@@ -1,4 +1,4 @@
-// Accuracy against measured NCCL bandwidths (../shared/reference/measured-nccl.json): every row
+// Accuracy against measured NCCL bandwidths (validation/data/measured-nccl.json): every row
 // the catalog can express is predicted within 10% of its large-message busbw.
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -30,7 +30,7 @@ FabricSpec fabric_by_id(const std::string& id) {
 }  // namespace
 
 TEST_CASE("measured NCCL busbw rows are predicted within 10%", "[sim][collectives][reference]") {
-  const auto doc = load_json_file(std::string(SIMRUN_REFERENCE_DIR) + "/measured-nccl.json");
+  const auto doc = load_json_file(std::string(SIMRUN_VALIDATION_DATA_DIR) + "/measured-nccl.json");
   const auto rows = nccl_reference_rows(doc);
   REQUIRE(rows.size() >= 14);
   int expressed = 0;

@@ -1,4 +1,4 @@
-// The published measured training runs (shared/reference/measured-runs.json) as simrun
+// The published measured training runs (validation/data/measured-runs.json) as simrun
 // scenarios: one mapping, used by the accuracy benchmark (bench/validate_measured) and by the
 // memory test (every run trained, so every run must be predicted to fit).
 //

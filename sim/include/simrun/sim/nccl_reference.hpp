@@ -1,4 +1,4 @@
-// The measured NCCL bandwidths of ../shared/reference/measured-nccl.json as simulator setups: each
+// The measured NCCL bandwidths of validation/data/measured-nccl.json as simulator setups: each
 // row's free-text hardware description mapped to catalog ids, GPU/NIC counts and the nccl-tests
 // options it implies, or the reason the catalog cannot express it. Shared by the accuracy test
 // and bench/nccl_measured.
