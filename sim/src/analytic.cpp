@@ -11,18 +11,10 @@
 #include "simrun/sim/collective_cost.hpp"
 #include "simrun/sim/rank_layout.hpp"
 #include "simrun/sim/simulate.hpp"
+#include "simrun/sim/step_metrics.hpp"
 #include "workload_builder.hpp"
 
 namespace simrun {
-
-const char* flop_convention_text(AttentionFlops convention) {
-  return convention == AttentionFlops::causal
-             ? "Megatron-LM num_floating_point_operations, causal (attention s^2 term halved; HEAD after "
-               "8873b55d6a); "
-               "MFU vs dense peak of the training precision; HFU adds recompute and expert capacity padding"
-             : "Megatron-LM core_r0.8 num_floating_point_operations, non-causal (full attention s^2 term); "
-               "MFU vs dense peak of the training precision; HFU adds recompute and expert capacity padding";
-}
 
 StepFlops step_flops(const ModelSpec& m, const Layout& layout, AttentionFlops convention) {
   StepFlops f;
@@ -83,14 +75,11 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
 
   Report r;
   r.fidelity = "analytic";
-  r.flop_convention = flop_convention_text(options.flop_convention);
   const ParamCounts counts = count_params(m);
   r.params = counts.total();
   r.active_params = counts.active(m);
 
   const StepFlops flops = step_flops(m, l, options.flop_convention);
-  r.flops_per_step = flops.model;
-  r.hardware_flops_per_step = flops.hardware;
   const double peak = training_peak_flops_per_s(sc);
   const double n_gpus = double(l.world_size());
 
@@ -98,20 +87,16 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
   r.memory = memory.report;
 
   const StepTimeEstimate time = estimate_step_time(sc, flops, options);
+  double step_time_s = time.step_time_s;
   if (sc.run.assumed_mfu) {
-    r.step_time_s = flops.model / (n_gpus * peak * *sc.run.assumed_mfu);
+    step_time_s = flops.model / (n_gpus * peak * *sc.run.assumed_mfu);
     r.breakdown = BreakdownReport{};
-    r.breakdown.compute_s = r.step_time_s;
+    r.breakdown.compute_s = step_time_s;
   } else {
-    r.step_time_s = time.step_time_s;
     r.breakdown = time.breakdown;
     r.degraded = describe_degraded(sc, options.stragglers, options.slow_links);
   }
-  const double tokens_per_step = double(l.global_batch) * double(m.seq_len);
-  r.tokens_per_s = tokens_per_step / r.step_time_s;
-  r.tflops_per_gpu = flops.model / (r.step_time_s * n_gpus) / kTera;
-  r.mfu = flops.model / (r.step_time_s * n_gpus * peak);
-  r.hfu = flops.hardware / (r.step_time_s * n_gpus * peak);
+  fill_step_rates(sc, step_time_s, {flops.model, flops.hardware, options.flop_convention}, r);
 
   // Run totals. The checkpoint holds weights and optimizer states (not gradients).
   const RunTotals run =

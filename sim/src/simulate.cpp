@@ -1,5 +1,6 @@
 // Scenario → Report through the event simulation; see simulate.hpp.
 #include "simrun/sim/simulate.hpp"
+#include "simrun/sim/step_metrics.hpp"
 
 #include <fmt/format.h>
 
@@ -217,19 +218,12 @@ SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
 
   Report& r = out.report;
   r.fidelity = "event";
-  r.flop_convention = flop_convention_text(AttentionFlops::causal);
   const ParamCounts counts = count_params(sc.model);
   r.params = counts.total();
   r.active_params = counts.active(sc.model);
-  r.flops_per_step = w.model_flops_per_step;
-  r.hardware_flops_per_step = w.hardware_flops_per_step;
-  r.step_time_s = st.step_time.seconds();
-  const double n = double(l.world_size());
-  const double tokens_per_step = double(l.global_batch) * double(sc.model.seq_len);
-  r.tokens_per_s = tokens_per_step / r.step_time_s;
-  r.tflops_per_gpu = r.flops_per_step / (r.step_time_s * n) / kTera;
-  r.mfu = r.flops_per_step / (r.step_time_s * n * peak);
-  r.hfu = r.hardware_flops_per_step / (r.step_time_s * n * peak);
+  // The workload counts its tasks' FLOPs in Megatron's causal convention.
+  fill_step_rates(sc, st.step_time.seconds(),
+                  {w.model_flops_per_step, w.hardware_flops_per_step, AttentionFlops::causal}, r);
   r.warnings = w.warnings;
   for (const auto& warning : st.warnings) r.warnings.push_back(warning);
   r.degraded = describe_degraded(sc, options.step.stragglers, options.step.slow_links);

@@ -212,7 +212,5 @@ AnalyticOptions analytic_options(const SimulateOptions& simulate);
 // options.compute) with the calibration's overrides for the GPU kind.
 ComputeModel analytic_compute_model(const Scenario& s, const AnalyticOptions& options);
 
-// The FLOP convention sentence every output states.
-const char* flop_convention_text(AttentionFlops convention);
 
 }  // namespace simrun

@@ -2,7 +2,7 @@
 // Report (DESIGN.md contract keys, fidelity "event") plus what the table, CSV and trace need:
 // per-stage time breakdown and memory with the schedule's real in-flight micro-batches.
 //
-// Conventions: model FLOPs are Megatron-LM's causal count (analytic.hpp flop_convention_text);
+// Conventions: model FLOPs are Megatron-LM's causal count (step_metrics.hpp);
 // MFU = model FLOPs / (step time · GPUs · dense peak of the training precision); HFU adds the
 // recomputed forward FLOPs; tflops_per_gpu is model FLOPs per GPU per second.
 #pragma once
