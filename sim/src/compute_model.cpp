@@ -13,40 +13,21 @@ double saturate(double x, double half) { return x <= 0 ? 0.0 : x / (x + half); }
 
 }  // namespace
 
-// The one table of compute defaults. Where each number comes from:
-//  - gemm_max / gemm_dim_half: cuBLAS sustains ≈0.75–0.9 of the datasheet peak on large square
-//    GEMMs in isolation (A100 ≈ 270–285, H100 SXM ≈ 700–780 TFLOP/s), less inside a training loop
-//    (power-limited clocks, L2 shared with neighbours); the half-saturation dimension puts a
-//    4096-wide GEMM at ≈0.9–0.95 of a 8192-wide one (Hopper's 128×256 wgmma tiles need larger
-//    problems). The curves were then checked against the whole yardstick (bench/validate_measured,
-//    87 runs): Ampere 0.76 with half 260 (its 7–8K-wide GEMMs sustain ≈0.7 of peak, the ≈220
-//    TFLOP/s that Composer's 30B/70B A100 runs imply at 69–74% HFU), Hopper 0.72 with half 240.
-//  - fp8_gemm_max: Transformer Engine fp8 GEMMs run 1.4–1.6× faster than bf16, not 2×.
-//  - attention: FlashAttention-2 on A100 reaches ≈70% forward / ≈55% backward of peak (Dao 2023,
-//    arXiv:2307.08691); cuDNN / FA3 on H100 ≈55–75% forward, ≈40–55% backward. FA2 on H100 peaks
-//    at ≈330 / 300 TFLOP/s only for long non-causal sequences; the causal kernels at 2K tokens
-//    and head dim 128 run ≈250 forward / ≈200 backward (Shah et al. 2024, arXiv:2407.08608,
-//    Figs. 5–6; read from the plots), which is where eager-PyTorch runs on Hopper train.
-//  - mem_bw_fraction 0.8 (STREAM-like on HBM), launch_overhead 3 µs: the member initialisers.
+// The defaults: ComputeParams' member initialisers (generic), replaced by what the GPU's catalog
+// file states for its architecture's kernels (topologies/gpus/*.json "compute_defaults", each
+// with its sources: cuBLAS GEMM sweeps, FlashAttention-2/3 papers, checked against the yardstick,
+// bench/validate_measured). mem_bw_fraction 0.8 (STREAM-like on HBM) and launch_overhead 3 µs
+// stay generic.
 ComputeParams default_compute_params(const GpuSpec& gpu) {
   ComputeParams p;
-  const std::string& arch = gpu.architecture;
-  if (arch == "Ampere") {
-    p.gemm_max = 0.76;
-    p.gemm_dim_half = 260;
-    p.attn_fwd_max = 0.68;
-    p.attn_bwd_max = 0.55;
-    p.attn_fa2_fwd_max = p.attn_fwd_max;  // FA2 is Ampere's best kernel
-    p.attn_fa2_bwd_max = p.attn_bwd_max;
-  } else if (arch == "Hopper") {
-    p.gemm_max = 0.72;
-    p.gemm_dim_half = 240;
-    p.fp8_gemm_max = 0.55;
-    p.attn_fwd_max = 0.55;
-    p.attn_bwd_max = 0.42;
-    p.attn_fa2_fwd_max = 0.25;
-    p.attn_fa2_bwd_max = 0.20;
-  }
+  const GpuSpec::ComputeDefaults& d = gpu.compute_defaults;
+  p.gemm_max = d.gemm_max.value_or(p.gemm_max);
+  p.gemm_dim_half = d.gemm_dim_half.value_or(p.gemm_dim_half);
+  p.fp8_gemm_max = d.fp8_gemm_max.value_or(p.fp8_gemm_max);
+  p.attn_fwd_max = d.attn_fwd_max.value_or(p.attn_fwd_max);
+  p.attn_bwd_max = d.attn_bwd_max.value_or(p.attn_bwd_max);
+  p.attn_fa2_fwd_max = d.attn_fa2_fwd_max.value_or(p.attn_fa2_fwd_max);
+  p.attn_fa2_bwd_max = d.attn_fa2_bwd_max.value_or(p.attn_fa2_bwd_max);
   return p;
 }
 

@@ -5,6 +5,7 @@
 #include "simrun/common/error.hpp"
 #include "simrun/sim/calibration.hpp"
 #include "simrun/sim/compute_model.hpp"
+#include "simrun/sim/scenario_parser.hpp"
 
 using namespace simrun;
 using simrun::test::h100_sxm;
@@ -105,4 +106,23 @@ TEST_CASE("calibration.json overrides defaults per GPU kind and refuses unknown 
   }
   const auto out_of_range = nlohmann::json::parse(R"({"gpus": {"h100-sxm": {"gemm_max": 1.7}}})");
   CHECK_THROWS_AS(Calibration::parse(out_of_range, "cal.json"), InputError);
+}
+
+TEST_CASE("compute defaults come from the GPU catalog's data, not from architecture names in code",
+          "[sim][compute]") {
+  const Catalogs catalogs = load_catalogs(SIMRUN_DATA_DIR);
+  const GpuSpec h100 = catalogs.hardware.gpu("h100-sxm", "t.json", "cluster.gpu");
+  const GpuSpec a100 = catalogs.hardware.gpu("a100-80gb", "t.json", "cluster.gpu");
+  const GpuSpec b200 = catalogs.hardware.gpu("b200", "t.json", "cluster.gpu");
+  // topologies/gpus/h100-sxm.json and a100-80gb.json (their "compute_defaults" blocks).
+  CHECK(default_compute_params(h100).gemm_max == 0.72);
+  CHECK(default_compute_params(h100).attn_fa2_bwd_max == 0.20);
+  CHECK(default_compute_params(a100).gemm_dim_half == 260);
+  CHECK(default_compute_params(a100).attn_fa2_fwd_max == default_compute_params(a100).attn_fwd_max);
+  CHECK_FALSE(h100.compute_defaults.source.empty());
+  // A part whose file states none keeps the generic defaults, whatever its architecture's name.
+  CHECK(default_compute_params(b200).gemm_max == ComputeParams{}.gemm_max);
+  GpuSpec renamed = h100;
+  renamed.architecture = "Ampere";
+  CHECK(default_compute_params(renamed).gemm_max == 0.72);
 }

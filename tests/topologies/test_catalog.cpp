@@ -171,8 +171,12 @@ TEST_CASE("malformed or incomplete hardware files are refused", "[topologies][ca
   CHECK(field_of_load() == "tdp_w");  // the missing required field is reported first
   write_gpu(edit("\"kind\": \"nvswitch\"", "\"kind\": \"nvswich\""));
   CHECK(field_of_load() == "scale_up.kind");
-  write_gpu(edit("\"source\"", "\"sources\""));
+  write_gpu(edit("\"source\": \"shared/reference", "\"sources\": \"shared/reference"));
   CHECK(field_of_load() == "source");
+  write_gpu(edit("\"source\": \"Hopper", "\"sources\": \"Hopper"));
+  CHECK(field_of_load() == "compute_defaults.source");  // the defaults cite theirs too
+  write_gpu(edit("\"gemm_max\": 0.72", "\"gemm_max\": 1.5"));
+  CHECK(field_of_load() == "compute_defaults.gemm_max");
   write_gpu(edit("\"vendor\": \"NVIDIA\",", "\"vendor\": \"NVIDIA\", \"colour\": \"green\","));
   CHECK(field_of_load() == "colour");
   write_gpu("{\"name\": ");

@@ -73,6 +73,20 @@ GpuSpec read_gpu(JsonReader& r, const std::string& id) {
     r.fail("scale_up.nvls", "NVLink SHARP needs kind \"nvswitch\"");
 
   g.pcie_bytes_per_s = r.number("pcie_gb_per_s_per_direction", 0.001, 100'000) * kGB;
+  if (r.has("compute_defaults")) {
+    JsonReader c = r.object("compute_defaults");
+    GpuSpec::ComputeDefaults& d = g.compute_defaults;
+    d.gemm_max = c.optional_number("gemm_max", 0.01, 1);
+    d.gemm_dim_half = c.optional_number("gemm_dim_half", 0, 1e6);
+    d.fp8_gemm_max = c.optional_number("fp8_gemm_max", 0.01, 1);
+    d.attn_fwd_max = c.optional_number("attn_fwd_max", 0.01, 1);
+    d.attn_bwd_max = c.optional_number("attn_bwd_max", 0.01, 1);
+    d.attn_fa2_fwd_max = c.optional_number("attn_fa2_fwd_max", 0.01, 1);
+    d.attn_fa2_bwd_max = c.optional_number("attn_fa2_bwd_max", 0.01, 1);
+    d.source = c.string("source");
+    if (d.source.empty()) c.fail("source", "every set of defaults names its source");
+    c.finish();
+  }
   g.source = r.string("source");
   if (g.source.empty()) r.fail("source", "every entry names its source");
   r.string_or("assumed", "");  // free text: the fields that had to be assumed, and why

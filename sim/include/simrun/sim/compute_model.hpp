@@ -35,8 +35,8 @@
 namespace simrun {
 
 // The compute model's parameters. The member initialisers are the generic defaults;
-// default_compute_params() adjusts them per GPU architecture (the one documented table of
-// defaults); calibration.json replaces any of them per GPU kind.
+// default_compute_params() takes the GPU catalog file's "compute_defaults" over them;
+// calibration.json replaces any of them per GPU kind.
 struct ComputeParams {
   // Large bf16/fp16 GEMMs: fraction of the dense datasheet peak sustained by cuBLAS in a
   // training loop (boost clock is not held under full tensor-core load; A100 ~ 0.85, H100
@@ -66,8 +66,8 @@ struct ComputeParams {
   double launch_overhead_s = 3e-6;
 };
 
-// The documented defaults for a GPU, by architecture (see compute_model.cpp for the table and
-// its sources); other architectures get the generic member initialisers.
+// The defaults for a GPU: its catalog file's "compute_defaults" (with their sources) over the
+// generic member initialisers.
 ComputeParams default_compute_params(const GpuSpec& gpu);
 
 class ComputeModel {

@@ -44,6 +44,14 @@ struct GpuSpec {
   bool nvls = false;                // NVSwitch in-switch reduction (NVLink SHARP), Hopper+
   double pcie_bytes_per_s = 0;      // host link per direction, e.g. 64e9 (Gen5 x16)
   std::string source;               // citation for the figures
+  // The compute model's defaults for this part's kernels ("compute_defaults" in its catalog
+  // file; names as in ComputeParams and calibration.json); absent: the generic defaults.
+  struct ComputeDefaults {
+    std::optional<double> gemm_max, gemm_dim_half, fp8_gemm_max;                               // e.g. 0.72, 240
+    std::optional<double> attn_fwd_max, attn_bwd_max, attn_fa2_fwd_max, attn_fa2_bwd_max;  // e.g. 0.55
+    std::string source;
+  };
+  ComputeDefaults compute_defaults;
 
   double peak_flops_per_s(Precision p) const;  // dense peak for GEMMs in precision p (0 = unsupported)
 };
