@@ -47,6 +47,9 @@ struct ScenarioArgs {
 };
 void add_scenario_options(CLI::App& cmd, ScenarioArgs& args);
 Scenario resolve_scenario(const ScenarioArgs& args, const Catalogs& catalogs);
+// load_scenario with an error in an overridden field reported as its flag's (cli/flag_names.hpp).
+Scenario load_scenario_with_flags(const std::string& file, const ScenarioOverrides& overrides,
+                                  const Catalogs& catalogs);
 
 // Framework behaviour the scenario file does not state, shared by estimate and simulate
 // (cli/framework_options.cpp): --schedule, --tp-comm-overlap, --moe-shared-expert-overlap,

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "flag_names.hpp"
 #include "simrun/common/error.hpp"
 
 namespace {
@@ -127,7 +128,7 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const simrun::InputError& e) {
-    std::cerr << e.what() << "\n";
+    std::cerr << simrun::cli::as_command_line_error(e).what() << "\n";
     return 2;
   } catch (const simrun::cli::InfeasibleError& e) {
     std::cerr << e.what() << "\n";

@@ -1,6 +1,7 @@
 // The scenario file argument and the Megatron-style override flags shared by the subcommands
 // that take a scenario (estimate, simulate, topology, plan).
 #include "command.hpp"
+#include "flag_names.hpp"
 #include "simrun/common/error.hpp"
 
 namespace simrun::cli {
@@ -68,7 +69,19 @@ Scenario resolve_scenario(const ScenarioArgs& args, const Catalogs& catalogs) {
     throw InputError("command line", "scenario",
                      "give a scenario file, or at least --model and --gpu (e.g. --model llama3-70b --gpu "
                      "h100-sxm --gpus 1024)");
-  return load_scenario(args.file, o, catalogs);
+  return load_scenario_with_flags(args.file, o, catalogs);
+}
+
+Scenario load_scenario_with_flags(const std::string& file, const ScenarioOverrides& overrides,
+                                  const Catalogs& catalogs) {
+  Scenario s;
+  try {
+    s = load_scenario(file, overrides, catalogs);
+  } catch (const InputError& e) {
+    throw as_command_line_error(e, overrides.given());
+  }
+  if (file.empty()) s.file = "command line";  // what later errors name as the scenario's source
+  return s;
 }
 
 }  // namespace simrun::cli
