@@ -17,7 +17,8 @@ void add_cluster_options(CLI::App& cmd, ClusterArgs& a) {
   cmd.add_option("--nics-per-node", a.nics_per_node, "Fabric NICs per node (default: one per GPU)");
   cmd.add_option("--fabric", a.fabric,
                  "Fabric catalog id: ib-hdr, ib-ndr, ib-xdr, roce-400g (default ib-ndr)");
-  cmd.add_option("--topology", a.topology, "rail-optimized (default) or fat-tree");
+  cmd.add_option("--topology", a.topology,
+                 "Fabric shape: rail_optimized (default) or fat_tree (rail-optimized, fat-tree also read)");
   cmd.add_option("--oversubscription", a.oversubscription, "Leaf down:up bandwidth ratio (default 1)");
 }
 
@@ -56,7 +57,7 @@ ClusterSpec resolve_cluster(const ClusterArgs& a, const Catalogs& catalogs) {
       c.topology = FabricTopology::fat_tree;
     } else {
       throw InputError(file, "--topology",
-                       "unknown topology '" + *a.topology + "' (known: rail-optimized, fat-tree)");
+                       "unknown topology '" + *a.topology + "' (known: rail_optimized, fat_tree)");
     }
   }
   if (a.oversubscription) c.oversubscription = *a.oversubscription;

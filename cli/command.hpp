@@ -77,6 +77,9 @@ void add_fault_options(CLI::App& cmd, FaultArgs& args, bool event_simulation);
 std::vector<Straggler> stragglers_of(const FaultArgs& args, const Scenario& scenario);
 std::vector<SlowLink> slow_links_of(const FaultArgs& args);
 
+// Every subcommand on `app` (cli/app.cpp), with --version and --help; main() runs the parsed one.
+std::vector<Command> add_commands(CLI::App& app, const CliEnv& env);
+
 Command add_estimate_command(CLI::App& root, const CliEnv& env);
 Command add_collective_command(CLI::App& root, const CliEnv& env);
 Command add_topology_command(CLI::App& root, const CliEnv& env);

@@ -29,8 +29,10 @@ constexpr double kMaxStepSecondsAtPeak = 1e6;
 const std::vector<std::string> kRecomputeNames = {"none", "selective", "full"};
 const std::vector<std::string> kPrecisionNames = {"bf16", "fp16", "fp8", "fp32"};
 const std::vector<std::string> kTopologyNames = {"rail-optimized", "fat-tree"};
-const std::vector<std::string> kPipelineSplitNames = {"even", "embedding-loss-layers", "balanced"};
-const std::vector<std::string> kCpCommTypeNames = {"p2p", "all_gather", "a2a", "a2a+p2p"};
+// snake_case is canonical; the spellings after it are older ones, still read.
+const std::vector<std::string> kPipelineSplitNames = {"even", "embedding_loss_layers", "balanced",
+                                                      "embedding-loss-layers"};
+const std::vector<std::string> kCpCommTypeNames = {"p2p", "all_gather", "a2a", "a2a_p2p", "a2a+p2p"};
 
 // An integer-valued double as digits ("1208925819614629174706176"), without int64_t overflow.
 std::string format_count(double x) {
@@ -40,7 +42,8 @@ std::string format_count(double x) {
 }
 
 PipelineSplit parse_pipeline_split(const std::string& s) {
-  if (s == "embedding-loss-layers") return PipelineSplit::embedding_loss_layers;
+  if (s == "embedding_loss_layers" || s == "embedding-loss-layers")
+    return PipelineSplit::embedding_loss_layers;
   if (s == "balanced") return PipelineSplit::balanced;
   return PipelineSplit::even;
 }
@@ -48,7 +51,7 @@ PipelineSplit parse_pipeline_split(const std::string& s) {
 CpCommType parse_cp_comm_type(const std::string& s) {
   if (s == "all_gather") return CpCommType::all_gather;
   if (s == "a2a") return CpCommType::a2a;
-  if (s == "a2a+p2p") return CpCommType::a2a_p2p;
+  if (s == "a2a_p2p" || s == "a2a+p2p") return CpCommType::a2a_p2p;
   return CpCommType::p2p;
 }
 
