@@ -3,6 +3,7 @@
 
 #include <sstream>
 
+#include "flag_names.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/common/json_reader.hpp"
 #include "simrun/sim/simulation.hpp"
@@ -16,7 +17,8 @@ void add_cluster_options(CLI::App& cmd, ClusterArgs& a) {
   cmd.add_option("--nics-per-node", a.nics_per_node, "Fabric NICs per node (default: one per GPU)");
   cmd.add_option("--fabric", a.fabric,
                  "Fabric catalog id: ib-hdr, ib-ndr, ib-xdr, roce-400g (default ib-ndr)");
-  cmd.add_option("--topology", a.topology, "rail-optimized (default) or fat-tree");
+  cmd.add_option("--topology", a.topology,
+                 "Fabric shape: rail_optimized (default) or fat_tree (rail-optimized, fat-tree also read)");
   cmd.add_option("--oversubscription", a.oversubscription, "Leaf down:up bandwidth ratio (default 1)");
 }
 
@@ -29,7 +31,7 @@ ClusterSpec resolve_cluster(const ClusterArgs& a, const Catalogs& catalogs) {
     o.gpus = a.gpus;
     o.gpus_per_node = a.gpus_per_node;
     o.fabric = a.fabric;
-    c = load_scenario(a.scenario, o, catalogs).cluster;
+    c = load_scenario_with_flags(a.scenario, o, catalogs).cluster;
   } else {
     c.gpu = catalogs.hardware.gpu(a.gpu.value_or("h100-sxm"), file, "--gpu");
     c.num_gpus = a.gpus.value_or(8);
@@ -55,7 +57,7 @@ ClusterSpec resolve_cluster(const ClusterArgs& a, const Catalogs& catalogs) {
       c.topology = FabricTopology::fat_tree;
     } else {
       throw InputError(file, "--topology",
-                       "unknown topology '" + *a.topology + "' (known: rail-optimized, fat-tree)");
+                       "unknown topology '" + *a.topology + "' (known: rail_optimized, fat_tree)");
     }
   }
   if (a.oversubscription) c.oversubscription = *a.oversubscription;
@@ -66,25 +68,23 @@ std::shared_ptr<const ClusterGraph> build_cluster_graph(const ClusterSpec& clust
   const ClusterGraphSpec spec = cluster_graph_spec(cluster);
   std::string field;
   if (auto why = ClusterGraph::check(spec, &field)) {
-    struct Flag {
-      const char* field;
-      const char* flag;
+    // The graph's field as the scenario names it, and whether a flag gave its value.
+    struct Field {
+      const char* graph;
+      const char* scenario;
       bool given;
     };
-    const Flag flags[] = {{"num_gpus", "--gpus", bool(a.gpus)},
-                          {"gpus_per_node", "--gpus-per-node", bool(a.gpus_per_node)},
-                          {"nics_per_node", "--nics-per-node", bool(a.nics_per_node)},
-                          {"fabric", "--fabric", bool(a.fabric)},
-                          {"oversubscription", "--oversubscription", bool(a.oversubscription)},
-                          {"gpu", "--gpu", bool(a.gpu)}};
-    for (const Flag& f : flags) {
-      if (field != f.field) continue;
-      if (a.scenario.empty() || f.given) throw InputError("command line", f.flag, *why);
-      const std::string path = field == "nics_per_node" || field == "oversubscription"
-                                   ? "cluster.fabric." + field
-                               : field == "fabric" ? "cluster.fabric.kind"
-                                                   : "cluster." + field;
-      throw InputError(a.scenario, path, *why);
+    const Field fields[] = {{"num_gpus", "cluster.num_gpus", bool(a.gpus)},
+                            {"gpus_per_node", "cluster.gpus_per_node", bool(a.gpus_per_node)},
+                            {"nics_per_node", "cluster.fabric.nics_per_node", bool(a.nics_per_node)},
+                            {"fabric", "cluster.fabric.kind", bool(a.fabric)},
+                            {"oversubscription", "cluster.fabric.oversubscription", bool(a.oversubscription)},
+                            {"gpu", "cluster.gpu", bool(a.gpu)}};
+    for (const Field& f : fields) {
+      if (field != f.graph) continue;
+      const auto flag = flag_of_scenario_field(f.scenario);
+      if (flag && (a.scenario.empty() || f.given)) throw InputError("command line", *flag, *why);
+      throw InputError(a.scenario, f.scenario, *why);
     }
     throw InputError(a.scenario.empty() ? "command line" : a.scenario, "cluster", *why);
   }

@@ -1,6 +1,8 @@
-// `simrun collective --op all_reduce --gpu h100-sxm --gpus 16 [--fabric ib-ndr] [-b 8 -e 8G -f 2]
-//  [--algo ring] [--proto simple] [--json] [--stats] [--scenario FILE]`: an nccl-tests-style sweep
-// of one collective over every GPU of the cluster, simulated on the flow-level network.
+// `simrun collective [SCENARIO.json] --op all_reduce --gpu h100-sxm --gpus 16 [--fabric ib-ndr]
+//  [-b 8 -e 8G -f 2] [--algo ring] [--proto simple] [--json|--csv] [--stats]`: an nccl-tests-style
+// sweep of one collective over every GPU of the cluster, simulated on the flow-level network.
+#include <fmt/format.h>
+
 #include <cctype>
 #include <chrono>
 #include <cmath>
@@ -25,9 +27,19 @@ struct CollectiveArgs {
   std::string algo, proto;
   int64_t root = 0;
   std::string decomposition = "pipelined";
-  bool json = false;
+  std::string scenario_flag;  // --scenario FILE, the positional's older spelling
+  OutputFormat format = OutputFormat::table;
   bool stats = false;
 };
+
+// One row per size, the JSON report's columns in SI units (seconds, bytes per second).
+void print_sweep_csv(std::ostream& out, const SweepOptions& o, const std::vector<SweepRow>& rows) {
+  out << "bytes,count,type,op,algo,proto,time_s,algbw_bytes_per_s,busbw_bytes_per_s\n";
+  for (const SweepRow& r : rows)
+    out << fmt::format("{},{},{},{},{},{},{:.6g},{:.6g},{:.6g}\n", static_cast<int64_t>(r.bytes), r.count,
+                       r.type, to_string(o.op), to_string(r.algorithm), to_string(r.protocol),
+                       r.time_us * 1e-6, r.algbw_GBps * 1e9, r.busbw_GBps * 1e9);
+}
 
 // nccl-tests sizes: an integer with an optional K/M/G/T suffix (powers of 1024), e.g. 8, 64K, 8G.
 double parse_size(const std::string& text, const char* flag) {
@@ -73,9 +85,13 @@ Command add_collective_command(CLI::App& root, const CliEnv& env) {
       "collective", "Simulate one NCCL collective over the cluster at a sweep of sizes (nccl-tests columns)");
   cmd->add_option(
       "--op", a->op,
-      "all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, sendrecv (default all_reduce)");
+      "all_reduce (default), all_gather, reduce_scatter, broadcast, reduce, all_to_all or send_recv "
+      "(nccl-tests' alltoall, sendrecv also read)");
+  cmd->add_option("scenario", a->cluster.scenario,
+                  "Scenario JSON file to take the cluster from (the cluster flags override it)");
+  cmd->add_option("--scenario", a->scenario_flag, "Deprecated spelling of the positional SCENARIO")
+      ->group("");
   add_cluster_options(*cmd, a->cluster);
-  cmd->add_option("--scenario", a->cluster.scenario, "Take the cluster from this scenario file");
   cmd->add_option("-b,--minbytes", a->min_bytes, "Smallest size, nccl-tests style (default 8)");
   cmd->add_option("-e,--maxbytes", a->max_bytes, "Largest size (default 128M)");
   cmd->add_option("-f,--stepfactor", a->factor, "Size multiplier between rows (default 2)");
@@ -84,8 +100,14 @@ Command add_collective_command(CLI::App& root, const CliEnv& env) {
   cmd->add_option("--proto", a->proto, "NCCL_PROTO: LL, LL128, Simple (default: tuner)");
   cmd->add_option("--root", a->root, "Root rank for broadcast/reduce (default 0)");
   cmd->add_option("--decomposition", a->decomposition,
-                  "pipelined (default: one coupled flow per channel group) or steps (every algorithm step)");
-  cmd->add_flag("--json", a->json, "JSON rows instead of the table");
+                  "pipelined (default: one coupled flow per channel group) or steps (every algorithm step; "
+                  "per_step also read)");
+  CLI::Option* json = cmd->add_flag_callback(
+      "--json", [a] { a->format = OutputFormat::json; }, "JSON rows instead of the table (contract keys)");
+  CLI::Option* csv = cmd->add_flag_callback(
+      "--csv", [a] { a->format = OutputFormat::csv; },
+      "CSV instead of the table: a header, then one row per size (seconds, bytes/s)");
+  json->excludes(csv);
   cmd->add_flag("--stats", a->stats, "Also print events processed, flows, wall time and events/s");
   return {
       cmd, [a, env] {
@@ -110,11 +132,17 @@ Command add_collective_command(CLI::App& root, const CliEnv& env) {
                 "command line", "--proto",
                 "unknown protocol '" + a->proto + "' (known: " + join_names(protocol_names()) + ")");
         }
-        if (a->decomposition == "steps" || a->decomposition == "per-step") {
+        if (a->decomposition == "steps" || a->decomposition == "per_step" || a->decomposition == "per-step") {
           o.simulation.collectives.decomposition = Decomposition::per_step;
         } else if (a->decomposition != "pipelined") {
           throw InputError("command line", "--decomposition",
                            "unknown decomposition '" + a->decomposition + "' (known: pipelined, steps)");
+        }
+        if (!a->scenario_flag.empty()) {
+          if (!a->cluster.scenario.empty() && a->cluster.scenario != a->scenario_flag)
+            throw InputError("command line", "--scenario",
+                             "given beside the scenario argument '" + a->cluster.scenario + "' (give one)");
+          a->cluster.scenario = a->scenario_flag;
         }
         o.min_bytes = parse_size(a->min_bytes, "-b");
         o.max_bytes = parse_size(a->max_bytes, "-e");
@@ -153,7 +181,11 @@ Command add_collective_command(CLI::App& root, const CliEnv& env) {
         }
         SweepStats stats;
         const auto rows = run_collective_sweep(graph, o, &stats);
-        if (a->json) {
+        if (a->format == OutputFormat::csv) {
+          print_sweep_csv(std::cout, o, rows);
+          return 0;
+        }
+        if (a->format == OutputFormat::json) {
           std::ostringstream body;
           print_sweep_json(body, o, rows);
           nlohmann::json doc = nlohmann::json::parse(body.str());

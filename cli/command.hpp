@@ -47,6 +47,9 @@ struct ScenarioArgs {
 };
 void add_scenario_options(CLI::App& cmd, ScenarioArgs& args);
 Scenario resolve_scenario(const ScenarioArgs& args, const Catalogs& catalogs);
+// load_scenario with an error in an overridden field reported as its flag's (cli/flag_names.hpp).
+Scenario load_scenario_with_flags(const std::string& file, const ScenarioOverrides& overrides,
+                                  const Catalogs& catalogs);
 
 // Framework behaviour the scenario file does not state, shared by estimate and simulate
 // (cli/framework_options.cpp): --schedule, --tp-comm-overlap, --moe-shared-expert-overlap,
@@ -73,6 +76,9 @@ void add_fault_options(CLI::App& cmd, FaultArgs& args, bool event_simulation);
 // Parsed and checked against the cluster's nodes; ranks are checked where they are used.
 std::vector<Straggler> stragglers_of(const FaultArgs& args, const Scenario& scenario);
 std::vector<SlowLink> slow_links_of(const FaultArgs& args);
+
+// Every subcommand on `app` (cli/app.cpp), with --version and --help; main() runs the parsed one.
+std::vector<Command> add_commands(CLI::App& app, const CliEnv& env);
 
 Command add_estimate_command(CLI::App& root, const CliEnv& env);
 Command add_collective_command(CLI::App& root, const CliEnv& env);

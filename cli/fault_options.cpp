@@ -39,20 +39,20 @@ double checked_slowdown(double slowdown, const std::string& text, const char* fl
   return slowdown;
 }
 
-// RANK:FRACTION[:LINK], LINK nic (default) or scale-up.
+// RANK:FRACTION[:LINK], LINK nic (default) or scale_up (scale-up also read).
 SlowLink parse_slow_link(const std::string& text) {
-  const char* example = "RANK:FRACTION[:nic|scale-up], e.g. 12:0.25 or 12:0.5:scale-up";
+  const char* example = "RANK:FRACTION[:nic|scale_up], e.g. 12:0.25 or 12:0.5:scale_up";
   std::string pair = text;
   SlowLink link;
   const auto first = text.find(':');
   if (const auto second = first == std::string::npos ? first : text.find(':', first + 1);
       second != std::string::npos) {
     const std::string kind = text.substr(second + 1);
-    if (kind == "scale-up") {
+    if (kind == "scale_up" || kind == "scale-up") {
       link.link = LinkClass::scale_up;
     } else if (kind != "nic") {
       throw InputError("command line", "--slow-link",
-                       "link must be nic or scale-up, got \"" + kind + "\" (expected " + example + ")");
+                       "link must be nic or scale_up, got \"" + kind + "\" (expected " + example + ")");
     }
     pair = text.substr(0, second);
   }
@@ -75,7 +75,7 @@ void add_fault_options(CLI::App& cmd, FaultArgs& args, bool event_simulation) {
   cmd.add_option("--straggler-node", args.straggler_nodes,
                  "NODE:SLOWDOWN, every GPU of a node runs SLOWDOWN times slower" + full);
   cmd.add_option("--slow-link", args.slow_links,
-                 "RANK:FRACTION[:nic|scale-up], that GPU's NIC (default) or scale-up links (NVLink, "
+                 "RANK:FRACTION[:nic|scale_up], that GPU's NIC (default) or scale-up links (NVLink, "
                  "Infinity Fabric) run at FRACTION of their bandwidth" +
                      full);
 }

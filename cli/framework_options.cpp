@@ -21,8 +21,8 @@ void add_framework_options(CLI::App& cmd, FrameworkArgs& args) {
       ->check(CLI::IsMember({"fused", "eager"}));
   cmd.add_option("--selective-recompute", args.selective,
                  "What recompute=selective re-runs: attention (Megatron core_attn, default) | "
-                 "every-other-layer (torchtitan AC)")
-      ->check(CLI::IsMember({"attention", "every-other-layer"}));
+                 "every_other_layer (torchtitan AC; every-other-layer also read)")
+      ->check(CLI::IsMember({"attention", "every_other_layer", "every-other-layer"}));
 }
 
 void apply_framework_options(const FrameworkArgs& args, const Scenario& scenario, WorkloadOptions& workload,
@@ -38,7 +38,8 @@ void apply_framework_options(const FrameworkArgs& args, const Scenario& scenario
     workload.moe_shared_expert_overlap = true;
   }
   if (args.kernels == "eager") workload.kernels = KernelStack::eager;
-  if (args.selective == "every-other-layer") workload.selective = SelectiveRecompute::every_other_layer;
+  if (args.selective == "every_other_layer" || args.selective == "every-other-layer")
+    workload.selective = SelectiveRecompute::every_other_layer;
   if (args.schedule == "gpipe") schedule = PipelineSchedule::gpipe;
   if (args.schedule == "1f1b") schedule = PipelineSchedule::one_f_one_b;
   if (args.schedule == "interleaved") {

@@ -3,6 +3,7 @@
 //   simrun estimate SCENARIO.json --json closed-form estimate
 //   simrun collective --op all_reduce --gpu h100-sxm --gpus 16
 //   simrun --help                        every subcommand and flag
+//   simrun --version                     "simrun 0.1.0"
 // Exit codes (DESIGN.md): 0 ok, 1 internal error, 2 bad input (one line on stderr),
 // 3 does not fit / infeasible under a hard check.
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "flag_names.hpp"
 #include "simrun/common/error.hpp"
 
 namespace {
@@ -61,20 +63,9 @@ std::vector<std::string> normalise_arguments(int argc, char** argv) {
 int run(int argc, char** argv) {
   using namespace simrun::cli;
   CLI::App app{"simrun: cluster simulator and capacity planner for LLM training"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", "simrun 0.1.0");
-  const CliEnv env{data_dir()};
-
-  std::vector<Command> commands = {
-      add_simulate_command(app, env), add_estimate_command(app, env), add_collective_command(app, env),
-      add_topology_command(app, env), add_textbook_command(app, env),
-  };
+  const std::vector<Command> commands = add_commands(app, CliEnv{data_dir()});
 
   std::vector<std::string> args = normalise_arguments(argc, argv);
-  if (!args.empty() && (args[0] == "validate" || args[0] == "plan"))
-    throw simrun::InputError("command line", args[0],
-                             "not implemented in this build yet (available: simulate, estimate, collective, "
-                             "topology, textbook)");
   std::reverse(args.begin(), args.end());  // CLI11 takes a reversed vector
   try {
     app.parse(args);
@@ -127,7 +118,7 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const simrun::InputError& e) {
-    std::cerr << e.what() << "\n";
+    std::cerr << simrun::cli::as_command_line_error(e).what() << "\n";
     return 2;
   } catch (const simrun::cli::InfeasibleError& e) {
     std::cerr << e.what() << "\n";

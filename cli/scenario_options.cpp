@@ -1,6 +1,7 @@
 // The scenario file argument and the Megatron-style override flags shared by the subcommands
 // that take a scenario (estimate, simulate, topology, plan).
 #include "command.hpp"
+#include "flag_names.hpp"
 #include "simrun/common/error.hpp"
 
 namespace simrun::cli {
@@ -19,10 +20,10 @@ void add_scenario_options(CLI::App& cmd, ScenarioArgs& a) {
   cmd.add_option("--dp", o.dp, "Data-parallel size (default: gpus/(tp*pp*cp))");
   cmd.add_option("--cp,--context-parallel-size", o.cp, "Context-parallel size");
   cmd.add_option("--cp-comm-type", o.cp_comm_type,
-                 "p2p (ring attention, default), all_gather (K,V gathered), a2a (Ulysses) or a2a+p2p "
-                 "(hierarchical: see --hierarchical-cp-sizes)");
+                 "p2p (ring attention, default), all_gather (K,V gathered), a2a (Ulysses) or a2a_p2p "
+                 "(hierarchical: see --hierarchical-cp-sizes; a2a+p2p also read)");
   cmd.add_option("--hierarchical-cp-sizes,--hierarchical-context-parallel-sizes", a.hierarchical_cp_sizes,
-                 "a2a+p2p's two levels A,P (A*P = cp): all-to-alls over A adjacent CP ranks, the ring "
+                 "a2a_p2p's two levels A,P (A*P = cp): all-to-alls over A adjacent CP ranks, the ring "
                  "over P")
       ->delimiter(',');
   cmd.add_option("--ep,--expert-model-parallel-size", o.ep, "Expert-parallel size");
@@ -34,14 +35,16 @@ void add_scenario_options(CLI::App& cmd, ScenarioArgs& a) {
   cmd.add_option("--virtual-stages,--num-virtual-stages-per-pipeline-rank", o.virtual_stages,
                  "Model chunks per pipeline rank (interleaved 1F1B)");
   cmd.add_option("--pipeline-split", o.pipeline_split,
-                 "even (default), embedding-loss-layers (the embedding and the loss each take a layer's "
-                 "place) or balanced (1F1B: the extra layers on middle stages)");
+                 "even (default), embedding_loss_layers (the embedding and the loss each take a layer's "
+                 "place; embedding-loss-layers also read) or balanced (1F1B: the extra layers on middle "
+                 "stages)");
   cmd.add_option("--micro-batch,--micro-batch-size", o.micro_batch, "Sequences per micro-batch");
   cmd.add_option("--global-batch,--global-batch-size", o.global_batch, "Sequences per step");
   cmd.add_option("--seq-len,--seq-length", o.seq_len, "Sequence length in tokens");
   cmd.add_option("--zero-stage", o.zero_stage, "ZeRO stage 0-3");
-  cmd.add_option("--recompute,--recompute-granularity", o.recompute, "none|selective|full");
-  cmd.add_option("--precision", o.precision, "bf16|fp16|fp8|fp32");
+  cmd.add_option("--recompute,--recompute-granularity", o.recompute,
+                 "Activation recompute: none, selective or full");
+  cmd.add_option("--precision", o.precision, "Training precision: bf16, fp16, fp8 or fp32");
   cmd.add_flag("--sequence-parallel", a.sequence_parallel_on, "Enable sequence parallelism");
   cmd.add_flag("--no-sequence-parallel", a.sequence_parallel_off, "Disable sequence parallelism");
   cmd.add_flag("--flash-attention", a.flash_on, "Use fused (flash) attention");
@@ -68,7 +71,19 @@ Scenario resolve_scenario(const ScenarioArgs& args, const Catalogs& catalogs) {
     throw InputError("command line", "scenario",
                      "give a scenario file, or at least --model and --gpu (e.g. --model llama3-70b --gpu "
                      "h100-sxm --gpus 1024)");
-  return load_scenario(args.file, o, catalogs);
+  return load_scenario_with_flags(args.file, o, catalogs);
+}
+
+Scenario load_scenario_with_flags(const std::string& file, const ScenarioOverrides& overrides,
+                                  const Catalogs& catalogs) {
+  Scenario s;
+  try {
+    s = load_scenario(file, overrides, catalogs);
+  } catch (const InputError& e) {
+    throw as_command_line_error(e, overrides.given());
+  }
+  if (file.empty()) s.file = "command line";  // what later errors name as the scenario's source
+  return s;
 }
 
 }  // namespace simrun::cli

@@ -1,7 +1,7 @@
-// `simrun textbook [1|2|3|4|all] [--scenario FILE]`: the seed chapter's four exercises with the
+// `simrun textbook [1|2|3|4|all] [SCENARIO.json]`: the seed chapter's four exercises with the
 // chapter's own numbers and, beside each, simrun's refined figure and why they differ.
 // Exercise 4's full-model line estimates examples/textbook/ex4-llama3-70b-1024-h100.json (or
-// --scenario FILE).
+// SCENARIO.json).
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -17,7 +17,10 @@ namespace {
 struct TextbookArgs {
   std::string exercise = "all";
   std::string scenario;
+  std::string scenario_flag;  // --scenario FILE, the positional's older spelling
 };
+
+bool is_exercise(const std::string& s) { return s == "all" || (s.size() == 1 && s[0] >= '1' && s[0] <= '4'); }
 
 }  // namespace
 
@@ -27,9 +30,24 @@ Command add_textbook_command(CLI::App& root, const CliEnv& env) {
       root.add_subcommand("textbook", "The seed chapter's exercises: its numbers and simrun's refined ones");
   cmd->add_option("exercise", args->exercise, "Which exercise: 1, 2, 3, 4 or all (default all)");
   cmd->add_option(
-      "--scenario", args->scenario,
+      "scenario", args->scenario,
       "Scenario for exercise 4's full-model line (default examples/textbook/ex4-llama3-70b-1024-h100.json)");
+  cmd->add_option("--scenario", args->scenario_flag, "Deprecated spelling of the positional SCENARIO")
+      ->group("");
   return {cmd, [args, env] {
+            // `simrun textbook FILE.json`: a scenario in the exercise's place means all exercises.
+            std::error_code ec;
+            if (!is_exercise(args->exercise) && args->scenario.empty() &&
+                (args->exercise.ends_with(".json") || std::filesystem::is_regular_file(args->exercise, ec))) {
+              args->scenario = args->exercise;
+              args->exercise = "all";
+            }
+            if (!args->scenario_flag.empty()) {
+              if (!args->scenario.empty() && args->scenario != args->scenario_flag)
+                throw InputError("command line", "--scenario",
+                                 "given beside the scenario argument '" + args->scenario + "' (give one)");
+              args->scenario = args->scenario_flag;
+            }
             int exercise = 0;
             if (args->exercise == "all")
               exercise = 0;
@@ -50,7 +68,7 @@ Command add_textbook_command(CLI::App& root, const CliEnv& env) {
               if (std::filesystem::exists(shipped)) scenario = shipped;
             }
             if (!args->scenario.empty() && exercise != 0 && exercise != 4)
-              throw InputError("command line", "--scenario",
+              throw InputError("command line", args->scenario_flag.empty() ? "scenario" : "--scenario",
                                "only exercise 4 reads a scenario (run exercise 4 or all, or leave it out)");
             if (!scenario.empty() && (exercise == 0 || exercise == 4))
               in.ex4_scenario = load_scenario(scenario, ScenarioOverrides{}, catalogs);

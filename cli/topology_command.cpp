@@ -1,4 +1,4 @@
-// `simrun topology SCENARIO.json [--dot FILE] [--json]`: the cluster graph of a scenario (or of
+// `simrun topology [SCENARIO.json] [--dot FILE] [--json|--csv]`: the cluster graph of a scenario (or of
 // --gpu/--gpus/--fabric flags): element counts per kind and tier, bisection bandwidth, per-GPU
 // injection bandwidth; Graphviz DOT for small clusters.
 #include <cstdio>
@@ -17,7 +17,7 @@ namespace {
 struct TopologyArgs {
   ClusterArgs cluster;
   std::string dot;
-  bool json = false;
+  OutputFormat format = OutputFormat::table;
 };
 
 std::string tier_name(size_t tier, size_t tiers) {
@@ -35,7 +35,12 @@ Command add_topology_command(CLI::App& root, const CliEnv& env) {
   cmd->add_option("scenario", a->cluster.scenario, "Scenario JSON file (or give --gpu/--gpus/--fabric)");
   add_cluster_options(*cmd, a->cluster);
   cmd->add_option("--dot", a->dot, "Write the graph as Graphviz DOT to this file (small clusters)");
-  cmd->add_flag("--json", a->json, "JSON summary instead of the table");
+  CLI::Option* json = cmd->add_flag_callback(
+      "--json", [a] { a->format = OutputFormat::json; }, "JSON summary instead of the table");
+  CLI::Option* csv = cmd->add_flag_callback(
+      "--csv", [a] { a->format = OutputFormat::csv; },
+      "CSV instead of the table: a header (quantity,value), then one row per JSON key (bytes/s)");
+  json->excludes(csv);
   return {cmd, [a, env] {
             const Catalogs catalogs = load_catalogs(env.data_dir);
             const ClusterSpec cluster = resolve_cluster(a->cluster, catalogs);
@@ -56,7 +61,7 @@ Command add_topology_command(CLI::App& root, const CliEnv& env) {
                                  "could not write all of " + a->dot + " (disk full, or not a regular file?)");
             }
             const ClusterSummary s = graph->summary();
-            if (a->json) {
+            if (a->format != OutputFormat::table) {
               nlohmann::json j = {{"gpus", s.gpus},
                                   {"nodes", s.nodes},
                                   {"scale_up_domains", s.scale_up_domains},
@@ -70,7 +75,20 @@ Command add_topology_command(CLI::App& root, const CliEnv& env) {
                                   {"scale_up_bisection_bytes_per_s", s.scale_up_bisection_bytes_per_s},
                                   {"injection_scale_up_bytes_per_s", s.injection_scale_up_bytes_per_s},
                                   {"injection_scale_out_bytes_per_s", s.injection_scale_out_bytes_per_s}};
-              std::cout << j.dump(2) << "\n";
+              if (a->format == OutputFormat::json) {
+                std::cout << j.dump(2) << "\n";
+                return 0;
+              }
+              // One row per key; the switch tiers as switches_tier1, switches_tier2, ...
+              std::cout << "quantity,value\n";
+              for (const auto& [key, value] : j.items()) {
+                if (!value.is_array()) {
+                  std::cout << key << "," << value.dump() << "\n";
+                  continue;
+                }
+                for (size_t t = 0; t < value.size(); ++t)
+                  std::cout << "switches_tier" << t + 1 << "," << value[t].dump() << "\n";
+              }
               return 0;
             }
             auto row = [](const std::string& k, const std::string& v) {

@@ -45,26 +45,27 @@ std::string float_str(double v, int width) {
 
 std::vector<double> sweep_sizes(const SweepOptions& o, int64_t ranks) {
   if (!(o.min_bytes >= 1) || o.min_bytes > kMaxCollectiveBytes)
-    throw InputError("command line", "-b", "minimum size must be between 1 byte and 2^50 bytes");
+    throw InputError("sweep", "min_bytes", "minimum size must be between 1 byte and 2^50 bytes");
   if (!(o.max_bytes >= 1) || o.max_bytes > kMaxCollectiveBytes)
-    throw InputError("command line", "-e", "maximum size must be between 1 byte and 2^50 bytes");
+    throw InputError("sweep", "max_bytes", "maximum size must be between 1 byte and 2^50 bytes");
   if (o.max_bytes < o.min_bytes)
-    throw InputError("command line", "-e", "maximum size is below the minimum (-b)");
+    throw InputError("sweep", "max_bytes", "maximum size is below the minimum size");
   if (!(o.factor > 1) || o.factor > 1024)
-    throw InputError("command line", "-f", "step factor must be above 1 (e.g. 2)");
+    throw InputError("sweep", "factor", "step factor must be above 1 (e.g. 2)");
   const double unit = kTypeBytes * (per_rank_count(o.op) ? double(ranks) : 1.0);
   std::vector<double> sizes;
   // Sizes that round to the same row are merged, so count the steps too: a factor a few ulps
-  // above 1 (1.0000000000000002) would otherwise step from -b to -e for hours.
+  // above 1 (1.0000000000000002) would otherwise step from min_bytes to max_bytes for hours.
   int64_t steps = 0;
   for (double s = o.min_bytes; s <= o.max_bytes * (1 + 1e-12); s *= o.factor) {
     if (++steps > 1000000)
-      throw InputError("command line", "-f",
-                       "step factor too close to 1: more than 1000000 steps from -b to -e (e.g. 2)");
+      throw InputError("sweep", "factor",
+                       "step factor too close to 1: more than 1000000 steps from the minimum size to the "
+                       "maximum (e.g. 2)");
     const double rounded = std::max(1.0, std::floor(s / unit)) * unit;
     if (sizes.empty() || rounded != sizes.back()) sizes.push_back(rounded);
     if (sizes.size() > 10000)
-      throw InputError("command line", "-f", "more than 10000 sizes; use a larger step");
+      throw InputError("sweep", "factor", "more than 10000 sizes (use a larger step)");
   }
   return sizes;
 }

@@ -415,7 +415,7 @@ std::vector<CostEntry> CollectiveTuner::cost_table(CollectiveOp op, const GroupS
           bytes / (double(nch) * double(n)) >= 64)
         lat *= cc < 1 ? 1.9 : 1.4;
       if (algo == Algorithm::hierarchical)
-        e.why_disabled = "not an NCCL algorithm: only on request (--algo hierarchical)";
+        e.why_disabled = "not an NCCL algorithm: only on request (algorithm hierarchical)";
       e.latency_us = lat;
       e.time_us = bw > 0 ? lat + bytes / (1000.0 * bw) : -1;
       table.push_back(e);
@@ -440,10 +440,10 @@ int CollectiveTuner::channels_for(CollectiveOp op, Algorithm algo, Protocol prot
 TunerChoice CollectiveTuner::choose(CollectiveOp op, const GroupShape& s, double bytes,
                                     std::optional<Algorithm> algo, std::optional<Protocol> proto) {
   if (algo) {
-    if (auto why = unsupported(op, *algo, s)) throw InputError("command line", "--algo", *why);
+    if (auto why = unsupported(op, *algo, s)) throw InputError("collective", "algorithm", *why);
   }
   if (algo && proto) {
-    if (auto why = unsupported(op, *algo, *proto, s)) throw InputError("command line", "--proto", *why);
+    if (auto why = unsupported(op, *algo, *proto, s)) throw InputError("collective", "protocol", *why);
   }
   const auto table = cost_table(op, s, bytes);
   const CostEntry* best = nullptr;
@@ -470,7 +470,7 @@ TunerChoice CollectiveTuner::choose(CollectiveOp op, const GroupShape& s, double
       }
       if (found) break;
     }
-    throw InputError("command line", proto ? "--proto" : "--algo", why);
+    throw InputError("collective", proto ? "protocol" : "algorithm", why);
   }
   TunerChoice c;
   c.algorithm = best->algorithm;

@@ -133,7 +133,7 @@ TunerChoice CollectiveRunner::plan(const CollectiveRequest& req) const {
                      "root must be a rank of the group (0.." + std::to_string(n - 1) + ")");
   constexpr int64_t kMaxAllToAllRanks = 8192;
   if (req.op == CollectiveOp::all_to_all && n > kMaxAllToAllRanks)
-    throw InputError("command line", "--gpus",
+    throw InputError("collective", "ranks",
                      "all_to_all is simulated pair by pair (n² transfers): at most " +
                          std::to_string(kMaxAllToAllRanks) + " ranks");
   const GroupShape s = shape(ranks);
@@ -142,8 +142,7 @@ TunerChoice CollectiveRunner::plan(const CollectiveRequest& req) const {
     algo = Algorithm::p2p;
   TunerChoice c = CollectiveTuner::choose(req.op, s, req.bytes, algo, req.protocol);
   if (req.channels) {
-    if (*req.channels < 1 || *req.channels > 64)
-      throw InputError("command line", "--channels", "must be 1..64");
+    if (*req.channels < 1 || *req.channels > 64) throw InputError("collective", "channels", "must be 1..64");
     c.channels = *req.channels;
   }
   return c;

@@ -30,11 +30,14 @@ constexpr double kMaxStepSecondsAtPeak = 1e6;
 const std::vector<std::string> kRecomputeNames = {"none", "selective", "full"};
 const std::vector<std::string> kPrecisionNames = {"bf16", "fp16", "fp8", "fp32"};
 const std::vector<std::string> kTopologyNames = {"rail-optimized", "fat-tree"};
-const std::vector<std::string> kPipelineSplitNames = {"even", "embedding-loss-layers", "balanced"};
-const std::vector<std::string> kCpCommTypeNames = {"p2p", "all_gather", "a2a", "a2a+p2p"};
+// snake_case is canonical; the spellings after it are older ones, still read.
+const std::vector<std::string> kPipelineSplitNames = {"even", "embedding_loss_layers", "balanced",
+                                                      "embedding-loss-layers"};
+const std::vector<std::string> kCpCommTypeNames = {"p2p", "all_gather", "a2a", "a2a_p2p", "a2a+p2p"};
 
 PipelineSplit parse_pipeline_split(const std::string& s) {
-  if (s == "embedding-loss-layers") return PipelineSplit::embedding_loss_layers;
+  if (s == "embedding_loss_layers" || s == "embedding-loss-layers")
+    return PipelineSplit::embedding_loss_layers;
   if (s == "balanced") return PipelineSplit::balanced;
   return PipelineSplit::even;
 }
@@ -42,7 +45,7 @@ PipelineSplit parse_pipeline_split(const std::string& s) {
 CpCommType parse_cp_comm_type(const std::string& s) {
   if (s == "all_gather") return CpCommType::all_gather;
   if (s == "a2a") return CpCommType::a2a;
-  if (s == "a2a+p2p") return CpCommType::a2a_p2p;
+  if (s == "a2a_p2p" || s == "a2a+p2p") return CpCommType::a2a_p2p;
   return CpCommType::p2p;
 }
 
@@ -283,11 +286,10 @@ const char* to_string(FabricTopology t) {
 
 namespace {
 
-// One override: the scenario field it replaces (a dotted path), its flag, and its value (unset
-// when the flag was not given). Order matters: the model before its seq_len.
+// One override: the scenario field it replaces (a dotted path) and its value (unset when not
+// given). Order matters: the model before its seq_len.
 struct OverrideField {
   const char* path;
-  const char* flag;
   std::optional<nlohmann::json> value;
 };
 
@@ -297,34 +299,33 @@ std::optional<nlohmann::json> json_of(const std::optional<T>& v) {
 }
 
 std::vector<OverrideField> override_fields(const ScenarioOverrides& o) {
-  return {{"model", "--model", json_of(o.model)},
-          {"model.seq_len", "--seq-len", json_of(o.seq_len)},
-          {"cluster.gpu", "--gpu", json_of(o.gpu)},
-          {"cluster.num_gpus", "--gpus", json_of(o.gpus)},
-          {"cluster.gpus_per_node", "--gpus-per-node", json_of(o.gpus_per_node)},
-          {"cluster.fabric.kind", "--fabric", json_of(o.fabric)},
-          {"layout.tp", "--tp", json_of(o.tp)},
-          {"layout.pp", "--pp", json_of(o.pp)},
-          {"layout.dp", "--dp", json_of(o.dp)},
-          {"layout.cp", "--cp", json_of(o.cp)},
-          {"layout.cp_comm_type", "--cp-comm-type", json_of(o.cp_comm_type)},
-          {"layout.hierarchical_context_parallel_sizes", "--hierarchical-cp-sizes",
-           json_of(o.hierarchical_cp_sizes)},
-          {"layout.ep", "--ep", json_of(o.ep)},
-          {"layout.expert_tp", "--expert-tp", json_of(o.expert_tp)},
-          {"layout.moe_capacity_factor", "--moe-capacity-factor", json_of(o.moe_capacity_factor)},
-          {"layout.virtual_stages", "--virtual-stages", json_of(o.virtual_stages)},
-          {"layout.pipeline_split", "--pipeline-split", json_of(o.pipeline_split)},
-          {"layout.micro_batch", "--micro-batch", json_of(o.micro_batch)},
-          {"layout.global_batch", "--global-batch", json_of(o.global_batch)},
-          {"layout.zero_stage", "--zero-stage", json_of(o.zero_stage)},
-          {"layout.recompute", "--recompute", json_of(o.recompute)},
-          {"layout.precision", "--precision", json_of(o.precision)},
-          {"layout.sequence_parallel", "--sequence-parallel", json_of(o.sequence_parallel)},
-          {"layout.flash_attention", "--flash-attention", json_of(o.flash_attention)},
-          {"run.tokens", "--tokens", json_of(o.tokens)},
-          {"run.usd_per_gpu_hour", "--usd-per-gpu-hour", json_of(o.usd_per_gpu_hour)},
-          {"run.assumed_mfu", "--mfu", json_of(o.mfu)}};
+  return {{"model", json_of(o.model)},
+          {"model.seq_len", json_of(o.seq_len)},
+          {"cluster.gpu", json_of(o.gpu)},
+          {"cluster.num_gpus", json_of(o.gpus)},
+          {"cluster.gpus_per_node", json_of(o.gpus_per_node)},
+          {"cluster.fabric.kind", json_of(o.fabric)},
+          {"layout.tp", json_of(o.tp)},
+          {"layout.pp", json_of(o.pp)},
+          {"layout.dp", json_of(o.dp)},
+          {"layout.cp", json_of(o.cp)},
+          {"layout.cp_comm_type", json_of(o.cp_comm_type)},
+          {"layout.hierarchical_context_parallel_sizes", json_of(o.hierarchical_cp_sizes)},
+          {"layout.ep", json_of(o.ep)},
+          {"layout.expert_tp", json_of(o.expert_tp)},
+          {"layout.moe_capacity_factor", json_of(o.moe_capacity_factor)},
+          {"layout.virtual_stages", json_of(o.virtual_stages)},
+          {"layout.pipeline_split", json_of(o.pipeline_split)},
+          {"layout.micro_batch", json_of(o.micro_batch)},
+          {"layout.global_batch", json_of(o.global_batch)},
+          {"layout.zero_stage", json_of(o.zero_stage)},
+          {"layout.recompute", json_of(o.recompute)},
+          {"layout.precision", json_of(o.precision)},
+          {"layout.sequence_parallel", json_of(o.sequence_parallel)},
+          {"layout.flash_attention", json_of(o.flash_attention)},
+          {"run.tokens", json_of(o.tokens)},
+          {"run.usd_per_gpu_hour", json_of(o.usd_per_gpu_hour)},
+          {"run.assumed_mfu", json_of(o.mfu)}};
 }
 
 }  // namespace
@@ -354,10 +355,10 @@ void ScenarioOverrides::apply_to(nlohmann::json& doc) const {
   if (gpus && !dp && doc.contains("layout") && doc["layout"].is_object()) doc["layout"].erase("dp");
 }
 
-std::vector<std::pair<std::string, std::string>> ScenarioOverrides::given() const {
-  std::vector<std::pair<std::string, std::string>> fields;
+std::vector<std::string> ScenarioOverrides::given() const {
+  std::vector<std::string> fields;
   for (const OverrideField& f : override_fields(*this))
-    if (f.value) fields.emplace_back(f.path, f.flag);
+    if (f.value) fields.emplace_back(f.path);
   return fields;
 }
 
@@ -390,7 +391,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& file, cons
 Scenario load_scenario(const std::filesystem::path& path, const ScenarioOverrides& overrides,
                        const Catalogs& catalogs) {
   nlohmann::json doc = nlohmann::json::object();
-  std::string file = "command line";
+  std::string file = kOverridesSource;
   std::filesystem::path base_dir = std::filesystem::current_path();
   if (!path.empty()) {
     doc = load_json_file(path);
@@ -400,17 +401,10 @@ Scenario load_scenario(const std::filesystem::path& path, const ScenarioOverride
   overrides.apply_to(doc);
   if (!doc.is_object()) throw InputError(file, "(top level)", "expected a JSON object");
   if (!doc.contains("model"))
-    throw InputError(file, "model", "missing (a catalog name such as \"llama3-70b\", or --model)");
+    throw InputError(file, "model", "missing (a catalog name such as \"llama3-70b\")");
   if (!doc.contains("cluster") || !doc["cluster"].is_object() || !doc["cluster"].contains("gpu"))
-    throw InputError(file, "cluster.gpu", "missing (a GPU id such as \"h100-sxm\", or --gpu)");
-  try {
-    return parse_scenario(doc, file, catalogs, base_dir);
-  } catch (const InputError& e) {
-    // A value the command line gave is the flag's fault, not the file's.
-    for (const auto& [field, flag] : overrides.given())
-      if (e.field() == field) throw InputError("command line", flag, e.why());
-    throw;
-  }
+    throw InputError(file, "cluster.gpu", "missing (a GPU id such as \"h100-sxm\")");
+  return parse_scenario(doc, file, catalogs, base_dir);
 }
 
 Catalogs load_catalogs(const std::filesystem::path& data_dir) {

@@ -50,11 +50,12 @@ void refuse_beyond_event_bounds(const Scenario& sc, const SimulateOptions& optio
                                  l.num_microbatches(), sc.model.layers, passes, kMaxLayerPasses));
   const double rank_passes = passes / double(l.pp) * double(l.world_size());
   if (options.step.scope == SimulationScope::full && rank_passes > kMaxRankLayerPasses)
-    throw InputError("command line", "--full",
-                     fmt::format("simulating every one of {} ranks is {:.3g} rank-layer passes, beyond the "
-                                 "{:.3g} the event simulation handles (drop --full/--straggler/--slow-link, "
-                                 "or use a smaller cluster or global_batch)",
-                                 l.world_size(), rank_passes, kMaxRankLayerPasses));
+    throw InputError(
+        "step", "scope",
+        fmt::format("simulating every one of {} ranks is {:.3g} rank-layer passes, beyond the "
+                    "{:.3g} the event simulation handles (simulate representative ranks "
+                    "only, without stragglers or slow links, or use a smaller cluster or global_batch)",
+                    l.world_size(), rank_passes, kMaxRankLayerPasses));
 
   // The event clock is int64 ns (~292 years). The parser bounds a step's FLOPs, but a
   // communication-bound step (ZeRO-3 gathers of a 1e14-parameter embedding per micro-batch over

@@ -93,10 +93,9 @@ class Executor {
     check_stragglers(opt.stragglers, m_layout.world_size());
     check_slow_links(opt.slow_links, m_layout.world_size());
     if (!m_full && !opt.stragglers.empty())
-      throw InputError("command line", "--straggler", "a straggler needs every rank simulated (add --full)");
+      throw InputError("step", "stragglers", "a straggler needs every rank simulated (scope full)");
     if (!m_full && !opt.slow_links.empty())
-      throw InputError("command line", "--slow-link",
-                       "a degraded link needs every rank simulated (add --full)");
+      throw InputError("step", "slow_links", "a degraded link needs every rank simulated (scope full)");
     // Link costs per group kind, with calibration.json's α/β where given.
     for (GroupKind g : {GroupKind::tp, GroupKind::cp, GroupKind::dp, GroupKind::dp_cp, GroupKind::ep,
                         GroupKind::pp, GroupKind::edp, GroupKind::cp_a2a, GroupKind::cp_ring}) {
@@ -697,21 +696,24 @@ class Executor {
 }  // namespace
 
 void check_stragglers(const std::vector<Straggler>& stragglers, int64_t world_size) {
-  for (const Straggler& s : stragglers) {
+  for (size_t i = 0; i < stragglers.size(); ++i) {
+    const Straggler& s = stragglers[i];
     if (s.rank < 0 || s.rank >= world_size)
-      throw InputError("command line", "--straggler", outside_cluster(s.rank, world_size));
+      throw InputError("step", fmt::format("stragglers[{}].rank", i), outside_cluster(s.rank, world_size));
     if (!(s.slowdown >= 1.0 && s.slowdown <= 100.0))
-      throw InputError("command line", "--straggler",
+      throw InputError("step", fmt::format("stragglers[{}].slowdown", i),
                        fmt::format("slowdown must be in [1, 100], got {}", s.slowdown));
   }
 }
 
 void check_slow_links(const std::vector<SlowLink>& slow_links, int64_t world_size) {
-  for (const SlowLink& s : slow_links) {
+  for (size_t i = 0; i < slow_links.size(); ++i) {
+    const SlowLink& s = slow_links[i];
     if (s.rank < 0 || s.rank >= world_size)
-      throw InputError("command line", "--slow-link", outside_cluster(s.rank, world_size));
+      throw InputError("step", fmt::format("slow_links[{}].rank", i), outside_cluster(s.rank, world_size));
     if (!(s.bandwidth_fraction > 0 && s.bandwidth_fraction <= 1))
-      throw InputError("command line", "--slow-link", "the bandwidth fraction must be in (0, 1]");
+      throw InputError("step", fmt::format("slow_links[{}].bandwidth_fraction", i),
+                       "the bandwidth fraction must be in (0, 1]");
   }
 }
 

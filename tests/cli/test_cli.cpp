@@ -384,7 +384,7 @@ TEST_CASE("slow-link and straggler-node flags bound their numbers under their ow
   require_one_line_error(run_simrun("simulate " + file + " --straggler-node 0:1e308"),
                          "command line: --straggler-node: slowdown must be in [1, 100], got 1e308");
   require_one_line_error(run_simrun("simulate " + file + " --slow-link 3:0.5:nvlink"),
-                         "command line: --slow-link: link must be nic or scale-up, got \"nvlink\"");
+                         "command line: --slow-link: link must be nic or scale_up, got \"nvlink\"");
   require_one_line_error(run_simrun("simulate " + file + " --slow-link 3:x:scale-up"),
                          "got \"3:x:scale-up\"");
   const RunResult ok = run_simrun(
@@ -417,7 +417,7 @@ TEST_CASE("estimate paces a straggler's stage and slows the groups over a slow l
                          "command line: --slow-link: rank 16 is outside the cluster (0..15)");
   // TP inside the node, DP across: a slow scale-up port slows the TP collectives, a slow NIC the
   // DP traffic, and each within 5% of the event simulation's step, which names the link.
-  for (const std::string link : {"scale-up", "nic"}) {
+  for (const std::string link : {"scale_up", "scale-up", "nic"}) {
     const RunResult compared =
         run_simrun("simulate " + file + " --slow-link 3:0.25:" + link + " --compare-analytic --json");
     INFO(link << compared.err);
@@ -593,4 +593,110 @@ TEST_CASE("the shared-expert overlap flag moves both fidelities, and needs a mod
   require_one_line_error(run_simrun("estimate --model llama3-8b --gpu h100-sxm --gpus 8 "
                                     "--moe-shared-expert-overlap"),
                          "command line: --moe-shared-expert-overlap: llama3-8b has no shared experts");
+}
+
+TEST_CASE("simrun --version prints the CMake project version and exits 0", "[cli]") {
+  const RunResult r = run_simrun("--version");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == std::string("simrun ") + SIMRUN_VERSION + "\n");
+  CHECK(r.err.empty());
+}
+
+TEST_CASE("plan and validate are listed in --help and answer one line, exit 2", "[cli][errors]") {
+  const RunResult help = run_simrun("--help");
+  CHECK(help.exit_code == 0);
+  for (const char* name : {"simulate", "estimate", "collective", "topology", "textbook", "plan", "validate"})
+    CHECK(help.out.find(std::string("  ") + name) != std::string::npos);
+  require_one_line_error(run_simrun("plan"), "command line: plan: not implemented in this build yet");
+  require_one_line_error(run_simrun("plan --json --tp 8 x.json"), "command line: plan: not implemented");
+  require_one_line_error(run_simrun("validate x.json --out dir"), "command line: validate: not implemented");
+  require_one_line_error(run_simrun("--validate x.json"), "command line: validate: not implemented");
+}
+
+TEST_CASE("the scenario is positional everywhere, --scenario still read where it was", "[cli]") {
+  const std::string file = quoted(write_scenario("positional.json", good_scenario().dump()));
+  const RunResult positional = run_simrun("collective " + file + " -b 1M -e 4M --json");
+  const RunResult flag = run_simrun("collective --scenario " + file + " -b 1M -e 4M --json");
+  REQUIRE(positional.exit_code == 0);
+  CHECK(positional.out == flag.out);
+  CHECK(nlohmann::json::parse(positional.out)["rows"].size() == 3);
+  // The scenario's 64 GPUs, not the default 8: the cluster came from the file.
+  CHECK(run_simrun("collective " + file + " -b 1M -e 1M").out.find("64 x h100-sxm") != std::string::npos);
+  require_one_line_error(run_simrun("collective " + file + " --scenario other.json"),
+                         "command line: --scenario: given beside the scenario argument");
+  const RunResult topology = run_simrun("topology " + file + " --json");
+  REQUIRE(topology.exit_code == 0);
+  CHECK(nlohmann::json::parse(topology.out)["gpus"] == 64);
+  const RunResult textbook = run_simrun("textbook 4 " + file);
+  const RunResult textbook_flag = run_simrun("textbook 4 --scenario " + file);
+  REQUIRE(textbook.exit_code == 0);
+  CHECK(textbook.out == textbook_flag.out);
+  CHECK(run_simrun("textbook " + file).out == run_simrun("textbook all " + file).out);
+  require_one_line_error(run_simrun("textbook 1 " + file), "command line: scenario: only exercise 4");
+  for (const char* cmd : {"simulate", "estimate", "collective", "topology", "textbook"})
+    CHECK(run_simrun(std::string(cmd) + " --help").out.find("scenario") != std::string::npos);
+}
+
+TEST_CASE("collective and topology print CSV: a header, one row per table row, SI units", "[cli]") {
+  const RunResult csv = run_simrun("collective --gpus 16 -b 1M -e 16M --csv");
+  REQUIRE(csv.exit_code == 0);
+  const RunResult json = run_simrun("collective --gpus 16 -b 1M -e 16M --json");
+  const auto rows = nlohmann::json::parse(json.out)["rows"];
+  std::istringstream lines(csv.out);
+  std::string line;
+  std::getline(lines, line);
+  CHECK(line == "bytes,count,type,op,algo,proto,time_s,algbw_bytes_per_s,busbw_bytes_per_s");
+  size_t n = 0;
+  for (; std::getline(lines, line); ++n) {
+    REQUIRE(n < rows.size());
+    std::vector<std::string> cells;
+    std::stringstream row(line);
+    for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
+    REQUIRE(cells.size() == 9);
+    CHECK(std::stod(cells[0]) == rows[n]["bytes"].get<double>());
+    CHECK(cells[3] == rows[n]["op"]);
+    CHECK(std::stod(cells[6]) == Approx(rows[n]["time_us"].get<double>() * 1e-6).epsilon(1e-5));
+    CHECK(std::stod(cells[8]) == Approx(rows[n]["busbw_GBps"].get<double>() * 1e9).epsilon(1e-5));
+  }
+  CHECK(n == rows.size());
+  require_one_line_error(run_simrun("collective --csv --json"), "command line");
+
+  const RunResult topo = run_simrun("topology --gpus 64 --csv");
+  REQUIRE(topo.exit_code == 0);
+  CHECK(topo.out.rfind("quantity,value\n", 0) == 0);
+  const auto summary = nlohmann::json::parse(run_simrun("topology --gpus 64 --json").out);
+  CHECK(topo.out.find("\ngpus,64\n") != std::string::npos);
+  CHECK(topo.out.find("\nbisection_bytes_per_s,") != std::string::npos);
+  CHECK(topo.out.find("\nswitches_tier1,") != std::string::npos);
+  CHECK(count_lines(topo.out) == int(summary.size() - 1 + summary["switches_per_tier"].size()) + 1);
+}
+
+TEST_CASE("snake_case enum values, the older spellings still read, both giving the same report", "[cli]") {
+  const std::string base = "estimate --model llama3-8b --gpu h100-sxm --json ";
+  const auto same = [&](const std::string& canonical, const std::string& old) {
+    const RunResult a = run_simrun(base + canonical);
+    const RunResult b = run_simrun(base + old);
+    INFO(canonical << ": " << a.err);
+    REQUIRE(a.exit_code == 0);
+    CHECK(a.out == b.out);
+  };
+  same("--gpus 8 --pp 2 --pipeline-split embedding_loss_layers", "--gpus 8 --pp 2 --pipeline-split embedding-loss-layers");
+  same("--gpus 16 --tp 2 --cp 8 --cp-comm-type a2a_p2p --hierarchical-cp-sizes 2,4",
+       "--gpus 16 --tp 2 --cp 8 --cp-comm-type a2a+p2p --hierarchical-cp-sizes 2,4");
+  same("--gpus 8 --recompute selective --selective-recompute every_other_layer",
+       "--gpus 8 --recompute selective --selective-recompute every-other-layer");
+  // The scenario file reads both too.
+  nlohmann::json doc = good_scenario();
+  doc["layout"]["pipeline_split"] = "embedding_loss_layers";
+  doc["layout"]["tp"] = 8;
+  doc["layout"]["pp"] = 2;
+  doc["layout"]["dp"] = 4;
+  const RunResult snake = estimate_with("split_snake.json", doc);
+  doc["layout"]["pipeline_split"] = "embedding-loss-layers";
+  const RunResult hyphen = estimate_with("split_hyphen.json", doc);
+  REQUIRE(snake.exit_code == 0);
+  CHECK(snake.out == hyphen.out);
+  CHECK(run_simrun("estimate --help").out.find("embedding_loss_layers") != std::string::npos);
+  CHECK(run_simrun("collective --topology fat_tree --gpus 16 -b 1M -e 1M").out ==
+        run_simrun("collective --topology fat-tree --gpus 16 -b 1M -e 1M").out);
 }

@@ -1,4 +1,7 @@
 # End-to-end tests of the simrun command (exit codes, one-line errors, JSON keys).
 simrun_add_test_exe(test_cli SOURCES cli/test_cli.cpp LIBS simrun_common fmt::fmt)
-target_compile_definitions(test_cli PRIVATE SIMRUN_BINARY="$<TARGET_FILE:simrun>")
+target_compile_definitions(test_cli PRIVATE SIMRUN_BINARY="$<TARGET_FILE:simrun>"
+                                            SIMRUN_VERSION="${PROJECT_VERSION}")
 add_dependencies(test_cli simrun)
+# The subcommands walked in-process (help text on every option, the field -> flag table).
+simrun_add_test_exe(test_cli_options SOURCES cli/test_cli_options.cpp LIBS simrun_cli)

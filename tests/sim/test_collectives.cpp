@@ -320,25 +320,26 @@ TEST_CASE("every op and algorithm runs and reports nccl-tests bandwidths", "[sim
   CHECK(busbw_factor(CollectiveOp::broadcast, 8) == 1.0);
 }
 
-TEST_CASE("bad requests are InputErrors naming the flag", "[sim][collectives]") {
+TEST_CASE("bad requests are InputErrors naming the request's field", "[sim][collectives]") {
   auto a = graph(cluster(a100(), 8));
   Simulation sim(a);
-  auto expect_flag = [&](CollectiveRequest req, const std::string& field) {
+  auto expect_field = [&](CollectiveRequest req, const std::string& field) {
     try {
       sim.collectives().plan(req);
       FAIL("no error for " << field);
     } catch (const InputError& e) {
+      CHECK(e.file() == "collective");
       CHECK(e.field() == field);
       CHECK_FALSE(e.why().empty());
     }
   };
-  expect_flag(request(CollectiveOp::all_reduce, 1e6, Algorithm::nvls), "--algo");  // no NVLS on A100
-  expect_flag(request(CollectiveOp::all_gather, 1e6, Algorithm::tree), "--algo");
-  expect_flag(request(CollectiveOp::all_reduce, 1e6, Algorithm::collnet_direct), "--algo");
-  expect_flag(request(CollectiveOp::all_gather, 1e6, Algorithm::pat), "--algo");  // 8 GPUs on one node
-  expect_flag(request(CollectiveOp::broadcast, 1e6, Algorithm::tree), "--algo");
-  expect_flag(request(CollectiveOp::all_reduce, 0), "bytes");
-  expect_flag(request(CollectiveOp::all_reduce, std::ldexp(1.0, 51)), "bytes");
+  expect_field(request(CollectiveOp::all_reduce, 1e6, Algorithm::nvls), "algorithm");  // no NVLS on A100
+  expect_field(request(CollectiveOp::all_gather, 1e6, Algorithm::tree), "algorithm");
+  expect_field(request(CollectiveOp::all_reduce, 1e6, Algorithm::collnet_direct), "algorithm");
+  expect_field(request(CollectiveOp::all_gather, 1e6, Algorithm::pat), "algorithm");  // 8 GPUs on one node
+  expect_field(request(CollectiveOp::broadcast, 1e6, Algorithm::tree), "algorithm");
+  expect_field(request(CollectiveOp::all_reduce, 0), "bytes");
+  expect_field(request(CollectiveOp::all_reduce, std::ldexp(1.0, 51)), "bytes");
   Simulation h(graph(cluster(h100_sxm(), 16)));
   auto nvls_multi = request(CollectiveOp::all_reduce, 1e6, Algorithm::nvls);
   CHECK_THROWS_AS(h.collectives().plan(nvls_multi), InputError);

@@ -7,9 +7,16 @@
 
 namespace simrun {
 
-// Bad input from a user-supplied file or flag. `file` is the file (or "command line"),
-// `field` the dotted path inside it (e.g. "layout.tp"), `why` what is wrong and what would
-// be right. Only main() catches it; it prints `file: field: why` and exits 2.
+// Bad input. `file` names where the value came from: the file read (a scenario, a catalog entry,
+// a config.json), or, for values a caller passed in code, the typed input that held them:
+//   "overrides"  ScenarioOverrides (a scenario built without a file), fields as in a scenario
+//   "cluster"    ClusterGraphSpec           "collective"  CollectiveRequest
+//   "sweep"      SweepOptions               "step"        StepSimOptions
+// `field` is the dotted path inside it, lists indexed ("layout.tp", "channels",
+// "stragglers[0].rank"); `why` says what is wrong and, in parentheses, what would be right.
+// Libraries never name a command-line flag, in `field` or in `why`: the command line maps
+// fields to its flags when it prints (cli/flag_names.cpp). Only main() catches it; it prints
+// `file: field: why` and exits 2.
 class InputError : public std::runtime_error {
  public:
   InputError(std::string file, std::string field, std::string why)

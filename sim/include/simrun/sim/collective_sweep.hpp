@@ -16,9 +16,9 @@ namespace simrun {
 
 struct SweepOptions {
   CollectiveOp op = CollectiveOp::all_reduce;
-  double min_bytes = 8;          // -b
-  double max_bytes = 128 << 20;  // -e
-  double factor = 2;             // -f (> 1)
+  double min_bytes = 8;          // smallest size in bytes, e.g. 8 (nccl-tests -b)
+  double max_bytes = 128 << 20;  // largest size in bytes, e.g. 128 MiB (nccl-tests -e)
+  double factor = 2;             // size multiplier between rows, > 1 (nccl-tests -f)
   std::optional<Algorithm> algorithm;
   std::optional<Protocol> protocol;
   int64_t root = 0;
@@ -51,7 +51,7 @@ struct SweepStats {
 };
 
 // Sizes as nccl-tests steps them (min·f^k up to max), rounded to the element size (×n for the
-// per-rank ops). Throws InputError("command line", "-b"/"-e"/"-f", why) on bad ranges.
+// per-rank ops). Throws InputError("sweep", "min_bytes"/"max_bytes"/"factor", why) on bad ranges.
 std::vector<double> sweep_sizes(const SweepOptions& options, int64_t ranks);
 
 std::vector<SweepRow> run_collective_sweep(std::shared_ptr<const ClusterGraph> graph,

@@ -101,7 +101,7 @@ class CollectiveTuner {
   static std::vector<CostEntry> cost_table(CollectiveOp op, const GroupShape& shape, double bytes);
 
   // Argmin over the enabled entries restricted to `algo`/`proto` when given. Throws InputError
-  // ("command line", "--algo"/"--proto", why) when the restriction leaves nothing.
+  // ("collective", "algorithm"/"protocol", why) when the restriction leaves nothing.
   static TunerChoice choose(CollectiveOp op, const GroupShape& shape, double bytes,
                             std::optional<Algorithm> algo = std::nullopt,
                             std::optional<Protocol> proto = std::nullopt);
