@@ -2,7 +2,7 @@
 target_sources(simrun_sim PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/src/engine.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/network.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/src/collective_op.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/src/comm_types.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/collective_tuner.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/collective_algorithms.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/collectives.cpp

@@ -5,6 +5,7 @@ target_sources(simrun_sim PRIVATE
   src/compute_model.cpp
   src/calibration.cpp
   src/workload.cpp
+  src/schedule.cpp
   src/workload_builder.cpp
   src/workload_builder_step.cpp
   src/workload_cost.cpp

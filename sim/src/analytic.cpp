@@ -10,9 +10,8 @@
 #include "simrun/common/units.hpp"
 #include "simrun/sim/collective_cost.hpp"
 #include "simrun/sim/rank_layout.hpp"
-#include "simrun/sim/simulate.hpp"
 #include "simrun/sim/step_metrics.hpp"
-#include "workload_builder.hpp"
+#include "simrun/sim/schedule.hpp"
 
 namespace simrun {
 
@@ -39,21 +38,6 @@ StepFlops step_flops(const ModelSpec& m, const Layout& layout, AttentionFlops co
   f.padding = f.per_sequence.routed_experts * (layout.moe_load() - 1.0) * recomputed * batch;
   f.hardware = f.model + f.recompute + f.padding;
   return f;
-}
-
-AnalyticOptions analytic_options(const SimulateOptions& simulate) {
-  AnalyticOptions o;
-  o.efficiency = simulate.step.comm;
-  o.workload = simulate.workload;
-  o.compute = simulate.compute;
-  o.calibration = simulate.calibration;
-  o.schedule = simulate.schedule;
-  o.overlap_slowdown = simulate.step.overlap_slowdown;
-  o.stragglers = simulate.step.stragglers;
-  o.slow_links = simulate.step.slow_links;
-  o.memory = simulate.memory;
-  o.run = simulate.run;
-  return o;
 }
 
 ComputeModel analytic_compute_model(const Scenario& s, const AnalyticOptions& options) {
@@ -107,7 +91,7 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
   const std::vector<std::string> layout_caveats = messages(layout_warnings(sc, schedule));
   r.warnings.insert(r.warnings.begin(), layout_caveats.begin(), layout_caveats.end());
   if (schedule == PipelineSchedule::interleaved && l.pp > 1 && l.num_microbatches() >= l.pp &&
-      !detail::schedule_completes(schedule, l.pp, l.num_microbatches(), l.virtual_stages))
+      !schedule_completes(schedule, l.pp, l.num_microbatches(), l.virtual_stages))
     r.warnings.push_back(fmt::format(
         "the interleaved schedule cannot complete with {} micro-batches on pp {} with {} virtual stages "
         "(Megatron's order deadlocks on the last, partial group; the event simulation refuses it): use a "

@@ -201,6 +201,21 @@ BreakdownReport stage_breakdown(const RankBreakdown& rank, double step_time_s) {
   return b;
 }
 
+AnalyticOptions analytic_options(const SimulateOptions& simulate) {
+  AnalyticOptions o;
+  o.efficiency = simulate.step.comm;
+  o.workload = simulate.workload;
+  o.compute = simulate.compute;
+  o.calibration = simulate.calibration;
+  o.schedule = simulate.schedule;
+  o.overlap_slowdown = simulate.step.overlap_slowdown;
+  o.stragglers = simulate.step.stragglers;
+  o.slow_links = simulate.step.slow_links;
+  o.memory = simulate.memory;
+  o.run = simulate.run;
+  return o;
+}
+
 SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   const Layout& l = sc.layout;

@@ -14,7 +14,7 @@
 #include "simrun/common/error.hpp"
 #include "simrun/sim/rank_layout.hpp"
 #include "step_time_estimator.hpp"
-#include "workload_builder.hpp"
+#include "simrun/sim/schedule.hpp"
 
 namespace simrun {
 namespace detail {
@@ -423,7 +423,7 @@ double StepTimeEstimator::fill_drain_hops_s() const {
   return 2.0 * std::accumulate(m_hop_s.begin(), m_hop_s.end() - 1, 0.0);
 }
 
-// Fill and drain: Megatron's schedule played out (detail::schedule_finish_times) with each
+// Fill and drain: Megatron's schedule played out (schedule_finish_times) with each
 // chunk-step at its chunk's time per micro-batch, exposed TP/CP/EP waits included, and FSDP's
 // first forward and last backward of a stage stretched as above; the bubble is what the longest
 // path adds to the slowest stage's own work. Equal stages give Narayanan's (p−1)/v · t; a
@@ -436,7 +436,7 @@ double StepTimeEstimator::fill_drain_hops_s() const {
 // other on full-duplex links), so a stage's own m exchanges with each neighbour and the fill and
 // drain's 2(p−1) (each boundary twice) sit on the path: 2(m + p − 1) sends on equal links for a
 // middle stage, m + 2(p − 1) for an end stage.
-size_t StepTimeEstimator::slot_key(const detail::Slot& slot) const {
+size_t StepTimeEstimator::slot_key(const PipelineSlot& slot) const {
   const int64_t m = std::max<int64_t>(1, m_layout.num_microbatches());
   return size_t(((slot.forward ? 1 : 0) * m_v_chunks + slot.chunk) * m + slot.micro_batch);
 }
@@ -460,14 +460,14 @@ void StepTimeEstimator::spread_reduction_slowdown() {
     std::vector<double> chunk_traffic(size_t(m_v_chunks), 0.0);
     for (const StageProgram::GradBucketSize& b : m_stage_buckets[size_t(stage)])
       chunk_traffic[size_t(b.chunk)] += bucket_reduce_s(b, stage);
-    const std::vector<detail::Slot> order = detail::stage_schedule(m_schedule, stage, l.pp, m, m_v_chunks);
+    const std::vector<PipelineSlot> order = stage_schedule(m_schedule, stage, l.pp, m, m_v_chunks);
     const std::vector<ChunkStep>& steps = m_chunk_steps[size_t(stage)];
-    auto compute_s = [&](const detail::Slot& slot) {
+    auto compute_s = [&](const PipelineSlot& slot) {
       const ChunkStep& c = steps[size_t(slot.chunk)];
       return slot.forward ? c.forward_s : c.backward_s;
     };
     for (size_t k = 0; k < order.size(); ++k) {
-      const detail::Slot& slot = order[k];
+      const PipelineSlot& slot = order[k];
       if (slot.forward || slot.micro_batch != m - 1) continue;  // a chunk's last backward
       double traffic = chunk_traffic[size_t(slot.chunk)];
       // Its buckets beside it (the first chunk), or its one bucket beside what follows.
@@ -485,9 +485,9 @@ std::optional<double> StepTimeEstimator::makespan(const std::vector<double>& hop
   const Layout& l = m_layout;
   const int64_t last_micro_batch = std::max<int64_t>(1, l.num_microbatches()) - 1;
   auto stretch = [](double stretched, double plain) { return plain > 0 ? stretched / plain : 1.0; };
-  const auto finish = detail::schedule_finish_times(
+  const auto finish = schedule_finish_times(
       m_schedule, l.pp, last_micro_batch + 1, m_v_chunks,
-      [&](int64_t stage, const detail::Slot& slot) {
+      [&](int64_t stage, const PipelineSlot& slot) {
         const StageTime& st = m_out.stages[size_t(stage)];
         const ChunkStep& c = m_chunk_steps[size_t(stage)][size_t(slot.chunk)];
         if (slot.forward && slot.micro_batch == 0 && m_fsdp_pipeline) {

@@ -18,11 +18,10 @@
 #include "simrun/sim/compute_model.hpp"
 #include "simrun/sim/rank_layout.hpp"
 #include "simrun/sim/workload.hpp"
+#include "simrun/sim/schedule.hpp"
 #include "simrun/sim/workload_cost.hpp"
 
 namespace simrun::detail {
-
-struct Slot;  // workload_builder.hpp: one step of a stage's pipeline schedule
 
 // Seconds of one micro-batch through one piece of the model (a layer, the embedding, the
 // head) on one GPU, from the workload builder's tasks.
@@ -217,7 +216,7 @@ class StepTimeEstimator {
   // [stage][slot_key]: compute slowed beside the stage's gradient reductions, chunk by chunk
   // (interleaved DDP: spread_reduction_slowdown); empty: each last backward stretched instead.
   std::vector<std::vector<double>> m_reduce_slowdown_s;
-  size_t slot_key(const detail::Slot& slot) const;
+  size_t slot_key(const PipelineSlot& slot) const;
   // [stage]: when its last backward and its optimizer end on the compute path, less the longest
   // optimizer (which the compute term holds); pp > 1.
   std::vector<double> m_stage_path_end;

@@ -10,35 +10,10 @@
 #include <tuple>
 #include <vector>
 
+#include "simrun/sim/schedule.hpp"
 #include "simrun/sim/workload.hpp"
 
 namespace simrun::detail {
-
-// One step of a stage's pipeline schedule: forward or backward of (micro-batch, chunk).
-struct Slot {
-  bool forward = true;
-  int64_t micro_batch = 0;
-  int64_t chunk = 0;
-};
-
-std::vector<Slot> stage_schedule(PipelineSchedule kind, int64_t stage, int64_t pp, int64_t m, int64_t v);
-
-// Whether every stage can run its schedule to the end: each forward of (micro-batch, chunk)
-// needs the previous virtual stage's, each backward the next one's (the last one its own
-// forward). Megatron's interleaved table deadlocks for some micro-batch counts that pp does
-// not divide (e.g. pp 4, 4 chunks, 5 micro-batches).
-bool schedule_completes(PipelineSchedule kind, int64_t pp, int64_t m, int64_t v);
-
-// The schedule played out with a duration per slot: each stage runs its slots in order, each slot
-// starting when its stage is free and the slot it depends on (as above) has ended, a hop later
-// when that slot ran on another stage: hop_s[b] between stage b and stage (b + 1) mod pp, either
-// way (empty: no hops). Returns every stage's finish time, or nullopt when the schedule
-// deadlocks. The longest path through Megatron's order, as the closed-form estimate times the
-// pipeline.
-std::optional<std::vector<double>> schedule_finish_times(
-    PipelineSchedule kind, int64_t pp, int64_t m, int64_t v,
-    const std::function<double(int64_t stage, const Slot& slot)>& duration,
-    const std::vector<double>& hop_s = {});
 
 class StageBuilder {
  public:
@@ -120,7 +95,7 @@ class StageBuilder {
   };
 
   StageBuilder(const Shared& shared, int64_t stage);
-  void build(const std::vector<Slot>& slots, PipelineSchedule schedule);
+  void build(const std::vector<PipelineSlot>& slots, PipelineSchedule schedule);
   StageProgram take() { return std::move(m_prog); }
   StageProgram& program() { return m_prog; }
 

@@ -293,7 +293,7 @@ void StageBuilder::backward_slot(int64_t mb, int64_t chunk) {
   m_in_flight_layers -= s.layers_per_chunk[idx];
 }
 
-void StageBuilder::build(const std::vector<Slot>& slots, PipelineSchedule schedule) {
+void StageBuilder::build(const std::vector<PipelineSlot>& slots, PipelineSchedule schedule) {
   const Shared& s = m_s;
   const Layout& l = s.sc.layout;
   m_schedule = schedule;
@@ -304,7 +304,7 @@ void StageBuilder::build(const std::vector<Slot>& slots, PipelineSchedule schedu
   if (l.zero_stage >= 1 && l.zero_stage <= 2 && s.opt.param_gather == ParamGatherOverlap::next_forward)
     gather_params_before_first_use();
 
-  for (const Slot& slot : slots) {
+  for (const PipelineSlot& slot : slots) {
     if (slot.forward)
       forward_slot(slot.micro_batch, slot.chunk);
     else

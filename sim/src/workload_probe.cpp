@@ -18,7 +18,7 @@ StageProgram probe_micro_batch(const Scenario& scenario, const WorkloadOptions& 
   const std::vector<int64_t> layers_per_chunk{slice.model.layers};
   const detail::StageBuilder::Shared shared(slice, options, layers_per_chunk, 1, 1);
   detail::StageBuilder builder(shared, 0);
-  builder.build({detail::Slot{true, 0, 0}, detail::Slot{false, 0, 0}}, PipelineSchedule::one_f_one_b);
+  builder.build({PipelineSlot{true, 0, 0}, PipelineSlot{false, 0, 0}}, PipelineSchedule::one_f_one_b);
   return builder.take();
 }
 

@@ -10,7 +10,7 @@
 #include "simrun/sim/scenario_parser.hpp"
 #include "simrun/sim/workload.hpp"
 #include "simrun/sim/workload_cost.hpp"
-#include "workload_builder.hpp"
+#include "simrun/sim/schedule.hpp"
 #include "workload_test_util.hpp"
 
 using namespace simrun;
@@ -290,7 +290,6 @@ TEST_CASE("GPipe runs every stage's ops too", "[sim][workload]") {
 }
 
 TEST_CASE("1F1B and interleaved schedules: order and warm-up as in Megatron", "[sim][workload]") {
-  using detail::stage_schedule;
   const auto s = stage_schedule(PipelineSchedule::one_f_one_b, 0, 4, 8, 1);
   REQUIRE(s.size() == 16);
   CHECK((s[0].forward && s[1].forward && s[2].forward && s[3].forward && !s[4].forward));
@@ -307,7 +306,6 @@ TEST_CASE("1F1B and interleaved schedules: order and warm-up as in Megatron", "[
 
 TEST_CASE("pipeline schedules complete, the interleaved one not for every micro-batch count",
           "[sim][workload]") {
-  using detail::schedule_completes;
   for (int64_t pp = 2; pp <= 8; ++pp)
     for (int64_t m = pp; m <= 3 * pp + 1; ++m) {
       INFO("pp " << pp << ", m " << m);
@@ -324,9 +322,8 @@ TEST_CASE("pipeline schedules complete, the interleaved one not for every micro-
 }
 
 TEST_CASE("played out with equal chunk-steps, the schedules give the textbook bubbles", "[sim][workload]") {
-  using detail::schedule_finish_times;
   const double f = 1.0, b = 2.0;  // one chunk's forward and backward
-  auto equal = [&](int64_t, const detail::Slot& slot) { return slot.forward ? f : b; };
+  auto equal = [&](int64_t, const PipelineSlot& slot) { return slot.forward ? f : b; };
   for (int64_t pp = 2; pp <= 8; pp *= 2)
     for (int64_t m = pp; m <= 4 * pp; m += pp) {
       INFO("pp " << pp << ", m " << m);

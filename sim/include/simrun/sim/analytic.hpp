@@ -108,12 +108,10 @@
 #include "simrun/sim/report.hpp"
 #include "simrun/sim/run_cost.hpp"
 #include "simrun/sim/scenario.hpp"
-#include "simrun/sim/step_simulator.hpp"
+#include "simrun/sim/degraded.hpp"
 #include "simrun/sim/workload.hpp"
 
 namespace simrun {
-
-struct SimulateOptions;
 
 // What the estimate reads. Everything but the run defaults and the FLOP convention is the event
 // simulation's own description (SimulateOptions): analytic_options() copies it from there.
@@ -124,7 +122,7 @@ struct AnalyticOptions {
   Calibration calibration;                   // per GPU kind overrides (--calibration)
   std::optional<PipelineSchedule> schedule;  // default: default_schedule(layout)
   // Compute slowdown while DP/PP NCCL kernels share the SMs (the event simulation's value).
-  double overlap_slowdown = StepSimOptions{}.overlap_slowdown;
+  double overlap_slowdown = kCommOverlapSlowdown;
   // GPUs running their kernels slower (as StepSimOptions::stragglers): each paces its pipeline
   // stage, whose TP, CP, EP and DP groups wait for it at every collective.
   std::vector<Straggler> stragglers;
@@ -203,10 +201,6 @@ StepTimeEstimate estimate_step_time(const Scenario& s, const StepFlops& flops,
 // precision).
 Report estimate(const Scenario& s);
 Report estimate(const Scenario& s, const AnalyticOptions& options);
-
-// The estimate's options taken from a simulation's: same workload behaviour, compute defaults,
-// calibration, collective efficiencies and memory conventions (for --compare-analytic).
-AnalyticOptions analytic_options(const SimulateOptions& simulate);
 
 // The compute model both fidelities time kernels with: default_compute_params(gpu) (or
 // options.compute) with the calibration's overrides for the GPU kind.

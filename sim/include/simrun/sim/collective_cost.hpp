@@ -39,10 +39,6 @@
 
 namespace simrun {
 
-// Which network a group's traffic rides: the scale-up domain (NVLink / Infinity Fabric) or
-// the NICs of the inter-node fabric. Shared with calibration.json's per-link α/β.
-enum class LinkClass { scale_up, scale_out };
-
 // A group in NVSwitch or full-mesh domains as NCCL's algorithms load its links; every domain
 // holds the same members (positions 0..ppn−1, `stride` apart in Megatron's rank order).
 struct FabricGroup {

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "simrun/sim/collective_op.hpp"
+#include "simrun/sim/comm_types.hpp"
 #include "simrun/topologies/hardware_spec.hpp"
 
 namespace simrun {

@@ -34,6 +34,11 @@
 
 namespace simrun {
 
+// A compute kernel that starts while a data-parallel or pipeline NCCL kernel runs on the same
+// GPU takes this much longer: NCCL's channels occupy SMs (one CTA each, 16–32 on Hopper) and
+// the copies compete for HBM bandwidth. Both fidelities' default.
+inline constexpr double kCommOverlapSlowdown = 0.15;
+
 // The compute model's parameters. The member initialisers are the generic defaults;
 // default_compute_params() takes the GPU catalog file's "compute_defaults" over them;
 // calibration.json replaces any of them per GPU kind.

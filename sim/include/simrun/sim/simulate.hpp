@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "simrun/sim/analytic.hpp"
 #include "simrun/sim/calibration.hpp"
 #include "simrun/sim/compute_model.hpp"
 #include "simrun/sim/memory_model.hpp"
@@ -49,6 +50,10 @@ struct SimulationOutput {
 };
 
 SimulationOutput simulate(const Scenario& scenario, const SimulateOptions& options = SimulateOptions{});
+
+// The estimate's options taken from a simulation's: same workload behaviour, compute defaults,
+// calibration, collective efficiencies and memory conventions (for --compare-analytic).
+AnalyticOptions analytic_options(const SimulateOptions& simulate);
 
 // One traced rank's step as the report's parts: compute, traffic per group (DP, DP×CP and
 // expert-DP count as DP), and bubble up to the step's end, so the parts sum to step_time_s.

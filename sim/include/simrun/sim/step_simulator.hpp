@@ -26,9 +26,9 @@
 #include <string>
 #include <vector>
 
-#include "simrun/sim/calibration.hpp"
+#include "simrun/sim/calibration.hpp"  // and the compute model
+#include "simrun/sim/degraded.hpp"
 #include "simrun/sim/collective_cost.hpp"
-#include "simrun/sim/compute_model.hpp"
 #include "simrun/sim/efficiency.hpp"
 #include "simrun/sim/rank_layout.hpp"
 #include "simrun/sim/workload.hpp"
@@ -45,21 +45,6 @@ enum class CollectiveTiming {
   alpha_beta,  // the analytic model's ring α-β formulas (collective_cost.hpp)
 };
 
-// One GPU running slower than the rest (thermal throttling, a bad HBM stack, a noisy node).
-struct Straggler {
-  int64_t rank = 0;
-  double slowdown = 1.0;  // compute ops take this many times longer, e.g. 1.3
-};
-
-// One GPU's link running below its line rate: its NIC share (a flapping link, a degraded cable,
-// a congested leaf port) or its scale-up port (NVLinks down to fewer lanes or links after
-// errors; on a full mesh, every link to its peers).
-struct SlowLink {
-  int64_t rank = 0;
-  double bandwidth_fraction = 1.0;  // of the link's bandwidth, e.g. 0.25
-  LinkClass link = LinkClass::scale_out;
-};
-
 struct StepSimOptions {
   SimulationScope scope = SimulationScope::representatives;
   std::vector<Straggler> stragglers;  // need scope full
@@ -69,10 +54,8 @@ struct StepSimOptions {
   bool record_trace = false;
   CollectiveTiming timing = CollectiveTiming::nccl_model;
   EfficiencyDefaults comm;  // link fractions and α of the α-β timing (analytic model's)
-  // A compute kernel that starts while a data-parallel or pipeline NCCL kernel runs on the
-  // same GPU takes this much longer: NCCL's channels occupy SMs (one CTA each, 16–32 on
-  // Hopper) and the copies compete for HBM bandwidth.
-  double overlap_slowdown = 0.15;
+  // Compute slowdown beside DP/PP NCCL kernels (compute_model.hpp).
+  double overlap_slowdown = kCommOverlapSlowdown;
 };
 
 // Where the time of one simulated rank went, seconds. Exposed communication and bubble are
@@ -109,16 +92,6 @@ struct StepResult {
   uint64_t flows = 0;   // network flows started
   std::vector<std::string> warnings;
 };
-
-// Throws InputError (command line, --straggler / --slow-link) for a rank outside the cluster of
-// `world_size` GPUs, a slowdown outside [1, 100] or a bandwidth fraction outside (0, 1].
-void check_stragglers(const std::vector<Straggler>& stragglers, int64_t world_size);
-void check_slow_links(const std::vector<SlowLink>& slow_links, int64_t world_size);
-
-// The report's description of them (Report::degraded): ranks with the same slowdown or link
-// fraction grouped into ranges, each named with its pipeline stage.
-std::vector<std::string> describe_degraded(const Scenario& scenario, const std::vector<Straggler>& stragglers,
-                                           const std::vector<SlowLink>& slow_links);
 
 // Simulates one step of `workload`, its compute tasks timed by `cost` (cost_workload). Throws
 // InputError for stragglers or slow links that check_* refuses, or with representatives scope.

@@ -43,7 +43,7 @@
 #include <string>
 #include <vector>
 
-#include "simrun/sim/collective_op.hpp"
+#include "simrun/sim/comm_types.hpp"
 #include "simrun/sim/layout_rules.hpp"
 #include "simrun/sim/op_shape.hpp"
 #include "simrun/sim/rank_layout.hpp"

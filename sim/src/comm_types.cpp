@@ -1,5 +1,5 @@
-// Names of the collective operations (collective_op.hpp).
-#include "simrun/sim/collective_op.hpp"
+// Names of the collective operations (comm_types.hpp).
+#include "simrun/sim/comm_types.hpp"
 
 #include <cctype>
 

@@ -1,5 +1,6 @@
-// The collective operations a training step issues, as words: the workload describes them
-// (workload.hpp), the collectives time them (collective_tuner.hpp, collective_cost.hpp).
+// The vocabulary of communication: the collective operations a training step issues and the
+// networks they ride. The workload describes them (workload.hpp), the collectives time them
+// (collective_tuner.hpp, collective_cost.hpp), slow links and calibration name the link class.
 #pragma once
 
 #include <optional>
@@ -17,5 +18,9 @@ const char* collective_name(CollectiveOp op);
 // Case-insensitive, '_' and '-' ignored ("allreduce", "all-reduce", "bcast"); nullopt when unknown.
 std::optional<CollectiveOp> parse_collective_op(std::string_view name);
 std::vector<std::string> collective_op_names();
+
+// Which network a group's traffic rides: the scale-up domain (NVLink / Infinity Fabric) or
+// the NICs of the inter-node fabric. Shared with calibration.json's per-link α/β.
+enum class LinkClass { scale_up, scale_out };
 
 }  // namespace simrun
