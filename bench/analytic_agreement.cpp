@@ -36,10 +36,10 @@
 #include <vector>
 
 #include "simrun/common/error.hpp"
-#include "simrun/sim/analytic.hpp"
-#include "simrun/sim/collective_cost.hpp"
-#include "simrun/sim/scenario_parser.hpp"
-#include "simrun/sim/simulate.hpp"
+#include "simrun/sim/analytic/analytic.hpp"
+#include "simrun/sim/collectives/collective_cost.hpp"
+#include "simrun/sim/scenario/scenario_parser.hpp"
+#include "simrun/sim/event/simulate.hpp"
 
 using namespace simrun;
 

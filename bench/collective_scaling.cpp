@@ -11,8 +11,8 @@
 #include <optional>
 #include <vector>
 
-#include "simrun/sim/collective_sweep.hpp"
-#include "simrun/sim/simulation.hpp"
+#include "simrun/sim/collectives/collective_sweep.hpp"
+#include "simrun/sim/collectives/collective_harness.hpp"
 #include "simrun/topologies/catalog.hpp"
 
 using namespace simrun;

@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "simrun/common/json_reader.hpp"
-#include "simrun/sim/nccl_reference.hpp"
+#include "simrun/validation/nccl_reference.hpp"
 #include "simrun/topologies/catalog.hpp"
 
 using namespace simrun;

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "simrun/sim/scenario_parser.hpp"
-#include "simrun/sim/simulate.hpp"
+#include "simrun/sim/scenario/scenario_parser.hpp"
+#include "simrun/sim/event/simulate.hpp"
 
 using namespace simrun;
 

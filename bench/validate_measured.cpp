@@ -31,11 +31,11 @@
 
 #include "simrun/common/error.hpp"
 #include "simrun/common/json_reader.hpp"
-#include "simrun/sim/analytic.hpp"
-#include "simrun/sim/measured_runs.hpp"
-#include "simrun/sim/scenario_parser.hpp"
-#include "simrun/sim/simulate.hpp"
-#include "simrun/sim/trace.hpp"
+#include "simrun/sim/analytic/analytic.hpp"
+#include "simrun/validation/measured_runs.hpp"
+#include "simrun/sim/scenario/scenario_parser.hpp"
+#include "simrun/sim/event/simulate.hpp"
+#include "simrun/sim/event/trace.hpp"
 
 using namespace simrun;
 using nlohmann::json;

@@ -6,7 +6,7 @@
 #include "flag_names.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/common/json_reader.hpp"
-#include "simrun/sim/simulation.hpp"
+#include "simrun/sim/collectives/collective_harness.hpp"
 
 namespace simrun::cli {
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "command.hpp"
-#include "simrun/sim/scenario.hpp"
+#include "simrun/sim/scenario/scenario.hpp"
 #include "simrun/topologies/cluster_graph.hpp"
 
 namespace simrun::cli {

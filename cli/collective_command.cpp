@@ -14,7 +14,7 @@
 #include "command.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/common/json_reader.hpp"
-#include "simrun/sim/collective_sweep.hpp"
+#include "simrun/sim/collectives/collective_sweep.hpp"
 
 namespace simrun::cli {
 namespace {

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "simrun/sim/report.hpp"
-#include "simrun/sim/scenario_parser.hpp"
-#include "simrun/sim/step_simulator.hpp"
-#include "simrun/sim/workload.hpp"
+#include "simrun/sim/report/report.hpp"
+#include "simrun/sim/scenario/scenario_parser.hpp"
+#include "simrun/sim/event/step_executor.hpp"
+#include "simrun/sim/workload/workload.hpp"
 
 namespace simrun::cli {
 

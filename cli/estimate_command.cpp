@@ -8,7 +8,7 @@
 #include <string>
 
 #include "command.hpp"
-#include "simrun/sim/analytic.hpp"
+#include "simrun/sim/analytic/analytic.hpp"
 
 namespace simrun::cli {
 namespace {

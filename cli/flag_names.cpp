@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <iterator>
 
-#include "simrun/sim/scenario_parser.hpp"
+#include "simrun/sim/scenario/scenario_parser.hpp"
 
 namespace simrun::cli {
 namespace {

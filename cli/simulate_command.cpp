@@ -14,9 +14,9 @@
 
 #include "command.hpp"
 #include "simrun/common/error.hpp"
-#include "simrun/sim/analytic.hpp"
-#include "simrun/sim/simulate.hpp"
-#include "simrun/sim/trace.hpp"
+#include "simrun/sim/analytic/analytic.hpp"
+#include "simrun/sim/event/simulate.hpp"
+#include "simrun/sim/event/trace.hpp"
 
 namespace simrun::cli {
 namespace {

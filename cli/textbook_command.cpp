@@ -9,7 +9,7 @@
 
 #include "command.hpp"
 #include "simrun/common/error.hpp"
-#include "simrun/sim/textbook.hpp"
+#include "simrun/validation/textbook.hpp"
 
 namespace simrun::cli {
 namespace {

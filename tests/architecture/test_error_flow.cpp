@@ -94,7 +94,7 @@ TEST_CASE("libraries never name a command-line flag (cli/ maps fields to flags)"
   namespace fs = std::filesystem;
   const fs::path root = SIMRUN_SOURCE_DIR;
   size_t files = 0;
-  for (const char* dir : {"common", "models", "topologies", "sim"}) {
+  for (const char* dir : {"common", "models", "topologies", "sim", "validation"}) {
     REQUIRE(fs::is_directory(root / dir));
     for (const auto& entry : fs::recursive_directory_iterator(root / dir)) {
       const auto ext = entry.path().extension();

@@ -5,3 +5,7 @@ target_compile_definitions(test_cli PRIVATE SIMRUN_BINARY="$<TARGET_FILE:simrun>
 add_dependencies(test_cli simrun)
 # The subcommands walked in-process (help text on every option, the field -> flag table).
 simrun_add_test_exe(test_cli_options SOURCES cli/test_cli_options.cpp LIBS simrun_cli)
+# End-to-end checks of `simrun collective` / `simrun topology` (needs the simrun binary).
+simrun_add_test_exe(test_collective_cli SOURCES cli/test_collective_cli.cpp LIBS nlohmann_json::nlohmann_json)
+target_compile_definitions(test_collective_cli PRIVATE SIMRUN_BINARY="$<TARGET_FILE:simrun>")
+add_dependencies(test_collective_cli simrun)

@@ -1,1 +1,2 @@
-simrun_add_test_exe(test_topologies SOURCES topologies/test_catalog.cpp LIBS simrun_topologies)
+simrun_add_test_exe(test_topologies SOURCES topologies/test_catalog.cpp topologies/test_cluster_graph.cpp
+  LIBS simrun_topologies simrun_sim simrun_test_fixtures)

@@ -1,0 +1,619 @@
+// The closed-form step time (analytic.hpp estimate_step_time; the formulas and their sources
+// are in that header's comment): the workload builder's ops of one micro-batch timed on their
+// streams, stage by stage, then the pipeline's fill and drain played out. The data-parallel
+// traffic, what the compute stream does not hide of it and the links the groups share are in
+// step_time_estimate_data_parallel.cpp; the estimator's declaration in step_time_estimator.hpp.
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <vector>
+
+#include "simrun/common/error.hpp"
+#include "simrun/sim/scenario/rank_layout.hpp"
+#include "step_time_estimator.hpp"
+#include "simrun/sim/workload/schedule.hpp"
+
+namespace simrun {
+namespace detail {
+namespace {
+
+// Context parallelism's groups: the whole CP group, or a2a+p2p's two levels.
+bool is_cp(GroupKind g) { return g == GroupKind::cp || g == GroupKind::cp_a2a || g == GroupKind::cp_ring; }
+
+// The TP, CP and EP groups' links and sizes, for the probe's collectives.
+struct GroupLinks {
+  LinkCost tp;
+  int64_t tp_size = 1;
+  LinkCost cp;  // GroupKind::cp, or the ring's level under a2a+p2p (GroupKind::cp_ring)
+  int64_t cp_size = 1;
+  LinkCost cp_a2a;  // a2a+p2p's all-to-all level (GroupKind::cp_a2a)
+  int64_t cp_a2a_size = 1;
+  LinkCost ep;
+  int64_t ep_size = 1;
+};
+
+// Runs the probe's tasks on their streams (a stream runs its tasks in program order; a task
+// also waits for its dependencies), with closed-form times (collective_s) for the TP, CP and EP
+// collectives and none for the data-parallel ones (timed per step, below). A wait of the compute
+// stream is charged along the chain it waited on, as the event simulation charges it: to the
+// piece and group of the collective it waited for last while that one ran, and before it started
+// to what that one waited for (an expert-TP all-gather after its all-to-all); counted apart
+// when a forward kernel waited. Compute kernels run the condition's slowdown times longer (a
+// straggler's stage), and collectives move their bytes at its fraction of their link class (a
+// slow link's stage).
+ProbeTimes time_probe(const StageProgram& prog, const ProgramCost& cost, const GroupLinks& links,
+                      const StageCondition& condition) {
+  ProbeTimes out;
+  auto piece_of = [&](const Task& t) -> PieceTime* {
+    if (t.layer >= 0) {
+      out.layers = std::max<int64_t>(out.layers, int64_t(t.layer) + 1);
+      return &out.layer[size_t(std::min<int32_t>(t.layer, 1))];
+    }
+    switch (t.op) {
+      case OpName::embedding:
+      case OpName::tp_embedding:
+        return &out.embedding;
+      case OpName::final_ln:
+      case OpName::logits:
+      case OpName::loss:
+      case OpName::tp_logits:
+      case OpName::tp_loss:
+        return &out.head;
+      default:
+        return nullptr;  // optimizer, DP traffic: per step, not per micro-batch
+    }
+  };
+  std::array<double, kStreamCount> stream_free{};
+  std::array<uint32_t, kStreamCount> stream_last;
+  stream_last.fill(kNoTask);
+  std::vector<double> begin(prog.tasks.size(), 0.0), end(prog.tasks.size(), 0.0);
+  std::vector<uint32_t> waited_for(prog.tasks.size(), kNoTask);  // what each task started after
+  // Charges the compute stream's wait [from, to) for `blocker` down the chain it waited on.
+  auto charge_wait = [&](uint32_t blocker, double from, double to, bool forward) {
+    for (; blocker != kNoTask && to > from;
+         to = std::min(to, begin[blocker]), blocker = waited_for[blocker]) {
+      const Task& b = prog.tasks[blocker];
+      PieceTime* owner = piece_of(b);
+      const double wait = to - std::max(from, begin[blocker]);
+      const bool charged = owner && wait > 0 && b.kind == TaskKind::collective &&
+                           (b.group == GroupKind::tp || is_cp(b.group) || b.group == GroupKind::ep);
+      if (!charged) continue;
+      (b.group == GroupKind::tp ? owner->tp_exposed_s
+       : is_cp(b.group)         ? owner->cp_exposed_s
+                                : owner->ep_exposed_s) += wait;
+      if (forward) owner->forward_exposed_s += wait;
+    }
+  };
+  double compute_free = 0;
+  for (size_t i = 0; i < prog.tasks.size(); ++i) {
+    const Task& t = prog.tasks[i];
+    double ready = 0;
+    uint32_t blocker = kNoTask;
+    for (uint16_t k = 0; k < t.dep_count; ++k) {
+      const uint32_t dep = prog.dep(t, k);
+      if (end[dep] > ready) {
+        ready = end[dep];
+        blocker = dep;
+      }
+    }
+    const size_t stream = size_t(t.stream);
+    if (stream_free[stream] > ready) blocker = stream_last[stream];
+    const double start = std::max(stream_free[stream], ready);
+    begin[i] = start;
+    waited_for[i] = blocker;
+    double duration = 0;
+    PieceTime* piece = piece_of(t);
+    if (t.kind == TaskKind::compute) {
+      duration = cost.of(t).seconds() * condition.slowdown;
+      if (start > compute_free) charge_wait(blocker, compute_free, start, t.phase == Phase::forward);
+      compute_free = start + duration;
+      if (piece) {
+        (t.phase == Phase::forward    ? piece->forward_s
+         : t.phase == Phase::backward ? piece->backward_s
+                                      : piece->recompute_s) += duration;
+        if (t.phase != Phase::recompute)  // model FLOPs, as the workload counts them
+          (t.op == OpName::attn_core ? piece->attention_flops : piece->gemm_flops) += t.flops;
+        piece->hbm_bytes += prog.hbm_bytes(t);
+      }
+    } else if (t.kind == TaskKind::collective && t.group == GroupKind::tp) {
+      duration = collective_at_s(t.coll, t.comm_bytes, links.tp_size, links.tp,
+                                 condition.fraction(links.tp.link_class));
+      if (piece) piece->tp_comm_s += duration;
+    } else if (t.kind == TaskKind::collective && is_cp(t.group)) {
+      const bool a2a_level = t.group == GroupKind::cp_a2a;
+      const LinkCost& link = a2a_level ? links.cp_a2a : links.cp;
+      duration = collective_at_s(t.coll, t.comm_bytes, a2a_level ? links.cp_a2a_size : links.cp_size, link,
+                                 condition.fraction(link.link_class));
+      if (piece) piece->cp_comm_s += duration;
+    } else if (t.kind == TaskKind::collective && t.group == GroupKind::ep) {
+      duration = collective_at_s(t.coll, t.comm_bytes, links.ep_size, links.ep,
+                                 condition.fraction(links.ep.link_class));
+      if (piece) piece->ep_comm_s += duration;
+    }
+    end[i] = start + duration;
+    stream_free[stream] = end[i];
+    stream_last[stream] = uint32_t(i);
+  }
+  return out;
+}
+
+}  // namespace
+
+double collective_at_s(CollectiveOp op, double bytes, int64_t n, const LinkCost& link, double fraction) {
+  const double full = collective_s(op, bytes, n, link);
+  if (fraction >= 1.0 || n <= 1) return full;
+  const double latency = std::min(full, collective_s(op, 1.0, n, link));
+  return latency + (full - latency) / fraction;
+}
+
+StepTimeEstimator::StepTimeEstimator(const Scenario& sc, const AnalyticOptions& options)
+    : m_sc(sc),
+      m_model(sc.model),
+      m_layout(sc.layout),
+      m_options(options),
+      m_wo(options.workload),
+      m_compute(analytic_compute_model(sc, options)),
+      m_schedule(options.schedule.value_or(default_schedule(sc.layout))),
+      m_v_chunks((m_schedule == PipelineSchedule::interleaved && sc.layout.pp > 1)
+                     ? std::max<int64_t>(1, sc.layout.virtual_stages)
+                     : 1),
+      m_v(double(m_v_chunks)),
+      m_p(double(sc.layout.pp)),
+      m_dp_n(sc.layout.dp * sc.layout.cp),
+      m_expert_dp(sc.layout.expert_dp()),
+      m_fsdp_pipeline(sc.layout.zero_stage >= 3 && sc.layout.pp > 1) {
+  const Layout& l = m_layout;
+  const ClusterSpec& cluster = sc.cluster;
+  const EfficiencyDefaults& eff = options.efficiency;
+  const std::string& gpu_id = cluster.gpu.id;
+  auto link = [&](RankGroup g) {
+    return options.calibration.calibrated(gpu_id, group_link(cluster, g, eff));
+  };
+  m_tp_link = link(rank_group(l, GroupKind::tp));
+  auto all_to_all = [&](RankGroup g) {
+    return options.calibration.calibrated(gpu_id, all_to_all_link(cluster, g, eff));
+  };
+  m_cp_link = l.cp_comm_type == CpCommType::a2a       ? all_to_all(rank_group(l, GroupKind::cp))
+              : l.cp_comm_type == CpCommType::a2a_p2p ? link(rank_group(l, GroupKind::cp_ring))
+                                                      : link(rank_group(l, GroupKind::cp));
+  m_cp_a2a_link = all_to_all(rank_group(l, GroupKind::cp_a2a));
+  m_ep_link = all_to_all(rank_group(l, GroupKind::ep));
+  m_dp_link = link(rank_group(l, GroupKind::dp_cp));
+  m_expert_dp_link = link(rank_group(l, GroupKind::edp));
+  m_pp_link_inside = link(pipeline_pair(cluster, l.tp * l.cp * l.dp, true));
+  m_pp_link_across = link(pipeline_pair(cluster, l.tp * l.cp * l.dp, false));
+  m_out.microbatches = double(std::max<int64_t>(1, l.num_microbatches()));
+}
+
+StepTimeEstimate StepTimeEstimator::run() {
+  probe_micro_batch_pieces();
+  split_into_chunks();
+  time_stages();
+  time_pipeline_sends();
+  time_fsdp_units();
+  time_fill_and_drain();
+  time_data_parallel();
+  charge_overlap_slowdown();
+  charge_shared_links();
+  fill_breakdown();
+  return std::move(m_out);
+}
+
+// Each stage's condition: its slowest straggler's slowdown and its slowest link of each class.
+// Then one micro-batch of one dense layer and of one MoE layer, the embedding and the head: the
+// workload builder's ops and collectives (each probe's two layers of one kind), timed in each
+// stage's condition.
+void StepTimeEstimator::probe_micro_batch_pieces() {
+  const Layout& l = m_layout;
+  m_stage_condition.assign(size_t(l.pp), StageCondition{});
+  check_stragglers(m_options.stragglers, l.world_size());
+  check_slow_links(m_options.slow_links, l.world_size());
+  const RankLayout ranks(l, m_sc.cluster.gpus_per_node);
+  for (const Straggler& st : m_options.stragglers) {
+    double& slowdown = m_stage_condition[size_t(ranks.coord_of(st.rank).pp)].slowdown;
+    slowdown = std::max(slowdown, st.slowdown);
+  }
+  for (const SlowLink& sl : m_options.slow_links)
+    m_stage_condition[size_t(ranks.coord_of(sl.rank).pp)].slow_down(sl);
+  const bool hierarchical = l.cp_comm_type == CpCommType::a2a_p2p;
+  const GroupLinks links{m_tp_link,     l.tp,       m_cp_link, hierarchical ? l.cp_ring() : l.cp,
+                         m_cp_a2a_link, l.cp_a2a(), m_ep_link, l.ep};
+  const int64_t dense_layers = m_model.dense_layers();
+  const int64_t moe_layers = m_model.moe_layers();
+  std::optional<StageProgram> dense_program, moe_program;
+  std::optional<ProgramCost> dense_cost, moe_cost;
+  if (dense_layers > 0 || moe_layers == 0) {
+    Scenario dense = m_sc;
+    dense.model.moe.reset();
+    dense_program = probe_micro_batch(dense, m_wo);
+    dense_cost = cost_program(*dense_program, m_compute);
+  }
+  if (moe_layers > 0) {
+    Scenario routed = m_sc;
+    routed.model.moe->first_dense_layers = 0;
+    moe_program = probe_micro_batch(routed, m_wo);
+    moe_cost = cost_program(*moe_program, m_compute);
+  }
+  for (const StageCondition& condition : m_stage_condition) {
+    if (m_probes.count(condition)) continue;
+    Probes& probes = m_probes[condition];
+    if (dense_program) probes.dense = time_probe(*dense_program, *dense_cost, links, condition);
+    if (moe_program) {
+      probes.moe = time_probe(*moe_program, *moe_cost, links, condition);
+      if (!dense_program) {
+        probes.dense.embedding = probes.moe.embedding;
+        probes.dense.head = probes.moe.head;
+      }
+    }
+  }
+  m_first_moe = m_model.is_moe() ? m_model.moe->first_dense_layers : m_model.layers;
+}
+
+// Layers per stage as the workload splits them (pipeline_split); where that split cannot be
+// made (the event simulation refuses the layout) the memory model's near-even split.
+void StepTimeEstimator::split_into_chunks() {
+  const Layout& l = m_layout;
+  m_split_v = m_v_chunks;
+  try {
+    m_layers_per_chunk = split_layers(m_model.layers, l.pp, m_split_v, l.pipeline_split, m_sc.file);
+  } catch (const InputError&) {
+    m_split_v = 1;
+    m_layers_per_chunk = layers_per_stage(m_model.layers, l.pp);
+  }
+  m_first_layer.assign(m_layers_per_chunk.size(), 0);
+  for (int64_t vs = 0, next = 0; vs < l.pp * m_split_v; ++vs) {  // virtual stage vs = chunk·pp + stage
+    const size_t idx = size_t((vs % l.pp) * m_split_v + vs / l.pp);
+    m_first_layer[idx] = next;
+    next += m_layers_per_chunk[idx];
+  }
+}
+
+// Each stage's micro-batch (its chunks' layers, the embedding on the first, the head on the
+// last), its optimizer program, DDP buckets and FSDP units; then the slowest.
+void StepTimeEstimator::time_stages() {
+  const Layout& l = m_layout;
+  for (int64_t i = 0; i < l.pp; ++i) {
+    StageTime st;
+    st.stage = i;
+    const StageCondition& condition = m_stage_condition[size_t(i)];
+    st.compute_slowdown = condition.slowdown;
+    st.scale_up_fraction = condition.scale_up;
+    st.scale_out_fraction = condition.scale_out;
+    std::vector<PieceTime>& chunks = m_chunk_pieces.emplace_back(size_t(m_split_v));
+    const Probes& probes = probes_of(i);
+    for (int64_t c = 0; c < m_split_v; ++c) {
+      const size_t idx = size_t(i * m_split_v + c);
+      for (int64_t k = 0; k < m_layers_per_chunk[idx]; ++k) {
+        const int64_t id = m_first_layer[idx] + k;
+        const ProbeTimes& probe = id >= m_first_moe ? probes.moe : probes.dense;
+        chunks[size_t(c)].add(probe.layer[size_t(std::min<int64_t>(id % 2, probe.layers - 1))]);
+      }
+    }
+    if (i == 0) chunks.front().add(probes.dense.embedding);
+    if (i == l.pp - 1) chunks.back().add(probes.dense.head);
+    PieceTime sum;
+    for (const PieceTime& c : chunks) sum.add(c);
+    st.gemm_flops = sum.gemm_flops;
+    st.attention_flops = sum.attention_flops;
+    st.memory_bytes = sum.hbm_bytes;
+    st.forward_s = sum.forward_s;
+    st.backward_s = sum.backward_s;
+    st.recompute_s = sum.recompute_s;
+    st.tp_comm_s = sum.tp_comm_s;
+    st.tp_exposed_s = sum.tp_exposed_s;
+    st.cp_comm_s = sum.cp_comm_s;
+    st.cp_exposed_s = sum.cp_exposed_s;
+    st.ep_comm_s = sum.ep_comm_s;
+    st.ep_exposed_s = sum.ep_exposed_s;
+    st.forward_exposed_s = sum.forward_exposed_s;
+
+    // Optimizer: the stage's own optimizer program (grad-norm, fused Adam, host overhead).
+    const StageProgram opt = optimizer_program(m_sc, m_wo, m_layers_per_chunk, m_split_v, i);
+    const ProgramCost opt_cost = cost_program(opt, m_compute);
+    for (const Task& t : opt.tasks)
+      if (t.kind == TaskKind::compute && t.phase == Phase::optimizer)
+        st.optimizer_s += opt_cost.of(t).seconds() * condition.slowdown;
+    m_stage_buckets.push_back(opt.grad_buckets);
+    m_stage_units.push_back(opt.fsdp_units);
+    m_out.stages.push_back(st);
+  }
+
+  m_out.slowest_stage = 0;
+  for (const StageTime& st : m_out.stages)
+    if (st.compute_s() + mb_exposed(st) > slowest().compute_s() + mb_exposed(slowest()))
+      m_out.slowest_stage = st.stage;
+  for (const StageTime& st : m_out.stages) m_optimizer_s = std::max(m_optimizer_s, st.optimizer_s);
+  m_out.mb_exposed_comm_s = mb_exposed(slowest());
+}
+
+// Pipeline sends: 1/tp of the stage output each (Megatron's scatter-gather, as the workload
+// sends it), rank r of one stage to rank r of the next, each pair over its own link
+// (pipeline_pair, as the event's sends take it: stages smaller than a scale-up domain still
+// cross the NIC where a domain ends) at the slower of its two GPUs' fractions of that link. A
+// boundary takes its slowest pair's time: a slow link slows the sends into and out of its GPU.
+void StepTimeEstimator::time_pipeline_sends() {
+  const Layout& l = m_layout;
+  if (l.pp <= 1) return;
+  const double tokens_mb = double(l.micro_batch) * double(m_model.seq_len) / double(l.cp);  // per GPU
+  const double send_bytes =
+      tokens_mb * double(m_model.hidden) * activation_element_bytes(l.precision) / double(l.tp);
+  const int64_t domain = scale_up_domain_size(m_sc.cluster), stage_size = l.tp * l.cp * l.dp;
+  const RankLayout ranks(l, m_sc.cluster.gpus_per_node);
+  std::map<int64_t, StageCondition> slow_gpus;  // each slow link's GPU, its fraction of each class
+  for (const SlowLink& sl : m_options.slow_links) slow_gpus[sl.rank].slow_down(sl);
+  auto across_domains = [&](int64_t a, int64_t b) { return a / domain != b / domain; };
+  auto pair_s = [&](int64_t from_rank, int64_t to_rank) {
+    const LinkCost& link = across_domains(from_rank, to_rank) ? m_pp_link_across : m_pp_link_inside;
+    double fraction = 1;
+    for (const int64_t r : {from_rank, to_rank})
+      if (const auto it = slow_gpus.find(r); it != slow_gpus.end())
+        fraction = std::min(fraction, it->second.fraction(link.link_class));
+    return collective_at_s(CollectiveOp::send_recv, send_bytes, 2, link, fraction);
+  };
+  for (int64_t b = 0; b < l.pp; ++b) {
+    const int64_t next = (b + 1) % l.pp;
+    // The healthy pairs of each kind (all alike), then the pairs with a slow GPU. Megatron's
+    // order puts the stage outermost: stage s holds ranks s·stage_size onwards.
+    double hop = 0;
+    bool inside = false, across = false;
+    for (int64_t r = 0; r < stage_size && !(inside && across); ++r)
+      (across_domains(b * stage_size + r, next * stage_size + r) ? across : inside) = true;
+    if (inside) hop = collective_s(CollectiveOp::send_recv, send_bytes, 2, m_pp_link_inside);
+    if (across) hop = std::max(hop, collective_s(CollectiveOp::send_recv, send_bytes, 2, m_pp_link_across));
+    for (const auto& [rank, condition] : slow_gpus) {
+      RankCoord c = ranks.coord_of(rank);
+      if (c.pp != b && c.pp != next) continue;
+      c.pp = c.pp == b ? next : b;
+      hop = std::max(hop, pair_s(rank, ranks.rank_of(c)));
+    }
+    m_hop_s.push_back(hop);
+  }
+  // Only interleaving turns from the last stage back to the first.
+  m_out.pp_send_s = *std::max_element(m_hop_s.begin(), m_hop_s.end() - (m_v_chunks > 1 ? 0 : 1));
+  m_pp_total_s = m_out.microbatches * m_v * neighbour_hops_s(m_out.slowest_stage);
+}
+
+// One exchange with each of a stage's neighbours (a message out and one in, passing each other
+// on full-duplex links): interleaved, the stages before and after it (stage 0 and p−1 exchange
+// the chunks' turns); otherwise a middle stage's two neighbours, an end stage's one.
+double StepTimeEstimator::neighbour_hops_s(int64_t stage) const {
+  const int64_t p = m_layout.pp;
+  if (m_v_chunks > 1) return m_hop_s[size_t((stage + p - 1) % p)] + m_hop_s[size_t(stage)];
+  double hops = 0;
+  if (stage > 0) hops += m_hop_s[size_t(stage - 1)];
+  if (stage < p - 1) hops += m_hop_s[size_t(stage)];
+  return hops;
+}
+
+// The step as the busiest pipeline port bounds it: each direction of a stage's port (NIC or
+// scale-up, as the sends take; full duplex, as in the event) carries m·v messages per neighbour,
+// one at a time at its rate, as the event's flows share it: out, the activations forward and the
+// gradients back; in, the same from its neighbours. Its first waits for the forwards of the
+// stages before it (stage 0: its own), its last is followed by their backwards and stage 0's
+// optimizer (the stage's own beside them). A lower bound: where the schedule's path covers it,
+// nothing.
+double StepTimeEstimator::pipeline_port_bound_s() const {
+  const int64_t p = m_layout.pp;
+  if (p <= 1) return 0.0;
+  auto forward_chunk = [&](const StageTime& st) { return (st.forward_s + st.forward_exposed_s) / m_v; };
+  auto backward_chunk = [&](const StageTime& st) {
+    return (st.backward_s + st.recompute_s + mb_exposed(st) - st.forward_exposed_s) / m_v;
+  };
+  const StageTime& first = m_out.stages.front();
+  double bound = 0;
+  double before_forward = 0, before_backward = 0;  // the stages before s: a chunk-step each, and hops
+  for (int64_t s = 0; s < p; ++s) {
+    const StageTime& st = m_out.stages[size_t(s)];
+    const double fill = s == 0 ? forward_chunk(first) : before_forward;
+    const double drain = s == 0 ? backward_chunk(first) : before_backward;
+    const double load = m_out.microbatches * m_v * neighbour_hops_s(s);
+    // The drain ends with stage 0's optimizer; the stage's own runs beside it.
+    bound = std::max(bound, fill + load + std::max(drain + first.optimizer_s, st.optimizer_s));
+    before_forward += forward_chunk(st) + m_hop_s[size_t(s)];
+    before_backward += backward_chunk(st) + m_hop_s[size_t(s)];
+  }
+  return bound;
+}
+
+// The fill's and the drain's hops: each boundary once forward and once backward.
+double StepTimeEstimator::fill_drain_hops_s() const {
+  return 2.0 * std::accumulate(m_hop_s.begin(), m_hop_s.end() - 1, 0.0);
+}
+
+// Fill and drain: Megatron's schedule played out (schedule_finish_times) with each
+// chunk-step at its chunk's time per micro-batch, exposed TP/CP/EP waits included, and FSDP's
+// first forward and last backward of a stage stretched as above; the bubble is what the longest
+// path adds to the slowest stage's own work. Equal stages give Narayanan's (p−1)/v · t; a
+// heavier last stage (logits and loss) waits for the lighter stages' times, not its own, and
+// interleaved, also for its chunks' round trips through them.
+// Played out twice when interleaved: the compute alone, and with each message between stages
+// delaying the chunk-step that waits for it (sent asynchronously, overlap_p2p_comm); what the
+// messages add to the longest path is the pipeline's exposed communication. Plain 1F1B
+// exchanges its messages blocking, in pairs (send_forward_recv_backward, the two passing each
+// other on full-duplex links), so a stage's own m exchanges with each neighbour and the fill and
+// drain's 2(p−1) (each boundary twice) sit on the path: 2(m + p − 1) sends on equal links for a
+// middle stage, m + 2(p − 1) for an end stage.
+size_t StepTimeEstimator::slot_key(const PipelineSlot& slot) const {
+  const int64_t m = std::max<int64_t>(1, m_layout.num_microbatches());
+  return size_t(((slot.forward ? 1 : 0) * m_v_chunks + slot.chunk) * m + slot.micro_batch);
+}
+
+// Megatron-Core's DDP cuts only a stage's first model chunk into buckets (get_model's
+// disable_bucketing from the second chunk on): those reduce as the chunk's last backward
+// produces them, beside it; a later chunk's one bucket reduces once its last backward has
+// ended, beside the chunk-steps the stage runs next. Each runs overlap_slowdown slower over
+// the reduction's time, chunk-step by chunk-step in the stage's order (its idle gaps taken as
+// none). Interleaved DDP only (ZeRO 0-2, bucketed); elsewhere each stage's last backward is
+// stretched by all its reductions (last_backward_s).
+void StepTimeEstimator::spread_reduction_slowdown() {
+  const Layout& l = m_layout;
+  m_reduce_slowdown_s.clear();
+  if (l.pp <= 1 || m_v_chunks <= 1 || l.zero_stage >= 3 || m_wo.grad_reduce != GradReduceOverlap::bucketed ||
+      !m_wo.one_bucket_after_first_chunk || m_split_v != m_v_chunks)
+    return;
+  const int64_t m = std::max<int64_t>(1, l.num_microbatches());
+  for (int64_t stage = 0; stage < l.pp; ++stage) {
+    std::vector<double>& slowed = m_reduce_slowdown_s.emplace_back(size_t(2 * m_v_chunks * m), 0.0);
+    std::vector<double> chunk_traffic(size_t(m_v_chunks), 0.0);
+    for (const StageProgram::GradBucketSize& b : m_stage_buckets[size_t(stage)])
+      chunk_traffic[size_t(b.chunk)] += bucket_reduce_s(b, stage);
+    const std::vector<PipelineSlot> order = stage_schedule(m_schedule, stage, l.pp, m, m_v_chunks);
+    const std::vector<ChunkStep>& steps = m_chunk_steps[size_t(stage)];
+    auto compute_s = [&](const PipelineSlot& slot) {
+      const ChunkStep& c = steps[size_t(slot.chunk)];
+      return slot.forward ? c.forward_s : c.backward_s;
+    };
+    for (size_t k = 0; k < order.size(); ++k) {
+      const PipelineSlot& slot = order[k];
+      if (slot.forward || slot.micro_batch != m - 1) continue;  // a chunk's last backward
+      double traffic = chunk_traffic[size_t(slot.chunk)];
+      // Its buckets beside it (the first chunk), or its one bucket beside what follows.
+      for (size_t j = m_wo.chunk_bucketed(slot.chunk) ? k : k + 1; j < order.size() && traffic > 0; ++j) {
+        const double beside = std::min(traffic, compute_s(order[j]));
+        slowed[slot_key(order[j])] += m_options.overlap_slowdown * beside;
+        traffic -= beside;
+      }
+    }
+  }
+}
+
+std::optional<double> StepTimeEstimator::makespan(const std::vector<double>& hop_s,
+                                                  std::vector<double>* stage_ends) const {
+  const Layout& l = m_layout;
+  const int64_t last_micro_batch = std::max<int64_t>(1, l.num_microbatches()) - 1;
+  auto stretch = [](double stretched, double plain) { return plain > 0 ? stretched / plain : 1.0; };
+  const auto finish = schedule_finish_times(
+      m_schedule, l.pp, last_micro_batch + 1, m_v_chunks,
+      [&](int64_t stage, const PipelineSlot& slot) {
+        const StageTime& st = m_out.stages[size_t(stage)];
+        const ChunkStep& c = m_chunk_steps[size_t(stage)][size_t(slot.chunk)];
+        if (slot.forward && slot.micro_batch == 0 && m_fsdp_pipeline) {
+          const std::vector<double>& spans = m_first_forward_spans[size_t(stage)];
+          return m_split_v == m_v_chunks ? spans[size_t(slot.chunk)]
+                                         : std::accumulate(spans.begin(), spans.end(), 0.0) / m_v;
+        }
+        const double beside_reductions =
+            m_reduce_slowdown_s.empty() ? 0.0 : m_reduce_slowdown_s[size_t(stage)][slot_key(slot)];
+        if (slot.forward) return c.forward_s + beside_reductions + c.forward_exposed_s;
+        const bool last = slot.micro_batch == last_micro_batch && m_reduce_slowdown_s.empty();
+        const double plain = st.backward_s + st.recompute_s;
+        const double b = last ? stretch(last_backward_s(st), plain) : 1.0;
+        // The chunk's part of the stage's longer waits beside its reductions.
+        const double shared_waits =
+            last && plain > 0 ? c.backward_s / plain * last_backward_shared_waits_s(st) : 0.0;
+        return c.backward_s * b + beside_reductions + c.backward_exposed_s + shared_waits;
+      },
+      hop_s);
+  if (!finish) return std::nullopt;
+  // Each stage's optimizer runs after its own last backward: the step ends with the stage whose
+  // last backward and optimizer end last, counted here against the longest optimizer (which the
+  // compute term holds).
+  double end = -std::numeric_limits<double>::infinity();
+  if (stage_ends) stage_ends->assign(size_t(l.pp), 0.0);
+  for (int64_t i = 0; i < l.pp; ++i) {
+    const double stage_end = (*finish)[size_t(i)] + m_out.stages[size_t(i)].optimizer_s - m_optimizer_s;
+    if (stage_ends) (*stage_ends)[size_t(i)] = stage_end;
+    end = std::max(end, stage_end);
+  }
+  return end;
+}
+
+void StepTimeEstimator::time_fill_and_drain() {
+  const Layout& l = m_layout;
+  for (const std::vector<PieceTime>& chunks : m_chunk_pieces) {
+    std::vector<ChunkStep>& steps = m_chunk_steps.emplace_back();
+    auto step_of = [](const PieceTime& p, double share) {
+      return ChunkStep{share * p.forward_s, share * p.forward_exposed_s,
+                       share * (p.backward_s + p.recompute_s), share * (p.exposed_s() - p.forward_exposed_s)};
+    };
+    if (m_split_v == m_v_chunks) {
+      for (const PieceTime& c : chunks) steps.push_back(step_of(c, 1.0));
+    } else {  // the split cannot be made (the event refuses the layout): 1/v of the stage each
+      PieceTime whole;
+      for (const PieceTime& c : chunks) whole.add(c);
+      steps.assign(size_t(m_v_chunks), step_of(whole, 1.0 / m_v));
+    }
+  }
+  spread_reduction_slowdown();
+  const StageTime& slow = slowest();
+  const std::optional<double> compute_path = l.pp > 1 ? makespan({}, &m_stage_path_end) : std::nullopt;
+  m_out.fill_drain_s = 0;
+  if (l.pp > 1 && m_v_chunks == 1) {
+    // 1F1B's steady state goes at the pace of the stage whose micro-batch, with its blocking
+    // exchanges, takes longest: a middle stage beside slow links can take longer than the
+    // slowest stage's compute. What that pace adds beyond the slowest stage's own work is on
+    // the path.
+    double pace = 0;
+    for (const StageTime& st : m_out.stages)
+      pace = std::max(pace, st.compute_s() + mb_exposed(st) + neighbour_hops_s(st.stage));
+    m_out.pp_exposed_s =
+        m_out.microbatches * (pace - (slow.compute_s() + mb_exposed(slow))) + fill_drain_hops_s();
+  }
+  if (l.pp == 1) {
+    // One stage: nothing to fill or drain.
+  } else if (compute_path) {
+    const double slow_slowed = m_reduce_slowdown_s.empty()
+                                   ? last_backward_s(slow) - slow.backward_s - slow.recompute_s
+                                   : std::accumulate(m_reduce_slowdown_s[size_t(slow.stage)].begin(),
+                                                     m_reduce_slowdown_s[size_t(slow.stage)].end(), 0.0);
+    // (The slowest stage's own shared-link waits are charge_shared_links' steady-state share.)
+    const double slow_own = m_out.microbatches * (slow.compute_s() + mb_exposed(slow)) +
+                            (first_forward_s(slow) - slow.forward_s) + slow_slowed +
+                            (m_reduce_slowdown_s.empty() ? last_backward_shared_waits_s(slow) : 0.0);
+    m_out.fill_drain_s = std::max(0.0, *compute_path - slow_own);
+    if (l.pp > 1 && m_v_chunks > 1) m_out.pp_exposed_s = std::max(0.0, *makespan(m_hop_s) - *compute_path);
+  } else {
+    // Megatron's order deadlocks (the event refuses the layout): one pass through every other
+    // stage, 1/v of it per chunk.
+    for (const StageTime& st : m_out.stages)
+      if (st.stage != m_out.slowest_stage)
+        m_out.fill_drain_s += (first_forward_s(st) + last_backward_s(st) + mb_exposed(st)) / m_v;
+    if (m_v_chunks > 1) m_out.pp_exposed_s = fill_drain_hops_s();
+  }
+  if (m_v > 1) m_pp_overlapped_s = std::max(0.0, m_pp_total_s - m_out.pp_exposed_s);
+}
+
+void StepTimeEstimator::fill_breakdown() {
+  const StageTime& slow = slowest();
+  const double microbatches = m_out.microbatches;
+  BreakdownReport& b = m_out.breakdown;
+  b.stage = m_out.slowest_stage;
+  b.forward_s = microbatches * slow.forward_s + m_fwd_slowdown_s;
+  b.backward_s = microbatches * slow.backward_s + m_grad_slowdown_s;
+  b.recompute_s = microbatches * slow.recompute_s;
+  b.optimizer_s = m_optimizer_s;
+  b.compute_s = b.forward_s + b.backward_s + b.recompute_s + b.optimizer_s;
+  b.tp_comm_s = microbatches * slow.tp_comm_s;
+  b.pp_comm_s = 2.0 * m_pp_total_s;  // a middle stage receives as many messages as it sends
+  b.dp_comm_s = m_dp_total_s;
+  b.cp_comm_s = microbatches * slow.cp_comm_s;
+  b.ep_comm_s = microbatches * slow.ep_comm_s;
+  b.tp_exposed_s = microbatches * slow.tp_exposed_s + m_tp_shared_s;
+  b.cp_exposed_s = microbatches * slow.cp_exposed_s + m_cp_shared_s;
+  b.ep_exposed_s = microbatches * slow.ep_exposed_s + m_ep_shared_s;
+  // The critical path's pipeline hops (out.pp_exposed_s) beyond the messages a stage receives
+  // itself are other stages' sends during fill and drain (fewer micro-batches than stages):
+  // the stage idles on the pipeline there, which the event simulation counts as bubble.
+  b.pp_exposed_s = std::min(m_out.pp_exposed_s, m_pp_total_s);
+  b.dp_exposed_s = m_out.dp_exposed_s;
+  b.exposed_comm_s = b.tp_exposed_s + b.cp_exposed_s + b.ep_exposed_s + b.pp_exposed_s + b.dp_exposed_s;
+  b.bubble_s = m_out.fill_drain_s + (m_out.pp_exposed_s - b.pp_exposed_s) + m_out.critical_tail_s;
+  m_out.pipeline_port_s =
+      std::max(0.0, pipeline_port_bound_s() - (b.compute_s + b.exposed_comm_s + b.bubble_s));
+  b.bubble_s += m_out.pipeline_port_s;
+  m_out.step_time_s = b.compute_s + b.exposed_comm_s + b.bubble_s;
+}
+
+}  // namespace detail
+
+StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
+                                    const AnalyticOptions& options) {
+  (void)flops;  // FLOPs come with the workload's ops
+  training_peak_flops_per_s(sc);
+  return detail::StepTimeEstimator(sc, options).run();
+}
+
+}  // namespace simrun

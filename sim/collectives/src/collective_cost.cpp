@@ -1,0 +1,247 @@
+// α-β collective times and group links; formulas and sources in collective_cost.hpp.
+#include "simrun/sim/collectives/collective_cost.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "collective_plan.hpp"
+#include "simrun/common/error.hpp"
+#include "simrun/topologies/cluster_graph.hpp"
+
+namespace simrun {
+namespace {
+
+double steps_ceil_log2(int64_t n) {
+  int64_t steps = 0;
+  for (int64_t k = 1; k < n; k *= 2) ++steps;
+  return double(steps);
+}
+
+void check_args(double bytes, int64_t n, const LinkCost& link) {
+  SIMRUN_ASSERT(bytes >= 0, "collective size must be non-negative");
+  SIMRUN_ASSERT(n >= 1, "collective group must have at least one rank");
+  SIMRUN_ASSERT(link.bytes_per_s > 0 || n == 1, "collective link needs a positive bandwidth");
+}
+
+// Members of the group inside one scale-up domain (at least one), for a group that spans domains.
+int64_t members_per_domain(const ClusterSpec& cluster, RankGroup group) {
+  return std::clamp<int64_t>(scale_up_domain_size(cluster) / group.stride, 1, group.size);
+}
+
+// One GPU's NIC bandwidth as NCCL rings reach it: its share of the node's ports, reached over a
+// PCIe link per GPU–NIC pair as the cluster graph wires it (an NDR port behind an A100's Gen4
+// x16 moves at most the link's 32 GB/s; hardware.md §3 host interfaces), divided by the fabric's
+// oversubscription.
+double nic_share_bytes_per_s(const ClusterSpec& cluster, const EfficiencyDefaults& eff) {
+  double share = cluster.nic_bytes_per_s_per_gpu();
+  if (cluster.gpu.pcie_bytes_per_s > 0 && cluster.gpus_per_node > 0) {
+    const double nics_per_gpu = double(cluster.nics_per_node) / double(cluster.gpus_per_node);
+    share = std::min(share, cluster.gpu.pcie_bytes_per_s * std::max(1.0, nics_per_gpu));
+  }
+  return share * eff.scale_out_fraction / std::max(1.0, cluster.oversubscription);
+}
+
+}  // namespace
+
+double ring_all_reduce_s(double bytes, int64_t n, const LinkCost& link) {
+  check_args(bytes, n, link);
+  if (n == 1 || bytes == 0) return 0;
+  const double nd = double(n);
+  return 2.0 * (nd - 1.0) / nd * bytes / link.bytes_per_s + 2.0 * (nd - 1.0) * link.alpha_s;
+}
+
+double tree_all_reduce_s(double bytes, int64_t n, const LinkCost& link) {
+  check_args(bytes, n, link);
+  if (n == 1 || bytes == 0) return 0;
+  return 2.0 * bytes / link.bytes_per_s + 2.0 * steps_ceil_log2(n) * link.alpha_s;
+}
+
+double ring_all_gather_s(double bytes, int64_t n, const LinkCost& link) {
+  check_args(bytes, n, link);
+  if (n == 1 || bytes == 0) return 0;
+  const double nd = double(n);
+  return (nd - 1.0) / nd * bytes / link.bytes_per_s + (nd - 1.0) * link.alpha_s;
+}
+
+double ring_reduce_scatter_s(double bytes, int64_t n, const LinkCost& link) {
+  return ring_all_gather_s(bytes, n, link);
+}
+
+double all_to_all_s(double bytes, int64_t n, const LinkCost& link) {
+  return ring_all_gather_s(bytes, n, link);
+}
+
+double send_recv_s(double bytes, const LinkCost& link) {
+  check_args(bytes, 2, link);
+  if (bytes == 0) return 0;
+  return bytes / link.bytes_per_s + link.alpha_s;
+}
+
+double nvls_s(CollectiveOp op, double bytes, const GroupShape& shape) {
+  SIMRUN_ASSERT(shape.nvls && shape.nodes == 1, "NVLS runs inside one NVSwitch domain");
+  if (shape.ranks <= 1 || bytes == 0) return 0;
+  const NvlsLinkBytes per_byte = nvls_link_bytes(op, shape.ranks);
+  const double latency_us =
+      CollectiveTuner::hw_latency_us(CollectiveTuner::Hw::nvlink, Algorithm::nvls, Protocol::simple);
+  return std::max(per_byte.up, per_byte.down) * bytes /
+             (shape.intra_bytes_per_s * CollectiveTuner::nvls_efficiency(shape)) +
+         latency_us * 1e-6;
+}
+
+double collective_s(CollectiveOp op, double bytes, int64_t n, const LinkCost& link) {
+  const bool nccl_op =
+      op == CollectiveOp::all_reduce || op == CollectiveOp::all_gather || op == CollectiveOp::reduce_scatter;
+  if (link.domain_shape && nccl_op && n > 1 && bytes > 0) {
+    SIMRUN_ASSERT(link.domain_shape->ranks == n, "the domain shape describes another group size");
+    const GroupShape& shape = *link.domain_shape;
+    const TunerChoice choice = CollectiveTuner::choose(op, shape, bytes);
+    if (choice.algorithm == Algorithm::nvls) return nvls_s(op, bytes, shape);
+    if (choice.algorithm == Algorithm::ring) {
+      if (shape.nvswitch) return choice.predicted_us * 1e-6;
+      // A mesh, as the event's flows run it: channel c rides ring c mod R of the R link-disjoint
+      // rings, so ring r carries its g_r channels' share of the bytes (wire bytes: the protocol's
+      // line overhead) at the lower of their channels' rate (the protocol's and each channel's
+      // share of a link) and its links' rate; the busiest ring sets the time.
+      const int rings = std::max(1, mesh_ring_count(n)), nch = std::max(1, choice.channels);
+      const double link_rate = shape.intra_bytes_per_s / double(rings);
+      const double wire = detail::wire_factor(choice.algorithm, choice.protocol, shape);
+      const double edge_fraction = double(op == CollectiveOp::all_reduce ? 2 : 1) * double(n - 1) / double(n);
+      double slowest_s = 0;
+      for (int r = 0; r < std::min(rings, nch); ++r) {
+        const int g = nch / rings + (r < nch % rings ? 1 : 0);
+        const double rate =
+            std::min(detail::channel_group_cap(choice.algorithm, choice.protocol, shape, nch, g, 1.0),
+                     link_rate / wire);
+        slowest_s = std::max(slowest_s, bytes * double(g) / double(nch) * edge_fraction / rate);
+      }
+      return choice.latency_us * 1e-6 + slowest_s;
+    }
+  }
+  // Across domains NCCL's model for its collectives and for send/recv; all-to-all everywhere.
+  if (link.fabric_group && n > 1 && bytes > 0 &&
+      (op == CollectiveOp::all_to_all ||
+       ((nccl_op || op == CollectiveOp::send_recv) && link.fabric_group->shape.nodes > 1))) {
+    SIMRUN_ASSERT(link.fabric_group->shape.ranks == n, "the fabric group describes another group size");
+    return fabric_collective_s(op, bytes, *link.fabric_group);
+  }
+  switch (op) {
+    case CollectiveOp::all_reduce:
+      return ring_all_reduce_s(bytes, n, link);
+    case CollectiveOp::all_gather:
+      return ring_all_gather_s(bytes, n, link);
+    case CollectiveOp::reduce_scatter:
+      return ring_reduce_scatter_s(bytes, n, link);
+    case CollectiveOp::all_to_all:
+      return all_to_all_s(bytes, n, link);
+    case CollectiveOp::send_recv:
+      return send_recv_s(bytes, link);
+    case CollectiveOp::broadcast:
+    case CollectiveOp::reduce:
+      check_args(bytes, n, link);
+      return (n == 1 || bytes == 0) ? 0.0 : bytes / link.bytes_per_s + double(n - 1) * link.alpha_s;
+  }
+  SIMRUN_ASSERT(false, "unknown collective op");
+  return 0;
+}
+
+double scale_up_link_rate(const GpuSpec& gpu) {
+  const double link = gpu.scale_up_kind == ScaleUpKind::mesh
+                          ? gpu.scale_up_bytes_per_s / double(std::max<int64_t>(1, gpu.scale_up_domain - 1))
+                          : gpu.scale_up_bytes_per_s;
+  return link * scale_up_efficiency(gpu);
+}
+
+LinkCost group_link(const ClusterSpec& cluster, RankGroup group, const EfficiencyDefaults& eff) {
+  const GpuSpec& gpu = cluster.gpu;
+  const int64_t domain = scale_up_domain_size(cluster);
+
+  // Scale-up bandwidth a ring of `peers` members of one domain sees.
+  auto scale_up_bytes_per_s = [&](int64_t peers) {
+    switch (gpu.scale_up_kind) {
+      case ScaleUpKind::nvswitch:
+        return gpu.scale_up_bytes_per_s;
+      case ScaleUpKind::mesh:
+        // Full mesh: scale_up_bytes_per_s is the sum over domain−1 point-to-point links.
+        return domain > 1
+                   ? gpu.scale_up_bytes_per_s * double(std::max<int64_t>(1, peers - 1)) / double(domain - 1)
+                   : gpu.scale_up_bytes_per_s;
+      case ScaleUpKind::bridge:
+        return peers <= 2 ? gpu.scale_up_bytes_per_s : gpu.pcie_bytes_per_s;
+      case ScaleUpKind::pcie:
+        return gpu.pcie_bytes_per_s;
+    }
+    return gpu.scale_up_bytes_per_s;
+  };
+
+  if (group_inside_scale_up(cluster, group)) {
+    const double bw = scale_up_bytes_per_s(group.size);
+    LinkCost link{bw * eff.scale_up_fraction, eff.scale_up_alpha_s, LinkClass::scale_up};
+    const bool nvswitch = gpu.scale_up_kind == ScaleUpKind::nvswitch;
+    if (group.size > 1 && (nvswitch || gpu.scale_up_kind == ScaleUpKind::mesh)) {
+      // As CollectiveRunner::shape reads it off the cluster graph: a GPU's switch link, or its
+      // link to one mesh peer times the link-disjoint rings the group's channels spread over, at
+      // NCCL's scale-up efficiency.
+      GroupShape s;
+      s.ranks = s.ranks_per_node = group.size;
+      s.cc_index = compute_capability_index(gpu);
+      s.nvswitch = nvswitch;
+      s.nvls = nvls_usable(gpu, s.ranks_per_node);
+      s.intra_bytes_per_s =
+          scale_up_link_rate(gpu) * (nvswitch ? 1.0 : double(std::max(1, mesh_ring_count(group.size))));
+      link.domain_shape = s;
+    }
+    return link;
+  }
+  const int64_t local = members_per_domain(cluster, group);
+  double bw = double(local) * nic_share_bytes_per_s(cluster, eff);
+  if (local > 1) bw = std::min(bw, scale_up_bytes_per_s(local) * eff.scale_up_fraction);
+  LinkCost link{bw, eff.scale_out_alpha_s + cluster.fabric.latency_s, LinkClass::scale_out};
+  link.fabric_group = fabric_group(cluster, group);
+  return link;
+}
+
+int64_t nic_sharers(const ClusterSpec& cluster, RankGroup group) {
+  const int64_t gpn = std::max<int64_t>(1, cluster.gpus_per_node), nics = cluster.nics_per_node;
+  if (group.size < 2 || nics < 1 || nics >= gpn || gpn % nics != 0 || group_inside_scale_up(cluster, group))
+    return 1;
+  // A GPU's group of this kind: its offset within the stride, in its block of stride·size ranks.
+  const int64_t block = std::max<int64_t>(1, group.stride) * group.size;
+  std::map<int32_t, std::set<int64_t>> groups_on_nic;
+  for (int64_t local = 0; local < gpn; ++local)
+    for (const int32_t rail : node_rails_of_gpu(local, gpn, nics))
+      groups_on_nic[rail].insert(local % std::max<int64_t>(1, group.stride) + local / block * block);
+  size_t most = 1;
+  for (const auto& [rail, groups] : groups_on_nic) most = std::max(most, groups.size());
+  return int64_t(most);
+}
+
+RankGroup pipeline_pair(const ClusterSpec& cluster, int64_t stage_size, bool same_domain) {
+  if (same_domain) return {2, 1};
+  const int64_t domain = scale_up_domain_size(cluster);
+  return {2, stage_size < domain ? domain : stage_size};
+}
+
+LinkCost all_to_all_link(const ClusterSpec& cluster, RankGroup group, const EfficiencyDefaults& eff) {
+  LinkCost link = group_link(cluster, group, eff);
+  // NCCL's grouped send/recv as the event's flows run it, where every node is its own domain
+  // (fabric_collective_s); else (rack-scale domains, PCIe, uneven groups) the α-β forms below.
+  link.fabric_group =
+      scale_up_domain_size(cluster) == cluster.gpus_per_node ? fabric_group(cluster, group) : nullptr;
+  if (link.link_class == LinkClass::scale_up) return link;
+  // Every member sends (n − local)/n of its buffer through its own NIC share and (local − 1)/n
+  // over the scale-up link, concurrently; as a bus bandwidth for the (n−1)/n bus factor:
+  //   B = (n − 1) / max((n − local)/B_nic, (local − 1)/B_scale_up).
+  const int64_t n = group.size;
+  const int64_t local = members_per_domain(cluster, group);
+  double per_byte = double(n - local) / nic_share_bytes_per_s(cluster, eff);
+  if (local > 1) {
+    const LinkCost inside = group_link(cluster, {local, group.stride}, eff);
+    per_byte = std::max(per_byte, double(local - 1) / inside.bytes_per_s);
+  }
+  link.bytes_per_s = double(n - 1) / per_byte;
+  return link;
+}
+
+}  // namespace simrun

@@ -1,0 +1,705 @@
+// Event simulation of one training step; see step_simulator.hpp for the execution rules.
+#include "simrun/sim/event/step_executor.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+
+#include "simrun/common/error.hpp"
+#include "simrun/sim/collectives/collective_cost.hpp"
+#include "simrun/sim/engine/engine.hpp"
+#include "simrun/sim/network/network.hpp"
+#include "simrun/sim/collectives/collective_harness.hpp"
+
+namespace simrun {
+namespace {
+
+// Network links are per-GPU ports in normalised units: capacity kPortRate "bytes"/s, and a
+// flow's size is its bandwidth time on an idle port × kPortRate. A flow alone on its ports
+// thus lasts exactly its α-β bandwidth term; flows meeting on a port share it max-min. A GPU has
+// one NIC port and one scale-up port (its NVSwitch uplink), or on a full mesh (Infinity Fabric)
+// one scale-up port per peer link: collectives with other peers use other links there.
+// Ports are full duplex, as NVLink and InfiniBand/RoCE are, with the catalog's per-direction
+// bandwidth each way: a port is two links, out and in. A collective (ring, tree or all-to-all:
+// every member sends and receives at once) takes both of each member's; a pipeline send takes
+// the sender's out and the receiver's in, so 1F1B's activations forward and gradients back
+// between two stages pass each other at full rate.
+constexpr double kPortRate = 1e9;
+enum class PortDirection : uint32_t { out = 0, in = 1 };
+
+int group_index(GroupKind g) { return static_cast<int>(g); }
+
+// Bandwidth-bound share of a ring collective: nccl-tests' bus factor × size / bandwidth.
+double bus_factor(CollectiveOp op, int64_t n) {
+  const double nd = double(n);
+  switch (op) {
+    case CollectiveOp::all_reduce:
+      return 2.0 * (nd - 1.0) / nd;
+    case CollectiveOp::all_gather:
+    case CollectiveOp::reduce_scatter:
+    case CollectiveOp::all_to_all:
+      return (nd - 1.0) / nd;
+    case CollectiveOp::send_recv:
+    case CollectiveOp::broadcast:
+    case CollectiveOp::reduce:
+      return 1.0;
+  }
+  return 1.0;
+}
+
+double latency_steps(CollectiveOp op, int64_t n) {
+  const double nd = double(n);
+  switch (op) {
+    case CollectiveOp::all_reduce:
+      return 2.0 * (nd - 1.0);
+    case CollectiveOp::all_gather:
+    case CollectiveOp::reduce_scatter:
+    case CollectiveOp::all_to_all:
+    case CollectiveOp::broadcast:
+    case CollectiveOp::reduce:
+      return nd - 1.0;
+    case CollectiveOp::send_recv:
+      return 1.0;
+  }
+  return 1.0;
+}
+
+// Time of one collective alone: bandwidth-bound seconds (shared on the ports) and latency.
+struct CommCost {
+  double bw_s = 0;
+  double alpha_s = 0;
+  int port = 0;  // 0 NVLink port, 1 NIC
+};
+
+class Executor {
+ public:
+  // `also_trace`: a rank to trace beyond the representatives, stragglers and slow links.
+  Executor(const Scenario& sc, const Workload& w, const WorkloadCost& cost, const StepSimOptions& opt,
+           const Calibration& cal, int64_t also_trace = -1)
+      : m_sc(sc), m_w(w), m_cost(cost), m_opt(opt), m_layout(sc.layout, sc.cluster.gpus_per_node) {
+    const Layout& l = sc.layout;
+    m_full = opt.scope == SimulationScope::full;
+    check_stragglers(opt.stragglers, m_layout.world_size());
+    check_slow_links(opt.slow_links, m_layout.world_size());
+    if (!m_full && !opt.stragglers.empty())
+      throw InputError("step", "stragglers", "a straggler needs every rank simulated (scope full)");
+    if (!m_full && !opt.slow_links.empty())
+      throw InputError("step", "slow_links", "a degraded link needs every rank simulated (scope full)");
+    // Link costs per group kind, with calibration.json's α/β where given.
+    for (GroupKind g : {GroupKind::tp, GroupKind::cp, GroupKind::dp, GroupKind::dp_cp, GroupKind::ep,
+                        GroupKind::pp, GroupKind::edp, GroupKind::cp_a2a, GroupKind::cp_ring}) {
+      const bool all_to_all = g == GroupKind::ep || g == GroupKind::cp_a2a ||
+                              (g == GroupKind::cp && l.cp_comm_type == CpCommType::a2a);
+      m_link[static_cast<size_t>(group_index(g))] =
+          all_to_all ? all_to_all_link(sc.cluster, rank_group(l, g), opt.comm)
+                     : group_link(sc.cluster, rank_group(l, g), opt.comm);
+    }
+
+    // Per-stage stream queues (recv markers are completed by their sends, not by a stream).
+    m_queues.resize(w.stages.size());
+    for (size_t s = 0; s < w.stages.size(); ++s)
+      for (uint32_t i = 0; i < w.stages[s].tasks.size(); ++i) {
+        const Task& t = w.stages[s].tasks[i];
+        if (t.kind != TaskKind::recv) m_queues[s][static_cast<size_t>(t.stream)].push_back(i);
+      }
+
+    // Simulated ranks.
+    std::vector<int64_t> sim;
+    if (m_full) {
+      for (int64_t r = 0; r < m_layout.world_size(); ++r) sim.push_back(r);
+    } else {
+      sim = m_layout.representatives();
+    }
+    m_index_of_rank.assign(static_cast<size_t>(m_layout.world_size()), -1);
+    m_ranks.resize(sim.size());
+    for (size_t i = 0; i < sim.size(); ++i) {
+      RankState& r = m_ranks[i];
+      r.rank = sim[i];
+      r.stage = m_layout.coord_of(sim[i]).pp;
+      r.done.assign(w.stages[static_cast<size_t>(r.stage)].tasks.size(), 0);
+      m_index_of_rank[static_cast<size_t>(sim[i])] = static_cast<int32_t>(i);
+    }
+    // Traced ranks: the representatives and the stragglers.
+    for (int64_t rep : m_layout.representatives()) trace(rep);
+    for (const auto& s : opt.stragglers) {  // given twice, a GPU runs at the larger slowdown
+      trace(s.rank);
+      double& slowdown = m_ranks[static_cast<size_t>(m_index_of_rank[static_cast<size_t>(s.rank)])].slowdown;
+      slowdown = std::max(slowdown, s.slowdown);
+    }
+    m_mesh_domain = sc.cluster.gpu.scale_up_kind == ScaleUpKind::mesh ? scale_up_domain_size(sc.cluster) : 0;
+    m_ports_per_rank = static_cast<uint32_t>(std::max<int64_t>(1, m_mesh_domain)) + 1;
+    std::vector<double> links(2 * m_ports_per_rank * sim.size(), kPortRate);
+    for (const auto& s : opt.slow_links) {
+      const auto i = static_cast<uint32_t>(m_index_of_rank[static_cast<size_t>(s.rank)]);
+      // The NIC is the rank's last port; before it the switch port, or on a mesh its links to
+      // each peer. Both directions slow down. Given twice, a link runs at the lower fraction.
+      const uint32_t nic = port_index(i, 1, -1);
+      const uint32_t first = s.link == LinkClass::scale_out ? nic : port_index(i, 0, -1);
+      const uint32_t last = s.link == LinkClass::scale_out ? nic : nic - 1;
+      for (uint32_t port = first; port <= last; ++port)
+        for (PortDirection d : {PortDirection::out, PortDirection::in}) {
+          double& capacity = links[port_link(port, d)];
+          capacity = std::min(capacity, kPortRate * s.bandwidth_fraction);
+        }
+      trace(s.rank);
+    }
+    if (also_trace >= 0) trace(also_trace);
+    m_network = std::make_unique<Network>(m_engine, std::move(links));
+    if (opt.timing == CollectiveTiming::nccl_model) {
+      const ClusterGraphSpec spec = cluster_graph_spec(sc.cluster);
+      if (const auto why = ClusterGraph::check(spec)) {
+        m_warnings.push_back(
+            "collectives timed with the alpha-beta model: the cluster graph cannot be built (" + *why + ")");
+      } else {
+        m_graph = std::make_shared<ClusterGraph>(spec);
+      }
+    }
+    for (LinkClass c : {LinkClass::scale_up, LinkClass::scale_out}) {
+      const LinkCalibration lcal = cal.link(
+          sc.cluster.gpu.id, c == LinkClass::scale_up ? CalibratedLink::scale_up : CalibratedLink::scale_out);
+      m_calibrated[c == LinkClass::scale_up ? 0 : 1] =
+          lcal.alpha_s.has_value() || lcal.beta_s_per_byte.has_value();
+      m_cal_links[c == LinkClass::scale_up ? 0 : 1] = lcal;
+    }
+  }
+
+  StepResult run() {
+    for (size_t i = 0; i < m_ranks.size(); ++i) advance(static_cast<uint32_t>(i));
+    m_engine.run();
+    StepResult out;
+    out.simulated_ranks = static_cast<int64_t>(m_ranks.size());
+    out.events = m_engine.events_processed();
+    out.flows = m_network->stats().flows_started;
+    TimeNs step{0};
+    for (size_t i = 0; i < m_ranks.size(); ++i) {
+      const RankState& r = m_ranks[i];
+      const size_t n = r.done.size();
+      SIMRUN_ASSERT(r.completed == n, "rank " + std::to_string(r.rank) + " stopped after " +
+                                          std::to_string(r.completed) + " of " + std::to_string(n) +
+                                          " tasks: the step deadlocked");
+      out.tasks += r.completed;
+      step = std::max(step, r.finish);
+    }
+    out.step_time = step;
+    // The rank that finishes last, preferring a traced one within a microsecond: symmetric
+    // ranks differ by the network's rounding only.
+    TimeNs latest_traced{-1};
+    for (const RankState& r : m_ranks)
+      if (r.traced && r.finish > latest_traced) {
+        latest_traced = r.finish;
+        out.last_rank = r.rank;
+      }
+    out.last_rank_traced = latest_traced.ns >= 0 && (step - latest_traced).ns <= 1000;
+    if (!out.last_rank_traced)
+      for (const RankState& r : m_ranks)
+        if (r.finish == step) out.last_rank = r.rank;
+    out.warnings = m_warnings;
+    double worst = -1;
+    for (size_t i = 0; i < m_ranks.size(); ++i) {
+      RankState& r = m_ranks[i];
+      if (!r.traced) continue;
+      finish_breakdown(r);
+      if (r.bd.finish_s > worst) {
+        worst = r.bd.finish_s;
+        out.critical = out.ranks.size();
+      }
+      out.ranks.push_back(r.bd);
+      if (m_opt.record_trace) {
+        const StageProgram& p = m_w.stages[static_cast<size_t>(r.stage)];
+        for (uint32_t t = 0; t < p.tasks.size(); ++t) out.spans.push_back({r.rank, t, r.start[t], r.end[t]});
+      }
+    }
+    return out;
+  }
+
+ private:
+  struct RankState {
+    int64_t rank = 0;
+    int64_t stage = 0;
+    double slowdown = 1.0;
+    bool traced = false;
+    std::array<uint32_t, kStreamCount> head{};
+    std::array<bool, kStreamCount> busy{};
+    std::vector<uint8_t> done;
+    size_t completed = 0;
+    TimeNs finish{0};
+    int32_t nccl_active = 0;  // DP/PP/CP/EP comm kernels in flight (SM sharing)
+    // Traced ranks only.
+    std::vector<TimeNs> start, end;
+    std::vector<TimeNs> arrival;  // --full: when this rank reached each collective (start: all had)
+    TimeNs compute_free{0};
+    uint32_t last_task = kNoTask;
+    RankBreakdown bd;
+  };
+
+  struct Arrival {
+    int64_t count = 0;
+  };
+
+  void trace(int64_t rank) {
+    const int32_t i = m_index_of_rank[static_cast<size_t>(rank)];
+    if (i < 0) return;
+    RankState& r = m_ranks[static_cast<size_t>(i)];
+    if (r.traced) return;
+    r.traced = true;
+    r.start.assign(r.done.size(), TimeNs{0});
+    r.end.assign(r.done.size(), TimeNs{0});
+    if (m_full) r.arrival.assign(r.done.size(), TimeNs{0});
+    r.bd.rank = r.rank;
+    r.bd.stage = r.stage;
+  }
+
+  const StageProgram& program(const RankState& r) const { return m_w.stages[static_cast<size_t>(r.stage)]; }
+
+  bool deps_ready(const RankState& r, const StageProgram& p, const Task& t) const {
+    for (uint16_t k = 0; k < t.dep_count; ++k)
+      if (!r.done[p.dep(t, k)]) return false;
+    return true;
+  }
+
+  void advance(uint32_t idx) {
+    RankState& r = m_ranks[idx];
+    const StageProgram& p = program(r);
+    const auto& queues = m_queues[static_cast<size_t>(r.stage)];
+    for (int s = 0; s < kStreamCount; ++s) {
+      const auto& q = queues[static_cast<size_t>(s)];
+      auto& head = r.head[static_cast<size_t>(s)];
+      if (r.busy[static_cast<size_t>(s)] || head >= q.size()) continue;
+      const uint32_t t = q[head];
+      const Task& task = p.tasks[t];
+      if (!deps_ready(r, p, task)) continue;
+      ++head;
+      r.busy[static_cast<size_t>(s)] = true;
+      start(idx, t, task);
+    }
+  }
+
+  void start(uint32_t idx, uint32_t t, const Task& task) {
+    RankState& r = m_ranks[idx];
+    const TimeNs now = m_engine.now();
+    if (r.traced) r.start[t] = now;
+    switch (task.kind) {
+      case TaskKind::compute: {
+        if (r.traced) attribute_gap(r, task, now);
+        TimeNs dur = m_cost.stages[static_cast<size_t>(r.stage)].of(task);
+        double factor = r.slowdown;
+        if (r.nccl_active > 0) factor *= 1.0 + m_opt.overlap_slowdown;
+        if (factor != 1.0) dur = TimeNs{static_cast<int64_t>(std::ceil(double(dur.ns) * factor))};
+        m_engine.schedule_at(now + dur, [this, idx, t] { complete(idx, t); });
+        break;
+      }
+      case TaskKind::collective:
+        arrive(idx, t, task);
+        break;
+      case TaskKind::send:
+        send(idx, t, task);
+        break;
+      case TaskKind::recv:
+        SIMRUN_ASSERT(false, "recv tasks are not on a stream");
+        break;
+    }
+  }
+
+  // A collective is reached: with representatives it starts now; with every rank simulated it
+  // starts when the last member of its group arrives.
+  void arrive(uint32_t idx, uint32_t t, const Task& task) {
+    RankState& r = m_ranks[idx];
+    if (!r.arrival.empty()) r.arrival[t] = m_engine.now();
+    if (!m_full) {
+      launch_collective(task, t, std::vector<uint32_t>{idx});
+      return;
+    }
+    const int64_t n = m_layout.group_size(task.group);
+    if (n <= 1) {
+      launch_collective(task, t, std::vector<uint32_t>{idx});
+      return;
+    }
+    const uint64_t key = (static_cast<uint64_t>(m_layout.group_id(task.group, r.rank)) << 32) | t;
+    Arrival& a = m_arrivals[key];
+    if (++a.count < n) return;
+    m_arrivals.erase(key);
+    std::vector<uint32_t> members;
+    members.reserve(static_cast<size_t>(n));
+    for (int64_t m : m_layout.group(task.group, r.rank))
+      members.push_back(static_cast<uint32_t>(m_index_of_rank[static_cast<size_t>(m)]));
+    launch_collective(task, t, std::move(members));
+  }
+
+  void launch_collective(const Task& task, uint32_t t, std::vector<uint32_t> members) {
+    const CommCost cost = collective_cost(task.coll, task.group, task.comm_bytes);
+    const double bw_s = cost.bw_s, alpha_s = cost.alpha_s;
+    const int port = cost.port;
+    const TimeNs now = m_engine.now();
+    const bool sm_sharing = task.group != GroupKind::tp;
+    for (uint32_t m : members) {
+      RankState& r = m_ranks[m];
+      if (r.traced) r.start[t] = now;  // transfer start (after waiting for the group)
+      if (sm_sharing) ++r.nccl_active;
+    }
+    FlowSpec f;
+    f.bytes = bw_s * kPortRate;
+    f.latency = TimeNs::from_seconds(alpha_s);
+    auto both_directions = [&f](uint32_t port_index) {
+      for (PortDirection d : {PortDirection::out, PortDirection::in})
+        f.links.push_back(LinkUse{port_link(port_index, d), 1.0});
+    };
+    for (uint32_t m : members) {
+      if (port == 0 && m_mesh_domain > 0) {  // each link to a peer of the group
+        for (uint32_t p : mesh_group_ports(m, task.group)) both_directions(p);
+      } else {
+        both_directions(port_index(m, port, -1));
+      }
+    }
+    m_network->start_flow(std::move(f), [this, t, sm_sharing, members = std::move(members)](FlowId) {
+      for (uint32_t m : members) {
+        if (sm_sharing) --m_ranks[m].nccl_active;
+        complete(m, t);
+      }
+    });
+  }
+
+  void send(uint32_t idx, uint32_t t, const Task& task) {
+    const RankState& r = m_ranks[idx];
+    RankCoord c = m_layout.coord_of(r.rank);
+    c.pp = task.peer_stage;
+    const int64_t peer_rank = m_layout.rank_of(c);
+    const int32_t peer = m_index_of_rank[static_cast<size_t>(peer_rank)];
+    SIMRUN_ASSERT(peer >= 0, "pipeline peer not simulated");
+    const bool same_domain =
+        r.rank / scale_up_domain_size(m_sc.cluster) == peer_rank / scale_up_domain_size(m_sc.cluster);
+    const CommCost cost = p2p_cost(task.comm_bytes, same_domain);
+    const int port = cost.port;
+    FlowSpec f;
+    f.bytes = cost.bw_s * kPortRate;
+    f.latency = TimeNs::from_seconds(cost.alpha_s);
+    f.links.push_back(LinkUse{port_link(port_index(idx, port, peer_rank), PortDirection::out), 1.0});
+    f.links.push_back(
+        LinkUse{port_link(port_index(static_cast<uint32_t>(peer), port, r.rank), PortDirection::in), 1.0});
+    const TimeNs begin = m_engine.now();
+    const uint32_t recv = task.peer_task;
+    ++m_ranks[idx].nccl_active;
+    m_network->start_flow(std::move(f), [this, idx, t, peer, recv, begin](FlowId) {
+      --m_ranks[idx].nccl_active;
+      RankState& dst = m_ranks[static_cast<size_t>(peer)];
+      if (dst.traced) {  // a recv is on no stream: account its wire time here
+        dst.start[recv] = begin;
+        dst.end[recv] = m_engine.now();
+        dst.bd.comm_s[static_cast<size_t>(group_index(GroupKind::pp))] += (dst.end[recv] - begin).seconds();
+      }
+      mark_done(dst, recv);
+      complete(idx, t);
+      advance(static_cast<uint32_t>(peer));
+    });
+  }
+
+  // α-β time of a collective on `ranks`-shaped group (analytic formulas, calibration α/β).
+  CommCost alpha_beta(CollectiveOp op, int64_t n, LinkCost lc, double bytes) const {
+    const LinkCalibration c = m_cal_links[lc.link_class == LinkClass::scale_up ? 0 : 1];
+    if (c.alpha_s) lc.alpha_s = *c.alpha_s;
+    if (c.beta_s_per_byte) lc.bytes_per_s = 1.0 / *c.beta_s_per_byte;
+    CommCost cost;
+    cost.port = lc.link_class == LinkClass::scale_up ? 0 : 1;
+    if (n <= 1) return cost;
+    cost.bw_s = bus_factor(op, n) * bytes / lc.bytes_per_s;
+    cost.alpha_s = latency_steps(op, n) * lc.alpha_s;
+    return cost;
+  }
+
+  // The NCCL model's time of `op` on the first of `groups` on the cluster graph, the others
+  // (its twins on the same nodes, where they share its NICs: nic_sharers) running beside it: the
+  // latency part is the time of a 1-byte call, the rest is bandwidth-bound.
+  CommCost nccl_model(CollectiveOp op, const std::vector<std::vector<int64_t>>& groups, double bytes,
+                      int port) const {
+    auto run = [&](double b) {
+      std::vector<CollectiveRequest> requests;
+      for (const std::vector<int64_t>& ranks : groups) {
+        CollectiveRequest& req = requests.emplace_back();
+        req.op = op;
+        req.ranks = ranks;
+        req.bytes = b;
+      }
+      return collective_among_s(m_graph, requests);
+    };
+    CommCost cost;
+    cost.port = port;
+    const double latency = run(1.0);
+    cost.alpha_s = latency;
+    cost.bw_s = std::max(0.0, run(bytes) - latency);
+    return cost;
+  }
+
+  CommCost collective_cost(CollectiveOp op, GroupKind g, double bytes) {
+    const auto key = std::make_tuple(static_cast<int>(op), static_cast<int>(g), bytes);
+    const auto it = m_cost_cache.find(key);
+    if (it != m_cost_cache.end()) return it->second;
+    const int64_t n = m_layout.group_size(g);
+    const LinkCost lc = m_link[static_cast<size_t>(group_index(g))];
+    const int port = lc.link_class == LinkClass::scale_up ? 0 : 1;
+    CommCost cost;
+    if (m_graph && n > 1 && !m_calibrated[port])
+      cost = nccl_model(
+          op, with_nic_twins(rank_group(m_sc.layout, g), [&](int64_t o) { return m_layout.group(g, o); }),
+          bytes, port);
+    else
+      cost = alpha_beta(op, n, lc, bytes);
+    m_cost_cache.emplace(key, cost);
+    return cost;
+  }
+
+  CommCost p2p_cost(double bytes, bool same_domain) {
+    const auto key = std::make_tuple(-1, same_domain ? 1 : 0, bytes);
+    const auto it = m_cost_cache.find(key);
+    if (it != m_cost_cache.end()) return it->second;
+    const int64_t domain = scale_up_domain_size(m_sc.cluster);
+    const int64_t stage_size = rank_group(m_sc.layout, GroupKind::pp).stride;
+    const LinkCost lc =
+        group_link(m_sc.cluster, pipeline_pair(m_sc.cluster, stage_size, same_domain), m_opt.comm);
+    const int port = lc.link_class == LinkClass::scale_up ? 0 : 1;
+    CommCost cost;
+    if (m_graph && !m_calibrated[port] && m_sc.cluster.num_gpus > domain - (same_domain ? domain : 0))
+      cost = nccl_model(CollectiveOp::send_recv,
+                        same_domain ? std::vector<std::vector<int64_t>>{{0, 1}}
+                                    : with_nic_twins(rank_group(m_sc.layout, GroupKind::pp),
+                                                     [&](int64_t o) {
+                                                       return std::vector<int64_t>{o, domain + o};
+                                                     }),
+                        bytes, port);
+    else
+      cost = alpha_beta(CollectiveOp::send_recv, 2, lc, bytes);
+    m_cost_cache.emplace(key, cost);
+    return cost;
+  }
+
+  // The group at offset 0 (`group_at(0)`) and, where groups of its kind share a NIC
+  // (nic_sharers > 1), its twins at offsets 1 .. min(stride, gpus_per_node) − 1 on the same
+  // nodes, which run beside it in the step.
+  template <class GroupAt>
+  std::vector<std::vector<int64_t>> with_nic_twins(RankGroup kind, GroupAt group_at) const {
+    std::vector<std::vector<int64_t>> groups{group_at(0)};
+    if (nic_sharers(m_sc.cluster, kind) > 1)
+      for (int64_t o = 1; o < std::min(kind.stride, m_sc.cluster.gpus_per_node); ++o)
+        groups.push_back(group_at(o));
+    return groups;
+  }
+
+  void mark_done(RankState& r, uint32_t t) {
+    SIMRUN_ASSERT(!r.done[t], "task completed twice");
+    r.done[t] = 1;
+    ++r.completed;
+    const TimeNs now = m_engine.now();
+    r.finish = std::max(r.finish, now);
+    if (r.traced) {
+      r.end[t] = now;
+      r.last_task = t;
+    }
+  }
+
+  void complete(uint32_t idx, uint32_t t) {
+    RankState& r = m_ranks[idx];
+    const Task& task = program(r).tasks[t];
+    mark_done(r, t);
+    r.busy[static_cast<size_t>(task.stream)] = false;
+    if (r.traced) account(r, t, task);
+    advance(idx);
+  }
+
+  // Busy time per phase and communication totals of a traced rank.
+  void account(RankState& r, uint32_t t, const Task& task) {
+    const double d = (r.end[t] - r.start[t]).seconds();
+    switch (task.kind) {
+      case TaskKind::compute:
+        r.compute_free = r.end[t];
+        switch (task.phase) {
+          case Phase::forward:
+            r.bd.forward_s += d;
+            break;
+          case Phase::backward:
+            r.bd.backward_s += d;
+            break;
+          case Phase::recompute:
+            r.bd.recompute_s += d;
+            break;
+          case Phase::optimizer:
+            r.bd.optimizer_s += d;
+            break;
+          case Phase::comm:
+            break;
+        }
+        break;
+      case TaskKind::collective:
+      case TaskKind::send:
+        r.bd.comm_s[static_cast<size_t>(group_index(task.group))] += d;
+        break;
+      case TaskKind::recv:  // accounted when its send's flow lands
+        break;
+    }
+  }
+
+  // The compute stream idled from compute_free to now: charge the gap to what the op waited
+  // for last — a collective (exposed comm of its group while it ran, what it waited for itself
+  // before), a blocking send (exposed PP), or a recv (exposed PP while the message was on the
+  // wire, pipeline bubble before).
+  void attribute_gap(RankState& r, const Task& task, TimeNs now) {
+    const double gap = (now - r.compute_free).seconds();
+    if (gap <= 0) return;
+    const StageProgram& p = program(r);
+    uint32_t blocker = kNoTask;
+    TimeNs latest{-1};
+    for (uint16_t k = 0; k < task.dep_count; ++k) {
+      const uint32_t dep = p.dep(task, k);
+      if (r.end[dep] > latest) {
+        latest = r.end[dep];
+        blocker = dep;
+      }
+    }
+    charge(r, blocker, r.compute_free, now);
+  }
+
+  void charge(RankState& r, uint32_t blocker, TimeNs from, TimeNs to) {
+    if (to <= from) return;
+    if (blocker == kNoTask) {
+      r.bd.bubble_s += (to - from).seconds();
+      return;
+    }
+    const Task& b = program(r).tasks[blocker];
+    if (b.kind == TaskKind::collective || b.kind == TaskKind::send) {
+      // Before the blocker was issued it waited itself, for its own dependencies or the work ahead
+      // of it on its stream (an expert-TP all-gather for its all-to-all): that lead is charged to
+      // what it waited for.
+      const bool met_group = b.kind == TaskKind::collective && !r.arrival.empty();  // --full
+      const TimeNs issued = met_group ? r.arrival[blocker] : r.start[blocker];
+      if (issued > from) {
+        const TimeNs lead_end = std::min(issued, to);
+        charge(r, waited_for(r, blocker), from, lead_end);
+        from = lead_end;
+        if (to <= from) return;
+      }
+    }
+    const double gap = (to - from).seconds();
+    if (b.kind == TaskKind::recv) {
+      const TimeNs lo = std::max(from, r.start[blocker]);
+      const TimeNs hi = std::min(to, r.end[blocker]);
+      const double wire = hi > lo ? (hi - lo).seconds() : 0.0;
+      r.bd.exposed_s[static_cast<size_t>(group_index(GroupKind::pp))] += wire;
+      r.bd.bubble_s += gap - wire;
+    } else if (b.kind == TaskKind::compute) {
+      r.bd.bubble_s += gap;
+    } else {
+      const double waiting_for_peers = peer_wait(r, blocker, from, to);
+      r.bd.bubble_s += waiting_for_peers;
+      r.bd.exposed_s[static_cast<size_t>(group_index(b.group))] += gap - waiting_for_peers;
+    }
+  }
+
+  // The task whose completion let `t` be issued: the later-ending of its dependencies and the
+  // task before it on its stream.
+  uint32_t waited_for(const RankState& r, uint32_t t) const {
+    const StageProgram& p = program(r);
+    const Task& task = p.tasks[t];
+    uint32_t last = kNoTask;
+    auto consider = [&](uint32_t k) {
+      if (last == kNoTask || r.end[k] > r.end[last]) last = k;
+    };
+    for (uint16_t k = 0; k < task.dep_count; ++k) consider(p.dep(task, k));
+    const auto& queue = m_queues[static_cast<size_t>(r.stage)][static_cast<size_t>(task.stream)];
+    const auto it = std::lower_bound(queue.begin(), queue.end(), t);
+    if (it != queue.begin()) consider(*std::prev(it));
+    return last;
+  }
+
+  // Of [from, to), the time the blocker's stream spent waiting for a group's slowest member
+  // (--full only: with representatives every collective starts on arrival). The collectives
+  // queued before the blocker on its stream count too: a bucket that waited on a straggler
+  // delays the ones behind it. That idling is on the slow rank's compute, not on communication.
+  double peer_wait(const RankState& r, uint32_t blocker, TimeNs from, TimeNs to) const {
+    if (r.arrival.empty()) return 0.0;
+    const StageProgram& p = program(r);
+    const auto& queue = m_queues[static_cast<size_t>(r.stage)][static_cast<size_t>(p.tasks[blocker].stream)];
+    double wait = 0;
+    for (auto it = std::upper_bound(queue.begin(), queue.end(), blocker); it != queue.begin();) {
+      const uint32_t k = *--it;
+      if (r.end[k] <= from) break;
+      if (p.tasks[k].kind != TaskKind::collective) continue;
+      const TimeNs lo = std::max(from, r.arrival[k]);
+      const TimeNs hi = std::min(to, r.start[k]);
+      if (hi > lo) wait += (hi - lo).seconds();
+    }
+    return wait;
+  }
+
+  void finish_breakdown(RankState& r) {
+    // Tail after the last compute op: waiting for the last reductions/gathers of the step.
+    charge(r, r.last_task, r.compute_free, r.finish);
+    r.bd.finish_s = r.finish.seconds();
+  }
+
+  // The port a simulated rank's traffic takes: its NIC (port 1), its scale-up port, or on a
+  // mesh its link to `peer` (a global rank in its domain).
+  uint32_t port_index(uint32_t idx, int port, int64_t peer) const {
+    const uint32_t base = idx * m_ports_per_rank;
+    if (port == 1) return base + m_ports_per_rank - 1;
+    if (m_mesh_domain > 0 && peer >= 0) return base + static_cast<uint32_t>(peer % m_mesh_domain);
+    return base;
+  }
+  // One direction of a port: the network link that carries it.
+  static LinkId port_link(uint32_t port_index, PortDirection d) {
+    return 2 * port_index + static_cast<uint32_t>(d);
+  }
+
+  // On a mesh, a simulated rank's ports to the other members of its `g` group, found once.
+  const std::vector<uint32_t>& mesh_group_ports(uint32_t idx, GroupKind g) {
+    const size_t key = size_t(idx) * kGroupKindCount + size_t(group_index(g));
+    if (m_mesh_ports.size() <= key) m_mesh_ports.resize(m_ranks.size() * kGroupKindCount);
+    std::vector<uint32_t>& ports = m_mesh_ports[key];
+    if (ports.empty()) {
+      const int64_t rank = m_ranks[idx].rank;
+      for (int64_t peer : m_layout.group(g, rank))
+        if (peer != rank) ports.push_back(port_index(idx, 0, peer));
+    }
+    return ports;
+  }
+
+  const Scenario& m_sc;
+  const Workload& m_w;
+  const WorkloadCost& m_cost;
+  const StepSimOptions& m_opt;
+  RankLayout m_layout;
+  bool m_full = false;
+  int64_t m_mesh_domain = 0;        // GPUs per full-mesh domain (0: switch or PCIe scale-up)
+  uint32_t m_ports_per_rank = 2;
+  std::vector<std::vector<uint32_t>> m_mesh_ports;  // port indices; rank index · kGroupKindCount + group kind
+  std::array<LinkCost, kGroupKindCount> m_link{};
+  std::vector<std::array<std::vector<uint32_t>, kStreamCount>> m_queues;
+  std::vector<RankState> m_ranks;
+  std::vector<int32_t> m_index_of_rank;
+  std::unordered_map<uint64_t, Arrival> m_arrivals;
+  Engine m_engine;
+  std::unique_ptr<Network> m_network;
+  std::shared_ptr<const ClusterGraph> m_graph;  // nccl_model timing
+  std::array<bool, 2> m_calibrated{};           // calibration.json gives α/β for the link class
+  std::array<LinkCalibration, 2> m_cal_links{};
+  std::map<std::tuple<int, int, double>, CommCost> m_cost_cache;
+  std::vector<std::string> m_warnings;
+};
+
+}  // namespace
+
+StepResult simulate_step(const Scenario& scenario, const Workload& workload, const WorkloadCost& cost,
+                         const StepSimOptions& options, const Calibration& calibration) {
+  SIMRUN_ASSERT(cost.stages.size() == workload.stages.size(), "the cost pass does not match the workload");
+  StepResult out = Executor(scenario, workload, cost, options, calibration).run();
+  // The breakdown describes the rank that finishes last. Under --full with stragglers or slow
+  // links that can be a rank not traced: run again tracing it (the simulation is
+  // deterministic, so the step is the same).
+  if (!out.last_rank_traced) out = Executor(scenario, workload, cost, options, calibration, out.last_rank).run();
+  SIMRUN_ASSERT(out.last_rank_traced, "the rank that finishes last is not traced");
+  return out;
+}
+
+}  // namespace simrun

@@ -1,0 +1,91 @@
+// Totals of a training run: tokens, steps, wall-clock days including checkpoints and failures,
+// GPU-hours, dollars, energy, and goodput.
+//
+// Tokens: run.tokens, or Chinchilla's compute-optimal 20 tokens per parameter (Hoffmann et al.
+// 2022, arXiv:2203.15556, "Approach 1"; ecosystem.md §7.3) of the total parameter count.
+// Failures: independent GPU failures, job MTBF M = gpu_mtbf_hours / num_gpus. Checkpoint write
+// time δ = checkpoint bytes / storage write bandwidth (RunDefaults). Interval τ: the given one,
+// or Daly's higher-order optimum (Daly 2006, FGCS 22(3):303-312; ecosystem.md §7.4)
+//   τ = sqrt(2δM)·[1 + (1/3)·sqrt(δ/(2M)) + (1/9)·(δ/(2M))] − δ   for δ < 2M,   τ = M otherwise.
+// Wall-clock for T_s seconds of solve time, restart time R, exponential failures (Daly 2006,
+// eq. for the expected total wall-clock time):
+//   T_w = M · e^{R/M} · (e^{(τ+δ)/M} − 1) · T_s/τ,   goodput = T_s / T_w.
+// Energy: N GPUs at P = TDP·(idle + (1 − idle)·busy) for T_w, where busy is the fraction of a
+// step the GPU runs compute kernels (compute_s/step_time_s); GPU board power only (no host,
+// network, cooling).
+#pragma once
+
+#include <cstdint>
+
+#include "simrun/sim/memory/memory_model.hpp"
+#include "simrun/sim/report/report.hpp"
+#include "simrun/sim/scenario/scenario.hpp"
+
+namespace simrun {
+
+struct RunDefaults {
+  // Restart after a failure: detection, rescheduling, reload; Daly's published runs use
+  // R = 10 min, and Meta reports ≈10 min recovery stalls for synchronous training at scale
+  // (FT-HSDP, arXiv:2602.00277).
+  double restart_s = 600;
+  // Checkpoint write bandwidth per node: DGX H100 SuperPOD reference architecture, "better"
+  // tier single-node write, 4 GB/s (hardware.md §8) ...
+  double storage_write_bytes_per_s_per_node = 4e9;
+  // ... up to the storage system's aggregate: Llama 3's Tectonic sustained 2 TB/s (hardware.md §8).
+  double storage_write_cap_bytes_per_s = 2e12;
+  // Idle board power as a fraction of TDP: H100 SXM idles at ≈70-100 W of 700 W.
+  double idle_power_fraction = 0.15;
+  // Chinchilla tokens per parameter when run.tokens is 0.
+  double chinchilla_tokens_per_param = 20;
+};
+
+// Young 1974: τ = sqrt(2δM).
+double young_interval_s(double checkpoint_s, double mtbf_s);
+// Daly 2006 higher-order optimum (above).
+double daly_interval_s(double checkpoint_s, double mtbf_s);
+// Daly 2006 expected wall-clock (above).
+double daly_wall_time_s(double solve_s, double interval_s, double checkpoint_s, double restart_s,
+                        double mtbf_s);
+
+struct RunInputs {
+  double params = 0;           // total parameters, for Chinchilla tokens
+  double tokens = 0;           // 0 = Chinchilla
+  double tokens_per_step = 0;  // global_batch · seq_len
+  double step_time_s = 0;
+  double busy_fraction = 1;  // compute_s / step_time_s
+  int64_t num_gpus = 0;
+  int64_t num_nodes = 0;
+  double checkpoint_bytes = 0;  // whole job's checkpoint (weights + optimizer states)
+  double usd_per_gpu_hour = 0;
+  double gpu_mtbf_hours = 0;
+  double interval_s = 0;  // 0 = Daly optimum
+  double tdp_w = 0;
+};
+
+struct RunTotals {
+  double tokens = 0;
+  double steps = 0;
+  double solve_s = 0;           // steps · step time, no failures
+  double mtbf_s = 0;            // job MTBF
+  double checkpoint_bytes = 0;  // whole job's checkpoint
+  double checkpoint_write_bytes_per_s = 0;
+  double checkpoint_s = 0;  // δ
+  double interval_s = 0;    // τ
+  double wall_s = 0;        // T_w
+  double days = 0;
+  double gpu_hours = 0;
+  double cost_usd = 0;
+  double power_w_per_gpu = 0;
+  double energy_kwh = 0;
+  double goodput = 0;
+};
+
+RunTotals run_totals(const RunInputs& in, const RunDefaults& defaults = {});
+
+// Fills report.run from a finished step estimate (report.params, step_time_s and
+// breakdown.compute_s) and the scenario's run section; the checkpoint holds weights and
+// optimizer states (not gradients) at `bpp`. Shared by the analytic and event paths.
+RunTotals fill_run_report(const Scenario& scenario, const BytesPerParam& bpp, const RunDefaults& defaults,
+                          Report& report);
+
+}  // namespace simrun

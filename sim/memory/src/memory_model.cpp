@@ -1,0 +1,337 @@
+// Memory per GPU by kind and pipeline stage; formulas and sources in memory_model.hpp.
+#include "simrun/sim/memory/memory_model.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "simrun/common/error.hpp"
+#include "simrun/common/units.hpp"
+
+namespace simrun {
+
+BytesPerParam bytes_per_param(Precision precision, StateConvention convention) {
+  if (convention == StateConvention::zero_paper) {
+    // 2 + 2 + K, K = 12 (fp32 master, momentum, variance); fp32 training has no master copy.
+    if (precision == Precision::fp32 || precision == Precision::tf32) return {4, 4, 8};
+    return {2, 2, 12};
+  }
+  if (convention == StateConvention::fsdp) return {4, 4, 8};
+  switch (precision) {
+    case Precision::fp16:
+      return {2, 2, 16};
+    case Precision::fp32:
+    case Precision::tf32:
+      return {4, 4, 8};
+    case Precision::bf16:
+    case Precision::fp8:  // Megatron keeps bf16 parameters unless --fp8-param
+    case Precision::fp4:
+      return {2, 4, 12};
+  }
+  return {2, 4, 12};
+}
+
+ModelStateBytes model_state_bytes(double params, int zero_stage, double shard_degree, BytesPerParam bpp) {
+  SIMRUN_ASSERT(zero_stage >= 0 && zero_stage <= 3, "zero_stage must be 0..3");
+  SIMRUN_ASSERT(shard_degree >= 1, "ZeRO shard degree must be at least 1");
+  const double d = shard_degree;
+  ModelStateBytes b;
+  b.weights = params * bpp.weights / (zero_stage >= 3 ? d : 1.0);
+  b.grads = params * bpp.grads / (zero_stage >= 2 ? d : 1.0);
+  b.optimizer = params * bpp.optimizer / (zero_stage >= 1 ? d : 1.0);
+  return b;
+}
+
+double activation_element_bytes(Precision p) {
+  return (p == Precision::fp32 || p == Precision::tf32) ? 4.0 : 2.0;
+}
+
+std::string memory_shortfall_text(const MemoryReport& m) {
+  return fmt::format("peak {:.1f} GiB per GPU exceeds the {:.1f} GiB usable ({:.1f} GiB over)",
+                     m.peak_bytes_per_gpu / kGiB, m.capacity_bytes / kGiB,
+                     (m.peak_bytes_per_gpu - m.capacity_bytes) / kGiB);
+}
+
+double usable_hbm_bytes(const GpuSpec& gpu) {
+  return gpu.hbm_usable_bytes > 0 ? gpu.hbm_usable_bytes : gpu.hbm_bytes;
+}
+
+double layer_activation_bytes(const ModelSpec& m, const ActivationConfig& c) {
+  SIMRUN_ASSERT(c.tp >= 1 && c.seq_len >= 1 && c.micro_batch >= 1, "activation config needs positive sizes");
+  const double s = double(c.seq_len);
+  const double b = double(c.micro_batch);
+  const double h = double(m.hidden);
+  const double t = double(c.tp);
+  const double e = c.element_bytes;
+  const double sbh = s * b * h;
+
+  if (c.recompute == Recompute::selective && c.selective == SelectiveKeeps::every_other_layer) {
+    // Half the layers keep only their input, half everything (averaged per layer).
+    ActivationConfig full = c, none = c;
+    full.recompute = Recompute::full;
+    none.recompute = Recompute::none;
+    return 0.5 * (layer_activation_bytes(m, full) + layer_activation_bytes(m, none));
+  }
+  if (c.recompute == Recompute::full) {
+    // Only the layer input is kept (Korthikanti Table 2: 2sbh); sequence-sharded under SP.
+    return e * sbh / (c.sequence_parallel ? t : 1.0);
+  }
+  const int64_t head_dim = m.head_dim > 0 ? m.head_dim : m.hidden / std::max<int64_t>(1, m.heads);
+  const double q = double(m.heads * head_dim);
+  const double kv = double((m.kv_heads > 0 ? m.kv_heads : m.heads) * head_dim);
+  // MoE layers (balanced routing): each token's top_k expert copies plus the shared experts
+  // keep what a dense MLP of that total width keeps, and the grouped GEMMs save their permuted
+  // top_k input copies (Megatron-Core TEGroupedLinear). Applied to every layer of an MoE model.
+  // Under a capacity factor the expert copies are padded or cut to moe_load times top_k.
+  const double routed_copies = m.is_moe() ? double(m.moe->top_k) * c.moe_load : 0.0;
+  const double f = m.is_moe()
+                       ? double(m.moe->expert_ffn_hidden) * (routed_copies + double(m.moe->shared_experts))
+                       : double(m.ffn_hidden);
+
+  const bool dropout = c.dropout == Dropout::masks;
+  const double gi = c.fp8_gemm_inputs ? 1.0 : e;  // bytes per saved GEMM-input element
+  const double routed_inputs = routed_copies * gi * sbh;
+  // Norm inputs (2 × e·sbh), QKV input (e·sbh), MLP input (e·sbh), two 1-byte dropout masks.
+  const double replicated = 2 * e * sbh + gi * sbh + gi * sbh + (dropout ? 2 * sbh : 0.0);
+  // Q, K, V, the attention output (input of the output projection); the MLP's activation input
+  // and output (SwiGLU: gate and up, 2f wide, in; f out).
+  double attention_tp = e * s * b * (q + kv + kv + q);
+  if (m.mla) {
+    // MLA: queries and keys d_nope + d_rope wide per head, values and output d_v; the normed Q
+    // and KV latents are the up-projections' saved inputs (duplicated on every TP rank).
+    const MlaSpec& a = *m.mla;
+    const double qk = double(m.heads * (a.qk_nope_head_dim + a.qk_rope_head_dim));
+    const double vo = double(m.heads * a.v_head_dim);
+    attention_tp = e * s * b * (2 * qk + 2 * vo) + t * gi * s * b * double(a.q_lora_rank + a.kv_lora_rank);
+  }
+  const double mlp_tp = ((m.ffn_act == FfnActivation::swiglu ? 2.0 : 1.0) * e + gi) * s * b * f;
+  double bytes = replicated / (c.sequence_parallel ? t : 1.0) + (attention_tp + mlp_tp + routed_inputs) / t;
+
+  const bool keeps_scores = !c.flash_attention && c.recompute == Recompute::none;
+  if (keeps_scores) {
+    const double kv_s = double(c.kv_seq_len > 0 ? c.kv_seq_len : c.seq_len);
+    // Softmax output (e), its dropout mask (1), dropout output (e): 5 bytes per score at e = 2;
+    // without dropout the softmax output alone.
+    bytes += double(m.heads) * s * kv_s * b * (dropout ? 2 * e + 1 : e) / t;
+  }
+  return bytes;
+}
+
+std::vector<int64_t> layers_per_stage(int64_t layers, int64_t pp) {
+  SIMRUN_ASSERT(pp >= 1 && layers >= 1, "layers and pp must be positive");
+  std::vector<int64_t> out(size_t(pp), layers / pp);
+  for (int64_t i = 0; i < layers % pp; ++i) out[size_t(i)] += 1;
+  return out;
+}
+
+StageParams stage_params(const ModelSpec& m, const ParamCounts& counts, const Layout& layout, int64_t stage) {
+  const std::vector<int64_t> per_stage = layers_per_stage(m.layers, layout.pp);
+  SIMRUN_ASSERT(stage >= 0 && stage < layout.pp, "stage out of range");
+  int64_t first = 0;
+  for (int64_t i = 0; i < stage; ++i) first += per_stage[size_t(i)];
+  const int64_t count = per_stage[size_t(stage)];
+  // MoE layers are those at index ≥ first_dense_layers.
+  const int64_t first_moe = m.is_moe() ? m.moe->first_dense_layers : m.layers;
+  const int64_t moe_here = std::max<int64_t>(0, first + count - std::max(first, first_moe));
+
+  const double L = double(m.layers);
+  const double attention_per_layer = counts.attention / L;
+  const double norms_per_layer = counts.norms / L;  // final norm spread evenly (h params)
+  const int64_t dense_layers = m.dense_layers();
+  const int64_t moe_layers = m.moe_layers();
+  const double dense_ffn_per_layer = dense_layers > 0 ? counts.mlp_dense / double(dense_layers) : 0.0;
+  const double routed_per_layer = moe_layers > 0 ? counts.experts_routed / double(moe_layers) : 0.0;
+  const double shared_per_layer =
+      moe_layers > 0 ? (counts.experts_shared + counts.router) / double(moe_layers) : 0.0;
+
+  const double tp = double(layout.tp);
+  const double ep = double(layout.ep);
+  const double etp = double(layout.expert_tp);
+  StageParams p;
+  p.layers = count;
+  p.moe_layers = moe_here;
+  double dense = double(count) * (attention_per_layer + norms_per_layer) +
+                 double(count - moe_here) * dense_ffn_per_layer + double(moe_here) * shared_per_layer;
+  p.has_embedding = stage == 0;
+  p.has_output = stage == layout.pp - 1;
+  if (p.has_embedding) dense += counts.embedding;
+  if (p.has_output) {
+    // Untied: the output projection. Tied with pp > 1: Megatron keeps a copy of the word
+    // embedding on the last stage and all-reduces its gradient with the first.
+    if (counts.output > 0)
+      dense += counts.output;
+    else if (layout.pp > 1)
+      dense += double(m.vocab) * double(m.hidden);
+  }
+  // TP splits the parameters but for the few it keeps whole on every rank.
+  const double replicated =
+      double(count) * tp_replicated_layer_params(m) + double(count - moe_here) * tp_replicated_ffn_params(m);
+  p.dense = (dense - replicated) / tp + replicated;
+  p.experts = double(moe_here) * routed_per_layer / (etp * ep);
+  return p;
+}
+
+Zero3Transients zero3_transients(const Layout& layout, const ParamCounts& counts, const StageParams& params,
+                                 double element_bytes, double grad_bytes) {
+  Zero3Transients z;
+  if (layout.zero_stage != 3 || params.layers <= 0) return z;
+  // Only sharded parameters are gathered: the dense ones over dp·cp, the routed experts over
+  // the expert-data-parallel group.
+  const bool dense_sharded = layout.dp * layout.cp > 1;
+  const double dense = dense_sharded ? params.dense : 0.0;
+  const double experts = layout.expert_dp() > 1 ? params.experts : 0.0;
+  if (dense + experts <= 0) return z;
+  if (layout.pp > 1) {
+    // torchtitan's FSDP+PP: the pipeline stage turns resharding after backward and gradient
+    // reduction off for all but the last micro-batch (torch.distributed.pipelining stage.py,
+    // set_reshard_after_backward / set_requires_gradient_sync): the stage's weights stay
+    // gathered for the step and its gradients accumulate unsharded, in the reduction dtype
+    // (FSDP2 accumulates in MixedPrecisionPolicy.reduce_dtype, fp32 in torchtitan): the state
+    // convention's gradient bytes.
+    z.gathered_weights = (dense + experts) * element_bytes;
+    z.unsharded_grads = (dense + experts) * grad_bytes;
+    return z;
+  }
+  // The layer computing and the one prefetched are gathered in 16-bit; so is the root unit
+  // (embedding, output layer), which PyTorch FSDP does not reshard after forward; the layer
+  // being reduce-scattered holds its full gradient (Zhao et al. 2023, arXiv:2304.11277, §3.2–3.3).
+  // A MoE layer's unit also holds its experts.
+  const double root =
+      dense_sharded
+          ? ((params.has_embedding ? counts.embedding : 0.0) + (params.has_output ? counts.output : 0.0)) /
+                double(layout.tp)
+          : 0.0;
+  const double per_layer = std::max(0.0, dense - root) / double(params.layers) +
+                           (params.moe_layers > 0 ? experts / double(params.moe_layers) : 0.0);
+  z.gathered_weights = (2 * per_layer + root) * element_bytes;
+  z.unsharded_grads = per_layer * element_bytes;
+  return z;
+}
+
+double cp_exchange_bytes(const ModelSpec& m, const Layout& l, double element_bytes) {
+  if (l.cp <= 1) return 0.0;
+  const AttentionWidths w = attention_widths(m, l.tp);
+  const double tokens = double(l.micro_batch) * double(m.seq_len) / double(l.cp);  // on this rank
+  const double block = tokens * w.kv_pair * element_bytes;                         // one rank's K and V
+  switch (l.cp_comm_type) {
+    case CpCommType::p2p:
+      return 4 * block;
+    case CpCommType::all_gather:
+      return 2 * double(l.cp) * block;
+    case CpCommType::a2a:
+      return tokens * (w.q + w.kv_pair) * element_bytes;
+    case CpCommType::a2a_p2p:  // the all-to-all's, then the ring's over the second level
+      return tokens * (w.q + w.kv_pair) * element_bytes + 4 * block;
+  }
+  return 0.0;
+}
+
+ActivationConfig activation_config(const Scenario& sc, const MemoryDefaults& defaults) {
+  const ModelSpec& m = sc.model;
+  const Layout& l = sc.layout;
+  ActivationConfig ac;
+  ac.seq_len = std::max<int64_t>(1, m.seq_len / l.cp);
+  ac.kv_seq_len = m.seq_len;
+  ac.micro_batch = l.micro_batch;
+  ac.tp = l.tp;
+  ac.sequence_parallel = l.sequence_parallel && l.tp > 1;
+  ac.flash_attention = l.flash_attention;
+  ac.recompute = l.recompute;
+  ac.element_bytes = activation_element_bytes(l.precision);
+  ac.dropout = defaults.dropout;
+  ac.fp8_gemm_inputs = l.precision == Precision::fp8 || l.precision == Precision::fp4;
+  ac.selective = defaults.selective;
+  ac.moe_load = l.moe_load();
+  return ac;
+}
+
+StageMemory stage_memory(const Scenario& sc, const MemoryDefaults& defaults, int64_t stage,
+                         const StageParams& params, const InFlight& in_flight) {
+  const ModelSpec& m = sc.model;
+  const Layout& l = sc.layout;
+  const ParamCounts counts = count_params(m);
+  const BytesPerParam bpp = bytes_per_param(l.precision, defaults.convention);
+  const ActivationConfig ac = activation_config(sc, defaults);
+
+  StageMemory st;
+  st.stage = stage;
+  st.params = params;
+  const ModelStateBytes dense = model_state_bytes(params.dense, l.zero_stage, double(l.dp * l.cp), bpp);
+  const ModelStateBytes experts = model_state_bytes(params.experts, l.zero_stage, double(l.expert_dp()), bpp);
+  st.states = {dense.weights + experts.weights, dense.grads + experts.grads,
+               dense.optimizer + experts.optimizer};
+  const Zero3Transients z3 = zero3_transients(l, counts, params, ac.element_bytes, bpp.grads);
+  st.fsdp_gathered_bytes = z3.gathered_weights;
+  st.fsdp_unsharded_grad_bytes = z3.unsharded_grads;
+  st.states.weights += z3.gathered_weights;
+  st.states.grads += z3.unsharded_grads;
+
+  const double s = double(ac.seq_len), b = double(l.micro_batch), h = double(m.hidden), t = double(l.tp);
+  st.in_flight_microbatches = in_flight.micro_batches;
+  st.layer_activation_bytes = layer_activation_bytes(m, ac);
+  st.transformer_activation_bytes = in_flight.layer_micro_batches * st.layer_activation_bytes;
+  if (params.has_embedding) {
+    // int64 token ids (8·sb) and the embedding dropout mask (sbh), per micro-batch in flight.
+    const double mask = defaults.dropout == Dropout::masks ? s * b * h : 0.0;
+    st.embedding_activation_bytes = in_flight.micro_batches * (8.0 * s * b + mask) / t;
+  }
+  if (params.has_output) {
+    // Output-layer input and fp32 logits for the cross-entropy: 4sbh + 4sbV, vocab-parallel.
+    st.output_activation_bytes = (4.0 * s * b * h + 4.0 * s * b * double(m.vocab)) / t;
+  }
+  if (l.recompute == Recompute::full) {  // the layer being recomputed holds all its activations
+    ActivationConfig working = ac;
+    working.recompute = Recompute::none;
+    st.recompute_working_bytes = layer_activation_bytes(m, working);
+  }
+  st.cp_exchange_bytes = cp_exchange_bytes(m, l, ac.element_bytes);
+  st.activations = st.transformer_activation_bytes + st.embedding_activation_bytes +
+                   st.output_activation_bytes + st.recompute_working_bytes + st.cp_exchange_bytes;
+  st.workspace = defaults.fixed_bytes + defaults.fragmentation_fraction * st.activations;
+  st.peak = st.states.total() + st.activations + st.workspace;
+  return st;
+}
+
+MemoryReport memory_report(const Scenario& sc, const StageMemory& worst) {
+  MemoryReport r;
+  r.weights = worst.states.weights;
+  r.grads = worst.states.grads;
+  r.optimizer = worst.states.optimizer;
+  r.activations = worst.activations;
+  r.workspace = worst.workspace;
+  r.peak_bytes_per_gpu = worst.peak;
+  r.capacity_bytes = usable_hbm_bytes(sc.cluster.gpu);
+  r.fits = worst.peak <= r.capacity_bytes;
+  return r;
+}
+
+MemoryEstimate estimate_memory(const Scenario& sc, const MemoryDefaults& defaults) {
+  const ModelSpec& m = sc.model;
+  const Layout& l = sc.layout;
+  SIMRUN_ASSERT(l.tp >= 1 && l.pp >= 1 && l.dp >= 1 && l.cp >= 1 && l.ep >= 1,
+                "layout sizes must be positive");
+  SIMRUN_ASSERT(m.layers >= 1 && m.hidden >= 1 && m.seq_len >= 1, "model needs layers, hidden, seq_len");
+
+  const ParamCounts counts = count_params(m);
+  const double p = double(l.pp);
+  const double v = double(std::max<int64_t>(1, l.virtual_stages));
+  const double microbatches = double(std::max<int64_t>(1, l.num_microbatches()));
+
+  MemoryEstimate out;
+  for (int64_t i = 0; i < l.pp; ++i) {
+    const StageParams params = stage_params(m, counts, l, i);
+    const double ahead = p - double(i);  // micro-batches stage i has started but not finished
+    // Megatron's interleaved factor assumes the warm-up fills; a stage cannot hold more
+    // micro-batches than the step has (Megatron applies the same cap to plain 1F1B).
+    const double in_flight = std::min(v > 1 ? ahead + (p - 1.0) / v : ahead, microbatches);
+    out.stages.push_back(
+        stage_memory(sc, defaults, i, params, {in_flight, in_flight * double(params.layers)}));
+  }
+  out.worst_stage = 0;
+  for (const StageMemory& st : out.stages)
+    if (st.peak > out.stages[size_t(out.worst_stage)].peak) out.worst_stage = st.stage;
+  out.report = memory_report(sc, out.stages[size_t(out.worst_stage)]);
+  return out;
+}
+
+}  // namespace simrun

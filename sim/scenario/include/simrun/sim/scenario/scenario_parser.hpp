@@ -1,0 +1,72 @@
+// Scenario file parsing and validation (DESIGN.md "Scenario file"), with overrides of single
+// fields (the command line's flags, in simrun) applied before validation.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "simrun/models/catalog.hpp"
+#include "simrun/sim/scenario/scenario.hpp"
+#include "simrun/topologies/catalog.hpp"
+
+namespace simrun {
+
+// Values that replace scenario fields (the command line's, in simrun), each named by its
+// field's path below; unset ones leave the file's value.
+struct ScenarioOverrides {
+  std::optional<std::string> model;           // model, e.g. "llama3-70b"
+  std::optional<std::string> gpu;             // cluster.gpu, e.g. "h100-sxm"
+  std::optional<int64_t> gpus;                // cluster.num_gpus, e.g. 1024
+  std::optional<int64_t> gpus_per_node;       // cluster.gpus_per_node, e.g. 8
+  std::optional<std::string> fabric;          // cluster.fabric.kind, e.g. "ib-ndr"
+  std::optional<int64_t> tp, pp, dp, cp, ep, expert_tp;  // layout.tp ... layout.expert_tp
+  std::optional<std::string> cp_comm_type;               // layout.cp_comm_type, e.g. "a2a"
+  std::optional<std::vector<int64_t>> hierarchical_cp_sizes;  // layout.hierarchical_context_parallel_sizes
+  std::optional<double> moe_capacity_factor;             // layout.moe_capacity_factor, e.g. 1.25
+  std::optional<int64_t> virtual_stages;      // layout.virtual_stages, e.g. 2
+  std::optional<std::string> pipeline_split;  // layout.pipeline_split, e.g. "balanced"
+  std::optional<int64_t> micro_batch;         // layout.micro_batch, e.g. 1
+  std::optional<int64_t> global_batch;        // layout.global_batch, e.g. 1024
+  std::optional<int64_t> seq_len;             // model.seq_len, e.g. 8192
+  std::optional<int64_t> zero_stage;          // layout.zero_stage, e.g. 1
+  std::optional<std::string> recompute;       // layout.recompute, e.g. "selective"
+  std::optional<std::string> precision;       // layout.precision, e.g. "bf16"
+  std::optional<bool> sequence_parallel;      // layout.sequence_parallel
+  std::optional<bool> flash_attention;        // layout.flash_attention
+  std::optional<double> tokens;               // run.tokens, e.g. 1.4e12
+  std::optional<double> usd_per_gpu_hour;     // run.usd_per_gpu_hour, e.g. 5
+  std::optional<double> mfu;                  // run.assumed_mfu, e.g. 0.4 (time from an assumed MFU)
+
+  // Writes the overrides into a scenario document (creating objects as needed).
+  void apply_to(nlohmann::json& doc) const;
+  // The scenario field path of each given override ("layout.tp"), so a caller can tell an
+  // error in a value it gave from one in the file.
+  std::vector<std::string> given() const;
+};
+
+// The InputError `file` of a scenario built from overrides alone (no file).
+inline constexpr const char* kOverridesSource = "overrides";
+
+struct Catalogs {
+  ModelCatalog models;
+  HardwareCatalog hardware;
+};
+
+// Validates `doc` (already merged with overrides) into a Scenario. `file` names the source in
+// errors; relative hf_config paths resolve against `base_dir`. Throws InputError.
+Scenario parse_scenario(const nlohmann::json& doc, const std::string& file, const Catalogs& catalogs,
+                        const std::filesystem::path& base_dir);
+
+// Loads a scenario file (or, with an empty path, starts from an empty document and names the
+// source kOverridesSource in errors), applies the overrides and validates.
+Scenario load_scenario(const std::filesystem::path& path, const ScenarioOverrides& overrides,
+                       const Catalogs& catalogs);
+
+// Reads the catalogs under the data directory (models/catalog, topologies/gpus, topologies/fabrics).
+Catalogs load_catalogs(const std::filesystem::path& data_dir);
+
+}  // namespace simrun

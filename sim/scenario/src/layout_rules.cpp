@@ -1,0 +1,209 @@
+// The layout rules (layout_rules.hpp): each written once.
+#include "simrun/sim/scenario/layout_rules.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "simrun/sim/scenario/rank_layout.hpp"
+
+namespace simrun {
+namespace {
+
+LayoutDiagnostic diag(std::string field, std::string code, std::string message) {
+  return LayoutDiagnostic{std::move(field), std::move(code), std::move(message)};
+}
+
+// An integer-valued double as digits ("1208925819614629174706176"), without int64_t overflow.
+std::string format_count(double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.0f", x);
+  return buf;
+}
+
+}  // namespace
+
+const char* to_string(PipelineSchedule s) {
+  switch (s) {
+    case PipelineSchedule::gpipe:
+      return "gpipe";
+    case PipelineSchedule::one_f_one_b:
+      return "1f1b";
+    case PipelineSchedule::interleaved:
+      return "interleaved-1f1b";
+  }
+  return "?";
+}
+
+PipelineSchedule default_schedule(const Layout& layout) {
+  return layout.virtual_stages > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
+}
+
+std::optional<LayoutDiagnostic> layout_error(const ModelSpec& model, const ClusterSpec& cluster,
+                                             const Layout& layout) {
+  // In double: four factors of up to 2^20 overflow int64_t before they can be compared.
+  const double world = double(layout.tp) * double(layout.pp) * double(layout.dp) * double(layout.cp);
+  if (world != double(cluster.num_gpus))
+    return diag("layout", "world_size",
+                     "tp*pp*dp*cp = " + std::to_string(layout.tp) + "*" + std::to_string(layout.pp) + "*" +
+                         std::to_string(layout.dp) + "*" + std::to_string(layout.cp) + " = " +
+                         format_count(world) + " but cluster.num_gpus = " + std::to_string(cluster.num_gpus) +
+                         " (they must be equal)");
+  if (model.heads % layout.tp != 0)
+    return diag("layout.tp", "tp_divides_heads",
+                     "tp " + std::to_string(layout.tp) + " does not divide the model's " +
+                         std::to_string(model.heads) + " attention heads");
+  // Megatron-Core's TransformerConfig requires num_query_groups % tp == 0.
+  if (model.kv_heads % layout.tp != 0)
+    return diag("layout.tp", "tp_divides_kv_heads",
+                     "tp " + std::to_string(layout.tp) + " does not divide the model's " +
+                         std::to_string(model.kv_heads) + " kv_heads (query groups)");
+  if (layout.virtual_stages > 1 && layout.pp == 1)
+    return diag("layout.virtual_stages", "virtual_stages_need_pp", "virtual stages need pp > 1 (interleaved 1F1B)");
+  const int64_t chunks = layout.pp * layout.virtual_stages;
+  const std::string uneven_hint =
+      " (or set layout.pipeline_split to \"embedding-loss-layers\" when layers + 2 divide, "
+      "or \"balanced\" for plain 1F1B)";
+  switch (layout.pipeline_split) {
+    case PipelineSplit::even:
+      if (model.layers % layout.pp != 0)
+        return diag("layout.pp", "pp_divides_layers",
+                         "pp " + std::to_string(layout.pp) + " does not divide the model's " +
+                             std::to_string(model.layers) + " layers" + uneven_hint);
+      if (model.layers % chunks != 0)
+        return diag("layout.virtual_stages", "virtual_stages_divide_layers",
+                         std::to_string(layout.virtual_stages) + " virtual stages do not divide the " +
+                             std::to_string(model.layers / layout.pp) + " layers per pipeline stage");
+      break;
+    case PipelineSplit::embedding_loss_layers:
+      if ((model.layers + 2) % chunks != 0 || (model.layers + 2) / chunks < 2)
+        return diag("layout.pipeline_split", "embedding_loss_split",
+                         "embedding-loss-layers needs layers + 2 = " + std::to_string(model.layers + 2) +
+                             " divisible by pp*virtual_stages = " + std::to_string(chunks) +
+                             " with at least 2 per chunk");
+      break;
+    case PipelineSplit::balanced:
+      if (layout.virtual_stages > 1)
+        return diag("layout.pipeline_split", "balanced_split_interleaved",
+            "balanced splits are for plain 1F1B (virtual_stages 1); interleaving needs \"even\" or "
+            "\"embedding-loss-layers\"");
+      if (model.layers < layout.pp)
+        return diag("layout.pp", "pp_exceeds_layers",
+                         "pp " + std::to_string(layout.pp) + " exceeds the model's " +
+                             std::to_string(model.layers) + " layers");
+      break;
+  }
+  if (layout.global_batch % (layout.micro_batch * layout.dp) != 0)
+    return diag("layout.global_batch", "global_batch_divisible",
+                     std::to_string(layout.global_batch) +
+                         " is not divisible by micro_batch*dp = " + std::to_string(layout.micro_batch) + "*" +
+                         std::to_string(layout.dp) + " = " + std::to_string(layout.micro_batch * layout.dp));
+  if (model.seq_len % layout.cp != 0)
+    return diag("layout.cp", "cp_divides_seq_len",
+        "cp " + std::to_string(layout.cp) + " does not divide seq_len " + std::to_string(model.seq_len));
+  if (layout.sequence_parallel && model.seq_len % (layout.tp * layout.cp) != 0)
+    return diag("layout.sequence_parallel", "sp_divides_seq_len",
+        "seq_len " + std::to_string(model.seq_len) + " is not divisible by tp*cp for sequence parallelism");
+  if (layout.ep > 1 && !model.is_moe())
+    return diag("layout.ep", "ep_needs_moe", "ep > 1 needs a mixture-of-experts model (this one is dense)");
+  if (model.is_moe()) {
+    if (model.moe->experts % layout.ep != 0)
+      return diag("layout.ep", "ep_divides_experts",
+                       "ep " + std::to_string(layout.ep) + " does not divide the " +
+                           std::to_string(model.moe->experts) + " experts");
+    if (layout.expert_tp != 1 && layout.expert_tp != layout.tp)
+      return diag("layout.expert_tp", "expert_tp_one_or_tp",
+                       "expert_tp " + std::to_string(layout.expert_tp) + " must be 1 or tp (" +
+                           std::to_string(layout.tp) + ")");
+    const int64_t dense_ranks = layout.tp * layout.cp * layout.dp;
+    if (dense_ranks % (layout.ep * layout.expert_tp) != 0)
+      return diag("layout.ep", "ep_divides_stage",
+                       "ep*expert_tp = " + std::to_string(layout.ep * layout.expert_tp) +
+                           " must divide tp*cp*dp = " + std::to_string(dense_ranks) +
+                           " (experts are laid out over the ranks of one pipeline stage)");
+    if (model.moe->expert_ffn_hidden % layout.expert_tp != 0)
+      return diag("layout.expert_tp", "expert_tp_divides_ffn",
+                       "expert_tp " + std::to_string(layout.expert_tp) +
+                           " does not divide expert_ffn_hidden " +
+                           std::to_string(model.moe->expert_ffn_hidden));
+    if (layout.tp > 1 && !layout.sequence_parallel)
+      return diag("layout.sequence_parallel", "moe_needs_sp",
+                  "a mixture-of-experts model with tp > 1 needs sequence_parallel (Megatron-Core "
+                  "requires it: each rank routes its own sequence shard)");
+    // Capacity cannot exceed the tokens themselves: factor · top_k / experts ≤ 1.
+    const double most = double(model.moe->experts) / double(model.moe->top_k);
+    if (layout.moe_capacity_factor > most)
+      return diag("layout.moe_capacity_factor", "capacity_above_tokens",
+          fmt::format("{:g} gives each expert more than every token (at most experts/top_k = {:g})",
+                      layout.moe_capacity_factor, most));
+  } else {
+    if (layout.moe_capacity_factor > 0)
+      return diag("layout.moe_capacity_factor", "capacity_needs_moe",
+                       "a capacity factor needs a mixture-of-experts model (this one is dense)");
+    if (layout.expert_tp != 1)
+      return diag("layout.expert_tp", "expert_tp_needs_moe",
+                       "expert_tp > 1 needs a mixture-of-experts model (this one is dense)");
+  }
+  if (layout.precision == Precision::fp8 && cluster.gpu.fp8_flops_per_s <= 0)
+    return diag("layout.precision", "fp8_unsupported",
+                     "fp8 is not supported by " + cluster.gpu.id + " (use bf16 or fp16)");
+  return std::nullopt;
+}
+
+std::vector<LayoutDiagnostic> layout_warnings(const Scenario& sc, PipelineSchedule schedule) {
+  const Layout& l = sc.layout;
+  const ModelSpec& m = sc.model;
+  const ClusterSpec& cluster = sc.cluster;
+  const GpuSpec& gpu = cluster.gpu;
+  std::vector<LayoutDiagnostic> out;
+  const int64_t domain = scale_up_domain_size(cluster);
+  if (!group_inside_scale_up(cluster, rank_group(l, GroupKind::tp)))
+    out.push_back(diag("layout.tp", "tp_leaves_scale_up",
+                       fmt::format("tp={} spans more than one scale-up domain ({} GPUs of {}): tensor-parallel "
+                                   "collectives cross the inter-node fabric",
+                                   l.tp, domain, gpu.scale_up_name.empty() ? "NVLink" : gpu.scale_up_name)));
+  if (l.cp > 1 && !group_inside_scale_up(cluster, rank_group(l, GroupKind::cp)))
+    out.push_back(diag("layout.cp", "cp_leaves_scale_up",
+                       fmt::format("tp·cp={} spans more than one scale-up domain ({} GPUs): ring attention "
+                                   "crosses the inter-node fabric",
+                                   l.tp * l.cp, domain)));
+  // A pipeline of pp stages and m micro-batches idles (pp−1) micro-batch slots of its m+pp−1
+  // (Narayanan et al. 2021, §2.2: GPipe and 1F1B alike).
+  const int64_t micro_batches = l.num_microbatches();
+  if (l.pp > 1 && micro_batches < l.pp)
+    out.push_back(diag("layout.global_batch", "pipeline_never_fills",
+                       fmt::format("only {} micro-batches for pp={}: the pipeline never fills (bubble "
+                                   "(pp-1)/(m+pp-1) = {:.0f}% of the step); use at least pp micro-batches, "
+                                   "ideally >= 4·pp",
+                                   micro_batches, l.pp,
+                                   100.0 * double(l.pp - 1) / double(micro_batches + l.pp - 1))));
+  if (schedule != PipelineSchedule::interleaved && l.virtual_stages > 1)
+    out.push_back(diag("layout.virtual_stages", "virtual_stages_ignored",
+                       fmt::format("virtual_stages ignored by the {} schedule", to_string(schedule))));
+  if (l.pp > 1 && m.layers % l.pp != 0)
+    out.push_back(diag("layout.pp", "uneven_stages",
+                       fmt::format("pp={} does not divide {} layers: stages get {} or {} layers", l.pp, m.layers,
+                                   m.layers / l.pp, m.layers / l.pp + 1)));
+  if (l.zero_stage == 3 && l.pp > 1)
+    out.push_back(diag("layout.zero_stage", "fsdp_with_pipeline",
+                       "ZeRO-3 with pp > 1: Megatron-LM and DeepSpeed do not support it; modelled as "
+                       "torchtitan's FSDP+PP (each stage gathers its weights once per step, keeps them and "
+                       "accumulates unsharded gradients across micro-batches, reduce-scatters after the last)"));
+  if (l.sequence_parallel && l.tp == 1)
+    out.push_back(diag("layout.sequence_parallel", "sequence_parallel_unused",
+                       "sequence_parallel has no effect with tp = 1"));
+  if (l.cp > 1 && !l.flash_attention)
+    out.push_back(diag("layout.flash_attention", "cp_without_flash",
+                       "context parallelism without flash attention: Megatron's ring attention needs a "
+                       "fused kernel"));
+  return out;
+}
+
+std::vector<std::string> messages(const std::vector<LayoutDiagnostic>& diagnostics) {
+  std::vector<std::string> out;
+  out.reserve(diagnostics.size());
+  for (const LayoutDiagnostic& d : diagnostics) out.push_back(d.message);
+  return out;
+}
+
+}  // namespace simrun

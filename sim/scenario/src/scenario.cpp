@@ -1,0 +1,416 @@
+// Scenario parsing and validation (DESIGN.md "Scenario file"): the fields' types and ranges here,
+// the layout's rules in layout_rules.cpp, so the models below can assume a valid Scenario.
+#include "simrun/sim/scenario/scenario.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+#include "simrun/common/error.hpp"
+#include "simrun/common/json_reader.hpp"
+#include "simrun/models/counts.hpp"
+#include "simrun/sim/scenario/layout_rules.hpp"
+#include "simrun/sim/scenario/scenario_parser.hpp"
+
+namespace simrun {
+namespace {
+
+constexpr int64_t kMaxGpus = int64_t(1) << 20;  // 1M GPUs: beyond any cluster built
+constexpr int64_t kMaxParallel = int64_t(1) << 20;
+constexpr int64_t kMaxBatch = int64_t(1) << 24;   // sequences per step
+constexpr int64_t kMaxSeqLen = int64_t(1) << 24;  // 16M tokens
+// One step's model FLOPs per GPU, in seconds at the GPU's dense peak. Real steps take seconds
+// to minutes; the event simulation's clock (int64 ns) ends at ~292 years, and inefficiency,
+// communication and bubbles must still fit under it.
+constexpr double kMaxStepSecondsAtPeak = 1e6;
+
+const std::vector<std::string> kRecomputeNames = {"none", "selective", "full"};
+const std::vector<std::string> kPrecisionNames = {"bf16", "fp16", "fp8", "fp32"};
+const std::vector<std::string> kTopologyNames = {"rail-optimized", "fat-tree"};
+// snake_case is canonical; the spellings after it are older ones, still read.
+const std::vector<std::string> kPipelineSplitNames = {"even", "embedding_loss_layers", "balanced",
+                                                      "embedding-loss-layers"};
+const std::vector<std::string> kCpCommTypeNames = {"p2p", "all_gather", "a2a", "a2a_p2p", "a2a+p2p"};
+
+PipelineSplit parse_pipeline_split(const std::string& s) {
+  if (s == "embedding_loss_layers" || s == "embedding-loss-layers")
+    return PipelineSplit::embedding_loss_layers;
+  if (s == "balanced") return PipelineSplit::balanced;
+  return PipelineSplit::even;
+}
+
+CpCommType parse_cp_comm_type(const std::string& s) {
+  if (s == "all_gather") return CpCommType::all_gather;
+  if (s == "a2a") return CpCommType::a2a;
+  if (s == "a2a_p2p" || s == "a2a+p2p") return CpCommType::a2a_p2p;
+  return CpCommType::p2p;
+}
+
+// a2a+p2p's all-to-all level (Layout::cp_a2a_level): the first of Megatron's two
+// --hierarchical-context-parallel-sizes, whose product is cp. 1 under the other types.
+int64_t read_cp_a2a_level(JsonReader& r, const Layout& layout) {
+  const std::string key = "hierarchical_context_parallel_sizes";
+  if (layout.cp_comm_type != CpCommType::a2a_p2p) {
+    if (r.has(key)) r.fail(key, "is read with cp_comm_type \"a2a+p2p\" only");
+    return 1;
+  }
+  const std::string rule = "two positive integers [a2a, p2p] whose product is cp " +
+                           std::to_string(layout.cp) +
+                           ": all-to-alls over the first level (adjacent CP ranks), the ring over the second";
+  if (!r.has(key)) r.fail(key, "a2a+p2p needs it: " + rule);
+  const nlohmann::json& v = r.raw(key);
+  const auto level = [&](size_t i) {
+    return v.is_array() && v.size() == 2 && v[i].is_number_integer() ? v[i].get<int64_t>() : int64_t{0};
+  };
+  const int64_t a2a = level(0), p2p = level(1);
+  if (a2a < 1 || p2p < 1 || a2a > layout.cp || p2p > layout.cp || a2a * p2p != layout.cp)
+    r.fail(key, "must be " + rule);
+  return a2a;
+}
+
+Recompute parse_recompute(const std::string& s) {
+  if (s == "selective") return Recompute::selective;
+  if (s == "full") return Recompute::full;
+  return Recompute::none;
+}
+
+Precision parse_precision(const std::string& s) {
+  if (s == "fp16") return Precision::fp16;
+  if (s == "fp8") return Precision::fp8;
+  if (s == "fp32") return Precision::fp32;
+  return Precision::bf16;
+}
+
+ModelSpec read_model_field(JsonReader& top, const Catalogs& catalogs, const std::filesystem::path& base_dir) {
+  const auto& raw = top.raw("model");
+  if (raw.is_string()) return catalogs.models.get(raw.get<std::string>(), top.file(), "model");
+  if (!raw.is_object()) top.fail("model", "expected a catalog name (e.g. \"llama3-70b\") or a model object");
+  JsonReader model = top.object("model");
+  if (model.has("hf_config")) {
+    const std::filesystem::path hf_path = base_dir / model.string("hf_config");
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(hf_path, ec))
+      model.fail("hf_config", "cannot read \"" + hf_path.string() +
+                                  "\" (a HuggingFace config.json file; relative paths start at the "
+                                  "scenario's directory)");
+    ModelSpec spec = import_hf_config(load_json_file(hf_path), hf_path.string());
+    if (!model.has("seq_len") && spec.seq_len > kMaxSeqLen)
+      model.fail("seq_len", "missing, and the config's context of " + std::to_string(spec.seq_len) +
+                                " tokens is over the " + std::to_string(kMaxSeqLen) +
+                                " a step is simulated at (give the training sequence length)");
+    spec.seq_len = model.integer_or("seq_len", spec.seq_len, 1, kMaxSeqLen);
+    spec.name = model.string_or("name", spec.name);
+    model.finish();
+    return spec;
+  }
+  // {"name": id} without the architecture refers to the catalog: only seq_len may change.
+  const auto name = raw.find("name");
+  if (name != raw.end() && name->is_string() && !raw.contains("layers")) {
+    ModelSpec spec = catalogs.models.get(model.string("name"), top.file(), "model.name");
+    spec.seq_len = model.integer_or("seq_len", spec.seq_len, 1, kMaxSeqLen);
+    for (const auto& item : raw.items())
+      if (item.key() != "name" && item.key() != "seq_len")
+        model.fail(item.key(), "a catalog model (\"" + spec.name +
+                                   "\") takes only seq_len beside its name; for a variant give every field "
+                                   "of a custom model (as in models/catalog/" +
+                                   spec.name + ".json)");
+    model.finish();
+    return spec;
+  }
+  return read_model(model);
+}
+
+ClusterSpec read_cluster(JsonReader& top, const Catalogs& catalogs) {
+  JsonReader cluster = top.object("cluster");
+  ClusterSpec spec;
+  spec.gpu = catalogs.hardware.gpu(cluster.string("gpu"), top.file(), "cluster.gpu");
+  spec.num_gpus = cluster.integer_or("num_gpus", 8, 1, kMaxGpus);
+  const int64_t default_per_node = std::min<int64_t>(spec.gpu.scale_up_domain >= 72 ? 4 : 8, spec.num_gpus);
+  spec.gpus_per_node = cluster.integer_or("gpus_per_node", default_per_node, 1, 72);
+  if (spec.num_gpus > spec.gpus_per_node && spec.num_gpus % spec.gpus_per_node != 0)
+    cluster.fail("num_gpus", std::to_string(spec.num_gpus) + " GPUs do not fill whole nodes of " +
+                                 std::to_string(spec.gpus_per_node) + " (use a multiple of gpus_per_node)");
+  std::string fabric_id = "ib-ndr";
+  spec.nics_per_node = spec.gpus_per_node;
+  if (cluster.has("fabric")) {
+    JsonReader fabric = cluster.object("fabric");
+    fabric_id = fabric.string_or("kind", fabric_id);
+    spec.fabric = catalogs.hardware.fabric(fabric_id, top.file(), "cluster.fabric.kind");
+    spec.nics_per_node = fabric.integer_or("nics_per_node", spec.gpus_per_node, 1, 72);
+    const std::string topology = fabric.choice_or("topology", "rail-optimized", kTopologyNames);
+    spec.topology = topology == "fat-tree" ? FabricTopology::fat_tree : FabricTopology::rail_optimized;
+    spec.oversubscription = fabric.number_or("oversubscription", 1.0, 1.0, 64.0);
+    fabric.finish();
+  } else {
+    spec.fabric = catalogs.hardware.fabric(fabric_id, top.file(), "cluster.fabric.kind");
+  }
+  cluster.finish();
+  return spec;
+}
+
+Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& cluster) {
+  Layout layout;
+  // No layout section reads as an empty one: every field takes the same default.
+  static const nlohmann::json kEmpty = nlohmann::json::object();
+  const bool given = top.has("layout");
+  JsonReader r = given ? top.object("layout") : JsonReader(kEmpty, top.file(), "layout");
+  layout.tp = r.integer_or("tp", 1, 1, kMaxParallel);
+  layout.pp = r.integer_or("pp", 1, 1, kMaxParallel);
+  layout.cp = r.integer_or("cp", 1, 1, kMaxParallel);
+  layout.ep = r.integer_or("ep", 1, 1, kMaxParallel);
+  layout.expert_tp = r.integer_or("expert_tp", layout.tp, 1, kMaxParallel);
+  const int64_t model_parallel = layout.tp * layout.pp * layout.cp;
+  if (r.has("dp")) {
+    layout.dp = r.integer("dp", 1, kMaxGpus);
+  } else {
+    if (cluster.num_gpus % model_parallel != 0)
+      r.fail("dp", "cannot be derived: num_gpus " + std::to_string(cluster.num_gpus) +
+                       " is not divisible by tp*pp*cp = " + std::to_string(model_parallel));
+    layout.dp = cluster.num_gpus / model_parallel;
+  }
+  // At least the balanced share: below it the padding becomes dropping, and the model FLOPs
+  // (Megatron's count of the routed tokens) would credit expert work never done.
+  if (r.has("moe_capacity_factor")) layout.moe_capacity_factor = r.number("moe_capacity_factor", 1.0, 1024.0);
+  layout.cp_comm_type = parse_cp_comm_type(r.choice_or("cp_comm_type", "p2p", kCpCommTypeNames));
+  layout.cp_a2a_level = read_cp_a2a_level(r, layout);
+  // Ulysses splits each rank's query heads and key/value heads (one at least: Megatron
+  // replicates KV heads over a larger tp; MLA's up-projections give every query head its own)
+  // over its all-to-all's ranks. (A tp that does not divide the heads is refused by its own rule.)
+  const int64_t a2a = layout.cp_a2a();
+  if (a2a > 1 && model.heads % layout.tp == 0) {
+    const int64_t heads = model.heads / layout.tp;
+    const int64_t kv_heads = model.mla ? heads : std::max<int64_t>(1, model.kv_heads / layout.tp);
+    const bool hierarchical = layout.cp_comm_type == CpCommType::a2a_p2p;
+    const std::string over =
+        hierarchical ? "the a2a level " + std::to_string(a2a) : "cp " + std::to_string(layout.cp);
+    if (heads % a2a != 0 || kv_heads % a2a != 0)
+      r.fail(hierarchical ? "hierarchical_context_parallel_sizes" : "cp_comm_type",
+             std::string(hierarchical ? "a2a+p2p" : "a2a") + " splits each rank's attention heads over " +
+                 over + ": " + std::to_string(heads) + " query and " + std::to_string(kv_heads) +
+                 " key/value heads per tensor-parallel rank do not divide by it (use p2p, or a size that "
+                 "divides them)");
+  }
+  layout.virtual_stages = r.integer_or("virtual_stages", 1, 1, 1024);
+  layout.pipeline_split = parse_pipeline_split(r.choice_or("pipeline_split", "even", kPipelineSplitNames));
+  layout.sequence_parallel = r.boolean_or("sequence_parallel", layout.tp > 1);
+  layout.zero_stage = static_cast<int>(r.integer_or("zero_stage", 1, 0, 3));
+  layout.micro_batch = r.integer_or("micro_batch", 1, 1, kMaxBatch);
+  layout.global_batch = r.integer_or("global_batch", layout.micro_batch * layout.dp, 1, kMaxBatch);
+  layout.recompute = parse_recompute(r.choice_or("recompute", "none", kRecomputeNames));
+  layout.precision = parse_precision(r.choice_or("precision", "bf16", kPrecisionNames));
+  layout.flash_attention = r.boolean_or("flash_attention", true);
+  r.finish();
+
+  if (!model.is_moe() && !r.has("expert_tp")) layout.expert_tp = 1;  // its default is tp
+  if (const auto error = layout_error(model, cluster, layout))
+    throw InputError(top.file(), error->field, error->message);
+  return layout;
+}
+
+RunSpec read_run(JsonReader& top) {
+  RunSpec run;
+  if (!top.has("run")) return run;
+  JsonReader r = top.object("run");
+  run.tokens = r.number_or("tokens", 0, 0, 1e18);
+  run.usd_per_gpu_hour = r.number_or("usd_per_gpu_hour", run.usd_per_gpu_hour, 0, 1e4);
+  run.gpu_mtbf_hours = r.number_or("gpu_mtbf_hours", run.gpu_mtbf_hours, 1, 1e9);
+  if (r.has("checkpoint_interval_min")) {
+    const auto& v = r.raw("checkpoint_interval_min");
+    if (v.is_string()) {
+      if (v.get<std::string>() != "auto")
+        r.fail("checkpoint_interval_min", "expected minutes (a number) or \"auto\"");
+    } else {
+      run.checkpoint_interval_min = r.number("checkpoint_interval_min", 0.1, 1e6);
+    }
+  }
+  run.assumed_mfu = r.optional_number("assumed_mfu", 1e-4, 1.0);
+  r.finish();
+  return run;
+}
+
+}  // namespace
+
+const char* to_string(Recompute r) {
+  switch (r) {
+    case Recompute::none:
+      return "none";
+    case Recompute::selective:
+      return "selective";
+    case Recompute::full:
+      return "full";
+  }
+  return "?";
+}
+
+const char* to_string(CpCommType c) {
+  switch (c) {
+    case CpCommType::p2p:
+      return "p2p";
+    case CpCommType::all_gather:
+      return "all_gather";
+    case CpCommType::a2a:
+      return "a2a";
+    case CpCommType::a2a_p2p:
+      return "a2a+p2p";
+  }
+  return "?";
+}
+
+const char* to_string(PipelineSplit p) {
+  switch (p) {
+    case PipelineSplit::even:
+      return "even";
+    case PipelineSplit::embedding_loss_layers:
+      return "embedding-loss-layers";
+    case PipelineSplit::balanced:
+      return "balanced";
+  }
+  return "?";
+}
+
+double training_peak_flops_per_s(const Scenario& s) {
+  const double peak = s.cluster.gpu.peak_flops_per_s(s.layout.precision);
+  if (!(peak > 0))
+    throw InputError(s.file, "layout.precision",
+                     s.cluster.gpu.id + " has no dense " + to_string(s.layout.precision) +
+                         " peak (use a precision it supports, e.g. bf16)");
+  return peak;
+}
+
+const char* to_string(FabricTopology t) {
+  return t == FabricTopology::fat_tree ? "fat-tree" : "rail-optimized";
+}
+
+namespace {
+
+// One override: the scenario field it replaces (a dotted path) and its value (unset when not
+// given). Order matters: the model before its seq_len.
+struct OverrideField {
+  const char* path;
+  std::optional<nlohmann::json> value;
+};
+
+template <class T>
+std::optional<nlohmann::json> json_of(const std::optional<T>& v) {
+  return v ? std::optional<nlohmann::json>(*v) : std::nullopt;
+}
+
+std::vector<OverrideField> override_fields(const ScenarioOverrides& o) {
+  return {{"model", json_of(o.model)},
+          {"model.seq_len", json_of(o.seq_len)},
+          {"cluster.gpu", json_of(o.gpu)},
+          {"cluster.num_gpus", json_of(o.gpus)},
+          {"cluster.gpus_per_node", json_of(o.gpus_per_node)},
+          {"cluster.fabric.kind", json_of(o.fabric)},
+          {"layout.tp", json_of(o.tp)},
+          {"layout.pp", json_of(o.pp)},
+          {"layout.dp", json_of(o.dp)},
+          {"layout.cp", json_of(o.cp)},
+          {"layout.cp_comm_type", json_of(o.cp_comm_type)},
+          {"layout.hierarchical_context_parallel_sizes", json_of(o.hierarchical_cp_sizes)},
+          {"layout.ep", json_of(o.ep)},
+          {"layout.expert_tp", json_of(o.expert_tp)},
+          {"layout.moe_capacity_factor", json_of(o.moe_capacity_factor)},
+          {"layout.virtual_stages", json_of(o.virtual_stages)},
+          {"layout.pipeline_split", json_of(o.pipeline_split)},
+          {"layout.micro_batch", json_of(o.micro_batch)},
+          {"layout.global_batch", json_of(o.global_batch)},
+          {"layout.zero_stage", json_of(o.zero_stage)},
+          {"layout.recompute", json_of(o.recompute)},
+          {"layout.precision", json_of(o.precision)},
+          {"layout.sequence_parallel", json_of(o.sequence_parallel)},
+          {"layout.flash_attention", json_of(o.flash_attention)},
+          {"run.tokens", json_of(o.tokens)},
+          {"run.usd_per_gpu_hour", json_of(o.usd_per_gpu_hour)},
+          {"run.assumed_mfu", json_of(o.mfu)}};
+}
+
+}  // namespace
+
+void ScenarioOverrides::apply_to(nlohmann::json& doc) const {
+  if (!doc.is_object()) return;  // parse_scenario reports the type error
+  for (const OverrideField& f : override_fields(*this)) {
+    if (!f.value) continue;
+    std::vector<std::string> keys;
+    for (std::string_view rest = f.path;;) {
+      const size_t dot = rest.find('.');
+      keys.emplace_back(rest.substr(0, dot));
+      if (dot == std::string_view::npos) break;
+      rest.remove_prefix(dot + 1);
+    }
+    nlohmann::json* node = &doc;
+    for (size_t i = 0; node && i + 1 < keys.size(); ++i) {
+      nlohmann::json& child = (*node)[keys[i]];
+      if (child.is_null()) child = nlohmann::json::object();
+      if (keys[i] == "model" && child.is_string())
+        child = nlohmann::json{{"name", child}};    // catalog + seq_len
+      node = child.is_object() ? &child : nullptr;  // another type: parse_scenario reports it
+    }
+    if (node) (*node)[keys.back()] = *f.value;
+  }
+  // A changed GPU count invalidates a file's dp unless dp was given too: derive it again.
+  if (gpus && !dp && doc.contains("layout") && doc["layout"].is_object()) doc["layout"].erase("dp");
+}
+
+std::vector<std::string> ScenarioOverrides::given() const {
+  std::vector<std::string> fields;
+  for (const OverrideField& f : override_fields(*this))
+    if (f.value) fields.emplace_back(f.path);
+  return fields;
+}
+
+Scenario parse_scenario(const nlohmann::json& doc, const std::string& file, const Catalogs& catalogs,
+                        const std::filesystem::path& base_dir) {
+  JsonReader top(doc, file);
+  Scenario s;
+  s.file = file;
+  s.model = read_model_field(top, catalogs, base_dir);
+  s.cluster = read_cluster(top, catalogs);
+  s.layout = read_layout(top, s.model, s.cluster);
+  s.run = read_run(top);
+  top.string_or("description", "");  // free text for people reading the file
+  top.finish();
+  const double peak = s.cluster.gpu.peak_flops_per_s(s.layout.precision);
+  const double step_flops_per_gpu = count_flops_per_sequence(s.model, AttentionFlops::causal).total() *
+                                    double(s.layout.global_batch) / double(s.cluster.num_gpus);
+  if (peak > 0 && step_flops_per_gpu / peak > kMaxStepSecondsAtPeak) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "one step is %.3g FLOPs per GPU, %.3g s at the %s's peak",
+                  step_flops_per_gpu, step_flops_per_gpu / peak, s.cluster.gpu.id.c_str());
+    throw InputError(file, "model",
+                     std::string(buf) +
+                         " (at most 1e6 s per step is simulated: use a smaller model, seq_len or "
+                         "global_batch, or more GPUs)");
+  }
+  return s;
+}
+
+Scenario load_scenario(const std::filesystem::path& path, const ScenarioOverrides& overrides,
+                       const Catalogs& catalogs) {
+  nlohmann::json doc = nlohmann::json::object();
+  std::string file = kOverridesSource;
+  std::filesystem::path base_dir = std::filesystem::current_path();
+  if (!path.empty()) {
+    doc = load_json_file(path);
+    file = path.string();
+    base_dir = path.parent_path();
+  }
+  overrides.apply_to(doc);
+  if (!doc.is_object()) throw InputError(file, "(top level)", "expected a JSON object");
+  if (!doc.contains("model"))
+    throw InputError(file, "model", "missing (a catalog name such as \"llama3-70b\")");
+  if (!doc.contains("cluster") || !doc["cluster"].is_object() || !doc["cluster"].contains("gpu"))
+    throw InputError(file, "cluster.gpu", "missing (a GPU id such as \"h100-sxm\")");
+  return parse_scenario(doc, file, catalogs, base_dir);
+}
+
+Catalogs load_catalogs(const std::filesystem::path& data_dir) {
+  return Catalogs{
+      ModelCatalog::load(data_dir / "models" / "catalog"),
+      HardwareCatalog::load(data_dir / "topologies" / "gpus", data_dir / "topologies" / "fabrics")};
+}
+
+}  // namespace simrun

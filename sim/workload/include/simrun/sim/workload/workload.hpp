@@ -1,0 +1,333 @@
+// The workload builder: from a Scenario, the task graph one GPU runs in one training step.
+//
+// Every rank of one pipeline stage runs the same program (RankLayout's symmetry), so the
+// workload is one StageProgram per stage. A program is a list of tasks in issue order; each
+// task runs on one stream of the GPU (compute, TP comm, PP send, DP comm, ...). Like CUDA
+// streams, a stream runs its tasks one at a time in program order; a task also waits for its
+// explicit dependencies (events recorded on other streams). The executor (step_simulator.hpp)
+// runs these programs, one per simulated rank.
+//
+// What a program holds, per Megatron-LM (Narayanan et al. 2021, arXiv:2104.04473; Korthikanti
+// et al. 2022, arXiv:2205.05198):
+//  - per micro-batch and model chunk, the forward and backward of each layer as its real ops
+//    (norms, QKV/GQA projection, attention core, output projection, MLP GEMMs for GELU or
+//    SwiGLU, activation, bias-dropout-residual), with FLOPs and HBM bytes;
+//  - recompute none | selective (attention core re-run before its backward) | full (the whole
+//    layer forward re-run before its backward);
+//  - the embedding on the first stage, final norm, vocabulary projection and loss on the last;
+//  - tensor-parallel collectives per layer: all-reduce after the attention and MLP blocks, or
+//    with sequence parallelism all-gather before and reduce-scatter after; in the backward the
+//    input re-gather overlaps the dgrad GEMM and the grad reduce-scatter the wgrad GEMM
+//    (Megatron's LinearWithGradAccumulationAndAsyncCommunication);
+//  - pipeline send/recv of activations and gradients with the GPipe, 1F1B or interleaved
+//    1F1B schedule;
+//  - data-parallel gradient reduction in buckets (all-reduce, or reduce-scatter under ZeRO ≥ 1),
+//    issued as the last micro-batch's backward produces each bucket's gradients;
+//  - ZeRO-1/2 parameter all-gather after the optimizer (or overlapped with the next forward);
+//    ZeRO-3/FSDP per-layer parameter all-gather with prefetch and per-layer gradient
+//    reduce-scatter;
+//  - the optimizer step (fused Adam over the local shard: memory-bound);
+//  - MoE layers (Megatron-Core MoELayer, alltoall token dispatcher; Shoeybi/Korthikanti's layer
+//    with the FFN replaced): router, permute, dispatch all-to-all over the EP group, the local
+//    experts' grouped GEMMs (expert-TP all-gather/reduce-scatter when expert_tp > 1), combine
+//    all-to-all, unpermute; shared experts as a TP-split MLP; expert gradients reduced over the
+//    expert-data-parallel group. Routing is balanced (every expert gets top_k/experts of the
+//    tokens), as the published MoE benchmarks force it;
+//  - multi-head latent attention (Megatron-Core MLASelfAttention): duplicated down-projections
+//    to the Q and KV latents, their norms, column-parallel up-projections, the attention core on
+//    d_nope + d_rope query/key and d_v value dimensions, the row-parallel output projection.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "simrun/sim/scenario/comm_types.hpp"
+#include "simrun/sim/scenario/layout_rules.hpp"
+#include "simrun/sim/workload/op_shape.hpp"
+#include "simrun/sim/scenario/rank_layout.hpp"
+#include "simrun/sim/scenario/scenario.hpp"
+
+namespace simrun {
+
+// Streams of one GPU; comm streams run concurrently with compute.
+enum class Stream : uint8_t { compute, tp, cp, ep, pp_send, pp_recv, dp_grad, dp_param, count };
+inline constexpr int kStreamCount = static_cast<int>(Stream::count);
+const char* to_string(Stream s);
+
+// What a task's time counts as in the breakdown.
+enum class Phase : uint8_t { forward, backward, recompute, optimizer, comm };
+const char* to_string(Phase p);
+
+enum class TaskKind : uint8_t {
+  compute,     // a GPU kernel (or host work the stream waits for) of shape StageProgram::shapes[shape]
+  collective,  // a collective on `group`
+  send,        // pipeline p2p send to peer_stage; completes the matching recv
+  recv,        // arrival marker of a pipeline p2p message (no stream time of its own)
+};
+
+// Names of operations, for traces and breakdowns.
+enum class OpName : uint8_t {
+  embedding,
+  ln_attn,
+  qkv,
+  rope,
+  attn_core,
+  proj,
+  residual_attn,
+  ln_mlp,
+  fc1,
+  act,
+  fc2,
+  residual_mlp,
+  final_ln,
+  logits,
+  loss,
+  optimizer,
+  grad_norm,
+  step_overhead,
+  tp_ag_attn,
+  tp_rs_attn,
+  tp_ar_attn,
+  tp_ag_mlp,
+  tp_rs_mlp,
+  tp_ar_mlp,
+  tp_ag_in_attn,
+  tp_ag_in_mlp,
+  tp_embedding,
+  tp_logits,
+  tp_loss,
+  cp_kv,   // a CP ring step: K,V (backward: and dK,dV) to the next rank; or their all-gather
+           // (backward: and the reduce-scatter of dK,dV)
+  cp_a2a,  // a Ulysses all-to-all: Q,K,V (or O) from the sequence split to the head split, or back
+  pp_act,
+  pp_grad,
+  dp_grad_reduce,
+  dp_param_gather,
+  fsdp_gather,
+  fsdp_reduce,
+  router,           // MoE gate: h → experts logits, softmax and top-k
+  moe_permute,      // tokens sorted by expert before the dispatch (and its backward)
+  moe_sort_chunks,  // received tokens regrouped by local expert after the dispatch, and back
+  expert_fc1,       // grouped GEMM over the local experts
+  expert_act,
+  expert_fc2,
+  moe_unpermute,  // combined tokens restored to sequence order, weighted by the router probs
+  ep_dispatch,    // all-to-all of the routed tokens to their experts' ranks
+  ep_combine,     // all-to-all of the expert outputs back
+  tp_ag_expert,   // expert-TP all-gather of the dispatched tokens (expert_tp > 1)
+  tp_rs_expert,   // expert-TP reduce-scatter of the expert outputs
+  mla_q_down,     // MLA low-rank projections (DeepSeek-V2/V3): h → r_q, duplicated over TP
+  mla_q_up,       // r_q → heads·(d_nope + d_rope), column-parallel
+  mla_kv_down,    // h → r_kv + d_rope, duplicated over TP
+  mla_kv_up,      // r_kv → heads·(d_nope + d_v), column-parallel
+  mla_norm,       // the RMSNorms on the two latents
+  tp_ar_latent,   // all-reduce of a latent's gradient (its up-projection is column-parallel)
+  count
+};
+const char* to_string(OpName op);
+
+// Framework behaviours that the scenario file does not state (what overlaps with what). The
+// defaults are Megatron-Core's recommended settings; sources using other frameworks set them.
+enum class TpCommOverlap : uint8_t {
+  backward_async,  // Megatron default: forward TP collectives exposed; backward AG/RS or AR
+                   // overlapped with the dgrad/wgrad GEMMs
+  full,            // TE userbuffers (--tp-comm-overlap) or PyTorch async-TP (needs sequence
+                   // parallelism): each all-gather / reduce-scatter runs beside the GEMM that
+                   // consumes or produces it; only what outlasts that GEMM shows
+};
+enum class GradReduceOverlap : uint8_t {
+  after_backward,  // reduce after the pipeline flush (Megatron without --overlap-grad-reduce)
+  bucketed,        // each bucket as soon as its gradients are final (--overlap-grad-reduce, torch DDP)
+};
+enum class ParamGatherOverlap : uint8_t {
+  after_optimizer,  // ZeRO ≥ 1: all-gather updated parameters right after the optimizer step
+  next_forward,     // --overlap-param-gather: gather bucket k before its first forward use
+};
+
+enum class SelectiveRecompute : uint8_t {
+  attention_core,     // Megatron --recompute-granularity selective: the attention core re-runs
+                      // before its backward (Korthikanti et al. 2022)
+  every_other_layer,  // torchtitan's selective activation checkpointing: per-layer (every 2nd
+                      // block checkpointed) or per-op (every 2nd matmul recomputed) — half a forward
+};
+
+// When FSDP re-gathers the next unit's parameters in the backward pass.
+enum class FsdpBackwardPrefetch : uint8_t {
+  before_backward,  // BACKWARD_PRE (FSDP2's implicit prefetch; FSDP1 option): unit k−1's all-gather
+                    // is issued when unit k's backward starts, so it hides behind all of it
+  after_backward,   // BACKWARD_POST (FSDP1 / Composer default): issued from unit k's post-backward
+                    // hook, once k's gradients exist, so only k's norm backward hides it
+};
+
+// Which kernels the framework runs around the GEMMs.
+enum class KernelStack : uint8_t {
+  fused,  // Transformer Engine / Megatron fused kernels: LayerNorm+cast, bias+GeLU, bias+dropout+add,
+          // the architecture's best fused attention (cuDNN / FlashAttention-3 on Hopper)
+  eager,  // PyTorch eager: separate norm, activation, residual and cast kernels (each re-reads its
+          // inputs from HBM: eager_memory_factor × the fused traffic) and FlashAttention-2
+};
+
+struct WorkloadOptions {
+  KernelStack kernels = KernelStack::fused;
+  // HBM traffic of the memory-bound ops with unfused kernels, relative to fused ones: a fused
+  // bias+dropout+residual reads 2 and writes 1 tensor where eager dropout then add moves 6;
+  // GeLU with its bias, LayerNorm with its cast likewise; not every op doubles (torch fuses
+  // LayerNorm, GeLU and bias into single kernels), so 1.6 on average.
+  double eager_memory_factor = 1.6;
+  SelectiveRecompute selective = SelectiveRecompute::attention_core;
+  // Host work once per step that the GPU waits for: launching the optimizer over every
+  // parameter tensor, the gradient-norm and loss host syncs, logging, the data loader hand-off.
+  double step_overhead_s = 0.03;
+  TpCommOverlap tp_overlap = TpCommOverlap::backward_async;
+  // Megatron-Core --moe-shared-expert-overlap: an MoE layer's shared experts run beside its
+  // dispatch and combine all-to-alls rather than after the routed path (workload_builder.cpp).
+  bool moe_shared_expert_overlap = false;
+  GradReduceOverlap grad_reduce = GradReduceOverlap::bucketed;
+  ParamGatherOverlap param_gather = ParamGatherOverlap::next_forward;
+  // Megatron DDP bucket: max(40M, 1M·dp) parameters (distributed_data_parallel.py).
+  double bucket_params_min = 40e6;
+  double bucket_params_per_dp = 1e6;
+  // Megatron-Core's get_model() (megatron/training/training.py) wraps each model chunk in a DDP
+  // of its own and passes disable_bucketing from the second chunk on ("communication for these
+  // model chunks is overlapped with compute anyway"): each later chunk reduces as one bucket.
+  bool one_bucket_after_first_chunk = true;
+  // The DDP bucket size over `dp` ranks, and whether model chunk `chunk` is cut into buckets.
+  double grad_bucket_params(int64_t dp) const {
+    return std::max(bucket_params_min, bucket_params_per_dp * double(dp));
+  }
+  bool chunk_bucketed(int64_t chunk) const { return chunk == 0 || !one_bucket_after_first_chunk; }
+  // Bytes per gradient element on the wire: 2 (bf16, Megatron default) or 4 (fp32 reduce, as
+  // PyTorch FSDP mixed precision with reduce_dtype=float32 does).
+  double grad_reduce_bytes = 2;
+  // FSDP (ZeRO-3): parameter all-gathers allowed in flight ahead of compute (limit_all_gathers).
+  int fsdp_prefetch_layers = 1;
+  FsdpBackwardPrefetch fsdp_backward_prefetch = FsdpBackwardPrefetch::before_backward;
+  // FSDP1 runs its all-gathers and reduce-scatters on one process group, whose NCCL stream
+  // executes them one after another in issue order (FSDP2 and Megatron use separate streams).
+  bool fsdp_one_communicator = false;
+  // HBM bytes per locally held parameter of the optimizer step. Fused Adam (Apex / TE /
+  // torch fused=True) reads grad, fp32 master, m, v (16 B) and writes master, m, v and the
+  // 16-bit copy (14 B); gradient-norm clipping reads the fp32 gradients once.
+  double adam_bytes_per_param = 30;
+  double grad_clip_bytes_per_param = 4;
+};
+
+inline constexpr uint32_t kNoTask = 0xffffffffu;
+inline constexpr uint32_t kNoShape = 0xffffffffu;
+
+struct Task {
+  TaskKind kind = TaskKind::compute;
+  Stream stream = Stream::compute;
+  Phase phase = Phase::forward;
+  OpName op = OpName::embedding;
+  CollectiveOp coll = CollectiveOp::all_reduce;
+  GroupKind group = GroupKind::tp;
+  int16_t chunk = 0;             // model chunk (virtual stage) on this rank
+  int32_t layer = -1;            // global layer index, -1 for non-layer ops
+  int32_t micro_batch = -1;      // -1 for per-step ops (optimizer, DP reduction)
+  uint32_t shape = kNoShape;     // compute: index into StageProgram::shapes
+  double flops = 0;              // model FLOPs (Megatron convention, causal) of compute ops
+  double comm_bytes = 0;         // collective: buffer size per rank (AR in=out, AG out, RS in); p2p message
+  int32_t peer_stage = -1;       // send: destination stage; recv: source stage
+  uint32_t peer_task = kNoTask;  // send: index of the matching recv task in the peer's program
+  uint32_t first_dep = 0;        // into StageProgram::deps
+  uint16_t dep_count = 0;
+};
+
+struct StageProgram {
+  int64_t stage = 0;
+  std::vector<Task> tasks;
+  std::vector<uint32_t> deps;    // task indices, slices per Task
+  std::vector<OpShape> shapes;   // of the compute tasks, one each (Task::shape)
+  std::vector<int32_t> layers;  // global layer ids held by this stage (all chunks)
+  double params = 0;            // parameters held (before ZeRO sharding), experts included
+  double expert_params = 0;     // of which routed experts (sharded over the expert-DP group)
+  // Megatron-Core DDP's gradient buckets (ZeRO 0-2; none under ZeRO-3), chunk by chunk from the
+  // last, each chunk's in backward order: this rank's parameters in each, whether they are
+  // routed experts (reduced over the expert-DP group instead of DP), the model chunk and how
+  // many transformer layers it holds (the embedding and the output layer count none).
+  struct GradBucketSize {
+    double params = 0;
+    bool experts = false;
+    int64_t chunk = 0;
+    int64_t layers = 0;
+  };
+  std::vector<GradBucketSize> grad_buckets;
+  // ZeRO-3's FSDP units in forward order, chunk by chunk (none under ZeRO 0-2): the embedding on
+  // the first stage, each layer, the output layer on the last, with this rank's parameters in
+  // each and, of those, the routed experts'.
+  struct FsdpUnit {
+    int64_t chunk = 0;
+    int32_t unit = 0;  // layer id; -1 the embedding, -2 the output layer
+    double params = 0;
+    double expert_params = 0;
+  };
+  std::vector<FsdpUnit> fsdp_units;
+  // Peak of forwards whose backward has not run yet: in layers' worth of activations, in
+  // model chunks, and in micro-batches of this stage's full layer count (rounded up).
+  int64_t max_in_flight_layers = 0;
+  int64_t max_in_flight_chunks = 0;
+  int64_t max_in_flight_micro_batches = 0;
+  double flops_model = 0;      // sum of task flops, phases forward + backward
+  double flops_recompute = 0;  // sum of task flops, phase recompute
+  double flops_padding = 0;    // expert GEMMs on capacity padding (Layout::moe_capacity_factor)
+
+  uint32_t dep(const Task& t, uint16_t i) const { return deps[t.first_dep + i]; }
+  const OpShape& shape(const Task& t) const { return shapes[t.shape]; }
+  // HBM bytes a compute task moves (its shape's overlapped and serial traffic); 0 for the rest.
+  double hbm_bytes(const Task& t) const {
+    return t.shape == kNoShape ? 0.0 : shapes[t.shape].bytes + shapes[t.shape].serial_bytes;
+  }
+};
+
+
+struct Workload {
+  Layout layout;
+  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+  int64_t micro_batches = 0;              // per pipeline, per step
+  std::vector<int64_t> layers_per_chunk;  // index stage·v + chunk
+  std::vector<StageProgram> stages;
+  std::vector<std::string> warnings;
+  double model_flops_per_step = 0;     // whole cluster, Megatron convention (causal)
+  double hardware_flops_per_step = 0;  // + recompute
+  size_t task_count() const;
+};
+
+
+// Builds the per-stage programs: shapes, dependencies and streams, no timings (the cost pass,
+// workload_cost.hpp, times them for a GPU). Throws InputError for layouts that cannot run
+// (reason and the nearest valid choice in the message); adds warnings for ones that run with a
+// caveat.
+Workload build_workload(const Scenario& scenario, const WorkloadOptions& options, PipelineSchedule schedule);
+inline Workload build_workload(const Scenario& scenario, const WorkloadOptions& options = WorkloadOptions{}) {
+  return build_workload(scenario, options, default_schedule(scenario.layout));
+}
+
+// Layers of each model chunk (index stage·v + chunk) under the layout's pipeline_split: even,
+// Megatron's account-for-embedding/loss split (embedding and loss take a layer's place each),
+// or balanced (1F1B: extra layers on the middle stages). Throws InputError when the split
+// cannot be made, saying which split would work.
+std::vector<int64_t> split_layers(int64_t layers, int64_t pp, int64_t virtual_stages, PipelineSplit split,
+                                  const std::string& file);
+
+// Pieces of the workload outside any pipeline schedule, for the analytic model (analytic.hpp):
+// it times the very ops, TP/CP collectives and dependencies the event simulation runs.
+//
+// probe_micro_batch: one micro-batch through a slice of the model's first two layers (pp 1,
+// one chunk, one micro-batch per step) on one GPU, in program order: embedding forward, layers
+// 0 and 1 forward, head forward, head backward, layers 1 and 0 backward (each with its
+// recompute), embedding backward, then the slice's gradient reduction and optimizer. Task::layer
+// tells the layers apart (0, 1); the rest have layer -1 and Task::op names them. Two layers, so
+// that recompute of every other layer shows both parities; one for a one-layer model.
+StageProgram probe_micro_batch(const Scenario& scenario, const WorkloadOptions& options);
+
+// The per-step tail of `stage` with no micro-batch before it: ZeRO-1/2 parameter gathers,
+// gradient-norm, fused Adam over the local shard, the host step overhead. Its `params` are the
+// parameters the stage holds (before ZeRO sharding). layers_per_chunk as split_layers returns
+// them for v chunks per stage.
+StageProgram optimizer_program(const Scenario& scenario, const WorkloadOptions& options,
+                               const std::vector<int64_t>& layers_per_chunk, int64_t v, int64_t stage);
+
+}  // namespace simrun

@@ -1,0 +1,251 @@
+// The workload builder: Scenario → one task program per pipeline stage. See workload.hpp for
+// what the programs contain. This file holds the pipeline schedules, the layer splits, the
+// layout checks and the assembly of the stages; each stage's program is built by StageBuilder
+// (the layers' ops in workload_builder.cpp, the step around them in workload_builder_step.cpp).
+#include "simrun/sim/workload/workload.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include "simrun/common/error.hpp"
+#include "simrun/models/counts.hpp"
+#include "workload_builder.hpp"
+
+namespace simrun {
+
+const char* to_string(Stream s) {
+  switch (s) {
+    case Stream::compute:
+      return "compute";
+    case Stream::tp:
+      return "tp comm";
+    case Stream::cp:
+      return "cp comm";
+    case Stream::ep:
+      return "ep comm";
+    case Stream::pp_send:
+      return "pp send";
+    case Stream::pp_recv:
+      return "pp recv";
+    case Stream::dp_grad:
+      return "dp grad";
+    case Stream::dp_param:
+      return "dp param";
+    case Stream::count:
+      break;
+  }
+  return "?";
+}
+
+const char* to_string(Phase p) {
+  switch (p) {
+    case Phase::forward:
+      return "forward";
+    case Phase::backward:
+      return "backward";
+    case Phase::recompute:
+      return "recompute";
+    case Phase::optimizer:
+      return "optimizer";
+    case Phase::comm:
+      return "comm";
+  }
+  return "?";
+}
+
+const char* to_string(OpName op) {
+  static const char* const kNames[] = {"embedding",
+                                       "ln_attn",
+                                       "qkv",
+                                       "rope",
+                                       "attn_core",
+                                       "proj",
+                                       "residual_attn",
+                                       "ln_mlp",
+                                       "fc1",
+                                       "act",
+                                       "fc2",
+                                       "residual_mlp",
+                                       "final_ln",
+                                       "logits",
+                                       "loss",
+                                       "optimizer",
+                                       "grad_norm",
+                                       "step_overhead",
+                                       "tp_ag_attn",
+                                       "tp_rs_attn",
+                                       "tp_ar_attn",
+                                       "tp_ag_mlp",
+                                       "tp_rs_mlp",
+                                       "tp_ar_mlp",
+                                       "tp_ag_in_attn",
+                                       "tp_ag_in_mlp",
+                                       "tp_embedding",
+                                       "tp_logits",
+                                       "tp_loss",
+                                       "cp_kv",
+                                       "cp_a2a",
+                                       "pp_act",
+                                       "pp_grad",
+                                       "dp_grad_reduce",
+                                       "dp_param_gather",
+                                       "fsdp_gather",
+                                       "fsdp_reduce",
+                                       "router",
+                                       "moe_permute",
+                                       "moe_sort_chunks",
+                                       "expert_fc1",
+                                       "expert_act",
+                                       "expert_fc2",
+                                       "moe_unpermute",
+                                       "ep_dispatch",
+                                       "ep_combine",
+                                       "tp_ag_expert",
+                                       "tp_rs_expert",
+                                       "mla_q_down",
+                                       "mla_q_up",
+                                       "mla_kv_down",
+                                       "mla_kv_up",
+                                       "mla_norm",
+                                       "tp_ar_latent"};
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(OpName::count));
+  const auto i = static_cast<size_t>(op);
+  return i < static_cast<size_t>(OpName::count) ? kNames[i] : "?";
+}
+
+size_t Workload::task_count() const {
+  size_t n = 0;
+  for (const auto& s : stages) n += s.tasks.size();
+  return n;
+}
+
+std::vector<int64_t> split_layers(int64_t layers, int64_t pp, int64_t v, PipelineSplit split,
+                                  const std::string& file) {
+  const int64_t chunks = pp * v;
+  std::vector<int64_t> out(static_cast<size_t>(chunks), 0);
+  // Index of model chunk (virtual stage vs = chunk·pp + stage) in `out` is stage·v + chunk.
+  auto at = [&](int64_t vs) -> int64_t& { return out[static_cast<size_t>((vs % pp) * v + vs / pp)]; };
+  switch (split) {
+    case PipelineSplit::even:
+      if (layers % chunks != 0)
+        throw InputError(
+            file, v > 1 ? "layout.virtual_stages" : "layout.pp",
+            std::to_string(layers) +
+                " layers do not divide into pp·virtual_stages = " + std::to_string(chunks) +
+                " equal model chunks (set layout.pipeline_split to \"embedding-loss-layers\" when "
+                "layers + 2 divide, or \"balanced\" with virtual_stages 1)");
+      std::fill(out.begin(), out.end(), layers / chunks);
+      return out;
+    case PipelineSplit::embedding_loss_layers: {
+      // Megatron --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split:
+      // the embedding and the loss each take a layer's place on the first and last chunk.
+      if ((layers + 2) % chunks != 0 || (layers + 2) / chunks < 2)
+        throw InputError(file, "layout.pipeline_split",
+                         "embedding-loss-layers needs layers + 2 = " + std::to_string(layers + 2) +
+                             " divisible by pp·virtual_stages = " + std::to_string(chunks) +
+                             " with at least 2 per chunk");
+      const int64_t per = (layers + 2) / chunks;
+      for (int64_t vs = 0; vs < chunks; ++vs) at(vs) = per;
+      at(0) -= 1;
+      at(chunks - 1) -= 1;
+      return out;
+    }
+    case PipelineSplit::balanced: {
+      if (v > 1)
+        throw InputError(
+            file, "layout.pipeline_split",
+            "balanced splits are for plain 1F1B (virtual_stages 1): the interleaved schedule needs "
+            "equal chunks");
+      if (layers < pp)
+        throw InputError(
+            file, "layout.pp",
+            "pp " + std::to_string(pp) + " exceeds the model's " + std::to_string(layers) + " layers");
+      // As even as possible, the extra layers on the middle stages (the first and last also run
+      // the embedding and the loss): Megatron --decoder-first/last-pipeline-num-layers.
+      const int64_t base = layers / chunks;
+      int64_t extra = layers % chunks;
+      for (auto& n : out) n = base;
+      std::vector<int64_t> order;
+      for (int64_t i = 0; i < chunks; ++i) order.push_back(i);
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+        auto dist = [&](int64_t x) { return std::min(x, chunks - 1 - x); };
+        return dist(a) > dist(b);
+      });
+      for (int64_t i = 0; extra > 0; ++i, --extra)
+        out[static_cast<size_t>(order[static_cast<size_t>(i)])] += 1;
+      return out;
+    }
+  }
+  return out;
+}
+
+
+namespace {
+
+// The layout's rules (layout_rules.hpp), for Scenarios built by hand too, then the schedule's own.
+void check_layout(const Scenario& sc, PipelineSchedule schedule) {
+  const Layout& l = sc.layout;
+  const std::string& file = sc.file;
+  if (const auto error = layout_error(sc.model, sc.cluster, l)) throw InputError(file, error->field, error->message);
+  const int64_t mbs = l.num_microbatches();
+  SIMRUN_ASSERT(mbs >= 1, "a valid layout has a micro-batch per pipeline");
+  if (schedule == PipelineSchedule::interleaved) {
+    if (l.pp < 2)
+      throw InputError(file, "layout.virtual_stages",
+                       "the interleaved schedule needs pp >= 2 (use virtual_stages = 1)");
+    if (mbs < l.pp)
+      throw InputError(file, "layout.global_batch",
+                       "the interleaved schedule needs at least pp (" + std::to_string(l.pp) +
+                           ") micro-batches per step, got " + std::to_string(mbs) +
+                           " = global_batch/(micro_batch·dp); raise global_batch or lower pp");
+    if (!schedule_completes(schedule, l.pp, mbs, l.virtual_stages)) {
+      const int64_t fits = (mbs + l.pp - 1) / l.pp * l.pp;
+      throw InputError(
+          file, "layout.global_batch",
+          fmt::format("the interleaved schedule cannot complete with {} micro-batches on pp {} "
+                      "with {} virtual stages: in Megatron's order (schedules.py table and "
+                      "warm-up) the last, partial group of {} waits on itself (use a multiple "
+                      "of pp, e.g. {} micro-batches: global_batch {})",
+                      mbs, l.pp, l.virtual_stages, mbs % l.pp, fits, fits * l.micro_batch * l.dp));
+    }
+  }
+}
+
+}  // namespace
+
+Workload build_workload(const Scenario& sc, const WorkloadOptions& options, PipelineSchedule schedule) {
+  Workload w;
+  w.layout = sc.layout;
+  if (schedule == PipelineSchedule::interleaved && sc.layout.virtual_stages < 2)
+    schedule = PipelineSchedule::one_f_one_b;
+  w.schedule = schedule;
+  check_layout(sc, schedule);
+  w.warnings = messages(layout_warnings(sc, schedule));
+  const Layout& l = sc.layout;
+  const int64_t v = schedule == PipelineSchedule::interleaved ? l.virtual_stages : 1;
+  w.micro_batches = l.num_microbatches();
+  w.layers_per_chunk = split_layers(sc.model.layers, l.pp, v, l.pipeline_split, sc.file);
+
+  detail::StageBuilder::Shared shared(sc, options, w.layers_per_chunk, v, w.micro_batches);
+  std::vector<detail::StageBuilder> builders;
+  builders.reserve(static_cast<size_t>(l.pp));
+  for (int64_t s = 0; s < l.pp; ++s) {
+    builders.emplace_back(shared, s);
+    builders.back().build(stage_schedule(schedule, s, l.pp, w.micro_batches, v), schedule);
+  }
+  detail::link_pipeline_messages(builders);
+  for (auto& b : builders) w.stages.push_back(b.take());
+
+  const double ranks_per_stage = double(l.tp * l.cp * l.dp);
+  for (const auto& st : w.stages) {
+    w.model_flops_per_step += st.flops_model * ranks_per_stage;
+    w.hardware_flops_per_step += (st.flops_model + st.flops_recompute + st.flops_padding) * ranks_per_stage;
+  }
+  return w;
+}
+
+}  // namespace simrun

@@ -1,0 +1,85 @@
+// Tests of the layout rules (layout_rules.hpp): one home for what makes a layout impossible and
+// for the caveats both fidelities state.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "simrun/common/error.hpp"
+#include "simrun/sim/analytic/analytic.hpp"
+#include "simrun/sim/scenario/layout_rules.hpp"
+#include "simrun/sim/event/simulate.hpp"
+#include "workload_test_util.hpp"
+
+using namespace simrun;
+using simrun::test::parse_scenario_text;
+
+namespace {
+
+bool mentions(const std::vector<std::string>& warnings, const std::string& text) {
+  return std::any_of(warnings.begin(), warnings.end(),
+                     [&](const std::string& w) { return w.find(text) != std::string::npos; });
+}
+
+}  // namespace
+
+TEST_CASE("a pipeline that never fills gets one warning, word for word the same from both fidelities",
+          "[sim][layout_rules]") {
+  // 4 micro-batches on 8 stages: (pp-1)/(m+pp-1) = 7/11 of the step idles (Narayanan et al. 2021).
+  const Scenario sc = parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
+      "layout": {"tp": 1, "pp": 8, "global_batch": 4}})");
+  const std::vector<LayoutDiagnostic> caveats = layout_warnings(sc, default_schedule(sc.layout));
+  const auto bubble = std::find_if(caveats.begin(), caveats.end(),
+                                   [](const LayoutDiagnostic& d) { return d.code == "pipeline_never_fills"; });
+  REQUIRE(bubble != caveats.end());
+  CHECK(bubble->field == "layout.global_batch");
+  CHECK(bubble->message.find("bubble (pp-1)/(m+pp-1) = 64% of the step") != std::string::npos);
+
+  const Report estimated = estimate(sc);
+  const Report simulated = simulate(sc).report;
+  CHECK(std::count(estimated.warnings.begin(), estimated.warnings.end(), bubble->message) == 1);
+  CHECK(std::count(simulated.warnings.begin(), simulated.warnings.end(), bubble->message) == 1);
+  CHECK_FALSE(mentions(estimated.warnings, "175%"));
+}
+
+TEST_CASE("tp 8 stays inside an NVL72 domain, and leaves a 4-GPU H100 node", "[sim][layout_rules]") {
+  const Scenario nvl72 = parse_scenario_text(R"({"model": "llama3-70b",
+      "cluster": {"gpu": "gb200", "num_gpus": 72, "gpus_per_node": 4},
+      "layout": {"tp": 8, "pp": 1, "dp": 9, "global_batch": 72}})");
+  CHECK_FALSE(mentions(messages(layout_warnings(nvl72, default_schedule(nvl72.layout))), "scale-up domain"));
+  CHECK_FALSE(mentions(estimate(nvl72).warnings, "NVLink domain"));
+  CHECK_FALSE(mentions(estimate(nvl72).warnings, "scale-up domain"));
+  CHECK_FALSE(mentions(build_workload(nvl72).warnings, "scale-up domain"));
+
+  const Scenario small_nodes = parse_scenario_text(R"({"model": "llama3-8b",
+      "cluster": {"gpu": "h100-sxm", "num_gpus": 16, "gpus_per_node": 4},
+      "layout": {"tp": 8, "pp": 1, "dp": 2, "global_batch": 16}})");
+  const std::vector<LayoutDiagnostic> caveats = layout_warnings(small_nodes, default_schedule(small_nodes.layout));
+  REQUIRE(caveats.size() >= 1);
+  CHECK(caveats[0].code == "tp_leaves_scale_up");
+  CHECK(caveats[0].message.find("tp=8 spans more than one scale-up domain (4 GPUs") != std::string::npos);
+  CHECK(build_workload(small_nodes).warnings == estimate(small_nodes).warnings);
+}
+
+TEST_CASE("a layout error names the field and a stable code, the same for the parser and the builder",
+          "[sim][layout_rules]") {
+  // Megatron-Core's TransformerConfig: num_query_groups % tp == 0. Llama-3 8B has 8 KV heads.
+  Scenario sc = parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 16},
+      "layout": {"tp": 8, "pp": 1, "dp": 2, "global_batch": 16}})");
+  CHECK_FALSE(layout_error(sc.model, sc.cluster, sc.layout).has_value());
+  sc.model.kv_heads = 4;  // a hand-built model: tp 8 no longer divides its key/value heads
+  const auto error = layout_error(sc.model, sc.cluster, sc.layout);
+  REQUIRE(error.has_value());
+  CHECK(error->field == "layout.tp");
+  CHECK(error->code == "tp_divides_kv_heads");
+  CHECK_THROWS_WITH(build_workload(sc), Catch::Contains("layout.tp") && Catch::Contains(error->message));
+  CHECK_THROWS_WITH(parse_scenario_text(R"({"model": {"name": "m", "layers": 2, "hidden": 1024, "heads": 16,
+      "kv_heads": 4, "ffn_hidden": 4096, "vocab": 32000, "seq_len": 2048},
+      "cluster": {"gpu": "h100-sxm", "num_gpus": 8}, "layout": {"tp": 8}})"),
+                    Catch::Contains("layout.tp") && Catch::Contains(error->message.substr(0, 20)));
+}
+
+TEST_CASE("an MoE model with tp > 1 needs sequence parallelism in both fidelities", "[sim][layout_rules]") {
+  CHECK_THROWS_WITH(parse_scenario_text(R"({"model": "mixtral-8x7b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
+      "layout": {"tp": 2, "ep": 4, "sequence_parallel": false}})"),
+                    Catch::Contains("layout.sequence_parallel") && Catch::Contains("Megatron-Core"));
+}

@@ -1,0 +1,255 @@
+// Scenario parsing: defaults, derived fields, overrides, and each validation rule.
+#include <catch2/catch.hpp>
+
+#include "simrun/common/error.hpp"
+#include "simrun/sim/scenario/scenario_parser.hpp"
+
+using namespace simrun;
+
+namespace {
+
+const Catalogs& catalogs() {
+  static const Catalogs c = load_catalogs(SIMRUN_DATA_DIR);
+  return c;
+}
+
+Scenario parse(const std::string& text, const ScenarioOverrides& o = {}) {
+  nlohmann::json doc = nlohmann::json::parse(text);
+  o.apply_to(doc);
+  return parse_scenario(doc, "t.json", catalogs(), ".");
+}
+
+std::string error_of(const std::string& text, const ScenarioOverrides& o = {}) {
+  try {
+    parse(text, o);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("only model and cluster.gpu are required, the rest defaults", "[sim][scenario]") {
+  const Scenario s = parse(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm"}})");
+  CHECK(s.model.name == "llama3-8b");
+  CHECK(s.cluster.num_gpus == 8);
+  CHECK(s.cluster.fabric.id == "ib-ndr");
+  CHECK(s.layout.dp == 8);
+  CHECK(s.layout.world_size() == 8);
+  CHECK(s.layout.recompute == Recompute::none);
+  CHECK(s.layout.precision == Precision::bf16);
+  CHECK(s.run.tokens == 0);
+  CHECK_FALSE(s.run.checkpoint_interval_min.has_value());
+  // No layout section takes the same defaults as an empty one.
+  const Scenario empty = parse(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm"}, "layout": {}})");
+  CHECK(s.layout.zero_stage == empty.layout.zero_stage);
+  CHECK(s.layout.zero_stage == 1);
+  CHECK(s.layout.flash_attention == empty.layout.flash_attention);
+  CHECK(s.layout.global_batch == empty.layout.global_batch);
+}
+
+TEST_CASE("a model object naming a catalog model takes only seq_len beside the name", "[sim][scenario]") {
+  const std::string tail = R"(, "cluster": {"gpu": "h100-sxm"}})";
+  CHECK(parse(R"({"model": {"name": "llama3-8b"})" + tail).model.seq_len == 8192);
+  CHECK(parse(R"({"model": {"name": "llama3-8b", "seq_len": 2048})" + tail).model.seq_len == 2048);
+  CHECK(error_of(R"({"model": {"name": "mixtral-8x7b", "moe": {"top_k": 1}})" + tail)
+            .find("t.json: model.moe: a catalog model") == 0);
+  CHECK(error_of(R"({"model": {"name": "lama3-8b", "seq_len": 4096})" + tail)
+            .find("did you mean \"llama3-8b\"") != std::string::npos);
+}
+
+TEST_CASE("dp is derived as num_gpus / (tp*pp*cp) when omitted", "[sim][scenario]") {
+  const Scenario s = parse(R"({"model": "llama3-70b", "cluster": {"gpu": "h100-sxm", "num_gpus": 1024},
+                               "layout": {"tp": 8, "pp": 4, "global_batch": 1024}})");
+  CHECK(s.layout.dp == 32);
+  CHECK(s.layout.num_microbatches() == 32);
+  CHECK(s.layout.sequence_parallel);  // Megatron practice: SP on with TP
+}
+
+TEST_CASE("overrides replace file fields, and a new GPU count re-derives dp", "[sim][scenario]") {
+  ScenarioOverrides o;
+  o.gpus = 2048;
+  o.seq_len = 4096;
+  o.recompute = "full";
+  const Scenario s = parse(R"({"model": "llama3-70b", "cluster": {"gpu": "h100-sxm", "num_gpus": 1024},
+                               "layout": {"tp": 8, "pp": 4, "dp": 32, "global_batch": 1024}})",
+                           o);
+  CHECK(s.cluster.num_gpus == 2048);
+  CHECK(s.layout.dp == 64);
+  CHECK(s.model.seq_len == 4096);
+  CHECK(s.layout.recompute == Recompute::full);
+}
+
+TEST_CASE("inline models are validated like catalog ones", "[sim][scenario]") {
+  const Scenario s =
+      parse(R"({"model": {"name": "tiny", "layers": 4, "hidden": 512, "heads": 8, "kv_heads": 8,
+                                         "ffn_hidden": 2048, "ffn_act": "gelu", "vocab": 32000, "seq_len": 1024},
+                               "cluster": {"gpu": "a100-80gb", "num_gpus": 8}})");
+  CHECK(s.model.layers == 4);
+  CHECK(s.model.ffn_act == FfnActivation::gelu);
+}
+
+TEST_CASE("an expert capacity factor: MoE only, at most every token, a flag or a field",
+          "[sim][scenario][moe]") {
+  const std::string moe = R"({"model": "mixtral-8x7b", "cluster": {"gpu": "h100-sxm", "num_gpus": 16}, )";
+  const Scenario dropless = parse(moe + R"("layout": {"tp": 2, "dp": 8, "ep": 8}})");
+  CHECK(dropless.layout.moe_capacity_factor == 0);
+  CHECK(dropless.layout.moe_load() == 1);
+  const Scenario padded =
+      parse(moe + R"("layout": {"tp": 2, "dp": 8, "ep": 8, "moe_capacity_factor": 1.25}})");
+  CHECK(padded.layout.moe_load() == 1.25);
+  ScenarioOverrides flag;
+  flag.moe_capacity_factor = 2.0;
+  CHECK(parse(moe + R"("layout": {"tp": 2, "dp": 8, "ep": 8}})", flag).layout.moe_load() == 2.0);
+  // Mixtral routes each token to 2 of 8 experts: capacity beyond 4x the share exceeds every token.
+  CHECK(parse(moe + R"("layout": {"moe_capacity_factor": 4}})").layout.moe_load() == 4.0);
+  CHECK(error_of(moe + R"("layout": {"moe_capacity_factor": 4.5}})") ==
+        "t.json: layout.moe_capacity_factor: 4.5 gives each expert more than every token (at most "
+        "experts/top_k = 4)");
+  CHECK(error_of(moe + R"("layout": {"moe_capacity_factor": 0}})")
+            .find("layout.moe_capacity_factor: 0 is out of range") != std::string::npos);
+  // Below the balanced share the padding becomes dropping: refused, not credited as model FLOPs.
+  CHECK(error_of(moe + R"("layout": {"moe_capacity_factor": 0.5}})") ==
+        "t.json: layout.moe_capacity_factor: 0.5 is out of range (a number in [1, 1024])");
+  CHECK(
+      error_of(
+          R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm"}, "layout": {"moe_capacity_factor": 1.5}})") ==
+      "t.json: layout.moe_capacity_factor: a capacity factor needs a mixture-of-experts model (this one is "
+      "dense)");
+}
+
+TEST_CASE("context parallelism: the ring by default, Ulysses where each rank's heads divide by cp",
+          "[sim][scenario]") {
+  // Llama-3 8B: 32 query and 8 key/value heads.
+  const std::string base =
+      R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 16}, "layout": )";
+  CHECK(parse(base + R"({"tp": 2, "cp": 8}})").layout.cp_comm_type == CpCommType::p2p);
+  CHECK(parse(base + R"({"tp": 2, "cp": 4, "cp_comm_type": "a2a"}})").layout.cp_comm_type == CpCommType::a2a);
+  ScenarioOverrides flag;
+  flag.cp_comm_type = "a2a";
+  CHECK(parse(base + R"({"tp": 1, "cp": 8}})", flag).layout.cp_comm_type == CpCommType::a2a);
+  CHECK(
+      error_of(base + R"({"tp": 2, "cp": 8, "cp_comm_type": "a2a"}})") ==
+      "t.json: layout.cp_comm_type: a2a splits each rank's attention heads over cp 8: 16 query and 4 "
+      "key/value heads per tensor-parallel rank do not divide by it (use p2p, or a size that divides them)");
+  CHECK(parse(base + R"({"tp": 2, "cp": 8, "cp_comm_type": "all_gather"}})").layout.cp_comm_type ==
+        CpCommType::all_gather);  // no heads rule: K,V gathered whole
+  CHECK(error_of(base + R"({"cp": 2, "cp_comm_type": "ulysses"}})").find("p2p|all_gather|a2a|a2a_p2p|a2a+p2p") !=
+        std::string::npos);
+}
+
+TEST_CASE("a2a+p2p takes Megatron's two hierarchical CP sizes, all-to-alls over the first",
+          "[sim][scenario]") {
+  // Llama-3 8B: 32 query and 8 key/value heads; TP 2 leaves 16 and 4 a rank.
+  const std::string base =
+      R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 16}, "layout": )";
+  const Layout l = parse(base + R"({"tp": 2, "cp": 8, "cp_comm_type": "a2a+p2p",
+      "hierarchical_context_parallel_sizes": [2, 4]}})")
+                       .layout;
+  CHECK(l.cp_comm_type == CpCommType::a2a_p2p);
+  CHECK(l.cp_a2a() == 2);
+  CHECK(l.cp_ring() == 4);
+  // The single-level types: the all-to-all spans all of CP under a2a, none of it otherwise.
+  CHECK(parse(base + R"({"tp": 2, "cp": 4, "cp_comm_type": "a2a"}})").layout.cp_a2a() == 4);
+  CHECK(parse(base + R"({"tp": 2, "cp": 4}})").layout.cp_ring() == 4);
+  ScenarioOverrides flag;
+  flag.cp_comm_type = "a2a+p2p";
+  flag.hierarchical_cp_sizes = std::vector<int64_t>{4, 2};
+  CHECK(parse(base + R"({"tp": 2, "cp": 8}})", flag).layout.cp_a2a() == 4);
+  const std::string field = "t.json: layout.hierarchical_context_parallel_sizes: ";
+  CHECK(
+      error_of(base + R"({"tp": 2, "cp": 8, "cp_comm_type": "a2a+p2p"}})").find(field + "a2a+p2p needs it") ==
+      0);
+  for (const std::string sizes :
+       {"[2, 2]", "[8]", "[2, 4, 1]", "[0, 8]", "\"2,4\"", "[2.5, 4]", "[2, 4611686018427387904]"})
+    CHECK(
+        error_of(base +
+                 R"({"tp": 2, "cp": 8, "cp_comm_type": "a2a+p2p", "hierarchical_context_parallel_sizes": )" +
+                 sizes + "}}")
+            .find(field + "must be two positive integers [a2a, p2p] whose product is cp 8") == 0);
+  CHECK(error_of(base + R"({"tp": 2, "cp": 8, "hierarchical_context_parallel_sizes": [2, 4]}})")
+            .find(field + "is read with cp_comm_type \"a2a+p2p\" only") == 0);
+  // The all-to-all level splits each rank's heads: 4 KV heads do not divide by 8.
+  CHECK(error_of(base + R"({"tp": 2, "cp": 8, "cp_comm_type": "a2a+p2p",
+      "hierarchical_context_parallel_sizes": [8, 1]}})")
+            .find(field + "a2a+p2p splits each rank's attention heads over the a2a level 8") == 0);
+}
+
+TEST_CASE("each layout rule gives its own field and reason", "[sim][scenario][errors]") {
+  const std::string base =
+      R"({"model": "llama3-70b", "cluster": {"gpu": "h100-sxm", "num_gpus": 64}, "layout": )";
+  CHECK(error_of(base + R"({"tp": 8, "pp": 4, "dp": 4}})").find("t.json: layout: tp*pp*dp*cp") == 0);
+  CHECK(error_of(base + R"({"tp": 16, "pp": 2, "dp": 2}})").find("layout.tp") != std::string::npos);
+  CHECK(error_of(base + R"({"tp": 1, "pp": 64, "dp": 1}})").find("layout.pp: pp 64 does not divide") !=
+        std::string::npos);
+  CHECK(error_of(base + R"({"tp": 8, "pp": 4, "virtual_stages": 3}})").find("layout.virtual_stages") !=
+        std::string::npos);
+  CHECK(error_of(base + R"({"tp": 8, "global_batch": 12}})").find("layout.global_batch") !=
+        std::string::npos);
+  CHECK(error_of(base + R"({"tp": 8, "ep": 2}})").find("needs a mixture-of-experts") != std::string::npos);
+  CHECK(error_of(base + R"({"tp": 8, "expert_tp": 8}})").find("expert_tp > 1 needs a mixture-of-experts") !=
+        std::string::npos);
+  const std::string moe =
+      R"({"model": "mixtral-8x7b", "cluster": {"gpu": "h100-sxm", "num_gpus": 16}, "layout": )";
+  CHECK(error_of(moe + R"({"tp": 4, "dp": 4, "ep": 8}})").find("must divide tp*cp*dp") != std::string::npos);
+  CHECK(error_of(moe + R"({"tp": 4, "dp": 4, "ep": 2, "expert_tp": 2}})").find("must be 1 or tp") !=
+        std::string::npos);
+  CHECK(error_of(moe + R"({"tp": 4, "dp": 4, "ep": 3}})").find("does not divide the 8 experts") !=
+        std::string::npos);
+  CHECK(error_of(base + R"({"tp": 8, "recompute": "some"}})").find("none|selective|full") !=
+        std::string::npos);
+  CHECK(error_of(R"({"model": "llama3-8b", "cluster": {"gpu": "a100-80gb"}, "layout": {"precision": "fp8"}})")
+            .find("fp8 is not supported by a100-80gb") != std::string::npos);
+  CHECK(error_of(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 12}})")
+            .find("cluster.num_gpus") != std::string::npos);
+}
+
+TEST_CASE("run section: auto checkpoint interval, numbers or refusal", "[sim][scenario]") {
+  const std::string base = R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm"}, "run": )";
+  CHECK_FALSE(
+      parse(base + R"({"checkpoint_interval_min": "auto"}})").run.checkpoint_interval_min.has_value());
+  CHECK(*parse(base + R"({"checkpoint_interval_min": 30}})").run.checkpoint_interval_min == 30);
+  CHECK(error_of(base + R"({"checkpoint_interval_min": "often"}})").find("run.checkpoint_interval_min") !=
+        std::string::npos);
+  CHECK(error_of(base + R"({"tokens": -5}})").find("run.tokens") != std::string::npos);
+}
+
+TEST_CASE("a {name, seq_len} model object with a non-string name is an input error",
+          "[sim][scenario][errors]") {
+  const std::string tail = R"(, "cluster": {"gpu": "h100-sxm"}})";
+  for (const char* name : {"5", "null", "[\"llama3-8b\"]"}) {
+    CAPTURE(name);
+    const std::string e =
+        error_of(std::string(R"({"model": {"name": )") + name + R"(, "seq_len": 4096})" + tail);
+    CHECK(e.find("t.json: model.") == 0);
+  }
+}
+
+TEST_CASE("a step far beyond any real one (the event clock would overflow) is refused up front",
+          "[sim][scenario][errors]") {
+  // Every model field at its maximum: ~1e10 s per step at peak, past the int64-ns clock (~9.2e9 s).
+  const std::string huge = R"({"model": {"name": "huge", "layers": 10000, "hidden": 1000000, "heads": 100000,
+      "ffn_hidden": 10000000, "vocab": 100000000, "seq_len": 16777216}, "cluster": {"gpu": "h100-sxm"}})";
+  CHECK(error_of(huge).find("t.json: model: one step is") == 0);
+  // 405B on one GPU with a 2K-sequence batch is slow but simulable: not refused.
+  CHECK(error_of(R"({"model": "llama3-405b", "cluster": {"gpu": "h100-sxm", "num_gpus": 1},
+                     "layout": {"global_batch": 2048}})") == "");
+}
+
+TEST_CASE("tp*pp*dp*cp is compared without int64 overflow", "[sim][scenario][errors]") {
+  // 2^20 each: the product is 2^80, which wraps an int64_t (UB) before the comparison.
+  const std::string e = error_of(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm"},
+      "layout": {"tp": 1048576, "pp": 1048576, "dp": 1048576, "cp": 1048576}})");
+  CHECK(e.find("t.json: layout: tp*pp*dp*cp = 1048576*1048576*1048576*1048576 = 1208925819614629174706176") ==
+        0);
+}
+
+TEST_CASE("description is free text: a string, or an input error", "[sim][scenario][errors]") {
+  const std::string head = R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm"}, "description": )";
+  CHECK(error_of(head + R"("Llama 3 8B on one node"})").empty());
+  for (const char* value : {"5", "[\"a\"]", "{}"}) {  // null counts as absent, as everywhere
+    CAPTURE(value);
+    CHECK(error_of(head + value + "}").find("t.json: description") == 0);
+  }
+}

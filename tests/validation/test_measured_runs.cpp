@@ -1,0 +1,151 @@
+// Tests of the measured-runs mapping (sim/measured_runs.hpp): a few rows map to the scenario and
+// framework behaviour the file and the sources say, the defaults for null fields are the
+// documented ones, and no run whose step time is compared is predicted not to fit by the
+// event simulation (the runs trained).
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "simrun/validation/measured_runs.hpp"
+#include "simrun/sim/scenario/scenario_parser.hpp"
+#include "simrun/sim/event/simulate.hpp"
+#include "workload_test_util.hpp"
+
+using namespace simrun;
+
+namespace {
+
+const std::vector<MeasuredRun>& runs() {
+  static const std::vector<MeasuredRun> r =
+      load_measured_runs(std::filesystem::path(SIMRUN_VALIDATION_DATA_DIR) / "measured-runs.json", test::catalogs());
+  return r;
+}
+
+const MeasuredRun& run(const std::string& id) {
+  for (const MeasuredRun& r : runs())
+    if (r.id == id) return r;
+  FAIL("no measured run " << id);
+  static MeasuredRun none;
+  return none;
+}
+
+}  // namespace
+
+TEST_CASE("measured runs: every row maps or says why not", "[sim][measured_runs]") {
+  REQUIRE(runs().size() >= 100);
+  int simulatable = 0;
+  for (const MeasuredRun& r : runs()) {
+    INFO(r.id);
+    if (!r.has_scenario()) CHECK_FALSE(r.unsupported.empty());
+    if (r.simulatable()) {
+      ++simulatable;
+      CHECK(r.reference_s > 0);
+      CHECK(r.scenario.layout.world_size() == r.scenario.cluster.num_gpus);
+    }
+  }
+  CHECK(simulatable >= 89);
+}
+
+TEST_CASE("measured runs: a Megatron 2021 row (Narayanan Table 1, 1T)", "[sim][measured_runs]") {
+  const MeasuredRun& r = run("narayanan2021_t1_1T");
+  REQUIRE(r.simulatable());
+  CHECK(r.framework == TrainingFramework::megatron_2021);
+  CHECK(r.scenario.cluster.gpu.id == "a100-80gb");
+  CHECK(r.scenario.cluster.fabric.id == "ib-hdr");
+  CHECK(r.scenario.layout.tp == 8);
+  CHECK(r.scenario.layout.pp == 64);
+  CHECK(r.scenario.layout.dp == 6);
+  CHECK(r.scenario.layout.recompute == Recompute::full);
+  CHECK(r.scenario.layout.precision == Precision::fp16);
+  CHECK_FALSE(r.scenario.layout.flash_attention);  // 2021 predates FlashAttention
+  CHECK(r.scenario.model.tied_embeddings);
+  CHECK(r.memory.dropout == Dropout::masks);
+  CHECK(r.reference_kind == "derived");
+  CHECK(r.reference_s == Approx(102.63));
+}
+
+TEST_CASE("measured runs: null fields take the documented Megatron defaults", "[sim][measured_runs]") {
+  const MeasuredRun& r = run("megatron_readme_h100_weak_70B");
+  REQUIRE(r.simulatable());
+  const Layout& l = r.scenario.layout;
+  CHECK(l.micro_batch == 1);
+  CHECK(l.virtual_stages == 1);
+  CHECK(l.zero_stage == 1);
+  CHECK(l.recompute == Recompute::none);
+  CHECK(l.sequence_parallel);  // tp 8 > 1
+  CHECK(r.scenario.cluster.gpu.id == "h100-sxm");
+  CHECK(r.scenario.cluster.fabric.id == "ib-ndr");
+  CHECK(r.scenario.model.ffn_act == FfnActivation::gelu);
+  CHECK(r.defaults_used.size() >= 4);
+}
+
+TEST_CASE("measured runs: framework behaviour per source", "[sim][measured_runs]") {
+  const MeasuredRun& mosaic = run("mosaic_mpt13b_h100_80gb_8gpu_s2048_gbs16");
+  CHECK(mosaic.framework == TrainingFramework::composer_fsdp);
+  CHECK(mosaic.workload.kernels == KernelStack::eager);
+  CHECK(mosaic.workload.grad_reduce_bytes == 2);  // FSDP mixed_precision PURE
+  CHECK(mosaic.memory.convention == StateConvention::fsdp);
+  CHECK(mosaic.scenario.layout.zero_stage == 3);
+  CHECK_FALSE(mosaic.scenario.model.learned_position_embeddings);  // ALiBi
+  CHECK(mosaic.scenario.model.alibi);
+
+  const MeasuredRun& titan = run("torchtitan_a100_Llama38B_0");
+  CHECK(titan.framework == TrainingFramework::torchtitan);
+  CHECK(titan.workload.grad_reduce_bytes == 4);  // FSDP2 reduce_dtype fp32
+  CHECK(titan.scenario.model.ffn_act == FfnActivation::swiglu);
+  CHECK(titan.memory.selective == SelectiveKeeps::every_other_layer);
+
+  const MeasuredRun& nemo = run("nemo2407_GPT3-20B_64gpu");
+  CHECK(nemo.framework == TrainingFramework::nemo);
+  CHECK(nemo.memory.convention == StateConvention::zero_paper);  // bf16 grads
+  CHECK(nemo.scenario.layout.precision == Precision::fp8);
+}
+
+TEST_CASE("measured runs: unsupported rows say why", "[sim][measured_runs]") {
+  CHECK_THAT(run("mcore_moe_mixtral8x7b_h100").unsupported, Catch::Contains("no reference step time"));
+  // MoE rows run on the catalog's architecture; Qwen3-235B's tp 2 · ep 32 > 32 ranks per stage
+  // leaves expert_tp = 1.
+  const MeasuredRun& qwen = run("mbridge2511_H100_Qwen3_235B_a22B_256gpu_fp8-cs");
+  CHECK(qwen.simulatable());
+  CHECK(qwen.scenario.model.name == "qwen3-235b-a22b");
+  CHECK(qwen.scenario.layout.expert_tp == 1);
+  const MeasuredRun& h96 = run("torchtitan_h100_t1_fsdp_8gpu");
+  CHECK(h96.has_scenario());  // memory is checked on a 96 GB h100-sxm
+  CHECK_FALSE(h96.simulatable());
+  CHECK(h96.scenario.cluster.gpu.hbm_bytes == Approx(96e9));
+  CHECK_FALSE(run("megatron_readme_h100_strong_177B_96gpu").has_scenario());
+}
+
+// Issue 2's bar on the event simulation's own memory report (the workload's real in-flight
+// micro-batches): every run whose step time is compared trained, so it fits. The same loop guards
+// issue 4's step-time accuracy (bench/validate_measured prints the table): MAPE under 8%, and no
+// fewer runs within 15% than the 86 of 89 the defaults reach today (the bar is all of them; the
+// three outside are explained in the README's accuracy section).
+TEST_CASE("measured runs: the event simulation predicts every compared run to fit",
+          "[sim][measured_runs][reference]") {
+  int checked = 0;
+  int within_15pct = 0;
+  double abs_error_sum = 0;
+  for (const MeasuredRun& r : runs()) {
+    if (!r.simulatable()) continue;
+    SimulateOptions o;
+    o.workload = r.workload;
+    o.memory = r.memory;
+    const SimulationOutput out = simulate(r.scenario, o);
+    INFO(r.id << ": " << out.report.memory.peak_bytes_per_gpu / 1e9 << " GB of "
+              << out.report.memory.capacity_bytes / 1e9);
+    CHECK(out.report.memory.fits);
+    ++checked;
+    const double error = std::abs(out.report.step_time_s - r.reference_s) / r.reference_s;
+    abs_error_sum += error;
+    if (error <= 0.15) ++within_15pct;
+  }
+  CHECK(checked >= 89);
+  const double mape = abs_error_sum / std::max(checked, 1);
+  INFO("MAPE " << 100 * mape << "%, " << within_15pct << " of " << checked << " within 15%");
+  CHECK(mape < 0.08);
+  CHECK(within_15pct >= 86);
+}

@@ -1,0 +1,68 @@
+// The published measured training runs (validation/data/measured-runs.json) as simrun
+// scenarios: one mapping, used by the accuracy benchmark (bench/validate_measured) and by the
+// memory test (every run trained, so every run must be predicted to fit).
+//
+// A row gives the GPU as free text, the model's shape, the layout (null = the source does not
+// say) and the measured (or derived) step time. The mapping turns it into a Scenario plus the
+// framework behaviour of the row's source (WorkloadOptions, MemoryDefaults), with ONE documented
+// set of defaults for every unstated field — no per-run settings, never the measured answer.
+// The defaults, with their sources, are in measured_run_defaults_text() (printed by the
+// benchmark) and in the comments of measured_runs.cpp.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "simrun/sim/memory/memory_model.hpp"
+#include "simrun/sim/scenario/scenario.hpp"
+#include "simrun/sim/scenario/scenario_parser.hpp"
+#include "simrun/sim/workload/workload.hpp"
+
+namespace simrun {
+
+// The software stack a source group trained with; decides the framework behaviour.
+enum class TrainingFramework {
+  megatron_2021,  // Megatron-LM of 2021 (Narayanan et al.; the GPT-3 175B example): fp16
+  megatron_core,  // Megatron-LM with Megatron-Core (README H100 scaling, r0.8)
+  nemo,           // NeMo / Megatron-Bridge performance recipes (Megatron-Core + Transformer Engine)
+  composer_fsdp,  // MosaicML Composer + PyTorch FSDP1 (llm-foundry)
+  torchtitan,     // torchtitan: PyTorch FSDP2 (+ TP/PP)
+};
+const char* to_string(TrainingFramework f);
+
+struct MeasuredRun {
+  std::string id;     // row id, e.g. "mosaic_mpt13b_h100_80gb_8gpu_s2048_gbs16"
+  std::string group;  // source group, e.g. "mosaic"
+  TrainingFramework framework = TrainingFramework::megatron_core;
+  // Empty when the scenario was built; else why not (no layout, tp·pp·dp·cp ≠ num_gpus, ...).
+  std::string no_scenario;
+  // Empty when the step time can be simulated and compared; else why not (MoE, a GPU SKU not in
+  // the catalog, no reference time). A run can have a scenario (memory-checked) without this.
+  std::string unsupported;
+  Scenario scenario;
+  WorkloadOptions workload;  // the framework's overlap/kernel behaviour
+  MemoryDefaults memory;     // the framework's model-state convention, dropout
+  double reference_s = 0;    // measured.iteration_s, else derived.iteration_s; 0 = none
+  double tflops_per_gpu = 0;  // measured.tflops_per_gpu in the source's FLOP convention; 0 = none
+  std::string reference_kind;              // "measured" | "derived" | ""
+  std::vector<std::string> defaults_used;  // unstated fields filled, e.g. "micro_batch=1"
+
+  bool has_scenario() const { return no_scenario.empty(); }
+  bool simulatable() const { return has_scenario() && unsupported.empty(); }
+};
+
+// One row → run. `catalogs` supplies GPUs, fabrics and (for MoE rows the file does not fully
+// describe) catalog models. Never throws for a row it cannot map: it says why in the run.
+MeasuredRun measured_run(const nlohmann::json& row, const Catalogs& catalogs);
+
+// Every row of measured-runs.json, in file order.
+std::vector<MeasuredRun> load_measured_runs(const std::filesystem::path& file, const Catalogs& catalogs);
+
+// The defaults for unstated fields and the per-framework behaviour, as printed text (one item
+// per line), for the benchmark's output and the README.
+std::string measured_run_defaults_text();
+
+}  // namespace simrun

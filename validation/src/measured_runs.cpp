@@ -1,0 +1,389 @@
+// measured-runs.json rows → Scenario + framework behaviour; see measured_runs.hpp.
+//
+// The one set of defaults (also printed by measured_run_defaults_text()):
+//
+// Hardware. "A100…80GB" → a100-80gb, "A100…40GB" → a100-40gb, "H100-SXM5-80GB" → h100-sxm;
+// 8 GPUs and 8 NICs per node (DGX), InfiniBand HDR (A100) or NDR (H100), rail-optimized. The
+// A100's "40 GB" is 40 GiB like the 80 GB part's 80 GiB (torch reports 79.35 GiB of it,
+// hardware.md device queries): where the catalog omits the usable size, the 80 GB part's
+// usable fraction. torchtitan's H100 96 GB HBM2e 500 W SKU is not in the catalog: its memory
+// is checked on an h100-sxm with 96/80 of the capacity, its step time is unsupported.
+//
+// Model. GPT-style (GELU, LayerNorm, learned positions, biases) unless the name says Llama
+// (SwiGLU, RMSNorm, RoPE, no biases, untied); Nemotron's squared-ReLU MLP has two matrices like
+// GELU, RoPE; MPT: ALiBi (no positions), no biases, tied embeddings; Megatron 2021 GPT ties
+// the embeddings. MoE rows: the catalog's model where it has one (Mixtral 8x7B, Qwen3-30B-A3B,
+// Qwen3-235B-A22B), else none; expert_tp = tp (Megatron-Core's default) unless ep·tp exceeds the
+// ranks of a stage, where only expert_tp = 1 fits.
+//
+// Unstated layout fields: Megatron's defaults — micro_batch 1, virtual stages 1 (plain 1F1B),
+// sequence parallelism on when tp > 1, zero_stage 1 (the distributed optimizer, which the
+// Megatron-Core sources' --overlap-param-gather requires), recompute none (Megatron's
+// --recompute-granularity default), global batch micro_batch·dp.
+//
+// Framework by source group (what the framework does by default or its performance recipe sets):
+//  - Megatron-LM 2021 (narayanan_t1, megatron_gpt3): fp16 with fp16 gradients reduced in
+//    buckets during the last backward; TP backward-async overlap only; parameters updated in
+//    place (no gather); no FlashAttention (2022) — the score matrix is materialised; dropout 0.1
+//    (the GPT recipes), so its masks are stored.
+//  - Megatron-Core (megatron_h100): memory counts fp32 main gradients (Megatron's arguments.py
+//    sets accumulate_allreduce_grads_in_fp32 for --bf16; the larger, conservative account), the
+//    wire carries bf16 (Megatron-Core DDP's grad_reduce_in_fp32 default); TP comm overlap
+//    (--tp-comm-overlap), overlapped grad reduce and param gather.
+//  - NeMo / Megatron-Bridge (nemo2407, bridge, nemo_cp, mcore_moe): Megatron-Core with the
+//    distributed optimizer; the performance recipes keep and reduce gradients in bf16
+//    (NeMo's distributed_fused_adam grad_sync_dtype bf16 / mcore grad_reduce_in_fp32 False),
+//    fp32 master + Adam moments sharded: 2 + 2 + 12/d bytes per parameter.
+//  - Composer + PyTorch FSDP1 (mosaic): llm-foundry's benchmark configs use
+//    mixed_precision PURE (bf16 parameters, gradients and reduce-scatter); FSDP keeps the
+//    sharded flat parameter in fp32, its gradient shard in fp32 and AdamW's moments in fp32:
+//    16/d bytes per parameter (StateConvention::fsdp); eager PyTorch kernels + FlashAttention-2;
+//    Composer's unfused DecoupledAdamW and FSDP gradient clipping (80 + 12 B per parameter).
+//    Composer's FSDP config defaults backward_prefetch to BACKWARD_POST (the MPT yamls do not
+//    set it): the next unit's all-gather is issued from the post-backward hook, after this
+//    unit's gradients, and FSDP1 runs it and the reduce-scatters on one process group, i.e. one
+//    NCCL stream in issue order.
+//  - torchtitan (FSDP2): MixedPrecisionPolicy(param bf16, reduce fp32): fp32 reduce-scatter,
+//    same 16/d states; async-TP; per-layer/per-op selective AC = every other layer recomputed.
+#include "simrun/validation/measured_runs.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "simrun/common/error.hpp"
+#include "simrun/common/json_reader.hpp"
+
+namespace simrun {
+namespace {
+
+using nlohmann::json;
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+bool has(const std::string& hay, const char* needle) { return hay.find(needle) != std::string::npos; }
+
+std::optional<int64_t> opt_int(const json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j.at(key).is_number()) return std::nullopt;
+  return static_cast<int64_t>(j.at(key).get<double>());
+}
+std::optional<double> opt_num(const json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j.at(key).is_number()) return std::nullopt;
+  return j.at(key).get<double>();
+}
+std::string opt_str(const json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || j.at(key).is_null()) return "";
+  if (j.at(key).is_string()) return j.at(key).get<std::string>();
+  if (j.at(key).is_boolean()) return j.at(key).get<bool>() ? "true" : "false";
+  return j.at(key).dump();
+}
+
+TrainingFramework framework_of(const std::string& group) {
+  if (group == "narayanan_t1" || group == "megatron_gpt3") return TrainingFramework::megatron_2021;
+  if (group == "megatron_h100") return TrainingFramework::megatron_core;
+  if (group == "mosaic") return TrainingFramework::composer_fsdp;
+  if (group == "torchtitan") return TrainingFramework::torchtitan;
+  return TrainingFramework::nemo;  // nemo2407, bridge, nemo_cp, mcore_moe
+}
+
+WorkloadOptions workload_of(TrainingFramework f) {
+  WorkloadOptions o;
+  switch (f) {
+    case TrainingFramework::megatron_2021:
+      o.tp_overlap = TpCommOverlap::backward_async;
+      o.param_gather = ParamGatherOverlap::after_optimizer;
+      o.grad_reduce_bytes = 2;
+      o.one_bucket_after_first_chunk = false;  // predates Megatron-Core's per-chunk DDP
+      break;
+    case TrainingFramework::megatron_core:
+      o.tp_overlap = TpCommOverlap::full;
+      // bf16 on the wire (Megatron-Core DDP's grad_reduce_in_fp32 default False). Megatron-LM's
+      // arguments.py turns on fp32 accumulation for --bf16; with 4 bytes here the weak-scaling 32B
+      // row (dp 48 on one rail per GPU, 4 micro-batches) reads +34%, so the README runs cannot
+      // have reduced 32-bit gradients at the modelled bandwidth. Open; see the memory note.
+      o.grad_reduce_bytes = 2;
+      break;
+    case TrainingFramework::nemo:
+      o.tp_overlap = TpCommOverlap::full;
+      o.grad_reduce_bytes = 2;
+      break;
+    case TrainingFramework::composer_fsdp:
+      o.tp_overlap = TpCommOverlap::backward_async;
+      o.grad_reduce_bytes = 2;
+      o.kernels = KernelStack::eager;
+      o.fsdp_backward_prefetch = FsdpBackwardPrefetch::after_backward;
+      o.fsdp_one_communicator = true;
+      // Composer's DecoupledAdamW is a per-tensor loop of unfused fp32 ops
+      // (composer/optim/decoupled_weight_decay.py DecoupledAdamW.adamw; the MPT yamls set
+      // weight_decay 0, so no decay pass): exp_avg.mul_ 8 + add_ 12, exp_avg_sq.mul_ 8 +
+      // addcmul_ 12, sqrt 8, / 8, add_(eps) 8, param.addcdiv_ 16 = 80 B per parameter. Gradient
+      // clipping (the MPT yamls' gradient_clipping, FSDP1 clip_grad_norm_) reads each fp32
+      // gradient for its norm (4) and scales it in place (8).
+      o.adam_bytes_per_param = 80;
+      o.grad_clip_bytes_per_param = 12;
+      break;
+    case TrainingFramework::torchtitan:
+      o.tp_overlap = TpCommOverlap::full;
+      o.grad_reduce_bytes = 4;
+      o.selective = SelectiveRecompute::every_other_layer;
+      o.kernels = KernelStack::eager;
+      break;
+  }
+  return o;
+}
+
+MemoryDefaults memory_of(TrainingFramework f) {
+  MemoryDefaults m;
+  switch (f) {
+    case TrainingFramework::megatron_2021:
+      m.convention = StateConvention::megatron;  // fp16: 2 + 2 + 16 (master, fp32 grad copy, m, v)
+      m.dropout = Dropout::masks;
+      break;
+    case TrainingFramework::megatron_core:
+      m.convention = StateConvention::megatron;  // bf16: fp32 main grads, 2 + 4 + 12
+      break;
+    case TrainingFramework::nemo:
+      m.convention = StateConvention::zero_paper;  // bf16 grads: 2 + 2 + 12
+      break;
+    case TrainingFramework::composer_fsdp:
+      m.convention = StateConvention::fsdp;  // fp32 shard, fp32 grad shard, m, v: 16
+      break;
+    case TrainingFramework::torchtitan:
+      m.convention = StateConvention::fsdp;
+      m.selective = SelectiveKeeps::every_other_layer;
+      break;
+  }
+  return m;
+}
+
+// Catalog id of the row's GPU; "" when not in the catalog. `hbm_scale` > 1 for a larger SKU of
+// the same chip whose memory alone is checked.
+std::string gpu_id(const std::string& text, double& hbm_scale) {
+  const std::string g = lower(text);
+  hbm_scale = 1.0;
+  if (has(g, "a100")) return has(g, "40gb") ? "a100-40gb" : "a100-80gb";
+  if (has(g, "h100") && has(g, "96gb")) {
+    hbm_scale = 96.0 / 80.0;
+    return "h100-sxm";
+  }
+  if (has(g, "h100")) return "h100-sxm";
+  return "";
+}
+
+bool is_moe(const json& mj, const json& lj, const std::string& lname) {
+  return opt_int(mj, "experts").value_or(0) > 1 || has(lname, "moe") || has(lname, "mixtral") ||
+         has(lname, "a3b") || has(lname, "a22b") || opt_int(lj, "ep").value_or(1) > 1;
+}
+
+}  // namespace
+
+const char* to_string(TrainingFramework f) {
+  switch (f) {
+    case TrainingFramework::megatron_2021:
+      return "Megatron-LM 2021";
+    case TrainingFramework::megatron_core:
+      return "Megatron-Core";
+    case TrainingFramework::nemo:
+      return "NeMo/Megatron-Bridge";
+    case TrainingFramework::composer_fsdp:
+      return "Composer FSDP";
+    case TrainingFramework::torchtitan:
+      return "torchtitan FSDP2";
+  }
+  return "?";
+}
+
+MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
+  MeasuredRun c;
+  c.id = row.at("id").get<std::string>();
+  c.group = opt_str(row, "group");
+  c.framework = framework_of(c.group);
+  c.workload = workload_of(c.framework);
+  c.memory = memory_of(c.framework);
+  const json empty = json::object();
+  const json& mj = row.contains("model") ? row.at("model") : empty;
+  const json& lj = row.contains("layout") ? row.at("layout") : empty;
+  const json& meas = row.contains("measured") && row.at("measured").is_object() ? row.at("measured") : empty;
+  const json& der = row.contains("derived") && row.at("derived").is_object() ? row.at("derived") : empty;
+
+  if (auto it = opt_num(meas, "iteration_s")) {
+    c.reference_s = *it;
+    c.reference_kind = "measured";
+  } else if (auto dv = opt_num(der, "iteration_s")) {
+    c.reference_s = *dv;
+    c.reference_kind = "derived";
+  }
+  c.tflops_per_gpu = opt_num(meas, "tflops_per_gpu").value_or(0);
+
+  const std::string gpu_text = opt_str(row, "gpu");
+  double hbm_scale = 1.0;
+  const std::string id = gpu_id(gpu_text, hbm_scale);
+  const std::string name = opt_str(mj, "name");
+  const std::string lname = lower(name);
+  const bool moe = is_moe(mj, lj, lname);
+
+  if (id.empty()) {
+    c.no_scenario = "GPU \"" + gpu_text + "\" not in the catalog";
+    c.unsupported = c.no_scenario;
+    return c;
+  }
+  if (!opt_int(lj, "tp") || !opt_int(lj, "pp") || !opt_int(lj, "dp")) {
+    c.no_scenario = "layout not stated (tp/pp/dp null)";
+    c.unsupported = c.no_scenario;
+    return c;
+  }
+  if (hbm_scale != 1.0) c.unsupported = "GPU \"" + gpu_text + "\": non-standard SKU, not in the catalog";
+  if (c.unsupported.empty() && c.reference_s <= 0)
+    c.unsupported = "no reference step time (measured and derived iteration_s null)";
+
+  Scenario& sc = c.scenario;
+  sc.file = c.id;
+  ModelSpec& m = sc.model;
+  if (moe) {
+    // The file gives only part of an MoE architecture; take the catalog's where it has it.
+    const std::string catalog_id = has(lname, "mixtral")                            ? "mixtral-8x7b"
+                                   : has(lname, "qwen3") && has(lname, "30b_a3b")   ? "qwen3-30b-a3b"
+                                   : has(lname, "qwen3") && has(lname, "235b_a22b") ? "qwen3-235b-a22b"
+                                                                                    : "";
+    if (catalog_id.empty() || !catalogs.models.contains(catalog_id)) {
+      c.no_scenario = "MoE architecture not in the file nor in the model catalog";
+      return c;
+    }
+    m = catalogs.models.get(catalog_id, c.id, "model");
+    m.seq_len = opt_int(mj, "seq_len").value_or(m.seq_len);
+  } else {
+    m.name = name;
+    m.layers = opt_int(mj, "layers").value_or(0);
+    m.hidden = opt_int(mj, "hidden").value_or(0);
+    m.heads = opt_int(mj, "heads").value_or(0);
+    m.kv_heads = opt_int(mj, "kv_heads").value_or(m.heads);
+    m.head_dim = m.hidden / std::max<int64_t>(1, m.heads);
+    m.ffn_hidden = opt_int(mj, "ffn").value_or(4 * m.hidden);
+    m.vocab = opt_int(mj, "vocab").value_or(50257);
+    m.seq_len = opt_int(mj, "seq_len").value_or(2048);
+    const bool llama = has(lname, "llama");
+    const bool mpt = has(lname, "mpt");
+    m.ffn_act = llama ? FfnActivation::swiglu : FfnActivation::gelu;
+    m.norm = llama ? NormKind::rmsnorm : NormKind::layernorm;
+    m.learned_position_embeddings = !llama && !mpt && !has(lname, "nemotron");
+    m.max_positions = m.learned_position_embeddings ? m.seq_len : 0;
+    m.alibi = mpt;
+    m.tied_embeddings = mpt || c.framework == TrainingFramework::megatron_2021;
+    m.attention_bias = !llama && !mpt;
+    m.mlp_bias = m.attention_bias;
+  }
+
+  GpuSpec gpu = catalogs.hardware.gpu(id, c.id, "gpu");
+  if (gpu.hbm_usable_bytes <= 0 && gpu.id.rfind("a100", 0) == 0)
+    gpu.hbm_usable_bytes = gpu.hbm_bytes / 80e9 * 79.35 * 1024.0 * 1024.0 * 1024.0;
+  if (hbm_scale != 1.0) {
+    gpu.hbm_usable_bytes = usable_hbm_bytes(gpu) * hbm_scale;
+    gpu.hbm_bytes *= hbm_scale;
+  }
+  sc.cluster.gpu = gpu;
+  sc.cluster.num_gpus = opt_int(row, "num_gpus").value_or(0);
+  sc.cluster.gpus_per_node = 8;
+  sc.cluster.nics_per_node = 8;
+  sc.cluster.fabric = catalogs.hardware.fabric(has(id, "a100") ? "ib-hdr" : "ib-ndr", c.id, "fabric");
+  sc.cluster.topology = FabricTopology::rail_optimized;
+
+  Layout& l = sc.layout;
+  l.tp = *opt_int(lj, "tp");
+  l.pp = *opt_int(lj, "pp");
+  l.dp = *opt_int(lj, "dp");
+  l.cp = opt_int(lj, "cp").value_or(1);
+  l.ep = opt_int(lj, "ep").value_or(1);
+  auto note = [&](const std::string& what) { c.defaults_used.push_back(what); };
+  if (m.is_moe()) {
+    // Megatron-Core's default expert_tp is tp; a layout whose ep·tp exceeds the ranks of a stage
+    // (Qwen3-235B: tp 2, ep 32, dp 16) can only run with expert_tp = 1.
+    l.expert_tp = (l.tp * l.cp * l.dp) % (l.ep * l.tp) == 0 ? l.tp : 1;
+    if (l.tp > 1) note("expert_tp=" + std::to_string(l.expert_tp));
+  }
+  if (auto v = opt_int(lj, "vpp"))
+    l.virtual_stages = *v;
+  else
+    note("vpp=1");
+  if (auto mb = opt_int(lj, "micro_batch")) {
+    l.micro_batch = *mb;
+  } else {
+    l.micro_batch = 1;
+    note("micro_batch=1");
+  }
+  l.global_batch = opt_int(lj, "global_batch").value_or(l.micro_batch * l.dp);
+  const std::string sp = opt_str(lj, "sp");
+  if (sp.empty()) note("sp=(tp>1)");
+  l.sequence_parallel = sp.empty() ? l.tp > 1 : sp == "true";
+  if (auto z = opt_int(lj, "zero_stage")) {
+    l.zero_stage = static_cast<int>(*z);
+  } else {
+    l.zero_stage = 1;
+    note("zero_stage=1");
+  }
+  const std::string rc = lower(opt_str(lj, "recompute"));
+  if (rc.empty()) note("recompute=none");
+  l.recompute = has(rc, "full")        ? Recompute::full
+                : has(rc, "selective") ? Recompute::selective
+                                       : Recompute::none;
+  const std::string prec = lower(opt_str(lj, "precision"));
+  l.precision = has(prec, "fp8") ? Precision::fp8 : has(prec, "fp16") ? Precision::fp16 : Precision::bf16;
+  // Megatron-LM of 2021 predates FlashAttention (2022).
+  l.flash_attention = c.framework != TrainingFramework::megatron_2021;
+  sc.run.tokens = 0;
+
+  // Layers that do not divide into pp·vpp chunks: Megatron's account-for-embedding/loss split
+  // when layers + 2 divide (the Megatron-Bridge Llama-3.1 405B recipe), else balanced 1F1B.
+  const int64_t chunks = l.pp * l.virtual_stages;
+  if (m.layers % chunks != 0) {
+    l.pipeline_split =
+        (m.layers + 2) % chunks == 0 ? PipelineSplit::embedding_loss_layers : PipelineSplit::balanced;
+    note(std::string("pipeline_split=") + to_string(l.pipeline_split));
+  }
+  if (l.world_size() != sc.cluster.num_gpus) {
+    c.no_scenario = fmt::format("tp·pp·dp·cp = {} but num_gpus = {}", l.world_size(), sc.cluster.num_gpus);
+    c.unsupported = c.no_scenario;
+    return c;
+  }
+  if (l.global_batch % (l.micro_batch * l.dp) != 0) {
+    // Composer accepts a micro-batch that does not divide the per-GPU batch: the last
+    // micro-batch is short. Simulate the equivalent whole micro-batches of the same tokens.
+    const int64_t per_gpu = l.global_batch / l.dp;
+    note(fmt::format("micro_batch {} does not divide {} per GPU: micro_batch=1 x {}", l.micro_batch, per_gpu,
+                     per_gpu));
+    l.micro_batch = 1;
+  }
+  return c;
+}
+
+std::vector<MeasuredRun> load_measured_runs(const std::filesystem::path& file, const Catalogs& catalogs) {
+  const json runs = load_json_file(file);
+  std::vector<MeasuredRun> out;
+  for (const json& row : runs) out.push_back(measured_run(row, catalogs));
+  return out;
+}
+
+std::string measured_run_defaults_text() {
+  return "GPU: A100…80GB → a100-80gb, A100…40GB → a100-40gb (40 GiB, usable as the 80 GB part), "
+         "H100-SXM5-80GB → h100-sxm; 8 GPUs + 8 NICs per node, IB HDR (A100) / NDR (H100), rail-optimized\n"
+         "model: GPT-style (GELU, LayerNorm, learned positions) unless Llama (SwiGLU, RMSNorm, RoPE); MPT "
+         "ALiBi, "
+         "tied; Nemotron squared-ReLU as 2-matrix MLP\n"
+         "unstated layout: micro_batch 1, vpp 1, sp = (tp > 1), zero_stage 1 (distributed optimizer), "
+         "recompute none\n"
+         "Megatron-LM 2021: fp16 grads, TP backward overlap, no FlashAttention, dropout 0.1\n"
+         "Megatron-Core (README H100): fp32 main grads in memory, bf16 reduce-scatter, TP comm overlap\n"
+         "NeMo / Megatron-Bridge: bf16 grads (grad_sync_dtype bf16), distributed optimizer, TP comm overlap\n"
+         "Composer FSDP1 (mosaic): mixed_precision PURE (bf16 reduce), fp32 sharded params/grads/moments, "
+         "eager kernels, FlashAttention-2, unfused DecoupledAdamW 80 B/param + grad clipping 12 B/param, "
+         "BACKWARD_POST prefetch, all-gathers and reduce-scatters on one NCCL stream\n"
+         "torchtitan FSDP2: fp32 reduce, fp32 sharded states, async TP, selective AC = every other layer\n"
+         "MoE rows: the catalog's architecture (Mixtral 8x7B, Qwen3-30B-A3B, Qwen3-235B-A22B), balanced "
+         "routing "
+         "(the benchmarks force it), expert_tp = tp unless ep·tp exceeds a stage's ranks (then 1)\n";
+}
+
+}  // namespace simrun
