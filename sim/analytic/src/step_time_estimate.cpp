@@ -257,12 +257,12 @@ void StepTimeEstimator::probe_micro_batch_pieces() {
 void StepTimeEstimator::split_into_chunks() {
   const Layout& l = m_layout;
   m_split_v = m_v_chunks;
-  try {
-    m_layers_per_chunk = split_layers(m_model.layers, l.pp, m_split_v, l.pipeline_split, m_sc.file);
-  } catch (const InputError&) {
+  LayerSplit split = split_layers(m_model.layers, l.pp, m_split_v, l.pipeline_split);
+  if (split.error) {
     m_split_v = 1;
-    m_layers_per_chunk = layers_per_stage(m_model.layers, l.pp);
+    split.layers_per_chunk = near_even_layers(m_model.layers, l.pp);
   }
+  m_layers_per_chunk = std::move(split.layers_per_chunk);
   m_first_layer.assign(m_layers_per_chunk.size(), 0);
   for (int64_t vs = 0, next = 0; vs < l.pp * m_split_v; ++vs) {  // virtual stage vs = chunk·pp + stage
     const size_t idx = size_t((vs % l.pp) * m_split_v + vs / l.pp);

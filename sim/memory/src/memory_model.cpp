@@ -1,6 +1,8 @@
 // Memory per GPU by kind and pipeline stage; formulas and sources in memory_model.hpp.
 #include "simrun/sim/memory/memory_model.hpp"
 
+#include "simrun/sim/scenario/layout_rules.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -117,22 +119,13 @@ double layer_activation_bytes(const ModelSpec& m, const ActivationConfig& c) {
   return bytes;
 }
 
-std::vector<int64_t> layers_per_stage(int64_t layers, int64_t pp) {
-  SIMRUN_ASSERT(pp >= 1 && layers >= 1, "layers and pp must be positive");
-  std::vector<int64_t> out(size_t(pp), layers / pp);
-  for (int64_t i = 0; i < layers % pp; ++i) out[size_t(i)] += 1;
-  return out;
-}
-
 StageParams stage_params(const ModelSpec& m, const ParamCounts& counts, const Layout& layout, int64_t stage) {
-  const std::vector<int64_t> per_stage = layers_per_stage(m.layers, layout.pp);
   SIMRUN_ASSERT(stage >= 0 && stage < layout.pp, "stage out of range");
-  int64_t first = 0;
-  for (int64_t i = 0; i < stage; ++i) first += per_stage[size_t(i)];
-  const int64_t count = per_stage[size_t(stage)];
+  const std::vector<int64_t> held = stage_layers(m, layout, stage);  // as the workload splits them
+  const auto count = int64_t(held.size());
   // MoE layers are those at index ≥ first_dense_layers.
   const int64_t first_moe = m.is_moe() ? m.moe->first_dense_layers : m.layers;
-  const int64_t moe_here = std::max<int64_t>(0, first + count - std::max(first, first_moe));
+  const auto moe_here = int64_t(std::count_if(held.begin(), held.end(), [&](int64_t id) { return id >= first_moe; }));
 
   const double L = double(m.layers);
   const double attention_per_layer = counts.attention / L;

@@ -3,8 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 
+#include "simrun/common/error.hpp"
 #include "simrun/sim/scenario/rank_layout.hpp"
 
 namespace simrun {
@@ -197,6 +199,104 @@ std::vector<LayoutDiagnostic> layout_warnings(const Scenario& sc, PipelineSchedu
                        "context parallelism without flash attention: Megatron's ring attention needs a "
                        "fused kernel"));
   return out;
+}
+
+LayerSplit split_layers(int64_t layers, int64_t pp, int64_t v, PipelineSplit split) {
+  const int64_t chunks = pp * v;
+  LayerSplit result;
+  std::vector<int64_t>& out = result.layers_per_chunk;
+  out.assign(static_cast<size_t>(chunks), 0);
+  auto refuse = [&](std::string field, std::string message) {
+    result.error = diag(std::move(field), "pipeline_split", std::move(message));
+    return result;
+  };
+  // Index of model chunk (virtual stage vs = chunk·pp + stage) in `out` is stage·v + chunk.
+  auto at = [&](int64_t vs) -> int64_t& { return out[static_cast<size_t>((vs % pp) * v + vs / pp)]; };
+  switch (split) {
+    case PipelineSplit::even:
+      if (layers % chunks != 0)
+        return refuse(v > 1 ? "layout.virtual_stages" : "layout.pp",
+            std::to_string(layers) +
+                " layers do not divide into pp·virtual_stages = " + std::to_string(chunks) +
+                " equal model chunks (set layout.pipeline_split to \"embedding-loss-layers\" when "
+                "layers + 2 divide, or \"balanced\" with virtual_stages 1)");
+      std::fill(out.begin(), out.end(), layers / chunks);
+      return result;
+    case PipelineSplit::embedding_loss_layers: {
+      // Megatron --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split:
+      // the embedding and the loss each take a layer's place on the first and last chunk.
+      if ((layers + 2) % chunks != 0 || (layers + 2) / chunks < 2)
+        return refuse("layout.pipeline_split",
+                         "embedding-loss-layers needs layers + 2 = " + std::to_string(layers + 2) +
+                             " divisible by pp·virtual_stages = " + std::to_string(chunks) +
+                             " with at least 2 per chunk");
+      const int64_t per = (layers + 2) / chunks;
+      for (int64_t vs = 0; vs < chunks; ++vs) at(vs) = per;
+      at(0) -= 1;
+      at(chunks - 1) -= 1;
+      return result;
+    }
+    case PipelineSplit::balanced: {
+      if (v > 1)
+        return refuse("layout.pipeline_split",
+            "balanced splits are for plain 1F1B (virtual_stages 1): the interleaved schedule needs "
+            "equal chunks");
+      if (layers < pp)
+        return refuse("layout.pp",
+            "pp " + std::to_string(pp) + " exceeds the model's " + std::to_string(layers) + " layers");
+      // As even as possible, the extra layers on the middle stages (the first and last also run
+      // the embedding and the loss): Megatron --decoder-first/last-pipeline-num-layers.
+      const int64_t base = layers / chunks;
+      int64_t extra = layers % chunks;
+      for (auto& n : out) n = base;
+      std::vector<int64_t> order;
+      for (int64_t i = 0; i < chunks; ++i) order.push_back(i);
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+        auto dist = [&](int64_t x) { return std::min(x, chunks - 1 - x); };
+        return dist(a) > dist(b);
+      });
+      for (int64_t i = 0; extra > 0; ++i, --extra)
+        out[static_cast<size_t>(order[static_cast<size_t>(i)])] += 1;
+      return result;
+    }
+  }
+  return result;
+}
+
+std::vector<int64_t> split_layers(int64_t layers, int64_t pp, int64_t v, PipelineSplit split,
+                                  const std::string& file) {
+  LayerSplit s = split_layers(layers, pp, v, split);
+  if (s.error) throw InputError(file, s.error->field, s.error->message);
+  return std::move(s.layers_per_chunk);
+}
+
+std::vector<int64_t> near_even_layers(int64_t layers, int64_t pp) {
+  std::vector<int64_t> per_stage(size_t(pp), layers / pp);
+  for (int64_t i = 0; i < layers % pp; ++i) per_stage[size_t(i)] += 1;
+  return per_stage;
+}
+
+std::vector<int64_t> stage_layers(const ModelSpec& model, const Layout& layout, int64_t stage) {
+  const int64_t v = default_schedule(layout) == PipelineSchedule::interleaved ? layout.virtual_stages : 1;
+  const LayerSplit s = split_layers(model.layers, layout.pp, v, layout.pipeline_split);
+  if (!s.error) return stage_layer_ids(s.layers_per_chunk, layout.pp, v, stage);
+  return stage_layer_ids(near_even_layers(model.layers, layout.pp), layout.pp, 1, stage);
+}
+
+std::vector<int64_t> stage_layer_ids(const std::vector<int64_t>& layers_per_chunk, int64_t pp, int64_t v,
+                                     int64_t stage) {
+  std::vector<int64_t> first(layers_per_chunk.size(), 0);
+  for (int64_t vs = 0, next = 0; vs < pp * v; ++vs) {  // virtual stage vs = chunk·pp + stage
+    const size_t idx = size_t((vs % pp) * v + vs / pp);
+    first[idx] = next;
+    next += layers_per_chunk[idx];
+  }
+  std::vector<int64_t> ids;
+  for (int64_t c = 0; c < v; ++c) {
+    const size_t idx = size_t(stage * v + c);
+    for (int64_t i = 0; i < layers_per_chunk[idx]; ++i) ids.push_back(first[idx] + i);
+  }
+  return ids;
 }
 
 std::vector<std::string> messages(const std::vector<LayoutDiagnostic>& diagnostics) {

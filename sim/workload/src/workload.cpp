@@ -123,65 +123,6 @@ size_t Workload::task_count() const {
   return n;
 }
 
-std::vector<int64_t> split_layers(int64_t layers, int64_t pp, int64_t v, PipelineSplit split,
-                                  const std::string& file) {
-  const int64_t chunks = pp * v;
-  std::vector<int64_t> out(static_cast<size_t>(chunks), 0);
-  // Index of model chunk (virtual stage vs = chunk·pp + stage) in `out` is stage·v + chunk.
-  auto at = [&](int64_t vs) -> int64_t& { return out[static_cast<size_t>((vs % pp) * v + vs / pp)]; };
-  switch (split) {
-    case PipelineSplit::even:
-      if (layers % chunks != 0)
-        throw InputError(
-            file, v > 1 ? "layout.virtual_stages" : "layout.pp",
-            std::to_string(layers) +
-                " layers do not divide into pp·virtual_stages = " + std::to_string(chunks) +
-                " equal model chunks (set layout.pipeline_split to \"embedding-loss-layers\" when "
-                "layers + 2 divide, or \"balanced\" with virtual_stages 1)");
-      std::fill(out.begin(), out.end(), layers / chunks);
-      return out;
-    case PipelineSplit::embedding_loss_layers: {
-      // Megatron --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split:
-      // the embedding and the loss each take a layer's place on the first and last chunk.
-      if ((layers + 2) % chunks != 0 || (layers + 2) / chunks < 2)
-        throw InputError(file, "layout.pipeline_split",
-                         "embedding-loss-layers needs layers + 2 = " + std::to_string(layers + 2) +
-                             " divisible by pp·virtual_stages = " + std::to_string(chunks) +
-                             " with at least 2 per chunk");
-      const int64_t per = (layers + 2) / chunks;
-      for (int64_t vs = 0; vs < chunks; ++vs) at(vs) = per;
-      at(0) -= 1;
-      at(chunks - 1) -= 1;
-      return out;
-    }
-    case PipelineSplit::balanced: {
-      if (v > 1)
-        throw InputError(
-            file, "layout.pipeline_split",
-            "balanced splits are for plain 1F1B (virtual_stages 1): the interleaved schedule needs "
-            "equal chunks");
-      if (layers < pp)
-        throw InputError(
-            file, "layout.pp",
-            "pp " + std::to_string(pp) + " exceeds the model's " + std::to_string(layers) + " layers");
-      // As even as possible, the extra layers on the middle stages (the first and last also run
-      // the embedding and the loss): Megatron --decoder-first/last-pipeline-num-layers.
-      const int64_t base = layers / chunks;
-      int64_t extra = layers % chunks;
-      for (auto& n : out) n = base;
-      std::vector<int64_t> order;
-      for (int64_t i = 0; i < chunks; ++i) order.push_back(i);
-      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-        auto dist = [&](int64_t x) { return std::min(x, chunks - 1 - x); };
-        return dist(a) > dist(b);
-      });
-      for (int64_t i = 0; extra > 0; ++i, --extra)
-        out[static_cast<size_t>(order[static_cast<size_t>(i)])] += 1;
-      return out;
-    }
-  }
-  return out;
-}
 
 
 namespace {

@@ -3,6 +3,9 @@
 // the published measured runs (which ran, so must be predicted to fit).
 #include <algorithm>
 #include <catch2/catch.hpp>
+
+#include "simrun/sim/scenario/layout_rules.hpp"
+#include "simrun/sim/workload/workload.hpp"
 #include <filesystem>
 #include <string>
 
@@ -266,8 +269,8 @@ TEST_CASE("stage parameters add up to the model, embedding first, output last", 
     for (int64_t i = 0; i < l.pp; ++i) sum += stage_params(tied, tc, l, i).dense * double(l.tp);
     CHECK(sum == Approx(tc.total() + double(m.vocab) * double(m.hidden) + copies).epsilon(1e-12));
   }
-  SECTION("uneven stages: the first L mod p ranks take one more layer") {
-    CHECK(layers_per_stage(126, 8) == std::vector<int64_t>{16, 16, 16, 16, 16, 16, 15, 15});
+  SECTION("uneven stages without a split that works: the first L mod p ranks take one more layer") {
+    CHECK(near_even_layers(126, 8) == std::vector<int64_t>{16, 16, 16, 16, 16, 16, 15, 15});
   }
 }
 
@@ -435,4 +438,28 @@ TEST_CASE("no published measured run is predicted not to fit", "[sim][memory_mod
     ++checked;
   }
   CHECK(checked >= 90);
+}
+
+TEST_CASE("each stage's parameters are those of the layers the workload puts on it (pipeline_split)",
+          "[sim][memory_model]") {
+  // Llama-3 405B's 126 layers: balanced over pp 4 puts the extra layers on the middle stages,
+  // embedding-loss-layers over pp 16 · 2 chunks gives the first and last chunk one layer less.
+  for (const std::string layout : {std::string(R"("pp": 4, "dp": 2, "pipeline_split": "balanced")"),
+                                   std::string(R"("pp": 16, "dp": 2, "virtual_stages": 2, "global_batch": 64,
+                                               "pipeline_split": "embedding-loss-layers")")}) {
+    const Scenario sc = test::parse_scenario_text(
+        R"({"model": "llama3-405b", "cluster": {"gpu": "h100-sxm", "num_gpus": )" +
+        std::string(layout.find("16") != std::string::npos ? "256" : "64") + R"(}, "layout": {"tp": 8, )" + layout +
+        "}}");
+    const Workload w = build_workload(sc);
+    const ParamCounts counts = count_params(sc.model);
+    for (int64_t stage = 0; stage < sc.layout.pp; ++stage) {
+      INFO(layout << " stage " << stage);
+      const StageParams p = stage_params(sc.model, counts, sc.layout, stage);
+      CHECK(p.layers == int64_t(w.stages[size_t(stage)].layers.size()));
+      // The memory model spreads the final norm's h parameters over the layers and TP, the workload
+      // keeps them whole on the last stage: h parameters of billions (a known difference).
+      CHECK(p.dense == Approx(w.stages[size_t(stage)].params).epsilon(1e-5));
+    }
+  }
 }

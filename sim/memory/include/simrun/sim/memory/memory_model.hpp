@@ -150,8 +150,6 @@ struct StageParams {
   double total() const { return dense + experts; }
 };
 
-// Layers per pipeline rank: ⌊L/p⌋, the first L mod p ranks one more.
-std::vector<int64_t> layers_per_stage(int64_t layers, int64_t pp);
 StageParams stage_params(const ModelSpec& m, const ParamCounts& counts, const Layout& layout, int64_t stage);
 
 // What ZeRO-3 / FSDP holds unsharded on one pipeline rank while it works (zero otherwise):

@@ -36,6 +36,32 @@ std::optional<LayoutDiagnostic> layout_error(const ModelSpec& model, const Clust
 // runs them.
 std::vector<LayoutDiagnostic> layout_warnings(const Scenario& scenario, PipelineSchedule schedule);
 
+// Layers of each model chunk (index stage·v + chunk) under the layout's pipeline_split: even,
+// Megatron's account-for-embedding/loss split (embedding and loss take a layer's place each),
+// or balanced (1F1B: extra layers on the middle stages). Throws InputError when the split
+// cannot be made, saying which split would work.
+std::vector<int64_t> split_layers(int64_t layers, int64_t pp, int64_t virtual_stages, PipelineSplit split,
+                                  const std::string& file);
+struct LayerSplit {
+  std::vector<int64_t> layers_per_chunk;  // index stage·v + chunk, e.g. {7, 8, 8, 7}
+  std::optional<LayoutDiagnostic> error;  // why the split cannot be made (then layers_per_chunk is partial)
+};
+LayerSplit split_layers(int64_t layers, int64_t pp, int64_t v, PipelineSplit split);
+
+// Near-even layers per stage, the remainder on the first stages (where no pipeline_split can
+// be made: the event simulation refuses such a layout, the estimate and memory model still read it).
+std::vector<int64_t> near_even_layers(int64_t layers, int64_t pp);
+
+// The global layer ids pipeline stage `stage` holds: the one split the workload, the estimate
+// and the memory model share (pipeline_split over the layout's chunks, its virtual stages under
+// the interleaved schedule; near_even_layers where that split cannot be made).
+std::vector<int64_t> stage_layers(const ModelSpec& model, const Layout& layout, int64_t stage);
+
+// The global layer ids `stage` holds, chunk by chunk (virtual stage chunk·pp + stage takes the
+// layers after those of the virtual stages before it).
+std::vector<int64_t> stage_layer_ids(const std::vector<int64_t>& layers_per_chunk, int64_t pp, int64_t v,
+                                     int64_t stage);
+
 // Their messages, as reports list them.
 std::vector<std::string> messages(const std::vector<LayoutDiagnostic>& diagnostics);
 

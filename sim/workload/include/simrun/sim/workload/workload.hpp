@@ -305,12 +305,6 @@ inline Workload build_workload(const Scenario& scenario, const WorkloadOptions& 
   return build_workload(scenario, options, default_schedule(scenario.layout));
 }
 
-// Layers of each model chunk (index stage·v + chunk) under the layout's pipeline_split: even,
-// Megatron's account-for-embedding/loss split (embedding and loss take a layer's place each),
-// or balanced (1F1B: extra layers on the middle stages). Throws InputError when the split
-// cannot be made, saying which split would work.
-std::vector<int64_t> split_layers(int64_t layers, int64_t pp, int64_t virtual_stages, PipelineSplit split,
-                                  const std::string& file);
 
 // Pieces of the workload outside any pipeline schedule, for the analytic model (analytic.hpp):
 // it times the very ops, TP/CP collectives and dependencies the event simulation runs.
