@@ -1,4 +1,4 @@
-// Event simulation of one training step; see step_simulator.hpp for the execution rules.
+// Event simulation of one training step; see step_executor.hpp for the execution rules.
 #include "simrun/sim/event/step_executor.hpp"
 
 #include <fmt/format.h>

@@ -1,41 +1,9 @@
-// The workload builder: from a Scenario, the task graph one GPU runs in one training step.
-//
-// Every rank of one pipeline stage runs the same program (RankLayout's symmetry), so the
-// workload is one StageProgram per stage. A program is a list of tasks in issue order; each
-// task runs on one stream of the GPU (compute, TP comm, PP send, DP comm, ...). Like CUDA
-// streams, a stream runs its tasks one at a time in program order; a task also waits for its
-// explicit dependencies (events recorded on other streams). The executor (step_simulator.hpp)
-// runs these programs, one per simulated rank.
-//
-// What a program holds, per Megatron-LM (Narayanan et al. 2021, arXiv:2104.04473; Korthikanti
-// et al. 2022, arXiv:2205.05198):
-//  - per micro-batch and model chunk, the forward and backward of each layer as its real ops
-//    (norms, QKV/GQA projection, attention core, output projection, MLP GEMMs for GELU or
-//    SwiGLU, activation, bias-dropout-residual), with FLOPs and HBM bytes;
-//  - recompute none | selective (attention core re-run before its backward) | full (the whole
-//    layer forward re-run before its backward);
-//  - the embedding on the first stage, final norm, vocabulary projection and loss on the last;
-//  - tensor-parallel collectives per layer: all-reduce after the attention and MLP blocks, or
-//    with sequence parallelism all-gather before and reduce-scatter after; in the backward the
-//    input re-gather overlaps the dgrad GEMM and the grad reduce-scatter the wgrad GEMM
-//    (Megatron's LinearWithGradAccumulationAndAsyncCommunication);
-//  - pipeline send/recv of activations and gradients with the GPipe, 1F1B or interleaved
-//    1F1B schedule;
-//  - data-parallel gradient reduction in buckets (all-reduce, or reduce-scatter under ZeRO ≥ 1),
-//    issued as the last micro-batch's backward produces each bucket's gradients;
-//  - ZeRO-1/2 parameter all-gather after the optimizer (or overlapped with the next forward);
-//    ZeRO-3/FSDP per-layer parameter all-gather with prefetch and per-layer gradient
-//    reduce-scatter;
-//  - the optimizer step (fused Adam over the local shard: memory-bound);
-//  - MoE layers (Megatron-Core MoELayer, alltoall token dispatcher; Shoeybi/Korthikanti's layer
-//    with the FFN replaced): router, permute, dispatch all-to-all over the EP group, the local
-//    experts' grouped GEMMs (expert-TP all-gather/reduce-scatter when expert_tp > 1), combine
-//    all-to-all, unpermute; shared experts as a TP-split MLP; expert gradients reduced over the
-//    expert-data-parallel group. Routing is balanced (every expert gets top_k/experts of the
-//    tokens), as the published MoE benchmarks force it;
-//  - multi-head latent attention (Megatron-Core MLASelfAttention): duplicated down-projections
-//    to the Q and KV latents, their norms, column-parallel up-projections, the attention core on
-//    d_nope + d_rope query/key and d_v value dimensions, the row-parallel output projection.
+// The workload: the task graph one GPU runs in one training step, per pipeline stage (ranks of
+// a stage run the same program), as a description: every op with its shape and work, its
+// dependencies and its stream, no times (the cost pass, sim/cost/workload_cost.hpp, times it;
+// the event simulation runs it, sim/event/step_executor.hpp). What a program holds, op by op,
+// per Megatron-LM (Narayanan et al. 2021, arXiv:2104.04473; Korthikanti et al. 2022,
+// arXiv:2205.05198), is in docs/model.md "What a stage program holds".
 #pragma once
 
 #include <algorithm>
