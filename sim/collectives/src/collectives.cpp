@@ -13,25 +13,6 @@
 
 namespace simrun {
 
-double busbw_factor(CollectiveOp op, int64_t n) {
-  if (n <= 1)
-    return op == CollectiveOp::broadcast || op == CollectiveOp::reduce || op == CollectiveOp::send_recv ? 1.0
-                                                                                                        : 0.0;
-  switch (op) {
-    case CollectiveOp::all_reduce:
-      return 2.0 * double(n - 1) / double(n);
-    case CollectiveOp::all_gather:
-    case CollectiveOp::reduce_scatter:
-    case CollectiveOp::all_to_all:
-      return double(n - 1) / double(n);
-    case CollectiveOp::broadcast:
-    case CollectiveOp::reduce:
-    case CollectiveOp::send_recv:
-      return 1.0;
-  }
-  return 1.0;
-}
-
 double CollectiveResult::algbw_bytes_per_s() const {
   const double s = seconds();
   return s > 0 ? bytes / s : 0.0;

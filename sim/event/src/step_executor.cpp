@@ -35,24 +35,6 @@ enum class PortDirection : uint32_t { out = 0, in = 1 };
 
 int group_index(GroupKind g) { return static_cast<int>(g); }
 
-// Bandwidth-bound share of a ring collective: nccl-tests' bus factor × size / bandwidth.
-double bus_factor(CollectiveOp op, int64_t n) {
-  const double nd = double(n);
-  switch (op) {
-    case CollectiveOp::all_reduce:
-      return 2.0 * (nd - 1.0) / nd;
-    case CollectiveOp::all_gather:
-    case CollectiveOp::reduce_scatter:
-    case CollectiveOp::all_to_all:
-      return (nd - 1.0) / nd;
-    case CollectiveOp::send_recv:
-    case CollectiveOp::broadcast:
-    case CollectiveOp::reduce:
-      return 1.0;
-  }
-  return 1.0;
-}
-
 double latency_steps(CollectiveOp op, int64_t n) {
   const double nd = double(n);
   switch (op) {
@@ -406,7 +388,7 @@ class Executor {
     CommCost cost;
     cost.port = lc.link_class == LinkClass::scale_up ? 0 : 1;
     if (n <= 1) return cost;
-    cost.bw_s = bus_factor(op, n) * bytes / lc.bytes_per_s;
+    cost.bw_s = busbw_factor(op, n) * bytes / lc.bytes_per_s;  // a ring's bandwidth-bound share
     cost.alpha_s = latency_steps(op, n) * lc.alpha_s;
     return cost;
   }

@@ -73,10 +73,6 @@ struct CollectiveResult {
   double busbw_bytes_per_s() const;
 };
 
-// nccl-tests formulas (src/*.cu *GetBw): algbw = bytes / time with the row's size, busbw =
-// algbw · factor: all_reduce 2(n-1)/n; all_gather, reduce_scatter, all_to_all (n-1)/n;
-// broadcast, reduce, send_recv 1.
-double busbw_factor(CollectiveOp op, int64_t n);
 
 class CollectiveRunner {
  public:
