@@ -444,7 +444,7 @@ TEST_CASE("each stage's parameters are those of the layers the workload puts on 
           "[sim][memory_model]") {
   // Llama-3 405B's 126 layers: balanced over pp 4 puts the extra layers on the middle stages,
   // embedding-loss-layers over pp 16 · 2 chunks gives the first and last chunk one layer less.
-  for (const std::string layout : {std::string(R"("pp": 4, "dp": 2, "pipeline_split": "balanced")"),
+  for (const std::string& layout : {std::string(R"("pp": 4, "dp": 2, "pipeline_split": "balanced")"),
                                    std::string(R"("pp": 16, "dp": 2, "virtual_stages": 2, "global_batch": 64,
                                                "pipeline_split": "embedding-loss-layers")")}) {
     const Scenario sc = test::parse_scenario_text(
