@@ -263,12 +263,7 @@ void StepTimeEstimator::split_into_chunks() {
     split.layers_per_chunk = near_even_layers(m_model.layers, l.pp);
   }
   m_layers_per_chunk = std::move(split.layers_per_chunk);
-  m_first_layer.assign(m_layers_per_chunk.size(), 0);
-  for (int64_t vs = 0, next = 0; vs < l.pp * m_split_v; ++vs) {  // virtual stage vs = chunk·pp + stage
-    const size_t idx = size_t((vs % l.pp) * m_split_v + vs / l.pp);
-    m_first_layer[idx] = next;
-    next += m_layers_per_chunk[idx];
-  }
+  m_first_layer = chunk_first_layers(m_layers_per_chunk, l.pp, m_split_v);
 }
 
 // Each stage's micro-batch (its chunks' layers, the embedding on the first, the head on the

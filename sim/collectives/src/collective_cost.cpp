@@ -49,7 +49,7 @@ double ring_all_reduce_s(double bytes, int64_t n, const LinkCost& link) {
   check_args(bytes, n, link);
   if (n == 1 || bytes == 0) return 0;
   const double nd = double(n);
-  return 2.0 * (nd - 1.0) / nd * bytes / link.bytes_per_s + 2.0 * (nd - 1.0) * link.alpha_s;
+  return busbw_factor(CollectiveOp::all_reduce, n) * bytes / link.bytes_per_s + 2.0 * (nd - 1.0) * link.alpha_s;
 }
 
 double tree_all_reduce_s(double bytes, int64_t n, const LinkCost& link) {
@@ -62,7 +62,7 @@ double ring_all_gather_s(double bytes, int64_t n, const LinkCost& link) {
   check_args(bytes, n, link);
   if (n == 1 || bytes == 0) return 0;
   const double nd = double(n);
-  return (nd - 1.0) / nd * bytes / link.bytes_per_s + (nd - 1.0) * link.alpha_s;
+  return busbw_factor(CollectiveOp::all_gather, n) * bytes / link.bytes_per_s + (nd - 1.0) * link.alpha_s;
 }
 
 double ring_reduce_scatter_s(double bytes, int64_t n, const LinkCost& link) {

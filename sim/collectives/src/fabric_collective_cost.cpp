@@ -459,7 +459,7 @@ std::shared_ptr<const FabricGroup> fabric_group(const ClusterSpec& cluster, Rank
         cluster.topology == FabricTopology::rail_optimized ? half : std::max<int64_t>(1, half / nics);
   g->switch_latency_s = cluster.fabric.switch_latency_s;
 
-  // Link rates as the event's network has them (simulation.cpp link_capacities).
+  // Link rates as the event's network has them (collective_harness.cpp link_capacities).
   g->scale_up_link_bytes_per_s = scale_up_link_rate(gpu);
   const double port = cluster.fabric.port_bytes_per_s * kNetworkEfficiency;
   g->port_bytes_per_s = port / std::max(1.0, cluster.oversubscription) / double(nic_sharers(cluster, group));

@@ -283,14 +283,19 @@ std::vector<int64_t> stage_layers(const ModelSpec& model, const Layout& layout, 
   return stage_layer_ids(near_even_layers(model.layers, layout.pp), layout.pp, 1, stage);
 }
 
-std::vector<int64_t> stage_layer_ids(const std::vector<int64_t>& layers_per_chunk, int64_t pp, int64_t v,
-                                     int64_t stage) {
+std::vector<int64_t> chunk_first_layers(const std::vector<int64_t>& layers_per_chunk, int64_t pp, int64_t v) {
   std::vector<int64_t> first(layers_per_chunk.size(), 0);
   for (int64_t vs = 0, next = 0; vs < pp * v; ++vs) {  // virtual stage vs = chunk·pp + stage
     const size_t idx = size_t((vs % pp) * v + vs / pp);
     first[idx] = next;
     next += layers_per_chunk[idx];
   }
+  return first;
+}
+
+std::vector<int64_t> stage_layer_ids(const std::vector<int64_t>& layers_per_chunk, int64_t pp, int64_t v,
+                                     int64_t stage) {
+  const std::vector<int64_t> first = chunk_first_layers(layers_per_chunk, pp, v);
   std::vector<int64_t> ids;
   for (int64_t c = 0; c < v; ++c) {
     const size_t idx = size_t(stage * v + c);

@@ -2,7 +2,6 @@
 // the layout's rules in layout_rules.cpp, so the models below can assume a valid Scenario.
 #include "simrun/sim/scenario/scenario.hpp"
 
-#include <fmt/format.h>
 
 #include <cmath>
 #include <cstdio>

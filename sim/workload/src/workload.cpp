@@ -1,18 +1,13 @@
-// The workload builder: Scenario → one task program per pipeline stage. See workload.hpp for
-// what the programs contain. This file holds the pipeline schedules, the layer splits, the
-// layout checks and the assembly of the stages; each stage's program is built by StageBuilder
-// (the layers' ops in workload_builder.cpp, the step around them in workload_builder_step.cpp).
+// The workload builder: Scenario → one task program per pipeline stage (workload.hpp). This
+// file holds the names of the workload's words, the schedule's checks and the assembly of the
+// stages; each stage's program is built by StageBuilder (the layers' ops in
+// workload_builder.cpp, the step around them in workload_builder_step.cpp). The schedules are in
+// schedule.cpp, the layer split with the layout rules (sim/scenario/layout_rules.hpp).
 #include "simrun/sim/workload/workload.hpp"
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <cmath>
-#include <map>
-#include <numeric>
-
 #include "simrun/common/error.hpp"
-#include "simrun/models/counts.hpp"
 #include "workload_builder.hpp"
 
 namespace simrun {
@@ -122,8 +117,6 @@ size_t Workload::task_count() const {
   for (const auto& s : stages) n += s.tasks.size();
   return n;
 }
-
-
 
 namespace {
 

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <utility>
 
 #include "simrun/common/error.hpp"
@@ -137,14 +138,9 @@ StageBuilder::Shared::Shared(const Scenario& scenario, const WorkloadOptions& o,
     expert_params_local = moe_layers > 0 ? pc.experts_routed / moe_layers / d(ep * etp) : 0.0;
   }
 
-  first_layer.assign(layers_per_chunk.size(), 0);
-  int64_t next = 0;
-  for (int64_t vs = 0; vs < pp * v; ++vs) {  // virtual stage vs = chunk·pp + stage
-    const size_t idx = static_cast<size_t>((vs % pp) * v + vs / pp);
-    first_layer[idx] = next;
-    next += layers_per_chunk[idx];
-  }
-  SIMRUN_ASSERT(next == md.layers, "layer split does not cover the model");
+  first_layer = chunk_first_layers(layers_per_chunk, pp, v);
+  SIMRUN_ASSERT(std::accumulate(layers_per_chunk.begin(), layers_per_chunk.end(), int64_t(0)) == md.layers,
+                "layer split does not cover the model");
 }
 
 StageBuilder::StageBuilder(const Shared& shared, int64_t stage) : m_s(shared), m_stage(stage) {

@@ -85,8 +85,9 @@ class CollectiveRunner {
 
   // The group's shape as the tuner sees it.
   GroupShape shape(const std::vector<int64_t>& ranks) const;
-  // What run() would execute (tuner choice or the overrides). Throws InputError naming
-  // "--op"/"--algo"/"--proto"/"--bytes" when the request cannot run on this cluster.
+  // What run() would execute (tuner choice or the overrides). Throws InputError (input
+  // "collective", field algorithm, protocol, bytes, root, ranks or channels) when the request
+  // cannot run on this cluster.
   TunerChoice plan(const CollectiveRequest& request) const;
   // Starts the collective now; `on_done` runs at its completion.
   void run(const CollectiveRequest& request, DoneCallback on_done);

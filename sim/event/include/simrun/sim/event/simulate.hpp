@@ -52,7 +52,7 @@ struct SimulationOutput {
 SimulationOutput simulate(const Scenario& scenario, const SimulateOptions& options = SimulateOptions{});
 
 // The estimate's options taken from a simulation's: same workload behaviour, compute defaults,
-// calibration, collective efficiencies and memory conventions (for --compare-analytic).
+// calibration, collective efficiencies and memory conventions (to compare the two fidelities on one layout).
 AnalyticOptions analytic_options(const SimulateOptions& simulate);
 
 // One traced rank's step as the report's parts: compute, traffic per group (DP, DP×CP and

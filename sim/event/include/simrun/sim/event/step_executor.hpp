@@ -26,13 +26,13 @@
 #include <string>
 #include <vector>
 
-#include "simrun/sim/cost/calibration.hpp"  // and the compute model
-#include "simrun/sim/scenario/degraded.hpp"
-#include "simrun/sim/collectives/collective_cost.hpp"
 #include "simrun/sim/collectives/efficiency.hpp"
+#include "simrun/sim/cost/calibration.hpp"
+#include "simrun/sim/cost/compute_model.hpp"  // kCommOverlapSlowdown
+#include "simrun/sim/cost/workload_cost.hpp"
+#include "simrun/sim/scenario/degraded.hpp"
 #include "simrun/sim/scenario/rank_layout.hpp"
 #include "simrun/sim/workload/workload.hpp"
-#include "simrun/sim/cost/workload_cost.hpp"
 
 namespace simrun {
 
