@@ -62,39 +62,9 @@ std::optional<LayoutDiagnostic> layout_error(const ModelSpec& model, const Clust
                          std::to_string(model.kv_heads) + " kv_heads (query groups)");
   if (layout.virtual_stages > 1 && layout.pp == 1)
     return diag("layout.virtual_stages", "virtual_stages_need_pp", "virtual stages need pp > 1 (interleaved 1F1B)");
-  const int64_t chunks = layout.pp * layout.virtual_stages;
-  const std::string uneven_hint =
-      " (or set layout.pipeline_split to \"embedding-loss-layers\" when layers + 2 divide, "
-      "or \"balanced\" for plain 1F1B)";
-  switch (layout.pipeline_split) {
-    case PipelineSplit::even:
-      if (model.layers % layout.pp != 0)
-        return diag("layout.pp", "pp_divides_layers",
-                         "pp " + std::to_string(layout.pp) + " does not divide the model's " +
-                             std::to_string(model.layers) + " layers" + uneven_hint);
-      if (model.layers % chunks != 0)
-        return diag("layout.virtual_stages", "virtual_stages_divide_layers",
-                         std::to_string(layout.virtual_stages) + " virtual stages do not divide the " +
-                             std::to_string(model.layers / layout.pp) + " layers per pipeline stage");
-      break;
-    case PipelineSplit::embedding_loss_layers:
-      if ((model.layers + 2) % chunks != 0 || (model.layers + 2) / chunks < 2)
-        return diag("layout.pipeline_split", "embedding_loss_split",
-                         "embedding-loss-layers needs layers + 2 = " + std::to_string(model.layers + 2) +
-                             " divisible by pp*virtual_stages = " + std::to_string(chunks) +
-                             " with at least 2 per chunk");
-      break;
-    case PipelineSplit::balanced:
-      if (layout.virtual_stages > 1)
-        return diag("layout.pipeline_split", "balanced_split_interleaved",
-            "balanced splits are for plain 1F1B (virtual_stages 1); interleaving needs \"even\" or "
-            "\"embedding-loss-layers\"");
-      if (model.layers < layout.pp)
-        return diag("layout.pp", "pp_exceeds_layers",
-                         "pp " + std::to_string(layout.pp) + " exceeds the model's " +
-                             std::to_string(model.layers) + " layers");
-      break;
-  }
+  // The pipeline split over every chunk the layout asks for (split_layers: one home).
+  if (auto split = split_layers(model.layers, layout.pp, layout.virtual_stages, layout.pipeline_split).error)
+    return split;
   if (layout.global_batch % (layout.micro_batch * layout.dp) != 0)
     return diag("layout.global_batch", "global_batch_divisible",
                      std::to_string(layout.global_batch) +
@@ -206,30 +176,33 @@ LayerSplit split_layers(int64_t layers, int64_t pp, int64_t v, PipelineSplit spl
   LayerSplit result;
   std::vector<int64_t>& out = result.layers_per_chunk;
   out.assign(static_cast<size_t>(chunks), 0);
-  auto refuse = [&](std::string field, std::string message) {
-    result.error = diag(std::move(field), "pipeline_split", std::move(message));
+  auto refuse = [&](std::string field, std::string code, std::string message) {
+    result.error = diag(std::move(field), std::move(code), std::move(message));
     return result;
   };
   // Index of model chunk (virtual stage vs = chunk·pp + stage) in `out` is stage·v + chunk.
   auto at = [&](int64_t vs) -> int64_t& { return out[static_cast<size_t>((vs % pp) * v + vs / pp)]; };
   switch (split) {
     case PipelineSplit::even:
+      if (layers % pp != 0)
+        return refuse("layout.pp", "pp_divides_layers",
+                      "pp " + std::to_string(pp) + " does not divide the model's " + std::to_string(layers) +
+                          " layers (or set layout.pipeline_split to \"embedding-loss-layers\" when layers + 2 "
+                          "divide, or \"balanced\" for plain 1F1B)");
       if (layers % chunks != 0)
-        return refuse(v > 1 ? "layout.virtual_stages" : "layout.pp",
-            std::to_string(layers) +
-                " layers do not divide into pp·virtual_stages = " + std::to_string(chunks) +
-                " equal model chunks (set layout.pipeline_split to \"embedding-loss-layers\" when "
-                "layers + 2 divide, or \"balanced\" with virtual_stages 1)");
+        return refuse("layout.virtual_stages", "virtual_stages_divide_layers",
+                      std::to_string(v) + " virtual stages do not divide the " + std::to_string(layers / pp) +
+                          " layers per pipeline stage");
       std::fill(out.begin(), out.end(), layers / chunks);
       return result;
     case PipelineSplit::embedding_loss_layers: {
       // Megatron --account-for-embedding-in-pipeline-split / --account-for-loss-in-pipeline-split:
       // the embedding and the loss each take a layer's place on the first and last chunk.
       if ((layers + 2) % chunks != 0 || (layers + 2) / chunks < 2)
-        return refuse("layout.pipeline_split",
-                         "embedding-loss-layers needs layers + 2 = " + std::to_string(layers + 2) +
-                             " divisible by pp·virtual_stages = " + std::to_string(chunks) +
-                             " with at least 2 per chunk");
+        return refuse("layout.pipeline_split", "embedding_loss_split",
+                      "embedding-loss-layers needs layers + 2 = " + std::to_string(layers + 2) +
+                          " divisible by pp*virtual_stages = " + std::to_string(chunks) +
+                          " with at least 2 per chunk");
       const int64_t per = (layers + 2) / chunks;
       for (int64_t vs = 0; vs < chunks; ++vs) at(vs) = per;
       at(0) -= 1;
@@ -238,12 +211,12 @@ LayerSplit split_layers(int64_t layers, int64_t pp, int64_t v, PipelineSplit spl
     }
     case PipelineSplit::balanced: {
       if (v > 1)
-        return refuse("layout.pipeline_split",
-            "balanced splits are for plain 1F1B (virtual_stages 1): the interleaved schedule needs "
-            "equal chunks");
+        return refuse("layout.pipeline_split", "balanced_split_interleaved",
+                      "balanced splits are for plain 1F1B (virtual_stages 1); interleaving needs \"even\" or "
+                      "\"embedding-loss-layers\"");
       if (layers < pp)
-        return refuse("layout.pp",
-            "pp " + std::to_string(pp) + " exceeds the model's " + std::to_string(layers) + " layers");
+        return refuse("layout.pp", "pp_exceeds_layers",
+                      "pp " + std::to_string(pp) + " exceeds the model's " + std::to_string(layers) + " layers");
       // As even as possible, the extra layers on the middle stages (the first and last also run
       // the embedding and the loss): Megatron --decoder-first/last-pipeline-num-layers.
       const int64_t base = layers / chunks;

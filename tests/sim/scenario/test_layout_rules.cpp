@@ -83,3 +83,23 @@ TEST_CASE("an MoE model with tp > 1 needs sequence parallelism in both fidelitie
       "layout": {"tp": 2, "ep": 4, "sequence_parallel": false}})"),
                     Catch::Contains("layout.sequence_parallel") && Catch::Contains("Megatron-Core"));
 }
+
+TEST_CASE("the pipeline split's refusals are split_layers' own, for the parser and the builder alike",
+          "[sim][layout_rules]") {
+  Scenario sc = parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
+      "layout": {"tp": 1, "pp": 8, "global_batch": 8}})");
+  sc.layout.pp = 5;  // 32 layers over 5 stages: no even split
+  sc.layout.dp = 1;
+  sc.cluster.num_gpus = 5;
+  const auto error = layout_error(sc.model, sc.cluster, sc.layout);
+  REQUIRE(error.has_value());
+  const LayerSplit split = split_layers(32, 5, 1, PipelineSplit::even);
+  REQUIRE(split.error.has_value());
+  CHECK(error->code == "pp_divides_layers");
+  CHECK(error->code == split.error->code);
+  CHECK(error->message == split.error->message);
+  CHECK_THROWS_WITH(build_workload(sc), Catch::Contains(error->message));
+  sc.layout.pipeline_split = PipelineSplit::balanced;  // {6, 7, 7, 6, 6}: extras on the middle stages
+  CHECK_FALSE(layout_error(sc.model, sc.cluster, sc.layout).has_value());
+  CHECK(stage_layers(sc.model, sc.layout, 2).size() == 7);
+}
