@@ -44,49 +44,13 @@ ComputeModel analytic_compute_model(const Scenario& s, const AnalyticOptions& op
   return calibrated_compute_model(s.cluster.gpu, options.calibration, options.compute);
 }
 
-Report estimate(const Scenario& s) { return estimate(s, AnalyticOptions{}); }
+namespace {
 
-Report estimate(const Scenario& sc, const AnalyticOptions& options) {
-  const ModelSpec& m = sc.model;
+// The layout's caveats (layout_rules.hpp, as the event simulation states them), then the
+// estimate's own: an interleaved order that cannot complete, memory, assumed MFU, goodput, MFU.
+void add_estimate_warnings(const Scenario& sc, const AnalyticOptions& options, int64_t worst_stage,
+                           const RunTotals& run, Report& r) {
   const Layout& l = sc.layout;
-  const ClusterSpec& cluster = sc.cluster;
-  const GpuSpec& gpu = cluster.gpu;
-  if (l.num_microbatches() < 1)
-    throw InputError(
-        sc.file, "layout.global_batch",
-        fmt::format("global_batch {} is smaller than micro_batch·dp = {} (make it a multiple of it)",
-                    l.global_batch, l.micro_batch * l.dp));
-
-  Report r;
-  r.fidelity = "analytic";
-  const ParamCounts counts = count_params(m);
-  r.params = counts.total();
-  r.active_params = counts.active(m);
-
-  const StepFlops flops = step_flops(m, l, options.flop_convention);
-  const double peak = training_peak_flops_per_s(sc);
-  const double n_gpus = double(l.world_size());
-
-  const MemoryEstimate memory = estimate_memory(sc, options.memory);
-  r.memory = memory.report;
-
-  const StepTimeEstimate time = estimate_step_time(sc, flops, options);
-  double step_time_s = time.step_time_s;
-  if (sc.run.assumed_mfu) {
-    step_time_s = flops.model / (n_gpus * peak * *sc.run.assumed_mfu);
-    r.breakdown = BreakdownReport{};
-    r.breakdown.compute_s = step_time_s;
-  } else {
-    r.breakdown = time.breakdown;
-    r.degraded = describe_degraded(sc, options.stragglers, options.slow_links);
-  }
-  fill_step_rates(sc, step_time_s, {flops.model, flops.hardware, options.flop_convention}, r);
-
-  // Run totals. The checkpoint holds weights and optimizer states (not gradients).
-  const RunTotals run =
-      fill_run_report(sc, bytes_per_param(l.precision, options.memory.convention), options.run, r);
-
-  // Warnings: the layout's (layout_rules.hpp, as the event simulation states them), then the estimate's.
   const PipelineSchedule schedule = options.schedule.value_or(default_schedule(l));
   const std::vector<std::string> layout_caveats = messages(layout_warnings(sc, schedule));
   r.warnings.insert(r.warnings.begin(), layout_caveats.begin(), layout_caveats.end());
@@ -99,7 +63,7 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
         l.num_microbatches(), l.pp, l.virtual_stages));
   if (!r.memory.fits)
     r.warnings.push_back(
-        fmt::format("does not fit: {} (stage {})", memory_shortfall_text(r.memory), memory.worst_stage));
+        fmt::format("does not fit: {} (stage {})", memory_shortfall_text(r.memory), worst_stage));
   if (sc.run.assumed_mfu)
     r.warnings.push_back(
         fmt::format("step time from the assumed MFU {:.3f} (run.assumed_mfu); the breakdown is not "
@@ -113,7 +77,13 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
   if (r.mfu > 0.75)
     r.warnings.push_back(fmt::format("MFU {:.2f} is above what published runs reach (≤ 0.6)", r.mfu));
 
-  // Explanations (--explain): formula and inputs of each headline number.
+}
+
+// The --explain entries of the step time and its breakdown: formula and inputs.
+void explain_step_time(const Scenario& sc, const AnalyticOptions& options, const StepFlops& flops,
+                       const StepTimeEstimate& time, double peak, Report& r) {
+  const Layout& l = sc.layout;
+  const GpuSpec& gpu = sc.cluster.gpu;
   auto explain = [&](std::string key, double value, std::string unit, std::string formula,
                      std::string inputs) {
     detail::explain(r, std::move(key), value, std::move(unit), std::move(formula), std::move(inputs));
@@ -184,6 +154,52 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
                     l.pp, l.virtual_stages, time.slowest_stage, time.fill_drain_s,
                     time.pp_exposed_s - b.pp_exposed_s, time.critical_tail_s, time.pipeline_port_s));
   }
+}
+
+}  // namespace
+
+Report estimate(const Scenario& s) { return estimate(s, AnalyticOptions{}); }
+
+Report estimate(const Scenario& sc, const AnalyticOptions& options) {
+  const ModelSpec& m = sc.model;
+  const Layout& l = sc.layout;
+  if (l.num_microbatches() < 1)
+    throw InputError(
+        sc.file, "layout.global_batch",
+        fmt::format("global_batch {} is smaller than micro_batch·dp = {} (make it a multiple of it)",
+                    l.global_batch, l.micro_batch * l.dp));
+
+  Report r;
+  r.fidelity = "analytic";
+  const ParamCounts counts = count_params(m);
+  r.params = counts.total();
+  r.active_params = counts.active(m);
+
+  const StepFlops flops = step_flops(m, l, options.flop_convention);
+  const double peak = training_peak_flops_per_s(sc);
+  const double n_gpus = double(l.world_size());
+
+  const MemoryEstimate memory = estimate_memory(sc, options.memory);
+  r.memory = memory.report;
+
+  const StepTimeEstimate time = estimate_step_time(sc, flops, options);
+  double step_time_s = time.step_time_s;
+  if (sc.run.assumed_mfu) {
+    step_time_s = flops.model / (n_gpus * peak * *sc.run.assumed_mfu);
+    r.breakdown = BreakdownReport{};
+    r.breakdown.compute_s = step_time_s;
+  } else {
+    r.breakdown = time.breakdown;
+    r.degraded = describe_degraded(sc, options.stragglers, options.slow_links);
+  }
+  fill_step_rates(sc, step_time_s, {flops.model, flops.hardware, options.flop_convention}, r);
+
+  // Run totals. The checkpoint holds weights and optimizer states (not gradients).
+  const RunTotals run =
+      fill_run_report(sc, bytes_per_param(l.precision, options.memory.convention), options.run, r);
+
+  add_estimate_warnings(sc, options, memory.worst_stage, run, r);
+  explain_step_time(sc, options, flops, time, peak, r);
   detail::explain_throughput(sc, flops.per_sequence, options.flop_convention, peak, r);
   detail::explain_memory(sc, memory.stages[size_t(memory.worst_stage)], options.memory, r);
   detail::explain_run(sc, run, options.run, r);
