@@ -50,9 +50,12 @@ double ComputeModel::gemm_efficiency(double m, double n, double k, Precision p) 
   return top * saturate(m, h) * saturate(n, h) * saturate(k, h);
 }
 
-double ComputeModel::attention_efficiency(double seq_kv, double head_dim, bool backward, bool flash2) const {
-  const double top = flash2 ? (backward ? m_params.attn_fa2_bwd_max : m_params.attn_fa2_fwd_max)
-                            : (backward ? m_params.attn_bwd_max : m_params.attn_fwd_max);
+double ComputeModel::attention_efficiency(double seq_kv, double head_dim, OpClass pass,
+                                          AttentionKernel kernel) const {
+  const bool backward = pass == OpClass::attention_bwd;
+  const double top = kernel == AttentionKernel::flash2
+                         ? (backward ? m_params.attn_fa2_bwd_max : m_params.attn_fa2_fwd_max)
+                         : (backward ? m_params.attn_bwd_max : m_params.attn_fwd_max);
   return top * saturate(seq_kv, m_params.attn_seq_half) * saturate(head_dim, m_params.attn_head_dim_half);
 }
 
@@ -73,11 +76,11 @@ double ComputeModel::op_seconds(const OpShape& op) const {
       // backward 5 (recomputed QKᵀ, dV, dP, dQ, dK); causal kernels skip the masked half.
       const double per_matmul = 2.0 * op.tokens * op.seq_kv * op.head_dim * op.heads;
       const double causal_share = op.causal ? 0.5 : 1.0;
-      if (op.flash) {
+      if (op.attention_kernel != AttentionKernel::unfused) {
         const double matmuls = bwd ? 5.0 : 2.0;
         const double work = matmuls * per_matmul * causal_share;
         compute_s = work / (peak_flops_per_s(op.precision) *
-                            attention_efficiency(op.seq_kv, op.head_dim, bwd, op.flash2));
+                            attention_efficiency(op.seq_kv, op.head_dim, op.cls, op.attention_kernel));
       } else {
         // Unfused: batched GEMMs over the full score matrix (no causal skipping); the softmax,
         // mask and dropout traffic is in op.bytes.

@@ -323,8 +323,9 @@ OpShape StageBuilder::attention_block(OpClass cls) const {
   a.seq_kv = s.cp_all_gather ? s.seq : s.seq / d(s.cp_ring);
   a.head_dim = s.head_dim;
   a.heads = s.heads_loc / d(s.cp_a2a);
-  a.flash = s.flash;
-  a.flash2 = s.opt.kernels == KernelStack::eager;
+  a.attention_kernel = !s.flash                                 ? AttentionKernel::unfused
+                       : s.opt.kernels == KernelStack::eager ? AttentionKernel::flash2
+                                                             : AttentionKernel::fused;
   a.causal = s.causal;
   const double passes = cls == OpClass::attention_bwd ? 2.0 : 1.0;
   const double kv_tokens = s.cp_all_gather ? s.T * d(s.cp) : s.T;  // every rank's, gathered
@@ -454,7 +455,7 @@ void StageBuilder::layer_forward(int32_t layer, Phase phase, bool /*last_mb_of_s
   if (s.is_moe_layer(layer))
     moe_forward(phase);
   else
-    mlp_forward(s.f_loc, phase, true);
+    mlp_forward(s.f_loc, phase, Fc1Input::norm_output);
   compute(OpName::residual_mlp, phase, memory_op(residual_bytes), 0);
   m_layer = -1;
 }
@@ -534,16 +535,16 @@ void StageBuilder::qkv_backward() {
                            2.0 * s.T * s.h * (q + 2 * kv));
 }
 
-void StageBuilder::mlp_forward(double f_loc, Phase phase, bool after_norm) {
-  mlp_up_forward(f_loc, phase, after_norm, sp_input_gather(OpName::tp_ag_mlp, phase));
+void StageBuilder::mlp_forward(double f_loc, Phase phase, Fc1Input input) {
+  mlp_up_forward(f_loc, phase, input, sp_input_gather(OpName::tp_ag_mlp, phase));
   mlp_down_forward(f_loc, phase);
 }
 
-void StageBuilder::mlp_up_forward(double f_loc, Phase phase, bool after_norm, uint32_t input_gather) {
+void StageBuilder::mlp_up_forward(double f_loc, Phase phase, Fc1Input input, uint32_t input_gather) {
   const Shared& s = m_s;
   const double up = s.swiglu ? 2 * f_loc : f_loc;
   wait_for_input_gather(input_gather, false);
-  compute(OpName::fc1, phase, gemm(s.T, up, s.h, s.gemm_precision, !(after_norm && s.norm_emits_fp8)),
+  compute(OpName::fc1, phase, gemm(s.T, up, s.h, s.gemm_precision, !(input == Fc1Input::norm_output && s.norm_emits_fp8)),
           2.0 * s.T * s.h * up);
   wait_for_input_gather(input_gather, true);
   compute(OpName::act, phase, memory_op(s.T * (up + f_loc) * s.elem), 0);
@@ -625,7 +626,7 @@ void StageBuilder::moe_forward(Phase phase) {
   }
   if (overlap) {
     const std::vector<uint32_t> dispatched = hold_waits();
-    mlp_up_forward(s.shared_f_loc, phase, false, shared_input);
+    mlp_up_forward(s.shared_f_loc, phase, Fc1Input::other, shared_input);
     release_waits(dispatched);
   }
   sort_chunks(phase);
@@ -654,7 +655,7 @@ void StageBuilder::moe_forward(Phase phase) {
   if (overlap)
     release_waits(shared_output);
   else if (s.shared_f_loc > 0)
-    mlp_forward(s.shared_f_loc, phase, false);
+    mlp_forward(s.shared_f_loc, phase, Fc1Input::other);
 }
 
 void StageBuilder::moe_backward() {

@@ -156,13 +156,15 @@ class StageBuilder {
   void mla_forward(Phase phase, uint32_t sp_gather);
   void mla_backward();
   // The MLP block between ln_mlp and the residual: dense (TP column/row-parallel), or MoE;
-  // after_norm: FC1 reads ln_mlp's output directly (not so for an MoE layer's shared experts).
-  void mlp_forward(double f_loc, Phase phase, bool after_norm);
+  // Fc1Input::norm_output: FC1 reads ln_mlp's output directly (not so for an MoE layer's shared
+  // experts, which read the router's input).
+  enum class Fc1Input : uint8_t { norm_output, other };
+  void mlp_forward(double f_loc, Phase phase, Fc1Input input);
   void mlp_backward(double f_loc);
   // Its halves: FC1 and the activation after the input's all-gather (`input_gather`, kNoTask
   // without SP), FC2 and its TP reduction; in the backward FC2's gradients with the
   // activation's, and FC1's.
-  void mlp_up_forward(double f_loc, Phase phase, bool after_norm, uint32_t input_gather);
+  void mlp_up_forward(double f_loc, Phase phase, Fc1Input input, uint32_t input_gather);
   void mlp_down_forward(double f_loc, Phase phase);
   void mlp_down_backward(double f_loc);
   void mlp_up_backward(double f_loc);

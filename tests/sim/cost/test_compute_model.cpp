@@ -73,14 +73,14 @@ TEST_CASE("flash attention avoids the s^2 HBM traffic of unfused attention", "[s
   a.seq_kv = 8192;
   a.head_dim = 128;
   a.heads = 8;
-  a.flash = true;
+  a.attention_kernel = AttentionKernel::fused;
   a.bytes = 8192.0 * 128 * 8 * 4 * 2;
   const double flash = cm.op_seconds(a);
-  a.flash = false;
+  a.attention_kernel = AttentionKernel::unfused;
   a.bytes += 8192.0 * 8192 * 8 * 9;
   const double unfused = cm.op_seconds(a);
   CHECK(unfused > 1.5 * flash);
-  a.flash = true;
+  a.attention_kernel = AttentionKernel::fused;
   a.cls = OpClass::attention_bwd;
   CHECK(cm.op_seconds(a) > 2.0 * flash);  // 5 matmuls at a lower efficiency vs 2
 }

@@ -85,7 +85,9 @@ class ComputeModel {
 
   // The efficiency factors (exposed for tests, --explain and the analytic comparison).
   double gemm_efficiency(double m, double n, double k, Precision p) const;
-  double attention_efficiency(double seq_kv, double head_dim, bool backward, bool flash2 = false) const;
+  // pass: OpClass::attention_fwd or attention_bwd.
+  double attention_efficiency(double seq_kv, double head_dim, OpClass pass,
+                              AttentionKernel kernel = AttentionKernel::fused) const;
   double peak_flops_per_s(Precision p) const;
   double memory_bytes_per_s() const { return m_gpu.hbm_bytes_per_s * m_params.mem_bw_fraction; }
 

@@ -17,6 +17,13 @@ enum class OpClass : uint8_t {
   host,           // host work the GPU's stream waits for (launches, syncs, logging): host_s
 };
 
+// Which attention kernel runs the core.
+enum class AttentionKernel : uint8_t {
+  fused,    // the architecture's best fused kernel (cuDNN / FlashAttention-3 on Hopper, FA2 on Ampere)
+  flash2,   // FlashAttention-2 where it is not the best one (eager PyTorch on Hopper)
+  unfused,  // scores and probabilities materialised in HBM (Dao et al. 2022's baseline)
+};
+
 // One operation's shape and work on one GPU.
 struct OpShape {
   OpClass cls = OpClass::memory;
@@ -24,10 +31,9 @@ struct OpShape {
   // GEMM: C[M×N] = A[M×K]·B[K×N], `batch` independent copies (a grouped GEMM: one per expert).
   double m = 0, n = 0, k = 0, batch = 1;
   // Attention: per-GPU query tokens (b·s/cp), key tokens seen per query (s), head dim,
-  // local heads, whether fused (flash).
+  // local heads, the kernel, and whether the mask is causal.
   double tokens = 0, seq_kv = 0, head_dim = 0, heads = 0;
-  bool flash = true;
-  bool flash2 = false;  // the FlashAttention-2 kernel rather than the architecture's best fused one
+  AttentionKernel attention_kernel = AttentionKernel::fused;
   bool causal = true;
   double bytes = 0;  // HBM bytes read + written, overlapped with the op's math (roofline)
   // HBM bytes of work fused in front of the op that does not overlap its math, e.g. the fp8
