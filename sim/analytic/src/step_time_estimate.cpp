@@ -15,6 +15,7 @@
 #include "simrun/sim/scenario/rank_layout.hpp"
 #include "step_time_estimator.hpp"
 #include "simrun/sim/workload/schedule.hpp"
+#include "simrun/sim/workload/wait_attribution.hpp"
 
 namespace simrun {
 namespace detail {
@@ -38,10 +39,8 @@ struct GroupLinks {
 // Runs the probe's tasks on their streams (a stream runs its tasks in program order; a task
 // also waits for its dependencies), with closed-form times (collective_s) for the TP, CP and EP
 // collectives and none for the data-parallel ones (timed per step, below). A wait of the compute
-// stream is charged along the chain it waited on, as the event simulation charges it: to the
-// piece and group of the collective it waited for last while that one ran, and before it started
-// to what that one waited for (an expert-TP all-gather after its all-to-all); counted apart
-// when a forward kernel waited. Compute kernels run the condition's slowdown times longer (a
+// stream is charged by the event simulation's rule (wait_attribution.hpp) to the piece and group
+// of the collective that was running; counted apart when a forward kernel waited. Compute kernels run the condition's slowdown times longer (a
 // straggler's stage), and collectives move their bytes at its fraction of their link class (a
 // slow link's stage).
 ProbeTimes time_probe(const StageProgram& prog, const ProgramCost& cost, const GroupLinks& links,
@@ -71,21 +70,25 @@ ProbeTimes time_probe(const StageProgram& prog, const ProgramCost& cost, const G
   stream_last.fill(kNoTask);
   std::vector<double> begin(prog.tasks.size(), 0.0), end(prog.tasks.size(), 0.0);
   std::vector<uint32_t> waited_for(prog.tasks.size(), kNoTask);  // what each task started after
-  // Charges the compute stream's wait [from, to) for `blocker` down the chain it waited on.
+  // Charges the compute stream's wait [from, to) by the rule the event simulation uses
+  // (wait_attribution.hpp); only the TP, CP and EP collectives' shares are the probe's to book.
   auto charge_wait = [&](uint32_t blocker, double from, double to, bool forward) {
-    for (; blocker != kNoTask && to > from;
-         to = std::min(to, begin[blocker]), blocker = waited_for[blocker]) {
-      const Task& b = prog.tasks[blocker];
+    auto book = [&](uint32_t t, double lo, double hi) {
+      if (t == kNoTask) return;
+      const Task& b = prog.tasks[t];
       PieceTime* owner = piece_of(b);
-      const double wait = to - std::max(from, begin[blocker]);
-      const bool charged = owner && wait > 0 && b.kind == TaskKind::collective &&
+      const bool charged = owner && b.kind == TaskKind::collective &&
                            (b.group == GroupKind::tp || is_cp(b.group) || b.group == GroupKind::ep);
-      if (!charged) continue;
+      if (!charged) return;
+      const double wait = hi - lo;
       (b.group == GroupKind::tp ? owner->tp_exposed_s
        : is_cp(b.group)         ? owner->cp_exposed_s
                                 : owner->ep_exposed_s) += wait;
       if (forward) owner->forward_exposed_s += wait;
-    }
+    };
+    attribute_wait(
+        blocker, from, to, [&](uint32_t t) { return begin[t]; }, [&](uint32_t t) { return waited_for[t]; },
+        book);
   };
   double compute_free = 0;
   for (size_t i = 0; i < prog.tasks.size(); ++i) {

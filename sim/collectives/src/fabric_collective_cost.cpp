@@ -3,8 +3,8 @@
 // builds for the event simulation, but count link loads by class instead of walking a cluster
 // graph: every domain holds the same members, so one switch uplink (or mesh link) per member
 // position, and one NIC per (domain, entry), stand for all of them. The channel groups then share
-// those links max-min fairly, as the flow network shares its links (network.hpp), and the call
-// ends when the last group has delivered its bytes and its pipeline latency.
+// those links max-min fairly, with the flow network's solver (max_min.hpp), and the call ends
+// when the last group has delivered its bytes and its pipeline latency.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -14,6 +14,7 @@
 #include "collective_plan.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/sim/collectives/collective_cost.hpp"
+#include "simrun/sim/network/max_min.hpp"
 #include "simrun/topologies/cluster_graph.hpp"
 
 namespace simrun {
@@ -28,69 +29,44 @@ struct FluidFlow {
   std::vector<std::pair<size_t, double>> uses;
 };
 
-// When the last flow completes: progressive filling (every unfrozen flow's rate rises together
-// until a link saturates or the flow reaches its cap), advanced from one completion to the next.
+// When the last flow completes: max-min fair rates (max_min.hpp), advanced from one completion
+// to the next.
 double fluid_finish_s(std::vector<FluidFlow> flows, const std::vector<double>& capacity) {
   double now = 0, last = 0;
-  std::vector<double> rate(flows.size());
-  std::vector<char> done(flows.size(), 0);
-  size_t remaining = 0;
+  std::vector<size_t> active;
   for (size_t i = 0; i < flows.size(); ++i) {
     if (flows[i].bytes > 0) {
-      ++remaining;
+      active.push_back(i);
     } else {
-      done[i] = 1;
       last = std::max(last, flows[i].latency_s);
     }
   }
-  while (remaining > 0) {
-    std::vector<char> frozen(done);
-    std::vector<double> load(capacity.size(), 0.0);
-    std::fill(rate.begin(), rate.end(), 0.0);
-    double level = 0;
-    for (;;) {
-      std::vector<double> weight(capacity.size(), 0.0);
-      bool any = false;
-      for (size_t i = 0; i < flows.size(); ++i) {
-        if (frozen[i]) continue;
-        any = true;
-        for (const auto& [r, w] : flows[i].uses) weight[r] += w;
-      }
-      if (!any) break;
-      double next = std::numeric_limits<double>::infinity();
-      for (size_t r = 0; r < capacity.size(); ++r)
-        if (weight[r] > 0) next = std::min(next, level + (capacity[r] - load[r]) / weight[r]);
-      for (size_t i = 0; i < flows.size(); ++i)
-        if (!frozen[i]) next = std::min(next, flows[i].cap);
-      SIMRUN_ASSERT(std::isfinite(next), "a fluid flow has neither a link nor a cap");
-      for (size_t r = 0; r < capacity.size(); ++r) load[r] += weight[r] * (next - level);
-      level = next;
-      for (size_t i = 0; i < flows.size(); ++i) {
-        if (frozen[i]) continue;
-        bool stop = flows[i].cap <= level * (1 + 1e-12);
-        for (const auto& [r, w] : flows[i].uses) stop = stop || load[r] >= capacity[r] * (1 - 1e-12);
-        if (stop) {
-          frozen[i] = 1;
-          rate[i] = level;
-        }
-      }
+  MaxMinSolver solver;
+  while (!active.empty()) {
+    solver.clear();
+    for (const double c : capacity) solver.add_link(c);
+    for (const size_t i : active) {
+      solver.add_flow(flows[i].cap);
+      for (const auto& [r, w] : flows[i].uses) solver.add_use(uint32_t(r), w);
     }
+    const std::vector<double>& rate = solver.solve();
     double step = std::numeric_limits<double>::infinity();
-    for (size_t i = 0; i < flows.size(); ++i) {
-      if (done[i]) continue;
-      SIMRUN_ASSERT(rate[i] > 0, "a fluid flow got no bandwidth");
-      step = std::min(step, flows[i].bytes / rate[i]);
+    for (size_t a = 0; a < active.size(); ++a) {
+      SIMRUN_ASSERT(rate[a] > 0 && std::isfinite(rate[a]), "a fluid flow got no bandwidth, or no bound");
+      step = std::min(step, flows[active[a]].bytes / rate[a]);
     }
     now += step;
-    for (size_t i = 0; i < flows.size(); ++i) {
-      if (done[i]) continue;
-      flows[i].bytes -= rate[i] * step;
-      if (flows[i].bytes <= 1e-9 * std::max(1.0, rate[i] * step)) {
-        done[i] = 1;
-        --remaining;
-        last = std::max(last, now + flows[i].latency_s);
+    std::vector<size_t> still;
+    for (size_t a = 0; a < active.size(); ++a) {
+      FluidFlow& f = flows[active[a]];
+      f.bytes -= rate[a] * step;
+      if (f.bytes <= 1e-9 * std::max(1.0, rate[a] * step)) {
+        last = std::max(last, now + f.latency_s);
+      } else {
+        still.push_back(active[a]);
       }
     }
+    active = std::move(still);
   }
   return last;
 }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -16,6 +17,7 @@
 #include "simrun/sim/engine/engine.hpp"
 #include "simrun/sim/network/network.hpp"
 #include "simrun/sim/collectives/collective_harness.hpp"
+#include "simrun/sim/workload/wait_attribution.hpp"
 
 namespace simrun {
 namespace {
@@ -543,27 +545,35 @@ class Executor {
     charge(r, blocker, r.compute_free, now);
   }
 
+  // Charges the compute stream's idle [from, to) by the rule both fidelities share
+  // (wait_attribution.hpp). A collective or send was issued when its group met (--full) or it
+  // started, and what it waited for before that takes the lead; a recv's, a kernel's or nothing's
+  // wait is theirs whole.
   void charge(RankState& r, uint32_t blocker, TimeNs from, TimeNs to) {
-    if (to <= from) return;
+    const StageProgram& p = program(r);
+    const bool met_group = !r.arrival.empty();  // --full
+    auto issued_at = [&](uint32_t t) {
+      const Task& task = p.tasks[t];
+      if (task.kind == TaskKind::collective) return met_group ? r.arrival[t] : r.start[t];
+      if (task.kind == TaskKind::send) return r.start[t];
+      return TimeNs{std::numeric_limits<int64_t>::min()};
+    };
+    attribute_wait(
+        blocker, from, to, issued_at, [&](uint32_t t) { return waited_for(r, t); },
+        [&](uint32_t t, TimeNs lo, TimeNs hi) { book_wait(r, t, lo, hi); });
+  }
+
+  // Books [from, to) of the compute stream's idle time to what it waited for: the bubble (nothing
+  // or a kernel on another rank's path), the pipeline (a recv: exposed while its message was on
+  // the wire) or a group's exposed communication, less what the group spent waiting for its
+  // slowest member.
+  void book_wait(RankState& r, uint32_t blocker, TimeNs from, TimeNs to) {
+    const double gap = (to - from).seconds();
     if (blocker == kNoTask) {
-      r.bd.bubble_s += (to - from).seconds();
+      r.bd.bubble_s += gap;
       return;
     }
     const Task& b = program(r).tasks[blocker];
-    if (b.kind == TaskKind::collective || b.kind == TaskKind::send) {
-      // Before the blocker was issued it waited itself, for its own dependencies or the work ahead
-      // of it on its stream (an expert-TP all-gather for its all-to-all): that lead is charged to
-      // what it waited for.
-      const bool met_group = b.kind == TaskKind::collective && !r.arrival.empty();  // --full
-      const TimeNs issued = met_group ? r.arrival[blocker] : r.start[blocker];
-      if (issued > from) {
-        const TimeNs lead_end = std::min(issued, to);
-        charge(r, waited_for(r, blocker), from, lead_end);
-        from = lead_end;
-        if (to <= from) return;
-      }
-    }
-    const double gap = (to - from).seconds();
     if (b.kind == TaskKind::recv) {
       const TimeNs lo = std::max(from, r.start[blocker]);
       const TimeNs hi = std::min(to, r.end[blocker]);

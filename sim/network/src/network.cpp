@@ -1,11 +1,9 @@
-// Flow-level network: max-min fair rates by progressive filling over the connected component of
-// flows and links touched since the last recomputation (Bertsekas & Gallager, Data Networks,
-// §6.5.2; SimGrid's lmm solver does the same with weights).
+// Flow-level network: max-min fair rates (max_min.hpp) over the connected component of flows and
+// links touched since the last recomputation.
 #include "simrun/sim/network/network.hpp"
 
 #include <algorithm>
 #include <cmath>
-#include <queue>
 #include <string>
 
 #include "simrun/common/error.hpp"
@@ -271,87 +269,23 @@ void Network::settle() {
   for (LinkId lid : comp_links) advance_link(m_links[lid], now_ns);
   for (uint32_t slot : comp_flows) advance_flow(m_flows[slot], now_ns);
 
-  // 3. Progressive filling. Each link offers residual/unfrozen_weight per unit of weight; the
-  // smallest offer (or a flow's own cap) freezes its flows at that rate.
-  for (LinkId lid : comp_links) {
-    Link& l = m_links[lid];
-    l.residual = l.capacity;
-    l.unfrozen_weight = 0;
-    for (const LinkEntry& e : l.flows) l.unfrozen_weight += m_flows[e.flow].links[e.index].weight;
-  }
-  struct Offer {
-    double share;
-    uint32_t id;  // link id, or flow slot for caps
-    bool operator>(const Offer& o) const { return share != o.share ? share > o.share : id > o.id; }
-  };
-  std::priority_queue<Offer, std::vector<Offer>, std::greater<Offer>> link_offers, cap_offers;
-  for (LinkId lid : comp_links) {
-    const Link& l = m_links[lid];
-    if (l.unfrozen_weight > 0) link_offers.push(Offer{l.residual / l.unfrozen_weight, lid});
-  }
-  size_t unfrozen = 0;
+  // 3. Max-min fair rates over the component.
+  m_solver.clear();
+  for (LinkId lid : comp_links) m_links[lid].local = m_solver.add_link(m_links[lid].capacity);
   for (uint32_t slot : comp_flows) {
     Flow& f = m_flows[slot];
-    f.frozen = false;
-    f.new_rate = 0;
-    if (f.links.empty()) {
-      f.frozen = true;
-      f.new_rate = f.cap;  // unconstrained (+inf when uncapped)
-      continue;
-    }
-    ++unfrozen;
-    if (std::isfinite(f.cap)) cap_offers.push(Offer{f.cap, slot});
+    f.local = m_solver.add_flow(f.cap);
+    for (const LinkUse& u : f.links) m_solver.add_use(m_links[u.link].local, u.weight);
   }
-  auto freeze = [&](uint32_t slot, double rate) {
-    Flow& f = m_flows[slot];
-    f.frozen = true;
-    f.new_rate = rate;
-    --unfrozen;
-    for (const LinkUse& u : f.links) {
-      Link& l = m_links[u.link];
-      l.residual = std::max(0.0, l.residual - rate * u.weight);
-      l.unfrozen_weight -= u.weight;
-      if (l.unfrozen_weight > 1e-12) {
-        link_offers.push(Offer{l.residual / l.unfrozen_weight, u.link});
-      } else {
-        l.unfrozen_weight = 0;
-      }
-    }
-  };
-  while (unfrozen > 0) {
-    // Drop stale offers.
-    while (!link_offers.empty()) {
-      const Offer& o = link_offers.top();
-      const Link& l = m_links[o.id];
-      if (l.unfrozen_weight > 0 && o.share == l.residual / l.unfrozen_weight) break;
-      link_offers.pop();
-    }
-    while (!cap_offers.empty() && m_flows[cap_offers.top().id].frozen) cap_offers.pop();
-    const bool use_cap =
-        !cap_offers.empty() && (link_offers.empty() || cap_offers.top().share <= link_offers.top().share);
-    if (use_cap) {
-      const Offer o = cap_offers.top();
-      cap_offers.pop();
-      freeze(o.id, o.share);
-      continue;
-    }
-    SIMRUN_ASSERT(!link_offers.empty(), "progressive filling ran out of constraints");
-    const Offer o = link_offers.top();
-    link_offers.pop();
-    // Freeze every unfrozen flow on the bottleneck link. Copy: freeze() does not touch l.flows.
-    const Link& l = m_links[o.id];
-    for (size_t i = 0; i < l.flows.size(); ++i) {
-      const uint32_t slot = l.flows[i].flow;
-      if (!m_flows[slot].frozen) freeze(slot, o.share);
-    }
-  }
+  const std::vector<double>& rates = m_solver.solve();
 
   // 4. New loads and completion times.
   for (LinkId lid : comp_links) m_links[lid].load = 0;
   for (uint32_t slot : comp_flows) {
     Flow& f = m_flows[slot];
-    const bool changed = f.new_rate != f.rate || !f.completion.valid();
-    f.rate = f.new_rate;
+    const double rate = rates[f.local];
+    const bool changed = rate != f.rate || !f.completion.valid();
+    f.rate = rate;
     if (std::isfinite(f.rate)) {
       for (const LinkUse& u : f.links) m_links[u.link].load += f.rate * u.weight;
     }

@@ -21,6 +21,7 @@
 
 #include "simrun/common/units.hpp"
 #include "simrun/sim/engine/engine.hpp"
+#include "simrun/sim/network/max_min.hpp"
 
 namespace simrun {
 
@@ -90,8 +91,7 @@ class Network {
     std::vector<LinkEntry> flows;  // flows using the link (unordered)
     // scratch for the settle pass
     uint64_t mark = 0;
-    double residual = 0;
-    double unfrozen_weight = 0;
+    uint32_t local = 0;  // index in the solver's problem
   };
   struct Flow {
     FlowId id = 0;  // 0 = free slot
@@ -99,7 +99,6 @@ class Network {
     std::vector<uint32_t> positions;  // index of this flow's entry in each link's `flows`
     double remaining = 0;             // payload bytes as of `updated_ns`
     double rate = 0;                  // payload bytes/s
-    double new_rate = 0;
     double cap = 0;
     int64_t updated_ns = 0;
     int64_t completion_ns = -1;
@@ -107,7 +106,7 @@ class Network {
     EventId completion;
     DoneCallback on_done;
     uint64_t mark = 0;
-    bool frozen = false;
+    uint32_t local = 0;  // index in the solver's problem
   };
 
   void request_settle();
@@ -130,6 +129,7 @@ class Network {
   FlowId m_next_id = 1;
   size_t m_num_active = 0;
   NetworkStats m_stats;
+  MaxMinSolver m_solver;
 };
 
 }  // namespace simrun
