@@ -12,6 +12,7 @@
 
 #include "cluster_options.hpp"
 #include "command.hpp"
+#include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/common/json_reader.hpp"
 #include "simrun/sim/collectives/collective_sweep.hpp"
@@ -43,7 +44,7 @@ void print_sweep_csv(std::ostream& out, const SweepOptions& o, const std::vector
 
 // nccl-tests sizes: an integer with an optional K/M/G/T suffix (powers of 1024), e.g. 8, 64K, 8G.
 double parse_size(const std::string& text, const char* flag) {
-  const std::string bad = "'" + text + "' is not a size (e.g. 8, 64K, 128M, 8G)";
+  const std::string bad = quoted_input(text) + " is not a size (e.g. 8, 64K, 128M, 8G)";
   if (text.empty()) throw InputError("command line", flag, bad);
   size_t used = 0;
   double v = 0;

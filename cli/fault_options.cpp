@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
 
 namespace simrun::cli {
@@ -17,7 +18,7 @@ std::pair<int64_t, double> parse_pair(const std::string& text, const char* flag,
                                       const std::string& given = {}) {
   const auto colon = text.find(':');
   const std::string why =
-      std::string("expected ") + example + ", got \"" + (given.empty() ? text : given) + "\"";
+      std::string("expected ") + example + ", got " + quoted_input(given.empty() ? text : given);
   if (colon == std::string::npos) throw InputError("command line", flag, why);
   try {
     size_t used = 0;
@@ -35,7 +36,7 @@ std::pair<int64_t, double> parse_pair(const std::string& text, const char* flag,
 double checked_slowdown(double slowdown, const std::string& text, const char* flag) {
   if (!(slowdown >= 1.0 && slowdown <= 100.0))
     throw InputError("command line", flag,
-                     "slowdown must be in [1, 100], got " + text.substr(text.find(':') + 1));
+                     "slowdown must be in [1, 100], got " + printable(text.substr(text.find(':') + 1)));
   return slowdown;
 }
 
@@ -52,7 +53,7 @@ SlowLink parse_slow_link(const std::string& text) {
       link.link = LinkClass::scale_up;
     } else if (kind != "nic") {
       throw InputError("command line", "--slow-link",
-                       "link must be nic or scale_up, got \"" + kind + "\" (expected " + example + ")");
+                       "link must be nic or scale_up, got " + quoted_input(kind) + " (expected " + example + ")");
     }
     pair = text.substr(0, second);
   }

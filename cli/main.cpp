@@ -15,9 +15,15 @@
 
 #include "command.hpp"
 #include "flag_names.hpp"
+#include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
 
 namespace {
+
+// Every error line goes out through here: whatever the input held, one safe line (echo.hpp).
+void print_error_line(const std::string& line) {
+  std::cerr << simrun::printable(line, simrun::kErrorLineMaxBytes) << "\n";
+}
 
 std::filesystem::path data_dir() {
   if (const char* env = std::getenv("SIMRUN_DATA_DIR"); env && *env) return env;
@@ -79,23 +85,24 @@ int run(int argc, char** argv) {
     // CLI11: "--gpus: At Most 1 required but received 2".
     const std::string what = e.what();
     if (what.find("At Most") != std::string::npos)
-      std::cerr << "command line: " << what.substr(0, what.find(':'))
-                << ": given more than once (give each flag once)\n";
+      print_error_line("command line: " + what.substr(0, what.find(':')) +
+                       ": given more than once (give each flag once)");
     else
-      std::cerr << "command line: " << what << " (see simrun <subcommand> --help for its flags)\n";
+      print_error_line("command line: " + what + " (see simrun <subcommand> --help for its flags)");
     return 2;
   } catch (const CLI::ConversionError& e) {
     // CLI11: "Could not convert: --tp = 1.5".
     std::string what = e.what();
     const auto colon = what.find(": ");
     if (colon != std::string::npos) what = what.substr(colon + 2);
-    std::cerr << "command line: " << what << " is not a value of the flag's type (an integer for sizes and "
-              << "counts, a number for rates; see simrun <subcommand> --help)\n";
+    print_error_line("command line: " + what +
+                     " is not a value of the flag's type (an integer for sizes and counts, a number for "
+                     "rates; see simrun <subcommand> --help)");
     return 2;
   } catch (const CLI::ParseError& e) {
     std::string what = e.what();
     if (what.empty()) what = e.get_name();
-    std::cerr << "command line: " << what << " (see simrun <subcommand> --help for its flags)\n";
+    print_error_line("command line: " + what + " (see simrun <subcommand> --help for its flags)");
     return 2;
   }
   for (const auto& command : commands)
@@ -118,13 +125,13 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const simrun::InputError& e) {
-    std::cerr << simrun::cli::as_command_line_error(e).what() << "\n";
+    print_error_line(simrun::cli::as_command_line_error(e).what());
     return 2;
   } catch (const simrun::cli::InfeasibleError& e) {
-    std::cerr << e.what() << "\n";
+    print_error_line(e.what());
     return 3;
   } catch (const std::exception& e) {
-    std::cerr << "simrun: internal error: " << e.what() << "\n";
+    print_error_line(std::string("simrun: internal error: ") + e.what());
     return 1;
   }
 }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "command.hpp"
+#include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/validation/textbook.hpp"
 
@@ -55,7 +56,7 @@ Command add_textbook_command(CLI::App& root, const CliEnv& env) {
               exercise = args->exercise[0] - '0';
             else
               throw InputError("command line", "exercise",
-                               "'" + args->exercise + "' is not an exercise (use 1, 2, 3, 4 or all)");
+                               quoted_input(args->exercise) + " is not an exercise (use 1, 2, 3, 4 or all)");
 
             const Catalogs catalogs = load_catalogs(env.data_dir);
             TextbookInputs in;

@@ -2,12 +2,15 @@
 #include "simrun/common/json_reader.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <vector>
 
+#include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
 
 namespace simrun {
@@ -25,6 +28,38 @@ std::string format_number(double v) {
   return os.str();
 }
 
+// The number literals of a JSON text, in document order (strings and comments skipped), so
+// the parser's value events can be matched with what was written.
+std::vector<std::string_view> number_literals(std::string_view text) {
+  std::vector<std::string_view> out;
+  for (size_t i = 0; i < text.size();) {
+    const char c = text[i];
+    if (c == '"') {
+      for (++i; i < text.size() && text[i] != '"'; ++i)
+        if (text[i] == '\\') ++i;
+      ++i;
+    } else if (c == '/' && i + 1 < text.size() && text[i + 1] == '/') {
+      i = std::min(text.size(), text.find('\n', i));
+    } else if (c == '/' && i + 1 < text.size() && text[i + 1] == '*') {
+      const size_t end = text.find("*/", i + 2);
+      i = end == std::string_view::npos ? text.size() : end + 2;
+    } else if (c == '-' || (c >= '0' && c <= '9')) {
+      const size_t start = i;
+      while (i < text.size() && std::string_view("0123456789+-.eE").find(text[i]) != std::string_view::npos) ++i;
+      out.push_back(text.substr(start, i - start));
+    } else {
+      ++i;
+    }
+  }
+  return out;
+}
+
+// An integer literal (no fraction, no exponent) that the parser could only hold as a double:
+// past the 64-bit range, where the value read would not be the value written.
+bool is_integer_literal(std::string_view literal) {
+  return literal.find_first_of(".eE") == std::string_view::npos;
+}
+
 }  // namespace
 
 nlohmann::json parse_json_text(const std::string& text, const std::string& file) {
@@ -33,6 +68,15 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& file)
   std::vector<std::set<std::string>> keys;  // per open object (arrays push an empty set)
   std::vector<std::string> path;            // keys of the open objects and arrays, outermost first
   std::string pending;                      // the key whose value comes next
+  const std::vector<std::string_view> numbers = number_literals(text);
+  size_t next_number = 0;
+  auto field_of = [&](const std::string& key) {  // the dotted path of `key` in the open objects
+    std::string field;
+    for (const std::string& part : path)
+      if (!part.empty()) field += (field.empty() ? "" : ".") + printable(part);
+    if (!key.empty()) field += (field.empty() ? "" : ".") + printable(key);
+    return field;
+  };
   const nlohmann::json::parser_callback_t check_keys = [&](int /*depth*/, nlohmann::json::parse_event_t event,
                                                            nlohmann::json& parsed) {
     using Event = nlohmann::json::parse_event_t;
@@ -50,16 +94,19 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& file)
         break;
       case Event::key: {
         const std::string key = parsed.get<std::string>();
-        if (!keys.empty() && !keys.back().insert(key).second) {
-          std::string field;
-          for (const std::string& part : path)
-            if (!part.empty()) field += part + ".";
-          throw InputError(file, field + key, "given twice in one object (keep one)");
-        }
+        if (!keys.empty() && !keys.back().insert(key).second)
+          throw InputError(file, field_of(key), "given twice in one object (keep one)");
         pending = key;
         break;
       }
       case Event::value:
+        if (parsed.is_number() && next_number < numbers.size()) {
+          const std::string_view literal = numbers[next_number++];
+          if (parsed.is_number_float() && is_integer_literal(literal))
+            throw InputError(file, field_of(pending),
+                             printable(literal) + " is past the 64-bit integer range (|x| < 2^63, "
+                             "or a number with an exponent, e.g. 1e20)");
+        }
         pending.clear();
         break;
     }
@@ -136,12 +183,22 @@ int edit_distance(const std::string& a, const std::string& b) {
 }
 
 std::string nearest_name(const std::string& name, const std::vector<std::string>& candidates) {
+  // Case does not count (H100 is h100), a name the candidate starts with ranks first (h100 is
+  // nearer h100-sxm than h200), then edit distance; a name far longer than any id is cut first
+  // so that a megabyte of input costs no more than a short one.
+  const auto lower = [](std::string s) {
+    for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  const std::string wanted = lower(name.substr(0, 256));
   std::string best;
-  int best_distance = 1 << 30;
+  std::pair<int, int> best_rank{2, 1 << 30};
   for (const auto& c : candidates) {
-    const int d = edit_distance(name, c);
-    if (d < best_distance) {
-      best_distance = d;
+    const std::string id = lower(c);
+    const bool prefix = wanted.size() >= 2 && id.rfind(wanted, 0) == 0;
+    const std::pair<int, int> rank{prefix ? 0 : 1, edit_distance(wanted, id)};
+    if (rank < best_rank) {
+      best_rank = rank;
       best = c;
     }
   }
@@ -162,7 +219,8 @@ JsonReader::JsonReader(const nlohmann::json& object, std::string file, std::stri
 }
 
 std::string JsonReader::path_of(const std::string& key) const {
-  return m_path.empty() ? key : m_path + "." + key;
+  // Keys are input too: echoed safe and short.
+  return m_path.empty() ? printable(key) : m_path + "." + printable(key);
 }
 
 void JsonReader::fail(const std::string& key, const std::string& why) const {
@@ -188,8 +246,9 @@ int64_t JsonReader::integer(const std::string& key, int64_t min, int64_t max) {
   const auto& v = require(key);
   const std::string range = "(an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "])";
   if (v.is_number_integer()) {
-    const int64_t x =
-        v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX) ? INT64_MAX : v.get<int64_t>();
+    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX))  // as written, not wrapped
+      fail(key, std::to_string(v.get<uint64_t>()) + " is out of range " + range);
+    const int64_t x = v.get<int64_t>();
     if (x < min || x > max) fail(key, std::to_string(x) + " is out of range " + range);
     return x;
   }
@@ -250,7 +309,7 @@ std::string JsonReader::choice_or(const std::string& key, const std::string& fal
                                   const std::vector<std::string>& allowed) {
   const std::string value = string_or(key, fallback);
   if (std::find(allowed.begin(), allowed.end(), value) == allowed.end())
-    fail(key, "\"" + value + "\" is not one of " + join_names(allowed, "|") + " (did you mean \"" +
+    fail(key, quoted_input(value) + " is not one of " + join_names(allowed, "|") + " (did you mean \"" +
                   nearest_name(value, allowed) + "\"?)");
   return value;
 }

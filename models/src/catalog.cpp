@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "model_checks.hpp"
+#include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
 
 namespace simrun {
@@ -107,9 +108,9 @@ ModelCatalog ModelCatalog::load(const std::filesystem::path& dir) {
     if (spec.name != id)
       throw InputError(
           file, "name",
-          "\"" + spec.name + "\" differs from the file name; the id is the file stem \"" + id + "\"");
+          quoted_input(spec.name) + " differs from the file name; the id is the file stem " + quoted_input(id));
     if (!catalog.m_models.emplace(id, std::move(spec)).second)
-      throw InputError(file, "name", "duplicate model id \"" + id + "\"");
+      throw InputError(file, "name", "duplicate model id " + quoted_input(id));
   }
   return catalog;
 }
@@ -120,7 +121,7 @@ const ModelSpec& ModelCatalog::get(const std::string& id, const std::string& fil
   if (it != m_models.end()) return it->second;
   const auto known = ids();
   throw InputError(file, field,
-                   "unknown model \"" + id + "\" (known: " + join_names(known) + "; did you mean \"" +
+                   "unknown model " + quoted_input(id) + " (known: " + join_names(known) + "; did you mean \"" +
                        nearest_name(id, known) + "\"?)");
 }
 

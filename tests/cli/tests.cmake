@@ -9,3 +9,8 @@ simrun_add_test_exe(test_cli_options SOURCES cli/test_cli_options.cpp LIBS simru
 simrun_add_test_exe(test_collective_cli SOURCES cli/test_collective_cli.cpp LIBS nlohmann_json::nlohmann_json)
 target_compile_definitions(test_collective_cli PRIVATE SIMRUN_BINARY="$<TARGET_FILE:simrun>")
 add_dependencies(test_collective_cli simrun)
+# The bad-input corpus (tests/data/bad_scenarios) and inputs built at run time.
+simrun_add_test_exe(test_bad_input SOURCES cli/test_bad_input.cpp LIBS nlohmann_json::nlohmann_json simrun_test_fixtures)
+target_compile_definitions(test_bad_input PRIVATE SIMRUN_BINARY="$<TARGET_FILE:simrun>"
+                                                  SIMRUN_TEST_DATA_DIR="${CMAKE_SOURCE_DIR}/tests/data")
+add_dependencies(test_bad_input simrun)

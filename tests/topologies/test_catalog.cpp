@@ -126,8 +126,8 @@ TEST_CASE("unknown GPU and fabric ids list the known ones and suggest the neares
     CHECK(e.field() == "cluster.gpu");
     CHECK_THAT(e.why(), Catch::Contains("unknown GPU \"h100\""));
     CHECK_THAT(e.why(), Catch::Contains("known: a100-40gb, a100-80gb"));
-    CHECK_THAT(e.why(),
-               Catch::Contains("did you mean \"h200\"?") || Catch::Contains("did you mean \"h800\"?"));
+    // The id the name starts with, not the one a letter away (h200).
+    CHECK_THAT(e.why(), Catch::Contains("did you mean \"h100-sxm\"?"));
   }
   try {
     catalog().fabric("ib-ndr400", "run.json", "cluster.fabric.kind");

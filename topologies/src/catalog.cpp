@@ -11,6 +11,7 @@
 
 #include <algorithm>
 
+#include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/common/json_reader.hpp"
 #include "simrun/common/units.hpp"
@@ -128,7 +129,7 @@ std::map<std::string, Spec> load_dir(const std::filesystem::path& dir, const cha
     JsonReader reader(json, path.string());
     Spec spec = read(reader, id);
     if (!out.emplace(id, std::move(spec)).second)
-      throw InputError(path.string(), "", std::string("duplicate ") + what + " id \"" + id + "\"");
+      throw InputError(path.string(), "", std::string("duplicate ") + what + " id " + quoted_input(id));
   }
   return out;
 }
@@ -141,7 +142,7 @@ const Spec& find_or_throw(const std::map<std::string, Spec>& m, const std::strin
   std::vector<std::string> known;
   for (const auto& [k, v] : m) known.push_back(k);
   throw InputError(file, field,
-                   std::string("unknown ") + what + " \"" + id + "\" (known: " + join_names(known) +
+                   std::string("unknown ") + what + " " + quoted_input(id) + " (known: " + join_names(known) +
                        "; did you mean \"" + nearest_name(id, known) + "\"?)");
 }
 

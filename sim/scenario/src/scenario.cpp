@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/common/json_reader.hpp"
 #include "simrun/models/counts.hpp"
@@ -92,8 +93,8 @@ ModelSpec read_model_field(JsonReader& top, const Catalogs& catalogs, const std:
     const std::filesystem::path hf_path = base_dir / model.string("hf_config");
     std::error_code ec;
     if (!std::filesystem::is_regular_file(hf_path, ec))
-      model.fail("hf_config", "cannot read \"" + hf_path.string() +
-                                  "\" (a HuggingFace config.json file; relative paths start at the "
+      model.fail("hf_config", "cannot read " + quoted_input(hf_path.string()) +
+                                  " (a HuggingFace config.json file; relative paths start at the "
                                   "scenario's directory)");
     ModelSpec spec = import_hf_config(load_json_file(hf_path), hf_path.string());
     if (!model.has("seq_len") && spec.seq_len > kMaxSeqLen)
@@ -213,7 +214,12 @@ RunSpec read_run(JsonReader& top) {
   RunSpec run;
   if (!top.has("run")) return run;
   JsonReader r = top.object("run");
-  run.tokens = r.number_or("tokens", 0, 0, 1e18);
+  if (r.has("tokens")) {  // absent means Chinchilla's 20 per parameter; a written 0 means no run
+    run.tokens = r.number("tokens", 0, 1e18);
+    if (run.tokens < 1)
+      r.fail("tokens", "no tokens to train on (at least 1, or leave the field out for 20 per parameter, "
+                       "Chinchilla)");
+  }
   run.usd_per_gpu_hour = r.number_or("usd_per_gpu_hour", run.usd_per_gpu_hour, 0, 1e4);
   run.gpu_mtbf_hours = r.number_or("gpu_mtbf_hours", run.gpu_mtbf_hours, 1, 1e9);
   if (r.has("checkpoint_interval_min")) {
@@ -350,8 +356,10 @@ void ScenarioOverrides::apply_to(nlohmann::json& doc) const {
     }
     if (node) (*node)[keys.back()] = *f.value;
   }
-  // A changed GPU count invalidates a file's dp unless dp was given too: derive it again.
-  if (gpus && !dp && doc.contains("layout") && doc["layout"].is_object()) doc["layout"].erase("dp");
+  // A changed GPU count or model-parallel size invalidates a file's dp unless dp was given too:
+  // derive it again from the GPU count, as Megatron-LM does (dp = world / (tp·pp·cp)).
+  const bool reshaped = gpus || tp || pp || cp || ep;
+  if (reshaped && !dp && doc.contains("layout") && doc["layout"].is_object()) doc["layout"].erase("dp");
 }
 
 std::vector<std::string> ScenarioOverrides::given() const {

@@ -16,7 +16,8 @@ namespace simrun {
 // "stragglers[0].rank"); `why` says what is wrong and, in parentheses, what would be right.
 // Libraries never name a command-line flag, in `field` or in `why`: the command line maps
 // fields to its flags when it prints (cli/flag_names.cpp). Only main() catches it; it prints
-// `file: field: why` and exits 2.
+// `file: field: why` and exits 2. That line is safe to print whatever the input held: control
+// characters escaped, invalid UTF-8 shown as bytes, at most kErrorLineMaxBytes (echo.hpp).
 class InputError : public std::runtime_error {
  public:
   InputError(std::string file, std::string field, std::string why)
@@ -30,11 +31,7 @@ class InputError : public std::runtime_error {
   const std::string& why() const { return m_why; }
 
  private:
-  static std::string format_line(const std::string& file, const std::string& field, const std::string& why) {
-    std::string line = file.empty() ? std::string("input") : file;
-    if (!field.empty()) line += ": " + field;
-    return line + ": " + why;
-  }
+  static std::string format_line(const std::string& file, const std::string& field, const std::string& why);
 
   std::string m_file;
   std::string m_field;

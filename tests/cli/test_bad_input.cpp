@@ -1,0 +1,75 @@
+// The bad-input corpus: every file in tests/data/bad_scenarios, and inputs too large to keep as
+// files, get exit 2 and one line that is safe to print (control characters escaped, echoes cut
+// short), naming the field. Add a file here for each new class of bad input found.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli_run.hpp"
+
+using namespace simrun::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Each corpus file and what its error line must say (its field, and the value as written).
+const std::map<std::string, std::string>& corpus() {
+  static const std::map<std::string, std::string> kExpected = {
+      {"bell-nul-del-in-gpu.json", R"(cluster.gpu: unknown GPU "h100\x07\x00\x7f")"},
+      {"control-chars-in-key.json", R"(layout.\x1b[2Jtp: unknown field)"},
+      {"control-chars-in-value.json", R"(model: unknown model "llama3-8b\x1b[31mRED\r\nX")"},
+      {"huge-exponent.json", "number out of range '1e999'"},
+      {"integer-past-2-63.json", "cluster.num_gpus: 9223372036854775808 is out of range"},
+      {"integer-past-2-64.json", "layout.tp: 18446744073709551617 is past the 64-bit integer range"},
+      {"negative-past-2-63.json", "cluster.num_gpus: -9223372036854775809 is past the 64-bit integer range"},
+      {"invalid-utf8.json", R"(malformed JSON at line 1, column 20)"},
+      {"osc-sequence-in-choice.json", R"(layout.recompute: "full\x1b]0;title\x07" is not one of)"},
+      {"zero-tokens.json", "run.tokens: no tokens to train on"},
+  };
+  return kExpected;
+}
+
+}  // namespace
+
+TEST_CASE("every file of the bad-input corpus gets one safe line naming its field", "[cli][errors][corpus]") {
+  const fs::path dir = fs::path(SIMRUN_TEST_DATA_DIR) / "bad_scenarios";
+  std::map<std::string, std::string> found;
+  for (const auto& entry : fs::directory_iterator(dir)) found[entry.path().filename().string()] = "";
+  for (const auto& [name, expected] : corpus()) CHECK(found.count(name) == 1);
+  for (const auto& [name, unused] : found) {
+    INFO(name << " needs an expected line in corpus()");
+    REQUIRE(corpus().count(name) == 1);
+    for (const char* command : {"estimate", "simulate"}) {
+      INFO(command << " " << name);
+      require_one_safe_line(run_simrun(std::string(command) + " " + shell_quoted(dir / name)), corpus().at(name));
+    }
+  }
+}
+
+TEST_CASE("a megabyte string is echoed cut short, with an ellipsis", "[cli][errors][corpus]") {
+  nlohmann::json doc = {{"model", std::string(1 << 20, 'A')}, {"cluster", {{"gpu", "h100-sxm"}}}};
+  const RunResult r = run_simrun("estimate " + shell_quoted(write_file("megabyte.json", doc.dump())));
+  require_one_safe_line(r, "model: unknown model \"AAAA");
+  CHECK(r.err.find("…\"") != std::string::npos);
+  CHECK(r.err.size() < 1000);
+  doc = {{"model", "llama3-8b"}, {"cluster", {{"gpu", "h100-sxm"}}}, {"layout", {{std::string(1 << 20, 'k'), 1}}}};
+  require_one_safe_line(run_simrun("estimate " + shell_quoted(write_file("megakey.json", doc.dump()))),
+                        "unknown field");
+}
+
+TEST_CASE("control characters in flag values are escaped, from CLI11's errors and ours", "[cli][errors][corpus]") {
+  require_one_safe_line(run_simrun("estimate --model llama3-8b --gpu h100-sxm --tp \"$(printf '\\033[2J')\""),
+                        R"(--tp = \x1b[2J is not a value of the flag's type)");
+  require_one_safe_line(run_simrun("estimate --model \"$(printf 'llama\\033[31m')\" --gpu h100-sxm"),
+                        R"(--model: unknown model "llama\x1b[31m")");
+  require_one_safe_line(run_simrun("simulate --model llama3-8b --gpu h100-sxm --straggler \"$(printf '3:\\007')\""),
+                        "--straggler");
+}
+
+TEST_CASE("names are suggested case-insensitively, prefixes first", "[cli][errors]") {
+  require_one_safe_line(run_simrun("estimate --model llama3-8b --gpu H100"), R"(did you mean "h100-sxm"?)");
+  require_one_safe_line(run_simrun("estimate --model llama3-8b --gpu h100"), R"(did you mean "h100-sxm"?)");
+  require_one_safe_line(run_simrun("estimate --model Llama3-70B --gpu h100-sxm"), R"(did you mean "llama3-70b"?)");
+}
