@@ -186,8 +186,8 @@ StepTimeEstimator::StepTimeEstimator(const Scenario& sc, const AnalyticOptions& 
   m_ep_link = all_to_all(rank_group(l, GroupKind::ep));
   m_dp_link = link(rank_group(l, GroupKind::dp_cp));
   m_expert_dp_link = link(rank_group(l, GroupKind::edp));
-  m_pp_link_inside = link(pipeline_pair(cluster, l.tp * l.cp * l.dp, true));
-  m_pp_link_across = link(pipeline_pair(cluster, l.tp * l.cp * l.dp, false));
+  m_pp_link_inside = link(pipeline_pair(cluster, l.tp * l.cp * l.dp, PairPlacement::same_domain));
+  m_pp_link_across = link(pipeline_pair(cluster, l.tp * l.cp * l.dp, PairPlacement::across_domains));
   m_out.microbatches = double(std::max<int64_t>(1, l.num_microbatches()));
 }
 

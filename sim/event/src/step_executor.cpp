@@ -355,9 +355,11 @@ class Executor {
     const int64_t peer_rank = m_layout.rank_of(c);
     const int32_t peer = m_index_of_rank[static_cast<size_t>(peer_rank)];
     SIMRUN_ASSERT(peer >= 0, "pipeline peer not simulated");
-    const bool same_domain =
-        r.rank / scale_up_domain_size(m_sc.cluster) == peer_rank / scale_up_domain_size(m_sc.cluster);
-    const CommCost cost = p2p_cost(task.comm_bytes, same_domain);
+    const PairPlacement placement =
+        r.rank / scale_up_domain_size(m_sc.cluster) == peer_rank / scale_up_domain_size(m_sc.cluster)
+            ? PairPlacement::same_domain
+            : PairPlacement::across_domains;
+    const CommCost cost = p2p_cost(task.comm_bytes, placement);
     const int port = cost.port;
     FlowSpec f;
     f.bytes = cost.bw_s * kPortRate;
@@ -436,14 +438,15 @@ class Executor {
     return cost;
   }
 
-  CommCost p2p_cost(double bytes, bool same_domain) {
+  CommCost p2p_cost(double bytes, PairPlacement placement) {
+    const bool same_domain = placement == PairPlacement::same_domain;
     const auto key = std::make_tuple(-1, same_domain ? 1 : 0, bytes);
     const auto it = m_cost_cache.find(key);
     if (it != m_cost_cache.end()) return it->second;
     const int64_t domain = scale_up_domain_size(m_sc.cluster);
     const int64_t stage_size = rank_group(m_sc.layout, GroupKind::pp).stride;
     const LinkCost lc =
-        group_link(m_sc.cluster, pipeline_pair(m_sc.cluster, stage_size, same_domain), m_opt.comm);
+        group_link(m_sc.cluster, pipeline_pair(m_sc.cluster, stage_size, placement), m_opt.comm);
     const int port = lc.link_class == LinkClass::scale_up ? 0 : 1;
     CommCost cost;
     if (m_graph && !m_calibrated[port] && m_sc.cluster.num_gpus > domain - (same_domain ? domain : 0))

@@ -233,7 +233,7 @@ uint32_t StageBuilder::collective(Stream stream, OpName op, CollectiveOp coll, G
   return add(t, deps);
 }
 
-OpShape StageBuilder::gemm(double m, double n, double k, Precision p, bool casts_input) const {
+OpShape StageBuilder::gemm(double m, double n, double k, Precision p, InputCast input) const {
   OpShape s;
   s.cls = OpClass::gemm;
   s.precision = p;
@@ -244,17 +244,17 @@ OpShape StageBuilder::gemm(double m, double n, double k, Precision p, bool casts
   const double in = fp8 ? 1.0 : m_s.elem;
   s.bytes = (m * k + k * n) * in + m * n * m_s.elem;
   // Transformer Engine casts the activation operand to fp8 (read 16-bit, write fp8) before the
-  // GEMM. Callers pass casts_input = false where TE has it already: a wgrad GEMM reuses the
+  // GEMM. Callers pass InputCast::already_cast where TE has it already: a wgrad GEMM reuses the
   // transposed fp8 copy that the forward's (or the dgrad's) cast_transpose wrote, and a GEMM
   // right after a norm gets its input in fp8 from the norm (Shared::norm_emits_fp8).
-  if (fp8 && casts_input) s.serial_bytes = m * k * (m_s.elem + 1.0);
+  if (fp8 && input == InputCast::cast) s.serial_bytes = m * k * (m_s.elem + 1.0);
   return s;
 }
 
 // One GEMM of each local expert, launched as one grouped GEMM (TEGroupedLinear): per-expert
 // shape for the efficiency, the experts' total work and traffic, one launch.
-OpShape StageBuilder::grouped_gemm(double m, double n, double k, bool casts_input) const {
-  OpShape g = gemm(m, n, k, m_s.gemm_precision, casts_input);
+OpShape StageBuilder::grouped_gemm(double m, double n, double k, InputCast input) const {
+  OpShape g = gemm(m, n, k, m_s.gemm_precision, input);
   g.batch = m_s.experts_loc;
   g.bytes *= m_s.experts_loc;
   g.serial_bytes *= m_s.experts_loc;
@@ -277,15 +277,15 @@ uint32_t StageBuilder::sp_input_gather(OpName ag_name, Phase phase) {
                     phase, {m_last_compute});
 }
 
-void StageBuilder::wait_for_input_gather(uint32_t ag, bool after_gemm) {
+void StageBuilder::wait_for_input_gather(uint32_t ag, GemmSide side) {
   if (ag == kNoTask) return;
   // With TP comm overlap the gather is pipelined with the GEMM: waited for after it.
-  if (after_gemm == (m_s.opt.tp_overlap == TpCommOverlap::full)) m_wait.push_back(ag);
+  if ((side == GemmSide::after) == (m_s.opt.tp_overlap == TpCommOverlap::full)) m_wait.push_back(ag);
 }
 
 uint32_t StageBuilder::tp_before_column_parallel(OpName ag_name, Phase phase) {
   const uint32_t ag = sp_input_gather(ag_name, phase);
-  wait_for_input_gather(ag, false);
+  wait_for_input_gather(ag, GemmSide::before);
   return m_s.opt.tp_overlap == TpCommOverlap::full ? ag : kNoTask;
 }
 
@@ -420,14 +420,14 @@ void StageBuilder::attention_core_backward() {
   if (s.cp_a2a > 1) cp_all_to_all(s.q_loc + s.kv_pair_loc, Phase::backward);
 }
 
-void StageBuilder::layer_forward(int32_t layer, Phase phase, bool /*last_mb_of_step_use*/) {
+void StageBuilder::layer_forward(int32_t layer, Phase phase) {
   const Shared& s = m_s;
   m_layer = layer;
   const Precision gp = s.gemm_precision;
   const double norm_bytes = s.Ts * s.h * s.elem * 2;
   const double residual_bytes = s.Ts * s.h * (3 * s.elem + 1);
 
-  if (s.sc.layout.zero_stage == 3 && phase == Phase::forward) fsdp_gather(layer, false);
+  if (s.sc.layout.zero_stage == 3 && phase == Phase::forward) fsdp_gather(layer, Phase::forward);
   if (phase == Phase::forward && !m_layer_forwarded[layer]) {
     m_layer_forwarded[layer] = true;
     const auto it = m_param_gather_of_layer.find(layer);
@@ -463,7 +463,8 @@ void StageBuilder::layer_forward(int32_t layer, Phase phase, bool /*last_mb_of_s
 void StageBuilder::qkv_forward(Phase phase, uint32_t sp_gather) {
   const Shared& s = m_s;
   const double q = s.q_loc, kv = s.kv_loc;
-  compute(OpName::qkv, phase, gemm(s.T, q + 2 * kv, s.h, s.gemm_precision, !s.norm_emits_fp8),
+  const InputCast cast = s.norm_emits_fp8 ? InputCast::already_cast : InputCast::cast;
+  compute(OpName::qkv, phase, gemm(s.T, q + 2 * kv, s.h, s.gemm_precision, cast),
           2.0 * s.T * s.h * (q + 2 * kv));
   if (sp_gather != kNoTask) m_wait.push_back(sp_gather);
   if (s.rope) compute(OpName::rope, phase, memory_op(s.T * (q + kv) * s.elem * 2), 0);
@@ -513,7 +514,7 @@ void StageBuilder::mla_backward() {
     if (s.tp > 1)
       ar = collective(Stream::tp, OpName::tp_ar_latent, CollectiveOp::all_reduce, GroupKind::tp,
                       s.T * rank * s.elem, Phase::backward, {dgrad});
-    compute(op, Phase::backward, gemm(rank, width, s.T, gp, false), flops);
+    compute(op, Phase::backward, gemm(rank, width, s.T, gp, InputCast::already_cast), flops);
     if (ar != kNoTask) m_wait.push_back(ar);
     compute(OpName::mla_norm, Phase::backward, memory_op(s.T * rank * s.elem * 4), 0);
   };
@@ -543,10 +544,11 @@ void StageBuilder::mlp_forward(double f_loc, Phase phase, Fc1Input input) {
 void StageBuilder::mlp_up_forward(double f_loc, Phase phase, Fc1Input input, uint32_t input_gather) {
   const Shared& s = m_s;
   const double up = s.swiglu ? 2 * f_loc : f_loc;
-  wait_for_input_gather(input_gather, false);
-  compute(OpName::fc1, phase, gemm(s.T, up, s.h, s.gemm_precision, !(input == Fc1Input::norm_output && s.norm_emits_fp8)),
-          2.0 * s.T * s.h * up);
-  wait_for_input_gather(input_gather, true);
+  const InputCast cast =
+      input == Fc1Input::norm_output && s.norm_emits_fp8 ? InputCast::already_cast : InputCast::cast;
+  wait_for_input_gather(input_gather, GemmSide::before);
+  compute(OpName::fc1, phase, gemm(s.T, up, s.h, s.gemm_precision, cast), 2.0 * s.T * s.h * up);
+  wait_for_input_gather(input_gather, GemmSide::after);
   compute(OpName::act, phase, memory_op(s.T * (up + f_loc) * s.elem), 0);
 }
 
@@ -682,13 +684,14 @@ void StageBuilder::moe_backward() {
   const double fc2_flops = 2.0 * s.counted_tokens * s.expert_f_loc * s.h;
   expert_gemm(OpName::expert_fc2, Phase::backward, grouped_gemm(per_expert, s.expert_f_loc, s.h),
               fc2_flops);  // dgrad
-  expert_gemm(OpName::expert_fc2, Phase::backward, grouped_gemm(s.expert_f_loc, s.h, per_expert, false),
+  expert_gemm(OpName::expert_fc2, Phase::backward,
+              grouped_gemm(s.expert_f_loc, s.h, per_expert, InputCast::already_cast),
               fc2_flops);  // wgrad
   compute(OpName::expert_act, Phase::backward,
           memory_op(s.routed_tokens * (2 * up + s.expert_f_loc) * s.elem), 0);
   const double fc1_flops = 2.0 * s.counted_tokens * s.h * up;
   expert_gemm(OpName::expert_fc1, Phase::backward, grouped_gemm(per_expert, s.h, up), fc1_flops);  // dgrad
-  expert_gemm(OpName::expert_fc1, Phase::backward, grouped_gemm(s.h, up, per_expert, false),
+  expert_gemm(OpName::expert_fc1, Phase::backward, grouped_gemm(s.h, up, per_expert, InputCast::already_cast),
               fc1_flops);  // wgrad
   sort_chunks(Phase::backward);
   uint32_t scatter = kNoTask;
@@ -732,7 +735,8 @@ void StageBuilder::row_parallel_backward(OpName op, OpName ag_name, double k_loc
   }
   compute(op, Phase::backward, gemm(s.T, k_loc, s.h, s.gemm_precision), flops_each);  // dgrad
   if (ag != kNoTask) m_wait.push_back(ag);
-  compute(op, Phase::backward, gemm(k_loc, s.h, s.T, s.gemm_precision, false), flops_each);  // wgrad
+  compute(op, Phase::backward, gemm(k_loc, s.h, s.T, s.gemm_precision, InputCast::already_cast),
+          flops_each);  // wgrad
 }
 
 void StageBuilder::column_parallel_backward(OpName op, OpName ag_name, OpName rs_name, double n_loc,
@@ -751,7 +755,8 @@ void StageBuilder::column_parallel_backward(OpName op, OpName ag_name, OpName rs
                : collective(Stream::tp, rs_name, CollectiveOp::all_reduce, GroupKind::tp, bytes,
                             Phase::backward, {dgrad});
   if (ag != kNoTask) m_wait.push_back(ag);
-  compute(op, Phase::backward, gemm(s.h, n_loc, s.T, s.gemm_precision, false), flops_each);  // wgrad
+  compute(op, Phase::backward, gemm(s.h, n_loc, s.T, s.gemm_precision, InputCast::already_cast),
+          flops_each);  // wgrad
   if (red != kNoTask) m_wait.push_back(red);
 }
 
@@ -783,13 +788,13 @@ void StageBuilder::layer_backward(int32_t layer) {
       m_wait.push_back(it->second);
       m_prefetched_gather.erase(it);
     } else {
-      fsdp_gather(layer, true);
+      fsdp_gather(layer, Phase::backward);
     }
   }
   const bool every_other =
       l.recompute == Recompute::selective && s.opt.selective == SelectiveRecompute::every_other_layer;
   if (l.recompute == Recompute::full || (every_other && layer % 2 == 1))
-    layer_forward(layer, Phase::recompute, false);
+    layer_forward(layer, Phase::recompute);
   m_layer = layer;
   const double norm_bwd_bytes = s.Ts * s.h * s.elem * 4;
   const double residual_bwd_bytes = s.Ts * s.h * (2 * s.elem + 1);
@@ -817,7 +822,7 @@ void StageBuilder::layer_backward(int32_t layer) {
   // this unit's reduce-scatter on the same communicator, so the gather goes first.
   if (l.zero_stage == 3 && l.pp == 1 && layer > 0 && s.opt.fsdp_one_communicator &&
       s.opt.fsdp_backward_prefetch == FsdpBackwardPrefetch::after_backward) {
-    const uint32_t gather = issue_fsdp_gather(layer - 1, true);
+    const uint32_t gather = issue_fsdp_gather(layer - 1, Phase::backward);
     if (gather != kNoTask) m_prefetched_gather[layer - 1] = gather;
   }
   compute(OpName::ln_attn, Phase::backward, memory_op(norm_bwd_bytes), 0);
@@ -836,7 +841,7 @@ void StageBuilder::layer_backward(int32_t layer) {
 
 void StageBuilder::embedding_forward() {
   const Shared& s = m_s;
-  if (s.sc.layout.zero_stage == 3) fsdp_gather(-1, false);
+  if (s.sc.layout.zero_stage == 3) fsdp_gather(-1, Phase::forward);
   const auto it = m_param_gather_of_layer.find(-1);
   if (it != m_param_gather_of_layer.end() && m_mb == 0)
     m_wait.insert(m_wait.end(), it->second.begin(), it->second.end());
@@ -869,7 +874,7 @@ void StageBuilder::embedding_backward() {
 
 void StageBuilder::head_forward() {
   const Shared& s = m_s;
-  if (s.sc.layout.zero_stage == 3) fsdp_gather(-2, false);
+  if (s.sc.layout.zero_stage == 3) fsdp_gather(-2, Phase::forward);
   const auto it = m_param_gather_of_layer.find(-2);
   if (it != m_param_gather_of_layer.end() && m_mb == 0)
     m_wait.insert(m_wait.end(), it->second.begin(), it->second.end());
