@@ -74,6 +74,18 @@ StageBuilder::Shared::Shared(const Scenario& scenario, const WorkloadOptions& o,
   T = d(l.micro_batch) * seq / d(cp);
   Ts = sp ? T / d(tp) : T;
   h = d(md.hidden);
+  shape_attention(md);
+  const ParamCounts pc = count_params(md);
+  split_params(md, pc);
+  moe = md.is_moe();
+  first_moe_layer = moe ? md.moe->first_dense_layers : md.layers;
+  if (moe) shape_moe(md, pc);
+  first_layer = chunk_first_layers(layers_per_chunk, pp, v);
+  SIMRUN_ASSERT(std::accumulate(layers_per_chunk.begin(), layers_per_chunk.end(), int64_t(0)) == md.layers,
+                "layer split does not cover the model");
+}
+
+void StageBuilder::Shared::shape_attention(const ModelSpec& md) {
   head_dim = d(md.head_dim > 0 ? md.head_dim : md.hidden / md.heads);
   heads_loc = d(md.heads) / d(tp);
   const AttentionWidths widths = attention_widths(md, tp);
@@ -97,8 +109,10 @@ StageBuilder::Shared::Shared(const Scenario& scenario, const WorkloadOptions& o,
     out_width_loc = heads_loc * v;
     kv_up_loc = heads_loc * d(a.qk_nope_head_dim + a.v_head_dim);
   }
+}
 
-  const ParamCounts pc = count_params(md);
+void StageBuilder::Shared::split_params(const ModelSpec& md, const ParamCounts& pc) {
+  const Layout& l = sc.layout;
   const double final_norm = (layernorm ? 2.0 : 1.0) * h;
   embedding_params_local = pc.embedding / d(tp);
   output_params_local = (md.tied_embeddings && pp == 1 ? 0.0 : d(md.vocab) * h / d(tp)) + final_norm;
@@ -111,36 +125,31 @@ StageBuilder::Shared::Shared(const Scenario& scenario, const WorkloadOptions& o,
                             : 0.0;
   dp_group = cp > 1 ? GroupKind::dp_cp : GroupKind::dp;
   dp_size = l.dp * l.cp;
+}
 
-  moe = md.is_moe();
-  first_moe_layer = moe ? md.moe->first_dense_layers : md.layers;
-  if (moe) {
-    const MoeSpec& e = *md.moe;
-    const double moe_layers = d(md.moe_layers());
-    ep = l.ep;
-    etp = l.expert_tp;
-    expert_dp_size = l.expert_dp();
-    experts = d(e.experts);
-    top_k = d(e.top_k);
-    experts_loc = experts / d(ep);
-    // Balanced routing: each rank sends Ts·k token copies and, its E/ep experts being 1/ep of
-    // all, receives as many; expert-TP gathers them from its etp ranks. Under a capacity factor
-    // the permute pads each expert's copies to its capacity before the all-to-all
-    // (Megatron-Core's drop-and-pad permutation), so every count but the FLOP count is that
-    // multiple.
-    moe_load = l.moe_load();
-    dispatched_tokens = Ts * top_k * moe_load;
-    routed_tokens = dispatched_tokens * d(etp);
-    counted_tokens = Ts * top_k * d(etp);
-    expert_f_loc = d(e.expert_ffn_hidden) / d(etp);
-    shared_f_loc = d(e.shared_experts * e.expert_ffn_hidden) / d(tp);
-    moe_dense_params_local = moe_layers > 0 ? (pc.experts_shared + pc.router) / moe_layers / d(tp) : 0.0;
-    expert_params_local = moe_layers > 0 ? pc.experts_routed / moe_layers / d(ep * etp) : 0.0;
-  }
-
-  first_layer = chunk_first_layers(layers_per_chunk, pp, v);
-  SIMRUN_ASSERT(std::accumulate(layers_per_chunk.begin(), layers_per_chunk.end(), int64_t(0)) == md.layers,
-                "layer split does not cover the model");
+void StageBuilder::Shared::shape_moe(const ModelSpec& md, const ParamCounts& pc) {
+  const Layout& l = sc.layout;
+  const MoeSpec& e = *md.moe;
+  const double moe_layers = d(md.moe_layers());
+  ep = l.ep;
+  etp = l.expert_tp;
+  expert_dp_size = l.expert_dp();
+  experts = d(e.experts);
+  top_k = d(e.top_k);
+  experts_loc = experts / d(ep);
+  // Balanced routing: each rank sends Ts·k token copies and, its E/ep experts being 1/ep of
+  // all, receives as many; expert-TP gathers them from its etp ranks. Under a capacity factor
+  // the permute pads each expert's copies to its capacity before the all-to-all
+  // (Megatron-Core's drop-and-pad permutation), so every count but the FLOP count is that
+  // multiple.
+  moe_load = l.moe_load();
+  dispatched_tokens = Ts * top_k * moe_load;
+  routed_tokens = dispatched_tokens * d(etp);
+  counted_tokens = Ts * top_k * d(etp);
+  expert_f_loc = d(e.expert_ffn_hidden) / d(etp);
+  shared_f_loc = d(e.shared_experts * e.expert_ffn_hidden) / d(tp);
+  moe_dense_params_local = moe_layers > 0 ? (pc.experts_shared + pc.router) / moe_layers / d(tp) : 0.0;
+  expert_params_local = moe_layers > 0 ? pc.experts_routed / moe_layers / d(ep * etp) : 0.0;
 }
 
 StageBuilder::StageBuilder(const Shared& shared, int64_t stage) : m_s(shared), m_stage(stage) {

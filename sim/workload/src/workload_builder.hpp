@@ -13,6 +13,10 @@
 #include "simrun/sim/workload/schedule.hpp"
 #include "simrun/sim/workload/workload.hpp"
 
+namespace simrun {
+struct ParamCounts;
+}
+
 namespace simrun::detail {
 
 class StageBuilder {
@@ -92,6 +96,13 @@ class StageBuilder {
     double fsdp_unit_params(int32_t unit) const {
       return unit >= 0 ? layer_params(unit) : unit == -1 ? embedding_params_local : output_params_local;
     }
+
+   private:
+    // The constructor's parts: the attention's widths on this rank (MHA/GQA or MLA); the
+    // parameters each rank holds and the group reducing them; the experts' (MoE models).
+    void shape_attention(const ModelSpec& md);
+    void split_params(const ModelSpec& md, const ParamCounts& pc);
+    void shape_moe(const ModelSpec& md, const ParamCounts& pc);
   };
 
   StageBuilder(const Shared& shared, int64_t stage);
