@@ -139,15 +139,18 @@ void summarize(const char* title, std::vector<Row> rows, size_t worst) {
                rows[i].event_s, rows[i].analytic_s, 100 * rows[i].exposed_share, rows[i].command);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Args {
   int64_t samples = 1000;
   uint64_t seed = 4;
   size_t worst = 8;
   bool with_stragglers = false, with_slow_links = false, with_capacity = false, with_mla = false;
   bool shared_expert_overlap = false;
   std::string cp_comm_type;  // empty: each layout's default (the ring)
+};
+
+// Throws std::invalid_argument on a bad command line.
+Args parse_args(int argc, char** argv) {
+  Args a;
   auto count = [](const char* flag, const char* text) {
     char* end = nullptr;
     const unsigned long long v = std::strtoull(text, &end, 10);
@@ -155,36 +158,155 @@ int main(int argc, char** argv) {
       throw std::invalid_argument(fmt::format("{}: expected a non-negative integer, got '{}'", flag, text));
     return v;
   };
-  try {
-    for (int i = 1; i < argc; ++i) {
-      const bool has_value = i + 1 < argc;
-      if (std::strcmp(argv[i], "--samples") == 0 && has_value) {
-        samples = int64_t(count("--samples", argv[++i]));
-      } else if (std::strcmp(argv[i], "--seed") == 0 && has_value) {
-        seed = count("--seed", argv[++i]);
-      } else if (std::strcmp(argv[i], "--stragglers") == 0) {
-        with_stragglers = true;
-      } else if (std::strcmp(argv[i], "--slow-links") == 0) {
-        with_slow_links = true;
-      } else if (std::strcmp(argv[i], "--capacity-factors") == 0) {
-        with_capacity = true;
-      } else if (std::strcmp(argv[i], "--mla") == 0) {
-        with_mla = true;
-      } else if (std::strcmp(argv[i], "--shared-expert-overlap") == 0) {
-        shared_expert_overlap = true;
-      } else if (std::strcmp(argv[i], "--cp-comm-type") == 0 && has_value) {
-        cp_comm_type = argv[++i];
-        if (cp_comm_type != "all_gather" && cp_comm_type != "a2a" && cp_comm_type != "a2a+p2p")
-          throw std::invalid_argument(
-              fmt::format("--cp-comm-type: all_gather, a2a or a2a+p2p, got '{}'", cp_comm_type));
-      } else if (std::strcmp(argv[i], "--worst") == 0 && has_value) {
-        worst = size_t(count("--worst", argv[++i]));
-      } else {
-        throw std::invalid_argument(fmt::format("unknown or incomplete argument '{}'", argv[i]));
-      }
+  for (int i = 1; i < argc; ++i) {
+    const bool has_value = i + 1 < argc;
+    if (std::strcmp(argv[i], "--samples") == 0 && has_value) {
+      a.samples = int64_t(count("--samples", argv[++i]));
+    } else if (std::strcmp(argv[i], "--seed") == 0 && has_value) {
+      a.seed = count("--seed", argv[++i]);
+    } else if (std::strcmp(argv[i], "--stragglers") == 0) {
+      a.with_stragglers = true;
+    } else if (std::strcmp(argv[i], "--slow-links") == 0) {
+      a.with_slow_links = true;
+    } else if (std::strcmp(argv[i], "--capacity-factors") == 0) {
+      a.with_capacity = true;
+    } else if (std::strcmp(argv[i], "--mla") == 0) {
+      a.with_mla = true;
+    } else if (std::strcmp(argv[i], "--shared-expert-overlap") == 0) {
+      a.shared_expert_overlap = true;
+    } else if (std::strcmp(argv[i], "--cp-comm-type") == 0 && has_value) {
+      a.cp_comm_type = argv[++i];
+      if (a.cp_comm_type != "all_gather" && a.cp_comm_type != "a2a" && a.cp_comm_type != "a2a+p2p")
+        throw std::invalid_argument(
+            fmt::format("--cp-comm-type: all_gather, a2a or a2a+p2p, got '{}'", a.cp_comm_type));
+    } else if (std::strcmp(argv[i], "--worst") == 0 && has_value) {
+      a.worst = size_t(count("--worst", argv[++i]));
+    } else {
+      throw std::invalid_argument(fmt::format("unknown or incomplete argument '{}'", argv[i]));
     }
-    if (shared_expert_overlap && !with_mla)
-      throw std::invalid_argument("--shared-expert-overlap needs --mla (DeepSeek-V3 has the shared expert)");
+  }
+  if (a.shared_expert_overlap && !a.with_mla)
+    throw std::invalid_argument("--shared-expert-overlap needs --mla (DeepSeek-V3 has the shared expert)");
+  return a;
+}
+
+// A layout's seeded extras (straggler, slow link, capacity factor, DeepSeek-V3's EP), drawn for
+// every layout whether the flags use them or not, from streams of their own: the layouts stay
+// those of the seed.
+struct Extras {
+  uint64_t straggler_draw = 0;
+  double slowdown = 1;
+  uint64_t link_draw = 0;
+  double fraction = 1;
+  bool scale_up = false;
+  double capacity = 1;
+  int64_t mla_ep = 1;
+};
+
+struct ExtraStreams {
+  SplitMix straggler_rng, link_rng, capacity_rng, mla_rng;
+  explicit ExtraStreams(uint64_t seed)
+      : straggler_rng{~seed},
+        link_rng{seed ^ 0x5DEECE66Dull},
+        capacity_rng{seed ^ 0x9E3779B97F4A7C15ull},
+        mla_rng{seed ^ 0xD1B54A32D192ED03ull} {}
+  Extras next() {
+    Extras e;
+    e.straggler_draw = straggler_rng.next();
+    e.slowdown = straggler_rng.pick<double>({1.1, 1.25, 1.5, 2.0});
+    e.link_draw = link_rng.next();
+    e.fraction = link_rng.pick<double>({0.1, 0.25, 0.5});
+    e.scale_up = link_rng.pick<int>({0, 1}) == 1;
+    e.capacity = capacity_rng.pick<double>({1.25, 1.5, 2.0});
+    e.mla_ep = mla_rng.pick<int64_t>({1, 2, 4, 8, 16});
+    return e;
+  }
+};
+
+// The drawn layout as the flags change it: a capacity factor, DeepSeek-V3, a CP comm type.
+ScenarioOverrides variant_of(const ScenarioOverrides& drawn, const Args& a, const Extras& e) {
+  ScenarioOverrides o = drawn;
+  if (a.with_capacity) o.moe_capacity_factor = e.capacity;
+  if (a.with_mla) {
+    // DeepSeek-V3 (61 layers: the balanced 1F1B split over pp stages).
+    o.model = "deepseek-v3";
+    o.ep = e.mla_ep;
+    o.virtual_stages = 1;
+    if (*o.pp > 1) o.pipeline_split = "balanced";
+  }
+  if (!a.cp_comm_type.empty()) o.cp_comm_type = a.cp_comm_type;
+  if (a.cp_comm_type == "a2a+p2p") {
+    o.hierarchical_cp_sizes = std::vector<int64_t>{2, *o.cp};
+    o.cp = 2 * *o.cp;
+  }
+  return o;
+}
+
+// The options both fidelities run with: the shared expert's overlap, a straggler, a slow link;
+// each appended to `command` as its flag.
+SimulateOptions options_of(const Scenario& sc, const Args& a, const Extras& e, std::string& command) {
+  SimulateOptions options;
+  if (a.shared_expert_overlap) {
+    options.workload.moe_shared_expert_overlap = true;
+    command += " --moe-shared-expert-overlap";
+  }
+  if (a.with_stragglers) {
+    const Straggler st{int64_t(e.straggler_draw % uint64_t(sc.layout.world_size())), e.slowdown};
+    options.step.scope = SimulationScope::full;
+    options.step.stragglers = {st};
+    command += fmt::format(" --straggler {}:{}", st.rank, st.slowdown);
+  }
+  if (a.with_slow_links) {
+    const SlowLink sl{int64_t(e.link_draw % uint64_t(sc.layout.world_size())), e.fraction,
+                      e.scale_up ? LinkClass::scale_up : LinkClass::scale_out};
+    options.step.scope = SimulationScope::full;
+    options.step.slow_links = {sl};
+    command +=
+        fmt::format(" --slow-link {}:{}:{}", sl.rank, sl.bandwidth_fraction, e.scale_up ? "scale-up" : "nic");
+  }
+  return options;
+}
+
+Row compare_fidelities(const Scenario& sc, const SimulateOptions& options, const std::string& command) {
+  const Report event = simulate(sc, options).report;
+  const Report analytic = estimate(sc, analytic_options(options));
+  Row r;
+  r.event_s = event.step_time_s;
+  r.analytic_s = analytic.step_time_s;
+  r.diff = (r.event_s - r.analytic_s) / r.analytic_s;
+  r.exposed_share = std::max(event.breakdown.exposed_comm_s / event.step_time_s,
+                             analytic.breakdown.exposed_comm_s / analytic.step_time_s);
+  r.command = "simrun simulate " + command + " --compare-analytic";
+  return r;
+}
+
+void print_sample(const Args& a, int64_t refused, int64_t dense_skipped, int64_t without_cp_skipped) {
+  fmt::print(
+      "analytic vs event step time, {} sampled layouts (seed {}{}), {} refused by the scenario rules or "
+      "the event simulation\n",
+      a.samples, a.seed,
+      a.with_stragglers && a.with_slow_links ? ", one straggler and one slow link each"
+      : a.with_stragglers                    ? ", one straggler each"
+      : a.with_slow_links                    ? ", one slow link each"
+                                             : "",
+      refused);
+  if (a.with_capacity)
+    fmt::print("MoE layouts only, each with a seeded expert capacity factor ({} dense layouts skipped)\n",
+               dense_skipped);
+  if (a.with_mla)
+    fmt::print("every layout as DeepSeek-V3 (MLA, 1 to 16 EP, 1F1B balanced{})\n",
+               a.shared_expert_overlap ? ", shared expert beside the all-to-alls" : "");
+  if (!a.cp_comm_type.empty())
+    fmt::print("CP layouts only, each with cp_comm_type {} ({} layouts without CP skipped)\n", a.cp_comm_type,
+               without_cp_skipped);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  try {
+    args = parse_args(argc, argv);
   } catch (const std::invalid_argument& e) {
     fmt::print(stderr,
                "analytic_agreement: {} (usage: [--samples N] [--seed S] [--worst K] [--stragglers] "
@@ -194,76 +316,28 @@ int main(int argc, char** argv) {
     return 2;
   }
   const Catalogs catalogs = load_catalogs(SIMRUN_DATA_DIR);
-  SplitMix rng{seed};
-  SplitMix straggler_rng{~seed};  // their own streams: the layouts stay those of the seed
-  SplitMix link_rng{seed ^ 0x5DEECE66Dull};
-  SplitMix capacity_rng{seed ^ 0x9E3779B97F4A7C15ull};
-  SplitMix mla_rng{seed ^ 0xD1B54A32D192ED03ull};
+  SplitMix rng{args.seed};
+  ExtraStreams extras(args.seed);
   int64_t dense_skipped = 0, without_cp_skipped = 0;
   std::vector<Row> uncongested, congested;
   int64_t refused = 0;
-  for (int64_t i = 0; i < samples; ++i) {
+  for (int64_t i = 0; i < args.samples; ++i) {
     const ScenarioOverrides drawn = draw(rng);
-    const uint64_t straggler_draw = straggler_rng.next();
-    const double slowdown = straggler_rng.pick<double>({1.1, 1.25, 1.5, 2.0});
-    const uint64_t link_draw = link_rng.next();
-    const double fraction = link_rng.pick<double>({0.1, 0.25, 0.5});
-    const bool scale_up = link_rng.pick<int>({0, 1}) == 1;
-    const double capacity = capacity_rng.pick<double>({1.25, 1.5, 2.0});
-    const int64_t mla_ep = mla_rng.pick<int64_t>({1, 2, 4, 8, 16});
-    if (with_capacity && drawn.model != "mixtral-8x7b") {
+    const Extras e = extras.next();
+    if (args.with_capacity && drawn.model != "mixtral-8x7b") {
       ++dense_skipped;
       continue;
     }
-    if (!cp_comm_type.empty() && drawn.cp.value_or(1) == 1) {
+    if (!args.cp_comm_type.empty() && drawn.cp.value_or(1) == 1) {
       ++without_cp_skipped;
       continue;
     }
     try {
-      ScenarioOverrides o = drawn;
-      if (with_capacity) o.moe_capacity_factor = capacity;
-      if (with_mla) {
-        // DeepSeek-V3 (61 layers: the balanced 1F1B split over pp stages).
-        o.model = "deepseek-v3";
-        o.ep = mla_ep;
-        o.virtual_stages = 1;
-        if (*o.pp > 1) o.pipeline_split = "balanced";
-      }
-      if (!cp_comm_type.empty()) o.cp_comm_type = cp_comm_type;
-      if (cp_comm_type == "a2a+p2p") {
-        o.hierarchical_cp_sizes = std::vector<int64_t>{2, *o.cp};
-        o.cp = 2 * *o.cp;
-      }
+      const ScenarioOverrides o = variant_of(drawn, args, e);
       std::string command = command_of(o);
       const Scenario sc = load_scenario({}, o, catalogs);
-      SimulateOptions options;
-      if (shared_expert_overlap) {
-        options.workload.moe_shared_expert_overlap = true;
-        command += " --moe-shared-expert-overlap";
-      }
-      if (with_stragglers) {
-        const Straggler st{int64_t(straggler_draw % uint64_t(sc.layout.world_size())), slowdown};
-        options.step.scope = SimulationScope::full;
-        options.step.stragglers = {st};
-        command += fmt::format(" --straggler {}:{}", st.rank, st.slowdown);
-      }
-      if (with_slow_links) {
-        const SlowLink sl{int64_t(link_draw % uint64_t(sc.layout.world_size())), fraction,
-                          scale_up ? LinkClass::scale_up : LinkClass::scale_out};
-        options.step.scope = SimulationScope::full;
-        options.step.slow_links = {sl};
-        command += fmt::format(" --slow-link {}:{}:{}", sl.rank, sl.bandwidth_fraction,
-                               scale_up ? "scale-up" : "nic");
-      }
-      const Report event = simulate(sc, options).report;
-      const Report analytic = estimate(sc, analytic_options(options));
-      Row r;
-      r.event_s = event.step_time_s;
-      r.analytic_s = analytic.step_time_s;
-      r.diff = (r.event_s - r.analytic_s) / r.analytic_s;
-      r.exposed_share = std::max(event.breakdown.exposed_comm_s / event.step_time_s,
-                                 analytic.breakdown.exposed_comm_s / analytic.step_time_s);
-      r.command = "simrun simulate " + command + " --compare-analytic";
+      const SimulateOptions options = options_of(sc, args, e, command);
+      Row r = compare_fidelities(sc, options, command);
       const Layout& l = sc.layout;
       const bool inside = group_inside_scale_up(sc.cluster, {l.tp * l.cp, 1});  // TP, and CP over it
       (inside && r.exposed_share <= 0.10 ? uncongested : congested).push_back(std::move(r));
@@ -271,26 +345,9 @@ int main(int argc, char** argv) {
       ++refused;  // by the scenario rules or the event simulation (the estimate is not run)
     }
   }
-  fmt::print(
-      "analytic vs event step time, {} sampled layouts (seed {}{}), {} refused by the scenario rules or "
-      "the event simulation\n",
-      samples, seed,
-      with_stragglers && with_slow_links ? ", one straggler and one slow link each"
-      : with_stragglers                  ? ", one straggler each"
-      : with_slow_links                  ? ", one slow link each"
-                                         : "",
-      refused);
-  if (with_capacity)
-    fmt::print("MoE layouts only, each with a seeded expert capacity factor ({} dense layouts skipped)\n",
-               dense_skipped);
-  if (with_mla)
-    fmt::print("every layout as DeepSeek-V3 (MLA, 1 to 16 EP, 1F1B balanced{})\n",
-               shared_expert_overlap ? ", shared expert beside the all-to-alls" : "");
-  if (!cp_comm_type.empty())
-    fmt::print("CP layouts only, each with cp_comm_type {} ({} layouts without CP skipped)\n", cp_comm_type,
-               without_cp_skipped);
+  print_sample(args, refused, dense_skipped, without_cp_skipped);
   summarize("uncongested (TP and CP inside a scale-up domain, exposed communication <= 10% in both)",
-            uncongested, worst);
-  summarize("congested (for information)", congested, worst);
+            uncongested, args.worst);
+  summarize("congested (for information)", congested, args.worst);
   return 0;
 }

@@ -294,14 +294,48 @@ uint32_t ClusterGraph::nic_uplink(int64_t gpu, int32_t rail) const {
 void ClusterGraph::build_fabric() {
   const FabricSpec& fab = m_spec.fabric;
   const int64_t radix = fab.switch_radix, half = radix / 2;
-  const int64_t nics = m_spec.nics_per_node;
   const double port = fab.port_bytes_per_s;
   // Link latency = wire + traversal of the switch it enters: same leaf = 2 NIC legs + 1 switch =
   // fabric.latency_s; every further switch adds switch_latency_s.
   const TimeNs nic_latency = TimeNs::from_seconds(std::max(0.0, fab.latency_s - fab.switch_latency_s) / 2);
   const TimeNs hop_latency = TimeNs::from_seconds(fab.switch_latency_s);
+  const int64_t num_leaves = build_leaves(nic_latency, hop_latency);
 
-  // Leaves and NIC ports.
+  double nic_total = port * double(m_num_nodes * m_spec.nics_per_node);
+  double min_up = nic_total;
+  if (num_leaves == 1) {
+    m_bisection = nic_total / 2;
+    return;
+  }
+  // Upper tiers. Members of the current tier: (switch index, plane); all share `up` uplinks.
+  int64_t up = std::max<int64_t>(1, std::llround(double(half) / m_spec.oversubscription));
+  std::vector<TierMember> members;
+  for (int64_t i = 0; i < num_leaves; ++i) members.push_back(TierMember{i, 0});
+  for (int32_t t = 0;; ++t) {
+    min_up = std::min(min_up, port * double(up) * double(members.size()));
+    // Group by plane, keeping pod order.
+    std::map<int64_t, std::vector<int64_t>> planes;
+    for (const TierMember& m : members) planes[m.plane].push_back(m.sw);
+    size_t largest = 0;
+    for (const auto& [plane, list] : planes) largest = std::max(largest, list.size());
+    m_tiers.emplace_back();
+    Tier& upper = m_tiers.back();
+    Tier& lower = m_tiers[t];
+    if (int64_t(largest) <= radix) {
+      build_top_tier(t, lower, upper, planes, up, hop_latency);
+      break;
+    }
+    members = build_pod_tier(t, lower, upper, planes, up, hop_latency);
+    up = radix - half;
+    SIMRUN_ASSERT(int(m_tiers.size()) < kMaxTiers,
+                  "fabric needs too many tiers (check() should have refused)");
+  }
+  m_bisection = min_up / 2;
+}
+
+int64_t ClusterGraph::build_leaves(TimeNs nic_latency, TimeNs hop_latency) {
+  const int64_t half = m_spec.fabric.switch_radix / 2;
+  const int64_t nics = m_spec.nics_per_node;
   m_nic_leaf.assign(m_num_nodes * nics, 0);
   int64_t num_leaves = 0;
   if (m_spec.shape == FabricShape::rail_optimized) {
@@ -319,88 +353,69 @@ void ClusterGraph::build_fabric() {
   m_nic_to_leaf.resize(m_num_nodes * nics);
   m_leaf_to_nic.resize(m_num_nodes * nics);
   for (int64_t p = 0; p < m_num_nodes * nics; ++p) {
-    const uint32_t id = add_link(m_nic_vertex[p], m_tiers[0].switches[m_nic_leaf[p]].vertex,
-                                 LinkKind::nic_port, 0, port, nic_latency + hop_latency, nic_latency);
+    const uint32_t id =
+        add_link(m_nic_vertex[p], m_tiers[0].switches[m_nic_leaf[p]].vertex, LinkKind::nic_port, 0,
+                 m_spec.fabric.port_bytes_per_s, nic_latency + hop_latency, nic_latency);
     m_nic_to_leaf[p] = id;
     m_leaf_to_nic[p] = id + 1;
   }
+  return num_leaves;
+}
 
-  double nic_total = port * double(m_num_nodes * nics);
-  double min_up = nic_total;
-  if (num_leaves == 1) {
-    m_bisection = nic_total / 2;
-    return;
-  }
-  // Upper tiers. Members of the current tier: (switch index, plane); all share `up` uplinks.
-  int64_t up = std::max<int64_t>(1, std::llround(double(half) / m_spec.oversubscription));
-  struct Member {
-    int64_t sw;
-    int64_t plane;
-  };
-  std::vector<Member> members;
-  for (int64_t i = 0; i < num_leaves; ++i) members.push_back(Member{i, 0});
-  for (int32_t t = 0;; ++t) {
-    min_up = std::min(min_up, port * double(up) * double(members.size()));
-    // Group by plane, keeping pod order.
-    std::map<int64_t, std::vector<int64_t>> planes;
-    for (const Member& m : members) planes[m.plane].push_back(m.sw);
-    size_t largest = 0;
-    for (const auto& [plane, list] : planes) largest = std::max(largest, list.size());
-    m_tiers.emplace_back();
-    Tier& upper = m_tiers.back();
-    Tier& lower = m_tiers[t];
-    std::vector<Member> next;
-    if (int64_t(largest) <= radix) {
-      // Top tier: per plane the fewest switches c (a divisor of `up`) with enough ports.
-      for (const auto& [plane, list] : planes) {
-        const int64_t need = (int64_t(list.size()) * up + radix - 1) / radix;
-        int64_t c = std::max<int64_t>(1, need);
-        while (up % c != 0) ++c;
-        const int64_t bundle = up / c;
-        std::vector<int64_t> tops;
-        for (int64_t k = 0; k < c; ++k) {
-          const int64_t idx = int64_t(upper.switches.size());
-          upper.switches.push_back(Switch{add_vertex(VertexKind::fabric_switch, t + 2, idx), {}, {}});
-          tops.push_back(idx);
-        }
-        for (int64_t sw : list) {
-          for (int64_t k = 0; k < c; ++k) {
-            const uint32_t id = add_link(lower.switches[sw].vertex, upper.switches[tops[k]].vertex,
-                                         LinkKind::fabric, t + 1, port * double(bundle), hop_latency);
-            lower.switches[sw].up_links.push_back(id);
-            lower.switches[sw].up_switch.push_back(static_cast<uint32_t>(tops[k]));
-          }
-        }
-      }
-      break;
+void ClusterGraph::build_top_tier(int32_t t, Tier& lower, Tier& upper,
+                                  const std::map<int64_t, std::vector<int64_t>>& planes, int64_t up,
+                                  TimeNs hop_latency) {
+  const int64_t radix = m_spec.fabric.switch_radix;
+  const double port = m_spec.fabric.port_bytes_per_s;
+  for (const auto& [plane, list] : planes) {
+    const int64_t need = (int64_t(list.size()) * up + radix - 1) / radix;
+    int64_t c = std::max<int64_t>(1, need);
+    while (up % c != 0) ++c;
+    const int64_t bundle = up / c;
+    std::vector<int64_t> tops;
+    for (int64_t k = 0; k < c; ++k) {
+      const int64_t idx = int64_t(upper.switches.size());
+      upper.switches.push_back(Switch{add_vertex(VertexKind::fabric_switch, t + 2, idx), {}, {}});
+      tops.push_back(idx);
     }
-    // Pods of `half` members per plane, one middle switch per member uplink.
-    for (const auto& [plane, list] : planes) {
-      for (size_t start = 0; start < list.size(); start += size_t(half)) {
-        const size_t end = std::min(list.size(), start + size_t(half));
-        std::vector<int64_t> mids;
+    for (int64_t sw : list) {
+      for (int64_t k = 0; k < c; ++k) {
+        const uint32_t id = add_link(lower.switches[sw].vertex, upper.switches[tops[k]].vertex,
+                                     LinkKind::fabric, t + 1, port * double(bundle), hop_latency);
+        lower.switches[sw].up_links.push_back(id);
+        lower.switches[sw].up_switch.push_back(static_cast<uint32_t>(tops[k]));
+      }
+    }
+  }
+}
+
+std::vector<ClusterGraph::TierMember> ClusterGraph::build_pod_tier(
+    int32_t t, Tier& lower, Tier& upper, const std::map<int64_t, std::vector<int64_t>>& planes, int64_t up,
+    TimeNs hop_latency) {
+  const int64_t half = m_spec.fabric.switch_radix / 2;
+  const double port = m_spec.fabric.port_bytes_per_s;
+  std::vector<TierMember> next;
+  for (const auto& [plane, list] : planes) {
+    for (size_t start = 0; start < list.size(); start += size_t(half)) {
+      const size_t end = std::min(list.size(), start + size_t(half));
+      std::vector<int64_t> mids;
+      for (int64_t i = 0; i < up; ++i) {
+        const int64_t idx = int64_t(upper.switches.size());
+        upper.switches.push_back(Switch{add_vertex(VertexKind::fabric_switch, t + 2, idx), {}, {}});
+        mids.push_back(idx);
+        next.push_back(TierMember{idx, plane * up + i});
+      }
+      for (size_t m = start; m < end; ++m) {
         for (int64_t i = 0; i < up; ++i) {
-          const int64_t idx = int64_t(upper.switches.size());
-          upper.switches.push_back(Switch{add_vertex(VertexKind::fabric_switch, t + 2, idx), {}, {}});
-          mids.push_back(idx);
-          next.push_back(Member{idx, plane * up + i});
-        }
-        for (size_t m = start; m < end; ++m) {
-          for (int64_t i = 0; i < up; ++i) {
-            const uint32_t id = add_link(lower.switches[list[m]].vertex, upper.switches[mids[i]].vertex,
-                                         LinkKind::fabric, t + 1, port, hop_latency);
-            lower.switches[list[m]].up_links.push_back(id);
-            lower.switches[list[m]].up_switch.push_back(static_cast<uint32_t>(mids[i]));
-          }
+          const uint32_t id = add_link(lower.switches[list[m]].vertex, upper.switches[mids[i]].vertex,
+                                       LinkKind::fabric, t + 1, port, hop_latency);
+          lower.switches[list[m]].up_links.push_back(id);
+          lower.switches[list[m]].up_switch.push_back(static_cast<uint32_t>(mids[i]));
         }
       }
     }
-    members = std::move(next);
-    up = radix - half;
-    SIMRUN_ASSERT(int(m_tiers.size()) < kMaxTiers,
-                  "fabric needs too many tiers (check() should have refused)");
   }
-  m_bisection = min_up / 2;
+  return next;
 }
 
 int64_t ClusterGraph::leaf_of_nic(int64_t node, int64_t rail) const {

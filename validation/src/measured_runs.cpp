@@ -179,37 +179,12 @@ bool is_moe(const json& mj, const json& lj, const std::string& lname) {
          has(lname, "a3b") || has(lname, "a22b") || opt_int(lj, "ep").value_or(1) > 1;
 }
 
-}  // namespace
-
-const char* to_string(TrainingFramework f) {
-  switch (f) {
-    case TrainingFramework::megatron_2021:
-      return "Megatron-LM 2021";
-    case TrainingFramework::megatron_core:
-      return "Megatron-Core";
-    case TrainingFramework::nemo:
-      return "NeMo/Megatron-Bridge";
-    case TrainingFramework::composer_fsdp:
-      return "Composer FSDP";
-    case TrainingFramework::torchtitan:
-      return "torchtitan FSDP2";
-  }
-  return "?";
-}
-
-MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
-  MeasuredRun c;
-  c.id = row.at("id").get<std::string>();
-  c.group = opt_str(row, "group");
-  c.framework = framework_of(c.group);
-  c.workload = workload_of(c.framework);
-  c.memory = memory_of(c.framework);
+// The run's reference step time: measured.iteration_s, else derived.iteration_s; and its
+// TFLOP/s per GPU where stated.
+void set_reference(MeasuredRun& c, const json& row) {
   const json empty = json::object();
-  const json& mj = row.contains("model") ? row.at("model") : empty;
-  const json& lj = row.contains("layout") ? row.at("layout") : empty;
   const json& meas = row.contains("measured") && row.at("measured").is_object() ? row.at("measured") : empty;
   const json& der = row.contains("derived") && row.at("derived").is_object() ? row.at("derived") : empty;
-
   if (auto it = opt_num(meas, "iteration_s")) {
     c.reference_s = *it;
     c.reference_kind = "measured";
@@ -218,86 +193,78 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
     c.reference_kind = "derived";
   }
   c.tflops_per_gpu = opt_num(meas, "tflops_per_gpu").value_or(0);
+}
 
-  const std::string gpu_text = opt_str(row, "gpu");
-  double hbm_scale = 1.0;
-  const std::string id = gpu_id(gpu_text, hbm_scale);
-  const std::string name = opt_str(mj, "name");
-  const std::string lname = lower(name);
-  const bool moe = is_moe(mj, lj, lname);
+// The architecture of an MoE row: the file gives only part of it, so the catalog's where it has
+// it (nullopt where it does not), at the row's sequence length.
+std::optional<ModelSpec> moe_model(const json& mj, const std::string& lname, const Catalogs& catalogs,
+                                   const std::string& run_id) {
+  const std::string catalog_id = has(lname, "mixtral")                            ? "mixtral-8x7b"
+                                 : has(lname, "qwen3") && has(lname, "30b_a3b")   ? "qwen3-30b-a3b"
+                                 : has(lname, "qwen3") && has(lname, "235b_a22b") ? "qwen3-235b-a22b"
+                                                                                  : "";
+  if (catalog_id.empty() || !catalogs.models.contains(catalog_id)) return std::nullopt;
+  ModelSpec m = catalogs.models.get(catalog_id, run_id, "model");
+  m.seq_len = opt_int(mj, "seq_len").value_or(m.seq_len);
+  return m;
+}
 
-  if (id.empty()) {
-    c.no_scenario = "GPU \"" + gpu_text + "\" not in the catalog";
-    c.unsupported = c.no_scenario;
-    return c;
-  }
-  if (!opt_int(lj, "tp") || !opt_int(lj, "pp") || !opt_int(lj, "dp")) {
-    c.no_scenario = "layout not stated (tp/pp/dp null)";
-    c.unsupported = c.no_scenario;
-    return c;
-  }
-  if (hbm_scale != 1.0) c.unsupported = "GPU \"" + gpu_text + "\": non-standard SKU, not in the catalog";
-  if (c.unsupported.empty() && c.reference_s <= 0)
-    c.unsupported = "no reference step time (measured and derived iteration_s null)";
+// A dense row's architecture from its fields and its name's family (measured_run_defaults_text).
+ModelSpec dense_model(const json& mj, const std::string& name, const std::string& lname,
+                      TrainingFramework f) {
+  ModelSpec m;
+  m.name = name;
+  m.layers = opt_int(mj, "layers").value_or(0);
+  m.hidden = opt_int(mj, "hidden").value_or(0);
+  m.heads = opt_int(mj, "heads").value_or(0);
+  m.kv_heads = opt_int(mj, "kv_heads").value_or(m.heads);
+  m.head_dim = m.hidden / std::max<int64_t>(1, m.heads);
+  m.ffn_hidden = opt_int(mj, "ffn").value_or(4 * m.hidden);
+  m.vocab = opt_int(mj, "vocab").value_or(50257);
+  m.seq_len = opt_int(mj, "seq_len").value_or(2048);
+  const bool llama = has(lname, "llama");
+  const bool mpt = has(lname, "mpt");
+  m.ffn_act = llama ? FfnActivation::swiglu : FfnActivation::gelu;
+  m.norm = llama ? NormKind::rmsnorm : NormKind::layernorm;
+  m.learned_position_embeddings = !llama && !mpt && !has(lname, "nemotron");
+  m.max_positions = m.learned_position_embeddings ? m.seq_len : 0;
+  m.alibi = mpt;
+  m.tied_embeddings = mpt || f == TrainingFramework::megatron_2021;
+  m.attention_bias = !llama && !mpt;
+  m.mlp_bias = m.attention_bias;
+  return m;
+}
 
-  Scenario& sc = c.scenario;
-  sc.file = c.id;
-  ModelSpec& m = sc.model;
-  if (moe) {
-    // The file gives only part of an MoE architecture; take the catalog's where it has it.
-    const std::string catalog_id = has(lname, "mixtral")                            ? "mixtral-8x7b"
-                                   : has(lname, "qwen3") && has(lname, "30b_a3b")   ? "qwen3-30b-a3b"
-                                   : has(lname, "qwen3") && has(lname, "235b_a22b") ? "qwen3-235b-a22b"
-                                                                                    : "";
-    if (catalog_id.empty() || !catalogs.models.contains(catalog_id)) {
-      c.no_scenario = "MoE architecture not in the file nor in the model catalog";
-      return c;
-    }
-    m = catalogs.models.get(catalog_id, c.id, "model");
-    m.seq_len = opt_int(mj, "seq_len").value_or(m.seq_len);
-  } else {
-    m.name = name;
-    m.layers = opt_int(mj, "layers").value_or(0);
-    m.hidden = opt_int(mj, "hidden").value_or(0);
-    m.heads = opt_int(mj, "heads").value_or(0);
-    m.kv_heads = opt_int(mj, "kv_heads").value_or(m.heads);
-    m.head_dim = m.hidden / std::max<int64_t>(1, m.heads);
-    m.ffn_hidden = opt_int(mj, "ffn").value_or(4 * m.hidden);
-    m.vocab = opt_int(mj, "vocab").value_or(50257);
-    m.seq_len = opt_int(mj, "seq_len").value_or(2048);
-    const bool llama = has(lname, "llama");
-    const bool mpt = has(lname, "mpt");
-    m.ffn_act = llama ? FfnActivation::swiglu : FfnActivation::gelu;
-    m.norm = llama ? NormKind::rmsnorm : NormKind::layernorm;
-    m.learned_position_embeddings = !llama && !mpt && !has(lname, "nemotron");
-    m.max_positions = m.learned_position_embeddings ? m.seq_len : 0;
-    m.alibi = mpt;
-    m.tied_embeddings = mpt || c.framework == TrainingFramework::megatron_2021;
-    m.attention_bias = !llama && !mpt;
-    m.mlp_bias = m.attention_bias;
-  }
-
-  GpuSpec gpu = catalogs.hardware.gpu(id, c.id, "gpu");
+// The row's cluster: its GPU (`hbm_scale` for a non-standard SKU), 8 GPUs and 8 NICs per node
+// on a rail-optimized InfiniBand fabric.
+ClusterSpec measured_cluster(const json& row, const std::string& gpu_id, double hbm_scale,
+                             const Catalogs& catalogs, const std::string& run_id) {
+  GpuSpec gpu = catalogs.hardware.gpu(gpu_id, run_id, "gpu");
   if (gpu.hbm_usable_bytes <= 0 && gpu.id.rfind("a100", 0) == 0)
     gpu.hbm_usable_bytes = gpu.hbm_bytes / 80e9 * 79.35 * 1024.0 * 1024.0 * 1024.0;
   if (hbm_scale != 1.0) {
     gpu.hbm_usable_bytes = usable_hbm_bytes(gpu) * hbm_scale;
     gpu.hbm_bytes *= hbm_scale;
   }
-  sc.cluster.gpu = gpu;
-  sc.cluster.num_gpus = opt_int(row, "num_gpus").value_or(0);
-  sc.cluster.gpus_per_node = 8;
-  sc.cluster.nics_per_node = 8;
-  sc.cluster.fabric = catalogs.hardware.fabric(has(id, "a100") ? "ib-hdr" : "ib-ndr", c.id, "fabric");
-  sc.cluster.topology = FabricTopology::rail_optimized;
+  ClusterSpec cluster;
+  cluster.gpu = gpu;
+  cluster.num_gpus = opt_int(row, "num_gpus").value_or(0);
+  cluster.gpus_per_node = 8;
+  cluster.nics_per_node = 8;
+  cluster.fabric = catalogs.hardware.fabric(has(gpu_id, "a100") ? "ib-hdr" : "ib-ndr", run_id, "fabric");
+  cluster.topology = FabricTopology::rail_optimized;
+  return cluster;
+}
 
-  Layout& l = sc.layout;
+// The row's layout (tp, pp and dp stated), each default taken for an unstated field noted.
+void set_layout(Layout& l, const json& lj, const ModelSpec& m, TrainingFramework f,
+                std::vector<std::string>& defaults_used) {
   l.tp = *opt_int(lj, "tp");
   l.pp = *opt_int(lj, "pp");
   l.dp = *opt_int(lj, "dp");
   l.cp = opt_int(lj, "cp").value_or(1);
   l.ep = opt_int(lj, "ep").value_or(1);
-  auto note = [&](const std::string& what) { c.defaults_used.push_back(what); };
+  auto note = [&](const std::string& what) { defaults_used.push_back(what); };
   if (m.is_moe()) {
     // Megatron-Core's default expert_tp is tp; a layout whose ep·tp exceeds the ranks of a stage
     // (Qwen3-235B: tp 2, ep 32, dp 16) can only run with expert_tp = 1.
@@ -332,9 +299,7 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
   const std::string prec = lower(opt_str(lj, "precision"));
   l.precision = has(prec, "fp8") ? Precision::fp8 : has(prec, "fp16") ? Precision::fp16 : Precision::bf16;
   // Megatron-LM of 2021 predates FlashAttention (2022).
-  l.flash_attention = c.framework != TrainingFramework::megatron_2021;
-  sc.run.tokens = 0;
-
+  l.flash_attention = f != TrainingFramework::megatron_2021;
   // Layers that do not divide into pp·vpp chunks: Megatron's account-for-embedding/loss split
   // when layers + 2 divide (the Megatron-Bridge Llama-3.1 405B recipe), else balanced 1F1B.
   const int64_t chunks = l.pp * l.virtual_stages;
@@ -343,6 +308,76 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
         (m.layers + 2) % chunks == 0 ? PipelineSplit::embedding_loss_layers : PipelineSplit::balanced;
     note(std::string("pipeline_split=") + to_string(l.pipeline_split));
   }
+}
+
+}  // namespace
+
+const char* to_string(TrainingFramework f) {
+  switch (f) {
+    case TrainingFramework::megatron_2021:
+      return "Megatron-LM 2021";
+    case TrainingFramework::megatron_core:
+      return "Megatron-Core";
+    case TrainingFramework::nemo:
+      return "NeMo/Megatron-Bridge";
+    case TrainingFramework::composer_fsdp:
+      return "Composer FSDP";
+    case TrainingFramework::torchtitan:
+      return "torchtitan FSDP2";
+  }
+  return "?";
+}
+
+MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
+  MeasuredRun c;
+  c.id = row.at("id").get<std::string>();
+  c.group = opt_str(row, "group");
+  c.framework = framework_of(c.group);
+  c.workload = workload_of(c.framework);
+  c.memory = memory_of(c.framework);
+  const json empty = json::object();
+  const json& mj = row.contains("model") ? row.at("model") : empty;
+  const json& lj = row.contains("layout") ? row.at("layout") : empty;
+  set_reference(c, row);
+
+  const std::string gpu_text = opt_str(row, "gpu");
+  double hbm_scale = 1.0;
+  const std::string id = gpu_id(gpu_text, hbm_scale);
+  const std::string name = opt_str(mj, "name");
+  const std::string lname = lower(name);
+  const bool moe = is_moe(mj, lj, lname);
+
+  if (id.empty()) {
+    c.no_scenario = "GPU \"" + gpu_text + "\" not in the catalog";
+    c.unsupported = c.no_scenario;
+    return c;
+  }
+  if (!opt_int(lj, "tp") || !opt_int(lj, "pp") || !opt_int(lj, "dp")) {
+    c.no_scenario = "layout not stated (tp/pp/dp null)";
+    c.unsupported = c.no_scenario;
+    return c;
+  }
+  if (hbm_scale != 1.0) c.unsupported = "GPU \"" + gpu_text + "\": non-standard SKU, not in the catalog";
+  if (c.unsupported.empty() && c.reference_s <= 0)
+    c.unsupported = "no reference step time (measured and derived iteration_s null)";
+
+  Scenario& sc = c.scenario;
+  sc.file = c.id;
+  if (moe) {
+    std::optional<ModelSpec> catalog_model = moe_model(mj, lname, catalogs, c.id);
+    if (!catalog_model) {
+      c.no_scenario = "MoE architecture not in the file nor in the model catalog";
+      return c;
+    }
+    sc.model = *catalog_model;
+  } else {
+    sc.model = dense_model(mj, name, lname, c.framework);
+  }
+  sc.cluster = measured_cluster(row, id, hbm_scale, catalogs, c.id);
+  Layout& l = sc.layout;
+  set_layout(l, lj, sc.model, c.framework, c.defaults_used);
+  sc.run.tokens = 0;
+
   if (l.world_size() != sc.cluster.num_gpus) {
     c.no_scenario = fmt::format("tp·pp·dp·cp = {} but num_gpus = {}", l.world_size(), sc.cluster.num_gpus);
     c.unsupported = c.no_scenario;
@@ -352,8 +387,8 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
     // Composer accepts a micro-batch that does not divide the per-GPU batch: the last
     // micro-batch is short. Simulate the equivalent whole micro-batches of the same tokens.
     const int64_t per_gpu = l.global_batch / l.dp;
-    note(fmt::format("micro_batch {} does not divide {} per GPU: micro_batch=1 x {}", l.micro_batch, per_gpu,
-                     per_gpu));
+    c.defaults_used.push_back(fmt::format("micro_batch {} does not divide {} per GPU: micro_batch=1 x {}",
+                                          l.micro_batch, per_gpu, per_gpu));
     l.micro_batch = 1;
   }
   return c;

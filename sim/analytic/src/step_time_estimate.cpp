@@ -36,35 +36,71 @@ struct GroupLinks {
   int64_t ep_size = 1;
 };
 
+// The piece of the micro-batch a task belongs to (its layer's, the first two layers apart; the
+// embedding's; the head's), or nullptr for the per-step tasks. Counts the layers seen.
+PieceTime* piece_of(ProbeTimes& out, const Task& t) {
+  if (t.layer >= 0) {
+    out.layers = std::max<int64_t>(out.layers, int64_t(t.layer) + 1);
+    return &out.layer[size_t(std::min<int32_t>(t.layer, 1))];
+  }
+  switch (t.op) {
+    case OpName::embedding:
+    case OpName::tp_embedding:
+      return &out.embedding;
+    case OpName::final_ln:
+    case OpName::logits:
+    case OpName::loss:
+    case OpName::tp_logits:
+    case OpName::tp_loss:
+      return &out.head;
+    default:
+      return nullptr;  // optimizer, DP traffic: per step, not per micro-batch
+  }
+}
+
+// A compute kernel's `seconds` by its phase, its model FLOPs and its HBM traffic.
+void book_compute(PieceTime& piece, const StageProgram& prog, const Task& t, double seconds) {
+  (t.phase == Phase::forward    ? piece.forward_s
+   : t.phase == Phase::backward ? piece.backward_s
+                                : piece.recompute_s) += seconds;
+  if (t.phase != Phase::recompute)  // model FLOPs, as the workload counts them
+    (t.op == OpName::attn_core ? piece.attention_flops : piece.gemm_flops) += t.flops;
+  piece.hbm_bytes += prog.hbm_bytes(t);
+}
+
+// A TP, CP or EP collective's closed-form time on its group's link at the condition's fraction,
+// booked to its piece; 0 for the data-parallel ones (timed per step).
+double probe_collective_s(const Task& t, PieceTime* piece, const GroupLinks& links,
+                          const StageCondition& condition) {
+  double duration = 0;
+  if (t.group == GroupKind::tp) {
+    duration = collective_at_s(t.coll, t.comm_bytes, links.tp_size, links.tp,
+                               condition.fraction(links.tp.link_class));
+    if (piece) piece->tp_comm_s += duration;
+  } else if (is_cp(t.group)) {
+    const bool a2a_level = t.group == GroupKind::cp_a2a;
+    const LinkCost& link = a2a_level ? links.cp_a2a : links.cp;
+    duration = collective_at_s(t.coll, t.comm_bytes, a2a_level ? links.cp_a2a_size : links.cp_size, link,
+                               condition.fraction(link.link_class));
+    if (piece) piece->cp_comm_s += duration;
+  } else if (t.group == GroupKind::ep) {
+    duration = collective_at_s(t.coll, t.comm_bytes, links.ep_size, links.ep,
+                               condition.fraction(links.ep.link_class));
+    if (piece) piece->ep_comm_s += duration;
+  }
+  return duration;
+}
+
 // Runs the probe's tasks on their streams (a stream runs its tasks in program order; a task
 // also waits for its dependencies), with closed-form times (collective_s) for the TP, CP and EP
 // collectives and none for the data-parallel ones (timed per step, below). A wait of the compute
 // stream is charged by the event simulation's rule (wait_attribution.hpp) to the piece and group
-// of the collective that was running; counted apart when a forward kernel waited. Compute kernels run the condition's slowdown times longer (a
-// straggler's stage), and collectives move their bytes at its fraction of their link class (a
-// slow link's stage).
+// of the collective that was running; counted apart when a forward kernel waited. Compute
+// kernels run the condition's slowdown times longer (a straggler's stage), and collectives move
+// their bytes at its fraction of their link class (a slow link's stage).
 ProbeTimes time_probe(const StageProgram& prog, const ProgramCost& cost, const GroupLinks& links,
                       const StageCondition& condition) {
   ProbeTimes out;
-  auto piece_of = [&](const Task& t) -> PieceTime* {
-    if (t.layer >= 0) {
-      out.layers = std::max<int64_t>(out.layers, int64_t(t.layer) + 1);
-      return &out.layer[size_t(std::min<int32_t>(t.layer, 1))];
-    }
-    switch (t.op) {
-      case OpName::embedding:
-      case OpName::tp_embedding:
-        return &out.embedding;
-      case OpName::final_ln:
-      case OpName::logits:
-      case OpName::loss:
-      case OpName::tp_logits:
-      case OpName::tp_loss:
-        return &out.head;
-      default:
-        return nullptr;  // optimizer, DP traffic: per step, not per micro-batch
-    }
-  };
   std::array<double, kStreamCount> stream_free{};
   std::array<uint32_t, kStreamCount> stream_last;
   stream_last.fill(kNoTask);
@@ -76,7 +112,7 @@ ProbeTimes time_probe(const StageProgram& prog, const ProgramCost& cost, const G
     auto book = [&](uint32_t t, double lo, double hi) {
       if (t == kNoTask) return;
       const Task& b = prog.tasks[t];
-      PieceTime* owner = piece_of(b);
+      PieceTime* owner = piece_of(out, b);
       const bool charged = owner && b.kind == TaskKind::collective &&
                            (b.group == GroupKind::tp || is_cp(b.group) || b.group == GroupKind::ep);
       if (!charged) return;
@@ -108,33 +144,14 @@ ProbeTimes time_probe(const StageProgram& prog, const ProgramCost& cost, const G
     begin[i] = start;
     waited_for[i] = blocker;
     double duration = 0;
-    PieceTime* piece = piece_of(t);
+    PieceTime* piece = piece_of(out, t);
     if (t.kind == TaskKind::compute) {
       duration = cost.of(t).seconds() * condition.slowdown;
       if (start > compute_free) charge_wait(blocker, compute_free, start, t.phase == Phase::forward);
       compute_free = start + duration;
-      if (piece) {
-        (t.phase == Phase::forward    ? piece->forward_s
-         : t.phase == Phase::backward ? piece->backward_s
-                                      : piece->recompute_s) += duration;
-        if (t.phase != Phase::recompute)  // model FLOPs, as the workload counts them
-          (t.op == OpName::attn_core ? piece->attention_flops : piece->gemm_flops) += t.flops;
-        piece->hbm_bytes += prog.hbm_bytes(t);
-      }
-    } else if (t.kind == TaskKind::collective && t.group == GroupKind::tp) {
-      duration = collective_at_s(t.coll, t.comm_bytes, links.tp_size, links.tp,
-                                 condition.fraction(links.tp.link_class));
-      if (piece) piece->tp_comm_s += duration;
-    } else if (t.kind == TaskKind::collective && is_cp(t.group)) {
-      const bool a2a_level = t.group == GroupKind::cp_a2a;
-      const LinkCost& link = a2a_level ? links.cp_a2a : links.cp;
-      duration = collective_at_s(t.coll, t.comm_bytes, a2a_level ? links.cp_a2a_size : links.cp_size, link,
-                                 condition.fraction(link.link_class));
-      if (piece) piece->cp_comm_s += duration;
-    } else if (t.kind == TaskKind::collective && t.group == GroupKind::ep) {
-      duration = collective_at_s(t.coll, t.comm_bytes, links.ep_size, links.ep,
-                                 condition.fraction(links.ep.link_class));
-      if (piece) piece->ep_comm_s += duration;
+      if (piece) book_compute(*piece, prog, t, duration);
+    } else if (t.kind == TaskKind::collective) {
+      duration = probe_collective_s(t, piece, links, condition);
     }
     end[i] = start + duration;
     stream_free[stream] = end[i];
@@ -186,8 +203,8 @@ StepTimeEstimator::StepTimeEstimator(const Scenario& sc, const AnalyticOptions& 
   m_ep_link = all_to_all(rank_group(l, GroupKind::ep));
   m_dp_link = link(rank_group(l, GroupKind::dp_cp));
   m_expert_dp_link = link(rank_group(l, GroupKind::edp));
-  m_pp_link_inside = link(pipeline_pair(cluster, l.tp * l.cp * l.dp, true));
-  m_pp_link_across = link(pipeline_pair(cluster, l.tp * l.cp * l.dp, false));
+  m_pp_link_inside = link(pipeline_pair(cluster, l.tp * l.cp * l.dp, PairPlacement::same_domain));
+  m_pp_link_across = link(pipeline_pair(cluster, l.tp * l.cp * l.dp, PairPlacement::across_domains));
   m_out.microbatches = double(std::max<int64_t>(1, l.num_microbatches()));
 }
 

@@ -122,7 +122,8 @@ void StepTimeEstimator::time_fsdp_units() {
 
   if (m_fsdp_pipeline)
     for (int64_t i = 0; i < l.pp; ++i)
-      m_first_forward_spans.push_back(gathered_forward_spans(i, i == 0, true));
+      m_first_forward_spans.push_back(gathered_forward_spans(
+          i, i == 0 ? FirstGather::waited_for : FirstGather::done_before, OverlapSlowdown::paid));
 
   // Timed once per stage: the schedule asks for each last backward twice per chunk.
   m_stage_reduce_traffic_s.assign(size_t(l.pp), 0.0);
@@ -147,17 +148,17 @@ void StepTimeEstimator::time_fsdp_units() {
 // Links shared with the DP traffic (charge_shared_links' rule): a TP, CP or EP collective
 // meeting that traffic on its link gets half of it while they overlap. The share of group g's
 // link the DP traffic uses, its dense part over DP and its experts' over expert-DP. On a full
-// mesh the DP traffic spreads over a GPU's links to all its peers; `mesh_peer_links` counts a
-// common peer's link as shared all the same.
+// mesh the DP traffic spreads over a GPU's links to all its peers; MeshPeerLinks::counted counts
+// a common peer's link as shared all the same.
 double StepTimeEstimator::dp_link_share(const LinkCost& lk, RankGroup g, double expert_share,
-                                        bool mesh_peer_links) const {
+                                        MeshPeerLinks peer_links) const {
   const Layout& l = m_layout;
   auto shares = [&](const LinkCost& traffic_link, RankGroup traffic) {
     if (g.size <= 1 || traffic.size <= 1) return false;
     const bool across = lk.link_class == LinkClass::scale_out;
     if (across != (traffic_link.link_class == LinkClass::scale_out)) return false;
     if (across || m_sc.cluster.gpu.scale_up_kind != ScaleUpKind::mesh) return true;
-    if (!mesh_peer_links) return false;
+    if (peer_links == MeshPeerLinks::ignored) return false;
     // A common peer: the least common multiple of the strides, inside both groups.
     const int64_t common = std::lcm(g.stride, traffic.stride);
     return common / g.stride < g.size && common / traffic.stride < traffic.size;
@@ -171,9 +172,9 @@ double StepTimeEstimator::dp_link_share(const LinkCost& lk, RankGroup g, double 
 double StepTimeEstimator::waits_on_dp_links_s(double tp_s, double cp_s, double ep_s,
                                               double expert_share) const {
   const Layout& l = m_layout;
-  return dp_link_share(m_tp_link, rank_group(l, GroupKind::tp), expert_share, false) * tp_s +
-         dp_link_share(m_cp_link, cp_link_group(), expert_share, false) * cp_s +
-         dp_link_share(m_ep_link, rank_group(l, GroupKind::ep), expert_share, false) * ep_s;
+  return dp_link_share(m_tp_link, rank_group(l, GroupKind::tp), expert_share, MeshPeerLinks::ignored) * tp_s +
+         dp_link_share(m_cp_link, cp_link_group(), expert_share, MeshPeerLinks::ignored) * cp_s +
+         dp_link_share(m_ep_link, rank_group(l, GroupKind::ep), expert_share, MeshPeerLinks::ignored) * ep_s;
 }
 
 // What a stage's last backward waits longer on its TP, CP and EP collectives for meeting its own
@@ -215,10 +216,11 @@ double StepTimeEstimator::forward_shared_waits_s(const PieceTime& piece, double 
 // stage's, which opens the step. Its reduce-scatters hold up nothing but the stage's own
 // optimizer (the gradient send does not wait for them): fsdp_reduce_tail_s.
 // Stage i's forward of a micro-batch whose weights it gathers, chunk by chunk: each chunk's
-// span. `opens_step`: the stage's first unit waits for its gather too (the step's first
-// forward on the first stage); `slowed`: compute beside a gather pays overlap_slowdown.
-std::vector<double> StepTimeEstimator::gathered_forward_spans(int64_t stage, bool opens_step,
-                                                              bool slowed) const {
+// span. FirstGather::waited_for: the stage's first unit waits for its gather too (the step's
+// first forward on the first stage); OverlapSlowdown::paid: compute beside a gather pays
+// overlap_slowdown.
+std::vector<double> StepTimeEstimator::gathered_forward_spans(int64_t stage, FirstGather first,
+                                                              OverlapSlowdown slowdown) const {
   std::vector<double> spans(size_t(m_split_v), 0.0);
   const std::vector<StageProgram::FsdpUnit>& units = m_stage_units[size_t(stage)];
   const std::vector<UnitTraffic>& traffic = m_unit_traffic[size_t(stage)];
@@ -228,7 +230,7 @@ std::vector<double> StepTimeEstimator::gathered_forward_spans(int64_t stage, boo
     const StageProgram::FsdpUnit& u = units[k];
     if (k == 0 || units[k - 1].chunk != u.chunk) {
       starts.clear();
-      gather_end = opens_step && k == 0 ? traffic[k].gather_s : 0.0;
+      gather_end = first == FirstGather::waited_for && k == 0 ? traffic[k].gather_s : 0.0;
       compute_end = 0;
     } else {
       const int64_t trigger = int64_t(starts.size()) - m_wo.fsdp_prefetch_layers;
@@ -238,7 +240,8 @@ std::vector<double> StepTimeEstimator::gathered_forward_spans(int64_t stage, boo
     const double start = std::max(compute_end, gather_end);
     starts.push_back(start);
     const bool next_in_chunk = k + 1 < units.size() && units[k + 1].chunk == u.chunk;
-    const double beside_s = slowed && next_in_chunk ? traffic[k + 1].gather_s : 0.0;
+    const double beside_s =
+        slowdown == OverlapSlowdown::paid && next_in_chunk ? traffic[k + 1].gather_s : 0.0;
     const PieceTime& piece = unit_piece(u, stage);
     compute_end = start + beside_traffic_s(piece.forward_s, beside_s) + piece.forward_exposed_s +
                   (beside_s > 0 ? forward_shared_waits_s(piece, beside_s, traffic[k + 1]) : 0.0);
@@ -364,13 +367,14 @@ void StepTimeEstimator::expose_fsdp_traffic() {
     // last backward.
     const std::vector<UnitTraffic>& first_units = m_unit_traffic.front();
     const UnitTraffic embedding = first_units.empty() ? UnitTraffic{} : first_units.front();
-    auto forward_waits_s = [&](bool opens_step) {
-      const std::vector<double> spans = gathered_forward_spans(0, opens_step, false);
+    auto forward_waits_s = [&](FirstGather first) {
+      const std::vector<double> spans = gathered_forward_spans(0, first, OverlapSlowdown::not_paid);
       return std::max(
           0.0, std::accumulate(spans.begin(), spans.end(), 0.0) - slow.forward_s - slow.forward_exposed_s);
     };
-    const double unhidden =
-        forward_waits_s(true) + (microbatches - 1.0) * forward_waits_s(false) + embedding.reduce_s;
+    const double unhidden = forward_waits_s(FirstGather::waited_for) +
+                            (microbatches - 1.0) * forward_waits_s(FirstGather::done_before) +
+                            embedding.reduce_s;
     // The backward's gathers (each unit's, prefetched) and reduce-scatters run on two streams
     // at once, unless one communicator's stream serializes them (FSDP1): their calls' latencies
     // overlap, their bytes share the link, so together they take the longer stream or the
@@ -545,7 +549,7 @@ void StepTimeEstimator::charge_shared_links() {
   if (dp_busy <= 0) return;
   // The share of the span DP traffic runs on the link of group `g`.
   auto busy_beside = [&](const LinkCost& lk, RankGroup g) {
-    return dp_busy * dp_link_share(lk, g, m_slowest_expert_share, true);
+    return dp_busy * dp_link_share(lk, g, m_slowest_expert_share, MeshPeerLinks::counted);
   };
   m_tp_shared_s = busy_beside(m_tp_link, rank_group(l, GroupKind::tp)) * microbatches * slow.tp_exposed_s;
   m_cp_shared_s = busy_beside(m_cp_link, cp_link_group()) * microbatches * slow.cp_exposed_s;

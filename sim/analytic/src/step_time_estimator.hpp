@@ -144,10 +144,16 @@ class StepTimeEstimator {
   double beside_traffic_s(double compute_s, double traffic_s) const;
   const Probes& probes_of(int64_t stage) const { return m_probes.at(m_stage_condition[size_t(stage)]); }
   const PieceTime& unit_piece(const StageProgram::FsdpUnit& u, int64_t stage) const;
-  std::vector<double> gathered_forward_spans(int64_t stage, bool opens_step, bool slowed) const;
+  // See gathered_forward_spans (step_time_estimate_data_parallel.cpp).
+  enum class FirstGather : uint8_t { waited_for, done_before };
+  enum class OverlapSlowdown : uint8_t { paid, not_paid };
+  std::vector<double> gathered_forward_spans(int64_t stage, FirstGather first,
+                                             OverlapSlowdown slowdown) const;
   double first_forward_s(const StageTime& st) const;
   double last_backward_s(const StageTime& st) const;
-  double dp_link_share(const LinkCost& lk, RankGroup g, double expert_share, bool mesh_peer_links) const;
+  // Whether a full mesh's link to a peer common to both groups counts as shared (dp_link_share).
+  enum class MeshPeerLinks : uint8_t { counted, ignored };
+  double dp_link_share(const LinkCost& lk, RankGroup g, double expert_share, MeshPeerLinks peer_links) const;
   // The group m_cp_link serves: CP's, or under a2a+p2p the ring's level (the one that leaves the
   // node), where CP's exposed time is taken.
   RankGroup cp_link_group() const {

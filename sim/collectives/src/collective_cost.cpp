@@ -217,8 +217,8 @@ int64_t nic_sharers(const ClusterSpec& cluster, RankGroup group) {
   return int64_t(most);
 }
 
-RankGroup pipeline_pair(const ClusterSpec& cluster, int64_t stage_size, bool same_domain) {
-  if (same_domain) return {2, 1};
+RankGroup pipeline_pair(const ClusterSpec& cluster, int64_t stage_size, PairPlacement placement) {
+  if (placement == PairPlacement::same_domain) return {2, 1};
   const int64_t domain = scale_up_domain_size(cluster);
   return {2, stage_size < domain ? domain : stage_size};
 }

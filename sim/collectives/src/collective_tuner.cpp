@@ -315,19 +315,121 @@ std::optional<std::string> CollectiveTuner::unsupported(CollectiveOp op, Algorit
   return std::nullopt;
 }
 
+namespace {
+
+// What every entry of one call's cost table reads: the group's size, channels and rates in
+// NCCL's terms (ncclTopoTuneModel's nRanks, nChannels, compCapIndex, bw in GB/s) and the call's
+// steps.
+struct CallTerms {
+  int64_t n;     // ranks
+  int nch;       // max channels
+  int idx;       // node_index: 1, 2 or more nodes
+  int cc;        // compute capability index, clamped to the tables
+  double intra;  // GB/s
+  double inter;  // GB/s
+  bool ar;       // all_reduce
+  bool agrs;     // all_gather or reduce_scatter
+  int64_t nsteps;
+  double ring_bw;  // GB/s, the slower of the ring's hops
+};
+
+CallTerms call_terms(CollectiveOp op, const GroupShape& s) {
+  CallTerms t;
+  t.n = s.ranks;
+  t.nch = CollectiveTuner::max_channels(s);
+  t.idx = node_index(s);
+  t.cc = std::clamp(s.cc_index, 0, 3);
+  t.intra = s.intra_bytes_per_s / 1e9;
+  t.inter = s.inter_bytes_per_s / 1e9;
+  t.ar = op == CollectiveOp::all_reduce;
+  t.agrs = op == CollectiveOp::all_gather || op == CollectiveOp::reduce_scatter;
+  t.nsteps = t.ar ? 2 * (t.n - 1) : (t.agrs ? t.n - 1 : t.n);
+  t.ring_bw = s.nodes == 1 ? t.intra : (s.ranks_per_node == 1 ? t.inter : std::min(t.intra, t.inter));
+  return t;
+}
+
+// Bandwidth (§1.3): busBw, then bus -> algorithm bandwidth, in GB/s.
+double model_algbw_GBps(Algorithm algo, Protocol proto, const CallTerms& t, const GroupShape& s) {
+  const int nch = t.nch, idx = t.idx, cc = t.cc;
+  double bus = t.ring_bw;
+  double ratio = (algo == Algorithm::ring || algo == Algorithm::nvls || algo == Algorithm::nvls_tree ||
+                  algo == Algorithm::hierarchical)
+                     ? double(t.n) / double(std::max<int64_t>(1, t.nsteps))
+                     : 0.5;
+  if (algo == Algorithm::nvls || algo == Algorithm::nvls_tree) {
+    double intra_bw = t.intra * kNvlsEfficiency[cc] * double(nch - 1) / double(nch);
+    intra_bw *= t.ar ? 2.0 : double(s.ranks_per_node - 1) / double(s.ranks_per_node);
+    const double inter_bw = t.inter * ((s.nodes <= 2 && algo == Algorithm::nvls_tree) ? 2.0 : 1.0);
+    bus = s.nodes > 1 ? std::min(intra_bw, inter_bw) : intra_bw;
+    if (algo == Algorithm::nvls_tree) bus = std::min(bus, double(nch) * kPerChMaxNVLSTreeBw[cc][idx]);
+  }
+  if (algo == Algorithm::ring && proto == Protocol::ll)
+    bus = std::min(kLlMaxBw[s.nodes == 1 ? cc : 0][idx], bus * 0.5);
+  if (algo == Algorithm::ring && proto == Protocol::ll128)
+    bus = std::min(bus * 0.92, double(nch) * kPerChMaxRingLL128Bw[cc][idx]);
+  if (algo == Algorithm::tree) {
+    bus = std::min(bus * 0.92, double(nch) * kPerChMaxTreeBw[cc][idx]);
+    if (proto == Protocol::ll) bus = std::min(bus / 3.8, kLlMaxBw[s.nodes == 1 ? cc : 0][idx]);
+    if (proto == Protocol::ll128)
+      bus = std::min(bus * (s.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
+                     double(nch) * kPerChMaxTreeLL128Bw[cc][idx]);
+  }
+  if (algo == Algorithm::pat) bus *= 0.75;
+  if (algo == Algorithm::p2p) {
+    bus = t.ring_bw * (proto == Protocol::ll ? 0.5 : 1.0);
+    ratio = 1.0;
+  }
+  if (t.agrs && algo != Algorithm::ring && algo != Algorithm::hierarchical) ratio = 1.0;
+  return bus * ratio;
+}
+
+// Latency (§1.4), in µs, before the time's corrections.
+double model_latency_us(CollectiveOp op, Algorithm algo, Protocol proto, const CallTerms& t,
+                        const GroupShape& s) {
+  using Hw = CollectiveTuner::Hw;
+  const int64_t n = t.n, nsteps = t.nsteps;
+  double lat = CollectiveTuner::base_latency_us(algo, proto);
+  const double intra_lat = CollectiveTuner::intra_step_us(algo, proto, s);
+  const double inter_lat = CollectiveTuner::inter_step_us(algo, proto, s);
+  const Hw hw = s.nodes == 1 ? (s.pcie_only ? Hw::pci : Hw::nvlink) : Hw::net;
+  switch (algo) {
+    case Algorithm::ring:
+    case Algorithm::hierarchical:
+      if (op == CollectiveOp::broadcast || op == CollectiveOp::reduce) {
+        lat += double(nsteps) * CollectiveTuner::hw_latency_us(
+                                    hw, proto == Protocol::simple ? Algorithm::tree : Algorithm::ring, proto);
+      } else {
+        const int64_t inter_steps = s.nodes == 1 ? 0 : (t.ar ? 2 * (s.nodes - 1) : s.nodes - 1);
+        lat += double(nsteps - inter_steps) * intra_lat + double(inter_steps) * inter_lat;
+      }
+      break;
+    case Algorithm::tree:
+      lat += 2.0 * (double(n / s.nodes - 1) * intra_lat + double(log2i(s.nodes)) * inter_lat);
+      break;
+    case Algorithm::nvls:
+      lat = CollectiveTuner::hw_latency_us(Hw::nvlink, algo, proto) + (s.nodes > 1 ? inter_lat : 0.0);
+      break;
+    case Algorithm::nvls_tree:
+      lat +=
+          CollectiveTuner::hw_latency_us(Hw::nvlink, algo, proto) + 2.0 * double(log2i(s.nodes)) * inter_lat;
+      break;
+    case Algorithm::pat:
+      lat += double(log2i(s.nodes)) * (inter_lat / 3.5) + double(n) * 2.8;
+      break;
+    case Algorithm::p2p:
+      lat += s.nodes > 1 ? inter_lat : intra_lat;
+      break;
+    default:
+      break;
+  }
+  return lat;
+}
+
+}  // namespace
+
 std::vector<CostEntry> CollectiveTuner::cost_table(CollectiveOp op, const GroupShape& s, double bytes) {
   std::vector<CostEntry> table;
-  const int64_t n = s.ranks;
-  const int nch = max_channels(s);
-  const int idx = node_index(s);
-  const int cc = std::clamp(s.cc_index, 0, 3);
-  const double intra = s.intra_bytes_per_s / 1e9;  // GB/s
-  const double inter = s.inter_bytes_per_s / 1e9;
-  const bool ar = op == CollectiveOp::all_reduce;
-  const bool agrs = op == CollectiveOp::all_gather || op == CollectiveOp::reduce_scatter;
-  const int64_t nsteps = ar ? 2 * (n - 1) : (agrs ? n - 1 : n);
-  const double ring_bw = s.nodes == 1 ? intra : (s.ranks_per_node == 1 ? inter : std::min(intra, inter));
-
+  const CallTerms t = call_terms(op, s);
   for (Algorithm algo :
        {Algorithm::tree, Algorithm::ring, Algorithm::collnet_direct, Algorithm::collnet_chain,
         Algorithm::nvls, Algorithm::nvls_tree, Algorithm::pat, Algorithm::hierarchical, Algorithm::p2p}) {
@@ -338,82 +440,17 @@ std::vector<CostEntry> CollectiveTuner::cost_table(CollectiveOp op, const GroupS
         table.push_back(e);
         continue;
       }
-      const int p = static_cast<int>(proto);
-      // Bandwidth (§1.3): busBw, then bus -> algorithm bandwidth.
-      double bus = ring_bw;
-      double ratio = (algo == Algorithm::ring || algo == Algorithm::nvls || algo == Algorithm::nvls_tree ||
-                      algo == Algorithm::hierarchical)
-                         ? double(n) / double(std::max<int64_t>(1, nsteps))
-                         : 0.5;
-      if (algo == Algorithm::nvls || algo == Algorithm::nvls_tree) {
-        double intra_bw = intra * kNvlsEfficiency[cc] * double(nch - 1) / double(nch);
-        intra_bw *= ar ? 2.0 : double(s.ranks_per_node - 1) / double(s.ranks_per_node);
-        const double inter_bw = inter * ((s.nodes <= 2 && algo == Algorithm::nvls_tree) ? 2.0 : 1.0);
-        bus = s.nodes > 1 ? std::min(intra_bw, inter_bw) : intra_bw;
-        if (algo == Algorithm::nvls_tree) bus = std::min(bus, double(nch) * kPerChMaxNVLSTreeBw[cc][idx]);
-      }
-      if (algo == Algorithm::ring && proto == Protocol::ll)
-        bus = std::min(kLlMaxBw[s.nodes == 1 ? cc : 0][idx], bus * 0.5);
-      if (algo == Algorithm::ring && proto == Protocol::ll128)
-        bus = std::min(bus * 0.92, double(nch) * kPerChMaxRingLL128Bw[cc][idx]);
-      if (algo == Algorithm::tree) {
-        bus = std::min(bus * 0.92, double(nch) * kPerChMaxTreeBw[cc][idx]);
-        if (proto == Protocol::ll) bus = std::min(bus / 3.8, kLlMaxBw[s.nodes == 1 ? cc : 0][idx]);
-        if (proto == Protocol::ll128)
-          bus = std::min(bus * (s.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
-                         double(nch) * kPerChMaxTreeLL128Bw[cc][idx]);
-      }
-      if (algo == Algorithm::pat) bus *= 0.75;
-      if (algo == Algorithm::p2p) {
-        bus = ring_bw * (proto == Protocol::ll ? 0.5 : 1.0);
-        ratio = 1.0;
-      }
-      if (agrs && algo != Algorithm::ring && algo != Algorithm::hierarchical) ratio = 1.0;
-      e.algbw_GBps = bus * ratio;
-
-      // Latency (§1.4).
-      double lat = base_latency_us(algo, proto);
-      const double intra_lat = intra_step_us(algo, proto, s);
-      const double inter_lat = inter_step_us(algo, proto, s);
-      const Hw hw = s.nodes == 1 ? (s.pcie_only ? Hw::pci : Hw::nvlink) : Hw::net;
-      switch (algo) {
-        case Algorithm::ring:
-        case Algorithm::hierarchical:
-          if (op == CollectiveOp::broadcast || op == CollectiveOp::reduce) {
-            lat += double(nsteps) *
-                   hw_latency_us(hw, proto == Protocol::simple ? Algorithm::tree : Algorithm::ring, proto);
-          } else {
-            const int64_t inter_steps = s.nodes == 1 ? 0 : (ar ? 2 * (s.nodes - 1) : s.nodes - 1);
-            lat += double(nsteps - inter_steps) * intra_lat + double(inter_steps) * inter_lat;
-          }
-          break;
-        case Algorithm::tree:
-          lat += 2.0 * (double(n / s.nodes - 1) * intra_lat + double(log2i(s.nodes)) * inter_lat);
-          break;
-        case Algorithm::nvls:
-          lat = hw_latency_us(Hw::nvlink, algo, proto) + (s.nodes > 1 ? inter_lat : 0.0);
-          break;
-        case Algorithm::nvls_tree:
-          lat += hw_latency_us(Hw::nvlink, algo, proto) + 2.0 * double(log2i(s.nodes)) * inter_lat;
-          break;
-        case Algorithm::pat:
-          lat += double(log2i(s.nodes)) * (inter_lat / 3.5) + double(n) * 2.8;
-          break;
-        case Algorithm::p2p:
-          lat += s.nodes > 1 ? inter_lat : intra_lat;
-          break;
-        default:
-          break;
-      }
+      e.algbw_GBps = model_algbw_GBps(algo, proto, t, s);
+      double lat = model_latency_us(op, algo, proto, t, s);
 
       // Time (§1.5).
       double bw = e.algbw_GBps;
       const int log_size = log2i(int64_t(bytes) >> 6);
-      if (algo == Algorithm::tree && ar && int64_t(bytes) >= 64 && log_size < 23)
-        bw *= kTreeCorrection[p][log_size];
-      if (algo == Algorithm::ring && proto == Protocol::simple && s.nodes > 1 && ar &&
-          bytes / (double(nch) * double(n)) >= 64)
-        lat *= cc < 1 ? 1.9 : 1.4;
+      if (algo == Algorithm::tree && t.ar && int64_t(bytes) >= 64 && log_size < 23)
+        bw *= kTreeCorrection[static_cast<int>(proto)][log_size];
+      if (algo == Algorithm::ring && proto == Protocol::simple && s.nodes > 1 && t.ar &&
+          bytes / (double(t.nch) * double(t.n)) >= 64)
+        lat *= t.cc < 1 ? 1.9 : 1.4;
       if (algo == Algorithm::hierarchical)
         e.why_disabled = "not an NCCL algorithm: only on request (algorithm hierarchical)";
       e.latency_us = lat;

@@ -67,7 +67,6 @@ class Executor {
   Executor(const Scenario& sc, const Workload& w, const WorkloadCost& cost, const StepSimOptions& opt,
            const Calibration& cal, int64_t also_trace = -1)
       : m_sc(sc), m_w(w), m_cost(cost), m_opt(opt), m_layout(sc.layout, sc.cluster.gpus_per_node) {
-    const Layout& l = sc.layout;
     m_full = opt.scope == SimulationScope::full;
     check_stragglers(opt.stragglers, m_layout.world_size());
     check_slow_links(opt.slow_links, m_layout.world_size());
@@ -75,82 +74,13 @@ class Executor {
       throw InputError("step", "stragglers", "a straggler needs every rank simulated (scope full)");
     if (!m_full && !opt.slow_links.empty())
       throw InputError("step", "slow_links", "a degraded link needs every rank simulated (scope full)");
-    // Link costs per group kind, with calibration.json's α/β where given.
-    for (GroupKind g : {GroupKind::tp, GroupKind::cp, GroupKind::dp, GroupKind::dp_cp, GroupKind::ep,
-                        GroupKind::pp, GroupKind::edp, GroupKind::cp_a2a, GroupKind::cp_ring}) {
-      const bool all_to_all = g == GroupKind::ep || g == GroupKind::cp_a2a ||
-                              (g == GroupKind::cp && l.cp_comm_type == CpCommType::a2a);
-      m_link[static_cast<size_t>(group_index(g))] =
-          all_to_all ? all_to_all_link(sc.cluster, rank_group(l, g), opt.comm)
-                     : group_link(sc.cluster, rank_group(l, g), opt.comm);
-    }
-
-    // Per-stage stream queues (recv markers are completed by their sends, not by a stream).
-    m_queues.resize(w.stages.size());
-    for (size_t s = 0; s < w.stages.size(); ++s)
-      for (uint32_t i = 0; i < w.stages[s].tasks.size(); ++i) {
-        const Task& t = w.stages[s].tasks[i];
-        if (t.kind != TaskKind::recv) m_queues[s][static_cast<size_t>(t.stream)].push_back(i);
-      }
-
-    // Simulated ranks.
-    std::vector<int64_t> sim;
-    if (m_full) {
-      for (int64_t r = 0; r < m_layout.world_size(); ++r) sim.push_back(r);
-    } else {
-      sim = m_layout.representatives();
-    }
-    m_index_of_rank.assign(static_cast<size_t>(m_layout.world_size()), -1);
-    m_ranks.resize(sim.size());
-    for (size_t i = 0; i < sim.size(); ++i) {
-      RankState& r = m_ranks[i];
-      r.rank = sim[i];
-      r.stage = m_layout.coord_of(sim[i]).pp;
-      r.done.assign(w.stages[static_cast<size_t>(r.stage)].tasks.size(), 0);
-      m_index_of_rank[static_cast<size_t>(sim[i])] = static_cast<int32_t>(i);
-    }
-    // Traced ranks: the representatives and the stragglers.
-    for (int64_t rep : m_layout.representatives()) trace(rep);
-    for (const auto& s : opt.stragglers) {  // given twice, a GPU runs at the larger slowdown
-      trace(s.rank);
-      double& slowdown = m_ranks[static_cast<size_t>(m_index_of_rank[static_cast<size_t>(s.rank)])].slowdown;
-      slowdown = std::max(slowdown, s.slowdown);
-    }
-    m_mesh_domain = sc.cluster.gpu.scale_up_kind == ScaleUpKind::mesh ? scale_up_domain_size(sc.cluster) : 0;
-    m_ports_per_rank = static_cast<uint32_t>(std::max<int64_t>(1, m_mesh_domain)) + 1;
-    std::vector<double> links(2 * m_ports_per_rank * sim.size(), kPortRate);
-    for (const auto& s : opt.slow_links) {
-      const auto i = static_cast<uint32_t>(m_index_of_rank[static_cast<size_t>(s.rank)]);
-      // The NIC is the rank's last port; before it the switch port, or on a mesh its links to
-      // each peer. Both directions slow down. Given twice, a link runs at the lower fraction.
-      const uint32_t nic = port_index(i, 1, -1);
-      const uint32_t first = s.link == LinkClass::scale_out ? nic : port_index(i, 0, -1);
-      const uint32_t last = s.link == LinkClass::scale_out ? nic : nic - 1;
-      for (uint32_t port = first; port <= last; ++port)
-        for (PortDirection d : {PortDirection::out, PortDirection::in}) {
-          double& capacity = links[port_link(port, d)];
-          capacity = std::min(capacity, kPortRate * s.bandwidth_fraction);
-        }
-      trace(s.rank);
-    }
+    cost_group_links();
+    queue_stage_tasks();
+    place_ranks();
+    std::vector<double> links = port_capacities();
     if (also_trace >= 0) trace(also_trace);
     m_network = std::make_unique<Network>(m_engine, std::move(links));
-    if (opt.timing == CollectiveTiming::nccl_model) {
-      const ClusterGraphSpec spec = cluster_graph_spec(sc.cluster);
-      if (const auto why = ClusterGraph::check(spec)) {
-        m_warnings.push_back(
-            "collectives timed with the alpha-beta model: the cluster graph cannot be built (" + *why + ")");
-      } else {
-        m_graph = std::make_shared<ClusterGraph>(spec);
-      }
-    }
-    for (LinkClass c : {LinkClass::scale_up, LinkClass::scale_out}) {
-      const LinkCalibration lcal = cal.link(
-          sc.cluster.gpu.id, c == LinkClass::scale_up ? CalibratedLink::scale_up : CalibratedLink::scale_out);
-      m_calibrated[c == LinkClass::scale_up ? 0 : 1] =
-          lcal.alpha_s.has_value() || lcal.beta_s_per_byte.has_value();
-      m_cal_links[c == LinkClass::scale_up ? 0 : 1] = lcal;
-    }
+    choose_collective_timing(cal);
   }
 
   StepResult run() {
@@ -203,6 +133,101 @@ class Executor {
   }
 
  private:
+  // Link costs per group kind, with calibration.json's α/β where given.
+  void cost_group_links() {
+    const Layout& l = m_sc.layout;
+    for (GroupKind g : {GroupKind::tp, GroupKind::cp, GroupKind::dp, GroupKind::dp_cp, GroupKind::ep,
+                        GroupKind::pp, GroupKind::edp, GroupKind::cp_a2a, GroupKind::cp_ring}) {
+      const bool all_to_all = g == GroupKind::ep || g == GroupKind::cp_a2a ||
+                              (g == GroupKind::cp && l.cp_comm_type == CpCommType::a2a);
+      m_link[static_cast<size_t>(group_index(g))] =
+          all_to_all ? all_to_all_link(m_sc.cluster, rank_group(l, g), m_opt.comm)
+                     : group_link(m_sc.cluster, rank_group(l, g), m_opt.comm);
+    }
+  }
+
+  // Per-stage stream queues (recv markers are completed by their sends, not by a stream).
+  void queue_stage_tasks() {
+    m_queues.resize(m_w.stages.size());
+    for (size_t s = 0; s < m_w.stages.size(); ++s)
+      for (uint32_t i = 0; i < m_w.stages[s].tasks.size(); ++i) {
+        const Task& t = m_w.stages[s].tasks[i];
+        if (t.kind != TaskKind::recv) m_queues[s][static_cast<size_t>(t.stream)].push_back(i);
+      }
+  }
+
+  // The simulated ranks (every rank, or the representatives) and the traced ones: the
+  // representatives and the stragglers, which run slower.
+  void place_ranks() {
+    std::vector<int64_t> sim;
+    if (m_full) {
+      for (int64_t r = 0; r < m_layout.world_size(); ++r) sim.push_back(r);
+    } else {
+      sim = m_layout.representatives();
+    }
+    m_index_of_rank.assign(static_cast<size_t>(m_layout.world_size()), -1);
+    m_ranks.resize(sim.size());
+    for (size_t i = 0; i < sim.size(); ++i) {
+      RankState& r = m_ranks[i];
+      r.rank = sim[i];
+      r.stage = m_layout.coord_of(sim[i]).pp;
+      r.done.assign(m_w.stages[static_cast<size_t>(r.stage)].tasks.size(), 0);
+      m_index_of_rank[static_cast<size_t>(sim[i])] = static_cast<int32_t>(i);
+    }
+    for (int64_t rep : m_layout.representatives()) trace(rep);
+    for (const auto& s : m_opt.stragglers) {  // given twice, a GPU runs at the larger slowdown
+      trace(s.rank);
+      double& slowdown = m_ranks[static_cast<size_t>(m_index_of_rank[static_cast<size_t>(s.rank)])].slowdown;
+      slowdown = std::max(slowdown, s.slowdown);
+    }
+  }
+
+  // The network's link capacities, two per port of each simulated rank, the degraded links
+  // (traced) at their fraction.
+  std::vector<double> port_capacities() {
+    m_mesh_domain =
+        m_sc.cluster.gpu.scale_up_kind == ScaleUpKind::mesh ? scale_up_domain_size(m_sc.cluster) : 0;
+    m_ports_per_rank = static_cast<uint32_t>(std::max<int64_t>(1, m_mesh_domain)) + 1;
+    std::vector<double> links(2 * m_ports_per_rank * m_ranks.size(), kPortRate);
+    for (const auto& s : m_opt.slow_links) {
+      const auto i = static_cast<uint32_t>(m_index_of_rank[static_cast<size_t>(s.rank)]);
+      // The NIC is the rank's last port; before it the switch port, or on a mesh its links to
+      // each peer. Both directions slow down. Given twice, a link runs at the lower fraction.
+      const uint32_t nic = port_index(i, 1, -1);
+      const uint32_t first = s.link == LinkClass::scale_out ? nic : port_index(i, 0, -1);
+      const uint32_t last = s.link == LinkClass::scale_out ? nic : nic - 1;
+      for (uint32_t port = first; port <= last; ++port)
+        for (PortDirection d : {PortDirection::out, PortDirection::in}) {
+          double& capacity = links[port_link(port, d)];
+          capacity = std::min(capacity, kPortRate * s.bandwidth_fraction);
+        }
+      trace(s.rank);
+    }
+    return links;
+  }
+
+  // NCCL's model needs the cluster graph (else α-β, with a warning); calibration.json's α/β,
+  // where given for a link class, replace the model there.
+  void choose_collective_timing(const Calibration& cal) {
+    if (m_opt.timing == CollectiveTiming::nccl_model) {
+      const ClusterGraphSpec spec = cluster_graph_spec(m_sc.cluster);
+      if (const auto why = ClusterGraph::check(spec)) {
+        m_warnings.push_back(
+            "collectives timed with the alpha-beta model: the cluster graph cannot be built (" + *why + ")");
+      } else {
+        m_graph = std::make_shared<ClusterGraph>(spec);
+      }
+    }
+    for (LinkClass c : {LinkClass::scale_up, LinkClass::scale_out}) {
+      const LinkCalibration lcal =
+          cal.link(m_sc.cluster.gpu.id,
+                   c == LinkClass::scale_up ? CalibratedLink::scale_up : CalibratedLink::scale_out);
+      m_calibrated[c == LinkClass::scale_up ? 0 : 1] =
+          lcal.alpha_s.has_value() || lcal.beta_s_per_byte.has_value();
+      m_cal_links[c == LinkClass::scale_up ? 0 : 1] = lcal;
+    }
+  }
+
   struct RankState {
     int64_t rank = 0;
     int64_t stage = 0;
@@ -355,9 +380,11 @@ class Executor {
     const int64_t peer_rank = m_layout.rank_of(c);
     const int32_t peer = m_index_of_rank[static_cast<size_t>(peer_rank)];
     SIMRUN_ASSERT(peer >= 0, "pipeline peer not simulated");
-    const bool same_domain =
-        r.rank / scale_up_domain_size(m_sc.cluster) == peer_rank / scale_up_domain_size(m_sc.cluster);
-    const CommCost cost = p2p_cost(task.comm_bytes, same_domain);
+    const PairPlacement placement =
+        r.rank / scale_up_domain_size(m_sc.cluster) == peer_rank / scale_up_domain_size(m_sc.cluster)
+            ? PairPlacement::same_domain
+            : PairPlacement::across_domains;
+    const CommCost cost = p2p_cost(task.comm_bytes, placement);
     const int port = cost.port;
     FlowSpec f;
     f.bytes = cost.bw_s * kPortRate;
@@ -436,14 +463,15 @@ class Executor {
     return cost;
   }
 
-  CommCost p2p_cost(double bytes, bool same_domain) {
+  CommCost p2p_cost(double bytes, PairPlacement placement) {
+    const bool same_domain = placement == PairPlacement::same_domain;
     const auto key = std::make_tuple(-1, same_domain ? 1 : 0, bytes);
     const auto it = m_cost_cache.find(key);
     if (it != m_cost_cache.end()) return it->second;
     const int64_t domain = scale_up_domain_size(m_sc.cluster);
     const int64_t stage_size = rank_group(m_sc.layout, GroupKind::pp).stride;
     const LinkCost lc =
-        group_link(m_sc.cluster, pipeline_pair(m_sc.cluster, stage_size, same_domain), m_opt.comm);
+        group_link(m_sc.cluster, pipeline_pair(m_sc.cluster, stage_size, placement), m_opt.comm);
     const int port = lc.link_class == LinkClass::scale_up ? 0 : 1;
     CommCost cost;
     if (m_graph && !m_calibrated[port] && m_sc.cluster.num_gpus > domain - (same_domain ? domain : 0))

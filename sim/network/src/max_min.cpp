@@ -39,33 +39,40 @@ void MaxMinSolver::add_use(uint32_t link, double weight) {
   m_uses.push_back(Use{link, weight});
 }
 
-const std::vector<double>& MaxMinSolver::solve() {
-  const size_t links = m_capacity.size(), flows = m_cap.size();
-  auto uses_of = [&](size_t flow) {
-    const size_t end = flow + 1 < flows ? m_first_use[flow + 1] : m_uses.size();
-    return std::pair{m_uses.begin() + m_first_use[flow], m_uses.begin() + end};
-  };
+std::pair<std::vector<MaxMinSolver::Use>::const_iterator, std::vector<MaxMinSolver::Use>::const_iterator>
+MaxMinSolver::uses_of(size_t flow) const {
+  const size_t end = flow + 1 < m_cap.size() ? m_first_use[flow + 1] : m_uses.size();
+  return {m_uses.begin() + m_first_use[flow], m_uses.begin() + end};
+}
 
-  // Each link's flows, and its residual capacity and unfrozen weight.
+const std::vector<double>& MaxMinSolver::solve() {
+  link_members();
+  m_residual = m_capacity;
+  fill();
+  return m_rate;
+}
+
+void MaxMinSolver::link_members() {
+  const size_t links = m_capacity.size(), flows = m_cap.size();
   m_first_member.assign(links + 1, 0);
   for (const Use& u : m_uses) ++m_first_member[u.link + 1];
   for (size_t l = 0; l < links; ++l) m_first_member[l + 1] += m_first_member[l];
   m_members.resize(m_uses.size());
   m_unfrozen_weight.assign(links, 0.0);
-  {
-    std::vector<uint32_t>& next = m_first_member;  // filled forwards, then shifted back
-    for (size_t f = 0; f < flows; ++f) {
-      const auto [begin, end] = uses_of(f);
-      for (auto u = begin; u != end; ++u) {
-        m_members[next[u->link]++] = Member{static_cast<uint32_t>(f), u->weight};
-        m_unfrozen_weight[u->link] += u->weight;
-      }
+  std::vector<uint32_t>& next = m_first_member;  // filled forwards, then shifted back
+  for (size_t f = 0; f < flows; ++f) {
+    const auto [begin, end] = uses_of(f);
+    for (auto u = begin; u != end; ++u) {
+      m_members[next[u->link]++] = Member{static_cast<uint32_t>(f), u->weight};
+      m_unfrozen_weight[u->link] += u->weight;
     }
-    for (size_t l = links; l > 0; --l) next[l] = next[l - 1];
-    next[0] = 0;
   }
-  m_residual = m_capacity;
+  for (size_t l = links; l > 0; --l) next[l] = next[l - 1];
+  next[0] = 0;
+}
 
+void MaxMinSolver::fill() {
+  const size_t links = m_capacity.size(), flows = m_cap.size();
   struct Offer {
     double share;
     uint32_t id;  // link index, or flow index for caps
@@ -124,7 +131,6 @@ const std::vector<double>& MaxMinSolver::solve() {
     for (uint32_t m = m_first_member[o.id]; m < m_first_member[o.id + 1]; ++m)
       if (!m_frozen[m_members[m].flow]) freeze(m_members[m].flow, o.share);
   }
-  return m_rate;
 }
 
 }  // namespace simrun

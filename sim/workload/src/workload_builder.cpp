@@ -74,6 +74,18 @@ StageBuilder::Shared::Shared(const Scenario& scenario, const WorkloadOptions& o,
   T = d(l.micro_batch) * seq / d(cp);
   Ts = sp ? T / d(tp) : T;
   h = d(md.hidden);
+  shape_attention(md);
+  const ParamCounts pc = count_params(md);
+  split_params(md, pc);
+  moe = md.is_moe();
+  first_moe_layer = moe ? md.moe->first_dense_layers : md.layers;
+  if (moe) shape_moe(md, pc);
+  first_layer = chunk_first_layers(layers_per_chunk, pp, v);
+  SIMRUN_ASSERT(std::accumulate(layers_per_chunk.begin(), layers_per_chunk.end(), int64_t(0)) == md.layers,
+                "layer split does not cover the model");
+}
+
+void StageBuilder::Shared::shape_attention(const ModelSpec& md) {
   head_dim = d(md.head_dim > 0 ? md.head_dim : md.hidden / md.heads);
   heads_loc = d(md.heads) / d(tp);
   const AttentionWidths widths = attention_widths(md, tp);
@@ -97,8 +109,10 @@ StageBuilder::Shared::Shared(const Scenario& scenario, const WorkloadOptions& o,
     out_width_loc = heads_loc * v;
     kv_up_loc = heads_loc * d(a.qk_nope_head_dim + a.v_head_dim);
   }
+}
 
-  const ParamCounts pc = count_params(md);
+void StageBuilder::Shared::split_params(const ModelSpec& md, const ParamCounts& pc) {
+  const Layout& l = sc.layout;
   const double final_norm = (layernorm ? 2.0 : 1.0) * h;
   embedding_params_local = pc.embedding / d(tp);
   output_params_local = (md.tied_embeddings && pp == 1 ? 0.0 : d(md.vocab) * h / d(tp)) + final_norm;
@@ -111,36 +125,31 @@ StageBuilder::Shared::Shared(const Scenario& scenario, const WorkloadOptions& o,
                             : 0.0;
   dp_group = cp > 1 ? GroupKind::dp_cp : GroupKind::dp;
   dp_size = l.dp * l.cp;
+}
 
-  moe = md.is_moe();
-  first_moe_layer = moe ? md.moe->first_dense_layers : md.layers;
-  if (moe) {
-    const MoeSpec& e = *md.moe;
-    const double moe_layers = d(md.moe_layers());
-    ep = l.ep;
-    etp = l.expert_tp;
-    expert_dp_size = l.expert_dp();
-    experts = d(e.experts);
-    top_k = d(e.top_k);
-    experts_loc = experts / d(ep);
-    // Balanced routing: each rank sends Ts·k token copies and, its E/ep experts being 1/ep of
-    // all, receives as many; expert-TP gathers them from its etp ranks. Under a capacity factor
-    // the permute pads each expert's copies to its capacity before the all-to-all
-    // (Megatron-Core's drop-and-pad permutation), so every count but the FLOP count is that
-    // multiple.
-    moe_load = l.moe_load();
-    dispatched_tokens = Ts * top_k * moe_load;
-    routed_tokens = dispatched_tokens * d(etp);
-    counted_tokens = Ts * top_k * d(etp);
-    expert_f_loc = d(e.expert_ffn_hidden) / d(etp);
-    shared_f_loc = d(e.shared_experts * e.expert_ffn_hidden) / d(tp);
-    moe_dense_params_local = moe_layers > 0 ? (pc.experts_shared + pc.router) / moe_layers / d(tp) : 0.0;
-    expert_params_local = moe_layers > 0 ? pc.experts_routed / moe_layers / d(ep * etp) : 0.0;
-  }
-
-  first_layer = chunk_first_layers(layers_per_chunk, pp, v);
-  SIMRUN_ASSERT(std::accumulate(layers_per_chunk.begin(), layers_per_chunk.end(), int64_t(0)) == md.layers,
-                "layer split does not cover the model");
+void StageBuilder::Shared::shape_moe(const ModelSpec& md, const ParamCounts& pc) {
+  const Layout& l = sc.layout;
+  const MoeSpec& e = *md.moe;
+  const double moe_layers = d(md.moe_layers());
+  ep = l.ep;
+  etp = l.expert_tp;
+  expert_dp_size = l.expert_dp();
+  experts = d(e.experts);
+  top_k = d(e.top_k);
+  experts_loc = experts / d(ep);
+  // Balanced routing: each rank sends Ts·k token copies and, its E/ep experts being 1/ep of
+  // all, receives as many; expert-TP gathers them from its etp ranks. Under a capacity factor
+  // the permute pads each expert's copies to its capacity before the all-to-all
+  // (Megatron-Core's drop-and-pad permutation), so every count but the FLOP count is that
+  // multiple.
+  moe_load = l.moe_load();
+  dispatched_tokens = Ts * top_k * moe_load;
+  routed_tokens = dispatched_tokens * d(etp);
+  counted_tokens = Ts * top_k * d(etp);
+  expert_f_loc = d(e.expert_ffn_hidden) / d(etp);
+  shared_f_loc = d(e.shared_experts * e.expert_ffn_hidden) / d(tp);
+  moe_dense_params_local = moe_layers > 0 ? (pc.experts_shared + pc.router) / moe_layers / d(tp) : 0.0;
+  expert_params_local = moe_layers > 0 ? pc.experts_routed / moe_layers / d(ep * etp) : 0.0;
 }
 
 StageBuilder::StageBuilder(const Shared& shared, int64_t stage) : m_s(shared), m_stage(stage) {
@@ -233,7 +242,7 @@ uint32_t StageBuilder::collective(Stream stream, OpName op, CollectiveOp coll, G
   return add(t, deps);
 }
 
-OpShape StageBuilder::gemm(double m, double n, double k, Precision p, bool casts_input) const {
+OpShape StageBuilder::gemm(double m, double n, double k, Precision p, InputCast input) const {
   OpShape s;
   s.cls = OpClass::gemm;
   s.precision = p;
@@ -244,17 +253,17 @@ OpShape StageBuilder::gemm(double m, double n, double k, Precision p, bool casts
   const double in = fp8 ? 1.0 : m_s.elem;
   s.bytes = (m * k + k * n) * in + m * n * m_s.elem;
   // Transformer Engine casts the activation operand to fp8 (read 16-bit, write fp8) before the
-  // GEMM. Callers pass casts_input = false where TE has it already: a wgrad GEMM reuses the
+  // GEMM. Callers pass InputCast::already_cast where TE has it already: a wgrad GEMM reuses the
   // transposed fp8 copy that the forward's (or the dgrad's) cast_transpose wrote, and a GEMM
   // right after a norm gets its input in fp8 from the norm (Shared::norm_emits_fp8).
-  if (fp8 && casts_input) s.serial_bytes = m * k * (m_s.elem + 1.0);
+  if (fp8 && input == InputCast::cast) s.serial_bytes = m * k * (m_s.elem + 1.0);
   return s;
 }
 
 // One GEMM of each local expert, launched as one grouped GEMM (TEGroupedLinear): per-expert
 // shape for the efficiency, the experts' total work and traffic, one launch.
-OpShape StageBuilder::grouped_gemm(double m, double n, double k, bool casts_input) const {
-  OpShape g = gemm(m, n, k, m_s.gemm_precision, casts_input);
+OpShape StageBuilder::grouped_gemm(double m, double n, double k, InputCast input) const {
+  OpShape g = gemm(m, n, k, m_s.gemm_precision, input);
   g.batch = m_s.experts_loc;
   g.bytes *= m_s.experts_loc;
   g.serial_bytes *= m_s.experts_loc;
@@ -277,15 +286,15 @@ uint32_t StageBuilder::sp_input_gather(OpName ag_name, Phase phase) {
                     phase, {m_last_compute});
 }
 
-void StageBuilder::wait_for_input_gather(uint32_t ag, bool after_gemm) {
+void StageBuilder::wait_for_input_gather(uint32_t ag, GemmSide side) {
   if (ag == kNoTask) return;
   // With TP comm overlap the gather is pipelined with the GEMM: waited for after it.
-  if (after_gemm == (m_s.opt.tp_overlap == TpCommOverlap::full)) m_wait.push_back(ag);
+  if ((side == GemmSide::after) == (m_s.opt.tp_overlap == TpCommOverlap::full)) m_wait.push_back(ag);
 }
 
 uint32_t StageBuilder::tp_before_column_parallel(OpName ag_name, Phase phase) {
   const uint32_t ag = sp_input_gather(ag_name, phase);
-  wait_for_input_gather(ag, false);
+  wait_for_input_gather(ag, GemmSide::before);
   return m_s.opt.tp_overlap == TpCommOverlap::full ? ag : kNoTask;
 }
 
@@ -420,14 +429,14 @@ void StageBuilder::attention_core_backward() {
   if (s.cp_a2a > 1) cp_all_to_all(s.q_loc + s.kv_pair_loc, Phase::backward);
 }
 
-void StageBuilder::layer_forward(int32_t layer, Phase phase, bool /*last_mb_of_step_use*/) {
+void StageBuilder::layer_forward(int32_t layer, Phase phase) {
   const Shared& s = m_s;
   m_layer = layer;
   const Precision gp = s.gemm_precision;
   const double norm_bytes = s.Ts * s.h * s.elem * 2;
   const double residual_bytes = s.Ts * s.h * (3 * s.elem + 1);
 
-  if (s.sc.layout.zero_stage == 3 && phase == Phase::forward) fsdp_gather(layer, false);
+  if (s.sc.layout.zero_stage == 3 && phase == Phase::forward) fsdp_gather(layer, Phase::forward);
   if (phase == Phase::forward && !m_layer_forwarded[layer]) {
     m_layer_forwarded[layer] = true;
     const auto it = m_param_gather_of_layer.find(layer);
@@ -463,7 +472,8 @@ void StageBuilder::layer_forward(int32_t layer, Phase phase, bool /*last_mb_of_s
 void StageBuilder::qkv_forward(Phase phase, uint32_t sp_gather) {
   const Shared& s = m_s;
   const double q = s.q_loc, kv = s.kv_loc;
-  compute(OpName::qkv, phase, gemm(s.T, q + 2 * kv, s.h, s.gemm_precision, !s.norm_emits_fp8),
+  const InputCast cast = s.norm_emits_fp8 ? InputCast::already_cast : InputCast::cast;
+  compute(OpName::qkv, phase, gemm(s.T, q + 2 * kv, s.h, s.gemm_precision, cast),
           2.0 * s.T * s.h * (q + 2 * kv));
   if (sp_gather != kNoTask) m_wait.push_back(sp_gather);
   if (s.rope) compute(OpName::rope, phase, memory_op(s.T * (q + kv) * s.elem * 2), 0);
@@ -513,7 +523,7 @@ void StageBuilder::mla_backward() {
     if (s.tp > 1)
       ar = collective(Stream::tp, OpName::tp_ar_latent, CollectiveOp::all_reduce, GroupKind::tp,
                       s.T * rank * s.elem, Phase::backward, {dgrad});
-    compute(op, Phase::backward, gemm(rank, width, s.T, gp, false), flops);
+    compute(op, Phase::backward, gemm(rank, width, s.T, gp, InputCast::already_cast), flops);
     if (ar != kNoTask) m_wait.push_back(ar);
     compute(OpName::mla_norm, Phase::backward, memory_op(s.T * rank * s.elem * 4), 0);
   };
@@ -543,10 +553,11 @@ void StageBuilder::mlp_forward(double f_loc, Phase phase, Fc1Input input) {
 void StageBuilder::mlp_up_forward(double f_loc, Phase phase, Fc1Input input, uint32_t input_gather) {
   const Shared& s = m_s;
   const double up = s.swiglu ? 2 * f_loc : f_loc;
-  wait_for_input_gather(input_gather, false);
-  compute(OpName::fc1, phase, gemm(s.T, up, s.h, s.gemm_precision, !(input == Fc1Input::norm_output && s.norm_emits_fp8)),
-          2.0 * s.T * s.h * up);
-  wait_for_input_gather(input_gather, true);
+  const InputCast cast =
+      input == Fc1Input::norm_output && s.norm_emits_fp8 ? InputCast::already_cast : InputCast::cast;
+  wait_for_input_gather(input_gather, GemmSide::before);
+  compute(OpName::fc1, phase, gemm(s.T, up, s.h, s.gemm_precision, cast), 2.0 * s.T * s.h * up);
+  wait_for_input_gather(input_gather, GemmSide::after);
   compute(OpName::act, phase, memory_op(s.T * (up + f_loc) * s.elem), 0);
 }
 
@@ -682,13 +693,14 @@ void StageBuilder::moe_backward() {
   const double fc2_flops = 2.0 * s.counted_tokens * s.expert_f_loc * s.h;
   expert_gemm(OpName::expert_fc2, Phase::backward, grouped_gemm(per_expert, s.expert_f_loc, s.h),
               fc2_flops);  // dgrad
-  expert_gemm(OpName::expert_fc2, Phase::backward, grouped_gemm(s.expert_f_loc, s.h, per_expert, false),
+  expert_gemm(OpName::expert_fc2, Phase::backward,
+              grouped_gemm(s.expert_f_loc, s.h, per_expert, InputCast::already_cast),
               fc2_flops);  // wgrad
   compute(OpName::expert_act, Phase::backward,
           memory_op(s.routed_tokens * (2 * up + s.expert_f_loc) * s.elem), 0);
   const double fc1_flops = 2.0 * s.counted_tokens * s.h * up;
   expert_gemm(OpName::expert_fc1, Phase::backward, grouped_gemm(per_expert, s.h, up), fc1_flops);  // dgrad
-  expert_gemm(OpName::expert_fc1, Phase::backward, grouped_gemm(s.h, up, per_expert, false),
+  expert_gemm(OpName::expert_fc1, Phase::backward, grouped_gemm(s.h, up, per_expert, InputCast::already_cast),
               fc1_flops);  // wgrad
   sort_chunks(Phase::backward);
   uint32_t scatter = kNoTask;
@@ -732,7 +744,8 @@ void StageBuilder::row_parallel_backward(OpName op, OpName ag_name, double k_loc
   }
   compute(op, Phase::backward, gemm(s.T, k_loc, s.h, s.gemm_precision), flops_each);  // dgrad
   if (ag != kNoTask) m_wait.push_back(ag);
-  compute(op, Phase::backward, gemm(k_loc, s.h, s.T, s.gemm_precision, false), flops_each);  // wgrad
+  compute(op, Phase::backward, gemm(k_loc, s.h, s.T, s.gemm_precision, InputCast::already_cast),
+          flops_each);  // wgrad
 }
 
 void StageBuilder::column_parallel_backward(OpName op, OpName ag_name, OpName rs_name, double n_loc,
@@ -751,7 +764,8 @@ void StageBuilder::column_parallel_backward(OpName op, OpName ag_name, OpName rs
                : collective(Stream::tp, rs_name, CollectiveOp::all_reduce, GroupKind::tp, bytes,
                             Phase::backward, {dgrad});
   if (ag != kNoTask) m_wait.push_back(ag);
-  compute(op, Phase::backward, gemm(s.h, n_loc, s.T, s.gemm_precision, false), flops_each);  // wgrad
+  compute(op, Phase::backward, gemm(s.h, n_loc, s.T, s.gemm_precision, InputCast::already_cast),
+          flops_each);  // wgrad
   if (red != kNoTask) m_wait.push_back(red);
 }
 
@@ -783,13 +797,13 @@ void StageBuilder::layer_backward(int32_t layer) {
       m_wait.push_back(it->second);
       m_prefetched_gather.erase(it);
     } else {
-      fsdp_gather(layer, true);
+      fsdp_gather(layer, Phase::backward);
     }
   }
   const bool every_other =
       l.recompute == Recompute::selective && s.opt.selective == SelectiveRecompute::every_other_layer;
   if (l.recompute == Recompute::full || (every_other && layer % 2 == 1))
-    layer_forward(layer, Phase::recompute, false);
+    layer_forward(layer, Phase::recompute);
   m_layer = layer;
   const double norm_bwd_bytes = s.Ts * s.h * s.elem * 4;
   const double residual_bwd_bytes = s.Ts * s.h * (2 * s.elem + 1);
@@ -817,7 +831,7 @@ void StageBuilder::layer_backward(int32_t layer) {
   // this unit's reduce-scatter on the same communicator, so the gather goes first.
   if (l.zero_stage == 3 && l.pp == 1 && layer > 0 && s.opt.fsdp_one_communicator &&
       s.opt.fsdp_backward_prefetch == FsdpBackwardPrefetch::after_backward) {
-    const uint32_t gather = issue_fsdp_gather(layer - 1, true);
+    const uint32_t gather = issue_fsdp_gather(layer - 1, Phase::backward);
     if (gather != kNoTask) m_prefetched_gather[layer - 1] = gather;
   }
   compute(OpName::ln_attn, Phase::backward, memory_op(norm_bwd_bytes), 0);
@@ -836,7 +850,7 @@ void StageBuilder::layer_backward(int32_t layer) {
 
 void StageBuilder::embedding_forward() {
   const Shared& s = m_s;
-  if (s.sc.layout.zero_stage == 3) fsdp_gather(-1, false);
+  if (s.sc.layout.zero_stage == 3) fsdp_gather(-1, Phase::forward);
   const auto it = m_param_gather_of_layer.find(-1);
   if (it != m_param_gather_of_layer.end() && m_mb == 0)
     m_wait.insert(m_wait.end(), it->second.begin(), it->second.end());
@@ -869,7 +883,7 @@ void StageBuilder::embedding_backward() {
 
 void StageBuilder::head_forward() {
   const Shared& s = m_s;
-  if (s.sc.layout.zero_stage == 3) fsdp_gather(-2, false);
+  if (s.sc.layout.zero_stage == 3) fsdp_gather(-2, Phase::forward);
   const auto it = m_param_gather_of_layer.find(-2);
   if (it != m_param_gather_of_layer.end() && m_mb == 0)
     m_wait.insert(m_wait.end(), it->second.begin(), it->second.end());

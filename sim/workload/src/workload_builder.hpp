@@ -13,6 +13,10 @@
 #include "simrun/sim/workload/schedule.hpp"
 #include "simrun/sim/workload/workload.hpp"
 
+namespace simrun {
+struct ParamCounts;
+}
+
 namespace simrun::detail {
 
 class StageBuilder {
@@ -92,6 +96,13 @@ class StageBuilder {
     double fsdp_unit_params(int32_t unit) const {
       return unit >= 0 ? layer_params(unit) : unit == -1 ? embedding_params_local : output_params_local;
     }
+
+   private:
+    // The constructor's parts: the attention's widths on this rank (MHA/GQA or MLA); the
+    // parameters each rank holds and the group reducing them; the experts' (MoE models).
+    void shape_attention(const ModelSpec& md);
+    void split_params(const ModelSpec& md, const ParamCounts& pc);
+    void shape_moe(const ModelSpec& md, const ParamCounts& pc);
   };
 
   StageBuilder(const Shared& shared, int64_t stage);
@@ -121,9 +132,12 @@ class StageBuilder {
   uint32_t expert_gemm(OpName op, Phase phase, const OpShape& shape, double counted_flops);
   uint32_t collective(Stream stream, OpName op, CollectiveOp coll, GroupKind group, double bytes, Phase phase,
                       std::vector<uint32_t> deps);
-  // casts_input: under fp8, charge the cast of the M×K operand (see workload_builder.cpp).
-  OpShape gemm(double m, double n, double k, Precision p, bool casts_input = true) const;
-  OpShape grouped_gemm(double m, double n, double k, bool casts_input = true) const;  // one per local expert
+  // Under fp8, whether the GEMM pays the cast of its M×K operand (see workload_builder.cpp):
+  // InputCast::already_cast where Transformer Engine has an fp8 copy of it already.
+  enum class InputCast : uint8_t { cast, already_cast };
+  OpShape gemm(double m, double n, double k, Precision p, InputCast input = InputCast::cast) const;
+  // One per local expert.
+  OpShape grouped_gemm(double m, double n, double k, InputCast input = InputCast::cast) const;
   OpShape memory_op(double bytes) const;
   // The attention core's shape on this rank (forward or backward), bytes left to the caller.
   OpShape attention_block(OpClass cls) const;
@@ -131,8 +145,9 @@ class StageBuilder {
   // Pipeline p2p of one activation (forward) or its gradient (backward) with virtual stage
   // `peer_vs`: the receive gates the next compute op; the send follows the last one.
   Task pp_message(TaskKind kind, Stream stream, OpName op, int64_t peer_vs, double bytes) const;
-  void pp_recv(OpName op, int64_t peer_vs, double bytes, bool forward, int64_t mb, int64_t chunk);
-  void pp_send(OpName op, int64_t peer_vs, double bytes, bool forward, int64_t mb);
+  // `pass`: Phase::forward (an activation) or Phase::backward (its gradient).
+  void pp_recv(OpName op, int64_t peer_vs, double bytes, Phase pass, int64_t mb, int64_t chunk);
+  void pp_send(OpName op, int64_t peer_vs, double bytes, Phase pass, int64_t mb);
   // Where a slot of (micro-batch, chunk) sits: its virtual stage (chunk·pp + stage), the last
   // one, its index into layers_per_chunk/first_layer, and the bytes of one pipeline message.
   // Sets the cursor's micro-batch and chunk.
@@ -144,7 +159,7 @@ class StageBuilder {
   SlotPlace enter_slot(int64_t mb, int64_t chunk);
   void forward_slot(int64_t mb, int64_t chunk);
   void backward_slot(int64_t mb, int64_t chunk);
-  void layer_forward(int32_t layer, Phase phase, bool last_mb_of_step_use);
+  void layer_forward(int32_t layer, Phase phase);
   void layer_backward(int32_t layer);
   void cp_all_to_all(double width, Phase phase);
   void cp_kv_collective(CollectiveOp op, Phase phase);
@@ -193,9 +208,10 @@ class StageBuilder {
   uint32_t tp_before_column_parallel(OpName ag_name, Phase phase);
   // The SP all-gather of a column-parallel GEMM's input, after the last compute op (kNoTask
   // without SP), and the wait for it: before the GEMM, or after it when TP comm overlap
-  // pipelines the two (called with after_gemm false, then true).
+  // pipelines the two (called where the GEMM is appended: on its one side, then the other).
+  enum class GemmSide : uint8_t { before, after };
   uint32_t sp_input_gather(OpName ag_name, Phase phase);
-  void wait_for_input_gather(uint32_t ag, bool after_gemm);
+  void wait_for_input_gather(uint32_t ag, GemmSide side);
   void embedding_forward();
   void embedding_backward();
   void head_forward();
@@ -212,10 +228,11 @@ class StageBuilder {
   // ZeRO-1/2 --overlap-param-gather: each bucket's all-gather before its first forward use.
   void gather_params_before_first_use();
   // ZeRO-3: a unit's parameters by the group sharding them; its gathers before it computes
-  // (prefetched), its reduce-scatters after its backward.
+  // (prefetched), its reduce-scatters after its backward. `pass`: the gather before the unit's
+  // forward (Phase::forward) or its backward (Phase::backward).
   std::vector<std::pair<GroupKind, double>> unit_shards(int32_t unit) const;
-  void fsdp_gather(int32_t unit, bool backward);
-  uint32_t issue_fsdp_gather(int32_t unit, bool backward);
+  void fsdp_gather(int32_t unit, Phase pass);
+  uint32_t issue_fsdp_gather(int32_t unit, Phase pass);
   void fsdp_reduce(int32_t unit);
   void optimizer();
 

@@ -116,10 +116,10 @@ void StageBuilder::gather_params_before_first_use() {
   m_layer = -1;
 }
 
-void StageBuilder::fsdp_gather(int32_t unit, bool backward) {
+void StageBuilder::fsdp_gather(int32_t unit, Phase pass) {
   // With pp > 1 (torchtitan FSDP+PP) parameters stay gathered across micro-batches.
-  if (m_s.sc.layout.pp > 1 && (backward || m_mb != 0)) return;
-  const uint32_t gather = issue_fsdp_gather(unit, backward);
+  if (m_s.sc.layout.pp > 1 && (pass == Phase::backward || m_mb != 0)) return;
+  const uint32_t gather = issue_fsdp_gather(unit, pass);
   if (gather != kNoTask) m_wait.push_back(gather);
 }
 
@@ -138,8 +138,11 @@ std::vector<std::pair<GroupKind, double>> StageBuilder::unit_shards(int32_t unit
 
 // The unit's gathers on the parameter stream, dense first; that stream runs them in order, so
 // the last one's end is the unit's (returned; kNoTask when there is none).
-uint32_t StageBuilder::issue_fsdp_gather(int32_t unit, bool backward) {
+uint32_t StageBuilder::issue_fsdp_gather(int32_t unit, Phase pass) {
+  SIMRUN_ASSERT(pass == Phase::forward || pass == Phase::backward,
+                "an FSDP gather is for a forward or a backward");
   const Shared& s = m_s;
+  const bool backward = pass == Phase::backward;
   // Prefetch window. Forward: this gather may start once the unit `fsdp_prefetch_layers` before
   // it has started computing (the rate limiter of limit_all_gathers). Backward: once the unit
   // `fsdp_prefetch_layers` after it has started its backward (BACKWARD_PRE) or computed its
@@ -228,16 +231,15 @@ Task StageBuilder::pp_message(TaskKind kind, Stream stream, OpName op, int64_t p
   return t;
 }
 
-void StageBuilder::pp_recv(OpName op, int64_t peer_vs, double bytes, bool forward, int64_t mb,
-                           int64_t chunk) {
+void StageBuilder::pp_recv(OpName op, int64_t peer_vs, double bytes, Phase pass, int64_t mb, int64_t chunk) {
   const uint32_t r = add(pp_message(TaskKind::recv, Stream::pp_recv, op, peer_vs, bytes), {});
-  recv_index[{forward, mb, chunk}] = r;
+  recv_index[{pass == Phase::forward, mb, chunk}] = r;
   m_wait.push_back(r);
 }
 
-void StageBuilder::pp_send(OpName op, int64_t peer_vs, double bytes, bool forward, int64_t mb) {
+void StageBuilder::pp_send(OpName op, int64_t peer_vs, double bytes, Phase pass, int64_t mb) {
   const uint32_t snd = add(pp_message(TaskKind::send, Stream::pp_send, op, peer_vs, bytes), {m_last_compute});
-  sends.push_back({snd, peer_vs % m_s.pp, forward, mb, peer_vs / m_s.pp});
+  sends.push_back({snd, peer_vs % m_s.pp, pass == Phase::forward, mb, peer_vs / m_s.pp});
   if (m_blocking_send) m_wait.push_back(snd);
 }
 
@@ -257,16 +259,16 @@ void StageBuilder::forward_slot(int64_t mb, int64_t chunk) {
   const Shared& s = m_s;
   const auto [vs, last_vs, idx, msg] = enter_slot(mb, chunk);
   if (vs > 0) {
-    pp_recv(OpName::pp_act, vs - 1, msg, true, mb, chunk);
+    pp_recv(OpName::pp_act, vs - 1, msg, Phase::forward, mb, chunk);
   } else {
     embedding_forward();
   }
   for (int64_t i = 0; i < s.layers_per_chunk[idx]; ++i)
-    layer_forward(static_cast<int32_t>(s.first_layer[idx] + i), Phase::forward, mb == s.m - 1);
+    layer_forward(static_cast<int32_t>(s.first_layer[idx] + i), Phase::forward);
   if (vs == last_vs) {
     head_forward();
   } else {
-    pp_send(OpName::pp_act, vs + 1, msg, true, mb);
+    pp_send(OpName::pp_act, vs + 1, msg, Phase::forward, mb);
   }
   m_in_flight_chunks += 1;
   m_in_flight_layers += s.layers_per_chunk[idx];
@@ -278,14 +280,14 @@ void StageBuilder::backward_slot(int64_t mb, int64_t chunk) {
   const Shared& s = m_s;
   const auto [vs, last_vs, idx, msg] = enter_slot(mb, chunk);
   if (vs < last_vs) {
-    pp_recv(OpName::pp_grad, vs + 1, msg, false, mb, chunk);
+    pp_recv(OpName::pp_grad, vs + 1, msg, Phase::backward, mb, chunk);
   } else {
     head_backward();
   }
   for (int64_t i = s.layers_per_chunk[idx] - 1; i >= 0; --i)
     layer_backward(static_cast<int32_t>(s.first_layer[idx] + i));
   if (vs > 0) {
-    pp_send(OpName::pp_grad, vs - 1, msg, false, mb);
+    pp_send(OpName::pp_grad, vs - 1, msg, Phase::backward, mb);
   } else {
     embedding_backward();
   }

@@ -185,28 +185,28 @@ TEST_CASE("an HGX domain ends at the node, an NVL72 domain spans trays", "[sim][
 TEST_CASE("a pipeline send rides NVLink inside a domain and the NIC out of it", "[sim][collective_cost]") {
   const ClusterSpec hgx = test::h100_cluster(64);
   const EfficiencyDefaults eff;
-  auto pair_link = [&](const ClusterSpec& c, int64_t stage_size, bool same_domain) {
-    return group_link(c, pipeline_pair(c, stage_size, same_domain), eff);
+  auto pair_link = [&](const ClusterSpec& c, int64_t stage_size, PairPlacement placement) {
+    return group_link(c, pipeline_pair(c, stage_size, placement), eff);
   };
   // Stages of 2 or 4 GPUs: a pair inside a node on NVLink, a pair across nodes on the NIC,
   // though the stages' own pairs ({2, stage}) would fit one node.
   for (const int64_t stage : {2, 4}) {
     INFO("stage of " << stage);
-    CHECK(pair_link(hgx, stage, true).link_class == LinkClass::scale_up);
-    CHECK(pair_link(hgx, stage, false).link_class == LinkClass::scale_out);
+    CHECK(pair_link(hgx, stage, PairPlacement::same_domain).link_class == LinkClass::scale_up);
+    CHECK(pair_link(hgx, stage, PairPlacement::across_domains).link_class == LinkClass::scale_out);
     CHECK(group_link(hgx, {2, stage}, eff).link_class == LinkClass::scale_up);
   }
   // Stages of a node or more are a domain apart: the NIC, the stages' pair as is.
-  CHECK(pipeline_pair(hgx, 8, false).stride == 8);
-  CHECK(pipeline_pair(hgx, 32, false).stride == 32);
-  CHECK(pair_link(hgx, 32, false).link_class == LinkClass::scale_out);
+  CHECK(pipeline_pair(hgx, 8, PairPlacement::across_domains).stride == 8);
+  CHECK(pipeline_pair(hgx, 32, PairPlacement::across_domains).stride == 32);
+  CHECK(pair_link(hgx, 32, PairPlacement::across_domains).link_class == LinkClass::scale_out);
   // An NVL72 domain spans 18 trays: stages of 8 GPUs inside it stay on NVLink.
   ClusterSpec nvl72 = test::h100_cluster(144);
   nvl72.gpu.scale_up_domain = 72;
   nvl72.gpus_per_node = 4;
-  CHECK(pair_link(nvl72, 8, true).link_class == LinkClass::scale_up);
-  CHECK(pair_link(nvl72, 8, false).link_class == LinkClass::scale_out);
-  CHECK(pipeline_pair(nvl72, 8, false).stride == 72);
+  CHECK(pair_link(nvl72, 8, PairPlacement::same_domain).link_class == LinkClass::scale_up);
+  CHECK(pair_link(nvl72, 8, PairPlacement::across_domains).link_class == LinkClass::scale_out);
+  CHECK(pipeline_pair(nvl72, 8, PairPlacement::across_domains).stride == 72);
 }
 
 TEST_CASE("inside a scale-up domain collective_s is NCCL's model, as the event times the call alone",

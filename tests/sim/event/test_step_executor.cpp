@@ -893,7 +893,8 @@ TEST_CASE("a pipeline boundary waits for its slowest pair of GPUs, each pair on 
     return estimate_step_time(sc, f, o).pp_send_s;
   };
   const double healthy = estimate_step_time(sc, f, AnalyticOptions{}).pp_send_s;
-  const LinkCost nic = group_link(sc.cluster, pipeline_pair(sc.cluster, 3, false), EfficiencyDefaults{});
+  const LinkCost nic = group_link(sc.cluster, pipeline_pair(sc.cluster, 3, PairPlacement::across_domains),
+                                  EfficiencyDefaults{});
   const double send_bytes = 2.0 * 8192 * 4096 * 2;  // b·s·h, bf16 activations
   const double full = collective_s(CollectiveOp::send_recv, send_bytes, 2, nic);
   const double latency = collective_s(CollectiveOp::send_recv, 1.0, 2, nic);

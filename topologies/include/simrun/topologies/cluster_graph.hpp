@@ -17,6 +17,7 @@
 #include <boost/graph/adjacency_list.hpp>
 #include <cstdint>
 #include <iosfwd>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -164,6 +165,20 @@ class ClusterGraph {
   void build_scale_up();
   void build_nics();
   void build_fabric();
+  // The fabric's parts: the leaves and the NIC ports to them (returns the number of leaves);
+  // above tier t's switches, grouped by plane, the top tier (per plane the fewest switches, a
+  // divisor of the `up` uplinks, with enough ports) or a tier of pods (`half` members per plane,
+  // one middle switch per member uplink; returns the new tier's members).
+  struct TierMember {
+    int64_t sw;
+    int64_t plane;
+  };
+  int64_t build_leaves(TimeNs nic_latency, TimeNs hop_latency);
+  void build_top_tier(int32_t t, Tier& lower, Tier& upper,
+                      const std::map<int64_t, std::vector<int64_t>>& planes, int64_t up, TimeNs hop_latency);
+  std::vector<TierMember> build_pod_tier(int32_t t, Tier& lower, Tier& upper,
+                                         const std::map<int64_t, std::vector<int64_t>>& planes, int64_t up,
+                                         TimeNs hop_latency);
   void append_link(Route& r, uint32_t link) const;
   void append_nvlink_path(Route& r, int64_t src_gpu, int64_t dst_gpu) const;
   void append_fabric_path(Route& r, int64_t src_leaf, int64_t dst_leaf, uint64_t hash) const;

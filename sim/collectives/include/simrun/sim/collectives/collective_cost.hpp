@@ -114,7 +114,8 @@ int64_t nic_sharers(const ClusterSpec& cluster, RankGroup group);
 // where stages are smaller than a domain, {2, domain}: the pair still leaves its domain through
 // the NIC. Both fidelities take a send's link from here (the event per pair of ranks, the
 // estimate per stage boundary).
-RankGroup pipeline_pair(const ClusterSpec& cluster, int64_t stage_size, bool same_domain);
+enum class PairPlacement : uint8_t { same_domain, across_domains };
+RankGroup pipeline_pair(const ClusterSpec& cluster, int64_t stage_size, PairPlacement placement);
 
 // The link an all-to-all over the group runs on, as a bus bandwidth for all_to_all_s. A ring's
 // cross-domain traffic is one neighbour's share, but an all-to-all sends (n − local)/n of every

@@ -6,7 +6,9 @@
 // between the completions of their channel groups.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace simrun {
@@ -40,6 +42,13 @@ class MaxMinSolver {
     uint32_t flow;
     double weight;
   };
+  // The flow's uses, a range of m_uses.
+  std::pair<std::vector<Use>::const_iterator, std::vector<Use>::const_iterator> uses_of(size_t flow) const;
+  // Each link's flows (m_first_member, m_members) and its unfrozen weight, from the uses.
+  void link_members();
+  // Progressive filling from the residual capacities: m_rate, one per flow.
+  void fill();
+
   // The problem.
   std::vector<double> m_capacity;     // per link
   std::vector<double> m_cap;          // per flow
