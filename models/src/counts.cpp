@@ -54,8 +54,9 @@ double attention_matrices(const ModelSpec& m) {
 // kv_a_layernorm over r_kv), or the per-head query and key norms over head_dim (Qwen3, Gemma-3
 // q_norm/k_norm, one weight vector each, shared by the heads).
 double attention_norm_params(const ModelSpec& m) {
-  if (m.mla) return (m.mla->q_lora_rank > 0 ? norm_params(m, d(m.mla->q_lora_rank)) : 0.0) +
-                    norm_params(m, d(m.mla->kv_lora_rank));
+  if (m.mla)
+    return (m.mla->q_lora_rank > 0 ? norm_params(m, d(m.mla->q_lora_rank)) : 0.0) +
+           norm_params(m, d(m.mla->kv_lora_rank));
   return m.qk_norm ? 2 * norm_params(m, d(m.head_dim)) : 0.0;
 }
 

@@ -180,10 +180,14 @@ const HfArchitecture* find_architecture(const std::string& model_type) {
 bool reads_bias(const HfFields& f, BiasRule rule, const std::string& key) {
   switch (rule) {
     case BiasRule::none:
-    case BiasRule::qkv: return false;
-    case BiasRule::always: return true;
-    case BiasRule::field: return f.boolean_or({key}, false);
-    case BiasRule::field_true: return f.boolean_or({key}, true);
+    case BiasRule::qkv:
+      return false;
+    case BiasRule::always:
+      return true;
+    case BiasRule::field:
+      return f.boolean_or({key}, false);
+    case BiasRule::field_true:
+      return f.boolean_or({key}, true);
   }
   return false;
 }
@@ -192,15 +196,15 @@ bool reads_bias(const HfFields& f, BiasRule rule, const std::string& key) {
 // transformers knows. The FFN's shape comes from the family, not from this name: LlamaMLP and
 // GemmaMLP are gated whatever the activation (GeGLU: gelu_pytorch_tanh), GPT-2's MLP is not.
 void check_activation(const HfFields& f) {
-  static const std::vector<std::string> known = {"silu",        "swish",   "swiglu",    "gelu",
-                                                 "gelu_new",    "gelu_fast", "gelu_pytorch_tanh",
-                                                 "gelu_python", "gelu_10", "quick_gelu", "relu"};
+  static const std::vector<std::string> known = {
+      "silu",        "swish",   "swiglu",     "gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh",
+      "gelu_python", "gelu_10", "quick_gelu", "relu"};
   const std::string key = f.find({"hidden_activation", "hidden_act", "activation_function"});
   if (key.empty()) return;
   const std::string act = f.string_or({key}, "");
   if (std::find(known.begin(), known.end(), act) != known.end()) return;
-  f.fail(key, "unsupported activation \"" + act + "\" (supported: " + join_names(known) + "; did you mean \"" +
-                  nearest_name(act, known) + "\"?)");
+  f.fail(key, "unsupported activation \"" + act + "\" (supported: " + join_names(known) +
+                  "; did you mean \"" + nearest_name(act, known) + "\"?)");
 }
 
 // Sliding-window attention: the window in tokens and how many layers use it (0: none).
@@ -221,13 +225,15 @@ SlidingWindow sliding_window(const HfFields& f, const HfArchitecture& arch, int6
     // transformers >= 4.53 writes the per-layer kinds out.
     const auto& kinds = f.raw("layer_types");
     if (!kinds.is_array() || static_cast<int64_t>(kinds.size()) != layers)
-      f.fail("layer_types", "expected a list of " + std::to_string(layers) + " attention kinds (one a layer)");
+      f.fail("layer_types",
+             "expected a list of " + std::to_string(layers) + " attention kinds (one a layer)");
     for (const auto& k : kinds) {
       const std::string kind = k.is_string() ? k.get<std::string>() : k.dump();
       if (kind == "sliding_attention") {
         ++w.layers;
       } else if (kind != "full_attention") {
-        f.fail("layer_types", "\"" + kind + "\" is not an attention kind simrun models (full_attention, sliding_attention)");
+        f.fail("layer_types",
+               "\"" + kind + "\" is not an attention kind simrun models (full_attention, sliding_attention)");
       }
     }
     w.source = "layer_types";
@@ -269,7 +275,8 @@ bool names_hf_config_file(const std::string& model) {
          (model.size() > ext.size() && model.compare(model.size() - ext.size(), ext.size(), ext) == 0);
 }
 
-ModelSpec import_hf_config(const nlohmann::json& config, const std::string& file, std::optional<int64_t> seq_len) {
+ModelSpec import_hf_config(const nlohmann::json& config, const std::string& file,
+                           std::optional<int64_t> seq_len) {
   using namespace detail;
   if (!config.is_object())
     throw InputError(file, "(top level)", "expected a JSON object (a HuggingFace config.json)");
@@ -290,7 +297,8 @@ ModelSpec import_hf_config(const nlohmann::json& config, const std::string& file
   if (!type)
     throw InputError(file, type_field,
                      "missing: the architecture decides the shape (gated FFN, biases, norms), so simrun "
-                     "reads only configs that name it (one of " + understood_list() + ")");
+                     "reads only configs that name it (one of " +
+                         understood_list() + ")");
   if (!type->is_string())
     throw InputError(file, type_field, std::string("expected a string, got ") + type->type_name());
   const std::string model_type = type->get<std::string>();
@@ -312,7 +320,8 @@ ModelSpec import_hf_config(const nlohmann::json& config, const std::string& file
   m.kv_heads = f.integer_or({"num_key_value_heads"}, m.heads, 1, kMaxHeads);  // null ⇒ MHA
   m.vocab = f.integer({"vocab_size"}, 1, kMaxVocab);
   // Context length: the default training sequence; a scenario's seq_len overrides it.
-  const std::vector<std::string> context_names = {"max_position_embeddings", "n_positions", "n_ctx", "seq_length"};
+  const std::vector<std::string> context_names = {"max_position_embeddings", "n_positions", "n_ctx",
+                                                  "seq_length"};
   const int64_t context = f.integer(context_names, 1, kMaxSeqLen);
   m.seq_len = seq_len.value_or(context);
   // GPT-2: n_inner null ⇒ 4·n_embd (configuration_gpt2.py / modeling_gpt2.py).
@@ -403,12 +412,13 @@ ModelSpec import_hf_config(const nlohmann::json& config, const std::string& file
   // full attention, and is read as such.
   const SlidingWindow window = sliding_window(f, arch, m.layers);
   if (window.layers > 0 && window.tokens < m.seq_len)
-    f.fail(window.source,
-           std::to_string(window.tokens) + "-token sliding windows on " + std::to_string(window.layers) + " of " +
-               std::to_string(m.layers) + " layers are shorter than the sequence of " + std::to_string(m.seq_len) +
-               " tokens (" + (seq_len ? std::string("the seq_len given") : f.path(f.find(context_names))) +
-               "), and simrun's attention cost has no window (give a seq_len of at most " +
-               std::to_string(window.tokens) + ")");
+    f.fail(window.source, std::to_string(window.tokens) + "-token sliding windows on " +
+                              std::to_string(window.layers) + " of " + std::to_string(m.layers) +
+                              " layers are shorter than the sequence of " + std::to_string(m.seq_len) +
+                              " tokens (" +
+                              (seq_len ? std::string("the seq_len given") : f.path(f.find(context_names))) +
+                              "), and simrun's attention cost has no window (give a seq_len of at most " +
+                              std::to_string(window.tokens) + ")");
 
   std::string name = f.string_or({"_name_or_path"}, "");
   if (name.empty()) name = model_type;

@@ -160,13 +160,15 @@ TEST_CASE("simulate --compare-analytic prints both fidelities, side by side and 
   const double event = j["step_time_s"].get<double>(), analytic = j["analytic"]["step_time_s"].get<double>();
   CHECK(j["analytic_difference"].get<double>() == Approx((event - analytic) / analytic));
   // The table's step-time row carries both times and their difference, as the JSON has them.
-  const auto row = table.out.find("  step time  ", table.out.find("event simulation vs closed-form estimate"));
+  const auto row =
+      table.out.find("  step time  ", table.out.find("event simulation vs closed-form estimate"));
   REQUIRE(row != std::string::npos);
   const std::string line = table.out.substr(row, table.out.find('\n', row) - row);
   CHECK(line.find(fmt::format("{:.3f} s", event)) != std::string::npos);
   CHECK(line.find(fmt::format("{:.3f} s", analytic)) != std::string::npos);
   CHECK(line.find(fmt::format("{:+.1f} %", 100 * (event - analytic) / analytic)) != std::string::npos);
-  for (const char* part : {"  compute ", "  exposed TP ", "  exposed PP ", "  exposed DP ", "  pipeline bubble ", "  MFU "})
+  for (const char* part :
+       {"  compute ", "  exposed TP ", "  exposed PP ", "  exposed DP ", "  pipeline bubble ", "  MFU "})
     CHECK(table.out.find(part, row) != std::string::npos);
   // Both columns describe the estimate's slowest stage, and each sums to its own step time.
   const auto& comparison = j["comparison"];
@@ -682,7 +684,8 @@ TEST_CASE("snake_case enum values, the older spellings still read, both giving t
     REQUIRE(a.exit_code == 0);
     CHECK(a.out == b.out);
   };
-  same("--gpus 8 --pp 2 --pipeline-split embedding_loss_layers", "--gpus 8 --pp 2 --pipeline-split embedding-loss-layers");
+  same("--gpus 8 --pp 2 --pipeline-split embedding_loss_layers",
+       "--gpus 8 --pp 2 --pipeline-split embedding-loss-layers");
   same("--gpus 16 --tp 2 --cp 8 --cp-comm-type a2a_p2p --hierarchical-cp-sizes 2,4",
        "--gpus 16 --tp 2 --cp 8 --cp-comm-type a2a+p2p --hierarchical-cp-sizes 2,4");
   same("--gpus 8 --recompute selective --selective-recompute every_other_layer",
@@ -722,7 +725,8 @@ TEST_CASE("--model path/config.json reads a HuggingFace config, relative to the 
   doc["cluster"]["num_gpus"] = 8;
   doc["layout"] = {{"tp", 4}, {"pp", 1}, {"dp", 2}, {"global_batch", 8}};
   const fs::path scenario = write_scenario("hf_cwd_scenario.json", doc.dump());
-  const RunResult over = run_simrun("estimate " + quoted(scenario) + " --model qwen/config.json --seq-len 2048 --json", dir);
+  const RunResult over =
+      run_simrun("estimate " + quoted(scenario) + " --model qwen/config.json --seq-len 2048 --json", dir);
   INFO(over.err);
   REQUIRE(over.exit_code == 0);
   CHECK(nlohmann::json::parse(over.out)["model"]["params"].get<double>() == 7'615'616'512.0);
@@ -756,7 +760,8 @@ TEST_CASE("a Gemma-2 config: refused in one line at its 8192-token context, 9.24
   const std::string config = quoted(fs::path(SIMRUN_DATA_DIR) / "tests" / "data" / "hf" / "gemma-2-9b.json");
   const std::string flags = " --gpu h100-sxm --gpus 8 --tp 8 --global-batch 8 --json";
   const RunResult refused = run_simrun("estimate --model " + config + flags);
-  require_one_line_error(refused, "gemma-2-9b.json: sliding_window: 4096-token sliding windows on 21 of 42 layers");
+  require_one_line_error(refused,
+                         "gemma-2-9b.json: sliding_window: 4096-token sliding windows on 21 of 42 layers");
   // Within the window it is modelled: gated GELU (3 matrices), tied embeddings, 4 norms a layer.
   const RunResult r = run_simrun("estimate --model " + config + flags + " --seq-len 4096");
   INFO(r.err);

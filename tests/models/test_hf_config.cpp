@@ -220,7 +220,8 @@ TEST_CASE("Llama-3.1-8B and 70B configs give 8.03B and 70.6B", "[models][hf][pub
   CHECK(matches_published(count_params(m70).total(), 70.6e9, 0.1e9));
 }
 
-TEST_CASE("Qwen2.5-7B: Q/K/V biases without an output bias, 7.61B (6.53B non-embedding)", "[models][hf][published]") {
+TEST_CASE("Qwen2.5-7B: Q/K/V biases without an output bias, 7.61B (6.53B non-embedding)",
+          "[models][hf][published]") {
   // Qwen2.5-7B model card: "Number of Parameters: 7.61B; Number of Paramaters (Non-Embedding): 6.53B".
   // Qwen2Attention builds q/k/v_proj with bias=True and o_proj without; the config has no field.
   const ModelSpec m = import_fixture("qwen2.5-7b.json");
@@ -236,7 +237,8 @@ TEST_CASE("Qwen2.5-7B: Q/K/V biases without an output bias, 7.61B (6.53B non-emb
   CHECK(m.seq_len == 131072);
 }
 
-TEST_CASE("Qwen3-8B: query/key norms, explicit head_dim, 8.19B (6.95B non-embedding)", "[models][hf][published]") {
+TEST_CASE("Qwen3-8B: query/key norms, explicit head_dim, 8.19B (6.95B non-embedding)",
+          "[models][hf][published]") {
   // Qwen3-8B model card: "Number of Parameters: 8.2B; Number of Paramaters (Non-Embedding): 6.95B";
   // hub page: 8.19B params.
   const ModelSpec m = import_fixture("qwen3-8b.json");
@@ -265,7 +267,8 @@ TEST_CASE("Mixtral-8x7B: 46.7B total, 12.9B per token", "[models][hf][published]
   CHECK(matches_published(c.active(m), 12.9e9, 0.1e9));
 }
 
-TEST_CASE("Mistral-7B-v0.1: 7.24B; its 4096-token window is read at seq_len <= 4096 only", "[models][hf][published]") {
+TEST_CASE("Mistral-7B-v0.1: 7.24B; its 4096-token window is read at seq_len <= 4096 only",
+          "[models][hf][published]") {
   // Hub model page (safetensors): 7.24B params.
   const ModelSpec m = import_fixture("mistral-7b-v0.1.json", 4096);
   CHECK(count_params(m).total() == 7'241'732'096.0);
@@ -284,6 +287,16 @@ TEST_CASE("DeepSeek-V3: 671B total, 37B activated", "[models][hf][published][moe
   const ParamCounts c = count_params(m);
   CHECK(matches_published(c.total(), 671e9, 1e9));
   CHECK(matches_published(c.active(m) - c.embedding, 37e9, 1e9));  // activated: no input embedding
+}
+
+TEST_CASE("DeepSeek-V2: 236B total, 21B activated", "[models][hf][published][moe]") {
+  // DeepSeek-V2 report (arXiv:2405.04434) abstract: "236B total parameters, of which 21B are
+  // activated for each token". Shape fields of the hub config (160 routed + 2 shared experts,
+  // 1 leading dense layer).
+  const ModelSpec m = import_fixture("deepseek-v2.json", 4096);
+  const ParamCounts c = count_params(m);
+  CHECK(matches_published(c.total(), 236e9, 1e9));
+  CHECK(matches_published(c.active(m) - c.embedding, 21e9, 1e9));
 }
 
 TEST_CASE("a Gemma-2 config: gated GELU, tied, 4 norms a layer, 9.24B, windows refused past 4096",
@@ -316,7 +329,8 @@ TEST_CASE("a Gemma-2 config: gated GELU, tied, 4 norms a layer, 9.24B, windows r
   CHECK(import_error("gemma-2-9b.json", 4097).field() == "sliding_window");
 }
 
-TEST_CASE("a Gemma-3-27B config (text_config, class defaults): 25.6B non-embedding", "[models][hf][published][gemma]") {
+TEST_CASE("a Gemma-3-27B config (text_config, class defaults): 25.6B non-embedding",
+          "[models][hf][published][gemma]") {
   // Gemma 3 report (arXiv:2503.19786) Table 1, 27B: 417M vision encoder, 1,416M embedding,
   // 25,600M non-embedding parameters. Its embedding count includes the 1152·5376 multimodal
   // projector; the text_config leaves vocab_size (262,208) to Gemma3TextConfig's default.
@@ -334,7 +348,8 @@ TEST_CASE("a Gemma-3-27B config (text_config, class defaults): 25.6B non-embeddi
   CHECK_THAT(e.why(), Catch::Contains("52 of 62 layers"));
 }
 
-TEST_CASE("sliding windows: use_sliding_window, max_window_layers and layer_types decide the layers", "[models][hf]") {
+TEST_CASE("sliding windows: use_sliding_window, max_window_layers and layer_types decide the layers",
+          "[models][hf]") {
   const std::string qwen = R"({"model_type": "qwen2", "hidden_size": 64, "intermediate_size": 128,
     "num_hidden_layers": 4, "num_attention_heads": 4, "vocab_size": 100, "max_position_embeddings": 256,
     "sliding_window": 64)";
@@ -346,8 +361,9 @@ TEST_CASE("sliding windows: use_sliding_window, max_window_layers and layer_type
     }
     return std::string();
   };
-  CHECK(error_of(qwen + "}").empty());                                                  // use_sliding_window false
-  CHECK(error_of(qwen + R"(, "use_sliding_window": true, "max_window_layers": 4})").empty());  // no layer past 4
+  CHECK(error_of(qwen + "}").empty());  // use_sliding_window false
+  CHECK(error_of(qwen + R"(, "use_sliding_window": true, "max_window_layers": 4})")
+            .empty());  // no layer past 4
   CHECK_THAT(error_of(qwen + R"(, "use_sliding_window": true, "max_window_layers": 3})"),
              Catch::StartsWith("sliding_window: 64-token sliding windows on 1 of 4 layers"));
   CHECK_THAT(error_of(qwen + R"(, "use_sliding_window": true, "layer_types": ["full_attention",
@@ -356,14 +372,15 @@ TEST_CASE("sliding windows: use_sliding_window, max_window_layers and layer_type
   CHECK_THAT(error_of(qwen + R"(, "use_sliding_window": true, "layer_types": ["full_attention"]})"),
              Catch::StartsWith("layer_types: expected a list of 4"));
   // A window no shorter than the sequence is full attention.
-  CHECK(import_hf_config(parse_json_text(qwen + R"(, "use_sliding_window": true, "max_window_layers": 0})",
-                                         "config.json"),
-                         "config.json", 64)
+  CHECK(import_hf_config(
+            parse_json_text(qwen + R"(, "use_sliding_window": true, "max_window_layers": 0})", "config.json"),
+            "config.json", 64)
             .seq_len == 64);
   // Llama has no sliding-window attention: the key is unused there, as in transformers.
-  CHECK(error_of(R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+  CHECK(
+      error_of(R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
     "num_attention_heads": 4, "vocab_size": 100, "max_position_embeddings": 256, "sliding_window": 8})")
-            .empty());
+          .empty());
 }
 
 TEST_CASE("model_type: unknown or missing is one error listing the understood ones", "[models][hf][errors]") {
@@ -385,10 +402,11 @@ TEST_CASE("model_type: unknown or missing is one error listing the understood on
   for (const auto& type : hf_model_types()) {
     CAPTURE(type);
     const bool mla = type.rfind("deepseek", 0) == 0;
-    const std::string text = "{\"model_type\": \"" + type + "\", " + body +
-                             (mla ? R"(, "kv_lora_rank": 16, "qk_nope_head_dim": 8, "qk_rope_head_dim": 8, "v_head_dim": 8)"
-                                  : "") +
-                             ", \"sliding_window\": null}";
+    const std::string text =
+        "{\"model_type\": \"" + type + "\", " + body +
+        (mla ? R"(, "kv_lora_rank": 16, "qk_nope_head_dim": 8, "qk_rope_head_dim": 8, "v_head_dim": 8)"
+             : "") +
+        ", \"sliding_window\": null}";
     CHECK_NOTHROW(import_hf_config(parse_json_text(text, "config.json"), "config.json"));
   }
 }
@@ -397,7 +415,8 @@ TEST_CASE("the family decides the FFN's shape, not the activation's name", "[mod
   const std::string body = R"("hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
     "num_attention_heads": 4, "vocab_size": 100, "max_position_embeddings": 256, "hidden_act": "gelu")";
   auto act_of = [&](const std::string& type) {
-    return import_hf_config(parse_json_text("{\"model_type\": \"" + type + "\", " + body + "}", "c"), "c").ffn_act;
+    return import_hf_config(parse_json_text("{\"model_type\": \"" + type + "\", " + body + "}", "c"), "c")
+        .ffn_act;
   };
   CHECK(act_of("llama") == FfnActivation::swiglu);  // LlamaMLP is gated whatever hidden_act says
   CHECK(act_of("gemma") == FfnActivation::swiglu);

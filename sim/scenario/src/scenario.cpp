@@ -2,7 +2,6 @@
 // the layout's rules in layout_rules.cpp, so the models below can assume a valid Scenario.
 #include "simrun/sim/scenario/scenario.hpp"
 
-
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -93,8 +92,9 @@ ModelSpec read_hf_model(JsonReader& r, const std::string& key, const std::filesy
   const std::filesystem::path hf_path = base_dir / r.string(key);
   std::error_code ec;
   if (!std::filesystem::is_regular_file(hf_path, ec))
-    r.fail(key, "cannot read \"" + hf_path.string() +
-                    "\" (a HuggingFace config.json file; a scenario's relative paths start at its directory)");
+    r.fail(key,
+           "cannot read \"" + hf_path.string() +
+               "\" (a HuggingFace config.json file; a scenario's relative paths start at its directory)");
   ModelSpec spec = import_hf_config(load_json_file(hf_path), hf_path.string(), seq_len);
   if (!seq_len && spec.seq_len > kMaxSeqLen)
     r.fail(seq_len_field, "missing, and the config's context of " + std::to_string(spec.seq_len) +
@@ -362,7 +362,8 @@ void ScenarioOverrides::apply_to(nlohmann::json& doc) const {
       nlohmann::json& child = (*node)[keys[i]];
       if (child.is_null()) child = nlohmann::json::object();
       if (keys[i] == "model" && child.is_string())  // catalog + seq_len, or config.json + seq_len
-        child = nlohmann::json{{names_hf_config_file(child.get<std::string>()) ? "hf_config" : "name", child}};
+        child =
+            nlohmann::json{{names_hf_config_file(child.get<std::string>()) ? "hf_config" : "name", child}};
       node = child.is_object() ? &child : nullptr;  // another type: parse_scenario reports it
     }
     if (node) (*node)[keys.back()] = *f.value;

@@ -46,8 +46,8 @@ struct ModelSpec {
   bool tied_embeddings = false;              // output projection shares the input embedding matrix
   bool attention_bias = false;               // biases on the QKV/output projections (GPT-style)
   bool qkv_bias = false;                     // biases on Q/K/V only, output unbiased (Qwen2/2.5)
-  bool qk_norm = false;     // RMSNorm over head_dim on queries and keys (Qwen3, Gemma-3): 2·head_dim a layer
-  int64_t layer_norms = 2;  // norms per layer: 2 (before attention and FFN); 4 with Gemma-2/3's post-norms
+  bool qk_norm = false;                      // head_dim norms on Q and K (Qwen3, Gemma-3)
+  int64_t layer_norms = 2;                   // norms a layer: 2 pre-norms; 4 with Gemma-2/3 post-norms
   bool mlp_bias = false;                     // biases on the FFN matrices (GPT-style)
   bool learned_position_embeddings = false;  // GPT-2/3 style position table of max_positions x h
   bool alibi = false;                        // ALiBi (MPT): bias inside the attention kernel, no rotary pass
