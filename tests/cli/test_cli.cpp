@@ -706,7 +706,7 @@ TEST_CASE("snake_case enum values, the older spellings still read, both giving t
         run_simrun("collective --topology fat-tree --gpus 16 -b 1M -e 1M").out);
 }
 
-TEST_CASE("--model path/config.json reads a HuggingFace config, relative to the working directory",
+TEST_CASE("a config.json path for --model reads a HuggingFace config, relative to the working directory",
           "[cli][hf]") {
   const fs::path hf = fs::path(SIMRUN_DATA_DIR) / "tests" / "data" / "hf";
   const fs::path dir = scratch_dir() / "hf-cwd";
