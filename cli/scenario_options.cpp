@@ -3,6 +3,7 @@
 #include "command.hpp"
 #include "flag_names.hpp"
 #include "simrun/common/error.hpp"
+#include "simrun/models/catalog.hpp"
 
 namespace simrun::cli {
 
@@ -10,7 +11,10 @@ void add_scenario_options(CLI::App& cmd, ScenarioArgs& a) {
   auto& o = a.overrides;
   cmd.add_option("scenario", a.file,
                  "Scenario JSON file (DESIGN.md format); optional when --model and --gpu are given");
-  cmd.add_option("--model", o.model, "Model catalog id, e.g. llama3-70b");
+  cmd.add_option("--model", o.model,
+                 "Model catalog id (e.g. llama3-70b) or a HuggingFace config.json path (e.g. "
+                 "gemma-2-9b/config.json, relative to the working directory; model_type one of " +
+                     join_names(hf_model_types()) + "; see docs/model.md)");
   cmd.add_option("--gpu", o.gpu, "GPU catalog id, e.g. h100-sxm");
   cmd.add_option("--gpus", o.gpus, "Number of GPUs (cluster.num_gpus)");
   cmd.add_option("--gpus-per-node", o.gpus_per_node, "GPUs per node (cluster.gpus_per_node)");
@@ -67,6 +71,10 @@ Scenario resolve_scenario(const ScenarioArgs& args, const Catalogs& catalogs) {
   if (args.flash_on) o.flash_attention = true;
   if (args.flash_off) o.flash_attention = false;
   if (!args.hierarchical_cp_sizes.empty()) o.hierarchical_cp_sizes = args.hierarchical_cp_sizes;
+  // A config.json path on the command line starts at the working directory, not at the
+  // scenario file's (where the scenario's own paths start).
+  if (o.model && names_hf_config_file(*o.model) && !catalogs.models.contains(*o.model))
+    o.model = std::filesystem::absolute(*o.model).lexically_normal().string();
   if (args.file.empty() && !(o.model && o.gpu))
     throw InputError("command line", "scenario",
                      "give a scenario file, or at least --model and --gpu (e.g. --model llama3-70b --gpu "

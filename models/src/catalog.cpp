@@ -32,6 +32,9 @@ ModelSpec read_model(JsonReader& r) {
   m.tied_embeddings = r.boolean_or("tied_embeddings", false);
   m.attention_bias = r.boolean_or("attention_bias", false);
   m.mlp_bias = r.boolean_or("mlp_bias", false);
+  m.qkv_bias = r.boolean_or("qkv_bias", false);
+  m.qk_norm = r.boolean_or("qk_norm", false);
+  m.layer_norms = r.integer_or("layer_norms", 2, 2, 4);
   m.learned_position_embeddings = r.boolean_or("learned_position_embeddings", false);
   m.alibi = r.boolean_or("alibi", false);
   m.max_positions =

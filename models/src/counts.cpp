@@ -50,16 +50,22 @@ double attention_matrices(const ModelSpec& m) {
   return h * (q + 2 * k) + q * h;
 }
 
-// One layer's attention parameters: matrices + biases (Q/K/V outputs and output projection) +
-// MLA's two low-rank norms (q_a_layernorm over r_q, kv_a_layernorm over r_kv).
+// Norms inside one layer's attention: MLA's two low-rank norms (q_a_layernorm over r_q,
+// kv_a_layernorm over r_kv), or the per-head query and key norms over head_dim (Qwen3, Gemma-3
+// q_norm/k_norm, one weight vector each, shared by the heads).
+double attention_norm_params(const ModelSpec& m) {
+  if (m.mla)
+    return (m.mla->q_lora_rank > 0 ? norm_params(m, d(m.mla->q_lora_rank)) : 0.0) +
+           norm_params(m, d(m.mla->kv_lora_rank));
+  return m.qk_norm ? 2 * norm_params(m, d(m.head_dim)) : 0.0;
+}
+
+// One layer's attention parameters: matrices + biases (Q/K/V outputs, and the output projection
+// unless only Q/K/V are biased) + the norms inside attention.
 double attention_params(const ModelSpec& m) {
-  double p = attention_matrices(m);
-  if (m.mla) {
-    if (m.mla->q_lora_rank > 0) p += norm_params(m, d(m.mla->q_lora_rank));
-    p += norm_params(m, d(m.mla->kv_lora_rank));
-  } else if (m.attention_bias) {
-    p += d(m.q_proj_width() + 2 * m.kv_proj_width()) + d(m.hidden);
-  }
+  double p = attention_matrices(m) + attention_norm_params(m);
+  if (!m.mla && (m.attention_bias || m.qkv_bias)) p += d(m.q_proj_width() + 2 * m.kv_proj_width());
+  if (!m.mla && m.attention_bias) p += d(m.hidden);
   return p;
 }
 
@@ -102,14 +108,15 @@ ParamCounts count_params(const ModelSpec& m) {
     c.experts_shared = n * e.shared;
     c.router = n * e.router;
   }
-  // Two norms per layer (before attention, before FFN) and the final norm.
-  c.norms = (2 * L + 1) * norm_params(m, h);
+  // Two norms per layer (before attention, before FFN; Gemma-2/3 four, with the post-norms)
+  // and the final norm.
+  c.norms = (d(m.layer_norms) * L + 1) * norm_params(m, h);
   c.output = m.tied_embeddings ? 0.0 : d(m.vocab) * h;
   if (m.mtp_layers > 0) {
     // DeepSeek-V3 MTP module (arXiv:2412.19437 §2.2): embedding and output head shared with
     // the main model; per depth two input RMSNorms, the 2h→h projection, one transformer layer
     // shaped like the model's last layer, and its own final norm.
-    double layer = attention_params(m) + 2 * norm_params(m, h);
+    double layer = attention_params(m) + d(m.layer_norms) * norm_params(m, h);
     if (m.is_moe()) {
       const MoeLayerParams e = moe_layer_params(m);
       layer += e.routed + e.shared + e.router;
@@ -123,11 +130,11 @@ ParamCounts count_params(const ModelSpec& m) {
 
 double tp_replicated_layer_params(const ModelSpec& m) {
   const double h = d(m.hidden);
-  double p = 2 * norm_params(m, h);
+  double p = d(m.layer_norms) * norm_params(m, h) + attention_norm_params(m);
   if (m.mla) {
     const MlaSpec& l = *m.mla;
-    if (l.q_lora_rank > 0) p += h * d(l.q_lora_rank) + norm_params(m, d(l.q_lora_rank));
-    p += h * d(l.kv_lora_rank + l.qk_rope_head_dim) + norm_params(m, d(l.kv_lora_rank));
+    if (l.q_lora_rank > 0) p += h * d(l.q_lora_rank);
+    p += h * d(l.kv_lora_rank + l.qk_rope_head_dim);
   } else if (m.attention_bias) {
     p += h;
   }

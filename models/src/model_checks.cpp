@@ -17,6 +17,9 @@ void check_model(const ModelSpec& m, const std::string& file, const FieldPath& p
   if (m.kv_heads > m.heads)
     fail("kv_heads", std::to_string(m.kv_heads) + " exceeds heads = " + std::to_string(m.heads));
   if (m.head_dim <= 0) fail("head_dim", "must be positive");
+  if (m.layer_norms != 2 && m.layer_norms != 4)
+    fail("layer_norms",
+         std::to_string(m.layer_norms) + " norms a layer: 2 (pre-norm) or 4 (Gemma-2/3 pre- and post-norms)");
   if (m.learned_position_embeddings && m.max_positions <= 0)
     fail("max_positions", "learned position embeddings need max_positions ≥ 1");
   if (m.mla) {
@@ -26,6 +29,8 @@ void check_model(const ModelSpec& m, const std::string& file, const FieldPath& p
       fail("mla.qk_nope_head_dim", "qk_nope_head_dim + qk_rope_head_dim must be positive");
     if (a.v_head_dim <= 0) fail("mla.v_head_dim", "must be positive");
     if (m.attention_bias) fail("attention_bias", "biases are not modelled with mla (use false)");
+    if (m.qkv_bias) fail("qkv_bias", "biases are not modelled with mla (use false)");
+    if (m.qk_norm) fail("qk_norm", "mla has its own latent norms (use false)");
   }
   if (m.moe) {
     const MoeSpec& e = *m.moe;

@@ -37,11 +37,13 @@ fs::path scratch_dir() {
   return dir;
 }
 
-RunResult run_simrun(const std::string& args) {
+// Runs simrun with `args`, in the working directory `cwd` when one is given.
+RunResult run_simrun(const std::string& args, const fs::path& cwd = {}) {
   const fs::path out = scratch_dir() / "stdout.txt";
   const fs::path err = scratch_dir() / "stderr.txt";
+  const std::string cd = cwd.empty() ? std::string() : "cd '" + cwd.string() + "' && ";
   const std::string cmd =
-      std::string("'") + SIMRUN_BINARY + "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
+      cd + "'" + SIMRUN_BINARY + "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
   const int status = std::system(cmd.c_str());
   RunResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -158,13 +160,15 @@ TEST_CASE("simulate --compare-analytic prints both fidelities, side by side and 
   const double event = j["step_time_s"].get<double>(), analytic = j["analytic"]["step_time_s"].get<double>();
   CHECK(j["analytic_difference"].get<double>() == Approx((event - analytic) / analytic));
   // The table's step-time row carries both times and their difference, as the JSON has them.
-  const auto row = table.out.find("  step time  ", table.out.find("event simulation vs closed-form estimate"));
+  const auto row =
+      table.out.find("  step time  ", table.out.find("event simulation vs closed-form estimate"));
   REQUIRE(row != std::string::npos);
   const std::string line = table.out.substr(row, table.out.find('\n', row) - row);
   CHECK(line.find(fmt::format("{:.3f} s", event)) != std::string::npos);
   CHECK(line.find(fmt::format("{:.3f} s", analytic)) != std::string::npos);
   CHECK(line.find(fmt::format("{:+.1f} %", 100 * (event - analytic) / analytic)) != std::string::npos);
-  for (const char* part : {"  compute ", "  exposed TP ", "  exposed PP ", "  exposed DP ", "  pipeline bubble ", "  MFU "})
+  for (const char* part :
+       {"  compute ", "  exposed TP ", "  exposed PP ", "  exposed DP ", "  pipeline bubble ", "  MFU "})
     CHECK(table.out.find(part, row) != std::string::npos);
   // Both columns describe the estimate's slowest stage, and each sums to its own step time.
   const auto& comparison = j["comparison"];
@@ -680,7 +684,8 @@ TEST_CASE("snake_case enum values, the older spellings still read, both giving t
     REQUIRE(a.exit_code == 0);
     CHECK(a.out == b.out);
   };
-  same("--gpus 8 --pp 2 --pipeline-split embedding_loss_layers", "--gpus 8 --pp 2 --pipeline-split embedding-loss-layers");
+  same("--gpus 8 --pp 2 --pipeline-split embedding_loss_layers",
+       "--gpus 8 --pp 2 --pipeline-split embedding-loss-layers");
   same("--gpus 16 --tp 2 --cp 8 --cp-comm-type a2a_p2p --hierarchical-cp-sizes 2,4",
        "--gpus 16 --tp 2 --cp 8 --cp-comm-type a2a+p2p --hierarchical-cp-sizes 2,4");
   same("--gpus 8 --recompute selective --selective-recompute every_other_layer",
@@ -699,4 +704,67 @@ TEST_CASE("snake_case enum values, the older spellings still read, both giving t
   CHECK(run_simrun("estimate --help").out.find("embedding_loss_layers") != std::string::npos);
   CHECK(run_simrun("collective --topology fat_tree --gpus 16 -b 1M -e 1M").out ==
         run_simrun("collective --topology fat-tree --gpus 16 -b 1M -e 1M").out);
+}
+
+TEST_CASE("a config.json path for --model reads a HuggingFace config, relative to the working directory",
+          "[cli][hf]") {
+  const fs::path hf = fs::path(SIMRUN_DATA_DIR) / "tests" / "data" / "hf";
+  const fs::path dir = scratch_dir() / "hf-cwd";
+  fs::create_directories(dir / "qwen");
+  fs::copy_file(hf / "qwen2.5-7b.json", dir / "qwen" / "config.json", fs::copy_options::overwrite_existing);
+  const std::string flags = " --gpu h100-sxm --gpus 8 --tp 4 --global-batch 8 --json";  // 28 heads;
+  const RunResult r = run_simrun("estimate --model qwen/config.json" + flags, dir);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  // Qwen2.5-7B model card: 7.61B (Q/K/V biases, untied embeddings).
+  CHECK(nlohmann::json::parse(r.out)["model"]["params"].get<double>() == 7'615'616'512.0);
+
+  // With a scenario file elsewhere, --model still starts at the working directory, and
+  // --seq-len reaches the config's import.
+  auto doc = good_scenario();
+  doc["cluster"]["num_gpus"] = 8;
+  doc["layout"] = {{"tp", 4}, {"pp", 1}, {"dp", 2}, {"global_batch", 8}};
+  const fs::path scenario = write_scenario("hf_cwd_scenario.json", doc.dump());
+  const RunResult over =
+      run_simrun("estimate " + quoted(scenario) + " --model qwen/config.json --seq-len 2048 --json", dir);
+  INFO(over.err);
+  REQUIRE(over.exit_code == 0);
+  CHECK(nlohmann::json::parse(over.out)["model"]["params"].get<double>() == 7'615'616'512.0);
+
+  // A path that names no file: one line naming --model.
+  require_one_line_error(run_simrun("estimate --model qwen/missing.json" + flags, dir),
+                         "command line: --model: cannot read");
+}
+
+TEST_CASE("\"model\": \"config.json\" in a scenario starts at the scenario's directory", "[cli][hf]") {
+  const fs::path dir = scratch_dir() / "hf-scenario";
+  fs::create_directories(dir);
+  fs::copy_file(fs::path(SIMRUN_DATA_DIR) / "tests" / "data" / "hf" / "qwen3-8b.json", dir / "config.json",
+                fs::copy_options::overwrite_existing);
+  auto doc = good_scenario();
+  doc["model"] = "config.json";
+  doc["cluster"]["num_gpus"] = 8;
+  doc["layout"] = {{"tp", 8}, {"pp", 1}, {"dp", 1}, {"global_batch", 8}};
+  const fs::path scenario = dir / "scenario.json";
+  std::ofstream(scenario) << doc.dump();
+  const RunResult r = run_simrun("estimate " + quoted(scenario) + " --json");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(nlohmann::json::parse(r.out)["model"]["params"].get<double>() == 8'190'735'360.0);  // Qwen3-8B: 8.19B
+}
+
+TEST_CASE("a Gemma-2 config: refused in one line at its 8192-token context, 9.24B within its window",
+          "[cli][hf][errors]") {
+  // Gemma-2's 4096-token sliding windows on alternate layers cannot be costed at 8192 tokens:
+  // exit 2, one line naming the config file and its sliding_window field.
+  const std::string config = quoted(fs::path(SIMRUN_DATA_DIR) / "tests" / "data" / "hf" / "gemma-2-9b.json");
+  const std::string flags = " --gpu h100-sxm --gpus 8 --tp 8 --global-batch 8 --json";
+  const RunResult refused = run_simrun("estimate --model " + config + flags);
+  require_one_line_error(refused,
+                         "gemma-2-9b.json: sliding_window: 4096-token sliding windows on 21 of 42 layers");
+  // Within the window it is modelled: gated GELU (3 matrices), tied embeddings, 4 norms a layer.
+  const RunResult r = run_simrun("estimate --model " + config + flags + " --seq-len 4096");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(nlohmann::json::parse(r.out)["model"]["params"].get<double>() == 9'241'705'984.0);  // 9.24B
 }

@@ -2,9 +2,9 @@
 // the layout's rules in layout_rules.cpp, so the models below can assume a valid Scenario.
 #include "simrun/sim/scenario/scenario.hpp"
 
-
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -84,24 +84,42 @@ Precision parse_precision(const std::string& s) {
   return Precision::bf16;
 }
 
+// A HuggingFace config.json named by the scenario's model: `key` of `r` holds its path
+// (relative paths start at the scenario's directory); seq_len_field names the sequence length
+// the config's context stands in for when it is not given. One reader for the string form
+// ("model": "path/config.json") and the object form ({"hf_config": path, "seq_len": N}).
+ModelSpec read_hf_model(JsonReader& r, const std::string& key, const std::filesystem::path& base_dir,
+                        std::optional<int64_t> seq_len, const std::string& seq_len_field) {
+  const std::filesystem::path hf_path = base_dir / r.string(key);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(hf_path, ec))
+    r.fail(key,
+           "cannot read " + quoted_input(hf_path.string()) +
+               " (a HuggingFace config.json file; relative paths start at the scenario's directory, or at "
+               "the working directory when given on the command line)");
+  ModelSpec spec = import_hf_config(load_json_file(hf_path), hf_path.string(), seq_len);
+  if (!seq_len && spec.seq_len > kMaxSeqLen)
+    r.fail(seq_len_field, "missing, and the config's context of " + std::to_string(spec.seq_len) +
+                              " tokens is over the " + std::to_string(kMaxSeqLen) +
+                              " a step is simulated at (give the training sequence length)");
+  return spec;
+}
+
 ModelSpec read_model_field(JsonReader& top, const Catalogs& catalogs, const std::filesystem::path& base_dir) {
   const auto& raw = top.raw("model");
-  if (raw.is_string()) return catalogs.models.get(raw.get<std::string>(), top.file(), "model");
-  if (!raw.is_object()) top.fail("model", "expected a catalog name (e.g. \"llama3-70b\") or a model object");
+  if (raw.is_string()) {
+    const std::string id = raw.get<std::string>();
+    if (catalogs.models.contains(id) || !names_hf_config_file(id))
+      return catalogs.models.get(id, top.file(), "model");
+    return read_hf_model(top, "model", base_dir, std::nullopt, "model");
+  }
+  if (!raw.is_object())
+    top.fail("model", "expected a catalog name (e.g. \"llama3-70b\"), a config.json path or a model object");
   JsonReader model = top.object("model");
   if (model.has("hf_config")) {
-    const std::filesystem::path hf_path = base_dir / model.string("hf_config");
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(hf_path, ec))
-      model.fail("hf_config", "cannot read " + quoted_input(hf_path.string()) +
-                                  " (a HuggingFace config.json file; relative paths start at the "
-                                  "scenario's directory)");
-    ModelSpec spec = import_hf_config(load_json_file(hf_path), hf_path.string());
-    if (!model.has("seq_len") && spec.seq_len > kMaxSeqLen)
-      model.fail("seq_len", "missing, and the config's context of " + std::to_string(spec.seq_len) +
-                                " tokens is over the " + std::to_string(kMaxSeqLen) +
-                                " a step is simulated at (give the training sequence length)");
-    spec.seq_len = model.integer_or("seq_len", spec.seq_len, 1, kMaxSeqLen);
+    const std::optional<int64_t> seq_len =
+        model.has("seq_len") ? std::optional<int64_t>(model.integer("seq_len", 1, kMaxSeqLen)) : std::nullopt;
+    ModelSpec spec = read_hf_model(model, "hf_config", base_dir, seq_len, "seq_len");
     spec.name = model.string_or("name", spec.name);
     model.finish();
     return spec;
@@ -350,8 +368,9 @@ void ScenarioOverrides::apply_to(nlohmann::json& doc) const {
     for (size_t i = 0; node && i + 1 < keys.size(); ++i) {
       nlohmann::json& child = (*node)[keys[i]];
       if (child.is_null()) child = nlohmann::json::object();
-      if (keys[i] == "model" && child.is_string())
-        child = nlohmann::json{{"name", child}};    // catalog + seq_len
+      if (keys[i] == "model" && child.is_string())  // catalog + seq_len, or config.json + seq_len
+        child =
+            nlohmann::json{{names_hf_config_file(child.get<std::string>()) ? "hf_config" : "name", child}};
       node = child.is_object() ? &child : nullptr;  // another type: parse_scenario reports it
     }
     if (node) (*node)[keys.back()] = *f.value;

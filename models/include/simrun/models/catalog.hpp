@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,8 +33,18 @@ class ModelCatalog {
 //  "tied_embeddings","moe":{...}} plus the optional extras of ModelSpec. Validates ranges.
 ModelSpec read_model(JsonReader& reader);
 
-// Maps a HuggingFace config.json (Llama/Mistral/Mixtral/Qwen/GPT-2/GPT-NeoX/DeepSeek-V3 field
-// names; text_config nesting) to a ModelSpec. `file` names it in errors.
-ModelSpec import_hf_config(const nlohmann::json& config, const std::string& file);
+// Maps a HuggingFace config.json (text_config nesting followed) to a ModelSpec. `file` names
+// it in errors. Only the model_types of hf_model_types() are read: another, or none, is an
+// InputError, as is a sliding window shorter than the sequence. seq_len: the training sequence
+// in tokens, e.g. 8192 (default: the config's max_position_embeddings).
+ModelSpec import_hf_config(const nlohmann::json& config, const std::string& file,
+                           std::optional<int64_t> seq_len = std::nullopt);
+
+// The HuggingFace model_types import_hf_config understands, e.g. "llama", "gemma2".
+std::vector<std::string> hf_model_types();
+
+// Whether a model named by a string is a config.json path rather than a catalog id: it contains
+// a '/' or ends in ".json" (catalog ids are file stems, which do neither).
+bool names_hf_config_file(const std::string& model);
 
 }  // namespace simrun

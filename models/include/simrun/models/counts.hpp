@@ -11,7 +11,7 @@ namespace simrun {
 
 struct ParamCounts {
   double embedding = 0;       // token embedding V·h (+ learned positions)
-  double attention = 0;       // all layers: QKV (or MLA) + output projections (+ biases)
+  double attention = 0;       // all layers: QKV (or MLA) + output projections (+ biases, MLA/QK norms)
   double mlp_dense = 0;       // dense-FFN layers
   double experts_routed = 0;  // all routed experts of all MoE layers
   double experts_shared = 0;  // shared experts of all MoE layers
@@ -33,11 +33,11 @@ struct ParamCounts {
 ParamCounts count_params(const ModelSpec& m);
 
 // Parameters of one transformer layer that Megatron's tensor parallelism keeps whole on every
-// TP rank rather than splitting: the layer's two norms (TE LayerNormLinear holds the full
-// norm weight), the row-parallel output projection's bias, and MLA's Q and KV
-// down-projections with their latent norms (Megatron-Core MLASelfAttention builds
-// linear_q_down_proj / linear_kv_down_proj with parallel_mode "duplicated"). A dense FFN adds
-// its row-parallel FC2 bias: tp_replicated_ffn_params.
+// TP rank rather than splitting: the layer's norms (TE LayerNormLinear holds the full norm
+// weight; Qwen3/Gemma-3 query/key norms over head_dim), the row-parallel output projection's
+// bias, and MLA's Q and KV down-projections with their latent norms (Megatron-Core
+// MLASelfAttention builds linear_q_down_proj / linear_kv_down_proj with parallel_mode
+// "duplicated"). A dense FFN adds its row-parallel FC2 bias: tp_replicated_ffn_params.
 double tp_replicated_layer_params(const ModelSpec& m);
 double tp_replicated_ffn_params(const ModelSpec& m);
 

@@ -8,7 +8,9 @@
 
 namespace simrun {
 
-enum class FfnActivation { gelu, swiglu };   // gelu: 2 matrices (h→f→h); swiglu: 3 (gate, up, down)
+// gelu: 2 matrices (h→f→h); swiglu: 3 (gate, up, down). Gated FFNs with another activation
+// (Gemma's GeGLU) have swiglu's shape and cost and are read as swiglu.
+enum class FfnActivation { gelu, swiglu };
 enum class NormKind { layernorm, rmsnorm };  // layernorm has weight+bias (2h), rmsnorm weight only (h)
 
 // Multi-head latent attention (DeepSeek-V2/V3): low-rank Q and KV projections.
@@ -43,6 +45,9 @@ struct ModelSpec {
   int64_t seq_len = 0;                       // s, training sequence length in tokens, e.g. 8192
   bool tied_embeddings = false;              // output projection shares the input embedding matrix
   bool attention_bias = false;               // biases on the QKV/output projections (GPT-style)
+  bool qkv_bias = false;                     // biases on Q/K/V only, output unbiased (Qwen2/2.5)
+  bool qk_norm = false;                      // head_dim norms on Q and K (Qwen3, Gemma-3)
+  int64_t layer_norms = 2;                   // norms a layer: 2 pre-norms; 4 with Gemma-2/3 post-norms
   bool mlp_bias = false;                     // biases on the FFN matrices (GPT-style)
   bool learned_position_embeddings = false;  // GPT-2/3 style position table of max_positions x h
   bool alibi = false;                        // ALiBi (MPT): bias inside the attention kernel, no rotary pass
