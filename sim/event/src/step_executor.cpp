@@ -2,6 +2,7 @@
 #include "simrun/sim/event/step_executor.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -107,10 +108,10 @@ class Executor {
       r.done.assign(w.stages[static_cast<size_t>(r.stage)].tasks.size(), 0);
       m_index_of_rank[static_cast<size_t>(sim[i])] = static_cast<int32_t>(i);
     }
-    // Traced ranks: the representatives and the stragglers.
-    for (int64_t rep : m_layout.representatives()) trace(rep);
+    // Reported ranks (traced, in the breakdown): the representatives and the stragglers.
+    for (int64_t rep : m_layout.representatives()) report(rep);
     for (const auto& s : opt.stragglers) {  // given twice, a GPU runs at the larger slowdown
-      trace(s.rank);
+      report(s.rank);
       double& slowdown = m_ranks[static_cast<size_t>(m_index_of_rank[static_cast<size_t>(s.rank)])].slowdown;
       slowdown = std::max(slowdown, s.slowdown);
     }
@@ -129,9 +130,26 @@ class Executor {
           double& capacity = links[port_link(port, d)];
           capacity = std::min(capacity, kPortRate * s.bandwidth_fraction);
         }
-      trace(s.rank);
+      report(s.rank);
     }
-    if (also_trace >= 0) trace(also_trace);
+    if (also_trace >= 0) report(also_trace);
+    // Ranks whose spans the trace keeps: traced for their times, not reported.
+    for (size_t k = 0; k < opt.trace_ranks.size(); ++k) {
+      const int64_t rank = opt.trace_ranks[k];
+      const std::string field = "trace_ranks[" + std::to_string(k) + "]";
+      if (rank < 0 || rank >= m_layout.world_size())
+        throw InputError("step", field,
+                         fmt::format("rank {} is out of range (0 to {})", rank, m_layout.world_size() - 1));
+      if (m_index_of_rank[static_cast<size_t>(rank)] < 0)
+        throw InputError("step", field,
+                         fmt::format("rank {} is not simulated (with one representative per pipeline stage, "
+                                     "ranks {}; scope full simulates every rank)",
+                                     rank, fmt::join(m_layout.representatives(), ", ")));
+      trace(rank);
+      m_ranks[static_cast<size_t>(m_index_of_rank[static_cast<size_t>(rank)])].recorded = true;
+    }
+    if (opt.trace_ranks.empty())
+      for (RankState& r : m_ranks) r.recorded = r.reported;
     m_network = std::make_unique<Network>(m_engine, std::move(links));
     if (opt.timing == CollectiveTiming::nccl_model) {
       const ClusterGraphSpec spec = cluster_graph_spec(sc.cluster);
@@ -173,7 +191,7 @@ class Executor {
     // ranks differ by the network's rounding only.
     TimeNs latest_traced{-1};
     for (const RankState& r : m_ranks)
-      if (r.traced && r.finish > latest_traced) {
+      if (r.reported && r.finish > latest_traced) {
         latest_traced = r.finish;
         out.last_rank = r.rank;
       }
@@ -185,18 +203,20 @@ class Executor {
     double worst = -1;
     for (size_t i = 0; i < m_ranks.size(); ++i) {
       RankState& r = m_ranks[i];
-      if (!r.traced) continue;
+      if (!r.reported) continue;
       finish_breakdown(r);
       if (r.bd.finish_s > worst) {
         worst = r.bd.finish_s;
         out.critical = out.ranks.size();
       }
       out.ranks.push_back(r.bd);
-      if (m_opt.record_trace) {
+    }
+    if (m_opt.record_trace)
+      for (const RankState& r : m_ranks) {
+        if (!r.recorded) continue;
         const StageProgram& p = m_w.stages[static_cast<size_t>(r.stage)];
         for (uint32_t t = 0; t < p.tasks.size(); ++t) out.spans.push_back({r.rank, t, r.start[t], r.end[t]});
       }
-    }
     return out;
   }
 
@@ -205,7 +225,9 @@ class Executor {
     int64_t rank = 0;
     int64_t stage = 0;
     double slowdown = 1.0;
-    bool traced = false;
+    bool traced = false;    // keeps per-task times (start, end)
+    bool reported = false;  // traced, and in the breakdown (StepResult::ranks)
+    bool recorded = false;  // traced, and its spans go to StepResult::spans
     std::array<uint32_t, kStreamCount> head{};
     std::array<bool, kStreamCount> busy{};
     std::vector<uint8_t> done;
@@ -223,6 +245,12 @@ class Executor {
   struct Arrival {
     int64_t count = 0;
   };
+
+  void report(int64_t rank) {
+    trace(rank);
+    const int32_t i = m_index_of_rank[static_cast<size_t>(rank)];
+    if (i >= 0) m_ranks[static_cast<size_t>(i)].reported = true;
+  }
 
   void trace(int64_t rank) {
     const int32_t i = m_index_of_rank[static_cast<size_t>(rank)];
