@@ -122,7 +122,6 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
   cmd->add_option("--trace-max-mb", args->trace_max_mb,
                   "Size cap of the trace in MB (default 100; 0: none). Past it the last micro-batches are left "
                   "out, then the last ranks, with a warning")
-      ->check(CLI::NonNegativeNumber)
       ->needs(trace);
   cmd->add_flag("--full", args->full, "Simulate every rank, not one representative per pipeline stage");
   add_fault_options(*cmd, args->faults, true);
@@ -140,6 +139,9 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
           throw InputError("command line", "--trace",
                            "'-' writes the trace to stdout, where the report goes with --json or --csv (give "
                            "the trace a file name)");
+        if (!(args->trace_max_mb >= 0))
+          throw InputError("command line", "--trace-max-mb",
+                           fmt::format("must be 0 (no cap) or more, got {:g}", args->trace_max_mb));
         const Scenario scenario = resolve_scenario(args->scenario, catalogs);
         SimulateOptions options;
         if (!args->calibration_file.empty()) options.calibration = Calibration::load(args->calibration_file);

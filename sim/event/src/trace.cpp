@@ -234,6 +234,7 @@ TraceSummary write_chrome_trace(std::ostream& out, const Scenario& sc, const Wor
   // per-step ops, part 1 + k its micro-batch k; a flow counts with its send.
   std::vector<std::vector<double>> bytes(ranks.size(), std::vector<double>(size_t(micro_batches) + 1, 0.0));
   Buffer b;
+  int64_t flows = 0;  // numbered as pass 2 numbers them when it keeps everything
   for (size_t i = 0; i < ranks.size(); ++i) {
     const RankSpans& r = ranks[i];
     b.clear();
@@ -245,12 +246,13 @@ TraceSummary write_chrome_trace(std::ostream& out, const Scenario& sc, const Wor
       b.clear();
       format_slice(b, layout, *r.program, span);
       if (t.kind == TaskKind::send)
-        if (const Peer p = recv_of(r, t); p.span) format_flow(b, 0, t, span, recv_task(p), *p.span);
+        if (const Peer p = recv_of(r, t); p.span) format_flow(b, ++flows, t, span, recv_task(p), *p.span);
       const size_t part = std::min(static_cast<size_t>(std::max(t.micro_batch, -1) + 1), bytes[i].size() - 1);
       bytes[i][part] += double(b.size());
     }
   }
-  const double frame = double(header.size() + footer.size());
+  // The last event has no ",\n" after it.
+  const double frame = double(header.size() + footer.size()) - (ranks.empty() ? 0.0 : 2.0);
   std::vector<double> per_part(size_t(micro_batches) + 1, 0.0);  // over every rank
   for (const auto& row : bytes)
     for (size_t k = 0; k < row.size(); ++k) per_part[k] += row[k];
