@@ -704,7 +704,7 @@ TEST_CASE("snake_case enum values, the older spellings still read, both giving t
 
 // Issue 22: `--trace -` puts the trace alone on stdout (valid JSON, nothing else), the table
 // on stderr; with --json or --csv, which also want stdout, it is refused.
-TEST_CASE("--trace - writes the trace alone to stdout and the table to stderr", "[cli][trace]") {
+TEST_CASE("a trace to stdout (--trace -) comes alone, the table going to stderr", "[cli][trace]") {
   const std::string example = quoted(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-8b-fsdp-h100.json");
   const RunResult r = run_simrun("simulate " + example + " --trace -");
   INFO(r.err);
@@ -718,7 +718,7 @@ TEST_CASE("--trace - writes the trace alone to stdout and the table to stderr", 
   require_one_line_error(run_simrun("simulate " + example + " --trace - --csv"), "--trace: '-' writes the trace");
 }
 
-TEST_CASE("--trace-ranks selects the traced ranks; a bad selector names the flag", "[cli][trace]") {
+TEST_CASE("trace ranks chosen on the command line are the traced ones, and a bad selector names its flag", "[cli][trace]") {
   const std::string example = quoted(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-8b-fsdp-h100.json");
   const RunResult r = run_simrun("simulate " + example + " --trace - --trace-ranks 0,3");
   INFO(r.err);
@@ -735,7 +735,7 @@ TEST_CASE("--trace-ranks selects the traced ranks; a bad selector names the flag
                          "command line: --trace-max-mb: must be 0");
 }
 
-TEST_CASE("a trace over --trace-max-mb is cut with a warning naming what was left out", "[cli][trace]") {
+TEST_CASE("a trace over its size cap is cut with a warning naming what was left out", "[cli][trace]") {
   const std::string example = quoted(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-8b-fsdp-h100.json");
   const fs::path trace = scratch_dir() / "capped.json";
   const RunResult r = run_simrun("simulate " + example + " --json --trace " + quoted(trace) + " --trace-max-mb 1");

@@ -121,7 +121,7 @@ TEST_CASE("names with quotes, backslashes or control characters stay valid JSON 
   CHECK(trace_of(sc)["otherData"]["model"] == sc.model.name);
 }
 
-TEST_CASE("trace slices are named by op kind; their labels say phase, layer, op and micro-batch",
+TEST_CASE("trace slices are named by op kind, their labels say phase, layer, op and micro-batch",
           "[sim][trace]") {
   Task t;
   t.phase = Phase::forward;
