@@ -89,12 +89,13 @@ void print_stage_table(const SimulationOutput& o, std::ostream& out) {
 std::string trace_cap_warning(const TraceSummary& t, double max_mb) {
   std::string left_out;
   if (t.micro_batches_kept < t.micro_batches)
-    left_out = t.micro_batches_kept + 1 == t.micro_batches
-                   ? fmt::format("micro-batch {} of each rank", t.micro_batches - 1)
-                   : fmt::format("micro-batches {}-{} of each rank", t.micro_batches_kept, t.micro_batches - 1);
+    left_out =
+        t.micro_batches_kept + 1 == t.micro_batches
+            ? fmt::format("micro-batch {} of each rank", t.micro_batches - 1)
+            : fmt::format("micro-batches {}-{} of each rank", t.micro_batches_kept, t.micro_batches - 1);
   if (t.ranks_kept < t.ranks)
-    left_out += fmt::format("{}{} of {} traced ranks", left_out.empty() ? "" : " and ", t.ranks - t.ranks_kept,
-                            t.ranks);
+    left_out += fmt::format("{}{} of {} traced ranks", left_out.empty() ? "" : " and ",
+                            t.ranks - t.ranks_kept, t.ranks);
   return fmt::format(
       "trace: left out {} to stay under {:g} MB ({:.0f} MB written, {:.0f} MB in all); --trace-max-mb 0 "
       "writes everything, --trace-ranks traces fewer ranks",
@@ -114,14 +115,16 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
       "--trace", args->trace_file,
       "Write a Chrome-trace JSON timeline (open in ui.perfetto.dev); '-' writes it to stdout and the "
       "table to stderr (not with --json or --csv)");
-  cmd->add_option("--trace-ranks", args->trace_ranks,
-                  "Ranks to trace: 0,8,16 or stage:N (every rank of stage N) or dp:N (every rank of data-parallel "
-                  "replica N); default one per stage. Ranks other than a stage's first make the run simulate "
-                  "every rank (as --full)")
+  cmd->add_option(
+         "--trace-ranks", args->trace_ranks,
+         "Ranks to trace: 0,8,16 or stage:N (every rank of stage N) or dp:N (every rank of data-parallel "
+         "replica N); default one per stage. Ranks other than a stage's first make the run simulate "
+         "every rank (as --full)")
       ->needs(trace);
-  cmd->add_option("--trace-max-mb", args->trace_max_mb,
-                  "Size cap of the trace in MB (default 100; 0: none). Past it the last micro-batches are left "
-                  "out, then the last ranks, with a warning")
+  cmd->add_option(
+         "--trace-max-mb", args->trace_max_mb,
+         "Size cap of the trace in MB (default 100; 0: none). Past it the last micro-batches are left "
+         "out, then the last ranks, with a warning")
       ->needs(trace);
   cmd->add_flag("--full", args->full, "Simulate every rank, not one representative per pipeline stage");
   add_fault_options(*cmd, args->faults, true);
@@ -148,10 +151,11 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
         options.step.stragglers = stragglers_of(args->faults, scenario);
         options.step.slow_links = slow_links_of(args->faults);
         const RankLayout layout(scenario.layout, scenario.cluster.gpus_per_node);
-        if (!args->trace_ranks.empty()) options.step.trace_ranks = select_trace_ranks(args->trace_ranks, layout);
+        if (!args->trace_ranks.empty())
+          options.step.trace_ranks = select_trace_ranks(args->trace_ranks, layout);
         const std::vector<int64_t> representatives = layout.representatives();
-        const bool traces_others = std::any_of(
-            options.step.trace_ranks.begin(), options.step.trace_ranks.end(), [&](int64_t r) {
+        const bool traces_others =
+            std::any_of(options.step.trace_ranks.begin(), options.step.trace_ranks.end(), [&](int64_t r) {
               return std::find(representatives.begin(), representatives.end(), r) == representatives.end();
             });
         const bool needs_full =

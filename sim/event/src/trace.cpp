@@ -79,10 +79,14 @@ void format_rank_metadata(Buffer& b, const RankLayout& layout, int64_t rank) {
       R"J({{"ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":"rank {} (node {} GPU {}, stage {}, tp {} cp {} dp {})"}}}},)J"
       "\n",
       rank, rank, layout.node_of(rank), layout.local_gpu_of(rank), c.pp, c.tp, c.cp, c.dp);
-  fmt::format_to(o, R"({{"ph":"M","name":"process_sort_index","pid":{},"tid":0,"args":{{"sort_index":{}}}}},)" "\n",
+  fmt::format_to(o,
+                 R"({{"ph":"M","name":"process_sort_index","pid":{},"tid":0,"args":{{"sort_index":{}}}}},)"
+                 "\n",
                  rank, rank);
   for (int s = 0; s <= kStreamCount; ++s)
-    fmt::format_to(o, R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":"stream {} {}"}}}},)" "\n",
+    fmt::format_to(o,
+                   R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":"stream {} {}"}}}},)"
+                   "\n",
                    rank, s, s, s == kStreamCount ? "pp recv grad" : to_string(static_cast<Stream>(s)));
 }
 
@@ -91,13 +95,18 @@ void format_shape(Buffer& b, const OpShape& s) {
   switch (s.cls) {
     case OpClass::gemm:
       // C[M×N] = A[M×K]·B[K×N], `batch` copies.
-      if (s.batch != 1) fmt::format_to(o, R"(,"shape":"{:.0f} x [{:.0f},{:.0f}]x[{:.0f},{:.0f}]")", s.batch, s.m, s.k, s.k, s.n);
-      else fmt::format_to(o, R"(,"shape":"[{:.0f},{:.0f}]x[{:.0f},{:.0f}]")", s.m, s.k, s.k, s.n);
+      if (s.batch != 1)
+        fmt::format_to(o, R"(,"shape":"{:.0f} x [{:.0f},{:.0f}]x[{:.0f},{:.0f}]")", s.batch, s.m, s.k, s.k,
+                       s.n);
+      else
+        fmt::format_to(o, R"(,"shape":"[{:.0f},{:.0f}]x[{:.0f},{:.0f}]")", s.m, s.k, s.k, s.n);
       break;
     case OpClass::attention_fwd:
     case OpClass::attention_bwd:
-      fmt::format_to(o, R"(,"shape":"tokens {:.0f}, kv {:.0f}, heads {:.0f}, head_dim {:.0f}","kernel":"{}","causal":{})",
-                     s.tokens, s.seq_kv, s.heads, s.head_dim, kernel_name(s.attention_kernel), s.causal);
+      fmt::format_to(
+          o,
+          R"(,"shape":"tokens {:.0f}, kv {:.0f}, heads {:.0f}, head_dim {:.0f}","kernel":"{}","causal":{})",
+          s.tokens, s.seq_kv, s.heads, s.head_dim, kernel_name(s.attention_kernel), s.causal);
       break;
     case OpClass::memory:
       break;
@@ -111,8 +120,9 @@ void format_slice(Buffer& b, const RankLayout& layout, const StageProgram& p, co
   const Task& t = p.tasks[span.task];
   auto o = std::back_inserter(b);
   const char* cat = t.kind == TaskKind::compute ? "kernel" : "collective_comm";
-  fmt::format_to(o, R"({{"ph":"X","cat":"{}","name":"{}","pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f},"args":{{)", cat,
-                 task_slice_name(t), span.rank, thread_of(t), us(span.start), us(span.end - span.start));
+  fmt::format_to(o,
+                 R"({{"ph":"X","cat":"{}","name":"{}","pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f},"args":{{)",
+                 cat, task_slice_name(t), span.rank, thread_of(t), us(span.start), us(span.end - span.start));
   fmt::format_to(o, R"("label":"{}","op":"{}","phase":"{}","layer":{},"microbatch":{},"chunk":{})",
                  task_event_name(t), to_string(t.op), to_string(t.phase), t.layer, t.micro_batch, t.chunk);
   if (t.kind == TaskKind::compute) {
@@ -135,9 +145,13 @@ void format_flow(Buffer& b, int64_t id, const Task& send, const TaskSpan& from, 
                  const TaskSpan& to) {
   auto o = std::back_inserter(b);
   const auto mid = [](const TaskSpan& s) { return us(s.start) + 0.5 * us(s.end - s.start); };
-  fmt::format_to(o, R"({{"ph":"s","id":{},"cat":"pp","name":"{}","pid":{},"tid":{},"ts":{:.3f}}},)" "\n", id,
-                 to_string(send.op), from.rank, thread_of(send), mid(from));
-  fmt::format_to(o, R"({{"ph":"f","bp":"e","id":{},"cat":"pp","name":"{}","pid":{},"tid":{},"ts":{:.3f}}},)" "\n",
+  fmt::format_to(o,
+                 R"({{"ph":"s","id":{},"cat":"pp","name":"{}","pid":{},"tid":{},"ts":{:.3f}}},)"
+                 "\n",
+                 id, to_string(send.op), from.rank, thread_of(send), mid(from));
+  fmt::format_to(o,
+                 R"({{"ph":"f","bp":"e","id":{},"cat":"pp","name":"{}","pid":{},"tid":{},"ts":{:.3f}}},)"
+                 "\n",
                  id, to_string(send.op), to.rank, thread_of(recv), mid(to));
 }
 
@@ -191,11 +205,12 @@ std::string task_event_name(const Task& t) {
   return name;
 }
 
-TraceSummary write_chrome_trace(std::ostream& out, const Scenario& sc, const Workload& w, const StepResult& step,
-                                const TraceOptions& options) {
+TraceSummary write_chrome_trace(std::ostream& out, const Scenario& sc, const Workload& w,
+                                const StepResult& step, const TraceOptions& options) {
   const RankLayout layout(sc.layout, sc.cluster.gpus_per_node);
   const std::string header = fmt::format(
-      "{{\"displayTimeUnit\":\"ns\",\"otherData\":{{\"generator\":\"simrun simulate\",\"model\":\"{}\",\"gpu\":\"{}\","
+      "{{\"displayTimeUnit\":\"ns\",\"otherData\":{{\"generator\":\"simrun "
+      "simulate\",\"model\":\"{}\",\"gpu\":\"{}\","
       "\"step_time_s\":{:.9g}}},\"traceEvents\":[\n",
       json_escape(sc.model.name), json_escape(sc.cluster.gpu.id), step.step_time.seconds());
   const std::string footer = "\n]}\n";
@@ -210,7 +225,8 @@ TraceSummary write_chrome_trace(std::ostream& out, const Scenario& sc, const Wor
     SIMRUN_ASSERT(step.spans[i].task == ranks.back().count, "trace spans out of task order");
     ++ranks.back().count;
   }
-  std::sort(ranks.begin(), ranks.end(), [](const RankSpans& a, const RankSpans& b) { return a.rank < b.rank; });
+  std::sort(ranks.begin(), ranks.end(),
+            [](const RankSpans& a, const RankSpans& b) { return a.rank < b.rank; });
   std::unordered_map<int64_t, size_t> index_of_rank;
   for (size_t i = 0; i < ranks.size(); ++i) index_of_rank[ranks[i].rank] = i;
   // The recv span matching a send span and the receiving rank, or null when it is not traced.
@@ -227,7 +243,9 @@ TraceSummary write_chrome_trace(std::ostream& out, const Scenario& sc, const Wor
     SIMRUN_ASSERT(send.peer_task < peer.count, "a send's recv is not in its peer's program");
     return Peer{&step.spans[peer.first + send.peer_task], it->second};
   };
-  auto recv_task = [&](const Peer& p) -> const Task& { return ranks[p.rank_index].program->tasks[p.span->task]; };
+  auto recv_task = [&](const Peer& p) -> const Task& {
+    return ranks[p.rank_index].program->tasks[p.span->task];
+  };
 
   const int64_t micro_batches = std::max<int64_t>(w.micro_batches, 0);
   // Pass 1: the bytes of every part, to choose what fits. Part 0 of a rank is its metadata and
@@ -334,7 +352,8 @@ std::vector<int64_t> select_trace_ranks(std::string_view selector, const RankLay
           for (int64_t tp = 0; tp < layout.tp(); ++tp) add(layout.rank_of(RankCoord{tp, cp, dp, n}));
     } else if (by == "dp") {
       if (n < 0 || n >= layout.dp())
-        bad_selector(selector, fmt::format("data-parallel replica {} is out of range (0 to {})", n, layout.dp() - 1));
+        bad_selector(selector,
+                     fmt::format("data-parallel replica {} is out of range (0 to {})", n, layout.dp() - 1));
       for (int64_t pp = 0; pp < layout.pp(); ++pp)
         for (int64_t cp = 0; cp < layout.cp(); ++cp)
           for (int64_t tp = 0; tp < layout.tp(); ++tp) add(layout.rank_of(RankCoord{tp, cp, n, pp}));

@@ -20,8 +20,9 @@ using namespace simrun::test;
 namespace {
 
 // The simulated step's Chrome trace, parsed (and the simulation it came from, what was written).
-nlohmann::json trace_of(const Scenario& sc, SimulationOutput* simulated = nullptr, TraceSummary* summary = nullptr,
-                        const TraceOptions& trace = TraceOptions{}, const StepSimOptions& step = StepSimOptions{}) {
+nlohmann::json trace_of(const Scenario& sc, SimulationOutput* simulated = nullptr,
+                        TraceSummary* summary = nullptr, const TraceOptions& trace = TraceOptions{},
+                        const StepSimOptions& step = StepSimOptions{}) {
   SimulateOptions o;
   o.step = step;
   o.step.record_trace = true;
@@ -35,7 +36,8 @@ nlohmann::json trace_of(const Scenario& sc, SimulationOutput* simulated = nullpt
 }
 
 Scenario example(const std::string& name) {
-  return load_scenario(std::filesystem::path(SIMRUN_DATA_DIR) / "examples" / name, ScenarioOverrides{}, catalogs());
+  return load_scenario(std::filesystem::path(SIMRUN_DATA_DIR) / "examples" / name, ScenarioOverrides{},
+                       catalogs());
 }
 
 // The slices of one (pid, tid) row.
@@ -50,7 +52,8 @@ Rows rows_of(const nlohmann::json& doc) {
   for (const auto& e : doc["traceEvents"])
     if (e["ph"] == "X")
       rows[{e["pid"].get<int64_t>(), e["tid"].get<int64_t>()}].push_back(
-          {e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>(), e["name"].get<std::string>()});
+          {e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>(),
+           e["name"].get<std::string>()});
   return rows;
 }
 
@@ -177,7 +180,8 @@ TEST_CASE("the 70B example's trace has a few dozen slice names and flows between
   CHECK(names.size() >= 20);
   CHECK(names.size() <= 60);
   CHECK(summary.distinct_names == int64_t(names.size()));
-  for (const char* n : {"fc2 bwd", "attn_core fwd", "all_reduce tp", "reduce_scatter dp", "send pp_act", "recv pp_grad"})
+  for (const char* n :
+       {"fc2 bwd", "attn_core fwd", "all_reduce tp", "reduce_scatter dp", "send pp_act", "recv pp_grad"})
     CHECK(names.count(n) == 1);
 
   // One flow per pipeline message: every send of every stage has a traced peer by default.
@@ -246,7 +250,8 @@ TEST_CASE("a trace over its size cap leaves out the last micro-batches and says 
 }
 
 TEST_CASE("trace ranks: the selected ranks' spans only, the report unchanged", "[sim][trace]") {
-  const Scenario sc = parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 16},
+  const Scenario sc =
+      parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 16},
       "layout": {"tp": 2, "pp": 2, "dp": 4, "global_batch": 16}})");
   const RankLayout layout(sc.layout, sc.cluster.gpus_per_node);
   StepSimOptions step;

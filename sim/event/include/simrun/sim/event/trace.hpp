@@ -16,9 +16,9 @@
 #include <string_view>
 #include <vector>
 
+#include "simrun/sim/event/step_executor.hpp"
 #include "simrun/sim/scenario/rank_layout.hpp"
 #include "simrun/sim/scenario/scenario.hpp"
-#include "simrun/sim/event/step_executor.hpp"
 #include "simrun/sim/workload/workload.hpp"
 
 namespace simrun {
@@ -36,12 +36,12 @@ struct TraceOptions {
 
 // What write_chrome_trace wrote and what the size cap left out.
 struct TraceSummary {
-  int64_t slices = 0;         // complete events written
-  int64_t flows = 0;          // send → recv flows written (each an "s" and an "f" event)
+  int64_t slices = 0;          // complete events written
+  int64_t flows = 0;           // send → recv flows written (each an "s" and an "f" event)
   int64_t distinct_names = 0;  // of the slices written
-  double bytes = 0;           // written
-  double full_bytes = 0;      // the whole trace's size, cap or not
-  int64_t ranks = 0;          // traced ranks in the step
+  double bytes = 0;            // written
+  double full_bytes = 0;       // the whole trace's size, cap or not
+  int64_t ranks = 0;           // traced ranks in the step
   int64_t ranks_kept = 0;
   int64_t micro_batches = 0;  // in the step
   int64_t micro_batches_kept = 0;
