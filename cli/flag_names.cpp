@@ -66,6 +66,7 @@ constexpr OptionFlag kOptionFlags[] = {
     {"step", "scope", "--full"},
     {"step", "stragglers", "--straggler"},
     {"step", "slow_links", "--slow-link"},
+    {"step", "trace_ranks", "--trace-ranks"},
 };
 
 // "stragglers[0].rank" is within "stragglers"; "stragglers_x" is not.

@@ -1,12 +1,15 @@
-// `simrun simulate SCENARIO.json [overrides] [--json|--csv] [--trace FILE] [--full]
+// `simrun simulate SCENARIO.json [overrides] [--json|--csv] [--trace FILE|-] [--trace-ranks SEL]
+//  [--trace-max-mb MB] [--full]
 //  [--straggler RANK:SLOWDOWN]... [--straggler-node NODE:SLOWDOWN]... [--slow-link RANK:FRACTION]...
 //  [--calibration FILE] [--compare-analytic] [--require-fit]`:
 // the event simulation of one training step (the main job; `simrun SCENARIO.json` is this).
 // Prints the report (table, JSON with the contract keys plus "stages" and "simulation", or
-// CSV), optionally the analytic estimate beside it, and writes a Chrome trace.
+// CSV), optionally the analytic estimate beside it, and writes a Chrome trace (to a file, or
+// with `--trace -` to stdout, the table then going to stderr).
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -30,6 +33,8 @@ struct SimulateArgs {
   bool compare_analytic = false;
   FrameworkArgs framework;
   std::string trace_file;
+  std::string trace_ranks;
+  double trace_max_mb = kTraceDefaultMaxBytes / 1e6;
   std::string calibration_file;
   FaultArgs faults;
 };
@@ -80,6 +85,23 @@ void print_stage_table(const SimulationOutput& o, std::ostream& out) {
       o.step.events, o.wall_s);
 }
 
+// What the trace's size cap left out, and the flags that bring it back.
+std::string trace_cap_warning(const TraceSummary& t, double max_mb) {
+  std::string left_out;
+  if (t.micro_batches_kept < t.micro_batches)
+    left_out =
+        t.micro_batches_kept + 1 == t.micro_batches
+            ? fmt::format("micro-batch {} of each rank", t.micro_batches - 1)
+            : fmt::format("micro-batches {}-{} of each rank", t.micro_batches_kept, t.micro_batches - 1);
+  if (t.ranks_kept < t.ranks)
+    left_out += fmt::format("{}{} of {} traced ranks", left_out.empty() ? "" : " and ",
+                            t.ranks - t.ranks_kept, t.ranks);
+  return fmt::format(
+      "trace: left out {} to stay under {:g} MB ({:.0f} MB written, {:.0f} MB in all); --trace-max-mb 0 "
+      "writes everything, --trace-ranks traces fewer ranks",
+      left_out, max_mb, t.bytes / 1e6, t.full_bytes / 1e6);
+}
+
 }  // namespace
 
 Command add_simulate_command(CLI::App& root, const CliEnv& env) {
@@ -89,8 +111,21 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
       "Event simulation of one training step: step time, MFU, breakdown, memory, timeline (the main job)");
   add_scenario_options(*cmd, args->scenario);
   add_output_options(*cmd, args->format, &args->explain);
-  cmd->add_option("--trace", args->trace_file,
-                  "Write a Chrome-trace JSON timeline (open in ui.perfetto.dev)");
+  CLI::Option* trace = cmd->add_option(
+      "--trace", args->trace_file,
+      "Write a Chrome-trace JSON timeline (open in ui.perfetto.dev); '-' writes it to stdout and the "
+      "table to stderr (not with --json or --csv)");
+  cmd->add_option(
+         "--trace-ranks", args->trace_ranks,
+         "Ranks to trace: 0,8,16 or stage:N (every rank of stage N) or dp:N (every rank of data-parallel "
+         "replica N); default one per stage. Ranks other than a stage's first make the run simulate "
+         "every rank (as --full)")
+      ->needs(trace);
+  cmd->add_option(
+         "--trace-max-mb", args->trace_max_mb,
+         "Size cap of the trace in MB (default 100; 0: none). Past it the last micro-batches are left "
+         "out, then the last ranks, with a warning")
+      ->needs(trace);
   cmd->add_flag("--full", args->full, "Simulate every rank, not one representative per pipeline stage");
   add_fault_options(*cmd, args->faults, true);
   cmd->add_option("--calibration", args->calibration_file,
@@ -102,32 +137,57 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
   return {
       cmd, [args, env] {
         const Catalogs catalogs = load_catalogs(env.data_dir);
+        const bool trace_to_stdout = args->trace_file == "-";
+        if (trace_to_stdout && args->format != OutputFormat::table)
+          throw InputError("command line", "--trace",
+                           "'-' writes the trace to stdout, where the report goes with --json or --csv (give "
+                           "the trace a file name)");
+        if (!(args->trace_max_mb >= 0))
+          throw InputError("command line", "--trace-max-mb",
+                           fmt::format("must be 0 (no cap) or more, got {:g}", args->trace_max_mb));
         const Scenario scenario = resolve_scenario(args->scenario, catalogs);
         SimulateOptions options;
         if (!args->calibration_file.empty()) options.calibration = Calibration::load(args->calibration_file);
         options.step.stragglers = stragglers_of(args->faults, scenario);
         options.step.slow_links = slow_links_of(args->faults);
-        const bool needs_full = !options.step.stragglers.empty() || !options.step.slow_links.empty();
+        const RankLayout layout(scenario.layout, scenario.cluster.gpus_per_node);
+        if (!args->trace_ranks.empty())
+          options.step.trace_ranks = select_trace_ranks(args->trace_ranks, layout);
+        const std::vector<int64_t> representatives = layout.representatives();
+        const bool traces_others =
+            std::any_of(options.step.trace_ranks.begin(), options.step.trace_ranks.end(), [&](int64_t r) {
+              return std::find(representatives.begin(), representatives.end(), r) == representatives.end();
+            });
+        const bool needs_full =
+            !options.step.stragglers.empty() || !options.step.slow_links.empty() || traces_others;
         options.step.scope =
             args->full || needs_full ? SimulationScope::full : SimulationScope::representatives;
         options.step.record_trace = !args->trace_file.empty();
         apply_framework_options(args->framework, scenario, options.workload, options.schedule);
 
         const SimulationOutput out = simulate(scenario, options);
-        const Report& report = out.report;
+        Report report = out.report;
         // A hard check that fails prints no report, only its one line (exit 3).
         if (args->require_fit && !report.memory.fits)
           throw InfeasibleError(scenario.file + ": memory: " + memory_shortfall_text(report.memory) +
                                 " (--require-fit)");
         if (!args->trace_file.empty()) {
-          std::ofstream f(args->trace_file);
-          if (!f) throw InputError("command line", "--trace", "cannot write " + args->trace_file);
-          write_chrome_trace(f, scenario, out.workload, out.step);
-          f.flush();
-          if (!f)
-            throw InputError(
-                "command line", "--trace",
-                "could not write all of " + args->trace_file + " (disk full, or not a regular file?)");
+          TraceOptions trace_options;
+          trace_options.max_bytes = args->trace_max_mb * 1e6;
+          TraceSummary written;
+          if (trace_to_stdout) {
+            written = write_chrome_trace(std::cout, scenario, out.workload, out.step, trace_options);
+          } else {
+            std::ofstream f(args->trace_file);
+            if (!f) throw InputError("command line", "--trace", "cannot write " + args->trace_file);
+            written = write_chrome_trace(f, scenario, out.workload, out.step, trace_options);
+            f.flush();
+            if (!f)
+              throw InputError(
+                  "command line", "--trace",
+                  "could not write all of " + args->trace_file + " (disk full, or not a regular file?)");
+          }
+          if (written.truncated()) report.warnings.push_back(trace_cap_warning(written, args->trace_max_mb));
         }
         std::optional<Report> analytic;
         BreakdownReport event_parts;  // the event's on the stage the estimate's parts describe
@@ -161,17 +221,20 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
           case OutputFormat::csv:
             print_report_csv(report, std::cout);
             break;
-          case OutputFormat::table:
-            print_report_table(report, scenario, std::cout);
-            print_stage_table(out, std::cout);
-            if (analytic) print_comparison_table(report, event_parts, *analytic, std::cout);
+          case OutputFormat::table: {
+            // With the trace on stdout, the table goes to stderr.
+            std::ostream& table = trace_to_stdout ? std::cerr : std::cout;
+            print_report_table(report, scenario, table);
+            print_stage_table(out, table);
+            if (analytic) print_comparison_table(report, event_parts, *analytic, table);
             if (args->explain) {
-              std::cout << "\n";
-              print_report_explain(report, std::cout);
+              table << "\n";
+              print_report_explain(report, table);
             }
             break;
+          }
         }
-        if (!args->trace_file.empty() && args->format == OutputFormat::table)
+        if (!args->trace_file.empty() && !trace_to_stdout && args->format == OutputFormat::table)
           fmt::print(std::cout, "trace written to {} (open in https://ui.perfetto.dev)\n", args->trace_file);
         return 0;
       }};

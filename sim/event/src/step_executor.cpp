@@ -2,6 +2,7 @@
 #include "simrun/sim/event/step_executor.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -78,7 +79,8 @@ class Executor {
     queue_stage_tasks();
     place_ranks();
     std::vector<double> links = port_capacities();
-    if (also_trace >= 0) trace(also_trace);
+    if (also_trace >= 0) report(also_trace);
+    record_trace_ranks();
     m_network = std::make_unique<Network>(m_engine, std::move(links));
     choose_collective_timing(cal);
   }
@@ -105,7 +107,7 @@ class Executor {
     // ranks differ by the network's rounding only.
     TimeNs latest_traced{-1};
     for (const RankState& r : m_ranks)
-      if (r.traced && r.finish > latest_traced) {
+      if (r.reported && r.finish > latest_traced) {
         latest_traced = r.finish;
         out.last_rank = r.rank;
       }
@@ -117,18 +119,20 @@ class Executor {
     double worst = -1;
     for (size_t i = 0; i < m_ranks.size(); ++i) {
       RankState& r = m_ranks[i];
-      if (!r.traced) continue;
+      if (!r.reported) continue;
       finish_breakdown(r);
       if (r.bd.finish_s > worst) {
         worst = r.bd.finish_s;
         out.critical = out.ranks.size();
       }
       out.ranks.push_back(r.bd);
-      if (m_opt.record_trace) {
+    }
+    if (m_opt.record_trace)
+      for (const RankState& r : m_ranks) {
+        if (!r.recorded) continue;
         const StageProgram& p = m_w.stages[static_cast<size_t>(r.stage)];
         for (uint32_t t = 0; t < p.tasks.size(); ++t) out.spans.push_back({r.rank, t, r.start[t], r.end[t]});
       }
-    }
     return out;
   }
 
@@ -174,9 +178,10 @@ class Executor {
       r.done.assign(m_w.stages[static_cast<size_t>(r.stage)].tasks.size(), 0);
       m_index_of_rank[static_cast<size_t>(sim[i])] = static_cast<int32_t>(i);
     }
-    for (int64_t rep : m_layout.representatives()) trace(rep);
+    // Reported ranks (traced, in the breakdown): the representatives and the stragglers.
+    for (int64_t rep : m_layout.representatives()) report(rep);
     for (const auto& s : m_opt.stragglers) {  // given twice, a GPU runs at the larger slowdown
-      trace(s.rank);
+      report(s.rank);
       double& slowdown = m_ranks[static_cast<size_t>(m_index_of_rank[static_cast<size_t>(s.rank)])].slowdown;
       slowdown = std::max(slowdown, s.slowdown);
     }
@@ -184,6 +189,27 @@ class Executor {
 
   // The network's link capacities, two per port of each simulated rank, the degraded links
   // (traced) at their fraction.
+  // Ranks whose spans the trace keeps (StepOptions::trace_ranks): traced for their times, not
+  // reported; without a selection, the reported ranks.
+  void record_trace_ranks() {
+    for (size_t k = 0; k < m_opt.trace_ranks.size(); ++k) {
+      const int64_t rank = m_opt.trace_ranks[k];
+      const std::string field = "trace_ranks[" + std::to_string(k) + "]";
+      if (rank < 0 || rank >= m_layout.world_size())
+        throw InputError("step", field,
+                         fmt::format("rank {} is out of range (0 to {})", rank, m_layout.world_size() - 1));
+      if (m_index_of_rank[static_cast<size_t>(rank)] < 0)
+        throw InputError("step", field,
+                         fmt::format("rank {} is not simulated (with one representative per pipeline stage, "
+                                     "ranks {}; scope full simulates every rank)",
+                                     rank, fmt::join(m_layout.representatives(), ", ")));
+      trace(rank);
+      m_ranks[static_cast<size_t>(m_index_of_rank[static_cast<size_t>(rank)])].recorded = true;
+    }
+    if (m_opt.trace_ranks.empty())
+      for (RankState& r : m_ranks) r.recorded = r.reported;
+  }
+
   std::vector<double> port_capacities() {
     m_mesh_domain =
         m_sc.cluster.gpu.scale_up_kind == ScaleUpKind::mesh ? scale_up_domain_size(m_sc.cluster) : 0;
@@ -201,7 +227,7 @@ class Executor {
           double& capacity = links[port_link(port, d)];
           capacity = std::min(capacity, kPortRate * s.bandwidth_fraction);
         }
-      trace(s.rank);
+      report(s.rank);
     }
     return links;
   }
@@ -232,7 +258,9 @@ class Executor {
     int64_t rank = 0;
     int64_t stage = 0;
     double slowdown = 1.0;
-    bool traced = false;
+    bool traced = false;    // keeps per-task times (start, end)
+    bool reported = false;  // traced, and in the breakdown (StepResult::ranks)
+    bool recorded = false;  // traced, and its spans go to StepResult::spans
     std::array<uint32_t, kStreamCount> head{};
     std::array<bool, kStreamCount> busy{};
     std::vector<uint8_t> done;
@@ -250,6 +278,12 @@ class Executor {
   struct Arrival {
     int64_t count = 0;
   };
+
+  void report(int64_t rank) {
+    trace(rank);
+    const int32_t i = m_index_of_rank[static_cast<size_t>(rank)];
+    if (i >= 0) m_ranks[static_cast<size_t>(i)].reported = true;
+  }
 
   void trace(int64_t rank) {
     const int32_t i = m_index_of_rank[static_cast<size_t>(rank)];

@@ -52,6 +52,11 @@ struct StepSimOptions {
   // Keep per-task start/end times of the traced ranks (representatives, stragglers) for
   // --trace; other ranks keep only what the breakdown needs.
   bool record_trace = false;
+  // record_trace: the global ranks whose spans are kept, e.g. {0, 8, 16} (select_trace_ranks in
+  // trace.hpp reads "0,8,16", "stage:N", "dp:N"); each must be simulated (with representatives
+  // scope, a stage's tp = cp = dp = 0 rank). Empty: the reported ranks (representatives,
+  // stragglers, slow links). The report's breakdown does not change with it.
+  std::vector<int64_t> trace_ranks;
   CollectiveTiming timing = CollectiveTiming::nccl_model;
   EfficiencyDefaults comm;  // link fractions and α of the α-β timing (analytic model's)
   // Compute slowdown beside DP/PP NCCL kernels (compute_model.hpp).
@@ -85,7 +90,8 @@ struct StepResult {
   size_t critical = 0;               // index into `ranks` of the rank that finishes last
   int64_t last_rank = 0;             // that rank's id
   bool last_rank_traced = false;     // whether it is in `ranks` (simulate_step makes sure)
-  std::vector<TaskSpan> spans;       // record_trace: every task of the traced ranks
+  std::vector<TaskSpan> spans;       // record_trace: every task of the traced ranks (trace_ranks,
+                                     // or those in `ranks`), rank by rank, each in task order
   int64_t simulated_ranks = 0;
   uint64_t events = 0;  // engine events processed
   uint64_t tasks = 0;   // tasks executed over all simulated ranks
@@ -94,7 +100,8 @@ struct StepResult {
 };
 
 // Simulates one step of `workload`, its compute tasks timed by `cost` (cost_workload). Throws
-// InputError for stragglers or slow links that check_* refuses, or with representatives scope.
+// InputError for stragglers or slow links that check_* refuses, or with representatives scope,
+// and for trace_ranks out of range or not simulated.
 StepResult simulate_step(const Scenario& scenario, const Workload& workload, const WorkloadCost& cost,
                          const StepSimOptions& options, const Calibration& calibration = Calibration{});
 
