@@ -768,6 +768,7 @@ TEST_CASE("a Gemma-2 config: refused in one line at its 8192-token context, 9.24
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(nlohmann::json::parse(r.out)["model"]["params"].get<double>() == 9'241'705'984.0);  // 9.24B
+}
 
 // Issue 22: `--trace -` puts the trace alone on stdout (valid JSON, nothing else), the table
 // on stderr; with --json or --csv, which also want stdout, it is refused.
