@@ -96,6 +96,17 @@ InputError as_command_line_error(const InputError& e, const std::vector<std::str
   const bool given = std::find(given_scenario_fields.begin(), given_scenario_fields.end(), e.field()) !=
                      given_scenario_fields.end();
   if (flag && given) return InputError(kCommandLine, *flag, e.why());
+  // The layout's product rules (field "layout", or "layout.dp" when it is derived) read the sizes
+  // and the GPU count together: when flags gave some of them, the contradiction is theirs.
+  if (e.field() == "layout" || e.field() == "layout.dp") {
+    std::string flags;
+    for (const char* size : {"cluster.num_gpus", "layout.tp", "layout.pp", "layout.dp", "layout.cp", "layout.ep"})
+      if (std::find(given_scenario_fields.begin(), given_scenario_fields.end(), size) != given_scenario_fields.end())
+        flags += (flags.empty() ? "" : ", ") + flag_of_scenario_field(size).value_or(size);
+    if (!flags.empty() && e.file() != kOverridesSource)
+      return InputError(kCommandLine, flags, e.why() + " (the other sizes from " + e.file() + ")");
+    if (!flags.empty()) return InputError(kCommandLine, flags, e.why());
+  }
   std::string why = e.why();
   // "missing (a GPU id such as "h100-sxm")" → "... "h100-sxm", or --gpu)".
   // (Once: main() maps again what resolve_scenario mapped.)

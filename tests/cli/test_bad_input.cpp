@@ -73,3 +73,16 @@ TEST_CASE("names are suggested case-insensitively, prefixes first", "[cli][error
   require_one_safe_line(run_simrun("estimate --model llama3-8b --gpu h100"), R"(did you mean "h100-sxm"?)");
   require_one_safe_line(run_simrun("estimate --model Llama3-70B --gpu h100-sxm"), R"(did you mean "llama3-70b"?)");
 }
+
+TEST_CASE("model-parallel flags re-derive dp from the GPU count; a contradiction names the flags",
+          "[cli][errors][overrides]") {
+  const std::string example = shell_quoted(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-70b-h100.json");
+  // The file's 1024 GPUs as tp 8 pp 4 dp 32: --tp 4 makes dp 64, as Megatron-LM derives it.
+  const RunResult r = run_simrun("estimate " + example + " --tp 4");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("tp 4 pp 4 dp 64") != std::string::npos);
+  require_one_safe_line(run_simrun("estimate " + example + " --tp 4 --dp 32"),
+                        "command line: --tp, --dp: tp*pp*dp*cp = 4*4*32*1 = 512 but cluster.num_gpus = 1024");
+  require_one_safe_line(run_simrun("estimate " + example + " --pp 3"), "command line: --pp: cannot be derived");
+}
