@@ -74,7 +74,7 @@ TEST_CASE("names are suggested case-insensitively, prefixes first", "[cli][error
   require_one_safe_line(run_simrun("estimate --model Llama3-70B --gpu h100-sxm"), R"(did you mean "llama3-70b"?)");
 }
 
-TEST_CASE("model-parallel flags re-derive dp from the GPU count; a contradiction names the flags",
+TEST_CASE("model-parallel flags re-derive dp from the GPU count, and a contradiction names the flags",
           "[cli][errors][overrides]") {
   const std::string example = shell_quoted(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-70b-h100.json");
   // The file's 1024 GPUs as tp 8 pp 4 dp 32: --tp 4 makes dp 64, as Megatron-LM derives it.

@@ -267,7 +267,7 @@ TEST_CASE("Mixtral-8x7B: 46.7B total, 12.9B per token", "[models][hf][published]
   CHECK(matches_published(c.active(m), 12.9e9, 0.1e9));
 }
 
-TEST_CASE("Mistral-7B-v0.1: 7.24B; its 4096-token window is read at seq_len <= 4096 only",
+TEST_CASE("Mistral-7B-v0.1: 7.24B, its 4096-token window is read at seq_len <= 4096 only",
           "[models][hf][published]") {
   // Hub model page (safetensors): 7.24B params.
   const ModelSpec m = import_fixture("mistral-7b-v0.1.json", 4096);
