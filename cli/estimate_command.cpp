@@ -46,9 +46,6 @@ Command add_estimate_command(CLI::App& root, const CliEnv& env) {
             options.stragglers = stragglers_of(args->faults, scenario);
             options.slow_links = slow_links_of(args->faults);
             const Report report = estimate(scenario, options);
-            if (args->require_fit && !report.memory.fits)
-              throw InfeasibleError(scenario.file + ": memory: " + memory_shortfall_text(report.memory) +
-                                    " (--require-fit)");
             switch (args->format) {
               case OutputFormat::json:
                 std::cout << to_json(report).dump(2) << "\n";
@@ -64,6 +61,10 @@ Command add_estimate_command(CLI::App& root, const CliEnv& env) {
                 }
                 break;
             }
+            // The hard check comes after the report, so a sweep keeps the numbers of what failed.
+            if (args->require_fit && !report.memory.fits)
+              throw InfeasibleError(scenario.file + ": memory: " + memory_shortfall_text(report.memory) +
+                                    " (--require-fit)");
             return 0;
           }};
 }

@@ -167,10 +167,6 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
 
         const SimulationOutput out = simulate(scenario, options);
         Report report = out.report;
-        // A hard check that fails prints no report, only its one line (exit 3).
-        if (args->require_fit && !report.memory.fits)
-          throw InfeasibleError(scenario.file + ": memory: " + memory_shortfall_text(report.memory) +
-                                " (--require-fit)");
         if (!args->trace_file.empty()) {
           TraceOptions trace_options;
           trace_options.max_bytes = args->trace_max_mb * 1e6;
@@ -236,6 +232,10 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
         }
         if (!args->trace_file.empty() && !trace_to_stdout && args->format == OutputFormat::table)
           fmt::print(std::cout, "trace written to {} (open in https://ui.perfetto.dev)\n", args->trace_file);
+        // The hard check comes after the report, so a sweep keeps the numbers of what failed.
+        if (args->require_fit && !report.memory.fits)
+          throw InfeasibleError(scenario.file + ": memory: " + memory_shortfall_text(report.memory) +
+                                " (--require-fit)");
         return 0;
       }};
 }
