@@ -86,3 +86,16 @@ TEST_CASE("model-parallel flags re-derive dp from the GPU count, and a contradic
                         "command line: --tp, --dp: tp*pp*dp*cp = 4*4*32*1 = 512 but cluster.num_gpus = 1024");
   require_one_safe_line(run_simrun("estimate " + example + " --pp 3"), "command line: --pp: cannot be derived");
 }
+
+TEST_CASE("a calibration keyed by a GPU the scenario does not use says so in both commands",
+          "[cli][calibration]") {
+  const fs::path calibration = write_file("calibration-h100_sxm.json", R"({"gpus": {"h100_sxm": {"gemm_max": 0.7}}})");
+  for (const char* command : {"estimate", "simulate"}) {
+    const RunResult r = run_simrun(std::string(command) + " --model llama3-8b --gpu h100-sxm --gpus 8 --json " +
+                                   "--calibration " + shell_quoted(calibration));
+    INFO(command << ": " << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find("has no entry for h100-sxm (its GPUs: h100_sxm): the catalog's defaults apply") !=
+          std::string::npos);
+  }
+}

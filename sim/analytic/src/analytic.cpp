@@ -54,6 +54,7 @@ void add_estimate_warnings(const Scenario& sc, const AnalyticOptions& options, i
   const PipelineSchedule schedule = options.schedule.value_or(default_schedule(l));
   const std::vector<std::string> layout_caveats = messages(layout_warnings(sc, schedule));
   r.warnings.insert(r.warnings.begin(), layout_caveats.begin(), layout_caveats.end());
+  if (auto unmatched = options.calibration.unmatched_warning(sc.cluster.gpu.id)) r.warnings.push_back(*unmatched);
   if (schedule == PipelineSchedule::interleaved && l.pp > 1 && l.num_microbatches() >= l.pp &&
       !schedule_completes(schedule, l.pp, l.num_microbatches(), l.virtual_stages))
     r.warnings.push_back(fmt::format(

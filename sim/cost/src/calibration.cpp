@@ -1,9 +1,18 @@
 // Strict reading of calibration.json; see calibration.hpp.
 #include "simrun/sim/cost/calibration.hpp"
 
+#include "simrun/common/echo.hpp"
 #include "simrun/common/json_reader.hpp"
 
 namespace simrun {
+
+std::optional<std::string> Calibration::unmatched_warning(const std::string& gpu_id) const {
+  if (m_file.empty() || has_gpu(gpu_id)) return std::nullopt;
+  std::string keys;
+  for (const auto& [id, unused] : m_gpus) keys += (keys.empty() ? "" : ", ") + id;
+  return "calibration " + printable(m_file) + " has no entry for " + gpu_id + " (its GPUs: " +
+         (keys.empty() ? "none" : printable(keys)) + "): the catalog's defaults apply";
+}
 namespace {
 
 LinkCalibration read_link(JsonReader& r) {
@@ -53,6 +62,7 @@ Calibration Calibration::parse(const nlohmann::json& doc, const std::string& fil
   Calibration c;
   JsonReader top(doc, file);
   c.m_source = top.string_or("source", "");
+  c.m_file = file;
   top.accept("version");
   if (top.has("gpus")) {
     JsonReader gpus = top.object("gpus");

@@ -242,6 +242,7 @@ SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
                   {w.model_flops_per_step, w.hardware_flops_per_step, AttentionFlops::causal}, r);
   r.warnings = w.warnings;
   for (const auto& warning : st.warnings) r.warnings.push_back(warning);
+  if (auto unmatched = options.calibration.unmatched_warning(sc.cluster.gpu.id)) r.warnings.push_back(*unmatched);
   r.degraded = describe_degraded(sc, options.step.stragglers, options.step.slow_links);
   if (sc.run.assumed_mfu)
     r.warnings.push_back(

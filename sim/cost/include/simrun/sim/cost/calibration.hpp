@@ -75,12 +75,16 @@ class Calibration {
     return cost;
   }
   bool has_gpu(const std::string& gpu_id) const { return m_gpus.count(gpu_id) != 0; }
+  // A warning when a calibration file was given but holds nothing for `gpu_id` (its keys name
+  // other GPUs, or a misspelling of this one): every default then applies, silently otherwise.
+  std::optional<std::string> unmatched_warning(const std::string& gpu_id) const;
   const std::string& source() const { return m_source; }
 
   void set_gpu(const std::string& gpu_id, const GpuCalibration& c) { m_gpus[gpu_id] = c; }
 
  private:
   std::string m_source;
+  std::string m_file;  // the file parsed, "" for a calibration built in code
   std::map<std::string, GpuCalibration> m_gpus;
 };
 
