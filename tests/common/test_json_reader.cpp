@@ -99,3 +99,19 @@ TEST_CASE("edit distance and nearest name", "[common][json]") {
   CHECK(simrun::edit_distance("", "abc") == 3);
   CHECK(simrun::nearest_name("h100sxm", {"a100-80gb", "h100-sxm", "h200"}) == "h100-sxm");
 }
+
+TEST_CASE("an integer literal past 64 bits is refused as written, found among arrays, strings and comments",
+          "[common][json]") {
+  const std::string text = R"({
+    "a": [1, 2.5, 3e2, -4],  // 5 in a comment
+    "s": "6 in a string \" 7",
+    /* 8 */ "b": {"c": 0.5, "d": 123456789012345678901234}
+  })";
+  CHECK(error_of([&] { simrun::parse_json_text(text, "x.json"); }) ==
+        "x.json: b.d: 123456789012345678901234 is past the 64-bit integer range (|x| < 2^63, or a number with "
+        "an exponent, e.g. 1e20)");
+  // Within 64 bits, or written with an exponent, the value is read.
+  const auto doc = simrun::parse_json_text(R"({"a": [1, 2.5], "u": 18446744073709551615, "e": 1e24})", "y.json");
+  CHECK(doc["u"].get<uint64_t>() == 18446744073709551615u);
+  CHECK(doc["e"].get<double>() == 1e24);
+}
