@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <stdexcept>
@@ -44,6 +45,8 @@ struct ScenarioArgs {
   bool sequence_parallel_on = false, sequence_parallel_off = false;
   bool flash_on = false, flash_off = false;
   std::vector<int64_t> hierarchical_cp_sizes;  // --hierarchical-cp-sizes 2,4 (empty: not given)
+  std::map<std::string, bool> switches;        // Megatron's --bf16, ... by name (flag_names.hpp)
+  std::string fp8_format;                      // --fp8-format e4m3|hybrid (empty: not given)
 };
 void add_scenario_options(CLI::App& cmd, ScenarioArgs& args);
 Scenario resolve_scenario(const ScenarioArgs& args, const Catalogs& catalogs);
@@ -60,6 +63,9 @@ struct FrameworkArgs {
   bool moe_shared_expert_overlap = false;
   std::string kernels;    // fused | eager; empty: fused
   std::string selective;  // attention | every-other-layer; empty: attention
+  // Megatron's --overlap-grad-reduce / --overlap-param-gather (simrun's defaults) and their --no-.
+  bool overlap_grad_reduce = false, no_overlap_grad_reduce = false;
+  bool overlap_param_gather = false, no_overlap_param_gather = false;
 };
 void add_framework_options(CLI::App& cmd, FrameworkArgs& args);
 void apply_framework_options(const FrameworkArgs& args, const Scenario& scenario, WorkloadOptions& workload,

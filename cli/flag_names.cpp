@@ -18,6 +18,12 @@ struct FieldFlag {
 constexpr FieldFlag kScenarioFlags[] = {
     {"model", "--model"},
     {"model.seq_len", "--seq-len"},
+    {"model.layers", "--num-layers"},
+    {"model.hidden", "--hidden-size"},
+    {"model.heads", "--num-attention-heads"},
+    {"model.kv_heads", "--num-query-groups"},
+    {"model.head_dim", "--kv-channels"},
+    {"model.ffn_hidden", "--ffn-hidden-size"},
     {"cluster.gpu", "--gpu"},
     {"cluster.num_gpus", "--gpus"},
     {"cluster.gpus_per_node", "--gpus-per-node"},
@@ -44,8 +50,50 @@ constexpr FieldFlag kScenarioFlags[] = {
     {"layout.sequence_parallel", "--sequence-parallel"},
     {"layout.flash_attention", "--flash-attention"},
     {"run.tokens", "--tokens"},
+    {"run.train_iters", "--train-iters"},
     {"run.usd_per_gpu_hour", "--usd-per-gpu-hour"},
     {"run.assumed_mfu", "--mfu"},
+};
+
+// Megatron-LM arguments (megatron/training/arguments.py, core_r0.12) and simrun's reading of each.
+const std::vector<MegatronArgument> kMegatronArguments = {
+    {"--tensor-model-parallel-size", "--tp", "", "", ""},
+    {"--pipeline-model-parallel-size", "--pp", "", "", ""},
+    {"--context-parallel-size", "--cp", "", "", ""},
+    {"--cp-comm-type", "--cp-comm-type", "", "", "one type for every layer"},
+    {"--hierarchical-context-parallel-sizes", "--hierarchical-cp-sizes", "", "", ""},
+    {"--expert-model-parallel-size", "--ep", "", "", ""},
+    {"--expert-tensor-parallel-size", "--expert-tp", "", "", ""},
+    {"--moe-expert-capacity-factor", "--moe-capacity-factor", "", "", "with --moe-pad-expert-input-to-capacity"},
+    {"--num-virtual-stages-per-pipeline-rank", "--virtual-stages", "", "", ""},
+    {"--micro-batch-size", "--micro-batch", "", "", ""},
+    {"--global-batch-size", "--global-batch", "", "", ""},
+    {"--seq-length", "--seq-len", "", "", ""},
+    {"--num-layers", "--num-layers", "", "", "a variant of the model (published parameter total dropped)"},
+    {"--hidden-size", "--hidden-size", "", "", "head_dim follows hidden/heads unless the model states it"},
+    {"--num-attention-heads", "--num-attention-heads", "", "", ""},
+    {"--num-query-groups", "--num-query-groups", "", "", "Megatron reads it with --group-query-attention"},
+    {"--kv-channels", "--kv-channels", "", "", ""},
+    {"--ffn-hidden-size", "--ffn-hidden-size", "", "", "the dense FFN; MoE experts keep their width"},
+    {"--recompute-granularity", "--recompute", "", "", "full or selective (and simrun's none)"},
+    {"--sequence-parallel", "--sequence-parallel", "", "", ""},
+    {"--use-flash-attn", "--flash-attention", "", "", ""},
+    {"--train-iters", "--train-iters", "", "", "tokens = iterations x global batch x seq_len"},
+    {"--bf16", "--bf16", "layout.precision", "bf16", ""},
+    {"--fp16", "--fp16", "layout.precision", "fp16", ""},
+    {"--fp8-format", "--fp8-format", "layout.precision", "fp8",
+     "e4m3 or hybrid (the same peak); wins over --bf16/--fp16, which Megatron gives beside it"},
+    {"--use-distributed-optimizer", "--use-distributed-optimizer", "layout.zero_stage", "1", ""},
+    {"--recompute-activations", "--recompute-activations", "layout.recompute", "selective", ""},
+    {"--overlap-grad-reduce", "--overlap-grad-reduce", "", "",
+     "DP gradient reduce per bucket during the backward: simrun's default (--no-overlap-grad-reduce: after "
+     "it, Megatron's default)"},
+    {"--overlap-param-gather", "--overlap-param-gather", "", "",
+     "ZeRO parameter all-gather per bucket before its first forward use: simrun's default "
+     "(--no-overlap-param-gather: after the optimizer step)"},
+    {"--tp-comm-overlap", "--tp-comm-overlap", "", "", "TP collectives overlapped with their GEMMs"},
+    {"--moe-shared-expert-overlap", "--moe-shared-expert-overlap", "", "",
+     "shared experts beside the dispatch and combine all-to-alls"},
 };
 
 // Typed options (source, field: a list's elements too) and the flag that fills each.
@@ -81,6 +129,39 @@ std::optional<std::string> flag_of_scenario_field(std::string_view path) {
   for (const FieldFlag& f : kScenarioFlags)
     if (f.field == path) return std::string(f.flag);
   return std::nullopt;
+}
+
+std::optional<std::string> scenario_field_of_flag(std::string_view flag) {
+  for (const FieldFlag& f : kScenarioFlags)
+    if (f.flag == flag) return std::string(f.field);
+  return std::nullopt;
+}
+
+const std::vector<MegatronArgument>& megatron_arguments() { return kMegatronArguments; }
+
+std::string option_names(std::string_view flag) {
+  std::string names(flag);
+  for (const MegatronArgument& a : kMegatronArguments)
+    if (a.flag == flag && a.name != flag) names.append(",").append(a.name);
+  return names;
+}
+
+std::string megatron_arguments_markdown() {
+  std::string table =
+      "| Megatron-LM argument | simrun flag | sets | note |\n"
+      "|---|---|---|---|\n";
+  for (const MegatronArgument& a : kMegatronArguments) {
+    std::string sets;
+    if (!a.field.empty())
+      sets = "`" + std::string(a.field) + " = " + std::string(a.value) + "`";
+    else if (auto field = scenario_field_of_flag(a.flag))
+      sets = "`" + *field + "`";
+    else
+      sets = "framework behaviour";
+    const std::string flag = a.flag == a.name ? "same" : "`" + std::string(a.flag) + "`";
+    table += "| `" + std::string(a.name) + "` | " + flag + " | " + sets + " | " + std::string(a.note) + " |\n";
+  }
+  return table;
 }
 
 std::optional<std::string> flag_of_option_field(std::string_view source, std::string_view field) {

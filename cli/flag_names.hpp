@@ -15,6 +15,27 @@ namespace simrun::cli {
 
 // "layout.tp" → "--tp"; nullopt for a scenario field no flag sets.
 std::optional<std::string> flag_of_scenario_field(std::string_view path);
+// "--tp" → "layout.tp"; nullopt for a flag that sets no scenario field.
+std::optional<std::string> scenario_field_of_flag(std::string_view flag);
+
+// A Megatron-LM argument simrun reads (megatron/training/arguments.py), and what it does here:
+// - an alias: `flag` is simrun's own flag for the same field (`--tensor-model-parallel-size` is
+//   `--tp`); registered as another name of that flag (option_names());
+// - a switch: it sets scenario field `field` to `value` (`--bf16`: layout.precision = bf16);
+// - a framework behaviour: `field` empty, `note` says what it changes.
+struct MegatronArgument {
+  std::string_view name;   // e.g. "--tensor-model-parallel-size"
+  std::string_view flag;   // simrun's flag: another name (alias) or the same (its own flag)
+  std::string_view field;  // switches: the scenario field set, e.g. "layout.precision"
+  std::string_view value;  // switches: the value set, e.g. "bf16"
+  std::string_view note;   // what a reader of Megatron's docs should know, or empty
+};
+const std::vector<MegatronArgument>& megatron_arguments();
+// The names CLI11 registers for simrun's flag `flag`: it and its Megatron aliases,
+// e.g. "--tp,--tensor-model-parallel-size".
+std::string option_names(std::string_view flag);
+// The docs table (docs/flags.md): one row per Megatron argument, with the field it sets.
+std::string megatron_arguments_markdown();
 
 // ("step", "stragglers[0].rank") → "--straggler": a field of the typed input an InputError names
 // (its `file`, see common/error.hpp); nullopt when no flag sets it.

@@ -1,6 +1,6 @@
 // The framework-behaviour flags shared by `simrun estimate` and `simrun simulate`: pipeline
 // schedule, TP comm overlap, shared-expert overlap, kernel stack and what selective recompute
-// re-runs (see command.hpp).
+// re-runs, when DP gradients and ZeRO parameters travel (see command.hpp).
 #include "command.hpp"
 #include "simrun/common/error.hpp"
 
@@ -23,6 +23,20 @@ void add_framework_options(CLI::App& cmd, FrameworkArgs& args) {
                  "What recompute=selective re-runs: attention (Megatron core_attn, default) | "
                  "every_other_layer (torchtitan AC; every-other-layer also read)")
       ->check(CLI::IsMember({"attention", "every_other_layer", "every-other-layer"}));
+  CLI::Option* grad = cmd.add_flag(
+      "--overlap-grad-reduce", args.overlap_grad_reduce,
+      "Reduce DP gradients per bucket as the backward makes them final (Megatron --overlap-grad-reduce; "
+      "simrun's default)");
+  cmd.add_flag("--no-overlap-grad-reduce", args.no_overlap_grad_reduce,
+               "Reduce DP gradients after the backward (Megatron's default without --overlap-grad-reduce)")
+      ->excludes(grad);
+  CLI::Option* gather = cmd.add_flag(
+      "--overlap-param-gather", args.overlap_param_gather,
+      "All-gather ZeRO parameters per bucket before their first forward use (Megatron "
+      "--overlap-param-gather; simrun's default)");
+  cmd.add_flag("--no-overlap-param-gather", args.no_overlap_param_gather,
+               "All-gather ZeRO parameters right after the optimizer step (Megatron's default)")
+      ->excludes(gather);
 }
 
 void apply_framework_options(const FrameworkArgs& args, const Scenario& scenario, WorkloadOptions& workload,
@@ -37,6 +51,8 @@ void apply_framework_options(const FrameworkArgs& args, const Scenario& scenario
                            "e.g. deepseek-v3)");
     workload.moe_shared_expert_overlap = true;
   }
+  if (args.no_overlap_grad_reduce) workload.grad_reduce = GradReduceOverlap::after_backward;
+  if (args.no_overlap_param_gather) workload.param_gather = ParamGatherOverlap::after_optimizer;
   if (args.kernels == "eager") workload.kernels = KernelStack::eager;
   if (args.selective == "every_other_layer" || args.selective == "every-other-layer")
     workload.selective = SelectiveRecompute::every_other_layer;

@@ -1,5 +1,7 @@
 // The scenario file argument and the Megatron-style override flags shared by the subcommands
 // that take a scenario (estimate, simulate, topology, plan).
+#include <fmt/format.h>
+
 #include "command.hpp"
 #include "flag_names.hpp"
 #include "simrun/common/error.hpp"
@@ -19,44 +21,102 @@ void add_scenario_options(CLI::App& cmd, ScenarioArgs& a) {
   cmd.add_option("--gpus", o.gpus, "Number of GPUs (cluster.num_gpus)");
   cmd.add_option("--gpus-per-node", o.gpus_per_node, "GPUs per node (cluster.gpus_per_node)");
   cmd.add_option("--fabric", o.fabric, "Inter-node fabric id, e.g. ib-ndr");
-  cmd.add_option("--tp,--tensor-model-parallel-size", o.tp, "Tensor-parallel size");
-  cmd.add_option("--pp,--pipeline-model-parallel-size", o.pp, "Pipeline-parallel size");
+  cmd.add_option(option_names("--tp"), o.tp, "Tensor-parallel size");
+  cmd.add_option(option_names("--pp"), o.pp, "Pipeline-parallel size");
   cmd.add_option("--dp", o.dp, "Data-parallel size (default: gpus/(tp*pp*cp))");
-  cmd.add_option("--cp,--context-parallel-size", o.cp, "Context-parallel size");
-  cmd.add_option("--cp-comm-type", o.cp_comm_type,
+  cmd.add_option(option_names("--cp"), o.cp, "Context-parallel size");
+  cmd.add_option(option_names("--cp-comm-type"), o.cp_comm_type,
                  "p2p (ring attention, default), all_gather (K,V gathered), a2a (Ulysses) or a2a_p2p "
                  "(hierarchical: see --hierarchical-cp-sizes; a2a+p2p also read)");
-  cmd.add_option("--hierarchical-cp-sizes,--hierarchical-context-parallel-sizes", a.hierarchical_cp_sizes,
+  cmd.add_option(option_names("--hierarchical-cp-sizes"), a.hierarchical_cp_sizes,
                  "a2a_p2p's two levels A,P (A*P = cp): all-to-alls over A adjacent CP ranks, the ring "
                  "over P")
       ->delimiter(',');
-  cmd.add_option("--ep,--expert-model-parallel-size", o.ep, "Expert-parallel size");
-  cmd.add_option("--expert-tp,--expert-tensor-parallel-size", o.expert_tp,
+  cmd.add_option(option_names("--ep"), o.ep, "Expert-parallel size");
+  cmd.add_option(option_names("--expert-tp"), o.expert_tp,
                  "Tensor-parallel size of the expert MLPs: tp (default) or 1");
-  cmd.add_option("--moe-capacity-factor,--moe-expert-capacity-factor", o.moe_capacity_factor,
+  cmd.add_option(option_names("--moe-capacity-factor"), o.moe_capacity_factor,
                  "Expert capacity as a multiple of the balanced share, inputs padded to it "
                  "(Megatron-Core with --moe-pad-expert-input-to-capacity); default dropless, balanced");
-  cmd.add_option("--virtual-stages,--num-virtual-stages-per-pipeline-rank", o.virtual_stages,
+  cmd.add_option(option_names("--virtual-stages"), o.virtual_stages,
                  "Model chunks per pipeline rank (interleaved 1F1B)");
   cmd.add_option("--pipeline-split", o.pipeline_split,
                  "even (default), embedding_loss_layers (the embedding and the loss each take a layer's "
                  "place; embedding-loss-layers also read) or balanced (1F1B: the extra layers on middle "
                  "stages)");
-  cmd.add_option("--micro-batch,--micro-batch-size", o.micro_batch, "Sequences per micro-batch");
-  cmd.add_option("--global-batch,--global-batch-size", o.global_batch, "Sequences per step");
-  cmd.add_option("--seq-len,--seq-length", o.seq_len, "Sequence length in tokens");
+  cmd.add_option(option_names("--micro-batch"), o.micro_batch, "Sequences per micro-batch");
+  cmd.add_option(option_names("--global-batch"), o.global_batch, "Sequences per step");
+  cmd.add_option(option_names("--seq-len"), o.seq_len, "Sequence length in tokens");
   cmd.add_option("--zero-stage", o.zero_stage, "ZeRO stage 0-3");
-  cmd.add_option("--recompute,--recompute-granularity", o.recompute,
+  cmd.add_option(option_names("--recompute"), o.recompute,
                  "Activation recompute: none, selective or full");
   cmd.add_option("--precision", o.precision, "Training precision: bf16, fp16, fp8 or fp32");
   cmd.add_flag("--sequence-parallel", a.sequence_parallel_on, "Enable sequence parallelism");
   cmd.add_flag("--no-sequence-parallel", a.sequence_parallel_off, "Disable sequence parallelism");
-  cmd.add_flag("--flash-attention", a.flash_on, "Use fused (flash) attention");
+  cmd.add_flag(option_names("--flash-attention"), a.flash_on, "Use fused (flash) attention");
   cmd.add_flag("--no-flash-attention", a.flash_off, "Use unfused attention (s^2 scores in HBM)");
   cmd.add_option("--tokens", o.tokens, "Training tokens (default: 20 per parameter)");
+  cmd.add_option("--train-iters", o.train_iters,
+                 "Training iterations (Megatron): tokens = iterations x global batch x seq_len");
+  // A variant of the model: these replace the catalog's (or config.json's) shape.
+  cmd.add_option("--num-layers", o.layers, "Transformer layers of a variant of the model (model.layers)");
+  cmd.add_option("--hidden-size", o.hidden, "Hidden width of a variant of the model (model.hidden)");
+  cmd.add_option("--num-attention-heads", o.heads, "Attention heads of a variant of the model (model.heads)");
+  cmd.add_option("--num-query-groups", o.kv_heads, "Key/value heads (GQA groups) of a variant (model.kv_heads)");
+  cmd.add_option("--kv-channels", o.head_dim, "Width of one attention head of a variant (model.head_dim)");
+  cmd.add_option("--ffn-hidden-size", o.ffn_hidden, "Dense FFN width of a variant of the model (model.ffn_hidden)");
+  // Megatron's switches (cli/flag_names.cpp): each sets one scenario field to one value.
+  for (const MegatronArgument& m : megatron_arguments()) {
+    if (m.field.empty() || m.name == "--fp8-format") continue;
+    cmd.add_flag(std::string(m.name), a.switches[std::string(m.name)],
+                 fmt::format("Megatron-LM's {}: {} = {}", m.name, m.field, m.value));
+  }
+  cmd.add_option("--fp8-format", a.fp8_format,
+                 "Megatron-LM's --fp8-format: layout.precision = fp8 (e4m3 or hybrid, the same peak here)")
+      ->check(CLI::IsMember({"e4m3", "hybrid"}));
   cmd.add_option("--usd-per-gpu-hour", o.usd_per_gpu_hour, "Price per GPU-hour in dollars");
   cmd.add_option("--mfu", o.mfu, "Assume this MFU instead of modelling step time");
 }
+
+namespace {
+
+// A switch's value into its override, unless another flag gave that field another value.
+template <class T>
+void set_once(std::optional<T>& field, const T& value, const MegatronArgument& m) {
+  if (field && *field != value)
+    throw InputError("command line", std::string(m.name),
+                     fmt::format("sets {} to {}, which another flag gives as {} (give one)", m.field, m.value,
+                                 *field));
+  field = value;
+}
+
+// Megatron's --bf16, --fp8-format, --use-distributed-optimizer, ... into the overrides. FP8 first:
+// Megatron gives --bf16 or --fp16 beside --fp8-format for the parameters' dtype, and FP8 is the
+// precision the GEMMs run at.
+void apply_megatron_switches(const ScenarioArgs& args, ScenarioOverrides& o) {
+  if (!args.fp8_format.empty()) {
+    if (o.precision && *o.precision != "fp8")
+      throw InputError("command line", "--fp8-format",
+                       "sets layout.precision to fp8, which --precision gives as " + *o.precision + " (give one)");
+    o.precision = "fp8";
+  }
+  for (const MegatronArgument& m : megatron_arguments()) {
+    const auto on = args.switches.find(std::string(m.name));
+    if (on == args.switches.end() || !on->second) continue;
+    const std::string value(m.value);
+    if (m.field == "layout.precision") {
+      if (args.fp8_format.empty()) set_once(o.precision, value, m);
+    } else if (m.field == "layout.zero_stage") {
+      set_once(o.zero_stage, int64_t(std::stoi(value)), m);
+    } else if (m.field == "layout.recompute") {
+      set_once(o.recompute, value, m);
+    } else {
+      throw std::logic_error("Megatron switch " + std::string(m.name) + " sets an unhandled field");
+    }
+  }
+}
+
+}  // namespace
 
 Scenario resolve_scenario(const ScenarioArgs& args, const Catalogs& catalogs) {
   ScenarioOverrides o = args.overrides;
@@ -71,6 +131,9 @@ Scenario resolve_scenario(const ScenarioArgs& args, const Catalogs& catalogs) {
   if (args.flash_on) o.flash_attention = true;
   if (args.flash_off) o.flash_attention = false;
   if (!args.hierarchical_cp_sizes.empty()) o.hierarchical_cp_sizes = args.hierarchical_cp_sizes;
+  if (o.tokens && o.train_iters)
+    throw InputError("command line", "--train-iters", "given together with --tokens (give the run's length once)");
+  apply_megatron_switches(args, o);
   // A config.json path on the command line starts at the working directory, not at the
   // scenario file's (where the scenario's own paths start).
   if (o.model && names_hf_config_file(*o.model) && !catalogs.models.contains(*o.model))

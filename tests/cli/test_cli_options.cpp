@@ -1,6 +1,10 @@
 // The simrun command's options, walked in-process: every subcommand and flag says what it is, and
 // the libraries' field names map to the flags the user typed (cli/flag_names.hpp).
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
@@ -70,4 +74,37 @@ TEST_CASE("library fields map to the flags that set them", "[cli][errors]") {
   CHECK(
       std::string(as_command_line_error(InputError("t.json", "model", "missing (a catalog name)")).what()) ==
       "t.json: model: missing (a catalog name, or --model)");
+}
+
+TEST_CASE("every Megatron argument is a flag of the commands that take a scenario", "[cli][megatron]") {
+  CLI::App app{"simrun"};
+  const std::vector<Command> commands = add_commands(app, CliEnv{SIMRUN_DATA_DIR});
+  for (const char* command : {"estimate", "simulate"}) {
+    const CLI::App* sub = app.get_subcommand(command);
+    for (const MegatronArgument& m : megatron_arguments()) {
+      CAPTURE(command, m.name);
+      CHECK(sub->get_option_no_throw(std::string(m.name)) != nullptr);
+      if (m.name != m.flag) CHECK(sub->get_option_no_throw(std::string(m.flag)) != nullptr);
+    }
+  }
+}
+
+TEST_CASE("docs/flags.md holds the Megatron table as cli/flag_names.cpp makes it", "[cli][megatron][docs]") {
+  // SIMRUN_UPDATE_DOCS=1 rewrites the table in place (after a change to the table).
+  const std::filesystem::path doc = std::filesystem::path(SIMRUN_SOURCE_DIR) / "docs" / "flags.md";
+  std::ifstream in(doc);
+  REQUIRE(in);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string begin = "<!-- megatron-table: begin -->\n", end = "<!-- megatron-table: end -->";
+  const size_t from = text.find(begin), to = text.find(end);
+  REQUIRE(from != std::string::npos);
+  REQUIRE(to != std::string::npos);
+  const std::string table = megatron_arguments_markdown();
+  const std::string written = text.substr(from + begin.size(), to - from - begin.size());
+  if (written != table && std::getenv("SIMRUN_UPDATE_DOCS")) {
+    std::ofstream(doc) << text.substr(0, from + begin.size()) << table << text.substr(to);
+    return;
+  }
+  INFO("run this test with SIMRUN_UPDATE_DOCS=1 to rewrite the table");
+  CHECK(written == table);
 }

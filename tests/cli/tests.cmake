@@ -5,6 +5,7 @@ target_compile_definitions(test_cli PRIVATE SIMRUN_BINARY="$<TARGET_FILE:simrun>
 add_dependencies(test_cli simrun)
 # The subcommands walked in-process (help text on every option, the field -> flag table).
 simrun_add_test_exe(test_cli_options SOURCES cli/test_cli_options.cpp LIBS simrun_cli)
+target_compile_definitions(test_cli_options PRIVATE SIMRUN_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 # End-to-end checks of `simrun collective` / `simrun topology` (needs the simrun binary).
 simrun_add_test_exe(test_collective_cli SOURCES cli/test_collective_cli.cpp LIBS nlohmann_json::nlohmann_json)
 target_compile_definitions(test_collective_cli PRIVATE SIMRUN_BINARY="$<TARGET_FILE:simrun>")
@@ -14,3 +15,8 @@ simrun_add_test_exe(test_bad_input SOURCES cli/test_bad_input.cpp LIBS nlohmann_
 target_compile_definitions(test_bad_input PRIVATE SIMRUN_BINARY="$<TARGET_FILE:simrun>"
                                                   SIMRUN_TEST_DATA_DIR="${CMAKE_SOURCE_DIR}/tests/data")
 add_dependencies(test_bad_input simrun)
+# Megatron-LM's argument names (cli/flag_names.cpp) on the simrun command.
+simrun_add_test_exe(test_megatron_flags SOURCES cli/test_megatron_flags.cpp LIBS nlohmann_json::nlohmann_json simrun_test_fixtures)
+target_compile_definitions(test_megatron_flags PRIVATE SIMRUN_BINARY="$<TARGET_FILE:simrun>"
+                                                       SIMRUN_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+add_dependencies(test_megatron_flags simrun)

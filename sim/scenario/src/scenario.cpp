@@ -2,6 +2,7 @@
 // the layout's rules in layout_rules.cpp, so the models below can assume a valid Scenario.
 #include "simrun/sim/scenario/scenario.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -105,6 +106,29 @@ ModelSpec read_hf_model(JsonReader& r, const std::string& key, const std::filesy
   return spec;
 }
 
+// Whether a model object names every field a custom model must give (read_model's required ones).
+bool full_model_object(const nlohmann::json& model) {
+  for (const char* key : {"layers", "hidden", "heads", "ffn_hidden", "vocab", "seq_len"})
+    if (!model.contains(key)) return false;
+  return true;
+}
+
+// Keys of a model object read as a variant of a catalog model or a config.json, beside `own`.
+void refuse_other_keys(JsonReader& model, const nlohmann::json& raw, std::initializer_list<const char*> own,
+                       const std::string& base) {
+  for (const auto& item : raw.items()) {
+    const auto is = [&item](const char* key) { return item.key() == key; };
+    if (std::any_of(own.begin(), own.end(), is) ||
+        std::any_of(std::begin(kModelVariantFields), std::end(kModelVariantFields), is))
+      continue;
+    const std::vector<std::string> fields(std::begin(kModelVariantFields), std::end(kModelVariantFields));
+    model.fail(item.key(), "a variant of " + base + " takes only " + join_names(fields) +
+                               " beside its name; for other changes give every field of a custom model (as "
+                               "in models/catalog/*.json)");
+  }
+  model.finish();
+}
+
 ModelSpec read_model_field(JsonReader& top, const Catalogs& catalogs, const std::filesystem::path& base_dir) {
   const auto& raw = top.raw("model");
   if (raw.is_string()) {
@@ -116,26 +140,24 @@ ModelSpec read_model_field(JsonReader& top, const Catalogs& catalogs, const std:
   if (!raw.is_object())
     top.fail("model", "expected a catalog name (e.g. \"llama3-70b\"), a config.json path or a model object");
   JsonReader model = top.object("model");
+  // {"hf_config": path, ...}: the imported shape, any variant fields (seq_len, layers, ...) replaced.
   if (model.has("hf_config")) {
     const std::optional<int64_t> seq_len =
         model.has("seq_len") ? std::optional<int64_t>(model.integer("seq_len", 1, kMaxSeqLen)) : std::nullopt;
-    ModelSpec spec = read_hf_model(model, "hf_config", base_dir, seq_len, "seq_len");
+    ModelSpec spec = read_model_variant(read_hf_model(model, "hf_config", base_dir, seq_len, "seq_len"), model);
     spec.name = model.string_or("name", spec.name);
-    model.finish();
+    refuse_other_keys(model, raw, {"hf_config", "name"}, "an imported config.json");
     return spec;
   }
-  // {"name": id} without the architecture refers to the catalog: only seq_len may change.
+  // {"name": id, ...} short of a full model refers to the catalog: the catalog model, any
+  // variant fields replaced (as Megatron's --num-layers, --hidden-size ... on a known model).
   const auto name = raw.find("name");
-  if (name != raw.end() && name->is_string() && !raw.contains("layers")) {
-    ModelSpec spec = catalogs.models.get(model.string("name"), top.file(), "model.name");
-    spec.seq_len = model.integer_or("seq_len", spec.seq_len, 1, kMaxSeqLen);
-    for (const auto& item : raw.items())
-      if (item.key() != "name" && item.key() != "seq_len")
-        model.fail(item.key(), "a catalog model (\"" + spec.name +
-                                   "\") takes only seq_len beside its name; for a variant give every field "
-                                   "of a custom model (as in models/catalog/" +
-                                   spec.name + ".json)");
-    model.finish();
+  if (name != raw.end() && name->is_string() && !full_model_object(raw) &&
+      (catalogs.models.contains(name->get<std::string>()) || !raw.contains("layers"))) {
+    const ModelSpec& base = catalogs.models.get(model.string("name"), top.file(), "model.name");
+    if (model.has("seq_len")) model.integer("seq_len", 1, kMaxSeqLen);  // the step's bound, below the model's
+    ModelSpec spec = read_model_variant(base, model);
+    refuse_other_keys(model, raw, {"name"}, "the catalog model \"" + base.name + "\"");
     return spec;
   }
   return read_model(model);
@@ -228,15 +250,23 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
   return layout;
 }
 
-RunSpec read_run(JsonReader& top) {
+RunSpec read_run(JsonReader& top, const ModelSpec& model, const Layout& layout) {
   RunSpec run;
   if (!top.has("run")) return run;
   JsonReader r = top.object("run");
   if (r.has("tokens")) {  // absent means Chinchilla's 20 per parameter; a written 0 means no run
+    if (r.has("train_iters"))
+      r.fail("train_iters", "given together with tokens (give the run's length once)");
     run.tokens = r.number("tokens", 0, 1e18);
     if (run.tokens < 1)
       r.fail("tokens", "no tokens to train on (at least 1, or leave the field out for 20 per parameter, "
                        "Chinchilla)");
+  } else if (r.has("train_iters")) {
+    // Megatron's --train-iters: every iteration trains global_batch sequences of seq_len tokens.
+    const double iters = double(r.integer("train_iters", 1, int64_t(1e12)));
+    run.tokens = iters * double(layout.global_batch) * double(model.seq_len);
+    if (run.tokens > 1e18)
+      r.fail("train_iters", "times global_batch times seq_len is over the 1e18 tokens a run may train on");
   }
   run.usd_per_gpu_hour = r.number_or("usd_per_gpu_hour", run.usd_per_gpu_hour, 0, 1e4);
   run.gpu_mtbf_hours = r.number_or("gpu_mtbf_hours", run.gpu_mtbf_hours, 1, 1e9);
@@ -324,6 +354,12 @@ std::optional<nlohmann::json> json_of(const std::optional<T>& v) {
 std::vector<OverrideField> override_fields(const ScenarioOverrides& o) {
   return {{"model", json_of(o.model)},
           {"model.seq_len", json_of(o.seq_len)},
+          {"model.layers", json_of(o.layers)},
+          {"model.hidden", json_of(o.hidden)},
+          {"model.heads", json_of(o.heads)},
+          {"model.kv_heads", json_of(o.kv_heads)},
+          {"model.head_dim", json_of(o.head_dim)},
+          {"model.ffn_hidden", json_of(o.ffn_hidden)},
           {"cluster.gpu", json_of(o.gpu)},
           {"cluster.num_gpus", json_of(o.gpus)},
           {"cluster.gpus_per_node", json_of(o.gpus_per_node)},
@@ -347,6 +383,7 @@ std::vector<OverrideField> override_fields(const ScenarioOverrides& o) {
           {"layout.sequence_parallel", json_of(o.sequence_parallel)},
           {"layout.flash_attention", json_of(o.flash_attention)},
           {"run.tokens", json_of(o.tokens)},
+          {"run.train_iters", json_of(o.train_iters)},
           {"run.usd_per_gpu_hour", json_of(o.usd_per_gpu_hour)},
           {"run.assumed_mfu", json_of(o.mfu)}};
 }
@@ -379,6 +416,9 @@ void ScenarioOverrides::apply_to(nlohmann::json& doc) const {
   // derive it again from the GPU count, as Megatron-LM does (dp = world / (tp·pp·cp)).
   const bool reshaped = gpus || tp || pp || cp || ep;
   if (reshaped && !dp && doc.contains("layout") && doc["layout"].is_object()) doc["layout"].erase("dp");
+  // The run's length is given once: a flag's replaces the file's, in either form.
+  if ((tokens || train_iters) && doc.contains("run") && doc["run"].is_object())
+    doc["run"].erase(tokens ? "train_iters" : "tokens");
 }
 
 std::vector<std::string> ScenarioOverrides::given() const {
@@ -396,7 +436,7 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& file, cons
   s.model = read_model_field(top, catalogs, base_dir);
   s.cluster = read_cluster(top, catalogs);
   s.layout = read_layout(top, s.model, s.cluster);
-  s.run = read_run(top);
+  s.run = read_run(top, s.model, s.layout);
   top.string_or("description", "");  // free text for people reading the file
   top.finish();
   const double peak = s.cluster.gpu.peak_flops_per_s(s.layout.precision);

@@ -49,14 +49,60 @@ TEST_CASE("only model and cluster.gpu are required, the rest defaults", "[sim][s
   CHECK(s.layout.global_batch == empty.layout.global_batch);
 }
 
-TEST_CASE("a model object naming a catalog model takes only seq_len beside the name", "[sim][scenario]") {
+TEST_CASE("a model object naming a catalog model is that model, its shape fields replaced",
+          "[sim][scenario]") {
   const std::string tail = R"(, "cluster": {"gpu": "h100-sxm"}})";
-  CHECK(parse(R"({"model": {"name": "llama3-8b"})" + tail).model.seq_len == 8192);
+  const Scenario base = parse(R"({"model": {"name": "llama3-8b"})" + tail);
+  CHECK(base.model.name == "llama3-8b");
+  CHECK(base.model.published_params > 0);
   CHECK(parse(R"({"model": {"name": "llama3-8b", "seq_len": 2048})" + tail).model.seq_len == 2048);
+  CHECK(parse(R"({"model": {"name": "llama3-8b", "seq_len": 2048})" + tail).model.name == "llama3-8b");
+
+  // Megatron's --num-layers / --hidden-size on a known model: the rest of its shape stays.
+  const ModelSpec half = parse(R"({"model": {"name": "llama3-8b", "layers": 16})" + tail).model;
+  CHECK(half.layers == 16);
+  CHECK(half.hidden == base.model.hidden);
+  CHECK(half.kv_heads == base.model.kv_heads);
+  CHECK(half.name == "llama3-8b (variant)");
+  CHECK(half.published_params == 0);  // the authors' total was of 32 layers
+  const ModelSpec wide = parse(R"({"model": {"name": "llama3-8b", "hidden": 5120, "heads": 40})" + tail).model;
+  CHECK(wide.head_dim == 128);  // derived again: hidden / heads
+  CHECK(parse(R"({"model": {"name": "qwen3-30b-a3b", "hidden": 4096})" + tail).model.head_dim == 128);  // stated
+
   CHECK(error_of(R"({"model": {"name": "mixtral-8x7b", "moe": {"top_k": 1}})" + tail)
-            .find("t.json: model.moe: a catalog model") == 0);
+            .find("t.json: model.moe: a variant of the catalog model") == 0);
+  CHECK(error_of(R"({"model": {"name": "llama3-8b", "heads": 33})" + tail).find("t.json: model.heads: ") == 0);
+  CHECK(error_of(R"({"model": {"name": "llama3-8b", "kv_heads": 3})" + tail).find("t.json: model.kv_heads") ==
+        0);
   CHECK(error_of(R"({"model": {"name": "lama3-8b", "seq_len": 4096})" + tail)
             .find("did you mean \"llama3-8b\"") != std::string::npos);
+}
+
+TEST_CASE("model shape overrides make a variant of a catalog or imported model", "[sim][scenario]") {
+  ScenarioOverrides o;
+  o.layers = 40;
+  o.ffn_hidden = 16384;
+  const Scenario s = parse(R"({"model": "llama3-70b", "cluster": {"gpu": "h100-sxm", "num_gpus": 64}})", o);
+  CHECK(s.model.layers == 40);
+  CHECK(s.model.ffn_hidden == 16384);
+  CHECK(s.model.hidden == 8192);
+  CHECK(o.given() == std::vector<std::string>{"model.layers", "model.ffn_hidden"});
+}
+
+TEST_CASE("run.train_iters gives the tokens as iterations x global batch x seq_len", "[sim][scenario]") {
+  const std::string base =
+      R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm"}, "layout": {"global_batch": 512}, "run": )";
+  CHECK(parse(base + R"({"train_iters": 1000}})").run.tokens == 1000.0 * 512 * 8192);
+  CHECK(error_of(base + R"({"train_iters": 1000, "tokens": 1e12}})").find("t.json: run.train_iters: given "
+                                                                          "together with tokens") == 0);
+  CHECK(error_of(base + R"({"train_iters": 0}})").find("run.train_iters") != std::string::npos);
+  // A flag's length replaces the file's, in either form.
+  ScenarioOverrides iters;
+  iters.train_iters = 10;
+  CHECK(parse(base + R"({"tokens": 1e12}})", iters).run.tokens == 10.0 * 512 * 8192);
+  ScenarioOverrides tokens;
+  tokens.tokens = 5e11;
+  CHECK(parse(base + R"({"train_iters": 10}})", tokens).run.tokens == 5e11);
 }
 
 TEST_CASE("dp is derived as num_gpus / (tp*pp*cp) when omitted", "[sim][scenario]") {

@@ -33,6 +33,19 @@ class ModelCatalog {
 //  "tied_embeddings","moe":{...}} plus the optional extras of ModelSpec. Validates ranges.
 ModelSpec read_model(JsonReader& reader);
 
+// A variant of `base` (a catalog model or an imported config): the shape fields of a model object
+// that `reader` holds replace base's (layers, hidden, heads, kv_heads, head_dim, ffn_hidden,
+// ffn_act, vocab, seq_len, tied_embeddings, as Megatron's --num-layers, --hidden-size ... set
+// them), with the same ranges and cross-field checks as read_model. The head width follows a new
+// hidden or heads (hidden / heads) unless base gave it explicitly or head_dim is given; the
+// published parameter total no longer applies and is dropped, and a changed shape is named
+// "<base> (variant)". Keys other than these are left to
+// the caller (reader.finish() is not called).
+ModelSpec read_model_variant(const ModelSpec& base, JsonReader& reader);
+inline constexpr const char* kModelVariantFields[] = {"layers",   "hidden",     "heads",   "kv_heads",
+                                                      "head_dim", "ffn_hidden", "ffn_act", "vocab",
+                                                      "seq_len",  "tied_embeddings"};
+
 // Maps a HuggingFace config.json (text_config nesting followed) to a ModelSpec. `file` names
 // it in errors. Only the model_types of hf_model_types() are read: another, or none, is an
 // InputError, as is a sliding window shorter than the sequence. seq_len: the training sequence

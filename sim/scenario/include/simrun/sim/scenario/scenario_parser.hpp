@@ -32,12 +32,15 @@ struct ScenarioOverrides {
   std::optional<int64_t> micro_batch;         // layout.micro_batch, e.g. 1
   std::optional<int64_t> global_batch;        // layout.global_batch, e.g. 1024
   std::optional<int64_t> seq_len;             // model.seq_len, e.g. 8192
+  // A variant of the model (Megatron's --num-layers, --hidden-size, ...): model.layers, ...
+  std::optional<int64_t> layers, hidden, heads, kv_heads, head_dim, ffn_hidden;
   std::optional<int64_t> zero_stage;          // layout.zero_stage, e.g. 1
   std::optional<std::string> recompute;       // layout.recompute, e.g. "selective"
   std::optional<std::string> precision;       // layout.precision, e.g. "bf16"
   std::optional<bool> sequence_parallel;      // layout.sequence_parallel
   std::optional<bool> flash_attention;        // layout.flash_attention
   std::optional<double> tokens;               // run.tokens, e.g. 1.4e12
+  std::optional<int64_t> train_iters;         // run.train_iters, e.g. 250000 (tokens = iters·batch·seq)
   std::optional<double> usd_per_gpu_hour;     // run.usd_per_gpu_hour, e.g. 5
   std::optional<double> mfu;                  // run.assumed_mfu, e.g. 0.4 (time from an assumed MFU)
 
