@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "simrun/common/error.hpp"
+#include "simrun/sim/analytic/agreement_envelope.hpp"
 #include "simrun/sim/analytic/analytic.hpp"
 #include "simrun/sim/collectives/collective_cost.hpp"
 #include "simrun/sim/scenario/scenario_parser.hpp"
@@ -338,9 +339,8 @@ int main(int argc, char** argv) {
       const Scenario sc = load_scenario({}, o, catalogs);
       const SimulateOptions options = options_of(sc, args, e, command);
       Row r = compare_fidelities(sc, options, command);
-      const Layout& l = sc.layout;
-      const bool inside = group_inside_scale_up(sc.cluster, {l.tp * l.cp, 1});  // TP, and CP over it
-      (inside && r.exposed_share <= 0.10 ? uncongested : congested).push_back(std::move(r));
+      const bool uncongested_layout = tp_cp_inside_scale_up(sc) && r.exposed_share <= kUncongestedExposedShare;
+      (uncongested_layout ? uncongested : congested).push_back(std::move(r));
     } catch (const InputError&) {
       ++refused;  // by the scenario rules or the event simulation (the estimate is not run)
     }

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "simrun/sim/analytic/agreement_envelope.hpp"
 #include "simrun/sim/memory/explain.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/common/units.hpp"
@@ -200,6 +201,7 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
       fill_run_report(sc, bytes_per_param(l.precision, options.memory.convention), options.run, r);
 
   add_estimate_warnings(sc, options, memory.worst_stage, run, r);
+  if (auto outside = agreement_warning(sc, options, r)) r.warnings.push_back(*outside);
   explain_step_time(sc, options, flops, time, peak, r);
   detail::explain_throughput(sc, flops.per_sequence, options.flop_convention, peak, r);
   detail::explain_memory(sc, memory.stages[size_t(memory.worst_stage)], options.memory, r);

@@ -10,6 +10,7 @@
 #include "simrun/sim/memory/explain.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/models/counts.hpp"
+#include "simrun/sim/analytic/agreement_envelope.hpp"
 #include "simrun/sim/analytic/analytic.hpp"
 #include "simrun/sim/memory/run_cost.hpp"
 
@@ -255,6 +256,14 @@ SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
 
   const StageMemory worst_memory = stage_reports(sc, options, out);
   if (!r.memory.fits) r.warnings.push_back("does not fit: " + memory_shortfall_text(r.memory));
+  // Outside the estimate's measured envelope, both fidelities say so, judged by the estimate's own
+  // numbers (microseconds) as `simrun estimate` judges them. A layout the estimate refuses has no
+  // estimate to disagree with.
+  try {
+    const AnalyticOptions analytic = analytic_options(options);
+    if (auto outside = agreement_warning(sc, analytic, estimate(sc, analytic))) r.warnings.push_back(*outside);
+  } catch (const InputError&) {
+  }
 
   // Run totals, as the analytic model computes them (checkpoint = weights + optimizer states).
   const RunTotals run =

@@ -1,0 +1,32 @@
+// Where the closed-form estimate has been measured against the event simulation, and the
+// warning both commands give where the two are known to land apart. bench/analytic_agreement
+// samples thousands of layouts (docs/agreement.md): with TP and CP inside a scale-up domain and
+// at most 10% of the step exposed communication in both fidelities ("uncongested") every
+// sampled layout lands within 5%; congested ones do too on 98-100%, except two classes measured
+// beyond it: slow links under congested pipelines (up to 15%, 23% on a mesh) and ZeRO-3 over a
+// pipeline with fewer micro-batches than stages (up to 6%).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "simrun/sim/analytic/analytic.hpp"
+
+namespace simrun {
+
+// The exposed communication, as a share of the step, up to which a layout is uncongested.
+inline constexpr double kUncongestedExposedShare = 0.10;
+
+// Whether the TP group, and CP over it, sits in one scale-up domain (NVLink/NVSwitch, a mesh).
+bool tp_cp_inside_scale_up(const Scenario& s);
+
+// Congested: TP x CP beyond a scale-up domain, or more than kUncongestedExposedShare of the
+// estimated step exposed communication.
+bool congested(const Scenario& s, const Report& estimate);
+
+// The warning for a layout of a class measured more than 5% apart, naming the class, or nullopt.
+// `estimate` is the closed form's report of the layout (both commands judge by its numbers).
+std::optional<std::string> agreement_warning(const Scenario& s, const AnalyticOptions& options,
+                                             const Report& estimate);
+
+}  // namespace simrun

@@ -1,0 +1,69 @@
+// The estimate's measured envelope: the classes of layout bench/analytic_agreement measured more
+// than 5% apart get the same warning from both fidelities; the rest get none.
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "analytic_fixtures.hpp"
+#include "simrun/sim/analytic/agreement_envelope.hpp"
+#include "simrun/sim/event/simulate.hpp"
+
+using namespace simrun;
+
+namespace {
+
+// Llama-3 70B cut to 8 layers on 64 H100: TP 8 inside each node, PP 4, DP 2, ZeRO-3.
+Scenario fsdp_over_pipeline(int64_t global_batch) {
+  Scenario s = test::llama3_70b_1024_h100();
+  s.model.layers = 8;
+  s.cluster = test::h100_cluster(64);
+  s.layout.pp = 4;
+  s.layout.dp = 2;
+  s.layout.virtual_stages = 1;
+  s.layout.zero_stage = 3;
+  s.layout.global_batch = global_batch;
+  return s;
+}
+
+bool warns(const Report& r, const std::string& what) {
+  for (const std::string& w : r.warnings)
+    if (w.find("may land more than 5% apart") != std::string::npos && w.find(what) != std::string::npos)
+      return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("ZeRO-3 over a pipeline with fewer micro-batches than stages: both fidelities warn",
+          "[sim][analytic][agreement]") {
+  const Scenario few = fsdp_over_pipeline(2);  // 1 micro-batch for 4 stages
+  CHECK(warns(estimate(few), "ZeRO-3 over a pipeline with 1 micro-batch for 4 stages"));
+  CHECK(warns(simulate(few, SimulateOptions{}).report, "ZeRO-3 over a pipeline"));
+  const Scenario enough = fsdp_over_pipeline(8);  // 4 micro-batches
+  CHECK_FALSE(warns(estimate(enough), ""));
+  CHECK_FALSE(warns(simulate(enough, SimulateOptions{}).report, ""));
+}
+
+TEST_CASE("a slow link warns only under a congested pipeline", "[sim][analytic][agreement]") {
+  Scenario s = test::llama3_70b_1024_h100();
+  AnalyticOptions slow;
+  slow.slow_links = {SlowLink{0, 0.1, LinkClass::scale_out}};
+  const Report r = estimate(s, slow);
+  INFO("exposed " << r.breakdown.exposed_comm_s << " of " << r.step_time_s);
+  REQUIRE(congested(s, r));  // a NIC at 10%: the pipeline's and DP's messages queue at it
+  CHECK(warns(r, "a slow link under a congested pipeline"));
+  CHECK_FALSE(warns(estimate(s), ""));  // the same layout at full rate
+  // TP across nodes is congested whatever the exposed share; without pipelining no warning.
+  s.layout.tp = 16;
+  s.layout.pp = 1;
+  s.layout.dp = 64;
+  s.layout.virtual_stages = 1;
+  s.model.kv_heads = 16;
+  const Report across = estimate(s, slow);
+  CHECK(congested(s, across));
+  CHECK_FALSE(tp_cp_inside_scale_up(s));
+  CHECK_FALSE(warns(across, ""));
+}
+
+TEST_CASE("the shipped examples are inside the envelope", "[sim][analytic][agreement]") {
+  CHECK_FALSE(warns(estimate(test::llama3_70b_1024_h100()), ""));
+}
