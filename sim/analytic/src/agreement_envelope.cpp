@@ -38,7 +38,7 @@ std::optional<std::string> agreement_warning(const Scenario& s, const AnalyticOp
   std::string why;
   for (const std::string& r : reasons) why += (why.empty() ? "" : "; ") + r;
   return "the closed-form estimate and the event simulation may land more than 5% apart on this layout (" + why +
-         "; docs/agreement.md): simrun simulate --compare-analytic prints both";
+         "; docs/agreement.md): compare the two before relying on either";
 }
 
 }  // namespace simrun
