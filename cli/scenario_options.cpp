@@ -56,6 +56,7 @@ void add_scenario_options(CLI::App& cmd, ScenarioArgs& a) {
   cmd.add_option("--tokens", o.tokens, "Training tokens (default: 20 per parameter)");
   cmd.add_option("--usd-per-gpu-hour", o.usd_per_gpu_hour, "Price per GPU-hour in dollars");
   cmd.add_option("--mfu", o.mfu, "Assume this MFU instead of modelling step time");
+  add_catalog_option(cmd, a.catalogs);
 }
 
 Scenario resolve_scenario(const ScenarioArgs& args, const Catalogs& catalogs) {

@@ -13,7 +13,7 @@ using namespace simrun::cli;
 
 TEST_CASE("every subcommand and every option has help text", "[cli][help]") {
   CLI::App app{"simrun"};
-  const std::vector<Command> commands = add_commands(app, CliEnv{SIMRUN_DATA_DIR});
+  const std::vector<Command> commands = add_commands(app, CliEnv{SIMRUN_DATA_DIR, {}});
   std::vector<std::string> names;
   size_t options = 0;
   for (const CLI::Option* o : app.get_options()) {

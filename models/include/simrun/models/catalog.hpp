@@ -15,8 +15,12 @@ namespace simrun {
 
 class ModelCatalog {
  public:
-  // Reads every *.json in `dir` (one model per file, file stem = id).
+  // Reads every *.json in `dir` (one model per file, file stem = id): the shipped catalog, a
+  // folder that must exist and hold at least one file.
   static ModelCatalog load(const std::filesystem::path& dir);
+  // Adds a user catalog's models: every *.json in `dir` (a folder that does not exist adds
+  // nothing). An id already in the catalog is an InputError naming the file.
+  void add(const std::filesystem::path& dir);
 
   // The model with this id; an unknown id is an InputError naming `file`/`field`, listing the
   // known ids and suggesting the nearest.
