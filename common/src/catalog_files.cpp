@@ -5,6 +5,7 @@
 
 #include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
+#include "simrun/common/json_reader.hpp"
 
 namespace simrun {
 
@@ -34,6 +35,37 @@ std::string catalog_id_of(const std::filesystem::path& file) {
                      "the file name " + quoted_input(id) +
                          " is not a catalog id (the id is the file stem: " + kCatalogIdRule + ")");
   return id;
+}
+
+std::vector<std::string> read_aliases(JsonReader& reader) {
+  std::vector<std::string> aliases;
+  if (!reader.has("aliases")) return aliases;
+  const nlohmann::json& list = reader.raw("aliases");
+  const std::string rule = std::string("a list of other names, each ") + kCatalogIdRule;
+  if (!list.is_array()) reader.fail("aliases", "expected " + rule);
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (!list[i].is_string() || !is_catalog_id(list[i].get<std::string>()))
+      reader.fail("aliases[" + std::to_string(i) + "]", "is not a name (" + rule + ")");
+    aliases.push_back(list[i].get<std::string>());
+  }
+  return aliases;
+}
+
+std::string nearest_id(const std::string& name,
+                       const std::map<std::string, std::vector<std::string>>& aliases_by_id) {
+  std::vector<std::string> names, ids;
+  for (const auto& [id, aliases] : aliases_by_id) {
+    names.push_back(id);
+    ids.push_back(id);
+    for (const std::string& alias : aliases) {
+      names.push_back(alias);
+      ids.push_back(id);
+    }
+  }
+  const std::string nearest = nearest_name(name, names);
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == nearest) return ids[i];
+  return "";
 }
 
 }  // namespace simrun

@@ -118,6 +118,7 @@ void ModelCatalog::add(const std::filesystem::path& dir) {
                            id + "-custom.json\")");
     const nlohmann::json json = load_json_file(path);
     JsonReader reader(json, file);
+    std::vector<std::string> aliases = read_aliases(reader);
     ModelSpec spec = read_model(reader);
     if (!reader.has("name")) spec.name = id;
     if (spec.name != id)
@@ -125,6 +126,7 @@ void ModelCatalog::add(const std::filesystem::path& dir) {
                        quoted_input(spec.name) + " differs from the file name; the id is the file stem " +
                            quoted_input(id));
     m_models.emplace(id, std::move(spec));
+    m_aliases[id] = std::move(aliases);
   }
 }
 
@@ -134,8 +136,8 @@ const ModelSpec& ModelCatalog::get(const std::string& id, const std::string& fil
   if (it != m_models.end()) return it->second;
   const auto known = ids();
   throw InputError(file, field,
-                   "unknown model " + quoted_input(id) + " (known: " + join_names(known) + "; did you mean \"" +
-                       nearest_name(id, known) + "\"?)");
+                   "unknown model " + quoted_input(id) + " (known: " + join_names(known) +
+                       "; did you mean \"" + nearest_id(id, m_aliases) + "\"?)");
 }
 
 std::vector<std::string> ModelCatalog::ids() const {

@@ -78,13 +78,15 @@ TEST_CASE("an inline GPU and fabric give the report of the catalog entries they 
   gpu["hbm_tb_per_s"] = 1.0;
   gpu["dense_tflops"]["bf16"] = 400.0;
   doc["cluster"]["gpu"] = gpu;
-  const RunResult slower = run_ok("estimate " + shell_quoted(write_file("inline-slow.json", doc.dump())) + " --json");
+  const RunResult slower =
+      run_ok("estimate " + shell_quoted(write_file("inline-slow.json", doc.dump())) + " --json");
   const RunResult shipped = run_ok("estimate " + shell_quoted(kExample) + " --json");
   CHECK(nlohmann::json::parse(slower.out).at("step_time_s").get<double>() >
         1.5 * nlohmann::json::parse(shipped.out).at("step_time_s").get<double>());
 }
 
-TEST_CASE("a bad inline GPU or fabric field gets exit 2 naming the file and the field", "[cli][catalog][errors]") {
+TEST_CASE("a bad inline GPU or fabric field gets exit 2 naming the file and the field",
+          "[cli][catalog][errors]") {
   nlohmann::json gpu = read_json(kData / "topologies" / "gpus" / "b200.json");
   gpu["id"] = "b200-capped";
   gpu["tdp_w"] = "lots";
@@ -97,11 +99,12 @@ TEST_CASE("a bad inline GPU or fabric field gets exit 2 naming the file and the 
   no_source["source"] = "";
   const nlohmann::json fabric_doc = {{"model", "llama3-8b"},
                                      {"cluster", {{"gpu", "h100-sxm"}, {"fabric", {{"kind", no_source}}}}}};
-  require_one_safe_line(run_simrun("estimate " + shell_quoted(write_file("inline-no-source.json", fabric_doc.dump()))),
-                        "cluster.fabric.kind.source: every entry names its source");
   require_one_safe_line(
-      run_simrun("estimate " + shell_quoted(write_file("gpu-number.json",
-                                                       R"({"model": "llama3-8b", "cluster": {"gpu": 100}})"))),
+      run_simrun("estimate " + shell_quoted(write_file("inline-no-source.json", fabric_doc.dump()))),
+      "cluster.fabric.kind.source: every entry names its source");
+  require_one_safe_line(
+      run_simrun("estimate " + shell_quoted(write_file(
+                                   "gpu-number.json", R"({"model": "llama3-8b", "cluster": {"gpu": 100}})"))),
       "cluster.gpu: expected a GPU id (e.g. \"h100-sxm\") or a GPU object");
 }
 
@@ -116,7 +119,8 @@ TEST_CASE("a user catalog folder adds a GPU, a fabric and a model, from --catalo
   gpu.erase("hbm_usable_gib");
   gpu["name"] = "H100 96GB (user entry)";
   std::ofstream(user / "gpus" / "h100-96gb.json") << gpu.dump(2);
-  std::ofstream(user / "fabrics" / "ib-ndr-slow.json") << R"({"name": "NDR at half rate", "port_gbit_per_s": 200,
+  std::ofstream(user / "fabrics" / "ib-ndr-slow.json")
+      << R"({"name": "NDR at half rate", "port_gbit_per_s": 200,
     "latency_us": 3, "switch_latency_ns": 450, "switch_radix": 64, "source": "test"})";
   nlohmann::json model = read_json(kData / "models" / "catalog" / "llama3-8b.json");
   model["name"] = "llama3-8b-deep";
@@ -161,7 +165,8 @@ TEST_CASE("a user catalog entry is checked like a shipped one, its file named in
   nlohmann::json gpu = read_json(kData / "topologies" / "gpus" / "h100-sxm.json");
   gpu["sm_count"] = 0;
   std::ofstream(user / "gpus" / "broken.json") << gpu.dump();
-  require_one_safe_line(run_simrun(run), (user / "gpus" / "broken.json").string() + ": sm_count: 0 is out of range");
+  require_one_safe_line(run_simrun(run),
+                        (user / "gpus" / "broken.json").string() + ": sm_count: 0 is out of range");
 
   // An id means one part: a user entry never replaces a shipped one.
   fs::remove(user / "gpus" / "broken.json");
@@ -190,4 +195,33 @@ TEST_CASE("a user catalog entry is checked like a shipped one, its file named in
   const RunResult env = run_simrun("estimate --model llama3-8b --gpu h100-sxm");
   ::unsetenv("SIMRUN_CATALOG");
   require_one_safe_line(env, "environment: SIMRUN_CATALOG: folder");
+}
+
+TEST_CASE("unknown names are suggested by id and by alias, case-insensitively", "[cli][catalog][errors]") {
+  // By alias: "ndr" is as near ib-hdr as ib-ndr by edit distance, and is ib-ndr's alias.
+  require_one_safe_line(
+      run_simrun("estimate --model llama3-8b --gpu h100-sxm --fabric ndr"),
+      R"(--fabric: unknown fabric "ndr" (known: ib-hdr, ib-ndr, ib-xdr, roce-400g; did you mean "ib-ndr"?))");
+  require_one_safe_line(run_simrun("estimate --model llama3-8b --gpu h100-sxm --fabric RoCEv2"),
+                        R"(did you mean "roce-400g"?)");
+  require_one_safe_line(run_simrun("estimate --model Meta-Llama-3-8B --gpu h100-sxm"),
+                        R"(did you mean "llama3-8b"?)");
+  // By id, as before.
+  require_one_safe_line(run_simrun("estimate --model llama3-8b --gpu H100"), R"(did you mean "h100-sxm"?)");
+  require_one_safe_line(run_simrun("estimate --model llama3-8b --gpu mi300"), R"(did you mean "mi300x"?)");
+
+  // A user entry's aliases count too, and are checked.
+  const fs::path user = fresh_dir("alias-catalog");
+  fs::create_directories(user / "gpus");
+  nlohmann::json gpu = read_json(kData / "topologies" / "gpus" / "h200.json");
+  gpu["aliases"] = {"h200-141gb-capped"};
+  gpu["tdp_w"] = 600;
+  std::ofstream(user / "gpus" / "h200-600w.json") << gpu.dump();
+  const std::string catalog = " --catalog " + shell_quoted(user);
+  require_one_safe_line(run_simrun("estimate --model llama3-8b --gpu h200-141GB-capped" + catalog),
+                        R"(did you mean "h200-600w"?)");
+  gpu["aliases"] = {"fine", 7};
+  std::ofstream(user / "gpus" / "h200-600w.json") << gpu.dump();
+  require_one_safe_line(run_simrun("estimate --model llama3-8b --gpu h200" + catalog),
+                        (user / "gpus" / "h200-600w.json").string() + ": aliases[1]: is not a name");
 }

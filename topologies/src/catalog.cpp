@@ -41,11 +41,11 @@ ScaleUpKind scale_up_kind(const std::string& s) {
 // empty (a user catalog's gpus/ or fabrics/).
 enum class FolderRule { required, optional };
 
-// Reads every *.json in `dir` (sorted, so errors are deterministic) with `read` into `out`; an id
-// `out` already holds is refused, naming the file.
+// Reads every *.json in `dir` (sorted, so errors are deterministic) with `read` into `out`, and
+// each file's aliases into `aliases`; an id `out` already holds is refused, naming the file.
 template <typename Spec, typename Read>
 void load_dir(const std::filesystem::path& dir, const char* what, Read read, FolderRule rule,
-              std::map<std::string, Spec>& out) {
+              std::map<std::string, Spec>& out, std::map<std::string, std::vector<std::string>>& aliases) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
     if (std::filesystem::exists(dir, ec)) throw InputError(dir.string(), "", "is not a directory");
@@ -65,20 +65,23 @@ void load_dir(const std::filesystem::path& dir, const char* what, Read read, Fol
                            printable(id) + "-custom.json\")");
     const nlohmann::json json = load_json_file(path);
     JsonReader reader(json, path.string());
+    aliases[id] = read_aliases(reader);
     out.emplace(id, read(reader, id));
   }
 }
 
 template <typename Spec>
-const Spec& find_or_throw(const std::map<std::string, Spec>& m, const std::string& id, const char* what,
-                          const std::string& file, const std::string& field) {
+const Spec& find_or_throw(const std::map<std::string, Spec>& m,
+                          const std::map<std::string, std::vector<std::string>>& aliases,
+                          const std::string& id, const char* what, const std::string& file,
+                          const std::string& field) {
   const auto it = m.find(id);
   if (it != m.end()) return it->second;
   std::vector<std::string> known;
   for (const auto& [k, v] : m) known.push_back(k);
   throw InputError(file, field,
                    std::string("unknown ") + what + " " + quoted_input(id) + " (known: " + join_names(known) +
-                       "; did you mean \"" + nearest_name(id, known) + "\"?)");
+                       "; did you mean \"" + nearest_id(id, aliases) + "\"?)");
 }
 
 }  // namespace
@@ -160,24 +163,24 @@ FabricSpec read_fabric(JsonReader& r, const std::string& id) {
 HardwareCatalog HardwareCatalog::load(const std::filesystem::path& gpus_dir,
                                       const std::filesystem::path& fabrics_dir) {
   HardwareCatalog c;
-  load_dir(gpus_dir, "GPU", read_gpu, FolderRule::required, c.m_gpus);
-  load_dir(fabrics_dir, "fabric", read_fabric, FolderRule::required, c.m_fabrics);
+  load_dir(gpus_dir, "GPU", read_gpu, FolderRule::required, c.m_gpus, c.m_gpu_aliases);
+  load_dir(fabrics_dir, "fabric", read_fabric, FolderRule::required, c.m_fabrics, c.m_fabric_aliases);
   return c;
 }
 
 void HardwareCatalog::add(const std::filesystem::path& gpus_dir, const std::filesystem::path& fabrics_dir) {
-  load_dir(gpus_dir, "GPU", read_gpu, FolderRule::optional, m_gpus);
-  load_dir(fabrics_dir, "fabric", read_fabric, FolderRule::optional, m_fabrics);
+  load_dir(gpus_dir, "GPU", read_gpu, FolderRule::optional, m_gpus, m_gpu_aliases);
+  load_dir(fabrics_dir, "fabric", read_fabric, FolderRule::optional, m_fabrics, m_fabric_aliases);
 }
 
 const GpuSpec& HardwareCatalog::gpu(const std::string& id, const std::string& file,
                                     const std::string& field) const {
-  return find_or_throw(m_gpus, id, "GPU", file, field);
+  return find_or_throw(m_gpus, m_gpu_aliases, id, "GPU", file, field);
 }
 
 const FabricSpec& HardwareCatalog::fabric(const std::string& id, const std::string& file,
                                           const std::string& field) const {
-  return find_or_throw(m_fabrics, id, "fabric", file, field);
+  return find_or_throw(m_fabrics, m_fabric_aliases, id, "fabric", file, field);
 }
 
 std::vector<std::string> HardwareCatalog::gpu_ids() const {

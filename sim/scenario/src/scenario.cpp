@@ -140,6 +140,7 @@ ModelSpec read_model_field(JsonReader& top, const Catalogs& catalogs, const std:
     model.finish();
     return spec;
   }
+  read_aliases(model);  // a copied catalog file's; an inline entry is named by its object
   return read_model(model);
 }
 
@@ -161,6 +162,7 @@ GpuSpec read_gpu_field(JsonReader& cluster, const Catalogs& catalogs) {
   if (raw.is_object()) {
     JsonReader gpu = cluster.object("gpu");
     const std::string id = read_inline_id(gpu, "GPU", catalogs.hardware.gpu_ids());
+    read_aliases(gpu);  // a copied catalog file's: read (so checked), but only catalog ids are suggested
     return read_gpu(gpu, id);
   }
   if (!raw.is_string())
@@ -175,6 +177,7 @@ FabricSpec read_fabric_kind(JsonReader& fabric, const Catalogs& catalogs) {
   if (fabric.has("kind") && fabric.raw("kind").is_object()) {
     JsonReader kind = fabric.object("kind");
     const std::string id = read_inline_id(kind, "fabric", catalogs.hardware.fabric_ids());
+    read_aliases(kind);
     return read_fabric(kind, id);
   }
   if (fabric.has("kind") && !fabric.raw("kind").is_string())

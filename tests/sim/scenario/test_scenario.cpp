@@ -259,13 +259,15 @@ TEST_CASE("description is free text: a string, or an input error", "[sim][scenar
   }
 }
 
-TEST_CASE("an inline GPU or fabric is read by the catalog's reader into the same spec", "[sim][scenario][catalog]") {
+TEST_CASE("an inline GPU or fabric is read by the catalog's reader into the same spec",
+          "[sim][scenario][catalog]") {
   const std::filesystem::path hw = std::filesystem::path(SIMRUN_DATA_DIR) / "topologies";
   nlohmann::json gpu = load_json_file(hw / "gpus" / "mi300x.json");
   nlohmann::json fabric = load_json_file(hw / "fabrics" / "roce-400g.json");
   gpu["id"] = "mi300x-copy";
-  const nlohmann::json doc = {{"model", "llama3-8b"},
-                              {"cluster", {{"gpu", gpu}, {"fabric", {{"kind", fabric}, {"nics_per_node", 4}}}}}};
+  const nlohmann::json doc = {
+      {"model", "llama3-8b"},
+      {"cluster", {{"gpu", gpu}, {"fabric", {{"kind", fabric}, {"nics_per_node", 4}}}}}};
   const Scenario s = parse_scenario(doc, "t.json", catalogs(), ".");
   const GpuSpec& shipped = catalogs().hardware.gpu("mi300x", "t", "gpu");
   CHECK(s.cluster.gpu.id == "mi300x-copy");
@@ -275,14 +277,16 @@ TEST_CASE("an inline GPU or fabric is read by the catalog's reader into the same
   CHECK(s.cluster.gpu.scale_up_kind == ScaleUpKind::mesh);
   CHECK(s.cluster.gpu.compute_defaults.gemm_max == shipped.compute_defaults.gemm_max);
   CHECK(s.cluster.fabric.id == "custom");  // no "id": the default
-  CHECK(s.cluster.fabric.port_bytes_per_s == catalogs().hardware.fabric("roce-400g", "t", "f").port_bytes_per_s);
+  CHECK(s.cluster.fabric.port_bytes_per_s ==
+        catalogs().hardware.fabric("roce-400g", "t", "f").port_bytes_per_s);
   CHECK(s.cluster.nics_per_node == 4);
 
   // The same rules as a catalog file's, under the scenario's field path.
   gpu["scale_up"]["nvls"] = true;  // NVLink SHARP on a mesh
   const nlohmann::json bad = {{"model", "llama3-8b"}, {"cluster", {{"gpu", gpu}}}};
-  CHECK_THROWS_WITH(parse_scenario(bad, "t.json", catalogs(), "."),
-                    Catch::Contains("t.json: cluster.gpu.scale_up.nvls: NVLink SHARP needs kind \"nvswitch\""));
+  CHECK_THROWS_WITH(
+      parse_scenario(bad, "t.json", catalogs(), "."),
+      Catch::Contains("t.json: cluster.gpu.scale_up.nvls: NVLink SHARP needs kind \"nvswitch\""));
   gpu["scale_up"].erase("nvls");
   gpu["id"] = "mi300x";
   const nlohmann::json taken = {{"model", "llama3-8b"}, {"cluster", {{"gpu", gpu}}}};

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,5 +24,16 @@ std::vector<std::filesystem::path> catalog_files(const std::filesystem::path& di
 // The id of a catalog file: its stem. An InputError naming the file when the stem is not a
 // catalog id.
 std::string catalog_id_of(const std::filesystem::path& file);
+
+// Other names people use for an entry ("aliases": ["h100", "h100-sxm5"] in its file): a list of
+// catalog ids, used for "did you mean" suggestions only (a scenario names an entry by its id, so a
+// report's id is always the file's). Absent: none.
+class JsonReader;
+std::vector<std::string> read_aliases(JsonReader& reader);
+
+// The id nearest to `name` among the ids and their aliases (nearest_name's ranking: case does not
+// count, prefixes first, then edit distance), e.g. "ndr" -> "ib-ndr" by its alias "ndr".
+std::string nearest_id(const std::string& name,
+                       const std::map<std::string, std::vector<std::string>>& aliases_by_id);
 
 }  // namespace simrun

@@ -23,13 +23,14 @@ class ModelCatalog {
   void add(const std::filesystem::path& dir);
 
   // The model with this id; an unknown id is an InputError naming `file`/`field`, listing the
-  // known ids and suggesting the nearest.
+  // known ids and suggesting the nearest (by id or alias).
   const ModelSpec& get(const std::string& id, const std::string& file, const std::string& field) const;
   bool contains(const std::string& id) const { return m_models.count(id) != 0; }
   std::vector<std::string> ids() const;
 
  private:
   std::map<std::string, ModelSpec> m_models;
+  std::map<std::string, std::vector<std::string>> m_aliases;  // id -> other names, for suggestions
 };
 
 // Reads a model object (catalog file or inline scenario "model"): the DESIGN.md fields

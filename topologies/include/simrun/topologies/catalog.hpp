@@ -28,7 +28,8 @@ class HardwareCatalog {
   // an id means one part, so a variant takes its own id.
   void add(const std::filesystem::path& gpus_dir, const std::filesystem::path& fabrics_dir);
 
-  // Unknown ids are InputErrors naming `file`/`field`, listing known ids, suggesting the nearest.
+  // Unknown ids are InputErrors naming `file`/`field`, listing known ids, suggesting the nearest
+  // (by id or alias).
   const GpuSpec& gpu(const std::string& id, const std::string& file, const std::string& field) const;
   const FabricSpec& fabric(const std::string& id, const std::string& file, const std::string& field) const;
   std::vector<std::string> gpu_ids() const;
@@ -37,6 +38,7 @@ class HardwareCatalog {
  private:
   std::map<std::string, GpuSpec> m_gpus;
   std::map<std::string, FabricSpec> m_fabrics;
+  std::map<std::string, std::vector<std::string>> m_gpu_aliases, m_fabric_aliases;  // id -> aliases
 };
 
 }  // namespace simrun
