@@ -20,6 +20,7 @@ void add_cluster_options(CLI::App& cmd, ClusterArgs& a) {
   cmd.add_option("--topology", a.topology,
                  "Fabric shape: rail_optimized (default) or fat_tree (rail-optimized, fat-tree also read)");
   cmd.add_option("--oversubscription", a.oversubscription, "Leaf down:up bandwidth ratio (default 1)");
+  add_catalog_option(cmd, a.catalogs);
 }
 
 ClusterSpec resolve_cluster(const ClusterArgs& a, const Catalogs& catalogs) {

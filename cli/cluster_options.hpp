@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "command.hpp"
 #include "simrun/sim/scenario/scenario.hpp"
@@ -22,6 +23,7 @@ struct ClusterArgs {
   std::optional<std::string> fabric;       // --fabric ib-ndr
   std::optional<std::string> topology;     // --topology rail-optimized|fat-tree
   std::optional<double> oversubscription;  // --oversubscription 2
+  std::vector<std::string> catalogs;       // --catalog DIR, in the order given
 };
 
 void add_cluster_options(CLI::App& cmd, ClusterArgs& args);

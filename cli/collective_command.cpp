@@ -150,7 +150,7 @@ Command add_collective_command(CLI::App& root, const CliEnv& env) {
         o.factor = a->factor;
         o.root = a->root;
 
-        const Catalogs catalogs = load_catalogs(env.data_dir);
+        const Catalogs catalogs = load_cli_catalogs(env, a->cluster.catalogs);
         const ClusterSpec cluster = resolve_cluster(a->cluster, catalogs);
         const auto t0 = std::chrono::steady_clock::now();
         const auto graph = build_cluster_graph(cluster, a->cluster);

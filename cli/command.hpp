@@ -23,7 +23,16 @@ namespace simrun::cli {
 // What every subcommand may need from the edge: where the catalogs are.
 struct CliEnv {
   std::filesystem::path data_dir;  // root holding models/catalog and topologies/{gpus,fabrics}
+  // User catalog folders from SIMRUN_CATALOG (colon-separated), read after the shipped catalogs
+  // and before those of --catalog (docs/catalogs.md).
+  std::vector<std::filesystem::path> user_catalogs;
 };
+
+// --catalog DIR (repeatable): a user catalog folder with gpus/, fabrics/ and models/ subfolders.
+void add_catalog_option(CLI::App& cmd, std::vector<std::string>& dirs);
+// The shipped catalogs with the user folders of SIMRUN_CATALOG and then of --catalog added; a
+// folder that does not exist is an InputError naming the flag or the variable.
+Catalogs load_cli_catalogs(const CliEnv& env, const std::vector<std::string>& catalog_flags);
 
 struct Command {
   CLI::App* app = nullptr;
@@ -47,6 +56,7 @@ struct ScenarioArgs {
   std::vector<int64_t> hierarchical_cp_sizes;  // --hierarchical-cp-sizes 2,4 (empty: not given)
   std::map<std::string, bool> switches;        // Megatron's --bf16, ... by name (flag_names.hpp)
   std::string fp8_format;                      // --fp8-format e4m3|hybrid (empty: not given)
+  std::vector<std::string> catalogs;           // --catalog DIR, in the order given
 };
 void add_scenario_options(CLI::App& cmd, ScenarioArgs& args);
 Scenario resolve_scenario(const ScenarioArgs& args, const Catalogs& catalogs);

@@ -37,7 +37,7 @@ Command add_estimate_command(CLI::App& root, const CliEnv& env) {
   add_framework_options(*cmd, args->framework);
   add_fault_options(*cmd, args->faults, false);
   return {cmd, [args, env] {
-            const Catalogs catalogs = load_catalogs(env.data_dir);
+            const Catalogs catalogs = load_cli_catalogs(env, args->scenario.catalogs);
             const Scenario scenario = resolve_scenario(args->scenario, catalogs);
             AnalyticOptions options;
             if (!args->calibration_file.empty())

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "command.hpp"
@@ -25,9 +26,39 @@ void print_error_line(const std::string& line) {
   std::cerr << simrun::printable(line, simrun::kErrorLineMaxBytes) << "\n";
 }
 
-std::filesystem::path data_dir() {
+// Where the shipped catalogs and examples are: SIMRUN_DATA_DIR when set; else beside an
+// installed binary (<prefix>/bin/simrun reads <prefix>/share/simrun, the layout `cmake --install`
+// writes: SIMRUN_INSTALL_DATA_DIR is that folder relative to the binary's); else the source tree
+// this binary was built from (a binary in its build tree).
+std::filesystem::path data_dir(const char* argv0) {
   if (const char* env = std::getenv("SIMRUN_DATA_DIR"); env && *env) return env;
+  std::error_code ec;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) {  // no procfs: argv[0] when it names a path
+    exe.clear();
+    if (argv0 && std::string_view(argv0).find('/') != std::string_view::npos)
+      exe = std::filesystem::weakly_canonical(std::filesystem::absolute(argv0, ec), ec);
+  }
+  if (!exe.empty()) {
+    const auto installed = (exe.parent_path() / SIMRUN_INSTALL_DATA_DIR).lexically_normal();
+    if (std::filesystem::is_directory(installed / "models" / "catalog", ec)) return installed;
+  }
   return SIMRUN_DATA_DIR;
+}
+
+// SIMRUN_CATALOG: user catalog folders, colon-separated as PATH is (empty parts skipped).
+std::vector<std::filesystem::path> user_catalogs() {
+  std::vector<std::filesystem::path> dirs;
+  const char* env = std::getenv("SIMRUN_CATALOG");
+  if (!env) return dirs;
+  std::string_view rest = env;
+  while (!rest.empty()) {
+    const size_t colon = rest.find(':');
+    if (const std::string_view part = rest.substr(0, colon); !part.empty()) dirs.emplace_back(part);
+    if (colon == std::string_view::npos) break;
+    rest.remove_prefix(colon + 1);
+  }
+  return dirs;
 }
 
 // An empty argument is never meant: CLI11 would take `--tp ""` as the flag left out, and a
@@ -69,7 +100,8 @@ std::vector<std::string> normalise_arguments(int argc, char** argv) {
 int run(int argc, char** argv) {
   using namespace simrun::cli;
   CLI::App app{"simrun: cluster simulator and capacity planner for LLM training"};
-  const std::vector<Command> commands = add_commands(app, CliEnv{data_dir()});
+  const std::vector<Command> commands =
+      add_commands(app, CliEnv{data_dir(argc > 0 ? argv[0] : nullptr), user_catalogs()});
 
   std::vector<std::string> args = normalise_arguments(argc, argv);
   std::reverse(args.begin(), args.end());  // CLI11 takes a reversed vector

@@ -76,6 +76,7 @@ void add_scenario_options(CLI::App& cmd, ScenarioArgs& a) {
       ->check(CLI::IsMember({"e4m3", "hybrid"}));
   cmd.add_option("--usd-per-gpu-hour", o.usd_per_gpu_hour, "Price per GPU-hour in dollars");
   cmd.add_option("--mfu", o.mfu, "Assume this MFU instead of modelling step time");
+  add_catalog_option(cmd, a.catalogs);
 }
 
 namespace {

@@ -136,7 +136,7 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
   add_framework_options(*cmd, args->framework);
   return {
       cmd, [args, env] {
-        const Catalogs catalogs = load_catalogs(env.data_dir);
+        const Catalogs catalogs = load_cli_catalogs(env, args->scenario.catalogs);
         const bool trace_to_stdout = args->trace_file == "-";
         if (trace_to_stdout && args->format != OutputFormat::table)
           throw InputError("command line", "--trace",

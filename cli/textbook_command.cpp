@@ -6,6 +6,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "command.hpp"
 #include "simrun/common/echo.hpp"
@@ -18,7 +19,8 @@ namespace {
 struct TextbookArgs {
   std::string exercise = "all";
   std::string scenario;
-  std::string scenario_flag;  // --scenario FILE, the positional's older spelling
+  std::string scenario_flag;          // --scenario FILE, the positional's older spelling
+  std::vector<std::string> catalogs;  // --catalog DIR
 };
 
 bool is_exercise(const std::string& s) { return s == "all" || (s.size() == 1 && s[0] >= '1' && s[0] <= '4'); }
@@ -35,6 +37,7 @@ Command add_textbook_command(CLI::App& root, const CliEnv& env) {
       "Scenario for exercise 4's full-model line (default examples/textbook/ex4-llama3-70b-1024-h100.json)");
   cmd->add_option("--scenario", args->scenario_flag, "Deprecated spelling of the positional SCENARIO")
       ->group("");
+  add_catalog_option(*cmd, args->catalogs);
   return {cmd, [args, env] {
             // `simrun textbook FILE.json`: a scenario in the exercise's place means all exercises.
             std::error_code ec;
@@ -58,7 +61,7 @@ Command add_textbook_command(CLI::App& root, const CliEnv& env) {
               throw InputError("command line", "exercise",
                                quoted_input(args->exercise) + " is not an exercise (use 1, 2, 3, 4 or all)");
 
-            const Catalogs catalogs = load_catalogs(env.data_dir);
+            const Catalogs catalogs = load_cli_catalogs(env, args->catalogs);
             TextbookInputs in;
             in.gpu = catalogs.hardware.gpu("h100-sxm", "catalog", "gpu");
             in.fabric = catalogs.hardware.fabric("ib-ndr", "catalog", "fabric");

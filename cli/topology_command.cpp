@@ -42,7 +42,7 @@ Command add_topology_command(CLI::App& root, const CliEnv& env) {
       "CSV instead of the table: a header (quantity,value), then one row per JSON key (bytes/s)");
   json->excludes(csv);
   return {cmd, [a, env] {
-            const Catalogs catalogs = load_catalogs(env.data_dir);
+            const Catalogs catalogs = load_cli_catalogs(env, a->cluster.catalogs);
             const ClusterSpec cluster = resolve_cluster(a->cluster, catalogs);
             const auto graph = build_cluster_graph(cluster, a->cluster);
             if (!a->dot.empty()) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "model_checks.hpp"
+#include "simrun/common/catalog_files.hpp"
 #include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
 
@@ -134,29 +135,40 @@ ModelCatalog ModelCatalog::load(const std::filesystem::path& dir) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec))
     throw InputError(dir.string(), "", "model catalog directory not found");
-  std::vector<std::filesystem::path> files;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    if (entry.is_regular_file() && entry.path().extension() == ".json") files.push_back(entry.path());
-  }
-  std::sort(files.begin(), files.end());  // deterministic order, and so deterministic errors
-  if (files.empty()) throw InputError(dir.string(), "", "no *.json model files in the catalog directory");
-
+  if (catalog_files(dir).empty())
+    throw InputError(dir.string(), "", "no *.json model files in the catalog directory");
   ModelCatalog catalog;
-  for (const auto& path : files) {
+  catalog.add(dir);
+  return catalog;
+}
+
+void ModelCatalog::add(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    if (std::filesystem::exists(dir, ec)) throw InputError(dir.string(), "", "is not a directory");
+    return;
+  }
+  for (const auto& path : catalog_files(dir)) {
     const std::string file = path.string();
-    const std::string id = path.stem().string();
+    const std::string id = catalog_id_of(path);
+    if (contains(id))
+      throw InputError(file, "",
+                       "the model id " + quoted_input(id) +
+                           " is already in the catalog (an id means one model: give this entry another file "
+                           "name, e.g. \"" +
+                           id + "-custom.json\")");
     const nlohmann::json json = load_json_file(path);
     JsonReader reader(json, file);
+    std::vector<std::string> aliases = read_aliases(reader);
     ModelSpec spec = read_model(reader);
     if (!reader.has("name")) spec.name = id;
     if (spec.name != id)
-      throw InputError(
-          file, "name",
-          quoted_input(spec.name) + " differs from the file name; the id is the file stem " + quoted_input(id));
-    if (!catalog.m_models.emplace(id, std::move(spec)).second)
-      throw InputError(file, "name", "duplicate model id " + quoted_input(id));
+      throw InputError(file, "name",
+                       quoted_input(spec.name) + " differs from the file name; the id is the file stem " +
+                           quoted_input(id));
+    m_models.emplace(id, std::move(spec));
+    m_aliases[id] = std::move(aliases);
   }
-  return catalog;
 }
 
 const ModelSpec& ModelCatalog::get(const std::string& id, const std::string& file,
@@ -165,8 +177,8 @@ const ModelSpec& ModelCatalog::get(const std::string& id, const std::string& fil
   if (it != m_models.end()) return it->second;
   const auto known = ids();
   throw InputError(file, field,
-                   "unknown model " + quoted_input(id) + " (known: " + join_names(known) + "; did you mean \"" +
-                       nearest_name(id, known) + "\"?)");
+                   "unknown model " + quoted_input(id) + " (known: " + join_names(known) +
+                       "; did you mean \"" + nearest_id(id, m_aliases) + "\"?)");
 }
 
 std::vector<std::string> ModelCatalog::ids() const {

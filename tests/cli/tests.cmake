@@ -20,3 +20,19 @@ simrun_add_test_exe(test_megatron_flags SOURCES cli/test_megatron_flags.cpp LIBS
 target_compile_definitions(test_megatron_flags PRIVATE SIMRUN_BINARY="$<TARGET_FILE:simrun>"
                                                        SIMRUN_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 add_dependencies(test_megatron_flags simrun)
+# `cmake --install` of this build into a folder of it, then the installed binary run from an
+# unrelated folder on an installed example (tests/cli/install_check.cmake).
+set(SIMRUN_INSTALL_CHECK_PREFIX "${CMAKE_BINARY_DIR}/install-check")
+add_test(NAME install:setup
+         COMMAND ${CMAKE_COMMAND} -DSTEP=install -DBUILD_DIR=${CMAKE_BINARY_DIR}
+                 -DPREFIX=${SIMRUN_INSTALL_CHECK_PREFIX} -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/install_check.cmake)
+add_test(NAME install:installed_binary_runs_an_example_from_another_folder
+         COMMAND ${CMAKE_COMMAND} -DSTEP=run -DPREFIX=${SIMRUN_INSTALL_CHECK_PREFIX}
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/cli/install_check.cmake)
+set_tests_properties(install:setup PROPERTIES FIXTURES_SETUP simrun_installed TIMEOUT 120)
+set_tests_properties(install:installed_binary_runs_an_example_from_another_folder
+                     PROPERTIES FIXTURES_REQUIRED simrun_installed TIMEOUT 300)
+# Inline GPUs and fabrics, user catalog folders (--catalog, SIMRUN_CATALOG).
+simrun_add_test_exe(test_catalogs SOURCES cli/test_catalogs.cpp LIBS nlohmann_json::nlohmann_json simrun_test_fixtures)
+target_compile_definitions(test_catalogs PRIVATE SIMRUN_BINARY="$<TARGET_FILE:simrun>")
+add_dependencies(test_catalogs simrun)

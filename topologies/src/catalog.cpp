@@ -1,5 +1,5 @@
 // The hardware catalog: topologies/gpus/*.json and topologies/fabrics/*.json, one kind per
-// file, file stem = id. Format: topologies/README.md.
+// file, file stem = id, and user catalogs of the same files. Format: topologies/README.md.
 //
 // Units in the files are the ones vendors print, named in each key, and converted to SI here:
 //   *_gb = 1e9 bytes, *_gib = 2^30 bytes, *_mib = 2^20 bytes, *_kib = 2^10 bytes,
@@ -11,6 +11,7 @@
 
 #include <algorithm>
 
+#include "simrun/common/catalog_files.hpp"
 #include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/common/json_reader.hpp"
@@ -35,6 +36,55 @@ ScaleUpKind scale_up_kind(const std::string& s) {
   if (s == "pcie") return ScaleUpKind::pcie;
   return ScaleUpKind::nvswitch;
 }
+
+// Whether a catalog folder must exist and hold entries (the shipped ones) or may be absent or
+// empty (a user catalog's gpus/ or fabrics/).
+enum class FolderRule { required, optional };
+
+// Reads every *.json in `dir` (sorted, so errors are deterministic) with `read` into `out`, and
+// each file's aliases into `aliases`; an id `out` already holds is refused, naming the file.
+template <typename Spec, typename Read>
+void load_dir(const std::filesystem::path& dir, const char* what, Read read, FolderRule rule,
+              std::map<std::string, Spec>& out, std::map<std::string, std::vector<std::string>>& aliases) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    if (std::filesystem::exists(dir, ec)) throw InputError(dir.string(), "", "is not a directory");
+    if (rule == FolderRule::optional) return;
+    throw InputError(dir.string(), "", std::string(what) + " catalog directory not found");
+  }
+  const std::vector<std::filesystem::path> files = catalog_files(dir);
+  if (files.empty() && rule == FolderRule::required)
+    throw InputError(dir.string(), "", std::string("no *.json ") + what + " files in the catalog directory");
+  for (const auto& path : files) {
+    const std::string id = catalog_id_of(path);
+    if (out.count(id))
+      throw InputError(path.string(), "",
+                       std::string("the ") + what + " id " + quoted_input(id) +
+                           " is already in the catalog (an id means one part: give this entry another "
+                           "file name, e.g. \"" +
+                           printable(id) + "-custom.json\")");
+    const nlohmann::json json = load_json_file(path);
+    JsonReader reader(json, path.string());
+    aliases[id] = read_aliases(reader);
+    out.emplace(id, read(reader, id));
+  }
+}
+
+template <typename Spec>
+const Spec& find_or_throw(const std::map<std::string, Spec>& m,
+                          const std::map<std::string, std::vector<std::string>>& aliases,
+                          const std::string& id, const char* what, const std::string& file,
+                          const std::string& field) {
+  const auto it = m.find(id);
+  if (it != m.end()) return it->second;
+  std::vector<std::string> known;
+  for (const auto& [k, v] : m) known.push_back(k);
+  throw InputError(file, field,
+                   std::string("unknown ") + what + " " + quoted_input(id) + " (known: " + join_names(known) +
+                       "; did you mean \"" + nearest_id(id, aliases) + "\"?)");
+}
+
+}  // namespace
 
 GpuSpec read_gpu(JsonReader& r, const std::string& id) {
   GpuSpec g;
@@ -110,60 +160,27 @@ FabricSpec read_fabric(JsonReader& r, const std::string& id) {
   return f;
 }
 
-// Reads every *.json in `dir` (sorted, so errors are deterministic) with `read`.
-template <typename Spec, typename Read>
-std::map<std::string, Spec> load_dir(const std::filesystem::path& dir, const char* what, Read read) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec))
-    throw InputError(dir.string(), "", std::string(what) + " catalog directory not found");
-  std::vector<std::filesystem::path> files;
-  for (const auto& entry : std::filesystem::directory_iterator(dir))
-    if (entry.is_regular_file() && entry.path().extension() == ".json") files.push_back(entry.path());
-  std::sort(files.begin(), files.end());
-  if (files.empty())
-    throw InputError(dir.string(), "", std::string("no *.json ") + what + " files in the catalog directory");
-  std::map<std::string, Spec> out;
-  for (const auto& path : files) {
-    const std::string id = path.stem().string();
-    const nlohmann::json json = load_json_file(path);
-    JsonReader reader(json, path.string());
-    Spec spec = read(reader, id);
-    if (!out.emplace(id, std::move(spec)).second)
-      throw InputError(path.string(), "", std::string("duplicate ") + what + " id " + quoted_input(id));
-  }
-  return out;
-}
-
-template <typename Spec>
-const Spec& find_or_throw(const std::map<std::string, Spec>& m, const std::string& id, const char* what,
-                          const std::string& file, const std::string& field) {
-  const auto it = m.find(id);
-  if (it != m.end()) return it->second;
-  std::vector<std::string> known;
-  for (const auto& [k, v] : m) known.push_back(k);
-  throw InputError(file, field,
-                   std::string("unknown ") + what + " " + quoted_input(id) + " (known: " + join_names(known) +
-                       "; did you mean \"" + nearest_name(id, known) + "\"?)");
-}
-
-}  // namespace
-
 HardwareCatalog HardwareCatalog::load(const std::filesystem::path& gpus_dir,
                                       const std::filesystem::path& fabrics_dir) {
   HardwareCatalog c;
-  c.m_gpus = load_dir<GpuSpec>(gpus_dir, "GPU", read_gpu);
-  c.m_fabrics = load_dir<FabricSpec>(fabrics_dir, "fabric", read_fabric);
+  load_dir(gpus_dir, "GPU", read_gpu, FolderRule::required, c.m_gpus, c.m_gpu_aliases);
+  load_dir(fabrics_dir, "fabric", read_fabric, FolderRule::required, c.m_fabrics, c.m_fabric_aliases);
   return c;
+}
+
+void HardwareCatalog::add(const std::filesystem::path& gpus_dir, const std::filesystem::path& fabrics_dir) {
+  load_dir(gpus_dir, "GPU", read_gpu, FolderRule::optional, m_gpus, m_gpu_aliases);
+  load_dir(fabrics_dir, "fabric", read_fabric, FolderRule::optional, m_fabrics, m_fabric_aliases);
 }
 
 const GpuSpec& HardwareCatalog::gpu(const std::string& id, const std::string& file,
                                     const std::string& field) const {
-  return find_or_throw(m_gpus, id, "GPU", file, field);
+  return find_or_throw(m_gpus, m_gpu_aliases, id, "GPU", file, field);
 }
 
 const FabricSpec& HardwareCatalog::fabric(const std::string& id, const std::string& file,
                                           const std::string& field) const {
-  return find_or_throw(m_fabrics, id, "fabric", file, field);
+  return find_or_throw(m_fabrics, m_fabric_aliases, id, "fabric", file, field);
 }
 
 std::vector<std::string> HardwareCatalog::gpu_ids() const {

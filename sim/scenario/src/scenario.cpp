@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "simrun/common/catalog_files.hpp"
 #include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/common/json_reader.hpp"
@@ -160,32 +161,74 @@ ModelSpec read_model_field(JsonReader& top, const Catalogs& catalogs, const std:
     refuse_other_keys(model, raw, {"name"}, "the catalog model \"" + base.name + "\"");
     return spec;
   }
+  read_aliases(model);  // a copied catalog file's; an inline entry is named by its object
   return read_model(model);
+}
+
+// The "id" of a GPU or fabric defined inline (`what` "GPU" or "fabric"): an id of its own, never
+// a catalog one, so that an id in a report means one part.
+std::string read_inline_id(JsonReader& r, const char* what, const std::vector<std::string>& catalog_ids) {
+  const std::string id = r.string_or("id", "custom");
+  if (!is_catalog_id(id)) r.fail("id", quoted_input(id) + " is not an id (" + kCatalogIdRule + ")");
+  if (std::find(catalog_ids.begin(), catalog_ids.end(), id) != catalog_ids.end())
+    r.fail("id", quoted_input(id) + " is a catalog " + what +
+                     "'s id; an inline one takes an id of its own (or name the catalog's by its id alone)");
+  return id;
+}
+
+// "cluster.gpu": a catalog id, or an inline object with a catalog file's fields (read and checked
+// by the catalog's own reader).
+GpuSpec read_gpu_field(JsonReader& cluster, const Catalogs& catalogs) {
+  const nlohmann::json& raw = cluster.raw("gpu");
+  if (raw.is_object()) {
+    JsonReader gpu = cluster.object("gpu");
+    const std::string id = read_inline_id(gpu, "GPU", catalogs.hardware.gpu_ids());
+    read_aliases(gpu);  // a copied catalog file's: read (so checked), but only catalog ids are suggested
+    return read_gpu(gpu, id);
+  }
+  if (!raw.is_string())
+    cluster.fail("gpu",
+                 "expected a GPU id (e.g. \"h100-sxm\") or a GPU object with the fields of a catalog file "
+                 "(topologies/gpus/*.json)");
+  return catalogs.hardware.gpu(raw.get<std::string>(), cluster.file(), cluster.path_of("gpu"));
+}
+
+// "cluster.fabric.kind": as "cluster.gpu", for fabrics (default "ib-ndr").
+FabricSpec read_fabric_kind(JsonReader& fabric, const Catalogs& catalogs) {
+  if (fabric.has("kind") && fabric.raw("kind").is_object()) {
+    JsonReader kind = fabric.object("kind");
+    const std::string id = read_inline_id(kind, "fabric", catalogs.hardware.fabric_ids());
+    read_aliases(kind);
+    return read_fabric(kind, id);
+  }
+  if (fabric.has("kind") && !fabric.raw("kind").is_string())
+    fabric.fail("kind",
+                "expected a fabric id (e.g. \"ib-ndr\") or a fabric object with the fields of a catalog "
+                "file (topologies/fabrics/*.json)");
+  return catalogs.hardware.fabric(fabric.string_or("kind", "ib-ndr"), fabric.file(), fabric.path_of("kind"));
 }
 
 ClusterSpec read_cluster(JsonReader& top, const Catalogs& catalogs) {
   JsonReader cluster = top.object("cluster");
   ClusterSpec spec;
-  spec.gpu = catalogs.hardware.gpu(cluster.string("gpu"), top.file(), "cluster.gpu");
+  spec.gpu = read_gpu_field(cluster, catalogs);
   spec.num_gpus = cluster.integer_or("num_gpus", 8, 1, kMaxGpus);
   const int64_t default_per_node = std::min<int64_t>(spec.gpu.scale_up_domain >= 72 ? 4 : 8, spec.num_gpus);
   spec.gpus_per_node = cluster.integer_or("gpus_per_node", default_per_node, 1, 72);
   if (spec.num_gpus > spec.gpus_per_node && spec.num_gpus % spec.gpus_per_node != 0)
     cluster.fail("num_gpus", std::to_string(spec.num_gpus) + " GPUs do not fill whole nodes of " +
                                  std::to_string(spec.gpus_per_node) + " (use a multiple of gpus_per_node)");
-  std::string fabric_id = "ib-ndr";
   spec.nics_per_node = spec.gpus_per_node;
   if (cluster.has("fabric")) {
     JsonReader fabric = cluster.object("fabric");
-    fabric_id = fabric.string_or("kind", fabric_id);
-    spec.fabric = catalogs.hardware.fabric(fabric_id, top.file(), "cluster.fabric.kind");
+    spec.fabric = read_fabric_kind(fabric, catalogs);
     spec.nics_per_node = fabric.integer_or("nics_per_node", spec.gpus_per_node, 1, 72);
     const std::string topology = fabric.choice_or("topology", "rail-optimized", kTopologyNames);
     spec.topology = topology == "fat-tree" ? FabricTopology::fat_tree : FabricTopology::rail_optimized;
     spec.oversubscription = fabric.number_or("oversubscription", 1.0, 1.0, 64.0);
     fabric.finish();
   } else {
-    spec.fabric = catalogs.hardware.fabric(fabric_id, top.file(), "cluster.fabric.kind");
+    spec.fabric = catalogs.hardware.fabric("ib-ndr", top.file(), "cluster.fabric.kind");
   }
   cluster.finish();
   return spec;
@@ -473,10 +516,25 @@ Scenario load_scenario(const std::filesystem::path& path, const ScenarioOverride
   return parse_scenario(doc, file, catalogs, base_dir);
 }
 
-Catalogs load_catalogs(const std::filesystem::path& data_dir) {
-  return Catalogs{
-      ModelCatalog::load(data_dir / "models" / "catalog"),
-      HardwareCatalog::load(data_dir / "topologies" / "gpus", data_dir / "topologies" / "fabrics")};
+Catalogs load_catalogs(const std::filesystem::path& data_dir,
+                       const std::vector<std::filesystem::path>& user_dirs) {
+  Catalogs c{ModelCatalog::load(data_dir / "models" / "catalog"),
+             HardwareCatalog::load(data_dir / "topologies" / "gpus", data_dir / "topologies" / "fabrics")};
+  for (const std::filesystem::path& dir : user_dirs) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec))
+      throw InputError(dir.string(), "",
+                       "user catalog folder not found (a folder holding gpus/, fabrics/ or models/)");
+    bool any = false;
+    for (const char* sub : {"gpus", "fabrics", "models"}) any = any || std::filesystem::exists(dir / sub, ec);
+    if (!any)
+      throw InputError(dir.string(), "",
+                       "holds no gpus/, fabrics/ or models/ subfolder (a user catalog folder holds *.json "
+                       "entries in them: docs/catalogs.md)");
+    c.hardware.add(dir / "gpus", dir / "fabrics");
+    c.models.add(dir / "models");
+  }
+  return c;
 }
 
 }  // namespace simrun

@@ -1,7 +1,12 @@
 // Scenario parsing: defaults, derived fields, overrides, and each validation rule.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
 
 #include "simrun/common/error.hpp"
+#include "simrun/common/json_reader.hpp"
 #include "simrun/sim/scenario/scenario_parser.hpp"
 
 using namespace simrun;
@@ -298,4 +303,62 @@ TEST_CASE("description is free text: a string, or an input error", "[sim][scenar
     CAPTURE(value);
     CHECK(error_of(head + value + "}").find("t.json: description") == 0);
   }
+}
+
+TEST_CASE("an inline GPU or fabric is read by the catalog's reader into the same spec",
+          "[sim][scenario][catalog]") {
+  const std::filesystem::path hw = std::filesystem::path(SIMRUN_DATA_DIR) / "topologies";
+  nlohmann::json gpu = load_json_file(hw / "gpus" / "mi300x.json");
+  nlohmann::json fabric = load_json_file(hw / "fabrics" / "roce-400g.json");
+  gpu["id"] = "mi300x-copy";
+  const nlohmann::json doc = {
+      {"model", "llama3-8b"},
+      {"cluster", {{"gpu", gpu}, {"fabric", {{"kind", fabric}, {"nics_per_node", 4}}}}}};
+  const Scenario s = parse_scenario(doc, "t.json", catalogs(), ".");
+  const GpuSpec& shipped = catalogs().hardware.gpu("mi300x", "t", "gpu");
+  CHECK(s.cluster.gpu.id == "mi300x-copy");
+  CHECK(s.cluster.gpu.name == shipped.name);
+  CHECK(s.cluster.gpu.hbm_usable_bytes == shipped.hbm_usable_bytes);
+  CHECK(s.cluster.gpu.bf16_flops_per_s == shipped.bf16_flops_per_s);
+  CHECK(s.cluster.gpu.scale_up_kind == ScaleUpKind::mesh);
+  CHECK(s.cluster.gpu.compute_defaults.gemm_max == shipped.compute_defaults.gemm_max);
+  CHECK(s.cluster.fabric.id == "custom");  // no "id": the default
+  CHECK(s.cluster.fabric.port_bytes_per_s ==
+        catalogs().hardware.fabric("roce-400g", "t", "f").port_bytes_per_s);
+  CHECK(s.cluster.nics_per_node == 4);
+
+  // The same rules as a catalog file's, under the scenario's field path.
+  gpu["scale_up"]["nvls"] = true;  // NVLink SHARP on a mesh
+  const nlohmann::json bad = {{"model", "llama3-8b"}, {"cluster", {{"gpu", gpu}}}};
+  CHECK_THROWS_WITH(
+      parse_scenario(bad, "t.json", catalogs(), "."),
+      Catch::Contains("t.json: cluster.gpu.scale_up.nvls: NVLink SHARP needs kind \"nvswitch\""));
+  gpu["scale_up"].erase("nvls");
+  gpu["id"] = "mi300x";
+  const nlohmann::json taken = {{"model", "llama3-8b"}, {"cluster", {{"gpu", gpu}}}};
+  CHECK_THROWS_WITH(parse_scenario(taken, "t.json", catalogs(), "."),
+                    Catch::Contains("cluster.gpu.id: \"mi300x\" is a catalog GPU's id"));
+}
+
+TEST_CASE("user catalog folders add entries after the shipped ones and never replace one",
+          "[sim][scenario][catalog]") {
+  namespace fs = std::filesystem;
+  const fs::path user = fs::temp_directory_path() / ("simrun-user-catalog-" + std::to_string(::getpid()));
+  fs::remove_all(user);
+  fs::create_directories(user / "fabrics");
+  const std::string fabric = R"({"name": "test fabric", "port_gbit_per_s": 100, "latency_us": 5,
+                                 "switch_latency_ns": 500, "switch_radix": 32, "source": "test"})";
+  std::ofstream(user / "fabrics" / "test-100g.json") << fabric;
+  const Catalogs c = load_catalogs(SIMRUN_DATA_DIR, {user});
+  CHECK(c.hardware.fabric("test-100g", "t", "f").port_bytes_per_s == 100e9 / 8);
+  CHECK(c.hardware.gpu_ids() == catalogs().hardware.gpu_ids());
+  CHECK(c.models.ids() == catalogs().models.ids());
+
+  // The same folder twice repeats every id.
+  CHECK_THROWS_WITH(load_catalogs(SIMRUN_DATA_DIR, {user, user}),
+                    Catch::Contains("test-100g.json: the fabric id \"test-100g\" is already in the catalog"));
+  std::ofstream(user / "fabrics" / "ib-ndr.json") << fabric;
+  CHECK_THROWS_WITH(load_catalogs(SIMRUN_DATA_DIR, {user}),
+                    Catch::Contains("ib-ndr.json: the fabric id \"ib-ndr\" is already in the catalog"));
+  fs::remove_all(user);
 }

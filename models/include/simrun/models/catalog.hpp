@@ -15,17 +15,22 @@ namespace simrun {
 
 class ModelCatalog {
  public:
-  // Reads every *.json in `dir` (one model per file, file stem = id).
+  // Reads every *.json in `dir` (one model per file, file stem = id): the shipped catalog, a
+  // folder that must exist and hold at least one file.
   static ModelCatalog load(const std::filesystem::path& dir);
+  // Adds a user catalog's models: every *.json in `dir` (a folder that does not exist adds
+  // nothing). An id already in the catalog is an InputError naming the file.
+  void add(const std::filesystem::path& dir);
 
   // The model with this id; an unknown id is an InputError naming `file`/`field`, listing the
-  // known ids and suggesting the nearest.
+  // known ids and suggesting the nearest (by id or alias).
   const ModelSpec& get(const std::string& id, const std::string& file, const std::string& field) const;
   bool contains(const std::string& id) const { return m_models.count(id) != 0; }
   std::vector<std::string> ids() const;
 
  private:
   std::map<std::string, ModelSpec> m_models;
+  std::map<std::string, std::vector<std::string>> m_aliases;  // id -> other names, for suggestions
 };
 
 // Reads a model object (catalog file or inline scenario "model"): the DESIGN.md fields

@@ -1,5 +1,6 @@
 // The hardware catalog: GPU kinds (topologies/gpus/*.json) and fabric kinds
-// (topologies/fabrics/*.json), one per file, file stem = id (the ids of the scenario contract).
+// (topologies/fabrics/*.json), one per file, file stem = id (the ids of the scenario contract),
+// plus the entries of user catalog folders (docs/catalogs.md).
 #pragma once
 
 #include <filesystem>
@@ -7,16 +8,28 @@
 #include <string>
 #include <vector>
 
+#include "simrun/common/json_reader.hpp"
 #include "simrun/topologies/hardware_spec.hpp"
 
 namespace simrun {
 
+// Reads one GPU or fabric object: a catalog file's, or one defined inline in a scenario (the same
+// fields, the same checks: topologies/README.md). `id` is the file stem or the inline "id".
+GpuSpec read_gpu(JsonReader& reader, const std::string& id);
+FabricSpec read_fabric(JsonReader& reader, const std::string& id);
+
 class HardwareCatalog {
  public:
+  // The shipped catalog: both folders must exist and hold at least one *.json file.
   static HardwareCatalog load(const std::filesystem::path& gpus_dir,
                               const std::filesystem::path& fabrics_dir);
+  // Adds a user catalog's entries: every *.json in `gpus_dir` and `fabrics_dir` (a folder that
+  // does not exist adds nothing). An id already in the catalog is an InputError naming the file:
+  // an id means one part, so a variant takes its own id.
+  void add(const std::filesystem::path& gpus_dir, const std::filesystem::path& fabrics_dir);
 
-  // Unknown ids are InputErrors naming `file`/`field`, listing known ids, suggesting the nearest.
+  // Unknown ids are InputErrors naming `file`/`field`, listing known ids, suggesting the nearest
+  // (by id or alias).
   const GpuSpec& gpu(const std::string& id, const std::string& file, const std::string& field) const;
   const FabricSpec& fabric(const std::string& id, const std::string& file, const std::string& field) const;
   std::vector<std::string> gpu_ids() const;
@@ -25,6 +38,7 @@ class HardwareCatalog {
  private:
   std::map<std::string, GpuSpec> m_gpus;
   std::map<std::string, FabricSpec> m_fabrics;
+  std::map<std::string, std::vector<std::string>> m_gpu_aliases, m_fabric_aliases;  // id -> aliases
 };
 
 }  // namespace simrun

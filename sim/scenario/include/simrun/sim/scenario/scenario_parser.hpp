@@ -60,7 +60,9 @@ struct Catalogs {
 };
 
 // Validates `doc` (already merged with overrides) into a Scenario. `file` names the source in
-// errors; relative hf_config paths resolve against `base_dir`. Throws InputError.
+// errors; relative hf_config paths resolve against `base_dir`. "model", "cluster.gpu" and
+// "cluster.fabric.kind" each take a catalog id or an inline object with the catalog file's
+// fields (GPUs and fabrics with an optional "id", default "custom"). Throws InputError.
 Scenario parse_scenario(const nlohmann::json& doc, const std::string& file, const Catalogs& catalogs,
                         const std::filesystem::path& base_dir);
 
@@ -69,7 +71,11 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& file, cons
 Scenario load_scenario(const std::filesystem::path& path, const ScenarioOverrides& overrides,
                        const Catalogs& catalogs);
 
-// Reads the catalogs under the data directory (models/catalog, topologies/gpus, topologies/fabrics).
-Catalogs load_catalogs(const std::filesystem::path& data_dir);
+// Reads the shipped catalogs under the data directory (models/catalog, topologies/gpus,
+// topologies/fabrics), then each user catalog folder in order: its gpus/, fabrics/ and models/
+// subfolders (at least one of them), files as in the shipped ones, checked the same way. An id
+// given twice (shipped and user, or in two user folders) is refused (docs/catalogs.md).
+Catalogs load_catalogs(const std::filesystem::path& data_dir,
+                       const std::vector<std::filesystem::path>& user_dirs = {});
 
 }  // namespace simrun
