@@ -14,3 +14,7 @@ simrun_add_test_exe(test_bad_input SOURCES cli/test_bad_input.cpp LIBS nlohmann_
 target_compile_definitions(test_bad_input PRIVATE SIMRUN_BINARY="$<TARGET_FILE:simrun>"
                                                   SIMRUN_TEST_DATA_DIR="${CMAKE_SOURCE_DIR}/tests/data")
 add_dependencies(test_bad_input simrun)
+# Reports fit for sweeps: inputs echoed, integer bytes, --no-timing, full-precision CSV (issue 22).
+simrun_add_test_exe(test_sweep_output SOURCES cli/test_sweep_output.cpp LIBS nlohmann_json::nlohmann_json simrun_test_fixtures)
+target_compile_definitions(test_sweep_output PRIVATE SIMRUN_BINARY="$<TARGET_FILE:simrun>")
+add_dependencies(test_sweep_output simrun)
