@@ -1,6 +1,7 @@
 // `simrun collective [SCENARIO.json] --op all_reduce --gpu h100-sxm --gpus 16 [--fabric ib-ndr]
-//  [-b 8 -e 8G -f 2] [--algo ring] [--proto simple] [--json|--csv] [--stats]`: an nccl-tests-style
-// sweep of one collective over every GPU of the cluster, simulated on the flow-level network.
+//  [-b 8 -e 8G -f 2] [--algo ring] [--proto simple] [--json|--csv] [--stats] [--no-timing]`: an
+// nccl-tests-style sweep of one collective over every GPU of the cluster, simulated on the
+// flow-level network. JSON and CSV echo the inputs (the cluster and the sweep's options).
 #include <fmt/format.h>
 
 #include <cctype>
@@ -16,6 +17,7 @@
 #include "simrun/common/error.hpp"
 #include "simrun/common/json_reader.hpp"
 #include "simrun/sim/collectives/collective_sweep.hpp"
+#include "simrun/sim/report/inputs.hpp"
 
 namespace simrun::cli {
 namespace {
@@ -31,15 +33,48 @@ struct CollectiveArgs {
   std::string scenario_flag;  // --scenario FILE, the positional's older spelling
   OutputFormat format = OutputFormat::table;
   bool stats = false;
+  Timing timing = Timing::shown;
 };
 
-// One row per size, the JSON report's columns in SI units (seconds, bytes per second).
-void print_sweep_csv(std::ostream& out, const SweepOptions& o, const std::vector<SweepRow>& rows) {
-  out << "bytes,count,type,op,algo,proto,time_s,algbw_bytes_per_s,busbw_bytes_per_s\n";
-  for (const SweepRow& r : rows)
-    out << fmt::format("{},{},{},{},{},{},{:.6g},{:.6g},{:.6g}\n", static_cast<int64_t>(r.bytes), r.count,
-                       r.type, to_string(o.op), to_string(r.algorithm), to_string(r.protocol),
-                       r.time_us * 1e-6, r.algbw_GBps * 1e9, r.busbw_GBps * 1e9);
+// The sweep's inputs: the cluster, then the options that shape every row (algorithm and
+// protocol "tuner" when NCCL's tuner chooses them per size, as --algo's help says).
+Fields sweep_input_fields(const ClusterSpec& cluster, const SweepOptions& o) {
+  Fields f = cluster_input_fields(cluster);
+  const Fields sweep = {
+      {"sweep.op", to_string(o.op)},
+      {"sweep.min_bytes", static_cast<int64_t>(o.min_bytes)},
+      {"sweep.max_bytes", static_cast<int64_t>(o.max_bytes)},
+      {"sweep.step_factor", o.factor},
+      {"sweep.algo", o.algorithm ? to_string(*o.algorithm) : "tuner"},
+      {"sweep.proto", o.protocol ? to_string(*o.protocol) : "tuner"},
+      {"sweep.root", o.root},
+      {"sweep.decomposition",
+       o.simulation.collectives.decomposition == Decomposition::per_step ? "steps" : "pipelined"},
+  };
+  f.insert(f.end(), sweep.begin(), sweep.end());
+  return f;
+}
+
+// One row per size, led by the inputs, then the JSON report's columns in SI units (seconds,
+// bytes per second) at full precision.
+void print_sweep_csv(std::ostream& out, const Fields& inputs, const SweepOptions& o,
+                     const std::vector<SweepRow>& rows) {
+  std::vector<Fields> table;
+  for (const SweepRow& r : rows) {
+    Fields row = inputs;
+    const Fields columns = {{"bytes", static_cast<int64_t>(r.bytes)},
+                            {"count", r.count},
+                            {"type", r.type},
+                            {"op", to_string(o.op)},
+                            {"algo", to_string(r.algorithm)},
+                            {"proto", to_string(r.protocol)},
+                            {"time_s", r.time_us * 1e-6},
+                            {"algbw_bytes_per_s", r.algbw_GBps * 1e9},
+                            {"busbw_bytes_per_s", r.busbw_GBps * 1e9}};
+    row.insert(row.end(), columns.begin(), columns.end());
+    table.push_back(std::move(row));
+  }
+  write_csv(table, out);
 }
 
 // nccl-tests sizes: an integer with an optional K/M/G/T suffix (powers of 1024), e.g. 8, 64K, 8G.
@@ -107,9 +142,11 @@ Command add_collective_command(CLI::App& root, const CliEnv& env) {
       "--json", [a] { a->format = OutputFormat::json; }, "JSON rows instead of the table (contract keys)");
   CLI::Option* csv = cmd->add_flag_callback(
       "--csv", [a] { a->format = OutputFormat::csv; },
-      "CSV instead of the table: a header, then one row per size (seconds, bytes/s)");
+      "CSV instead of the table: a header, then one row per size led by the inputs (seconds, bytes/s, full "
+      "precision)");
   json->excludes(csv);
   cmd->add_flag("--stats", a->stats, "Also print events processed, flows, wall time and events/s");
+  add_no_timing_option(*cmd, a->timing);
   return {
       cmd, [a, env] {
         SweepOptions o;
@@ -182,21 +219,25 @@ Command add_collective_command(CLI::App& root, const CliEnv& env) {
         }
         SweepStats stats;
         const auto rows = run_collective_sweep(graph, o, &stats);
+        const Fields inputs = sweep_input_fields(cluster, o);
+        const bool timed = a->timing == Timing::shown;
         if (a->format == OutputFormat::csv) {
-          print_sweep_csv(std::cout, o, rows);
+          print_sweep_csv(std::cout, inputs, o, rows);
           return 0;
         }
         if (a->format == OutputFormat::json) {
           std::ostringstream body;
           print_sweep_json(body, o, rows);
           nlohmann::json doc = nlohmann::json::parse(body.str());
+          doc["inputs"] = to_json(inputs);
           if (a->stats) {
-            doc["stats"] = {{"events", stats.events},
-                            {"flows", stats.flows},
-                            {"rate_recomputations", stats.settles},
-                            {"graph_build_s", build_s},
-                            {"wall_s", stats.wall_s},
-                            {"events_per_s", stats.wall_s > 0 ? double(stats.events) / stats.wall_s : 0.0}};
+            doc["stats"] = {
+                {"events", stats.events}, {"flows", stats.flows}, {"rate_recomputations", stats.settles}};
+            if (timed) {
+              doc["stats"]["graph_build_s"] = build_s;
+              doc["stats"]["wall_s"] = stats.wall_s;
+              doc["stats"]["events_per_s"] = stats.wall_s > 0 ? double(stats.events) / stats.wall_s : 0.0;
+            }
           }
           std::cout << doc.dump(2) << "\n";
           return 0;
@@ -205,9 +246,11 @@ Command add_collective_command(CLI::App& root, const CliEnv& env) {
         print_sweep_table(std::cout, o, graph->num_gpus(), rows);
         if (a->stats) {
           std::cout << "# stats: events " << stats.events << ", flows " << stats.flows
-                    << ", rate recomputations " << stats.settles << ", graph build " << build_s
-                    << " s, simulation " << stats.wall_s << " s, "
-                    << (stats.wall_s > 0 ? double(stats.events) / stats.wall_s : 0.0) << " events/s\n";
+                    << ", rate recomputations " << stats.settles;
+          if (timed)
+            std::cout << ", graph build " << build_s << " s, simulation " << stats.wall_s << " s, "
+                      << (stats.wall_s > 0 ? double(stats.events) / stats.wall_s : 0.0) << " events/s";
+          std::cout << "\n";
         }
         return 0;
       }};

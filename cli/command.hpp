@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "simrun/sim/report/csv.hpp"
+#include "simrun/sim/report/inputs.hpp"
 #include "simrun/sim/report/report.hpp"
 #include "simrun/sim/scenario/scenario_parser.hpp"
 #include "simrun/sim/event/step_executor.hpp"
@@ -46,6 +48,8 @@ class InfeasibleError : public std::runtime_error {
 };
 
 enum class OutputFormat { table, json, csv };
+// Wall-clock fields in the output: shown, or omitted (--no-timing) so that two runs diff clean.
+enum class Timing { shown, omitted };
 
 // Scenario file + the Megatron-style override flags shared by estimate/simulate/plan/topology.
 struct ScenarioArgs {
@@ -105,7 +109,8 @@ Command add_textbook_command(CLI::App& root, const CliEnv& env);
 // Report printing shared by estimate and simulate (cli/report_output.cpp).
 void print_report_table(const Report& report, const Scenario& scenario, std::ostream& out);
 void print_report_explain(const Report& report, std::ostream& out);
-void print_report_csv(const Report& report, std::ostream& out);
+// One CSV row of a report: the inputs' columns, the report's (report_csv_fields), then `extra`.
+Fields report_csv_row(const Fields& inputs, const Report& report, const Fields& extra = {});
 // simulate --compare-analytic: step time and MFU of both fidelities side by side, and the parts
 // (compute, exposed traffic per group, bubble) of one pipeline stage: `event_parts` are the
 // event's on the stage the estimate's breakdown describes (analytic.breakdown.stage).
@@ -113,5 +118,8 @@ void print_comparison_table(const Report& event, const BreakdownReport& event_pa
                             std::ostream& out);
 // Adds --json/--csv (and --explain when `explain` is given) to a command.
 void add_output_options(CLI::App& cmd, OutputFormat& format, bool* explain);
+// Adds --no-timing, which sets `timing` to omitted: wall-clock fields are the only ones two
+// identical runs differ in.
+void add_no_timing_option(CLI::App& cmd, Timing& timing);
 
 }  // namespace simrun::cli

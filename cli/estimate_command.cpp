@@ -1,8 +1,8 @@
 // `simrun estimate SCENARIO.json [overrides] [--json|--csv] [--explain] [--require-fit]
 //  [--calibration FILE] [--schedule S] [--tp-comm-overlap] [--kernels K] [--selective-recompute R]
-//  [--straggler RANK:SLOWDOWN]... [--straggler-node NODE:SLOWDOWN]...`: the closed-form (analytic)
-// model of one layout, over the same workload ops, compute model and calibration as
-// `simrun simulate`.
+//  [--straggler RANK:SLOWDOWN]... [--straggler-node NODE:SLOWDOWN]... [--no-timing]`: the
+// closed-form (analytic) model of one layout, over the same workload ops, compute model and
+// calibration as `simrun simulate`. JSON and CSV echo the inputs (sim/report/inputs.hpp).
 #include <iostream>
 #include <memory>
 #include <string>
@@ -18,6 +18,7 @@ struct EstimateArgs {
   OutputFormat format = OutputFormat::table;
   bool explain = false;
   bool require_fit = false;
+  Timing timing = Timing::shown;  // accepted as simulate does; the estimate reports no wall-clock time
   std::string calibration_file;
   FrameworkArgs framework;
   FaultArgs faults;
@@ -31,6 +32,7 @@ Command add_estimate_command(CLI::App& root, const CliEnv& env) {
       root.add_subcommand("estimate", "Closed-form estimate: step time, MFU, memory, days and cost");
   add_scenario_options(*cmd, args->scenario);
   add_output_options(*cmd, args->format, &args->explain);
+  add_no_timing_option(*cmd, args->timing);
   cmd->add_flag("--require-fit", args->require_fit, "Exit 3 when the layout does not fit in GPU memory");
   cmd->add_option("--calibration", args->calibration_file,
                   "calibration.json with fitted efficiencies per GPU kind (as simulate applies it)");
@@ -46,12 +48,18 @@ Command add_estimate_command(CLI::App& root, const CliEnv& env) {
             options.stragglers = stragglers_of(args->faults, scenario);
             options.slow_links = slow_links_of(args->faults);
             const Report report = estimate(scenario, options);
+            const Fields inputs = report_input_fields(
+                scenario, options.workload, options.schedule.value_or(default_schedule(scenario.layout)),
+                args->calibration_file);
             switch (args->format) {
-              case OutputFormat::json:
-                std::cout << to_json(report).dump(2) << "\n";
+              case OutputFormat::json: {
+                nlohmann::json j = to_json(report);
+                j["inputs"] = to_json(inputs);
+                std::cout << j.dump(2) << "\n";
                 break;
+              }
               case OutputFormat::csv:
-                print_report_csv(report, std::cout);
+                write_csv({report_csv_row(inputs, report)}, std::cout);
                 break;
               case OutputFormat::table:
                 print_report_table(report, scenario, std::cout);

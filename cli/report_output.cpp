@@ -37,9 +37,11 @@ std::string layout_line(const Scenario& s) {
 
 void add_output_options(CLI::App& cmd, OutputFormat& format, bool* explain) {
   CLI::Option* json = cmd.add_flag_callback(
-      "--json", [&format] { format = OutputFormat::json; }, "Print the report as JSON (contract keys)");
+      "--json", [&format] { format = OutputFormat::json; },
+      "Print the report as JSON (contract keys, and the inputs it was computed from)");
   CLI::Option* csv = cmd.add_flag_callback(
-      "--csv", [&format] { format = OutputFormat::csv; }, "Print the report as one CSV row with header");
+      "--csv", [&format] { format = OutputFormat::csv; },
+      "Print the report as CSV: a header, then one row led by the inputs (full precision)");
   json->excludes(csv);
   if (explain) {
     // The JSON report carries its explanations; a CSV row has no room for them.
@@ -47,6 +49,12 @@ void add_output_options(CLI::App& cmd, OutputFormat& format, bool* explain) {
         cmd.add_flag("--explain", *explain, "Print each number's formula and inputs (table or --json)");
     e->excludes(csv);
   }
+}
+
+void add_no_timing_option(CLI::App& cmd, Timing& timing) {
+  cmd.add_flag_callback(
+      "--no-timing", [&timing] { timing = Timing::omitted; },
+      "Leave out wall-clock fields (simulation wall time) so that two runs' output diffs clean");
 }
 
 void print_report_table(const Report& r, const Scenario& s, std::ostream& out) {
@@ -140,21 +148,11 @@ void print_report_explain(const Report& r, std::ostream& out) {
   }
 }
 
-void print_report_csv(const Report& r, std::ostream& out) {
-  fmt::print(
-      out,
-      "fidelity,step_time_s,tokens_per_s,tflops_per_gpu,mfu,hfu,flops_per_step,params,active_params,"
-      "peak_bytes_per_gpu,capacity_bytes,fits,weights,grads,optimizer,activations,compute_s,exposed_comm_s,"
-      "bubble_s,tokens,days,gpu_hours,cost_usd,energy_kwh,goodput\n");
-  fmt::print(out,
-             "{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{:.6g},{:.6g},{:."
-             "6g},{:.6g},"
-             "{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g}\n",
-             r.fidelity, r.step_time_s, r.tokens_per_s, r.tflops_per_gpu, r.mfu, r.hfu, r.flops_per_step,
-             r.params, r.active_params, r.memory.peak_bytes_per_gpu, r.memory.capacity_bytes,
-             r.memory.fits ? "true" : "false", r.memory.weights, r.memory.grads, r.memory.optimizer,
-             r.memory.activations, r.breakdown.compute_s, r.breakdown.exposed_comm_s, r.breakdown.bubble_s,
-             r.run.tokens, r.run.days, r.run.gpu_hours, r.run.cost_usd, r.run.energy_kwh, r.run.goodput);
+Fields report_csv_row(const Fields& inputs, const Report& report, const Fields& extra) {
+  Fields row = inputs;
+  for (Field& f : report_csv_fields(report)) row.push_back(std::move(f));
+  row.insert(row.end(), extra.begin(), extra.end());
+  return row;
 }
 
 }  // namespace simrun::cli

@@ -1,11 +1,11 @@
 // `simrun simulate SCENARIO.json [overrides] [--json|--csv] [--trace FILE|-] [--trace-ranks SEL]
 //  [--trace-max-mb MB] [--full]
 //  [--straggler RANK:SLOWDOWN]... [--straggler-node NODE:SLOWDOWN]... [--slow-link RANK:FRACTION]...
-//  [--calibration FILE] [--compare-analytic] [--require-fit]`:
+//  [--calibration FILE] [--compare-analytic] [--require-fit] [--no-timing]`:
 // the event simulation of one training step (the main job; `simrun SCENARIO.json` is this).
-// Prints the report (table, JSON with the contract keys plus "stages" and "simulation", or
-// CSV), optionally the analytic estimate beside it, and writes a Chrome trace (to a file, or
-// with `--trace -` to stdout, the table then going to stderr).
+// Prints the report (table, JSON with the contract keys plus "inputs", "stages" and
+// "simulation", or CSV), optionally the analytic estimate beside it (in CSV, a second row), and
+// writes a Chrome trace (to a file, or with `--trace -` to stdout, the table then going to stderr).
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
@@ -31,6 +31,7 @@ struct SimulateArgs {
   bool require_fit = false;
   bool full = false;
   bool compare_analytic = false;
+  Timing timing = Timing::shown;
   FrameworkArgs framework;
   std::string trace_file;
   std::string trace_ranks;
@@ -48,8 +49,8 @@ nlohmann::json stages_json(const SimulationOutput& o) {
          {"layers", s.layers},
          {"params", s.params},
          {"in_flight_micro_batches", s.in_flight_micro_batches},
-         {"peak_bytes_per_gpu", s.memory.peak_bytes_per_gpu},
-         {"activations", s.memory.activations},
+         {"peak_bytes_per_gpu", bytes_json(s.memory.peak_bytes_per_gpu)},
+         {"activations", bytes_json(s.memory.activations)},
          {"fits", s.memory.fits},
          {"finish_s", s.time.finish_s},
          {"compute_s", s.time.compute_s()},
@@ -57,6 +58,23 @@ nlohmann::json stages_json(const SimulationOutput& o) {
          {"bubble_s", s.time.bubble_s}});
   }
   return stages;
+}
+
+// The JSON "simulation" object, and the CSV's simulation.* columns: how the step was simulated
+// and, unless --no-timing, the wall-clock time it took. `o` null: the same columns empty (the
+// analytic row of --compare-analytic).
+Fields simulation_fields(const SimulationOutput* o, SimulationScope scope, Timing timing) {
+  using nlohmann::json;
+  Fields f = {
+      {"simulation.schedule", o ? json(to_string(o->workload.schedule)) : json()},
+      {"simulation.micro_batches", o ? json(o->workload.micro_batches) : json()},
+      {"simulation.scope", o ? json(scope == SimulationScope::full ? "full" : "representatives") : json()},
+      {"simulation.simulated_ranks", o ? json(o->step.simulated_ranks) : json()},
+      {"simulation.tasks", o ? json(o->step.tasks) : json()},
+      {"simulation.events", o ? json(o->step.events) : json()},
+  };
+  if (timing == Timing::shown) f.push_back({"simulation.wall_s", o ? json(o->wall_s) : json()});
+  return f;
 }
 
 // The event's parts on one pipeline stage (its traced rank that finishes last), bubble up to the
@@ -67,7 +85,7 @@ BreakdownReport breakdown_on_stage(const SimulationOutput& o, int64_t stage) {
   return o.report.breakdown;
 }
 
-void print_stage_table(const SimulationOutput& o, std::ostream& out) {
+void print_stage_table(const SimulationOutput& o, Timing timing, std::ostream& out) {
   fmt::print(out, "\nper pipeline stage (its traced rank that finishes last)\n");
   fmt::print(out, "  {:>5} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} {:>11}\n", "stage", "rank", "layers",
              "in-flight", "compute", "exp.comm", "bubble", "finish", "peak mem");
@@ -78,11 +96,9 @@ void print_stage_table(const SimulationOutput& o, std::ostream& out) {
                s.time.bubble_s, s.time.finish_s, s.memory.peak_bytes_per_gpu / kGiB,
                s.memory.fits ? "" : " !");
   }
-  fmt::print(
-      out,
-      "simulation: {} schedule, {} micro-batches, {} ranks simulated, {} tasks, {} events, {:.2f} s wall\n",
-      to_string(o.workload.schedule), o.workload.micro_batches, o.step.simulated_ranks, o.step.tasks,
-      o.step.events, o.wall_s);
+  fmt::print(out, "simulation: {} schedule, {} micro-batches, {} ranks simulated, {} tasks, {} events{}\n",
+             to_string(o.workload.schedule), o.workload.micro_batches, o.step.simulated_ranks, o.step.tasks,
+             o.step.events, timing == Timing::omitted ? "" : fmt::format(", {:.2f} s wall", o.wall_s));
 }
 
 // What the trace's size cap left out, and the flags that bring it back.
@@ -111,6 +127,7 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
       "Event simulation of one training step: step time, MFU, breakdown, memory, timeline (the main job)");
   add_scenario_options(*cmd, args->scenario);
   add_output_options(*cmd, args->format, &args->explain);
+  add_no_timing_option(*cmd, args->timing);
   CLI::Option* trace = cmd->add_option(
       "--trace", args->trace_file,
       "Write a Chrome-trace JSON timeline (open in ui.perfetto.dev); '-' writes it to stdout and the "
@@ -131,7 +148,7 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
   cmd->add_option("--calibration", args->calibration_file,
                   "calibration.json with fitted efficiencies per GPU kind");
   cmd->add_flag("--compare-analytic", args->compare_analytic,
-                "Also print the closed-form estimate and the difference");
+                "Also print the closed-form estimate and the difference (with --csv, a second row)");
   cmd->add_flag("--require-fit", args->require_fit, "Exit 3 when the layout does not fit in GPU memory");
   add_framework_options(*cmd, args->framework);
   return {
@@ -192,18 +209,15 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
           event_parts = breakdown_on_stage(out, analytic->breakdown.stage);
         }
 
+        const Fields inputs =
+            report_input_fields(scenario, options.workload, out.workload.schedule, args->calibration_file);
         switch (args->format) {
           case OutputFormat::json: {
             nlohmann::json j = to_json(report);
+            j["inputs"] = to_json(inputs);
             j["stages"] = stages_json(out);
-            j["simulation"] = {
-                {"schedule", to_string(out.workload.schedule)},
-                {"micro_batches", out.workload.micro_batches},
-                {"scope", options.step.scope == SimulationScope::full ? "full" : "representatives"},
-                {"simulated_ranks", out.step.simulated_ranks},
-                {"tasks", out.step.tasks},
-                {"events", out.step.events},
-                {"wall_s", out.wall_s}};
+            j["simulation"] =
+                to_json(simulation_fields(&out, options.step.scope, args->timing))["simulation"];
             if (analytic) {
               j["analytic"] = to_json(*analytic);
               j["analytic_difference"] = (report.step_time_s - analytic->step_time_s) / analytic->step_time_s;
@@ -214,14 +228,20 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
             std::cout << j.dump(2) << "\n";
             break;
           }
-          case OutputFormat::csv:
-            print_report_csv(report, std::cout);
+          case OutputFormat::csv: {
+            std::vector<Fields> rows = {
+                report_csv_row(inputs, report, simulation_fields(&out, options.step.scope, args->timing))};
+            if (analytic)
+              rows.push_back(report_csv_row(inputs, *analytic,
+                                            simulation_fields(nullptr, options.step.scope, args->timing)));
+            write_csv(rows, std::cout);
             break;
+          }
           case OutputFormat::table: {
             // With the trace on stdout, the table goes to stderr.
             std::ostream& table = trace_to_stdout ? std::cerr : std::cout;
             print_report_table(report, scenario, table);
-            print_stage_table(out, table);
+            print_stage_table(out, args->timing, table);
             if (analytic) print_comparison_table(report, event_parts, *analytic, table);
             if (args->explain) {
               table << "\n";

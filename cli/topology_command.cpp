@@ -1,6 +1,6 @@
 // `simrun topology [SCENARIO.json] [--dot FILE] [--json|--csv]`: the cluster graph of a scenario (or of
 // --gpu/--gpus/--fabric flags): element counts per kind and tier, bisection bandwidth, per-GPU
-// injection bandwidth; Graphviz DOT for small clusters.
+// injection bandwidth; Graphviz DOT for small clusters. JSON and CSV echo the cluster's inputs.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -10,6 +10,7 @@
 #include "cluster_options.hpp"
 #include "command.hpp"
 #include "simrun/common/error.hpp"
+#include "simrun/sim/report/inputs.hpp"
 
 namespace simrun::cli {
 namespace {
@@ -39,7 +40,8 @@ Command add_topology_command(CLI::App& root, const CliEnv& env) {
       "--json", [a] { a->format = OutputFormat::json; }, "JSON summary instead of the table");
   CLI::Option* csv = cmd->add_flag_callback(
       "--csv", [a] { a->format = OutputFormat::csv; },
-      "CSV instead of the table: a header (quantity,value), then one row per JSON key (bytes/s)");
+      "CSV instead of the table: a header (quantity,value), then one row per input (cluster.*) and per "
+      "JSON key (bytes/s, full precision)");
   json->excludes(csv);
   return {cmd, [a, env] {
             const Catalogs catalogs = load_cli_catalogs(env, a->cluster.catalogs);
@@ -75,19 +77,22 @@ Command add_topology_command(CLI::App& root, const CliEnv& env) {
                                   {"scale_up_bisection_bytes_per_s", s.scale_up_bisection_bytes_per_s},
                                   {"injection_scale_up_bytes_per_s", s.injection_scale_up_bytes_per_s},
                                   {"injection_scale_out_bytes_per_s", s.injection_scale_out_bytes_per_s}};
+              const Fields inputs = cluster_input_fields(cluster);
               if (a->format == OutputFormat::json) {
+                j["inputs"] = to_json(inputs);
                 std::cout << j.dump(2) << "\n";
                 return 0;
               }
-              // One row per key; the switch tiers as switches_tier1, switches_tier2, ...
+              // One row per input, then per key; the switch tiers as switches_tier1, switches_tier2, ...
               std::cout << "quantity,value\n";
+              for (const Field& f : inputs) std::cout << f.key << "," << csv_cell(f.value) << "\n";
               for (const auto& [key, value] : j.items()) {
                 if (!value.is_array()) {
-                  std::cout << key << "," << value.dump() << "\n";
+                  std::cout << key << "," << csv_cell(value) << "\n";
                   continue;
                 }
                 for (size_t t = 0; t < value.size(); ++t)
-                  std::cout << "switches_tier" << t + 1 << "," << value[t].dump() << "\n";
+                  std::cout << "switches_tier" << t + 1 << "," << csv_cell(value[t]) << "\n";
               }
               return 0;
             }

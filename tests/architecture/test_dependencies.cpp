@@ -51,10 +51,10 @@ const std::map<std::string, std::set<std::string>>& allowed() {
   static const std::map<std::string, std::set<std::string>> kAllowed = [] {
     const std::map<std::string, std::vector<std::string>> direct = {
         {"scenario", {}},
-        {"report", {"scenario"}},
         {"engine", {}},
         {"network", {"engine"}},
         {"workload", {"scenario"}},
+        {"report", {"scenario", "workload"}},  // the inputs it echoes include the framework options
         {"collectives", {"scenario", "network"}},
         {"cost", {"workload", "collectives"}},
         {"memory", {"report", "scenario"}},

@@ -651,18 +651,24 @@ TEST_CASE("collective and topology print CSV: a header, one row per table row, S
   std::istringstream lines(csv.out);
   std::string line;
   std::getline(lines, line);
-  CHECK(line == "bytes,count,type,op,algo,proto,time_s,algbw_bytes_per_s,busbw_bytes_per_s");
+  // The inputs (cluster.*, sweep.*) lead; the table's columns follow.
+  const std::string columns = "bytes,count,type,op,algo,proto,time_s,algbw_bytes_per_s,busbw_bytes_per_s";
+  CHECK(line.rfind("cluster.gpu,", 0) == 0);
+  REQUIRE(line.size() > columns.size());
+  CHECK(line.substr(line.size() - columns.size() - 1) == "," + columns);
+  const size_t inputs = size_t(std::count(line.begin(), line.end(), ',')) + 1 - 9;
   size_t n = 0;
   for (; std::getline(lines, line); ++n) {
     REQUIRE(n < rows.size());
     std::vector<std::string> cells;
     std::stringstream row(line);
     for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
-    REQUIRE(cells.size() == 9);
-    CHECK(std::stod(cells[0]) == rows[n]["bytes"].get<double>());
-    CHECK(cells[3] == rows[n]["op"]);
-    CHECK(std::stod(cells[6]) == Approx(rows[n]["time_us"].get<double>() * 1e-6).epsilon(1e-5));
-    CHECK(std::stod(cells[8]) == Approx(rows[n]["busbw_GBps"].get<double>() * 1e9).epsilon(1e-5));
+    if (line.back() == ',') cells.emplace_back();  // getline drops a last empty cell
+    REQUIRE(cells.size() == inputs + 9);
+    CHECK(std::stod(cells[inputs + 0]) == rows[n]["bytes"].get<double>());
+    CHECK(cells[inputs + 3] == rows[n]["op"]);
+    CHECK(std::stod(cells[inputs + 6]) == Approx(rows[n]["time_us"].get<double>() * 1e-6).epsilon(1e-5));
+    CHECK(std::stod(cells[inputs + 8]) == Approx(rows[n]["busbw_GBps"].get<double>() * 1e9).epsilon(1e-5));
   }
   CHECK(n == rows.size());
   require_one_line_error(run_simrun("collective --csv --json"), "command line");
@@ -674,7 +680,11 @@ TEST_CASE("collective and topology print CSV: a header, one row per table row, S
   CHECK(topo.out.find("\ngpus,64\n") != std::string::npos);
   CHECK(topo.out.find("\nbisection_bytes_per_s,") != std::string::npos);
   CHECK(topo.out.find("\nswitches_tier1,") != std::string::npos);
-  CHECK(count_lines(topo.out) == int(summary.size() - 1 + summary["switches_per_tier"].size()) + 1);
+  // A row per input (cluster.*), per scalar key and per switch tier, after the header.
+  const auto& inputs_of = summary["inputs"]["cluster"];
+  const int input_rows = int(inputs_of.size() - 1 + inputs_of["fabric"].size());
+  CHECK(count_lines(topo.out) ==
+        input_rows + int(summary.size() - 2 + summary["switches_per_tier"].size()) + 1);
 }
 
 TEST_CASE("snake_case enum values, the older spellings still read, both giving the same report", "[cli]") {

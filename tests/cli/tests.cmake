@@ -36,3 +36,7 @@ set_tests_properties(install:installed_binary_runs_an_example_from_another_folde
 simrun_add_test_exe(test_catalogs SOURCES cli/test_catalogs.cpp LIBS nlohmann_json::nlohmann_json simrun_test_fixtures)
 target_compile_definitions(test_catalogs PRIVATE SIMRUN_BINARY="$<TARGET_FILE:simrun>")
 add_dependencies(test_catalogs simrun)
+# Reports fit for sweeps: inputs echoed, integer bytes, --no-timing, full-precision CSV (issue 22).
+simrun_add_test_exe(test_sweep_output SOURCES cli/test_sweep_output.cpp LIBS nlohmann_json::nlohmann_json simrun_test_fixtures)
+target_compile_definitions(test_sweep_output PRIVATE SIMRUN_BINARY="$<TARGET_FILE:simrun>")
+add_dependencies(test_sweep_output simrun)

@@ -1,7 +1,9 @@
 // The report as JSON: DESIGN.md's contract keys (SI units) plus the extras — fidelity, FLOP
 // convention, hardware FLOPs, the full breakdown, the workspace allowance, the checkpoint
-// interval and, when present, the explanations of --explain.
+// interval and, when present, the explanations of --explain. Byte counts are JSON integers.
 #include "simrun/sim/report/report.hpp"
+
+#include "simrun/sim/report/csv.hpp"
 
 namespace simrun {
 
@@ -32,14 +34,14 @@ nlohmann::json to_json(const Report& r) {
   j["hardware_flops_per_step"] = r.hardware_flops_per_step;
   j["model"] = {{"params", r.params}, {"active_params", r.active_params}};
   j["memory"] = {
-      {"peak_bytes_per_gpu", r.memory.peak_bytes_per_gpu},
-      {"capacity_bytes", r.memory.capacity_bytes},
+      {"peak_bytes_per_gpu", bytes_json(r.memory.peak_bytes_per_gpu)},
+      {"capacity_bytes", bytes_json(r.memory.capacity_bytes)},
       {"fits", r.memory.fits},
-      {"weights", r.memory.weights},
-      {"grads", r.memory.grads},
-      {"optimizer", r.memory.optimizer},
-      {"activations", r.memory.activations},
-      {"workspace", r.memory.workspace},
+      {"weights", bytes_json(r.memory.weights)},
+      {"grads", bytes_json(r.memory.grads)},
+      {"optimizer", bytes_json(r.memory.optimizer)},
+      {"activations", bytes_json(r.memory.activations)},
+      {"workspace", bytes_json(r.memory.workspace)},
   };
   j["breakdown"] = to_json(r.breakdown);
   j["degraded"] = r.degraded;
