@@ -22,6 +22,7 @@ namespace simrun::cli {
 // What every subcommand may need from the edge: where the catalogs are.
 struct CliEnv {
   std::filesystem::path data_dir;  // root holding models/catalog and topologies/{gpus,fabrics}
+  std::string progress;            // SIMRUN_PROGRESS: "1", "0" or empty (unset); progress_line.hpp
 };
 
 struct Command {
@@ -85,6 +86,9 @@ Command add_collective_command(CLI::App& root, const CliEnv& env);
 Command add_topology_command(CLI::App& root, const CliEnv& env);
 Command add_simulate_command(CLI::App& root, const CliEnv& env);
 Command add_textbook_command(CLI::App& root, const CliEnv& env);
+// `simrun completion bash|zsh`: a completion script made by walking `root`'s subcommands and
+// options (cli/completion_command.cpp); add it last, so it sees the others.
+Command add_completion_command(CLI::App& root, const CliEnv& env);
 
 // Report printing shared by estimate and simulate (cli/report_output.cpp).
 void print_report_table(const Report& report, const Scenario& scenario, std::ostream& out);

@@ -223,6 +223,7 @@ SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
   const double peak = training_peak_flops_per_s(sc);
 
   refuse_beyond_event_bounds(sc, options);
+  if (options.step.progress) options.step.progress(SimulationProgress{});
 
   SimulationOutput out;
   const ComputeModel compute = calibrated_compute_model(gpu, options.calibration, options.compute);
