@@ -22,7 +22,7 @@ namespace simrun::cli {
 // What every subcommand may need from the edge: where the catalogs are.
 struct CliEnv {
   std::filesystem::path data_dir;  // root holding models/catalog and topologies/{gpus,fabrics}
-  std::string progress;            // SIMRUN_PROGRESS: "1", "0" or empty (unset); progress_line.hpp
+  std::string progress{};          // SIMRUN_PROGRESS: "1", "0" or empty (unset); progress_line.hpp
 };
 
 struct Command {

@@ -14,3 +14,8 @@ simrun_add_test_exe(test_bad_input SOURCES cli/test_bad_input.cpp LIBS nlohmann_
 target_compile_definitions(test_bad_input PRIVATE SIMRUN_BINARY="$<TARGET_FILE:simrun>"
                                                   SIMRUN_TEST_DATA_DIR="${CMAKE_SOURCE_DIR}/tests/data")
 add_dependencies(test_bad_input simrun)
+# The progress line and the shell completion scripts (in-process and through the simrun binary).
+simrun_add_test_exe(test_cli_shell SOURCES cli/test_progress.cpp cli/test_completion.cpp
+                    LIBS simrun_cli simrun_test_fixtures)
+target_compile_definitions(test_cli_shell PRIVATE SIMRUN_BINARY="$<TARGET_FILE:simrun>")
+add_dependencies(test_cli_shell simrun)

@@ -222,8 +222,8 @@ SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
   const GpuSpec& gpu = sc.cluster.gpu;
   const double peak = training_peak_flops_per_s(sc);
 
-  refuse_beyond_event_bounds(sc, options);
   if (options.step.progress) options.step.progress(SimulationProgress{});
+  refuse_beyond_event_bounds(sc, options);
 
   SimulationOutput out;
   const ComputeModel compute = calibrated_compute_model(gpu, options.calibration, options.compute);
