@@ -1,6 +1,6 @@
 // The simrun command's subcommands on one CLI11 app (main() parses and runs; the tests walk
-// every option of it): simulate, estimate, collective, topology, textbook, and plan and validate,
-// listed but not built yet.
+// every option of it): simulate, estimate, collective, topology, textbook, completion, and plan and
+// validate, listed but not built yet.
 #include "command.hpp"
 #include "simrun/common/error.hpp"
 
@@ -35,6 +35,7 @@ std::vector<Command> add_commands(CLI::App& app, const CliEnv& env) {
       add_not_implemented_command(app, "plan", "Search layouts and GPU counts, ranked by time and cost"),
       add_not_implemented_command(app, "validate",
                                   "Measure a scenario on this machine's GPUs against the simulation"),
+      add_completion_command(app, env),
   };
 }
 

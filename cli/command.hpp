@@ -28,6 +28,7 @@ struct CliEnv {
   // User catalog folders from SIMRUN_CATALOG (colon-separated), read after the shipped catalogs
   // and before those of --catalog (docs/catalogs.md).
   std::vector<std::filesystem::path> user_catalogs;
+  std::string progress;  // SIMRUN_PROGRESS: "1", "0" or empty (unset); progress_line.hpp
 };
 
 // --catalog DIR (repeatable): a user catalog folder with gpus/, fabrics/ and models/ subfolders.
@@ -105,6 +106,9 @@ Command add_collective_command(CLI::App& root, const CliEnv& env);
 Command add_topology_command(CLI::App& root, const CliEnv& env);
 Command add_simulate_command(CLI::App& root, const CliEnv& env);
 Command add_textbook_command(CLI::App& root, const CliEnv& env);
+// `simrun completion bash|zsh`: a completion script made by walking `root`'s subcommands and
+// options (cli/completion_command.cpp); add it last, so it sees the others.
+Command add_completion_command(CLI::App& root, const CliEnv& env);
 
 // Report printing shared by estimate and simulate (cli/report_output.cpp).
 void print_report_table(const Report& report, const Scenario& scenario, std::ostream& out);

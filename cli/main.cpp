@@ -26,6 +26,11 @@ void print_error_line(const std::string& line) {
   std::cerr << simrun::printable(line, simrun::kErrorLineMaxBytes) << "\n";
 }
 
+std::string env_or_empty(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
+
 // Where the shipped catalogs and examples are: SIMRUN_DATA_DIR when set; else beside an
 // installed binary (<prefix>/bin/simrun reads <prefix>/share/simrun, the layout `cmake --install`
 // writes: SIMRUN_INSTALL_DATA_DIR is that folder relative to the binary's); else the source tree
@@ -83,7 +88,7 @@ std::vector<std::string> normalise_arguments(int argc, char** argv) {
   if (args.empty()) return args;
   if (args[0] == "--validate") args[0] = "validate";
   static const std::set<std::string> kSubcommands = {"simulate", "estimate", "collective", "topology",
-                                                     "textbook", "validate", "plan"};
+                                                     "textbook", "validate", "plan", "completion"};
   const std::string& first = args[0];
   if (first.empty() || first[0] == '-' || kSubcommands.count(first)) return args;
   std::error_code ec;
@@ -92,16 +97,17 @@ std::vector<std::string> normalise_arguments(int argc, char** argv) {
     args.insert(args.begin(), "simulate");
     return args;
   }
-  throw simrun::InputError("command line", first,
-                           "neither a subcommand (simulate, estimate, collective, topology, textbook) nor a "
-                           "scenario file");
+  throw simrun::InputError(
+      "command line", first,
+      "neither a subcommand (simulate, estimate, collective, topology, textbook, completion) nor a "
+      "scenario file");
 }
 
 int run(int argc, char** argv) {
   using namespace simrun::cli;
   CLI::App app{"simrun: cluster simulator and capacity planner for LLM training"};
   const std::vector<Command> commands =
-      add_commands(app, CliEnv{data_dir(argc > 0 ? argv[0] : nullptr), user_catalogs()});
+      add_commands(app, CliEnv{data_dir(argc > 0 ? argv[0] : nullptr), user_catalogs(), env_or_empty("SIMRUN_PROGRESS")});
 
   std::vector<std::string> args = normalise_arguments(argc, argv);
   std::reverse(args.begin(), args.end());  // CLI11 takes a reversed vector

@@ -16,6 +16,7 @@
 #include <numeric>
 
 #include "command.hpp"
+#include "progress_line.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/sim/analytic/analytic.hpp"
 #include "simrun/sim/event/simulate.hpp"
@@ -38,6 +39,7 @@ struct SimulateArgs {
   double trace_max_mb = kTraceDefaultMaxBytes / 1e6;
   std::string calibration_file;
   FaultArgs faults;
+  ProgressArgs progress;
 };
 
 nlohmann::json stages_json(const SimulationOutput& o) {
@@ -151,8 +153,10 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
                 "Also print the closed-form estimate and the difference (with --csv, a second row)");
   cmd->add_flag("--require-fit", args->require_fit, "Exit 3 when the layout does not fit in GPU memory");
   add_framework_options(*cmd, args->framework);
+  add_progress_options(*cmd, args->progress);
   return {
       cmd, [args, env] {
+        const ProgressMode progress_shown = progress_mode(args->progress, env.progress);
         const Catalogs catalogs = load_cli_catalogs(env, args->scenario.catalogs);
         const bool trace_to_stdout = args->trace_file == "-";
         if (trace_to_stdout && args->format != OutputFormat::table)
@@ -182,7 +186,11 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
         options.step.record_trace = !args->trace_file.empty();
         apply_framework_options(args->framework, scenario, options.workload, options.schedule);
 
+        // The line is blanked before anything else is printed (or the error line, by unwinding).
+        std::unique_ptr<ProgressLine> progress = stderr_progress_line(progress_shown);
+        if (progress) options.step.progress = progress->observer();
         const SimulationOutput out = simulate(scenario, options);
+        progress.reset();
         Report report = out.report;
         if (!args->trace_file.empty()) {
           TraceOptions trace_options;

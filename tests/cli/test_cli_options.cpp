@@ -17,7 +17,7 @@ using namespace simrun::cli;
 
 TEST_CASE("every subcommand and every option has help text", "[cli][help]") {
   CLI::App app{"simrun"};
-  const std::vector<Command> commands = add_commands(app, CliEnv{SIMRUN_DATA_DIR, {}});
+  const std::vector<Command> commands = add_commands(app, CliEnv{SIMRUN_DATA_DIR, {}, {}});
   std::vector<std::string> names;
   size_t options = 0;
   for (const CLI::Option* o : app.get_options()) {
@@ -78,7 +78,7 @@ TEST_CASE("library fields map to the flags that set them", "[cli][errors]") {
 
 TEST_CASE("every Megatron argument is a flag of the commands that take a scenario", "[cli][megatron]") {
   CLI::App app{"simrun"};
-  const std::vector<Command> commands = add_commands(app, CliEnv{SIMRUN_DATA_DIR, {}});
+  const std::vector<Command> commands = add_commands(app, CliEnv{SIMRUN_DATA_DIR, {}, {}});
   for (const char* command : {"estimate", "simulate"}) {
     const CLI::App* sub = app.get_subcommand(command);
     for (const MegatronArgument& m : megatron_arguments()) {

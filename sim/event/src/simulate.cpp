@@ -223,6 +223,7 @@ SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
   const GpuSpec& gpu = sc.cluster.gpu;
   const double peak = training_peak_flops_per_s(sc);
 
+  if (options.step.progress) options.step.progress(SimulationProgress{});
   refuse_beyond_event_bounds(sc, options);
 
   SimulationOutput out;

@@ -67,7 +67,8 @@ class Executor {
   // `also_trace`: a rank to trace beyond the representatives, stragglers and slow links.
   Executor(const Scenario& sc, const Workload& w, const WorkloadCost& cost, const StepSimOptions& opt,
            const Calibration& cal, int64_t also_trace = -1)
-      : m_sc(sc), m_w(w), m_cost(cost), m_opt(opt), m_layout(sc.layout, sc.cluster.gpus_per_node) {
+      : m_sc(sc), m_w(w), m_cost(cost), m_opt(opt), m_layout(sc.layout, sc.cluster.gpus_per_node),
+        m_phase(also_trace >= 0 ? SimulationPhase::retracing : SimulationPhase::simulating) {
     m_full = opt.scope == SimulationScope::full;
     check_stragglers(opt.stragglers, m_layout.world_size());
     check_slow_links(opt.slow_links, m_layout.world_size());
@@ -87,7 +88,13 @@ class Executor {
 
   StepResult run() {
     for (size_t i = 0; i < m_ranks.size(); ++i) advance(static_cast<uint32_t>(i));
-    m_engine.run();
+    if (m_opt.progress) {
+      report_progress();
+      while (m_engine.step())
+        if (m_engine.events_processed() % kProgressEvents == 0) report_progress();
+    }
+    m_engine.run();  // all of the events without an observer; with one, the end-of-run checks
+    if (m_opt.progress) report_progress();
     StepResult out;
     out.simulated_ranks = static_cast<int64_t>(m_ranks.size());
     out.events = m_engine.events_processed();
@@ -137,6 +144,19 @@ class Executor {
   }
 
  private:
+  // Tells the observer the counts so far (read only: the run goes on the same).
+  void report_progress() const {
+    SimulationProgress p;
+    p.phase = m_phase;
+    p.events = m_engine.events_processed();
+    p.simulated_ranks = static_cast<int64_t>(m_ranks.size());
+    for (const RankState& r : m_ranks) {
+      p.tasks_done += r.completed;
+      p.tasks_total += r.done.size();
+    }
+    m_opt.progress(p);
+  }
+
   // Link costs per group kind, with calibration.json's α/β where given.
   void cost_group_links() {
     const Layout& l = m_sc.layout;
@@ -724,6 +744,7 @@ class Executor {
   const WorkloadCost& m_cost;
   const StepSimOptions& m_opt;
   RankLayout m_layout;
+  SimulationPhase m_phase;
   bool m_full = false;
   int64_t m_mesh_domain = 0;        // GPUs per full-mesh domain (0: switch or PCIe scale-up)
   uint32_t m_ports_per_rank = 2;

@@ -30,6 +30,7 @@
 #include "simrun/sim/cost/calibration.hpp"
 #include "simrun/sim/cost/compute_model.hpp"  // kCommOverlapSlowdown
 #include "simrun/sim/cost/workload_cost.hpp"
+#include "simrun/sim/event/progress.hpp"
 #include "simrun/sim/scenario/degraded.hpp"
 #include "simrun/sim/scenario/rank_layout.hpp"
 #include "simrun/sim/workload/workload.hpp"
@@ -61,6 +62,9 @@ struct StepSimOptions {
   EfficiencyDefaults comm;  // link fractions and α of the α-β timing (analytic model's)
   // Compute slowdown beside DP/PP NCCL kernels (compute_model.hpp).
   double overlap_slowdown = kCommOverlapSlowdown;
+  // Told how the step is going (progress.hpp); empty: nobody asks. simulate() also tells it when
+  // the workload is being built. The results do not depend on it.
+  ProgressObserver progress;
 };
 
 // Where the time of one simulated rank went, seconds. Exposed communication and bubble are
