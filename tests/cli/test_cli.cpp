@@ -12,55 +12,12 @@
 #include <sstream>
 #include <string>
 
+#include "cli_run.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
-
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-fs::path scratch_dir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("simrun-test-cli-" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
-
-// Runs simrun with `args`, in the working directory `cwd` when one is given.
-RunResult run_simrun(const std::string& args, const fs::path& cwd = {}) {
-  const fs::path out = scratch_dir() / "stdout.txt";
-  const fs::path err = scratch_dir() / "stderr.txt";
-  const std::string cd = cwd.empty() ? std::string() : "cd '" + cwd.string() + "' && ";
-  const std::string cmd =
-      cd + "'" + SIMRUN_BINARY + "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
-  const int status = std::system(cmd.c_str());
-  RunResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = read_file(out);
-  r.err = read_file(err);
-  return r;
-}
-
-fs::path write_scenario(const std::string& name, const std::string& text) {
-  const fs::path p = scratch_dir() / name;
-  std::ofstream(p) << text;
-  return p;
-}
-
-// A path quoted for the shell command line.
-std::string quoted(const fs::path& p) { return std::string(1, '\'').append(p.string()).append(1, '\''); }
+using namespace simrun::test;
 
 // A valid scenario as a JSON value that each case breaks in one place.
 nlohmann::json good_scenario() {
@@ -90,7 +47,7 @@ void require_one_line_error(const RunResult& r, const std::string& must_contain)
 }
 
 RunResult estimate_with(const std::string& name, const nlohmann::json& doc) {
-  return run_simrun("estimate '" + write_scenario(name, doc.dump(2)).string() + "' --json");
+  return run_simrun("estimate '" + write_file(name, doc.dump(2)).string() + "' --json");
 }
 
 }  // namespace
@@ -194,7 +151,7 @@ TEST_CASE("estimate works without a file from flags alone", "[cli]") {
 }
 
 TEST_CASE("flags override the scenario file", "[cli]") {
-  const fs::path file = write_scenario("override.json", good_scenario().dump());
+  const fs::path file = write_file("override.json", good_scenario().dump());
   const RunResult base = run_simrun("estimate '" + file.string() + "' --json");
   const RunResult more = run_simrun("estimate '" + file.string() + "' --json --gpus 128 --global-batch 128");
   REQUIRE(base.exit_code == 0);
@@ -264,7 +221,7 @@ TEST_CASE("zero, negative, absurd numbers and wrong types are refused", "[cli][e
   require_one_line_error(estimate_with("fraction.json", doc), "layout.micro_batch");
   // NaN is not JSON; a file that spells it is malformed.
   require_one_line_error(
-      run_simrun("estimate '" + write_scenario("nan.json", R"({"model": NaN})").string() + "'"),
+      run_simrun("estimate '" + write_file("nan.json", R"({"model": NaN})").string() + "'"),
       "malformed JSON");
 }
 
@@ -282,7 +239,7 @@ TEST_CASE("unknown keys are refused with a suggestion", "[cli][errors]") {
 
 TEST_CASE("malformed JSON names line and column, and missing files are named", "[cli][errors]") {
   const fs::path p =
-      write_scenario("malformed.json", "{\n  \"model\": \"llama3-8b\",\n  \"cluster\": {\"gpu\": }\n}\n");
+      write_file("malformed.json", "{\n  \"model\": \"llama3-8b\",\n  \"cluster\": {\"gpu\": }\n}\n");
   const RunResult r = run_simrun("estimate '" + p.string() + "'");
   require_one_line_error(r, "line 3, column");
   require_one_line_error(run_simrun("estimate /nonexistent/scenario.json"),
@@ -303,8 +260,8 @@ TEST_CASE("unknown subcommands and flags exit 2 with one line", "[cli][errors]")
 }
 
 TEST_CASE("a scenario file of any name runs the main job", "[cli]") {
-  const fs::path txt = write_scenario("scenario.txt", good_scenario().dump());
-  const RunResult r = run_simrun(quoted(txt) + " --json");
+  const fs::path txt = write_file("scenario.txt", good_scenario().dump());
+  const RunResult r = run_simrun(shell_quoted(txt) + " --json");
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK(nlohmann::json::parse(r.out)["fidelity"] == "event");
@@ -314,7 +271,7 @@ TEST_CASE("a layout that does not fit still reports, and --require-fit adds exit
   auto doc = good_scenario();  // 70B on 8 GPUs, no sharding of weights: far over 80 GB
   doc["cluster"]["num_gpus"] = 8;
   doc["layout"] = {{"tp", 8}, {"pp", 1}, {"dp", 1}, {"global_batch", 8}, {"zero_stage", 0}};
-  const fs::path file = write_scenario("too_big.json", doc.dump());
+  const fs::path file = write_file("too_big.json", doc.dump());
   const RunResult reported = run_simrun("estimate '" + file.string() + "' --json");
   REQUIRE(reported.exit_code == 0);
   CHECK(nlohmann::json::parse(reported.out)["memory"]["fits"] == false);
@@ -341,7 +298,7 @@ TEST_CASE("a missing or directory hf_config names model.hf_config, a directory i
   require_one_line_error(estimate_with("hf_dir.json", doc), "hf_dir.json: model.hf_config: cannot read");
   require_one_line_error(run_simrun("estimate '" + scratch_dir().string() + "/'"), "is a directory");
   // A config's context beyond what a step is simulated at needs the training length given.
-  write_scenario(
+  write_file(
       "hf_long.json",
       R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
                      "num_attention_heads": 4, "vocab_size": 128, "max_position_embeddings": 67108864})");
@@ -382,7 +339,7 @@ TEST_CASE("slow-link and straggler-node flags bound their numbers under their ow
   doc["model"] = "llama3-8b";
   doc["cluster"]["num_gpus"] = 16;
   doc["layout"] = {{"tp", 8}, {"pp", 1}, {"dp", 2}};
-  const std::string file = quoted(write_scenario("slow16.json", doc.dump()));
+  const std::string file = shell_quoted(write_file("slow16.json", doc.dump()));
   // 1e-300 of a NIC's bandwidth overflowed the event clock (internal error).
   require_one_line_error(run_simrun("simulate " + file + " --slow-link 15:1e-300"),
                          "command line: --slow-link: fraction must be in [0.01, 1], got 1e-300");
@@ -404,7 +361,7 @@ TEST_CASE("estimate paces a straggler's stage and slows the groups over a slow l
   doc["model"] = "llama3-8b";
   doc["cluster"]["num_gpus"] = 16;
   doc["layout"] = {{"tp", 8}, {"pp", 1}, {"dp", 2}};
-  const std::string file = quoted(write_scenario("straggler16.json", doc.dump()));
+  const std::string file = shell_quoted(write_file("straggler16.json", doc.dump()));
   const RunResult healthy = run_simrun("estimate " + file + " --json");
   const RunResult slowed = run_simrun("estimate " + file + " --straggler 3:1.5 --json");
   const RunResult node = run_simrun("estimate " + file + " --straggler-node 1:1.5 --json");
@@ -460,7 +417,7 @@ TEST_CASE("simulate refuses communication-bound steps beyond the event clock's r
     "cluster": {"gpu": "h100-sxm", "num_gpus": 8, "gpus_per_node": 1,
                 "fabric": {"kind": "ib-hdr", "nics_per_node": 1, "oversubscription": 64}},
     "layout": {"tp": 1, "pp": 1, "dp": 8, "zero_stage": 3, "micro_batch": 1, "global_batch": 1048576}})");
-  const std::string file = quoted(write_scenario("comm_bound.json", doc.dump()));
+  const std::string file = shell_quoted(write_file("comm_bound.json", doc.dump()));
   require_one_line_error(run_simrun("simulate " + file + " --slow-link 0:0.01"),
                          "layout: one step would take");
   require_one_line_error(run_simrun("simulate " + file), "layout: one step would take");
@@ -473,7 +430,7 @@ TEST_CASE("simulate runs a step with every GPU's NIC slowed: the range check tak
           "[cli]") {
   // Each slow link's fraction used to divide the estimate again (from before the estimate
   // modelled slow links): 16 NICs at 5% put a 1.5 s step at 1e21 s and refused it.
-  const std::string file = quoted(write_scenario("all_nics_slow.json", R"({"model": "llama3-8b",
+  const std::string file = shell_quoted(write_file("all_nics_slow.json", R"({"model": "llama3-8b",
       "cluster": {"gpu": "h100-sxm", "num_gpus": 16},
       "layout": {"tp": 8, "pp": 2, "dp": 1, "global_batch": 16}})"));
   std::string slow;
@@ -485,7 +442,7 @@ TEST_CASE("simulate runs a step with every GPU's NIC slowed: the range check tak
 }
 
 TEST_CASE("output that cannot be written is an error, not a silent success", "[cli][errors]") {
-  const std::string example = quoted(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-8b-fsdp-h100.json");
+  const std::string example = shell_quoted(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-8b-fsdp-h100.json");
   if (fs::exists("/dev/full")) {
     // The trace is written before the report, so a failed trace leaves stdout empty.
     require_one_line_error(run_simrun("simulate " + example + " --trace /dev/full"),
@@ -495,7 +452,7 @@ TEST_CASE("output that cannot be written is an error, not a silent success", "[c
                                     " --json >/dev/full 2>'" + err.string() + "'")
                                        .c_str());
     CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 1));
-    CHECK(read_file(err).find("could not write the output") != std::string::npos);
+    CHECK(read_text(err).find("could not write the output") != std::string::npos);
   }
   require_one_line_error(run_simrun("simulate " + example + " --trace ''"), "--trace: an empty value");
   require_one_line_error(run_simrun("estimate " + example + " --calibration ''"),
@@ -514,7 +471,7 @@ TEST_CASE("an empty value is refused, never taken as the flag left out", "[cli][
 }
 
 TEST_CASE("a bad value from a flag names the flag, not the scenario file it replaces", "[cli][errors]") {
-  const std::string example = quoted(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-70b-h100.json");
+  const std::string example = shell_quoted(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-70b-h100.json");
   require_one_line_error(run_simrun("simulate " + example + " --tp 0"),
                          "command line: --tp: 0 is out of range");
   require_one_line_error(run_simrun("simulate " + example + " --precision fp9"),
@@ -522,7 +479,7 @@ TEST_CASE("a bad value from a flag names the flag, not the scenario file it repl
   // A value the file gave stays the file's.
   auto doc = good_scenario();
   doc["layout"]["pp"] = 0;
-  require_one_line_error(run_simrun("estimate " + quoted(write_scenario("pp0.json", doc.dump())) + " --tp 8"),
+  require_one_line_error(run_simrun("estimate " + shell_quoted(write_file("pp0.json", doc.dump())) + " --tp 8"),
                          "pp0.json: layout.pp");
 }
 
@@ -565,7 +522,7 @@ TEST_CASE("cluster flags are range-checked on one node too, where the fabric goe
 }
 
 TEST_CASE("estimate takes the framework flags simulate takes, and they move it the same way", "[cli]") {
-  const std::string example = quoted(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-70b-h100.json");
+  const std::string example = shell_quoted(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-70b-h100.json");
   auto step = [&](const std::string& command, const std::string& flags) {
     const RunResult r = run_simrun(command + " " + example + " " + flags + " --json");
     INFO(command << " " << flags << ": " << r.err);
@@ -620,7 +577,7 @@ TEST_CASE("plan and validate are listed in --help and answer one line, exit 2", 
 }
 
 TEST_CASE("the scenario is positional everywhere, --scenario still read where it was", "[cli]") {
-  const std::string file = quoted(write_scenario("positional.json", good_scenario().dump()));
+  const std::string file = shell_quoted(write_file("positional.json", good_scenario().dump()));
   const RunResult positional = run_simrun("collective " + file + " -b 1M -e 4M --json");
   const RunResult flag = run_simrun("collective --scenario " + file + " -b 1M -e 4M --json");
   REQUIRE(positional.exit_code == 0);
@@ -736,9 +693,9 @@ TEST_CASE("a config.json path for --model reads a HuggingFace config, relative t
   auto doc = good_scenario();
   doc["cluster"]["num_gpus"] = 8;
   doc["layout"] = {{"tp", 4}, {"pp", 1}, {"dp", 2}, {"global_batch", 8}};
-  const fs::path scenario = write_scenario("hf_cwd_scenario.json", doc.dump());
+  const fs::path scenario = write_file("hf_cwd_scenario.json", doc.dump());
   const RunResult over =
-      run_simrun("estimate " + quoted(scenario) + " --model qwen/config.json --seq-len 2048 --json", dir);
+      run_simrun("estimate " + shell_quoted(scenario) + " --model qwen/config.json --seq-len 2048 --json", dir);
   INFO(over.err);
   REQUIRE(over.exit_code == 0);
   CHECK(nlohmann::json::parse(over.out)["model"]["params"].get<double>() == 7'615'616'512.0);
@@ -759,7 +716,7 @@ TEST_CASE("\"model\": \"config.json\" in a scenario starts at the scenario's dir
   doc["layout"] = {{"tp", 8}, {"pp", 1}, {"dp", 1}, {"global_batch", 8}};
   const fs::path scenario = dir / "scenario.json";
   std::ofstream(scenario) << doc.dump();
-  const RunResult r = run_simrun("estimate " + quoted(scenario) + " --json");
+  const RunResult r = run_simrun("estimate " + shell_quoted(scenario) + " --json");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(nlohmann::json::parse(r.out)["model"]["params"].get<double>() == 8'190'735'360.0);  // Qwen3-8B: 8.19B
@@ -769,7 +726,7 @@ TEST_CASE("a Gemma-2 config: refused in one line at its 8192-token context, 9.24
           "[cli][hf][errors]") {
   // Gemma-2's 4096-token sliding windows on alternate layers cannot be costed at 8192 tokens:
   // exit 2, one line naming the config file and its sliding_window field.
-  const std::string config = quoted(fs::path(SIMRUN_DATA_DIR) / "tests" / "data" / "hf" / "gemma-2-9b.json");
+  const std::string config = shell_quoted(fs::path(SIMRUN_DATA_DIR) / "tests" / "data" / "hf" / "gemma-2-9b.json");
   const std::string flags = " --gpu h100-sxm --gpus 8 --tp 8 --global-batch 8 --json";
   const RunResult refused = run_simrun("estimate --model " + config + flags);
   require_one_line_error(refused,
@@ -784,7 +741,7 @@ TEST_CASE("a Gemma-2 config: refused in one line at its 8192-token context, 9.24
 // Issue 22: `--trace -` puts the trace alone on stdout (valid JSON, nothing else), the table
 // on stderr; with --json or --csv, which also want stdout, it is refused.
 TEST_CASE("a trace to stdout (--trace -) comes alone, the table going to stderr", "[cli][trace]") {
-  const std::string example = quoted(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-8b-fsdp-h100.json");
+  const std::string example = shell_quoted(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-8b-fsdp-h100.json");
   const RunResult r = run_simrun("simulate " + example + " --trace -");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -798,7 +755,7 @@ TEST_CASE("a trace to stdout (--trace -) comes alone, the table going to stderr"
 }
 
 TEST_CASE("trace ranks chosen on the command line are the traced ones, and a bad selector names its flag", "[cli][trace]") {
-  const std::string example = quoted(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-8b-fsdp-h100.json");
+  const std::string example = shell_quoted(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-8b-fsdp-h100.json");
   const RunResult r = run_simrun("simulate " + example + " --trace - --trace-ranks 0,3");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -815,13 +772,13 @@ TEST_CASE("trace ranks chosen on the command line are the traced ones, and a bad
 }
 
 TEST_CASE("a trace over its size cap is cut with a warning naming what was left out", "[cli][trace]") {
-  const std::string example = quoted(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-8b-fsdp-h100.json");
+  const std::string example = shell_quoted(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-8b-fsdp-h100.json");
   const fs::path trace = scratch_dir() / "capped.json";
-  const RunResult r = run_simrun("simulate " + example + " --json --trace " + quoted(trace) + " --trace-max-mb 1");
+  const RunResult r = run_simrun("simulate " + example + " --json --trace " + shell_quoted(trace) + " --trace-max-mb 1");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(fs::file_size(trace) <= 1000000);
-  CHECK_NOTHROW(nlohmann::json::parse(read_file(trace)));
+  CHECK_NOTHROW(nlohmann::json::parse(read_text(trace)));
   bool warned = false;
   const nlohmann::json report = nlohmann::json::parse(r.out);
   for (const auto& w : report["warnings"]) {

@@ -1,49 +1,19 @@
 // End-to-end: `simrun collective` and `simrun topology` (nccl-tests columns, JSON rows, stats,
 // DOT, one-line exit-2 errors).
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <catch2/catch.hpp>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
+#include "cli_run.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
-
-struct RunResult {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-fs::path scratch() {
-  const fs::path d = fs::temp_directory_path() / ("simrun-test-collective-" + std::to_string(::getpid()));
-  fs::create_directories(d);
-  return d;
-}
-
-RunResult simrun(const std::string& args) {
-  const fs::path out = scratch() / "out.txt", err = scratch() / "err.txt";
-  const std::string cmd =
-      std::string("'") + SIMRUN_BINARY + "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
-  const int status = std::system(cmd.c_str());
-  RunResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
+using namespace simrun::test;
 
 int count_lines(const std::string& s, bool data_only) {
   std::istringstream in(s);
@@ -57,7 +27,7 @@ int count_lines(const std::string& s, bool data_only) {
 }  // namespace
 
 TEST_CASE("simrun collective prints the nccl-tests columns, one row per size", "[cli][collectives]") {
-  const auto r = simrun("collective --op all_reduce --gpu h100-sxm --gpus 16 -b 8 -e 8G -f 2");
+  const auto r = run_simrun("collective --op all_reduce --gpu h100-sxm --gpus 16 -b 8 -e 8G -f 2");
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.empty());
   for (const char* col : {"size", "count", "type", "redop", "root", "time", "algbw", "busbw"})
@@ -67,7 +37,7 @@ TEST_CASE("simrun collective prints the nccl-tests columns, one row per size", "
 }
 
 TEST_CASE("simrun collective --json has the contract keys, --stats adds events/s", "[cli][collectives]") {
-  const auto r = simrun("collective --op all_gather --gpus 8 -b 1M -e 1G -f 4 --json --stats");
+  const auto r = run_simrun("collective --op all_gather --gpus 8 -b 1M -e 1G -f 4 --json --stats");
   REQUIRE(r.exit_code == 0);
   const auto doc = nlohmann::json::parse(r.out);
   REQUIRE(doc["rows"].size() == 6);
@@ -78,7 +48,7 @@ TEST_CASE("simrun collective --json has the contract keys, --stats adds events/s
   CHECK(doc["rows"][0]["op"] == "all_gather");
   CHECK(doc["stats"]["events"].get<double>() > 0);
   CHECK(doc["stats"].contains("events_per_s"));
-  const auto t = simrun("collective --gpus 16 -b 1M -e 1M --stats");
+  const auto t = run_simrun("collective --gpus 16 -b 1M -e 1M --stats");
   CHECK(t.out.find("events/s") != std::string::npos);
 }
 
@@ -106,7 +76,7 @@ TEST_CASE("simrun collective runs every op and algorithm", "[cli][collectives]")
   for (const char* extra : runs) {
     INFO(extra);
     const std::string gpus = std::string(extra).find("--gpus ") == std::string::npos ? "--gpus 16 " : "";
-    const auto r = simrun("collective -b 1K -e 64M -f 64 " + gpus + extra);
+    const auto r = run_simrun("collective -b 1K -e 64M -f 64 " + gpus + extra);
     CHECK(r.exit_code == 0);
     CHECK(r.err.empty());
     CHECK(count_lines(r.out, true) == 3);
@@ -130,7 +100,7 @@ TEST_CASE("simrun collective: bad input is one line on stderr and exit 2", "[cli
                        "--root 99"};
   for (const char* args : bad) {
     INFO(args);
-    const auto r = simrun(std::string("collective ") + args);
+    const auto r = run_simrun(std::string("collective ") + args);
     CHECK(r.exit_code == 2);
     CHECK(r.out.empty());
     CHECK(count_lines(r.err, false) == 1);
@@ -140,32 +110,32 @@ TEST_CASE("simrun collective: bad input is one line on stderr and exit 2", "[cli
 
 TEST_CASE("simrun topology prints counts and bisection and writes DOT for small clusters",
           "[cli][topology]") {
-  const auto r = simrun("topology --gpu h100-sxm --gpus 2048");
+  const auto r = run_simrun("topology --gpu h100-sxm --gpus 2048");
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("leaf switches") != std::string::npos);
   CHECK(r.out.find("bisection bandwidth") != std::string::npos);
   CHECK(r.out.find("per-GPU injection") != std::string::npos);
-  const auto j = simrun("topology --gpu h100-sxm --gpus 16384 --json");
+  const auto j = run_simrun("topology --gpu h100-sxm --gpus 16384 --json");
   REQUIRE(j.exit_code == 0);
   const auto doc = nlohmann::json::parse(j.out);
   CHECK(doc["switches_per_tier"] == nlohmann::json::array({512, 512, 256}));  // DGX H100 SuperPOD RA
-  const fs::path dot = scratch() / "small.dot";
-  const auto d = simrun("topology --gpus 16 --dot '" + dot.string() + "'");
+  const fs::path dot = scratch_dir() / "small.dot";
+  const auto d = run_simrun("topology --gpus 16 --dot '" + dot.string() + "'");
   REQUIRE(d.exit_code == 0);
-  CHECK(slurp(dot).rfind("graph cluster {", 0) == 0);
-  const auto big = simrun("topology --gpus 4096 --dot '" + (scratch() / "big.dot").string() + "'");
+  CHECK(read_text(dot).rfind("graph cluster {", 0) == 0);
+  const auto big = run_simrun("topology --gpus 4096 --dot '" + (scratch_dir() / "big.dot").string() + "'");
   CHECK(big.exit_code == 2);
   CHECK(count_lines(big.err, false) == 1);
 }
 
 TEST_CASE("an NVL72 rack as one node takes one NIC per GPU by default", "[cli][collectives]") {
   const RunResult r =
-      simrun("collective --op all_reduce --gpu gb200 --gpus 144 --gpus-per-node 72 -b 1G -e 1G --json");
+      run_simrun("collective --op all_reduce --gpu gb200 --gpus 144 --gpus-per-node 72 -b 1G -e 1G --json");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(nlohmann::json::parse(r.out)["rows"].size() == 1);
   const RunResult over =
-      simrun("collective --op all_reduce --gpu gb200 --gpus 144 --gpus-per-node 72 --nics-per-node 73");
+      run_simrun("collective --op all_reduce --gpu gb200 --gpus 144 --gpus-per-node 72 --nics-per-node 73");
   CHECK(over.exit_code == 2);
   CHECK(over.err.find("--nics-per-node") != std::string::npos);
 }

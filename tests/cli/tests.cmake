@@ -1,5 +1,5 @@
 # End-to-end tests of the simrun command (exit codes, one-line errors, JSON keys).
-simrun_add_test_exe(test_cli SOURCES cli/test_cli.cpp LIBS simrun_common fmt::fmt)
+simrun_add_test_exe(test_cli SOURCES cli/test_cli.cpp LIBS simrun_common fmt::fmt simrun_test_fixtures)
 target_compile_definitions(test_cli PRIVATE SIMRUN_BINARY="$<TARGET_FILE:simrun>"
                                             SIMRUN_VERSION="${PROJECT_VERSION}")
 add_dependencies(test_cli simrun)
@@ -7,7 +7,7 @@ add_dependencies(test_cli simrun)
 simrun_add_test_exe(test_cli_options SOURCES cli/test_cli_options.cpp LIBS simrun_cli)
 target_compile_definitions(test_cli_options PRIVATE SIMRUN_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 # End-to-end checks of `simrun collective` / `simrun topology` (needs the simrun binary).
-simrun_add_test_exe(test_collective_cli SOURCES cli/test_collective_cli.cpp LIBS nlohmann_json::nlohmann_json)
+simrun_add_test_exe(test_collective_cli SOURCES cli/test_collective_cli.cpp LIBS nlohmann_json::nlohmann_json simrun_test_fixtures)
 target_compile_definitions(test_collective_cli PRIVATE SIMRUN_BINARY="$<TARGET_FILE:simrun>")
 add_dependencies(test_collective_cli simrun)
 # The bad-input corpus (tests/data/bad_scenarios) and inputs built at run time.
