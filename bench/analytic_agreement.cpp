@@ -339,8 +339,7 @@ int main(int argc, char** argv) {
       const Scenario sc = load_scenario({}, o, catalogs);
       const SimulateOptions options = options_of(sc, args, e, command);
       Row r = compare_fidelities(sc, options, command);
-      const bool uncongested_layout = tp_cp_inside_scale_up(sc) && r.exposed_share <= kUncongestedExposedShare;
-      (uncongested_layout ? uncongested : congested).push_back(std::move(r));
+      (simrun::uncongested(sc, r.exposed_share) ? uncongested : congested).push_back(std::move(r));
     } catch (const InputError&) {
       ++refused;  // by the scenario rules or the event simulation (the estimate is not run)
     }

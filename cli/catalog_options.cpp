@@ -20,19 +20,18 @@ void add_catalog_option(CLI::App& cmd, std::vector<std::string>& dirs) {
 }
 
 Catalogs load_cli_catalogs(const CliEnv& env, const std::vector<std::string>& catalog_flags) {
+  // Each folder checked by the library's rule, its error named by where the folder came from.
+  const auto check = [](const std::filesystem::path& dir, const char* source, const char* field) {
+    try {
+      check_user_catalog_folder(dir);
+    } catch (const InputError& e) {
+      throw InputError(source, field, "folder " + quoted_input(dir.string()) + ": " + e.why());
+    }
+  };
   std::vector<std::filesystem::path> dirs = env.user_catalogs;
-  std::error_code ec;
-  for (const std::filesystem::path& dir : dirs)
-    if (!std::filesystem::is_directory(dir, ec))
-      throw InputError("environment", "SIMRUN_CATALOG",
-                       "folder " + quoted_input(dir.string()) +
-                           " not found (a colon-separated list of user catalog folders)");
+  for (const std::filesystem::path& dir : dirs) check(dir, "environment", "SIMRUN_CATALOG");
   for (const std::string& dir : catalog_flags) {
-    if (!std::filesystem::is_directory(dir, ec))
-      throw InputError(
-          "command line", "--catalog",
-          "folder " + quoted_input(dir) +
-              " not found (a folder with gpus/, fabrics/ or models/ subfolders of *.json entries)");
+    check(dir, "command line", "--catalog");
     dirs.emplace_back(dir);
   }
   return load_catalogs(env.data_dir, dirs);

@@ -23,7 +23,7 @@ namespace {
 constexpr std::array<const char*, 2> kShells = {"bash", "zsh"};
 
 // Arguments naming files (option or positional names as the walk meets them).
-const std::set<std::string> kFileArguments = {"--trace", "--calibration", "--dot", "scenario"};
+const std::set<std::string> kFileArguments = {"--trace", "--calibration", "--dot", "--catalog", "scenario"};
 
 enum class ValueKind {
   none,   // a flag
@@ -287,13 +287,15 @@ void print_zsh(const CommandCompletion& root, const std::vector<CommandCompletio
 
 Command add_completion_command(CLI::App& root, const CliEnv& env) {
   auto shell = std::make_shared<std::string>();
+  auto catalog_dirs = std::make_shared<std::vector<std::string>>();
   CLI::App* cmd = root.add_subcommand(
       "completion", "Print a shell completion script (bash or zsh): source <(simrun completion bash)");
   cmd->add_option("shell", *shell, "The shell: bash or zsh")->required();
-  return {cmd, [shell, env, &root] {
+  add_catalog_option(*cmd, *catalog_dirs);
+  return {cmd, [shell, catalog_dirs, env, &root] {
             if (*shell != kShells[0] && *shell != kShells[1])
               throw InputError("command line", "shell", quoted_input(*shell) + " is not bash or zsh");
-            const Catalogs catalogs = load_cli_catalogs(env, {});  // SIMRUN_CATALOG's ids too
+            const Catalogs catalogs = load_cli_catalogs(env, *catalog_dirs);  // user catalogs' ids too
             const CommandCompletion top = command_of(root, catalogs);
             std::vector<CommandCompletion> subs;
             for (const CLI::App* sub :

@@ -6,10 +6,10 @@
 //   simrun --version                     "simrun 0.1.0"
 // Exit codes (DESIGN.md): 0 ok, 1 internal error, 2 bad input (one line on stderr),
 // 3 does not fit / infeasible under a hard check.
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
-#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +18,7 @@
 #include "flag_names.hpp"
 #include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
+#include "simrun/common/json_reader.hpp"
 
 namespace {
 
@@ -82,25 +83,26 @@ void refuse_empty_arguments(const std::vector<std::string>& args) {
 }
 
 // `simrun SCENARIO ...` is `simrun simulate SCENARIO ...`; `--validate` is the validate subcommand.
-std::vector<std::string> normalise_arguments(int argc, char** argv) {
+std::vector<std::string> normalise_arguments(int argc, char** argv, const CLI::App& app) {
   std::vector<std::string> args(argv + 1, argv + argc);
   refuse_empty_arguments(args);
   if (args.empty()) return args;
   if (args[0] == "--validate") args[0] = "validate";
-  static const std::set<std::string> kSubcommands = {"simulate", "estimate", "collective", "topology",
-                                                     "textbook", "validate", "plan", "completion"};
+  std::vector<std::string> subcommands;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    subcommands.push_back(sub->get_name());
   const std::string& first = args[0];
-  if (first.empty() || first[0] == '-' || kSubcommands.count(first)) return args;
+  if (first.empty() || first[0] == '-' ||
+      std::find(subcommands.begin(), subcommands.end(), first) != subcommands.end())
+    return args;
   std::error_code ec;
   const bool json_name = first.size() > 5 && first.compare(first.size() - 5, 5, ".json") == 0;
   if (json_name || std::filesystem::exists(first, ec)) {
     args.insert(args.begin(), "simulate");
     return args;
   }
-  throw simrun::InputError(
-      "command line", first,
-      "neither a subcommand (simulate, estimate, collective, topology, textbook, completion) nor a "
-      "scenario file");
+  throw simrun::InputError("command line", first,
+                           "neither a subcommand (" + simrun::join_names(subcommands) + ") nor a scenario file");
 }
 
 int run(int argc, char** argv) {
@@ -109,7 +111,7 @@ int run(int argc, char** argv) {
   const std::vector<Command> commands =
       add_commands(app, CliEnv{data_dir(argc > 0 ? argv[0] : nullptr), user_catalogs(), env_or_empty("SIMRUN_PROGRESS")});
 
-  std::vector<std::string> args = normalise_arguments(argc, argv);
+  std::vector<std::string> args = normalise_arguments(argc, argv, app);
   std::reverse(args.begin(), args.end());  // CLI11 takes a reversed vector
   try {
     app.parse(args);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <iostream>
 
+#include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
 
 namespace simrun::cli {
@@ -45,7 +46,7 @@ ProgressMode progress_mode(const ProgressArgs& args, const std::string& env_valu
   if (env_value == "1") return ProgressMode::always;
   if (env_value == "0") return ProgressMode::never;
   throw InputError("environment", "SIMRUN_PROGRESS",
-                   "must be 1 (show the progress line) or 0 (never), got '" + env_value + "'");
+                   "must be 1 (show the progress line) or 0 (never), got " + quoted_input(env_value));
 }
 
 std::string progress_text(const SimulationProgress& p, double elapsed_s) {

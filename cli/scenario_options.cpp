@@ -4,6 +4,7 @@
 
 #include "command.hpp"
 #include "flag_names.hpp"
+#include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/models/catalog.hpp"
 
@@ -87,7 +88,7 @@ void set_once(std::optional<T>& field, const T& value, const MegatronArgument& m
   if (field && *field != value)
     throw InputError("command line", std::string(m.name),
                      fmt::format("sets {} to {}, which another flag gives as {} (give one)", m.field, m.value,
-                                 *field));
+                                 quoted_input(fmt::format("{}", *field))));
   field = value;
 }
 
@@ -98,7 +99,8 @@ void apply_megatron_switches(const ScenarioArgs& args, ScenarioOverrides& o) {
   if (!args.fp8_format.empty()) {
     if (o.precision && *o.precision != "fp8")
       throw InputError("command line", "--fp8-format",
-                       "sets layout.precision to fp8, which --precision gives as " + *o.precision + " (give one)");
+                       "sets layout.precision to fp8, which --precision gives as " + quoted_input(*o.precision) +
+                           " (give one)");
     o.precision = "fp8";
   }
   for (const MegatronArgument& m : megatron_arguments()) {

@@ -17,6 +17,7 @@
 
 #include "command.hpp"
 #include "progress_line.hpp"
+#include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/sim/analytic/analytic.hpp"
 #include "simrun/sim/event/simulate.hpp"
@@ -190,6 +191,7 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
         std::unique_ptr<ProgressLine> progress = stderr_progress_line(progress_shown);
         if (progress) options.step.progress = progress->observer();
         const SimulationOutput out = simulate(scenario, options);
+        options.step.progress = nullptr;  // before the line it reports to goes
         progress.reset();
         Report report = out.report;
         if (!args->trace_file.empty()) {
@@ -200,20 +202,20 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
             written = write_chrome_trace(std::cout, scenario, out.workload, out.step, trace_options);
           } else {
             std::ofstream f(args->trace_file);
-            if (!f) throw InputError("command line", "--trace", "cannot write " + args->trace_file);
+            if (!f) throw InputError("command line", "--trace", "cannot write " + quoted_input(args->trace_file));
             written = write_chrome_trace(f, scenario, out.workload, out.step, trace_options);
             f.flush();
             if (!f)
               throw InputError(
                   "command line", "--trace",
-                  "could not write all of " + args->trace_file + " (disk full, or not a regular file?)");
+                  "could not write all of " + quoted_input(args->trace_file) + " (disk full, or not a regular file?)");
           }
           if (written.truncated()) report.warnings.push_back(trace_cap_warning(written, args->trace_max_mb));
         }
         std::optional<Report> analytic;
         BreakdownReport event_parts;  // the event's on the stage the estimate's parts describe
         if (args->compare_analytic) {
-          analytic = estimate(scenario, analytic_options(options));
+          analytic = out.estimate;
           event_parts = breakdown_on_stage(out, analytic->breakdown.stage);
         }
 

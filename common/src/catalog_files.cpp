@@ -22,8 +22,13 @@ bool is_catalog_id(std::string_view id) {
 
 std::vector<std::filesystem::path> catalog_files(const std::filesystem::path& dir) {
   std::vector<std::filesystem::path> files;
-  for (const auto& entry : std::filesystem::directory_iterator(dir))
-    if (entry.is_regular_file() && entry.path().extension() == ".json") files.push_back(entry.path());
+  std::error_code ec;
+  std::filesystem::directory_iterator it(dir, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    std::error_code type_ec;
+    if (it->is_regular_file(type_ec) && it->path().extension() == ".json") files.push_back(it->path());
+  }
+  if (ec) throw InputError(dir.string(), "", "cannot read the catalog folder (" + ec.message() + ")");
   std::sort(files.begin(), files.end());
   return files;
 }

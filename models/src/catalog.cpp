@@ -19,6 +19,9 @@ ModelSpec read_model(JsonReader& r) {
   ModelSpec m;
   m.name = r.string_or("name", "custom");
   if (m.name.empty()) r.fail("name", "must not be empty");
+  // It is printed in tables and CSV cells: no control characters (ESC would drive a terminal).
+  if (std::any_of(m.name.begin(), m.name.end(), [](char c) { return (unsigned char)c < 0x20 || c == 0x7f; }))
+    r.fail("name", quoted_input(m.name) + " holds control characters (give a plain name)");
   m.layers = r.integer("layers", 1, kMaxLayers);
   m.hidden = r.integer("hidden", 1, kMaxHidden);
   m.heads = r.integer("heads", 1, kMaxHeads);
@@ -99,6 +102,9 @@ ModelSpec read_model_variant(const ModelSpec& base, JsonReader& r) {
   integer("layers", m.layers, kMaxLayers);
   integer("hidden", m.hidden, kMaxHidden);
   integer("heads", m.heads, kMaxHeads);
+  // Multi-head attention stays so with new heads (Megatron's query groups equal the heads unless
+  // --group-query-attention is given); a GQA model keeps its groups.
+  if (base.kv_heads == base.heads) m.kv_heads = m.heads;
   integer("kv_heads", m.kv_heads, kMaxHeads);
   integer("ffn_hidden", m.ffn_hidden, kMaxFfn);
   integer("vocab", m.vocab, kMaxVocab);
@@ -131,44 +137,30 @@ ModelSpec read_model_variant(const ModelSpec& base, JsonReader& r) {
   return m;
 }
 
+namespace {
+
+// A catalog file's model: its "name", when given, is the file stem.
+ModelSpec read_catalog_model(JsonReader& reader, const std::string& id) {
+  const bool named = reader.has("name");
+  ModelSpec spec = read_model(reader);
+  if (!named) spec.name = id;
+  if (spec.name != id)
+    reader.fail("name", quoted_input(spec.name) + " differs from the file name; the id is the file stem " +
+                            quoted_input(id));
+  return spec;
+}
+
+}  // namespace
+
 ModelCatalog ModelCatalog::load(const std::filesystem::path& dir) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec))
-    throw InputError(dir.string(), "", "model catalog directory not found");
-  if (catalog_files(dir).empty())
-    throw InputError(dir.string(), "", "no *.json model files in the catalog directory");
   ModelCatalog catalog;
-  catalog.add(dir);
+  read_catalog_folder(dir, "model", read_catalog_model, FolderRule::required, catalog.m_models,
+                      catalog.m_aliases);
   return catalog;
 }
 
 void ModelCatalog::add(const std::filesystem::path& dir) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) {
-    if (std::filesystem::exists(dir, ec)) throw InputError(dir.string(), "", "is not a directory");
-    return;
-  }
-  for (const auto& path : catalog_files(dir)) {
-    const std::string file = path.string();
-    const std::string id = catalog_id_of(path);
-    if (contains(id))
-      throw InputError(file, "",
-                       "the model id " + quoted_input(id) +
-                           " is already in the catalog (an id means one model: give this entry another file "
-                           "name, e.g. \"" +
-                           id + "-custom.json\")");
-    const nlohmann::json json = load_json_file(path);
-    JsonReader reader(json, file);
-    std::vector<std::string> aliases = read_aliases(reader);
-    ModelSpec spec = read_model(reader);
-    if (!reader.has("name")) spec.name = id;
-    if (spec.name != id)
-      throw InputError(file, "name",
-                       quoted_input(spec.name) + " differs from the file name; the id is the file stem " +
-                           quoted_input(id));
-    m_models.emplace(id, std::move(spec));
-    m_aliases[id] = std::move(aliases);
-  }
+  read_catalog_folder(dir, "model", read_catalog_model, FolderRule::optional, m_models, m_aliases);
 }
 
 const ModelSpec& ModelCatalog::get(const std::string& id, const std::string& file,

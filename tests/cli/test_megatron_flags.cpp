@@ -58,7 +58,7 @@ TEST_CASE("Megatron's model shape and run length flags", "[cli][megatron]") {
 TEST_CASE("contradicting Megatron flags name the flag", "[cli][megatron][errors]") {
   const std::string file = shell_quoted(kExample);
   require_one_safe_line(run_simrun("estimate " + file + " --bf16 --precision fp16"),
-                        "command line: --bf16: sets layout.precision to bf16");
+                        "command line: --bf16: sets layout.precision to bf16, which another flag gives as \"fp16\"");
   require_one_safe_line(run_simrun("estimate " + file + " --use-distributed-optimizer --zero-stage 3"),
                         "command line: --use-distributed-optimizer:");
   require_one_safe_line(run_simrun("estimate " + file + " --fp8-format e4m3 --precision fp16"),

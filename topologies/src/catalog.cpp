@@ -37,39 +37,6 @@ ScaleUpKind scale_up_kind(const std::string& s) {
   return ScaleUpKind::nvswitch;
 }
 
-// Whether a catalog folder must exist and hold entries (the shipped ones) or may be absent or
-// empty (a user catalog's gpus/ or fabrics/).
-enum class FolderRule { required, optional };
-
-// Reads every *.json in `dir` (sorted, so errors are deterministic) with `read` into `out`, and
-// each file's aliases into `aliases`; an id `out` already holds is refused, naming the file.
-template <typename Spec, typename Read>
-void load_dir(const std::filesystem::path& dir, const char* what, Read read, FolderRule rule,
-              std::map<std::string, Spec>& out, std::map<std::string, std::vector<std::string>>& aliases) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) {
-    if (std::filesystem::exists(dir, ec)) throw InputError(dir.string(), "", "is not a directory");
-    if (rule == FolderRule::optional) return;
-    throw InputError(dir.string(), "", std::string(what) + " catalog directory not found");
-  }
-  const std::vector<std::filesystem::path> files = catalog_files(dir);
-  if (files.empty() && rule == FolderRule::required)
-    throw InputError(dir.string(), "", std::string("no *.json ") + what + " files in the catalog directory");
-  for (const auto& path : files) {
-    const std::string id = catalog_id_of(path);
-    if (out.count(id))
-      throw InputError(path.string(), "",
-                       std::string("the ") + what + " id " + quoted_input(id) +
-                           " is already in the catalog (an id means one part: give this entry another "
-                           "file name, e.g. \"" +
-                           printable(id) + "-custom.json\")");
-    const nlohmann::json json = load_json_file(path);
-    JsonReader reader(json, path.string());
-    aliases[id] = read_aliases(reader);
-    out.emplace(id, read(reader, id));
-  }
-}
-
 template <typename Spec>
 const Spec& find_or_throw(const std::map<std::string, Spec>& m,
                           const std::map<std::string, std::vector<std::string>>& aliases,
@@ -163,14 +130,14 @@ FabricSpec read_fabric(JsonReader& r, const std::string& id) {
 HardwareCatalog HardwareCatalog::load(const std::filesystem::path& gpus_dir,
                                       const std::filesystem::path& fabrics_dir) {
   HardwareCatalog c;
-  load_dir(gpus_dir, "GPU", read_gpu, FolderRule::required, c.m_gpus, c.m_gpu_aliases);
-  load_dir(fabrics_dir, "fabric", read_fabric, FolderRule::required, c.m_fabrics, c.m_fabric_aliases);
+  read_catalog_folder(gpus_dir, "GPU", read_gpu, FolderRule::required, c.m_gpus, c.m_gpu_aliases);
+  read_catalog_folder(fabrics_dir, "fabric", read_fabric, FolderRule::required, c.m_fabrics, c.m_fabric_aliases);
   return c;
 }
 
 void HardwareCatalog::add(const std::filesystem::path& gpus_dir, const std::filesystem::path& fabrics_dir) {
-  load_dir(gpus_dir, "GPU", read_gpu, FolderRule::optional, m_gpus, m_gpu_aliases);
-  load_dir(fabrics_dir, "fabric", read_fabric, FolderRule::optional, m_fabrics, m_fabric_aliases);
+  read_catalog_folder(gpus_dir, "GPU", read_gpu, FolderRule::optional, m_gpus, m_gpu_aliases);
+  read_catalog_folder(fabrics_dir, "fabric", read_fabric, FolderRule::optional, m_fabrics, m_fabric_aliases);
 }
 
 const GpuSpec& HardwareCatalog::gpu(const std::string& id, const std::string& file,

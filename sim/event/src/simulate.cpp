@@ -258,13 +258,10 @@ SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
   const StageMemory worst_memory = stage_reports(sc, options, out);
   if (!r.memory.fits) r.warnings.push_back("does not fit: " + memory_shortfall_text(r.memory));
   // Outside the estimate's measured envelope, both fidelities say so, judged by the estimate's own
-  // numbers (microseconds) as `simrun estimate` judges them. A layout the estimate refuses has no
-  // estimate to disagree with.
-  try {
-    const AnalyticOptions analytic = analytic_options(options);
-    if (auto outside = agreement_warning(sc, analytic, estimate(sc, analytic))) r.warnings.push_back(*outside);
-  } catch (const InputError&) {
-  }
+  // numbers (microseconds) as `simrun estimate` judges them.
+  const AnalyticOptions analytic = analytic_options(options);
+  out.estimate = estimate(sc, analytic);
+  if (auto outside = agreement_warning(sc, analytic, out.estimate)) r.warnings.push_back(*outside);
 
   // Run totals, as the analytic model computes them (checkpoint = weights + optimizer states).
   const RunTotals run =

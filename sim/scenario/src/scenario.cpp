@@ -109,9 +109,8 @@ ModelSpec read_hf_model(JsonReader& r, const std::string& key, const std::filesy
 
 // Whether a model object names every field a custom model must give (read_model's required ones).
 bool full_model_object(const nlohmann::json& model) {
-  for (const char* key : {"layers", "hidden", "heads", "ffn_hidden", "vocab", "seq_len"})
-    if (!model.contains(key)) return false;
-  return true;
+  return std::all_of(std::begin(kModelRequiredFields), std::end(kModelRequiredFields),
+                     [&model](const char* key) { return model.contains(key); });
 }
 
 // Keys of a model object read as a variant of a catalog model or a config.json, beside `own`.
@@ -516,21 +515,26 @@ Scenario load_scenario(const std::filesystem::path& path, const ScenarioOverride
   return parse_scenario(doc, file, catalogs, base_dir);
 }
 
+void check_user_catalog_folder(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    throw InputError(dir.string(), "",
+                     "user catalog folder not found (a folder holding gpus/, fabrics/ or models/ subfolders of "
+                     "*.json entries: docs/catalogs.md)");
+  bool any = false;
+  for (const char* sub : {"gpus", "fabrics", "models"}) any = any || std::filesystem::exists(dir / sub, ec);
+  if (!any)
+    throw InputError(dir.string(), "",
+                     "holds no gpus/, fabrics/ or models/ subfolder (a user catalog folder holds *.json "
+                     "entries in them: docs/catalogs.md)");
+}
+
 Catalogs load_catalogs(const std::filesystem::path& data_dir,
                        const std::vector<std::filesystem::path>& user_dirs) {
   Catalogs c{ModelCatalog::load(data_dir / "models" / "catalog"),
              HardwareCatalog::load(data_dir / "topologies" / "gpus", data_dir / "topologies" / "fabrics")};
   for (const std::filesystem::path& dir : user_dirs) {
-    std::error_code ec;
-    if (!std::filesystem::is_directory(dir, ec))
-      throw InputError(dir.string(), "",
-                       "user catalog folder not found (a folder holding gpus/, fabrics/ or models/)");
-    bool any = false;
-    for (const char* sub : {"gpus", "fabrics", "models"}) any = any || std::filesystem::exists(dir / sub, ec);
-    if (!any)
-      throw InputError(dir.string(), "",
-                       "holds no gpus/, fabrics/ or models/ subfolder (a user catalog folder holds *.json "
-                       "entries in them: docs/catalogs.md)");
+    check_user_catalog_folder(dir);
     c.hardware.add(dir / "gpus", dir / "fabrics");
     c.models.add(dir / "models");
   }

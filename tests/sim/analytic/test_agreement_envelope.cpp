@@ -1,11 +1,13 @@
 // The estimate's measured envelope: the classes of layout bench/analytic_agreement measured more
 // than 5% apart get the same warning from both fidelities; the rest get none.
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <string>
 
 #include "analytic_fixtures.hpp"
 #include "simrun/sim/analytic/agreement_envelope.hpp"
 #include "simrun/sim/event/simulate.hpp"
+#include "simrun/sim/scenario/scenario_parser.hpp"
 
 using namespace simrun;
 
@@ -65,5 +67,13 @@ TEST_CASE("a slow link warns only under a congested pipeline", "[sim][analytic][
 }
 
 TEST_CASE("the shipped examples are inside the envelope", "[sim][analytic][agreement]") {
-  CHECK_FALSE(warns(estimate(test::llama3_70b_1024_h100()), ""));
+  const Catalogs catalogs = load_catalogs(SIMRUN_DATA_DIR);
+  int examples = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(SIMRUN_DATA_DIR) / "examples"))
+    if (entry.path().extension() == ".json") {
+      CAPTURE(entry.path().string());
+      CHECK_FALSE(warns(estimate(load_scenario(entry.path(), {}, catalogs)), ""));
+      ++examples;
+    }
+  CHECK(examples >= 5);
 }

@@ -70,9 +70,15 @@ TEST_CASE("a model object naming a catalog model is that model, its shape fields
   CHECK(half.kv_heads == base.model.kv_heads);
   CHECK(half.name == "llama3-8b (variant)");
   CHECK(half.published_params == 0);  // the authors' total was of 32 layers
-  const ModelSpec wide = parse(R"({"model": {"name": "llama3-8b", "hidden": 5120, "heads": 40})" + tail).model;
-  CHECK(wide.head_dim == 128);  // derived again: hidden / heads
-  CHECK(parse(R"({"model": {"name": "qwen3-30b-a3b", "hidden": 4096})" + tail).model.head_dim == 128);  // stated
+  const ModelSpec wide = parse(R"({"model": {"name": "llama3-8b", "hidden": 5120})" + tail).model;
+  CHECK(wide.head_dim == 160);  // derived again: hidden / heads = 5120 / 32
+  CHECK(wide.kv_heads == 8);    // GQA keeps its groups
+  // Multi-head attention stays multi-head with new heads (Megatron without --group-query-attention).
+  const ModelSpec mha = parse(R"({"model": {"name": "llama2-7b", "heads": 64})" + tail).model;
+  CHECK(mha.kv_heads == 64);
+  CHECK(mha.head_dim == 64);
+  // Stated head widths stay (hidden / heads would be 256 here).
+  CHECK(parse(R"({"model": {"name": "qwen3-30b-a3b", "hidden": 8192})" + tail).model.head_dim == 128);
 
   CHECK(error_of(R"({"model": {"name": "mixtral-8x7b", "moe": {"top_k": 1}})" + tail)
             .find("t.json: model.moe: a variant of the catalog model") == 0);

@@ -37,6 +37,8 @@ class ModelCatalog {
 // {"name","layers","hidden","heads","kv_heads","ffn_hidden","ffn_act","vocab","seq_len",
 //  "tied_embeddings","moe":{...}} plus the optional extras of ModelSpec. Validates ranges.
 ModelSpec read_model(JsonReader& reader);
+// The fields read_model requires (the rest default).
+inline constexpr const char* kModelRequiredFields[] = {"layers", "hidden", "heads", "ffn_hidden", "vocab", "seq_len"};
 
 // A variant of `base` (a catalog model or an imported config): the shape fields of a model object
 // that `reader` holds replace base's (layers, hidden, heads, kv_heads, head_dim, ffn_hidden,

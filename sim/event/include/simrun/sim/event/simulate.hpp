@@ -6,8 +6,6 @@
 // MFU = model FLOPs / (step time · GPUs · dense peak of the training precision); HFU adds the
 // recomputed forward FLOPs; tflops_per_gpu is model FLOPs per GPU per second.
 #pragma once
-
-#include <optional>
 #include <vector>
 
 #include "simrun/sim/analytic/analytic.hpp"
@@ -46,6 +44,9 @@ struct SimulationOutput {
   Workload workload;
   WorkloadCost cost;  // its compute tasks timed on the scenario's GPU
   StepResult step;
+  // The closed-form estimate of the same layout under the same options (analytic_options), which
+  // judges the agreement envelope (agreement_envelope.hpp).
+  Report estimate;
   double wall_s = 0;  // host time spent in build + simulation
 };
 

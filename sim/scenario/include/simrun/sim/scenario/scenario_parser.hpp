@@ -71,6 +71,10 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& file, cons
 Scenario load_scenario(const std::filesystem::path& path, const ScenarioOverrides& overrides,
                        const Catalogs& catalogs);
 
+// A user catalog folder exists and holds a gpus/, fabrics/ or models/ subfolder; else an
+// InputError naming it (docs/catalogs.md).
+void check_user_catalog_folder(const std::filesystem::path& dir);
+
 // Reads the shipped catalogs under the data directory (models/catalog, topologies/gpus,
 // topologies/fabrics), then each user catalog folder in order: its gpus/, fabrics/ and models/
 // subfolders (at least one of them), files as in the shipped ones, checked the same way. An id
