@@ -88,7 +88,8 @@ std::vector<std::string> normalise_arguments(int argc, char** argv) {
   if (args.empty()) return args;
   if (args[0] == "--validate") args[0] = "validate";
   static const std::set<std::string> kSubcommands = {"simulate", "estimate", "collective", "topology",
-                                                     "textbook", "validate", "plan", "completion"};
+                                                     "textbook", "accuracy", "validate", "plan",
+                                                     "completion"};
   const std::string& first = args[0];
   if (first.empty() || first[0] == '-' || kSubcommands.count(first)) return args;
   std::error_code ec;
@@ -99,8 +100,8 @@ std::vector<std::string> normalise_arguments(int argc, char** argv) {
   }
   throw simrun::InputError(
       "command line", first,
-      "neither a subcommand (simulate, estimate, collective, topology, textbook, completion) nor a "
-      "scenario file");
+      "neither a subcommand (simulate, estimate, collective, topology, textbook, accuracy, completion) "
+      "nor a scenario file");
 }
 
 int run(int argc, char** argv) {
