@@ -47,45 +47,46 @@ Command add_accuracy_command(CLI::App& root, const CliEnv& env) {
   cmd->add_option("--calibration", args->calibration_file,
                   "calibration.json with fitted efficiencies per GPU kind (as simulate applies it)");
   add_catalog_option(*cmd, args->catalogs);
-  return {cmd, [args, env] {
-            const Catalogs catalogs = load_cli_catalogs(env, args->catalogs);
-            std::filesystem::path file = args->runs_file;
-            if (file.empty()) {
-              file = shipped_runs(env);
-              std::error_code ec;
-              if (!std::filesystem::is_regular_file(file, ec))
-                throw InputError("command line", "runs",
-                                 "no RUNS.json given and the shipped yardstick " + quoted_input(file.string()) +
-                                     " is missing (give a measured-runs file)");
-            }
-            const std::vector<MeasuredRun> runs = measured_runs_of(load_json_file(file), file.string(), catalogs);
-            AccuracyOptions options;
-            if (!args->group.empty()) {
-              const std::vector<std::string> groups = group_names(runs);
-              if (std::find(groups.begin(), groups.end(), args->group) == groups.end())
-                throw InputError("command line", "--group",
-                                 quoted_input(args->group) + " is not a group of " + quoted_input(file.string()) +
-                                     " (its groups: " + join_names(groups) + ")");
-              options.group = args->group;
-            }
-            if (!args->calibration_file.empty()) options.calibration = Calibration::load(args->calibration_file);
-            const AccuracyScore score = score_accuracy(runs, options);
-            switch (args->format) {
-              case OutputFormat::json:
-                std::cout << accuracy_json(score).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
-                          << "\n";
-                break;
-              case OutputFormat::csv:
-                write_csv(accuracy_csv_rows(score), std::cout);
-                break;
-              case OutputFormat::table:
-                write_accuracy_table(score, std::cout);
-                std::cout << "\ndefaults for unstated fields and framework behaviour:\n"
-                          << measured_run_defaults_text();
-                break;
-            }
-            return 0;
-          }};
+  return {
+      cmd, [args, env] {
+        const Catalogs catalogs = load_cli_catalogs(env, args->catalogs);
+        std::filesystem::path file = args->runs_file;
+        if (file.empty()) {
+          file = shipped_runs(env);
+          std::error_code ec;
+          if (!std::filesystem::is_regular_file(file, ec))
+            throw InputError("command line", "runs",
+                             "no RUNS.json given and the shipped yardstick " + quoted_input(file.string()) +
+                                 " is missing (give a measured-runs file)");
+        }
+        const std::vector<MeasuredRun> runs = measured_runs_of(load_json_file(file), file.string(), catalogs);
+        AccuracyOptions options;
+        if (!args->group.empty()) {
+          const std::vector<std::string> groups = group_names(runs);
+          if (std::find(groups.begin(), groups.end(), args->group) == groups.end())
+            throw InputError("command line", "--group",
+                             quoted_input(args->group) + " is not a group of " + quoted_input(file.string()) +
+                                 " (its groups: " + join_names(groups) + ")");
+          options.group = args->group;
+        }
+        if (!args->calibration_file.empty()) options.calibration = Calibration::load(args->calibration_file);
+        const AccuracyScore score = score_accuracy(runs, options);
+        switch (args->format) {
+          case OutputFormat::json:
+            std::cout << accuracy_json(score).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                      << "\n";
+            break;
+          case OutputFormat::csv:
+            write_csv(accuracy_csv_rows(score), std::cout);
+            break;
+          case OutputFormat::table:
+            write_accuracy_table(score, std::cout);
+            std::cout << "\ndefaults for unstated fields and framework behaviour:\n"
+                      << measured_run_defaults_text();
+            break;
+        }
+        return 0;
+      }};
 }
 
 }  // namespace simrun::cli

@@ -87,9 +87,9 @@ std::vector<std::string> normalise_arguments(int argc, char** argv) {
   refuse_empty_arguments(args);
   if (args.empty()) return args;
   if (args[0] == "--validate") args[0] = "validate";
-  static const std::set<std::string> kSubcommands = {"simulate", "estimate", "collective", "topology",
-                                                     "textbook", "accuracy", "validate", "plan",
-                                                     "completion"};
+  static const std::set<std::string> kSubcommands = {"simulate", "estimate", "collective",
+                                                     "topology", "textbook", "accuracy",
+                                                     "validate", "plan",     "completion"};
   const std::string& first = args[0];
   if (first.empty() || first[0] == '-' || kSubcommands.count(first)) return args;
   std::error_code ec;

@@ -118,11 +118,15 @@ TEST_CASE("simrun accuracy on a file of other runs: a bad row, an unknown GPU an
   no_shape["id"] = "team_no_shape";
   no_shape["group"] = "team";
   no_shape["model"] = json::object();
-  const json doc = json::array({bad_types, unknown_gpu, valid, 42, no_shape, json{{"gpu", "H100"}}});
+  // An MoE row whose architecture neither the file nor the catalog gives (it once came back
+  // "unsupported: " with no reason).
+  json moe = shipped_row("mbridge2511_GB200_DeepSeekV3_256gpu_bf16");
+  moe["gpu"] = "h100-sxm";
+  const json doc = json::array({bad_types, unknown_gpu, valid, 42, no_shape, json{{"gpu", "H100"}}, moe});
   const fs::path file = write_file("team-runs.json", doc.dump(1));
 
   const json report = run_json("accuracy " + shell_quoted(file) + " --json");
-  REQUIRE(report.at("runs").size() == 6);
+  REQUIRE(report.at("runs").size() == 7);
   for (const json& run : report.at("runs")) check_status_says_why(run);
 
   const json& ok = run_of(report, kValidRowId);
@@ -140,6 +144,8 @@ TEST_CASE("simrun accuracy on a file of other runs: a bad row, an unknown GPU an
              Catch::StartsWith("unsupported: model."));
   CHECK(run_of(report, "rows[3]").at("status") == "unsupported: a row is an object, got a number");
   CHECK(run_of(report, "rows[5]").at("status") == "unsupported: no \"id\" string");
+  CHECK(run_of(report, moe.at("id")).at("status") ==
+        "unsupported: MoE architecture not in the file nor in the model catalog");
 
   const json& summary = report.at("summary");
   CHECK(summary.at("supported") == 1);
@@ -170,7 +176,7 @@ TEST_CASE("simrun accuracy on a file of other runs: a bad row, an unknown GPU an
     ++rows;
     if (line.rfind(kValidRowId, 0) == 0) valid_line = line;
   }
-  CHECK(rows == 6);
+  CHECK(rows == 7);
   std::ostringstream predicted;
   predicted << ok.at("predicted_s");
   CHECK(valid_line.find("," + predicted.str() + ",") != std::string::npos);
@@ -204,9 +210,11 @@ TEST_CASE("simrun accuracy scores a team's own GPU from a user catalog", "[cli][
                "team_gpu_run")
             .at("predicted_s") != run.at("predicted_s"));
   const json shipped =
-      run_json("accuracy " + shell_quoted(write_file("shipped-row.json", json::array({shipped_row(kValidRowId)}).dump())) +
+      run_json("accuracy " +
+               shell_quoted(write_file("shipped-row.json", json::array({shipped_row(kValidRowId)}).dump())) +
                " --json");
-  CHECK(run.at("predicted_s").get<double>() == Approx(run_of(shipped, kValidRowId).at("predicted_s").get<double>()));
+  CHECK(run.at("predicted_s").get<double>() ==
+        Approx(run_of(shipped, kValidRowId).at("predicted_s").get<double>()));
 }
 
 TEST_CASE("simrun accuracy: a file that is not a list of rows, or a group it lacks, is one line, exit 2",

@@ -46,7 +46,8 @@ MeasuredRun unreadable_row(size_t index, const std::string& why) {
 
 // The row's id when it has a string one, else its place in the file.
 std::string row_name(const json& row, size_t index) {
-  if (row.is_object() && row.contains("id") && row.at("id").is_string()) return row.at("id").get<std::string>();
+  if (row.is_object() && row.contains("id") && row.at("id").is_string())
+    return row.at("id").get<std::string>();
   return fmt::format("rows[{}]", index);
 }
 
@@ -141,7 +142,8 @@ std::string seconds_cell(double s) { return s > 0 ? fmt::format("{:.3f}s", s) : 
 
 }  // namespace
 
-std::vector<MeasuredRun> measured_runs_of(const json& doc, const std::string& file, const Catalogs& catalogs) {
+std::vector<MeasuredRun> measured_runs_of(const json& doc, const std::string& file,
+                                          const Catalogs& catalogs) {
   if (!doc.is_array())
     throw InputError(file, "(top level)",
                      "expected a list of runs (the measured-runs schema: [{\"id\", \"group\", \"gpu\", "
@@ -233,8 +235,8 @@ void write_accuracy_table(const AccuracyScore& score, std::ostream& out) {
     id_width = std::max(id_width, printable(s.id).size());
     group_width = std::max(group_width, printable(s.group).size());
   }
-  const std::string row_format = fmt::format("{{:<{}}} {{:<{}}} {{:>10}} {{:>10}} {{:>8}} {{:>5}}  {{}}\n",
-                                             id_width, group_width);
+  const std::string row_format =
+      fmt::format("{{:<{}}} {{:<{}}} {{:>10}} {{:>10}} {{:>8}} {{:>5}}  {{}}\n", id_width, group_width);
   out << fmt::format(fmt::runtime(row_format), "id", "group", "predicted", "reference", "error", "fits",
                      "status");
   for (const RunScore& s : score.runs) {

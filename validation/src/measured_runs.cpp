@@ -262,7 +262,8 @@ std::string shape_error(const json& row, const json& mj, const json& lj) {
   if (std::string why = not_positive_int(row, "", "num_gpus"); !why.empty()) return why;
   if (is_moe(mj, lj, lower(opt_str(mj, "name")))) return "";
   for (const char* key : {"layers", "hidden", "heads"})
-    if (!opt_int(mj, key)) return fmt::format("model.{} not stated (a dense model needs layers, hidden, heads)", key);
+    if (!opt_int(mj, key))
+      return fmt::format("model.{} not stated (a dense model needs layers, hidden, heads)", key);
   const int64_t heads = *opt_int(mj, "heads"), kv_heads = opt_int(mj, "kv_heads").value_or(heads);
   if (kv_heads > heads || heads % kv_heads != 0)
     return fmt::format("model.kv_heads: {} does not divide heads = {}", kv_heads, heads);
@@ -401,7 +402,8 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
     c.unsupported = c.no_scenario;
     return c;
   }
-  if (hbm_scale != 1.0) c.unsupported = "GPU " + quoted_input(gpu_text) + ": non-standard SKU, not in the catalog";
+  if (hbm_scale != 1.0)
+    c.unsupported = "GPU " + quoted_input(gpu_text) + ": non-standard SKU, not in the catalog";
   if (c.unsupported.empty() && c.reference_s <= 0)
     c.unsupported = "no reference step time (measured and derived iteration_s null)";
 

@@ -24,11 +24,11 @@ inline constexpr double kAccuracyWithin = 0.15;
 
 // One run as scored.
 struct RunScore {
-  std::string id;     // row id, e.g. "narayanan2021_t1_1T"
-  std::string group;  // source group, e.g. "narayanan_t1" ("" when the row has none)
-  std::string status = "ok";  // "ok" or "unsupported: why" (why never empty)
-  double reference_s = 0;     // reference step time in seconds; 0 = none
-  std::string reference_kind;  // "measured" | "derived" | "from TFLOP/s, causal" | ""
+  std::string id;                     // row id, e.g. "narayanan2021_t1_1T"
+  std::string group;                  // source group, e.g. "narayanan_t1" ("" when the row has none)
+  std::string status = "ok";          // "ok" or "unsupported: why" (why never empty)
+  double reference_s = 0;             // reference step time in seconds; 0 = none
+  std::string reference_kind;         // "measured" | "derived" | "from TFLOP/s, causal" | ""
   std::optional<double> predicted_s;  // simulated step time in seconds; set when ok
   std::optional<double> error;        // (predicted − reference) / reference, e.g. −0.036; set when ok
   std::optional<bool> fits;           // the simulation's memory verdict; set when ok
@@ -39,8 +39,8 @@ struct RunScore {
 };
 
 struct GroupScore {
-  int runs = 0;      // supported (simulated) runs of the group
-  double mape = 0;   // their mean |error| as a fraction, e.g. 0.0588; 0 when runs = 0
+  int runs = 0;     // supported (simulated) runs of the group
+  double mape = 0;  // their mean |error| as a fraction, e.g. 0.0588; 0 when runs = 0
 };
 
 struct AccuracyScore {
