@@ -30,13 +30,15 @@ json shipped_row(const std::string& id) {
   return {};
 }
 
-json run_json(const std::string& args) {
-  const RunResult r = run_simrun(args);
+json run_json_in(const std::string& args, const fs::path& cwd) {
+  const RunResult r = run_simrun(args, cwd);
   INFO("simrun " << args << "\nstderr: " << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.empty());
   return json::parse(r.out);
 }
+
+json run_json(const std::string& args) { return run_json_in(args, {}); }
 
 const json& run_of(const json& report, const std::string& id) {
   for (const json& run : report.at("runs"))
@@ -114,6 +116,10 @@ TEST_CASE("simrun accuracy on a file of other runs: a bad row, an unknown GPU an
   bad_types["group"] = "team";
   bad_types["model"]["layers"] = "many";
   bad_types["layout"]["tp"] = "eight";
+  json huge = valid;
+  huge["id"] = "team_huge";
+  huge["group"] = "team";
+  huge["model"]["layers"] = 3000000;  // a typo: refused before a workload is built
   json no_shape = valid;
   no_shape["id"] = "team_no_shape";
   no_shape["group"] = "team";
@@ -122,11 +128,12 @@ TEST_CASE("simrun accuracy on a file of other runs: a bad row, an unknown GPU an
   // "unsupported: " with no reason).
   json moe = shipped_row("mbridge2511_GB200_DeepSeekV3_256gpu_bf16");
   moe["gpu"] = "h100-sxm";
-  const json doc = json::array({bad_types, unknown_gpu, valid, 42, no_shape, json{{"gpu", "H100"}}, moe});
+  const json doc =
+      json::array({bad_types, unknown_gpu, valid, 42, no_shape, json{{"gpu", "H100"}}, moe, huge});
   const fs::path file = write_file("team-runs.json", doc.dump(1));
 
   const json report = run_json("accuracy " + shell_quoted(file) + " --json");
-  REQUIRE(report.at("runs").size() == 7);
+  REQUIRE(report.at("runs").size() == 8);
   for (const json& run : report.at("runs")) check_status_says_why(run);
 
   const json& ok = run_of(report, kValidRowId);
@@ -144,6 +151,8 @@ TEST_CASE("simrun accuracy on a file of other runs: a bad row, an unknown GPU an
              Catch::StartsWith("unsupported: model."));
   CHECK(run_of(report, "rows[3]").at("status") == "unsupported: a row is an object, got a number");
   CHECK(run_of(report, "rows[5]").at("status") == "unsupported: no \"id\" string");
+  CHECK_THAT(run_of(report, "team_huge").at("status").get<std::string>(),
+             Catch::StartsWith("unsupported: model.layers: 3000000 is beyond what simrun simulates"));
   CHECK(run_of(report, moe.at("id")).at("status") ==
         "unsupported: MoE architecture not in the file nor in the model catalog");
 
@@ -176,7 +185,7 @@ TEST_CASE("simrun accuracy on a file of other runs: a bad row, an unknown GPU an
     ++rows;
     if (line.rfind(kValidRowId, 0) == 0) valid_line = line;
   }
-  CHECK(rows == 7);
+  CHECK(rows == 8);
   std::ostringstream predicted;
   predicted << ok.at("predicted_s");
   CHECK(valid_line.find("," + predicted.str() + ",") != std::string::npos);
@@ -229,7 +238,11 @@ TEST_CASE("simrun accuracy: a file that is not a list of rows, or a group it lac
   require_one_safe_line(run_simrun("accuracy " + shell_quoted(scratch_dir() / "no-such-runs.json")),
                         "no-such-runs.json");
 
+  // A relative RUNS.json is read from the working folder, and named in errors as written.
+  require_one_safe_line(run_simrun("accuracy runs-object.json", scratch_dir()),
+                        "runs-object.json: (top level): expected a list of runs");
   const fs::path one = write_file("one-run.json", json::array({shipped_row(kValidRowId)}).dump());
+  CHECK(run_json_in("accuracy one-run.json --json", scratch_dir()).at("summary").at("supported") == 1);
   require_one_safe_line(run_simrun("accuracy " + shell_quoted(one) + " --group mosaic"),
                         "command line: --group: \"mosaic\" is not a group of");
   require_one_safe_line(run_simrun("accuracy --group no_such_group"), "(its groups: bridge, ");

@@ -112,7 +112,35 @@ RunScore unsimulated_score(const MeasuredRun& run, const AccuracyOptions& option
   return s;
 }
 
+// A mapped row bypasses the scenario parser, so its size limits are checked here (the same
+// bounds: models/src/model_checks.hpp, sim/scenario/src/scenario.cpp): a typo of a million
+// layers or GPUs would otherwise build a workload that exhausts memory. "" when within them.
+std::string beyond_limits(const Scenario& sc) {
+  const ModelSpec& m = sc.model;
+  const Layout& l = sc.layout;
+  const std::pair<const char*, std::pair<int64_t, int64_t>> sizes[] = {
+      {"model.layers", {m.layers, 10'000}},
+      {"model.hidden", {m.hidden, 1'000'000}},
+      {"model.heads", {m.heads, 100'000}},
+      {"model.ffn", {m.ffn_hidden, 10'000'000}},
+      {"model.vocab", {m.vocab, 100'000'000}},
+      {"model.seq_len", {m.seq_len, int64_t(1) << 26}},
+      {"num_gpus", {sc.cluster.num_gpus, int64_t(1) << 20}},
+      {"layout.global_batch", {l.global_batch, int64_t(1) << 24}},
+      {"layout.vpp", {l.virtual_stages, 1024}},
+  };
+  for (const auto& [field, value] : sizes)
+    if (value.first > value.second)
+      return fmt::format("{}: {} is beyond what simrun simulates (at most {})", field, value.first,
+                         value.second);
+  return "";
+}
+
 void simulate_run(const MeasuredRun& run, const AccuracyOptions& options, RunScore& s) {
+  if (std::string why = beyond_limits(run.scenario); !why.empty()) {
+    s.status = "unsupported: " + why;
+    return;
+  }
   std::optional<SimulationOutput> o;
   try {
     o = simulate(run.scenario, simulate_options(run, options));
