@@ -1,6 +1,6 @@
 // The simrun command's subcommands on one CLI11 app (main() parses and runs; the tests walk
-// every option of it): simulate, estimate, collective, topology, textbook, completion, and plan and
-// validate, listed but not built yet.
+// every option of it): simulate, estimate, collective, topology, textbook, accuracy, completion, and
+// plan and validate, listed but not built yet.
 #include "command.hpp"
 #include "simrun/common/error.hpp"
 
@@ -15,7 +15,7 @@ Command add_not_implemented_command(CLI::App& root, const std::string& name, con
   return {cmd, [name] {
             throw InputError("command line", name,
                              "not implemented in this build yet (available: simulate, estimate, collective, "
-                             "topology, textbook)");
+                             "topology, textbook, accuracy)");
             return 2;
           }};
 }
@@ -32,6 +32,7 @@ std::vector<Command> add_commands(CLI::App& app, const CliEnv& env) {
       add_collective_command(app, env),
       add_topology_command(app, env),
       add_textbook_command(app, env),
+      add_accuracy_command(app, env),
       add_not_implemented_command(app, "plan", "Search layouts and GPU counts, ranked by time and cost"),
       add_not_implemented_command(app, "validate",
                                   "Measure a scenario on this machine's GPUs against the simulation"),

@@ -23,7 +23,7 @@ namespace {
 constexpr std::array<const char*, 2> kShells = {"bash", "zsh"};
 
 // Arguments naming files (option or positional names as the walk meets them).
-const std::set<std::string> kFileArguments = {"--trace", "--calibration", "--dot", "--catalog", "scenario"};
+const std::set<std::string> kFileArguments = {"--trace", "--calibration", "--dot", "--catalog", "scenario", "runs"};
 
 enum class ValueKind {
   none,   // a flag

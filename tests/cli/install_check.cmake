@@ -4,7 +4,8 @@
 #       a fresh `cmake --install <build> --prefix <prefix>` (the fixture's setup);
 #   cmake -DSTEP=run -DPREFIX=<prefix> -P install_check.cmake
 #       <prefix>/bin/simrun on <prefix>/share/simrun/examples from a new folder under the system's
-#       temporary folder, SIMRUN_DATA_DIR and SIMRUN_CATALOG unset: exit 0 and a report. Then a GPU
+#       temporary folder, SIMRUN_DATA_DIR and SIMRUN_CATALOG unset: exit 0 and a report (and
+#       `simrun accuracy` on a group of the installed yardstick). Then a GPU
 #       that exists only in the installed catalog proves that the catalogs are read from beside
 #       the binary, not from the source tree the binary was built from.
 cmake_minimum_required(VERSION 3.25)
@@ -42,7 +43,7 @@ endif()
 set(simrun "${PREFIX}/bin/simrun")
 set(share "${PREFIX}/share/simrun")
 foreach(path "${simrun}" "${share}/models/catalog" "${share}/topologies/gpus" "${share}/topologies/fabrics"
-             "${share}/examples/llama3-70b-h100.json")
+             "${share}/examples/llama3-70b-h100.json" "${share}/validation/data/measured-runs.json")
   if(NOT EXISTS "${path}")
     message(FATAL_ERROR "not installed: ${path}")
   endif()
@@ -65,6 +66,8 @@ require_run(out "${simrun}" estimate "${share}/examples/llama3-70b-h100.json" --
 require_contains("${out}" "\"step_time_s\"" "simrun estimate EXAMPLE --json")
 require_run(out "${simrun}" textbook 4)
 require_contains("${out}" "full model" "simrun textbook 4 (its scenario is an installed example)")
+require_run(out "${simrun}" accuracy --group megatron_gpt3)
+require_contains("${out}" "megatron_readme_gpt3_175B_1024gpu" "simrun accuracy (the installed yardstick)")
 
 # A GPU only the installed catalog has.
 set(marker "${share}/topologies/gpus/install-check-gpu.json")

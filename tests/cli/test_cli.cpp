@@ -568,7 +568,8 @@ TEST_CASE("simrun --version prints the CMake project version and exits 0", "[cli
 TEST_CASE("plan and validate are listed in --help and answer one line, exit 2", "[cli][errors]") {
   const RunResult help = run_simrun("--help");
   CHECK(help.exit_code == 0);
-  for (const char* name : {"simulate", "estimate", "collective", "topology", "textbook", "plan", "validate"})
+  for (const char* name :
+       {"simulate", "estimate", "collective", "topology", "textbook", "accuracy", "plan", "validate"})
     CHECK(help.out.find(std::string("  ") + name) != std::string::npos);
   require_one_line_error(run_simrun("plan"), "command line: plan: not implemented in this build yet");
   require_one_line_error(run_simrun("plan --json --tp 8 x.json"), "command line: plan: not implemented");

@@ -35,7 +35,8 @@ TEST_CASE("every subcommand and every option has help text", "[cli][help]") {
     }
   }
   CHECK(commands.size() == names.size());
-  for (const char* name : {"simulate", "estimate", "collective", "topology", "textbook", "plan", "validate"})
+  for (const char* name :
+       {"simulate", "estimate", "collective", "topology", "textbook", "accuracy", "plan", "validate"})
     CHECK(std::find(names.begin(), names.end(), name) != names.end());
   CHECK(options > 60);
 }

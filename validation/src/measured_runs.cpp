@@ -50,10 +50,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
+#include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/common/json_reader.hpp"
+#include "simrun/validation/accuracy.hpp"
 
 namespace simrun {
 namespace {
@@ -69,7 +72,21 @@ bool has(const std::string& hay, const char* needle) { return hay.find(needle) !
 
 std::optional<int64_t> opt_int(const json& j, const char* key) {
   if (!j.is_object() || !j.contains(key) || !j.at(key).is_number()) return std::nullopt;
-  return static_cast<int64_t>(j.at(key).get<double>());
+  const double v = j.at(key).get<double>();
+  if (!(std::abs(v) < 9.0e15)) return std::nullopt;  // NaN, or beyond what a double counts exactly
+  return static_cast<int64_t>(v);
+}
+// Why `section.key` is not usable as a size ("" when it is, or when null/absent: the caller's
+// default applies): a row of another team's file may hold anything.
+std::string not_positive_int(const json& j, const char* section, const char* key) {
+  if (!j.is_object() || !j.contains(key) || j.at(key).is_null()) return "";
+  const json& v = j.at(key);
+  if (v.is_number_integer() && v.get<int64_t>() >= 1) return "";
+  if (v.is_number_float() && v.get<double>() >= 1 && v.get<double>() < 9.0e15 &&
+      v.get<double>() == std::floor(v.get<double>()))
+    return "";
+  return fmt::format("{}{}{}: {} is not a positive integer", section, *section ? "." : "", key,
+                     v.is_string() ? quoted_input(v.get<std::string>()) : printable(v.dump()));
 }
 std::optional<double> opt_num(const json& j, const char* key) {
   if (!j.is_object() || !j.contains(key) || !j.at(key).is_number()) return std::nullopt;
@@ -235,6 +252,26 @@ ModelSpec dense_model(const json& mj, const std::string& name, const std::string
   return m;
 }
 
+// Why the row's sizes cannot be read ("" when they can): a stated layout or model size that is
+// not a positive integer, or a dense model without its shape (MoE rows take the catalog's).
+std::string shape_error(const json& row, const json& mj, const json& lj) {
+  for (const char* key : {"tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "global_batch"})
+    if (std::string why = not_positive_int(lj, "layout", key); !why.empty()) return why;
+  for (const char* key : {"layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq_len", "experts"})
+    if (std::string why = not_positive_int(mj, "model", key); !why.empty()) return why;
+  if (std::string why = not_positive_int(row, "", "num_gpus"); !why.empty()) return why;
+  if (is_moe(mj, lj, lower(opt_str(mj, "name")))) return "";
+  for (const char* key : {"layers", "hidden", "heads"})
+    if (!opt_int(mj, key))
+      return fmt::format("model.{} not stated (a dense model needs layers, hidden, heads)", key);
+  const int64_t heads = *opt_int(mj, "heads"), kv_heads = opt_int(mj, "kv_heads").value_or(heads);
+  if (kv_heads > heads || heads % kv_heads != 0)
+    return fmt::format("model.kv_heads: {} does not divide heads = {}", kv_heads, heads);
+  if (*opt_int(mj, "hidden") % heads != 0)
+    return fmt::format("model.hidden: {} is not a multiple of heads = {}", *opt_int(mj, "hidden"), heads);
+  return "";
+}
+
 // The row's cluster: its GPU (`hbm_scale` for a non-standard SKU), 8 GPUs and 8 NICs per node
 // on a rail-optimized InfiniBand fabric.
 ClusterSpec measured_cluster(const json& row, const std::string& gpu_id, double hbm_scale,
@@ -342,13 +379,21 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
 
   const std::string gpu_text = opt_str(row, "gpu");
   double hbm_scale = 1.0;
-  const std::string id = gpu_id(gpu_text, hbm_scale);
+  // A catalog id as written (h100-pcie, a team's own GPU from a user catalog), else the free text.
+  const std::vector<std::string> gpu_ids = catalogs.hardware.gpu_ids();
+  const bool catalog_id = std::find(gpu_ids.begin(), gpu_ids.end(), lower(gpu_text)) != gpu_ids.end();
+  const std::string id = catalog_id ? lower(gpu_text) : gpu_id(gpu_text, hbm_scale);
   const std::string name = opt_str(mj, "name");
   const std::string lname = lower(name);
   const bool moe = is_moe(mj, lj, lname);
 
   if (id.empty()) {
-    c.no_scenario = "GPU \"" + gpu_text + "\" not in the catalog";
+    c.no_scenario = "GPU " + quoted_input(gpu_text) + " not in the catalog";
+    c.unsupported = c.no_scenario;
+    return c;
+  }
+  if (std::string why = shape_error(row, mj, lj); !why.empty()) {
+    c.no_scenario = why;
     c.unsupported = c.no_scenario;
     return c;
   }
@@ -357,7 +402,8 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
     c.unsupported = c.no_scenario;
     return c;
   }
-  if (hbm_scale != 1.0) c.unsupported = "GPU \"" + gpu_text + "\": non-standard SKU, not in the catalog";
+  if (hbm_scale != 1.0)
+    c.unsupported = "GPU " + quoted_input(gpu_text) + ": non-standard SKU, not in the catalog";
   if (c.unsupported.empty() && c.reference_s <= 0)
     c.unsupported = "no reference step time (measured and derived iteration_s null)";
 
@@ -367,6 +413,7 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
     std::optional<ModelSpec> catalog_model = moe_model(mj, lname, catalogs, c.id);
     if (!catalog_model) {
       c.no_scenario = "MoE architecture not in the file nor in the model catalog";
+      c.unsupported = c.no_scenario;
       return c;
     }
     sc.model = *catalog_model;
@@ -395,10 +442,7 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
 }
 
 std::vector<MeasuredRun> load_measured_runs(const std::filesystem::path& file, const Catalogs& catalogs) {
-  const json runs = load_json_file(file);
-  std::vector<MeasuredRun> out;
-  for (const json& row : runs) out.push_back(measured_run(row, catalogs));
-  return out;
+  return measured_runs_of(load_json_file(file), file.string(), catalogs);
 }
 
 std::string measured_run_defaults_text() {

@@ -1,6 +1,7 @@
 // The published measured training runs (validation/data/measured-runs.json) as simrun
-// scenarios: one mapping, used by the accuracy benchmark (bench/validate_measured) and by the
-// memory test (every run trained, so every run must be predicted to fit).
+// scenarios: one mapping, used by `simrun accuracy` (accuracy.hpp, which also reads other files
+// in the same schema) and by the memory test (every run trained, so every run must be predicted
+// to fit).
 //
 // A row gives the GPU as free text, the model's shape, the layout (null = the source does not
 // say) and the measured (or derived) step time. The mapping turns it into a Scenario plus the
@@ -54,15 +55,18 @@ struct MeasuredRun {
   bool simulatable() const { return has_scenario() && unsupported.empty(); }
 };
 
-// One row → run. `catalogs` supplies GPUs, fabrics and (for MoE rows the file does not fully
-// describe) catalog models. Never throws for a row it cannot map: it says why in the run.
+// One row (an object with a string "id") → run. `catalogs` supplies GPUs (the row's free text as
+// mapped below, or a catalog id as written), fabrics and (for MoE rows the file does not fully
+// describe) catalog models. A row it cannot map says why in the run (no_scenario and
+// unsupported, never empty); measured_runs_of (accuracy.hpp) also takes rows it cannot read.
 MeasuredRun measured_run(const nlohmann::json& row, const Catalogs& catalogs);
 
-// Every row of measured-runs.json, in file order.
+// Every row of a measured-runs file, in file order (measured_runs_of: a file that is not a list
+// of rows is an InputError, a row it cannot read a run that says why).
 std::vector<MeasuredRun> load_measured_runs(const std::filesystem::path& file, const Catalogs& catalogs);
 
 // The defaults for unstated fields and the per-framework behaviour, as printed text (one item
-// per line), for the benchmark's output and the README.
+// per line), for `simrun accuracy`'s output and the README.
 std::string measured_run_defaults_text();
 
 }  // namespace simrun

@@ -1,0 +1,298 @@
+// Scoring measured runs; see accuracy.hpp.
+#include "simrun/validation/accuracy.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <set>
+
+#include "simrun/common/echo.hpp"
+#include "simrun/common/error.hpp"
+
+namespace simrun {
+namespace {
+
+using nlohmann::json;
+
+// A reason or id in a table cell: one line, no terminal controls (echo.hpp).
+constexpr size_t kCellMaxBytes = 400;
+
+std::string type_name(const json& j) {
+  if (j.is_null()) return "null";
+  if (j.is_object()) return "an object";
+  if (j.is_array()) return "a list";
+  if (j.is_string()) return "a string";
+  if (j.is_boolean()) return "a boolean";
+  return "a number";
+}
+
+// Why a run is not compared: the mapping's reason (never empty: a run without one says so).
+std::string unsupported_reason(const MeasuredRun& run) {
+  if (!run.unsupported.empty()) return run.unsupported;
+  if (!run.no_scenario.empty()) return run.no_scenario;
+  return "not mapped to a scenario (no reason recorded)";
+}
+
+// A row the mapping cannot read at all: no object, no id. Named by its place in the file.
+MeasuredRun unreadable_row(size_t index, const std::string& why) {
+  MeasuredRun r;
+  r.id = fmt::format("rows[{}]", index);
+  r.no_scenario = why;
+  r.unsupported = why;
+  return r;
+}
+
+// The row's id when it has a string one, else its place in the file.
+std::string row_name(const json& row, size_t index) {
+  if (row.is_object() && row.contains("id") && row.at("id").is_string())
+    return row.at("id").get<std::string>();
+  return fmt::format("rows[{}]", index);
+}
+
+std::string group_of(const json& row) {
+  if (row.is_object() && row.contains("group") && row.at("group").is_string())
+    return row.at("group").get<std::string>();
+  return "";
+}
+
+MeasuredRun mapped_row(const json& row, size_t index, const Catalogs& catalogs) {
+  if (!row.is_object()) return unreadable_row(index, "a row is an object, got " + type_name(row));
+  if (!row.contains("id") || !row.at("id").is_string() || row.at("id").get<std::string>().empty())
+    return unreadable_row(index, "no \"id\" string");
+  try {
+    return measured_run(row, catalogs);
+  } catch (const InputError& e) {  // a catalog lookup refused the row's values
+    MeasuredRun r = unreadable_row(index, e.field().empty() ? e.why() : e.field() + ": " + e.why());
+    r.id = row_name(row, index);
+    r.group = group_of(row);
+    return r;
+  } catch (const json::exception&) {  // a field of an unexpected type
+    MeasuredRun r = unreadable_row(index, "a field of the wrong type (see the measured-runs schema)");
+    r.id = row_name(row, index);
+    r.group = group_of(row);
+    return r;
+  }
+}
+
+// The run as simulated: the mapping's options, the calibration and the exploration knobs.
+SimulateOptions simulate_options(const MeasuredRun& run, const AccuracyOptions& options) {
+  SimulateOptions o;
+  o.workload = run.workload;
+  o.memory = run.memory;
+  o.calibration = options.calibration;
+  if (options.step_overhead_s) o.workload.step_overhead_s = *options.step_overhead_s;
+  if (options.overlap_slowdown) o.step.overlap_slowdown = *options.overlap_slowdown;
+  if (options.eager_memory_factor) o.workload.eager_memory_factor = *options.eager_memory_factor;
+  o.step.record_trace = !options.trace_id.empty() && run.id == options.trace_id;
+  return o;
+}
+
+// The run's score before simulation: its reference and, when it cannot be compared, why. A row
+// with only TFLOP/s per GPU gets a step time from Megatron's FLOP count under
+// options.tflops_convention.
+RunScore unsimulated_score(const MeasuredRun& run, const AccuracyOptions& options) {
+  RunScore s;
+  s.id = run.id;
+  s.group = run.group;
+  s.reference_s = run.reference_s;
+  s.reference_kind = run.reference_kind;
+  s.defaults_used = run.defaults_used;
+  if (!run.simulatable()) s.status = "unsupported: " + unsupported_reason(run);
+  if (options.tflops_convention && run.has_scenario() && run.reference_s <= 0 && run.tflops_per_gpu > 0 &&
+      run.unsupported.rfind("no reference step time", 0) == 0) {
+    const Layout& l = run.scenario.layout;
+    s.reference_s = step_flops(run.scenario.model, l, *options.tflops_convention).model /
+                    (run.tflops_per_gpu * 1e12 * double(l.world_size()));
+    s.reference_kind = std::string("from TFLOP/s, ") +
+                       (*options.tflops_convention == AttentionFlops::causal ? "causal" : "non-causal");
+    s.status = "ok";
+  }
+  return s;
+}
+
+// A mapped row bypasses the scenario parser, so its size limits are checked here (the same
+// bounds: models/src/model_checks.hpp, sim/scenario/src/scenario.cpp): a typo of a million
+// layers or GPUs would otherwise build a workload that exhausts memory. "" when within them.
+std::string beyond_limits(const Scenario& sc) {
+  const ModelSpec& m = sc.model;
+  const Layout& l = sc.layout;
+  const std::pair<const char*, std::pair<int64_t, int64_t>> sizes[] = {
+      {"model.layers", {m.layers, 10'000}},
+      {"model.hidden", {m.hidden, 1'000'000}},
+      {"model.heads", {m.heads, 100'000}},
+      {"model.ffn", {m.ffn_hidden, 10'000'000}},
+      {"model.vocab", {m.vocab, 100'000'000}},
+      {"model.seq_len", {m.seq_len, int64_t(1) << 26}},
+      {"num_gpus", {sc.cluster.num_gpus, int64_t(1) << 20}},
+      {"layout.global_batch", {l.global_batch, int64_t(1) << 24}},
+      {"layout.vpp", {l.virtual_stages, 1024}},
+  };
+  for (const auto& [field, value] : sizes)
+    if (value.first > value.second)
+      return fmt::format("{}: {} is beyond what simrun simulates (at most {})", field, value.first,
+                         value.second);
+  return "";
+}
+
+void simulate_run(const MeasuredRun& run, const AccuracyOptions& options, RunScore& s) {
+  if (std::string why = beyond_limits(run.scenario); !why.empty()) {
+    s.status = "unsupported: " + why;
+    return;
+  }
+  std::optional<SimulationOutput> o;
+  try {
+    o = simulate(run.scenario, simulate_options(run, options));
+    s.predicted_s = o->report.step_time_s;
+    s.error = (o->report.step_time_s - s.reference_s) / s.reference_s;
+    s.fits = o->report.memory.fits;
+    s.mfu = o->report.mfu;
+  } catch (const InputError& e) {  // a layout or shape the simulator refuses
+    s.status = "unsupported: " + (e.field().empty() ? e.why() : e.field() + ": " + e.why());
+  } catch (const std::exception& e) {  // an internal error on this row: reported, not fatal to the rest
+    s.status = std::string("unsupported: the simulator failed on this row (internal error, please report: ") +
+               e.what() + ")";
+  }
+  if (!s.ok()) {
+    s.predicted_s.reset();
+    s.error.reset();
+    s.fits.reset();
+    s.mfu = 0;
+    return;
+  }
+  if (options.on_simulated) options.on_simulated(run, s, *o);  // its errors are the caller's
+}
+
+json optional_json(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+
+std::string seconds_cell(double s) { return s > 0 ? fmt::format("{:.3f}s", s) : "-"; }
+
+}  // namespace
+
+std::vector<MeasuredRun> measured_runs_of(const json& doc, const std::string& file,
+                                          const Catalogs& catalogs) {
+  if (!doc.is_array())
+    throw InputError(file, "(top level)",
+                     "expected a list of runs (the measured-runs schema: [{\"id\", \"group\", \"gpu\", "
+                     "\"num_gpus\", \"model\", \"layout\", \"measured\", ...}, ...]), got " +
+                         type_name(doc));
+  std::vector<MeasuredRun> out;
+  out.reserve(doc.size());
+  for (size_t i = 0; i < doc.size(); ++i) out.push_back(mapped_row(doc[i], i, catalogs));
+  return out;
+}
+
+std::vector<std::string> group_names(const std::vector<MeasuredRun>& runs) {
+  std::set<std::string> names;
+  for (const MeasuredRun& r : runs) names.insert(r.group);
+  return {names.begin(), names.end()};
+}
+
+AccuracyScore score_accuracy(const std::vector<MeasuredRun>& runs, const AccuracyOptions& options) {
+  AccuracyScore score;
+  double sum_abs = 0;
+  std::map<std::string, double> group_sum_abs;
+  for (const MeasuredRun& run : runs) {
+    if (!options.group.empty() && run.group != options.group) continue;
+    RunScore s = unsimulated_score(run, options);
+    if (s.ok()) simulate_run(run, options, s);
+    score.groups[s.group];  // every group is listed, with or without supported runs
+    if (s.ok()) {
+      const double abs_error = std::abs(*s.error);
+      sum_abs += abs_error;
+      ++score.supported;
+      if (abs_error <= kAccuracyWithin) ++score.within_15pct;
+      group_sum_abs[s.group] += abs_error;
+      ++score.groups[s.group].runs;
+      if (abs_error > score.worst_error) {
+        score.worst_error = abs_error;
+        score.worst_id = s.id;
+      }
+      if (!*s.fits) score.not_fitting.push_back(s.id);
+    }
+    score.runs.push_back(std::move(s));
+  }
+  score.mape = score.supported ? sum_abs / score.supported : 0;
+  for (auto& [name, g] : score.groups)
+    if (g.runs > 0) g.mape = group_sum_abs[name] / g.runs;
+  return score;
+}
+
+json accuracy_json(const AccuracyScore& score) {
+  json groups = json::object();
+  for (const auto& [name, g] : score.groups)
+    groups[name] = {{"runs", g.runs}, {"mape_pct", g.runs > 0 ? json(100 * g.mape) : json(nullptr)}};
+  json runs = json::array();
+  for (const RunScore& s : score.runs)
+    runs.push_back({{"id", s.id},
+                    {"group", s.group},
+                    {"status", s.status},
+                    {"predicted_s", optional_json(s.predicted_s)},
+                    {"reference_s", s.reference_s > 0 ? json(s.reference_s) : json(nullptr)},
+                    {"error_pct", s.error ? json(100 * *s.error) : json(nullptr)},
+                    {"fits", s.fits ? json(*s.fits) : json(nullptr)},
+                    {"reference_kind", s.reference_kind},
+                    {"defaults", s.defaults_used}});
+  return {{"summary",
+           {{"supported", score.supported},
+            {"within_15pct", score.within_15pct},
+            {"mape_pct", score.supported ? json(100 * score.mape) : json(nullptr)},
+            {"not_fitting", score.not_fitting.size()}}},
+          {"groups", groups},
+          {"runs", runs}};
+}
+
+std::vector<Fields> accuracy_csv_rows(const AccuracyScore& score) {
+  std::vector<Fields> rows;
+  for (const RunScore& s : score.runs)
+    rows.push_back({{"id", s.id},
+                    {"group", s.group},
+                    {"status", s.status},
+                    {"predicted_s", optional_json(s.predicted_s)},
+                    {"reference_s", s.reference_s > 0 ? json(s.reference_s) : json(nullptr)},
+                    {"error_pct", s.error ? json(100 * *s.error) : json(nullptr)},
+                    {"fits", s.fits ? json(*s.fits) : json(nullptr)},
+                    {"reference_kind", s.reference_kind}});
+  return rows;
+}
+
+void write_accuracy_table(const AccuracyScore& score, std::ostream& out) {
+  size_t id_width = 46, group_width = 13;
+  for (const RunScore& s : score.runs) {
+    id_width = std::max(id_width, printable(s.id).size());
+    group_width = std::max(group_width, printable(s.group).size());
+  }
+  const std::string row_format =
+      fmt::format("{{:<{}}} {{:<{}}} {{:>10}} {{:>10}} {{:>8}} {{:>5}}  {{}}\n", id_width, group_width);
+  out << fmt::format(fmt::runtime(row_format), "id", "group", "predicted", "reference", "error", "fits",
+                     "status");
+  for (const RunScore& s : score.runs) {
+    std::string status = s.status;
+    if (s.ok()) {
+      if (!s.reference_kind.empty()) status += ", " + s.reference_kind;
+      for (const std::string& d : s.defaults_used) status += ", " + d;
+    }
+    out << fmt::format(fmt::runtime(row_format), printable(s.id), printable(s.group),
+                       s.predicted_s ? seconds_cell(*s.predicted_s) : "-", seconds_cell(s.reference_s),
+                       s.error ? fmt::format("{:+.1f}%", 100 * *s.error) : "-",
+                       s.fits ? (*s.fits ? "yes" : "NO") : "-", printable(status, kCellMaxBytes));
+  }
+  if (score.supported > 0)
+    out << fmt::format("\nsupported runs: {}   within 15%: {}   MAPE: {:.2f}%   worst: {} ({:.1f}%)\n",
+                       score.supported, score.within_15pct, 100 * score.mape, printable(score.worst_id),
+                       100 * score.worst_error);
+  else
+    out << fmt::format("\nsupported runs: 0 of {} (none could be simulated; see each run's status)\n",
+                       score.runs.size());
+  for (const auto& [name, g] : score.groups) {
+    if (g.runs > 0)
+      out << fmt::format("  {:<13} {:>3} runs  MAPE {:.2f}%\n", printable(name), g.runs, 100 * g.mape);
+    else
+      out << fmt::format("  {:<13} {:>3} runs  (none supported)\n", printable(name), 0);
+  }
+  out << fmt::format("predicted not to fit: {}\n", score.not_fitting.size());
+  for (const std::string& id : score.not_fitting) out << "  " << printable(id) << "\n";
+}
+
+}  // namespace simrun
