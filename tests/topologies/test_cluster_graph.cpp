@@ -63,7 +63,7 @@ TEST_CASE("spine routes follow the destination (d-mod-k), PXN keeps cross-rail t
   // own spine link, and from one source leaf to another leaf they leave on 32 distinct uplinks.
   std::set<uint32_t> down_links, up_links;
   for (int64_t k = 0; k < 32; ++k) {
-    const Route r = g.route(8 * k, 8 * (192 + k));  // node k (leaf group 0) to node 192 + k (group 6)
+    const Route r = g.route(8 * k, 8 * (32 + k));  // node k (leaf group 0) to node 32 + k (group 1)
     REQUIRE(r.switch_hops == 3);
     up_links.insert(r.links[2]);                   // leaf -> spine
     down_links.insert(r.links[r.links.size() - 3]);  // spine -> leaf
