@@ -374,9 +374,9 @@ TEST_CASE("across domains collective_s is NCCL's multi-node algorithms, as the e
   CHECK(closed.nvls == on_graph.nvls);
 
   // Ring, Tree, NVLSTree and PAT, whichever NCCL picks, within 0.5% of the event from 1 MB (the
-  // α-β ring this replaces was 0.34-2.1x off), across the fat tree's leaves too. Not modelled:
-  // the event hashes spine routes (ECMP), so PAT's steps over many leaves can share a spine link
-  // (64 rail-optimized nodes: 23% slower at 10 MB).
+  // α-β ring this replaces was 0.34-2.1x off), across the fat tree's leaves too. The event's
+  // spine routes follow the destination (d-mod-k), so PAT's steps over many leaves share no spine
+  // link either (64 rail-optimized nodes at 10 MB: equal; hashed per flow they ran 23% slower).
   for (const CollectiveOp op :
        {CollectiveOp::all_reduce, CollectiveOp::all_gather, CollectiveOp::reduce_scatter}) {
     for (const double bytes : {1e6, 1e7, 1e8, 1e9}) {
