@@ -65,7 +65,7 @@ TEST_CASE("spine routes follow the destination (d-mod-k), PXN keeps cross-rail t
   for (int64_t k = 0; k < 32; ++k) {
     const Route r = g.route(8 * k, 8 * (32 + k));  // node k (leaf group 0) to node 32 + k (group 1)
     REQUIRE(r.switch_hops == 3);
-    up_links.insert(r.links[2]);                   // leaf -> spine
+    up_links.insert(r.links[2]);                     // leaf -> spine
     down_links.insert(r.links[r.links.size() - 3]);  // spine -> leaf
   }
   CHECK(up_links.size() == 32);

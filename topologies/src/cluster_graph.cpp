@@ -410,8 +410,8 @@ int64_t ClusterGraph::leaf_of_nic(int64_t node, int64_t rail) const {
 
 int64_t ClusterGraph::fabric_port_of_nic(int64_t node, int64_t rail) const {
   const int64_t half = m_spec.fabric.switch_radix / 2;
-  const int64_t port = m_spec.shape == FabricShape::rail_optimized ? node % half
-                                                                   : (node * m_spec.nics_per_node + rail) % half;
+  const int64_t port =
+      m_spec.shape == FabricShape::rail_optimized ? node % half : (node * m_spec.nics_per_node + rail) % half;
   return leaf_of_nic(node, rail) * half + port;
 }
 

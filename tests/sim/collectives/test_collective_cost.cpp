@@ -1,15 +1,14 @@
 // Tests of the closed-form collective times (α-β rings, NVLS) and of the link a process group rides.
 #include <catch2/catch.hpp>
-
 #include <memory>
 #include <numeric>
 
 #include "analytic_fixtures.hpp"
 #include "collective_fixtures.hpp"
-#include "simrun/sim/cost/calibration.hpp"
 #include "simrun/sim/collectives/collective_cost.hpp"
-#include "simrun/sim/collectives/collectives.hpp"
 #include "simrun/sim/collectives/collective_harness.hpp"
+#include "simrun/sim/collectives/collectives.hpp"
+#include "simrun/sim/cost/calibration.hpp"
 
 using namespace simrun;
 

@@ -416,8 +416,9 @@ TEST_CASE("on NVL72 racks the two fidelities agree under ZeRO-3, across racks an
       {"gb200", 1152, R"("tp": 8, "cp": 8, "global_batch": 18, "zero_stage": 3)"},
       {"gb300", 512, R"("tp": 8, "global_batch": 64, "zero_stage": 3)"},
   }));
-  const Scenario sc = scenario_of(
-      R"({"name": "llama3-70b", "seq_len": )" + std::to_string(gpus == 512 ? 2048 : 8192) + "}", gpu, gpus, layout);
+  const Scenario sc =
+      scenario_of(R"({"name": "llama3-70b", "seq_len": )" + std::to_string(gpus == 512 ? 2048 : 8192) + "}",
+                  gpu, gpus, layout);
   const double event = simulate(sc).report.step_time_s;
   const double analytic = estimate(sc).step_time_s;
   INFO(gpu << " x " << gpus << ", " << layout << ": event " << event << " s, analytic " << analytic << " s");
