@@ -1,6 +1,7 @@
 // analytic_agreement: how closely the closed-form estimate (`simrun estimate`) follows the event
 // simulation (`simrun simulate`) over a fixed, seeded sample of layouts: dense and MoE models,
-// five GPU kinds (four on NVSwitch, MI300X on an Infinity Fabric mesh), 8 to 256 GPUs,
+// six GPU kinds (four on NVSwitch boards, GB200 in NVL72 racks, MI300X on an Infinity Fabric
+// mesh), 8 to 256 GPUs,
 // sequences of 1K to 8K, TP, PP (1F1B or interleaved), CP, EP, DP, ZeRO 0-3, recompute and 1 to
 // 4·pp micro-batches. Both fidelities run with their shipped
 // defaults. A layout counts as uncongested when its TP and CP groups stay inside a scale-up
@@ -65,7 +66,7 @@ ScenarioOverrides draw(SplitMix& rng) {
   ScenarioOverrides o;
   const std::string model = rng.pick<std::string>(
       {"llama3-8b", "llama2-13b", "mistral-7b", "llama3-70b", "gpt3-175b", "mixtral-8x7b"});
-  const std::string gpu = rng.pick<std::string>({"h100-sxm", "a100-80gb", "h200", "b200", "mi300x"});
+  const std::string gpu = rng.pick<std::string>({"h100-sxm", "a100-80gb", "h200", "b200", "mi300x", "gb200"});
   const int64_t gpus = rng.pick<int64_t>({8, 16, 64, 256});
   const int64_t tp = rng.pick<int64_t>({1, 2, 4, 8});
   const int64_t pp = rng.pick<int64_t>({1, 2, 4, 8});

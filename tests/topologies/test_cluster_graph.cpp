@@ -1,4 +1,4 @@
-// The cluster graph: element counts (DGX SuperPOD sizes), shortest routes with ECMP, PXN,
+// The cluster graph: element counts (DGX SuperPOD sizes), shortest routes (d-mod-k over spines), PXN,
 // oversubscription, domains, DOT, bad input.
 #include <catch2/catch.hpp>
 #include <set>
@@ -56,16 +56,22 @@ TEST_CASE("routes are shortest paths (BFS over the Boost graph)", "[topologies][
   }
 }
 
-TEST_CASE("ECMP spreads flows over spines, PXN keeps cross-rail traffic on its rail", "[topologies][graph]") {
-  const ClusterGraph g(cluster(h100_sxm(), 4096));  // 512 nodes: 16 node groups per rail
-  std::set<uint32_t> spines;
-  for (uint64_t key = 0; key < 64; ++key) {
-    RouteOptions o;
-    o.ecmp_key = key;
-    const Route r = g.route(0, 8 * 200, o);  // rail 0, different leaf
-    spines.insert(g.links()[r.links[3]].dst);
+TEST_CASE("spine routes follow the destination (d-mod-k), PXN keeps cross-rail traffic on its rail",
+          "[topologies][graph]") {
+  const ClusterGraph g(cluster(h100_sxm(), 4096));  // 512 nodes: 16 node groups of 32 per rail
+  // The 32 rail-0 NICs under one leaf, reached from 32 sources under another: each comes down its
+  // own spine link, and from one source leaf to another leaf they leave on 32 distinct uplinks.
+  std::set<uint32_t> down_links, up_links;
+  for (int64_t k = 0; k < 32; ++k) {
+    const Route r = g.route(8 * k, 8 * (32 + k));  // node k (leaf group 0) to node 32 + k (group 1)
+    REQUIRE(r.switch_hops == 3);
+    up_links.insert(r.links[2]);                     // leaf -> spine
+    down_links.insert(r.links[r.links.size() - 3]);  // spine -> leaf
   }
-  CHECK(spines.size() > 8);
+  CHECK(up_links.size() == 32);
+  CHECK(down_links.size() == 32);
+  // A route depends on its destination only above the leaf: two sources, one destination, one spine.
+  CHECK(g.links()[g.route(0, 8 * 300).links[2]].dst == g.links()[g.route(8, 8 * 300).links[2]].dst);
   // GPU 1 of node 0 to GPU 0 of node 1 on rail 0: NVLink to GPU 0 first (PXN), then rail 0 only.
   RouteOptions o;
   o.rail = 0;
@@ -106,6 +112,20 @@ TEST_CASE("NVL72 racks are one NVLink domain across trays, MI300X is a mesh", "[
   REQUIRE(r.links.size() == 1);
   CHECK(amd.links()[r.links[0]].bytes_per_s == Approx(64e9));
   CHECK(amd.summary().nvswitches == 0);
+}
+
+TEST_CASE("one rule says which NVLink domains span nodes", "[topologies][graph]") {
+  // NVL72: 18 trays of 4 (or 9 of 8) in one domain; an HGX board ends at its node; a domain that
+  // is not a whole number of nodes is read as the node's.
+  CHECK(rack_scale_domain(gb200(), 4));
+  CHECK(rack_scale_domain(gb200(), 8));
+  CHECK_FALSE(rack_scale_domain(gb200(), 16));
+  CHECK_FALSE(rack_scale_domain(gb200(), 72));
+  CHECK_FALSE(rack_scale_domain(h100_sxm(), 4));
+  CHECK_FALSE(rack_scale_domain(mi300x(), 4));
+  CHECK(ClusterGraph(cluster(gb200(), 144, 8, ib_ndr(), 8)).gpus_per_domain() == 72);
+  CHECK(ClusterGraph(cluster(gb200(), 144, 16, ib_ndr(), 16)).gpus_per_domain() == 16);
+  CHECK(ClusterGraph(cluster(h100_sxm(), 16, 4, ib_ndr(), 4)).gpus_per_domain() == 4);
 }
 
 TEST_CASE("four NICs for eight GPUs: two GPUs share each NIC", "[topologies][graph]") {

@@ -30,23 +30,9 @@ constexpr double kScaleUpPathLatencyS = 3.33e-6;
 constexpr int64_t kMaxGpus = int64_t(1) << 22;  // 4M GPUs: far beyond any built cluster
 constexpr int kMaxTiers = 6;
 
-uint64_t mix(uint64_t x) {  // splitmix64 finaliser
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-// NVLink domains above this size are rack-scale systems (NVL32, NVL72: hardware.md §3) whose
-// trays are separate nodes; smaller ones are baseboards (HGX 8-GPU) that end at the node.
-constexpr int64_t kLargestBoardDomain = 16;
-
 int64_t gpus_per_domain_of(const ClusterGraphSpec& s) {
   const int64_t gpn = std::min(s.gpus_per_node, s.num_gpus);
-  if (s.gpu.scale_up_kind == ScaleUpKind::nvswitch && s.gpu.scale_up_domain > kLargestBoardDomain &&
-      s.gpu.scale_up_domain > gpn && s.gpu.scale_up_domain % gpn == 0) {
-    return std::min(s.gpu.scale_up_domain, s.num_gpus);  // NVL72-style rack domain
-  }
+  if (rack_scale_domain(s.gpu, s.gpus_per_node)) return std::min(s.gpu.scale_up_domain, s.num_gpus);  // NVL72
   return gpn;
 }
 
@@ -422,6 +408,13 @@ int64_t ClusterGraph::leaf_of_nic(int64_t node, int64_t rail) const {
   return m_nic_leaf[node * m_spec.nics_per_node + rail];
 }
 
+int64_t ClusterGraph::fabric_port_of_nic(int64_t node, int64_t rail) const {
+  const int64_t half = m_spec.fabric.switch_radix / 2;
+  const int64_t port =
+      m_spec.shape == FabricShape::rail_optimized ? node % half : (node * m_spec.nics_per_node + rail) % half;
+  return leaf_of_nic(node, rail) * half + port;
+}
+
 void ClusterGraph::append_link(Route& r, uint32_t link) const {
   r.links.push_back(link);
   r.latency += m_links[link].latency;
@@ -443,7 +436,7 @@ void ClusterGraph::append_nvlink_path(Route& r, int64_t a, int64_t b) const {
   append_link(r, m_gpu_down[b]);
 }
 
-void ClusterGraph::append_fabric_path(Route& r, int64_t leaf_a, int64_t leaf_b, uint64_t hash) const {
+void ClusterGraph::append_fabric_path(Route& r, int64_t leaf_a, int64_t leaf_b, int64_t dst_port) const {
   if (leaf_a == leaf_b) {
     r.switch_hops += 1;
     return;
@@ -451,12 +444,15 @@ void ClusterGraph::append_fabric_path(Route& r, int64_t leaf_a, int64_t leaf_b, 
   std::vector<uint32_t> down;
   int64_t a = leaf_a, b = leaf_b;
   int32_t t = 0;
+  int64_t digit = dst_port;  // d / (U_0 · … · U_{t-1}): the destination's digit at tier t
   while (a != b) {
     const Switch& sa = m_tiers[t].switches[a];
     const Switch& sb = m_tiers[t].switches[b];
     SIMRUN_ASSERT(!sa.up_links.empty() && sa.up_links.size() == sb.up_links.size(),
                   "fabric tiers are not uniform");
-    const size_t j = mix(hash + uint64_t(t) * 0x632be59bd9b4e019ULL) % sa.up_links.size();
+    const int64_t up = int64_t(sa.up_links.size());
+    const size_t j = size_t(digit % up);
+    digit /= up;
     append_link(r, sa.up_links[j]);
     down.push_back(sb.up_links[j] + 1);
     a = sa.up_switch[j];
@@ -490,9 +486,7 @@ Route ClusterGraph::route(int64_t src, int64_t dst, const RouteOptions& options)
   }
   append_link(r, m_gpu_to_nic[(sn * nics + rail) * share + (local_index(src_gpu) - rail_owner(rail))]);
   append_link(r, m_nic_to_leaf[sn * nics + rail]);
-  const uint64_t hash =
-      mix(uint64_t(src) * 0x9e3779b97f4a7c15ULL ^ mix(uint64_t(dst)) ^ mix(options.ecmp_key + 1));
-  append_fabric_path(r, leaf_of_nic(sn, rail), leaf_of_nic(dn, rail), hash);
+  append_fabric_path(r, leaf_of_nic(sn, rail), leaf_of_nic(dn, rail), fabric_port_of_nic(dn, rail));
   append_link(r, m_leaf_to_nic[dn * nics + rail]);
   int64_t dst_gpu = dst;
   if (!attached(local_index(dst))) dst_gpu = dn * gpn + rail_owner(rail);

@@ -1,6 +1,8 @@
 // Out-of-line pieces of hardware_spec.hpp.
 #include "simrun/topologies/hardware_spec.hpp"
 
+#include <algorithm>
+
 namespace simrun {
 
 double GpuSpec::peak_flops_per_s(Precision p) const {
@@ -36,6 +38,12 @@ const char* to_string(Precision p) {
       return "fp4";
   }
   return "?";
+}
+
+bool rack_scale_domain(const GpuSpec& gpu, int64_t gpus_per_node) {
+  const int64_t gpn = std::max<int64_t>(1, gpus_per_node);
+  return gpu.scale_up_kind == ScaleUpKind::nvswitch && gpu.scale_up_domain > kBoardScaleUpDomain &&
+         gpu.scale_up_domain > gpn && gpu.scale_up_domain % gpn == 0;
 }
 
 }  // namespace simrun

@@ -190,10 +190,9 @@ class Planner {
  private:
   static TimeNs us(double v) { return TimeNs::from_seconds(v * 1e-6); }
 
-  Route route(const Edge& e, uint64_t key) const {
+  Route route(const Edge& e) const {
     RouteOptions o;
     o.rail = e.rail;
-    o.ecmp_key = key;
     return m_g.route(e.src, e.dst, o);
   }
   double alpha_us(const Route& r) const {
@@ -299,13 +298,12 @@ class Planner {
     plan.phases[0].delay = m_base;
     for (const auto& [group, g] : groups) {
       const double group_bytes = m_ctx.bytes * double(g) / double(m_channels);
-      const size_t key = group.first * num_cycles() + group.second;
       std::vector<Edge> edges = ring_edges(group.first, group.second);
       if (chain) edges = chain_edges(edges);
       const double cap = group_cap(g, 1.0);
       if (per_step) {
         for (const Edge& e : edges) {
-          const Route r = route(e, key);
+          const Route r = route(e);
           FlowPlan f;
           for (uint32_t l : r.links) f.links.push_back(LinkUse{l, wire});
           f.bytes = group_bytes / double(m_n);
@@ -318,7 +316,7 @@ class Planner {
       double alpha_inter_sum = 0, alpha_chain = 0;
       int64_t inter_edges = 0;
       for (const Edge& e : edges) {
-        const Route r = route(e, key);
+        const Route r = route(e);
         m_ctx.weights->add_route(r, wire);
         const double a = alpha_us(r);
         alpha_chain += a;
@@ -384,16 +382,16 @@ class Planner {
         const auto chain = rotated(dom.members, pos);
         heads[size_t(k)] = chain.front();
         for (size_t i = 0; i + 1 < chain.size(); ++i) {
-          m_ctx.weights->add_route(route(Edge{chain[i], chain[i + 1], -1}, entry), wire);  // broadcast down
-          m_ctx.weights->add_route(route(Edge{chain[i + 1], chain[i], -1}, entry), wire);  // reduce up
+          m_ctx.weights->add_route(route(Edge{chain[i], chain[i + 1], -1}), wire);  // broadcast down
+          m_ctx.weights->add_route(route(Edge{chain[i + 1], chain[i], -1}), wire);  // reduce up
         }
       }
       double alpha_inter = m_inter_us;
       for (int64_t k = 0; k < d; ++k) {
         const int64_t p = dtree_parent(d, k, t);
         if (p < 0) continue;
-        const Route up = route(Edge{heads[size_t(k)], heads[size_t(p)], rails[size_t(p)]}, entry);
-        const Route down = route(Edge{heads[size_t(p)], heads[size_t(k)], rails[size_t(k)]}, entry);
+        const Route up = route(Edge{heads[size_t(k)], heads[size_t(p)], rails[size_t(p)]});
+        const Route down = route(Edge{heads[size_t(p)], heads[size_t(k)], rails[size_t(k)]});
         m_ctx.weights->add_route(up, wire);
         m_ctx.weights->add_route(down, wire);
         alpha_inter = std::max(alpha_inter, alpha_us(up));
@@ -458,9 +456,9 @@ class Planner {
           if (par < 0) continue;
           const int64_t a = m_domains[size_t(k)].members[l], b = m_domains[size_t(par)].members[l];
           const int32_t rail = m_g.rails_of(m_g.local_index(a)).front();
-          const Route up = route(Edge{a, b, rail}, uint64_t(t));
+          const Route up = route(Edge{a, b, rail});
           m_ctx.weights->add_route(up, 0.5 / double(ppn));
-          m_ctx.weights->add_route(route(Edge{b, a, rail}, uint64_t(t)), 0.5 / double(ppn));
+          m_ctx.weights->add_route(route(Edge{b, a, rail}), 0.5 / double(ppn));
           alpha_inter = std::max(alpha_inter, alpha_us(up));
         }
       }
@@ -494,7 +492,7 @@ class Planner {
       double alpha = 0;
       for (int64_t i = 0; i < n; ++i) {
         const int64_t src = m_ctx.ranks[size_t(i)], dst = m_ctx.ranks[size_t((i - dist[k] % n + n) % n)];
-        const Route r = route(Edge{src, dst, m_g.rails_of(m_g.local_index(src)).front()}, uint64_t(k));
+        const Route r = route(Edge{src, dst, m_g.rails_of(m_g.local_index(src)).front()});
         m_ctx.weights->add_route(r, wire);
         alpha = std::max(alpha, alpha_us(r));
       }
@@ -515,7 +513,7 @@ class Planner {
     for (size_t k = 0; k < rings.size(); ++k) {
       const auto& ring = rings[k];
       for (size_t i = 0; i < ring.size(); ++i) {
-        const Route r = route(Edge{ring[i], ring[(i + 1) % ring.size()], rails[k]}, k);
+        const Route r = route(Edge{ring[i], ring[(i + 1) % ring.size()], rails[k]});
         m_ctx.weights->add_route(r, 1.0);
         alpha = std::max(alpha, alpha_us(r));
       }
@@ -591,7 +589,7 @@ class Planner {
         const int64_t src = m_ctx.ranks[size_t(i)], dst = m_ctx.ranks[size_t(j)];
         if (src == dst) continue;
         const auto rails = m_g.rails_of(m_g.local_index(dst));
-        const Route r = route(Edge{src, dst, rails.empty() ? -1 : rails.front()}, uint64_t(i * n + j));
+        const Route r = route(Edge{src, dst, rails.empty() ? -1 : rails.front()});
         const double a = alpha_us(r);
         if (coupled) {
           m_ctx.weights->add_route(r, wire);

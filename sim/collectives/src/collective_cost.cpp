@@ -25,9 +25,19 @@ void check_args(double bytes, int64_t n, const LinkCost& link) {
   SIMRUN_ASSERT(link.bytes_per_s > 0 || n == 1, "collective link needs a positive bandwidth");
 }
 
-// Members of the group inside one scale-up domain (at least one), for a group that spans domains.
+// Members of a group that spans domains in the domain holding the fewest of them (at least one):
+// a ring enters and leaves every domain through its members' NICs, so the thinnest domain paces
+// it. Megatron's first group of the kind (members 0, stride, 2·stride, … in rank order, ranks
+// filling domains in order), as the event simulates it: where the cluster ends in a partial
+// rack (512 GPUs in NVL72 racks: 7 full racks and 8 GPUs), the group's last domain may hold a
+// single member however many the full racks hold.
 int64_t members_per_domain(const ClusterSpec& cluster, RankGroup group) {
-  return std::clamp<int64_t>(scale_up_domain_size(cluster) / group.stride, 1, group.size);
+  const int64_t domain = scale_up_domain_size(cluster);
+  std::map<int64_t, int64_t> count;
+  for (int64_t i = 0; i < group.size; ++i) ++count[i * group.stride / domain];
+  int64_t fewest = group.size;
+  for (const auto& [d, members] : count) fewest = std::min(fewest, members);
+  return std::max<int64_t>(1, fewest);
 }
 
 // One GPU's NIC bandwidth as NCCL rings reach it: its share of the node's ports, reached over a

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 
 #include "simrun/common/error.hpp"
 #include "simrun/sim/scenario/rank_layout.hpp"
@@ -139,6 +140,28 @@ std::vector<LayoutDiagnostic> layout_warnings(const Scenario& sc, PipelineSchedu
                        fmt::format("tp·cp={} spans more than one scale-up domain ({} GPUs): ring attention "
                                    "crosses the inter-node fabric",
                                    l.tp * l.cp, domain)));
+  // Ranks fill rack-scale domains in order: where the cluster ends in a partial rack, the DP
+  // groups that reach it hold fewer members there than in a full rack, and their rings leave
+  // that rack through those members' NICs alone.
+  if (rack_scale_domain(gpu, cluster.gpus_per_node) && cluster.num_gpus > domain &&
+      cluster.num_gpus % domain != 0) {
+    const RankGroup dp = rank_group(l, GroupKind::dp_cp);
+    std::map<int64_t, int64_t> per_domain;
+    for (int64_t i = 0; i < dp.size; ++i) ++per_domain[i * dp.stride / domain];
+    int64_t fewest = dp.size, most = 0;
+    for (const auto& [d, members] : per_domain) {
+      fewest = std::min(fewest, members);
+      most = std::max(most, members);
+    }
+    if (per_domain.size() > 1 && fewest < most)
+      out.push_back(diag("cluster.num_gpus", "partial_scale_up_domain",
+                         fmt::format("{} GPUs fill {} scale-up domains of {} and {} GPUs of another: each DP "
+                                     "group has {} member(s) there against {} in a full domain, and its "
+                                     "collectives move through their NICs alone; a multiple of {} GPUs "
+                                     "keeps the domains alike",
+                                     cluster.num_gpus, cluster.num_gpus / domain, domain,
+                                     cluster.num_gpus % domain, fewest, most, domain)));
+  }
   // A pipeline of pp stages and m micro-batches idles (pp−1) micro-batch slots of its m+pp−1
   // (Narayanan et al. 2021, §2.2: GPipe and 1F1B alike).
   const int64_t micro_batches = l.num_microbatches();

@@ -250,8 +250,9 @@ int64_t scale_up_domain_size(const ClusterSpec& cluster) {
   const int64_t domain = cluster.gpu.scale_up_domain;
   if (domain <= 0) return per_node;
   // Rack-scale NVLink (NVL72: 18 trays of 4 GPUs behind NVLink switches) spans nodes; an
-  // HGX-style board domain (8 GPUs) ends at the node, however many GPUs the node holds.
-  return domain > kBoardScaleUpDomain ? domain : std::min(domain, per_node);
+  // HGX-style board domain (8 GPUs) ends at the node, however many GPUs the node holds. The
+  // cluster graph draws its domains by the same rule (rack_scale_domain).
+  return rack_scale_domain(cluster.gpu, per_node) ? domain : std::min(domain, per_node);
 }
 
 bool group_inside_scale_up(const ClusterSpec& cluster, RankGroup group) {

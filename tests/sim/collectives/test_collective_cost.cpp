@@ -1,14 +1,14 @@
 // Tests of the closed-form collective times (α-β rings, NVLS) and of the link a process group rides.
 #include <catch2/catch.hpp>
-
 #include <memory>
 #include <numeric>
 
 #include "analytic_fixtures.hpp"
-#include "simrun/sim/cost/calibration.hpp"
+#include "collective_fixtures.hpp"
 #include "simrun/sim/collectives/collective_cost.hpp"
-#include "simrun/sim/collectives/collectives.hpp"
 #include "simrun/sim/collectives/collective_harness.hpp"
+#include "simrun/sim/collectives/collectives.hpp"
+#include "simrun/sim/cost/calibration.hpp"
 
 using namespace simrun;
 
@@ -180,6 +180,67 @@ TEST_CASE("an HGX domain ends at the node, an NVL72 domain spans trays", "[sim][
   nvl72.gpu.scale_up_domain = 72;
   nvl72.gpus_per_node = 4;
   CHECK(scale_up_domain_size(nvl72) == 72);
+  // The cluster graph draws the same domains (rack_scale_domain): 72 GPUs over 18 trays, or a
+  // node's 16 where 16-GPU nodes do not tile the rack.
+  for (const int64_t per_node : {4, 8, 16}) {
+    ClusterSpec c = test::h100_cluster(144);
+    c.gpu.scale_up_domain = 72;
+    c.gpus_per_node = c.nics_per_node = per_node;
+    CAPTURE(per_node);
+    CHECK(scale_up_domain_size(c) == ClusterGraph(cluster_graph_spec(c)).gpus_per_domain());
+  }
+}
+
+TEST_CASE("a group across NVL72 racks runs at its thinnest rack's NICs, as the event's rings do",
+          "[sim][collective_cost]") {
+  // GB200 racks of 18 trays of 4 GPUs, a 400G NDR NIC per GPU; Megatron's DP groups of TP 8
+  // (stride 8): 9 members a rack. The event times the call on the cluster graph.
+  auto nvl72 = [](int64_t gpus) {
+    ClusterSpec c = test::h100_cluster(gpus);
+    c.gpu = test::gb200();
+    c.gpus_per_node = 4;
+    c.nics_per_node = 4;
+    return c;
+  };
+  const EfficiencyDefaults eff;
+  const double nic = 50e9 * eff.scale_out_fraction;
+  auto ranks_of = [](RankGroup g) {
+    std::vector<int64_t> r;
+    for (int64_t i = 0; i < g.size; ++i) r.push_back(i * g.stride);
+    return r;
+  };
+  SECTION("16 full racks: 9 NICs a rack, over 9 rail-0 leaves and their spines") {
+    // The rings' rack-to-rack hops cross leaves; with the fabric's destination routing they
+    // share no spine link (hashed per flow they met on a third of the links: 3x slower).
+    const ClusterSpec c = nvl72(1152);
+    const RankGroup dp{144, 8};
+    const LinkCost link = group_link(c, dp, eff);
+    REQUIRE(link.fabric_group != nullptr);
+    CHECK(link.fabric_group->shape.ranks_per_node == 9);
+    const auto graph = std::make_shared<ClusterGraph>(cluster_graph_spec(c));
+    for (const CollectiveOp op : {CollectiveOp::all_gather, CollectiveOp::reduce_scatter}) {
+      CAPTURE(to_string(op));
+      CHECK(collective_s(op, 1e10, dp.size, link) ==
+            Approx(event_alone_s(graph, op, ranks_of(dp), 1e10)).epsilon(0.005));
+    }
+  }
+  SECTION("512 GPUs: 7 full racks and 8 GPUs of an 8th, where the group has one member") {
+    // That member's one NIC carries the whole ring in and out: (n−1)/n·S at one NIC's rate,
+    // not 9 NICs' (the estimate 9x short before).
+    const ClusterSpec c = nvl72(512);
+    const RankGroup dp{64, 8};
+    const LinkCost link = group_link(c, dp, eff);
+    CHECK(link.link_class == LinkClass::scale_out);
+    CHECK(link.bytes_per_s == Approx(nic));
+    const auto graph = std::make_shared<ClusterGraph>(cluster_graph_spec(c));
+    const double bytes = 1e10;
+    const double event = event_alone_s(graph, CollectiveOp::all_gather, ranks_of(dp), bytes);
+    CHECK(event == Approx(63.0 / 64.0 * bytes / (50e9 * kNetworkEfficiency)).epsilon(0.02));
+    CHECK(collective_s(CollectiveOp::all_gather, bytes, dp.size, link) == Approx(event).epsilon(0.03));
+    // The first 63 members fill 7 racks evenly: 9 NICs a rack.
+    CHECK(group_link(c, {63, 8}, eff).fabric_group != nullptr);
+    CHECK(group_link(c, {63, 8}, eff).fabric_group->shape.ranks_per_node == 9);
+  }
 }
 
 TEST_CASE("a pipeline send rides NVLink inside a domain and the NIC out of it", "[sim][collective_cost]") {
@@ -312,9 +373,9 @@ TEST_CASE("across domains collective_s is NCCL's multi-node algorithms, as the e
   CHECK(closed.nvls == on_graph.nvls);
 
   // Ring, Tree, NVLSTree and PAT, whichever NCCL picks, within 0.5% of the event from 1 MB (the
-  // α-β ring this replaces was 0.34-2.1x off), across the fat tree's leaves too. Not modelled:
-  // the event hashes spine routes (ECMP), so PAT's steps over many leaves can share a spine link
-  // (64 rail-optimized nodes: 23% slower at 10 MB).
+  // α-β ring this replaces was 0.34-2.1x off), across the fat tree's leaves too. The event's
+  // spine routes follow the destination (d-mod-k), so PAT's steps over many leaves share no spine
+  // link either (64 rail-optimized nodes at 10 MB: equal; hashed per flow they ran 23% slower).
   for (const CollectiveOp op :
        {CollectiveOp::all_reduce, CollectiveOp::all_gather, CollectiveOp::reduce_scatter}) {
     for (const double bytes : {1e6, 1e7, 1e8, 1e9}) {

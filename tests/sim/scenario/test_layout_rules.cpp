@@ -60,6 +60,27 @@ TEST_CASE("tp 8 stays inside an NVL72 domain, and leaves a 4-GPU H100 node", "[s
   CHECK(build_workload(small_nodes).warnings == estimate(small_nodes).warnings);
 }
 
+TEST_CASE("a cluster that ends in a partial NVL72 rack is stated, whole racks are not",
+          "[sim][layout_rules]") {
+  // 512 GB300: 7 racks of 72 and 8 GPUs. DP groups of TP 8 hold 9 members a full rack, 1 there.
+  auto caveat = [](int64_t gpus) {
+    const Scenario sc = parse_scenario_text(
+        R"({"model": "llama3-8b", "cluster": {"gpu": "gb300", "num_gpus": )" + std::to_string(gpus) +
+        R"(}, "layout": {"tp": 8, "pp": 1, "global_batch": )" + std::to_string(gpus / 8) + "}}");
+    const std::vector<LayoutDiagnostic> all = layout_warnings(sc, default_schedule(sc.layout));
+    const auto it = std::find_if(all.begin(), all.end(), [](const LayoutDiagnostic& d) {
+      return d.code == "partial_scale_up_domain";
+    });
+    return it == all.end() ? std::string() : it->field + ": " + it->message;
+  };
+  const std::string partial = caveat(512);
+  CHECK(partial.rfind("cluster.num_gpus: 512 GPUs fill 7 scale-up domains of 72 and 8 GPUs of another", 0) ==
+        0);
+  CHECK(partial.find("1 member(s) there against 9") != std::string::npos);
+  CHECK(caveat(576).empty());  // 8 whole racks
+  CHECK(caveat(64).empty());   // one domain
+}
+
 TEST_CASE("a layout error names the field and a stable code, the same for the parser and the builder",
           "[sim][layout_rules]") {
   // Megatron-Core's TransformerConfig: num_query_groups % tp == 0. Llama-3 8B has 8 KV heads.

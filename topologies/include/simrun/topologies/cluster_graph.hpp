@@ -7,9 +7,13 @@
 // oversubscription ratio.
 //
 // Every physical cable is two directed links (one per direction) with a bandwidth per direction
-// and a latency. Routes are shortest paths: up-down through the Clos with ECMP over equal-cost
-// uplinks (hashed on src, dst and a key), PXN-style over NVLink to the GPU on the destination's
-// rail when the source GPU's own NIC sits on another rail. The Boost graph also serves plain BFS
+// and a latency. Routes are shortest paths: up-down through the Clos, the uplink at each tier chosen
+// by the destination as InfiniBand's fat-tree routing does (d-mod-k: destination port d takes
+// uplink (d / (U_0···U_{t-1})) mod U_t at tier t; OpenSM's ftree engine; Zahavi et al. 2010,
+// "Optimized InfiniBand fat-tree routing for shift all-to-all communication patterns"), so the
+// flows into one leaf come down distinct links and a shift (a ring of nodes) shares none on a
+// non-blocking tree; PXN-style over NVLink to the GPU on the destination's rail when the source
+// GPU's own NIC sits on another rail. The Boost graph also serves plain BFS
 // shortest paths, Graphviz output and the summary (element counts, bisection bandwidth, per-GPU
 // injection bandwidth).
 #pragma once
@@ -72,8 +76,7 @@ struct Route {
 };
 
 struct RouteOptions {
-  int32_t rail = -1;      // inter-domain routes: NIC index to use on both ends; -1 = source GPU's own
-  uint64_t ecmp_key = 0;  // mixed into the ECMP hash (e.g. channel number)
+  int32_t rail = -1;  // inter-domain routes: NIC index to use on both ends; -1 = source GPU's own
 };
 
 struct ClusterSummary {
@@ -181,8 +184,10 @@ class ClusterGraph {
                                          TimeNs hop_latency);
   void append_link(Route& r, uint32_t link) const;
   void append_nvlink_path(Route& r, int64_t src_gpu, int64_t dst_gpu) const;
-  void append_fabric_path(Route& r, int64_t src_leaf, int64_t dst_leaf, uint64_t hash) const;
+  void append_fabric_path(Route& r, int64_t src_leaf, int64_t dst_leaf, int64_t dst_port) const;
   int64_t leaf_of_nic(int64_t node, int64_t rail) const;
+  // The NIC's fabric port index d, leaf by leaf: leaf · radix/2 + its place among the leaf's ports.
+  int64_t fabric_port_of_nic(int64_t node, int64_t rail) const;
   const char* to_string_shape() const { return to_string(m_spec.shape); }
 
   ClusterGraphSpec m_spec;

@@ -67,6 +67,15 @@ struct FabricSpec {
   std::string source;
 };
 
+// Largest scale-up domain that lives on one board (HGX/DGX: 8 GPUs on NVSwitch).
+inline constexpr int64_t kBoardScaleUpDomain = 8;
+
+// Whether the GPU's NVLink domain is rack-scale (NVL32, NVL72: NVSwitch trays joining nodes of
+// gpus_per_node GPUs, 18 trays of 4 in an NVL72 rack) rather than a board that ends at the node:
+// an NVSwitch domain larger than a board and a whole number of nodes. The one rule the cluster
+// graph and the simulator's groups both read.
+bool rack_scale_domain(const GpuSpec& gpu, int64_t gpus_per_node);
+
 const char* to_string(Precision p);
 
 }  // namespace simrun

@@ -62,12 +62,9 @@ RankGroup rank_group(const Layout& l, GroupKind g);
 // True when every member of the group sits in one scale-up domain.
 bool group_inside_scale_up(const ClusterSpec& cluster, RankGroup group);
 
-// Largest scale-up domain that lives on one board (HGX/DGX: 8 GPUs on NVSwitch); larger
-// domains (NVL72) are rack-scale and span nodes.
-inline constexpr int64_t kBoardScaleUpDomain = 8;
-
-// GPUs per scale-up domain: a rack-scale domain as the catalog gives it; a board domain capped
-// by gpus_per_node (an H100 cluster of 4-GPU nodes has 4-GPU NVLink domains).
+// GPUs per scale-up domain: a rack-scale domain (rack_scale_domain, hardware_spec.hpp) as the
+// catalog gives it; a board domain capped by gpus_per_node (an H100 cluster of 4-GPU nodes has
+// 4-GPU NVLink domains).
 int64_t scale_up_domain_size(const ClusterSpec& cluster);
 
 class RankLayout {
