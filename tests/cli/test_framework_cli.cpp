@@ -71,11 +71,16 @@ TEST_CASE("the framework flags replace single behaviours of the profile, both wa
 }
 
 TEST_CASE("megatron-lm-2021 turns FlashAttention off unless the scenario says", "[cli][framework]") {
-  const nlohmann::json off = inputs_of("estimate " + kExample + " --framework megatron-lm-2021 --json");
-  CHECK(off["layout"]["flash_attention"] == false);
-  const nlohmann::json on =
-      inputs_of("estimate " + kExample + " --framework megatron-lm-2021 --flash-attention --json");
-  CHECK(on["layout"]["flash_attention"] == true);
+  nlohmann::json doc = nlohmann::json::parse(read_text(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-70b-h100.json"));
+  doc["layout"].erase("flash_attention");
+  const std::string file = shell_quoted(write_file("framework-no-flash.json", doc.dump()));
+  CHECK(inputs_of("estimate " + file + " --json")["layout"]["flash_attention"] == true);
+  CHECK(inputs_of("estimate " + file + " --framework megatron-lm-2021 --json")["layout"]["flash_attention"] == false);
+  CHECK(inputs_of("estimate " + file + " --framework megatron-lm-2021 --flash-attention --json")["layout"]
+                 ["flash_attention"] == true);
+  // The example states flash_attention: the file's word stands over the profile's default.
+  CHECK(inputs_of("estimate " + kExample + " --framework megatron-lm-2021 --json")["layout"]["flash_attention"] ==
+        true);
 }
 
 TEST_CASE("explain names the profile and what it changes, with sources", "[cli][framework]") {
