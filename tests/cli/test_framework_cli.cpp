@@ -32,7 +32,8 @@ TEST_CASE("no framework is megatron-core, echoed as framework.profile", "[cli][f
 }
 
 TEST_CASE("a scenario's framework sets the behaviours, --framework replaces it", "[cli][framework]") {
-  nlohmann::json doc = nlohmann::json::parse(read_text(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-70b-h100.json"));
+  nlohmann::json doc =
+      nlohmann::json::parse(read_text(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-70b-h100.json"));
   doc["framework"] = "composer";
   const std::string file = shell_quoted(write_file("framework-composer.json", doc.dump()));
   const nlohmann::json composer = inputs_of("estimate " + file + " --json")["framework"];
@@ -50,14 +51,15 @@ TEST_CASE("a scenario's framework sets the behaviours, --framework replaces it",
 }
 
 TEST_CASE("the framework flags replace single behaviours of the profile, both ways", "[cli][framework]") {
-  const nlohmann::json f =
-      inputs_of("estimate " + kExample +
-                " --framework nemo --no-tp-comm-overlap --kernels eager --no-overlap-grad-reduce --json")["framework"];
+  const nlohmann::json f = inputs_of(
+      "estimate " + kExample +
+      " --framework nemo --no-tp-comm-overlap --kernels eager --no-overlap-grad-reduce --json")["framework"];
   CHECK(f["profile"] == "nemo");
   CHECK(f["tp_comm_overlap"] == "backward_async");
   CHECK(f["kernels"] == "eager");
   CHECK(f["grad_reduce"] == "after_backward");
-  const nlohmann::json fused = inputs_of("estimate " + kExample + " --framework fsdp2 --kernels fused --json")["framework"];
+  const nlohmann::json fused =
+      inputs_of("estimate " + kExample + " --framework fsdp2 --kernels fused --json")["framework"];
   CHECK(fused["kernels"] == "fused");
   CHECK(fused["fsdp_one_communicator"] == false);
   // The profile's behaviour moves the step as the flag alone does.
@@ -71,16 +73,19 @@ TEST_CASE("the framework flags replace single behaviours of the profile, both wa
 }
 
 TEST_CASE("megatron-lm-2021 turns FlashAttention off unless the scenario says", "[cli][framework]") {
-  nlohmann::json doc = nlohmann::json::parse(read_text(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-70b-h100.json"));
+  nlohmann::json doc =
+      nlohmann::json::parse(read_text(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-70b-h100.json"));
   doc["layout"].erase("flash_attention");
   const std::string file = shell_quoted(write_file("framework-no-flash.json", doc.dump()));
   CHECK(inputs_of("estimate " + file + " --json")["layout"]["flash_attention"] == true);
-  CHECK(inputs_of("estimate " + file + " --framework megatron-lm-2021 --json")["layout"]["flash_attention"] == false);
-  CHECK(inputs_of("estimate " + file + " --framework megatron-lm-2021 --flash-attention --json")["layout"]
-                 ["flash_attention"] == true);
-  // The example states flash_attention: the file's word stands over the profile's default.
-  CHECK(inputs_of("estimate " + kExample + " --framework megatron-lm-2021 --json")["layout"]["flash_attention"] ==
+  CHECK(inputs_of("estimate " + file + " --framework megatron-lm-2021 --json")["layout"]["flash_attention"] ==
+        false);
+  CHECK(inputs_of("estimate " + file +
+                  " --framework megatron-lm-2021 --flash-attention --json")["layout"]["flash_attention"] ==
         true);
+  // The example states flash_attention: the file's word stands over the profile's default.
+  CHECK(inputs_of("estimate " + kExample +
+                  " --framework megatron-lm-2021 --json")["layout"]["flash_attention"] == true);
 }
 
 TEST_CASE("explain names the profile and what it changes, with sources", "[cli][framework]") {
@@ -113,7 +118,8 @@ TEST_CASE("explain names the profile and what it changes, with sources", "[cli][
 TEST_CASE("an unknown framework is one line, exit 2, naming the known ones", "[cli][framework][errors]") {
   require_one_safe_line(run_simrun("estimate " + kExample + " --framework deepspeedd"),
                         "--framework: unknown framework \"deepspeedd\" (known: composer, ");
-  nlohmann::json doc = nlohmann::json::parse(read_text(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-70b-h100.json"));
+  nlohmann::json doc =
+      nlohmann::json::parse(read_text(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-70b-h100.json"));
   doc["framework"] = "nemmo";
   const RunResult r = run_simrun("simulate " + shell_quoted(write_file("framework-typo.json", doc.dump())));
   require_one_safe_line(r, "framework-typo.json: framework: unknown framework \"nemmo\"");
@@ -130,13 +136,14 @@ TEST_CASE("a user catalog's frameworks/ adds profiles, checked like the shipped 
   write_file("user-frameworks/frameworks/our-fsdp.json",
              R"({"name": "Our FSDP", "extends": "fsdp2",
                  "defaults": {"step_overhead_s": {"value": 0.2, "source": "our step logs"}}})");
-  const nlohmann::json f =
-      inputs_of("estimate " + kExample + " --catalog " + shell_quoted(dir) + " --framework our-fsdp --json")["framework"];
+  const nlohmann::json f = inputs_of("estimate " + kExample + " --catalog " + shell_quoted(dir) +
+                                     " --framework our-fsdp --json")["framework"];
   CHECK(f["profile"] == "our-fsdp");
   CHECK(f["step_overhead_s"] == 0.2);
   CHECK(f["kernels"] == "eager");
-  write_file("user-frameworks/frameworks/bad.json",
-             R"({"name": "Bad", "extends": "fsdp2", "defaults": {"kernels": {"value": "jit", "source": "x"}}})");
+  write_file(
+      "user-frameworks/frameworks/bad.json",
+      R"({"name": "Bad", "extends": "fsdp2", "defaults": {"kernels": {"value": "jit", "source": "x"}}})");
   require_one_safe_line(run_simrun("estimate " + kExample + " --catalog " + shell_quoted(dir)),
                         "bad.json: defaults.kernels.value:");
 }

@@ -44,7 +44,8 @@ const std::vector<FieldRule>& field_rules() {
   static const std::vector<FieldRule> kRules = {
       {"kernels",
        [](JsonReader& f, FrameworkProfile& p) {
-         p.workload.kernels = choice(f, {"fused", "eager"}) == "eager" ? KernelStack::eager : KernelStack::fused;
+         p.workload.kernels =
+             choice(f, {"fused", "eager"}) == "eager" ? KernelStack::eager : KernelStack::fused;
        }},
       {"eager_memory_factor",
        [](JsonReader& f, FrameworkProfile& p) { p.workload.eager_memory_factor = number(f, 1, 10); }},
@@ -53,14 +54,16 @@ const std::vector<FieldRule>& field_rules() {
          const bool every_other = choice(f, {"attention", "every_other_layer"}) == "every_other_layer";
          p.workload.selective =
              every_other ? SelectiveRecompute::every_other_layer : SelectiveRecompute::attention_core;
-         p.memory.selective = every_other ? SelectiveKeeps::every_other_layer : SelectiveKeeps::all_but_attention_core;
+         p.memory.selective =
+             every_other ? SelectiveKeeps::every_other_layer : SelectiveKeeps::all_but_attention_core;
        }},
       {"step_overhead_s",
        [](JsonReader& f, FrameworkProfile& p) { p.workload.step_overhead_s = number(f, 0, 60); }},
       {"tp_comm_overlap",
        [](JsonReader& f, FrameworkProfile& p) {
-         p.workload.tp_overlap =
-             choice(f, {"backward_async", "full"}) == "full" ? TpCommOverlap::full : TpCommOverlap::backward_async;
+         p.workload.tp_overlap = choice(f, {"backward_async", "full"}) == "full"
+                                     ? TpCommOverlap::full
+                                     : TpCommOverlap::backward_async;
        }},
       {"moe_shared_expert_overlap",
        [](JsonReader& f, FrameworkProfile& p) { p.workload.moe_shared_expert_overlap = boolean(f); }},
@@ -92,9 +95,10 @@ const std::vector<FieldRule>& field_rules() {
        }},
       {"fsdp_backward_prefetch",
        [](JsonReader& f, FrameworkProfile& p) {
-         p.workload.fsdp_backward_prefetch = choice(f, {"before_backward", "after_backward"}) == "after_backward"
-                                                 ? FsdpBackwardPrefetch::after_backward
-                                                 : FsdpBackwardPrefetch::before_backward;
+         p.workload.fsdp_backward_prefetch =
+             choice(f, {"before_backward", "after_backward"}) == "after_backward"
+                 ? FsdpBackwardPrefetch::after_backward
+                 : FsdpBackwardPrefetch::before_backward;
        }},
       {"fsdp_one_communicator",
        [](JsonReader& f, FrameworkProfile& p) { p.workload.fsdp_one_communicator = boolean(f); }},
@@ -178,7 +182,10 @@ std::string profiles_markdown(const FrameworkCatalog& catalog) {
       changes += (changes.empty() ? "" : ", ") + d.key + " " + d.value;
     std::erase(changes, '"');
     out += "| `" + id + "` | " + p.name + " | " + (p.extends.empty() ? "" : "`" + p.extends + "`") + " | " +
-           (id == base.id ? "(the default)" : changes.empty() ? "nothing" : changes) + " |\n";
+           (id == base.id     ? "(the default)"
+            : changes.empty() ? "nothing"
+                              : changes) +
+           " |\n";
   }
   return out;
 }
@@ -209,8 +216,12 @@ void FrameworkCatalog::read_dir(const std::filesystem::path& dir, bool required)
                            printable(family) + "-custom.json\")");
     docs.emplace(id, std::make_pair(path, load_json_file(path)));
   }
+  std::vector<std::string> known;  // the ids an "extends" may name
+  for (const auto& [id, doc] : docs) known.push_back(id);
+  for (const auto& [id, p] : m_profiles) known.push_back(id);
   std::set<std::string> reading;  // the chain of "extends" being followed, to refuse a cycle
-  std::function<const FrameworkProfile&(const std::string&)> build = [&](const std::string& id) -> const FrameworkProfile& {
+  std::function<const FrameworkProfile&(const std::string&)> build =
+      [&](const std::string& id) -> const FrameworkProfile& {
     if (const auto it = m_profiles.find(id); it != m_profiles.end()) return it->second;
     const auto& [path, doc] = docs.at(id);
     JsonReader r(doc, path.string());
@@ -218,14 +229,7 @@ void FrameworkCatalog::read_dir(const std::filesystem::path& dir, bool required)
     if (r.has("extends")) {
       const std::string base = r.string("extends");
       if (!docs.count(base) && !m_profiles.count(base))
-        r.fail("extends", "unknown profile " + quoted_input(base) + " (known: " +
-                              join_names([&] {
-                                std::vector<std::string> known;
-                                for (const auto& [k, v] : docs) known.push_back(k);
-                                for (const auto& [k, v] : m_profiles) known.push_back(k);
-                                return known;
-                              }()) +
-                              ")");
+        r.fail("extends", "unknown profile " + quoted_input(base) + " (known: " + join_names(known) + ")");
       if (!reading.insert(id).second || reading.count(base))
         r.fail("extends", "profiles extend each other in a cycle (" + quoted_input(id) + " and " +
                               quoted_input(base) + ")");
@@ -245,14 +249,16 @@ void FrameworkCatalog::read_dir(const std::filesystem::path& dir, bool required)
     for (const FieldRule& rule : field_rules()) {
       if (!defaults.has(rule.key)) {
         if (!extends)
-          defaults.fail(rule.key, "missing (a profile gives every field, or \"extends\" another profile and "
-                                  "gives the fields that differ)");
+          defaults.fail(rule.key,
+                        "missing (a profile gives every field, or \"extends\" another profile and "
+                        "gives the fields that differ)");
         continue;
       }
       JsonReader f = defaults.object(rule.key);
       rule.read(f, p);
       const std::string source = f.string("source");
-      if (source.empty()) f.fail("source", "every field names its source (framework code or docs, and version)");
+      if (source.empty())
+        f.fail("source", "every field names its source (framework code or docs, and version)");
       f.finish();
       ProfileField field{rule.key, f.raw("value").dump(), source, id};
       bool replaced = false;
@@ -274,8 +280,9 @@ FrameworkCatalog FrameworkCatalog::load(const std::filesystem::path& dir) {
   FrameworkCatalog c;
   c.read_dir(dir, true);
   if (!c.m_profiles.count(kDefaultFramework))
-    throw InputError(dir.string(), "",
-                     std::string("no ") + kDefaultFramework + ".json (the profile of scenarios that name none)");
+    throw InputError(
+        dir.string(), "",
+        std::string("no ") + kDefaultFramework + ".json (the profile of scenarios that name none)");
   return c;
 }
 

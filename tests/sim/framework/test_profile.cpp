@@ -98,7 +98,8 @@ TEST_CASE("every shipped profile gives every field, each with its source", "[sim
     CHECK(p.fields.size() == schema);
     for (const ProfileField& f : p.fields) CHECK(f.source.size() > 20);
     CHECK_FALSE(p.name.empty());
-    if (id != kDefaultFramework) CHECK_FALSE(profile_differences(p, shipped().resolve(kDefaultFramework, "t", "f")).empty());
+    if (id != kDefaultFramework)
+      CHECK_FALSE(profile_differences(p, shipped().resolve(kDefaultFramework, "t", "f")).empty());
   }
   // What the profiles say where the sources say it (the files cite them).
   const auto& profiles = shipped().profiles();
@@ -129,11 +130,12 @@ TEST_CASE("a profile that extends another takes its fields and says which it giv
 
 TEST_CASE("id@version takes the newest profile not above the version asked for", "[sim][framework]") {
   const fs::path dir = folder_with(
-      "versions", {{"megatron-core.json", megatron_core_text()},
-                   {"x.json", small_profile("megatron-core", R"("kernels": {"value": "eager", "source": "s"})")},
-                   {"x@0.5.json", small_profile("x", R"("dropout": {"value": "masks", "source": "s"})")},
-                   {"x@0.14.json", small_profile("x", R"("grad_reduce_dtype": {"value": "fp32", "source": "s"})")},
-                   {"y@2.json", small_profile("megatron-core", R"("kernels": {"value": "eager", "source": "s"})")}});
+      "versions",
+      {{"megatron-core.json", megatron_core_text()},
+       {"x.json", small_profile("megatron-core", R"("kernels": {"value": "eager", "source": "s"})")},
+       {"x@0.5.json", small_profile("x", R"("dropout": {"value": "masks", "source": "s"})")},
+       {"x@0.14.json", small_profile("x", R"("grad_reduce_dtype": {"value": "fp32", "source": "s"})")},
+       {"y@2.json", small_profile("megatron-core", R"("kernels": {"value": "eager", "source": "s"})")}});
   const FrameworkCatalog c = FrameworkCatalog::load(dir);
   CHECK(c.resolve("x", "t", "framework").id == "x@0.14");  // no version: the newest
   CHECK(c.resolve("x@0.14", "t", "framework").id == "x@0.14");
@@ -161,22 +163,26 @@ TEST_CASE("an unknown framework lists the known ones and suggests the nearest", 
 TEST_CASE("a bad profile file is an InputError naming the file and the field", "[sim][framework]") {
   const std::string core = megatron_core_text();
   auto load_with = [&](const std::string& name, const std::string& file, const std::string& text) {
-    return error_of([&] { FrameworkCatalog::load(folder_with(name, {{"megatron-core.json", core}, {file, text}})); });
+    return error_of([&] {
+      FrameworkCatalog::load(folder_with(name, {{"megatron-core.json", core}, {file, text}}));
+    });
   };
   CHECK_THAT(load_with("bad-value", "b.json",
                        small_profile("megatron-core", R"("kernels": {"value": "jit", "source": "s"})")),
              Catch::Contains("b.json: defaults.kernels.value:"));
-  CHECK_THAT(load_with("no-source", "b.json", small_profile("megatron-core", R"("kernels": {"value": "eager"})")),
-             Catch::Contains("b.json: defaults.kernels.source:"));
+  CHECK_THAT(
+      load_with("no-source", "b.json", small_profile("megatron-core", R"("kernels": {"value": "eager"})")),
+      Catch::Contains("b.json: defaults.kernels.source:"));
   CHECK_THAT(load_with("empty-source", "b.json",
                        small_profile("megatron-core", R"("kernels": {"value": "eager", "source": ""})")),
              Catch::Contains("b.json: defaults.kernels.source: every field names its source"));
   CHECK_THAT(load_with("unknown-field", "b.json",
                        small_profile("megatron-core", R"("kernel": {"value": "eager", "source": "s"})")),
              Catch::Contains("b.json: defaults.kernel:"));
-  CHECK_THAT(load_with("range", "b.json",
-                       small_profile("megatron-core", R"("adam_bytes_per_param": {"value": -1, "source": "s"})")),
-             Catch::Contains("b.json: defaults.adam_bytes_per_param.value:"));
+  CHECK_THAT(
+      load_with("range", "b.json",
+                small_profile("megatron-core", R"("adam_bytes_per_param": {"value": -1, "source": "s"})")),
+      Catch::Contains("b.json: defaults.adam_bytes_per_param.value:"));
   CHECK_THAT(load_with("incomplete", "b.json", R"({"name": "B", "defaults": {}})"),
              Catch::Contains("b.json: defaults.kernels: missing"));
   CHECK_THAT(load_with("extends-unknown", "b.json", small_profile("nope", "")),
@@ -189,19 +195,24 @@ TEST_CASE("a bad profile file is an InputError naming the file and the field", "
              Catch::Contains("extends: profiles extend each other in a cycle"));
   CHECK_THAT(load_with("bad-name", "b@x.json", small_profile("megatron-core", "")),
              Catch::Contains("b@x.json: the file name must be a profile id"));
-  CHECK_THAT(error_of([&] { FrameworkCatalog::load(folder_with("no-default", {{"a.json", core}})); }),
+  CHECK_THAT(error_of([&] {
+               FrameworkCatalog::load(folder_with("no-default", {{"a.json", core}}));
+             }),
              Catch::Contains("no megatron-core.json"));
 }
 
 TEST_CASE("a user catalog's profile may extend a shipped one, not replace it", "[sim][framework]") {
   FrameworkCatalog c = FrameworkCatalog::load(kShipped);
-  c.add(folder_with("user", {{"my-fsdp.json",
-                              small_profile("fsdp2", R"("step_overhead_s": {"value": 0.1, "source": "our logs"})")}}));
+  c.add(folder_with(
+      "user", {{"my-fsdp.json",
+                small_profile("fsdp2", R"("step_overhead_s": {"value": 0.1, "source": "our logs"})")}}));
   const FrameworkProfile& mine = c.resolve("my-fsdp", "t", "framework");
   CHECK(mine.workload.step_overhead_s == 0.1);
   CHECK(mine.memory.convention == StateConvention::fsdp);
   c.add(fs::path("/nonexistent/simrun/frameworks"));  // an absent folder adds nothing
-  CHECK_THAT(error_of([&] { c.add(folder_with("dup", {{"nemo.json", megatron_core_text()}})); }),
+  CHECK_THAT(error_of([&] {
+               c.add(folder_with("dup", {{"nemo.json", megatron_core_text()}}));
+             }),
              Catch::Contains("nemo.json: the framework profile \"nemo\" is already in the catalog"));
 }
 

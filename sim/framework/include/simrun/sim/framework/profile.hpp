@@ -30,7 +30,7 @@ struct FrameworkProfile {
   std::string family = kDefaultFramework;  // the id before '@', e.g. "deepspeed"
   std::string version;                     // after '@', e.g. "0.5"; empty for an unversioned profile
   std::string name = "Megatron-Core";      // e.g. "Megatron-Core"
-  std::string file;     // the data file it was read from
+  std::string file;                        // the data file it was read from
   std::string extends;  // the profile whose fields it takes where it gives none; empty: none
   WorkloadOptions workload;
   MemoryDefaults memory;
