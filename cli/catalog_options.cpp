@@ -13,7 +13,7 @@ namespace simrun::cli {
 void add_catalog_option(CLI::App& cmd, std::vector<std::string>& dirs) {
   cmd.add_option(
          "--catalog", dirs,
-         "A user catalog folder with gpus/, fabrics/ and models/ subfolders of *.json entries (as in the "
+         "A user catalog folder with gpus/, fabrics/, models/ and frameworks/ subfolders of *.json entries (as in the "
          "shipped catalogs; ids must be new); repeatable, read after SIMRUN_CATALOG's folders")
       ->allow_extra_args(false)
       ->type_name("DIR");

@@ -74,17 +74,18 @@ Scenario load_scenario_with_flags(const std::string& file, const ScenarioOverrid
 // --kernels, --selective-recompute.
 struct FrameworkArgs {
   std::string schedule;  // gpipe | 1f1b | interleaved; empty: from virtual_stages
-  bool tp_comm_overlap = false;
+  bool tp_comm_overlap = false, no_tp_comm_overlap = false;
   bool moe_shared_expert_overlap = false;
-  std::string kernels;    // fused | eager; empty: fused
-  std::string selective;  // attention | every-other-layer; empty: attention
+  std::string kernels;    // fused | eager; empty: the framework profile's
+  std::string selective;  // attention | every-other-layer; empty: the framework profile's
   // Megatron's --overlap-grad-reduce / --overlap-param-gather (simrun's defaults) and their --no-.
   bool overlap_grad_reduce = false, no_overlap_grad_reduce = false;
   bool overlap_param_gather = false, no_overlap_param_gather = false;
 };
 void add_framework_options(CLI::App& cmd, FrameworkArgs& args);
+// The scenario's framework profile with the flags given applied over it.
 void apply_framework_options(const FrameworkArgs& args, const Scenario& scenario, WorkloadOptions& workload,
-                             std::optional<PipelineSchedule>& schedule);
+                             MemoryDefaults& memory, std::optional<PipelineSchedule>& schedule);
 
 // Slow hardware (cli/fault_options.cpp): --straggler, --straggler-node and --slow-link for
 // estimate and simulate (`event_simulation`: they imply --full).
@@ -114,6 +115,11 @@ Command add_completion_command(CLI::App& root, const CliEnv& env);
 // Report printing shared by estimate and simulate (cli/report_output.cpp).
 void print_report_table(const Report& report, const Scenario& scenario, std::ostream& out);
 void print_report_explain(const Report& report, std::ostream& out);
+// --explain's account of the framework profile: its id and file, then each field that differs from
+// `base` (the default profile) with its source.
+void print_framework_explain(const FrameworkProfile& profile, const FrameworkProfile& base, std::ostream& out);
+// The same as the JSON report's "framework_profile" (with --explain --json).
+nlohmann::json framework_explain_json(const FrameworkProfile& profile, const FrameworkProfile& base);
 // One CSV row of a report: the inputs' columns, the report's (report_csv_fields), then `extra`.
 Fields report_csv_row(const Fields& inputs, const Report& report, const Fields& extra = {});
 // simulate --compare-analytic: step time and MFU of both fidelities side by side, and the parts

@@ -1,6 +1,6 @@
 // `simrun completion bash|zsh`: prints a shell completion script, made at run time by walking the
 // simrun app's subcommands and options (so it lists what this build has) and reading the catalogs
-// (GPU, fabric and model ids for --gpu, --fabric, --model). Load it with
+// (GPU, fabric, model and framework profile ids for --gpu, --fabric, --model, --framework). Load it with
 //   source <(simrun completion bash)      or save it where the shell looks (README).
 #include <fmt/format.h>
 #include <fmt/ostream.h>
@@ -75,6 +75,9 @@ ArgumentCompletion argument_of(const CLI::Option& o, const Catalogs& catalogs) {
   } else if (name == "--fabric") {
     a.value = ValueKind::words;
     a.words = catalogs.hardware.fabric_ids();
+  } else if (name == "--framework") {
+    a.value = ValueKind::words;
+    a.words = catalogs.frameworks.ids();
   } else if (name == "--model") {
     a.value = ValueKind::files;
     a.words = catalogs.models.ids();

@@ -44,7 +44,9 @@ Command add_estimate_command(CLI::App& root, const CliEnv& env) {
             AnalyticOptions options;
             if (!args->calibration_file.empty())
               options.calibration = Calibration::load(args->calibration_file);
-            apply_framework_options(args->framework, scenario, options.workload, options.schedule);
+            options.workload = scenario.framework.workload;
+            options.memory = scenario.framework.memory;
+            apply_framework_options(args->framework, scenario, options.workload, options.memory, options.schedule);
             options.stragglers = stragglers_of(args->faults, scenario);
             options.slow_links = slow_links_of(args->faults);
             const Report report = estimate(scenario, options);
@@ -55,6 +57,9 @@ Command add_estimate_command(CLI::App& root, const CliEnv& env) {
               case OutputFormat::json: {
                 nlohmann::json j = to_json(report);
                 j["inputs"] = to_json(inputs);
+                if (args->explain)
+                  j["framework_profile"] = framework_explain_json(
+                      scenario.framework, catalogs.frameworks.resolve(kDefaultFramework, "catalog", "framework"));
                 std::cout << j.dump(2) << "\n";
                 break;
               }
@@ -66,6 +71,9 @@ Command add_estimate_command(CLI::App& root, const CliEnv& env) {
                 if (args->explain) {
                   std::cout << "\n";
                   print_report_explain(report, std::cout);
+                  print_framework_explain(scenario.framework,
+                                          catalogs.frameworks.resolve(kDefaultFramework, "catalog", "framework"),
+                                          std::cout);
                 }
                 break;
             }

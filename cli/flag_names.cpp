@@ -53,6 +53,7 @@ constexpr FieldFlag kScenarioFlags[] = {
     {"run.train_iters", "--train-iters"},
     {"run.usd_per_gpu_hour", "--usd-per-gpu-hour"},
     {"run.assumed_mfu", "--mfu"},
+    {"framework", "--framework"},
 };
 
 // Megatron-LM arguments (megatron/training/arguments.py, core_r0.12) and simrun's reading of each.

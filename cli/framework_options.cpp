@@ -1,6 +1,7 @@
 // The framework-behaviour flags shared by `simrun estimate` and `simrun simulate`: pipeline
 // schedule, TP comm overlap, shared-expert overlap, kernel stack and what selective recompute
-// re-runs, when DP gradients and ZeRO parameters travel (see command.hpp).
+// re-runs, when DP gradients and ZeRO parameters travel (see command.hpp). Each replaces the
+// value of the scenario's framework profile (--framework) for that one behaviour.
 #include "command.hpp"
 #include "simrun/common/error.hpp"
 
@@ -10,8 +11,12 @@ void add_framework_options(CLI::App& cmd, FrameworkArgs& args) {
   cmd.add_option("--schedule", args.schedule,
                  "Pipeline schedule: gpipe | 1f1b | interleaved (default from virtual_stages)")
       ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}));
-  cmd.add_flag("--tp-comm-overlap", args.tp_comm_overlap,
-               "Overlap TP collectives with their GEMMs (Megatron --tp-comm-overlap / async-TP)");
+  CLI::Option* tp_overlap = cmd.add_flag(
+      "--tp-comm-overlap", args.tp_comm_overlap,
+      "Overlap TP collectives with their GEMMs (Megatron --tp-comm-overlap / async-TP)");
+  cmd.add_flag("--no-tp-comm-overlap", args.no_tp_comm_overlap,
+               "Overlap only the backward's TP collectives (Megatron's default; where a profile turns overlap on)")
+      ->excludes(tp_overlap);
   cmd.add_flag("--moe-shared-expert-overlap", args.moe_shared_expert_overlap,
                "Run the MoE shared experts beside the dispatch and combine all-to-alls (Megatron-Core "
                "--moe-shared-expert-overlap)");
@@ -40,8 +45,10 @@ void add_framework_options(CLI::App& cmd, FrameworkArgs& args) {
 }
 
 void apply_framework_options(const FrameworkArgs& args, const Scenario& scenario, WorkloadOptions& workload,
-                             std::optional<PipelineSchedule>& schedule) {
+                             MemoryDefaults& memory, std::optional<PipelineSchedule>& schedule) {
+  // Each flag given replaces the profile's value (scenario.framework), both ways.
   if (args.tp_comm_overlap) workload.tp_overlap = TpCommOverlap::full;
+  if (args.no_tp_comm_overlap) workload.tp_overlap = TpCommOverlap::backward_async;
   if (args.moe_shared_expert_overlap) {
     const ModelSpec& m = scenario.model;
     if (!m.is_moe() || m.moe->shared_experts == 0)
@@ -51,11 +58,16 @@ void apply_framework_options(const FrameworkArgs& args, const Scenario& scenario
                            "e.g. deepseek-v3)");
     workload.moe_shared_expert_overlap = true;
   }
+  if (args.overlap_grad_reduce) workload.grad_reduce = GradReduceOverlap::bucketed;
   if (args.no_overlap_grad_reduce) workload.grad_reduce = GradReduceOverlap::after_backward;
+  if (args.overlap_param_gather) workload.param_gather = ParamGatherOverlap::next_forward;
   if (args.no_overlap_param_gather) workload.param_gather = ParamGatherOverlap::after_optimizer;
-  if (args.kernels == "eager") workload.kernels = KernelStack::eager;
-  if (args.selective == "every_other_layer" || args.selective == "every-other-layer")
-    workload.selective = SelectiveRecompute::every_other_layer;
+  if (!args.kernels.empty()) workload.kernels = args.kernels == "eager" ? KernelStack::eager : KernelStack::fused;
+  if (!args.selective.empty()) {
+    const bool every_other = args.selective == "every_other_layer" || args.selective == "every-other-layer";
+    workload.selective = every_other ? SelectiveRecompute::every_other_layer : SelectiveRecompute::attention_core;
+    memory.selective = every_other ? SelectiveKeeps::every_other_layer : SelectiveKeeps::all_but_attention_core;
+  }
   if (args.schedule == "gpipe") schedule = PipelineSchedule::gpipe;
   if (args.schedule == "1f1b") schedule = PipelineSchedule::one_f_one_b;
   if (args.schedule == "interleaved") {

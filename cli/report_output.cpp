@@ -148,6 +148,28 @@ void print_report_explain(const Report& r, std::ostream& out) {
   }
 }
 
+void print_framework_explain(const FrameworkProfile& p, const FrameworkProfile& base, std::ostream& out) {
+  fmt::print(out, "framework = {} ({}; {})\n", p.id, p.name, p.file);
+  const std::vector<ProfileDifference> changes = profile_differences(p, base);
+  if (p.id == base.id) {
+    fmt::print(out, "    the default profile; the framework flags given replace single fields\n");
+    return;
+  }
+  if (changes.empty()) fmt::print(out, "    the same fields as {}\n", base.id);
+  for (const ProfileDifference& d : changes)
+    fmt::print(out, "    {} = {} ({}: {})\n        source: {}\n", d.key, d.value, base.id, d.base_value, d.source);
+}
+
+nlohmann::json framework_explain_json(const FrameworkProfile& p, const FrameworkProfile& base) {
+  nlohmann::json changes = nlohmann::json::array();
+  for (const ProfileDifference& d : profile_differences(p, base))
+    changes.push_back({{"field", d.key},
+                       {"value", nlohmann::json::parse(d.value)},
+                       {base.id, nlohmann::json::parse(d.base_value)},
+                       {"source", d.source}});
+  return {{"id", p.id}, {"name", p.name}, {"file", p.file}, {"differs_from", base.id}, {"changes", changes}};
+}
+
 Fields report_csv_row(const Fields& inputs, const Report& report, const Fields& extra) {
   Fields row = inputs;
   for (Field& f : report_csv_fields(report)) row.push_back(std::move(f));

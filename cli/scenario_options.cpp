@@ -77,6 +77,11 @@ void add_scenario_options(CLI::App& cmd, ScenarioArgs& a) {
       ->check(CLI::IsMember({"e4m3", "hybrid"}));
   cmd.add_option("--usd-per-gpu-hour", o.usd_per_gpu_hour, "Price per GPU-hour in dollars");
   cmd.add_option("--mfu", o.mfu, "Assume this MFU instead of modelling step time");
+  cmd.add_option("--framework", o.framework,
+                 "Framework profile whose defaults apply (scenario \"framework\"): megatron-core (default), "
+                 "megatron-core-perf, nemo, megatron-lm-2021, fsdp1, fsdp2, composer, torchtitan, ... or id@version "
+                 "(docs/model.md#framework-behaviour); the framework flags override single fields")
+      ->type_name("ID[@VERSION]");
   add_catalog_option(cmd, a.catalogs);
 }
 

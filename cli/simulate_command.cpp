@@ -185,7 +185,9 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
         options.step.scope =
             args->full || needs_full ? SimulationScope::full : SimulationScope::representatives;
         options.step.record_trace = !args->trace_file.empty();
-        apply_framework_options(args->framework, scenario, options.workload, options.schedule);
+        options.workload = scenario.framework.workload;
+        options.memory = scenario.framework.memory;
+        apply_framework_options(args->framework, scenario, options.workload, options.memory, options.schedule);
 
         // The line is blanked before anything else is printed (or the error line, by unwinding).
         std::unique_ptr<ProgressLine> progress = stderr_progress_line(progress_shown);
@@ -225,6 +227,9 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
           case OutputFormat::json: {
             nlohmann::json j = to_json(report);
             j["inputs"] = to_json(inputs);
+            if (args->explain)
+              j["framework_profile"] = framework_explain_json(
+                  scenario.framework, catalogs.frameworks.resolve(kDefaultFramework, "catalog", "framework"));
             j["stages"] = stages_json(out);
             j["simulation"] =
                 to_json(simulation_fields(&out, options.step.scope, args->timing))["simulation"];
@@ -256,6 +261,8 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
             if (args->explain) {
               table << "\n";
               print_report_explain(report, table);
+              print_framework_explain(scenario.framework,
+                                      catalogs.frameworks.resolve(kDefaultFramework, "catalog", "framework"), table);
             }
             break;
           }

@@ -50,7 +50,8 @@ std::string sim_area(const std::string& header) {
 const std::map<std::string, std::set<std::string>>& allowed() {
   static const std::map<std::string, std::set<std::string>> kAllowed = [] {
     const std::map<std::string, std::vector<std::string>> direct = {
-        {"scenario", {}},
+        {"framework", {}},
+        {"scenario", {"framework"}},  // the scenario names its framework profile
         {"engine", {}},
         {"network", {"engine"}},
         {"workload", {"scenario"}},

@@ -190,7 +190,7 @@ TEST_CASE("a user catalog entry is checked like a shipped one, its file named in
   require_one_safe_line(run_simrun(run + " --catalog " + shell_quoted(user / "missing")),
                         "command line: --catalog: folder");
   require_one_safe_line(run_simrun(run + " --catalog " + shell_quoted(fresh_dir("empty-catalog"))),
-                        "holds no gpus/, fabrics/ or models/ subfolder");
+                        "holds no gpus/, fabrics/, models/ or frameworks/ subfolder");
   REQUIRE(::setenv("SIMRUN_CATALOG", (user / "missing").c_str(), 1) == 0);
   const RunResult env = run_simrun("estimate --model llama3-8b --gpu h100-sxm");
   ::unsetenv("SIMRUN_CATALOG");

@@ -49,3 +49,7 @@ simrun_add_test_exe(test_cli_shell SOURCES cli/test_progress.cpp cli/test_comple
                     LIBS simrun_cli simrun_test_fixtures)
 target_compile_definitions(test_cli_shell PRIVATE SIMRUN_BINARY="$<TARGET_FILE:simrun>")
 add_dependencies(test_cli_shell simrun)
+# Framework profiles on the command line: "framework", --framework, flags over the profile, --explain.
+simrun_add_test_exe(test_framework_cli SOURCES cli/test_framework_cli.cpp LIBS nlohmann_json::nlohmann_json simrun_test_fixtures)
+target_compile_definitions(test_framework_cli PRIVATE SIMRUN_BINARY="$<TARGET_FILE:simrun>")
+add_dependencies(test_framework_cli simrun)

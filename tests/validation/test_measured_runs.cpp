@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "simrun/validation/measured_runs.hpp"
 #include "simrun/sim/scenario/scenario_parser.hpp"
@@ -22,6 +23,32 @@ const std::vector<MeasuredRun>& runs() {
   static const std::vector<MeasuredRun> r =
       load_measured_runs(std::filesystem::path(SIMRUN_VALIDATION_DATA_DIR) / "measured-runs.json", test::catalogs());
   return r;
+}
+
+// The WorkloadOptions fields where `a` and `b` differ, by name.
+std::vector<std::string> differing(const WorkloadOptions& a, const WorkloadOptions& b) {
+  std::vector<std::string> out;
+  auto cmp = [&](const char* name, auto x, auto y) {
+    if (x != y) out.push_back(name);
+  };
+  cmp("kernels", a.kernels, b.kernels);
+  cmp("eager_memory_factor", a.eager_memory_factor, b.eager_memory_factor);
+  cmp("selective", a.selective, b.selective);
+  cmp("step_overhead_s", a.step_overhead_s, b.step_overhead_s);
+  cmp("tp_overlap", a.tp_overlap, b.tp_overlap);
+  cmp("moe_shared_expert_overlap", a.moe_shared_expert_overlap, b.moe_shared_expert_overlap);
+  cmp("grad_reduce", a.grad_reduce, b.grad_reduce);
+  cmp("param_gather", a.param_gather, b.param_gather);
+  cmp("bucket_params_min", a.bucket_params_min, b.bucket_params_min);
+  cmp("bucket_params_per_dp", a.bucket_params_per_dp, b.bucket_params_per_dp);
+  cmp("one_bucket_after_first_chunk", a.one_bucket_after_first_chunk, b.one_bucket_after_first_chunk);
+  cmp("grad_reduce_bytes", a.grad_reduce_bytes, b.grad_reduce_bytes);
+  cmp("fsdp_prefetch_layers", a.fsdp_prefetch_layers, b.fsdp_prefetch_layers);
+  cmp("fsdp_backward_prefetch", a.fsdp_backward_prefetch, b.fsdp_backward_prefetch);
+  cmp("fsdp_one_communicator", a.fsdp_one_communicator, b.fsdp_one_communicator);
+  cmp("adam_bytes_per_param", a.adam_bytes_per_param, b.adam_bytes_per_param);
+  cmp("grad_clip_bytes_per_param", a.grad_clip_bytes_per_param, b.grad_clip_bytes_per_param);
+  return out;
 }
 
 const MeasuredRun& run(const std::string& id) {
@@ -52,7 +79,7 @@ TEST_CASE("measured runs: every row maps or says why not", "[sim][measured_runs]
 TEST_CASE("measured runs: a Megatron 2021 row (Narayanan Table 1, 1T)", "[sim][measured_runs]") {
   const MeasuredRun& r = run("narayanan2021_t1_1T");
   REQUIRE(r.simulatable());
-  CHECK(r.framework == TrainingFramework::megatron_2021);
+  CHECK(r.framework == "megatron-lm-2021");
   CHECK(r.scenario.cluster.gpu.id == "a100-80gb");
   CHECK(r.scenario.cluster.fabric.id == "ib-hdr");
   CHECK(r.scenario.layout.tp == 8);
@@ -84,7 +111,7 @@ TEST_CASE("measured runs: null fields take the documented Megatron defaults", "[
 
 TEST_CASE("measured runs: framework behaviour per source", "[sim][measured_runs]") {
   const MeasuredRun& mosaic = run("mosaic_mpt13b_h100_80gb_8gpu_s2048_gbs16");
-  CHECK(mosaic.framework == TrainingFramework::composer_fsdp);
+  CHECK(mosaic.framework == "composer");
   CHECK(mosaic.workload.kernels == KernelStack::eager);
   CHECK(mosaic.workload.grad_reduce_bytes == 2);  // FSDP mixed_precision PURE
   CHECK(mosaic.memory.convention == StateConvention::fsdp);
@@ -93,15 +120,42 @@ TEST_CASE("measured runs: framework behaviour per source", "[sim][measured_runs]
   CHECK(mosaic.scenario.model.alibi);
 
   const MeasuredRun& titan = run("torchtitan_a100_Llama38B_0");
-  CHECK(titan.framework == TrainingFramework::torchtitan);
+  CHECK(titan.framework == "torchtitan");
   CHECK(titan.workload.grad_reduce_bytes == 4);  // FSDP2 reduce_dtype fp32
   CHECK(titan.scenario.model.ffn_act == FfnActivation::swiglu);
   CHECK(titan.memory.selective == SelectiveKeeps::every_other_layer);
 
   const MeasuredRun& nemo = run("nemo2407_GPT3-20B_64gpu");
-  CHECK(nemo.framework == TrainingFramework::nemo);
+  CHECK(nemo.framework == "nemo");
   CHECK(nemo.memory.convention == StateConvention::zero_paper);  // bf16 grads
   CHECK(nemo.scenario.layout.precision == Precision::fp8);
+}
+
+TEST_CASE("measured runs: a row's framework behaviour is its profile's, as a scenario naming it gets",
+          "[sim][measured_runs][framework]") {
+  const MeasuredRun& mosaic = run("mosaic_mpt13b_h100_80gb_8gpu_s2048_gbs16");
+  auto scenario_with = [](const std::string& framework) {
+    return test::parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
+                                         "framework": ")" + framework + R"("})");
+  };
+  const Scenario composer = scenario_with("composer");
+  CHECK(differing(composer.framework.workload, mosaic.workload).empty());
+  CHECK(composer.framework.memory.convention == mosaic.memory.convention);
+  CHECK(mosaic.scenario.framework.id == "composer");
+  // Plain FSDP1 runs the Composer rows' behaviour but for the backward prefetch, which Composer's
+  // FSDP config changes from PyTorch's BACKWARD_PRE to BACKWARD_POST.
+  const Scenario fsdp1 = scenario_with("fsdp1");
+  CHECK(differing(fsdp1.framework.workload, mosaic.workload) == std::vector<std::string>{"fsdp_backward_prefetch"});
+  CHECK(fsdp1.framework.workload.fsdp_backward_prefetch == FsdpBackwardPrefetch::before_backward);
+  CHECK(fsdp1.framework.memory.convention == StateConvention::fsdp);
+  // Every row's options are exactly its profile's.
+  for (const MeasuredRun& r : runs()) {
+    if (!r.has_scenario()) continue;
+    INFO(r.id);
+    const FrameworkProfile& p = test::catalogs().frameworks.resolve(r.framework, "t", "framework");
+    CHECK(differing(p.workload, r.workload).empty());
+    CHECK(r.scenario.layout.flash_attention == p.flash_attention);
+  }
 }
 
 TEST_CASE("measured runs: unsupported rows say why", "[sim][measured_runs]") {

@@ -21,30 +21,22 @@
 // Megatron-Core sources' --overlap-param-gather requires), recompute none (Megatron's
 // --recompute-granularity default), global batch micro_batch·dp.
 //
-// Framework by source group (what the framework does by default or its performance recipe sets):
-//  - Megatron-LM 2021 (narayanan_t1, megatron_gpt3): fp16 with fp16 gradients reduced in
-//    buckets during the last backward; TP backward-async overlap only; parameters updated in
-//    place (no gather); no FlashAttention (2022) — the score matrix is materialised; dropout 0.1
-//    (the GPT recipes), so its masks are stored.
-//  - Megatron-Core (megatron_h100): memory counts fp32 main gradients (Megatron's arguments.py
-//    sets accumulate_allreduce_grads_in_fp32 for --bf16; the larger, conservative account), the
-//    wire carries bf16 (Megatron-Core DDP's grad_reduce_in_fp32 default); TP comm overlap
-//    (--tp-comm-overlap), overlapped grad reduce and param gather.
-//  - NeMo / Megatron-Bridge (nemo2407, bridge, nemo_cp, mcore_moe): Megatron-Core with the
-//    distributed optimizer; the performance recipes keep and reduce gradients in bf16
-//    (NeMo's distributed_fused_adam grad_sync_dtype bf16 / mcore grad_reduce_in_fp32 False),
-//    fp32 master + Adam moments sharded: 2 + 2 + 12/d bytes per parameter.
-//  - Composer + PyTorch FSDP1 (mosaic): llm-foundry's benchmark configs use
-//    mixed_precision PURE (bf16 parameters, gradients and reduce-scatter); FSDP keeps the
-//    sharded flat parameter in fp32, its gradient shard in fp32 and AdamW's moments in fp32:
-//    16/d bytes per parameter (StateConvention::fsdp); eager PyTorch kernels + FlashAttention-2;
-//    Composer's unfused DecoupledAdamW and FSDP gradient clipping (80 + 12 B per parameter).
-//    Composer's FSDP config defaults backward_prefetch to BACKWARD_POST (the MPT yamls do not
-//    set it): the next unit's all-gather is issued from the post-backward hook, after this
-//    unit's gradients, and FSDP1 runs it and the reduce-scatters on one process group, i.e. one
-//    NCCL stream in issue order.
-//  - torchtitan (FSDP2): MixedPrecisionPolicy(param bf16, reduce fp32): fp32 reduce-scatter,
-//    same 16/d states; async-TP; per-layer/per-op selective AC = every other layer recomputed.
+// Framework: one profile per source group (framework_of below; each profile's file under
+// sim/framework/profiles/ gives every behaviour with its source, docs/model.md lists them):
+//  - Megatron-LM 2021 (narayanan_t1, megatron_gpt3): megatron-lm-2021 — fp16 gradients, TP
+//    backward-async overlap only, parameters updated in place, no FlashAttention, dropout masks,
+//    tied GPT embeddings.
+//  - Megatron-Core (megatron_h100, the README H100 scaling runs): megatron-core-perf — Megatron-Core
+//    with --tp-comm-overlap; fp32 main gradients in memory, bf16 on the wire. With 4 bytes on the
+//    wire the weak-scaling 32B row (dp 48 on one rail per GPU, 4 micro-batches) reads +34%, so the
+//    README runs cannot have reduced 32-bit gradients at the modelled bandwidth. Open.
+//  - NeMo / Megatron-Bridge (nemo2407, bridge, nemo_cp, mcore_moe): nemo — TP comm overlap,
+//    gradients kept and reduced in bf16 (2 + 2 + 12/d bytes per parameter).
+//  - Composer + PyTorch FSDP1 (mosaic): composer — mixed_precision PURE, fp32 sharded states,
+//    eager kernels, unfused DecoupledAdamW and gradient clipping, BACKWARD_POST prefetch, one
+//    NCCL stream for all-gathers and reduce-scatters.
+//  - torchtitan (FSDP2): torchtitan — fp32 reduce-scatter, async TP, selective AC of every other
+//    layer.
 #include "simrun/validation/measured_runs.hpp"
 
 #include <fmt/format.h>
@@ -99,82 +91,14 @@ std::string opt_str(const json& j, const char* key) {
   return j.at(key).dump();
 }
 
-TrainingFramework framework_of(const std::string& group) {
-  if (group == "narayanan_t1" || group == "megatron_gpt3") return TrainingFramework::megatron_2021;
-  if (group == "megatron_h100") return TrainingFramework::megatron_core;
-  if (group == "mosaic") return TrainingFramework::composer_fsdp;
-  if (group == "torchtitan") return TrainingFramework::torchtitan;
-  return TrainingFramework::nemo;  // nemo2407, bridge, nemo_cp, mcore_moe
-}
-
-WorkloadOptions workload_of(TrainingFramework f) {
-  WorkloadOptions o;
-  switch (f) {
-    case TrainingFramework::megatron_2021:
-      o.tp_overlap = TpCommOverlap::backward_async;
-      o.param_gather = ParamGatherOverlap::after_optimizer;
-      o.grad_reduce_bytes = 2;
-      o.one_bucket_after_first_chunk = false;  // predates Megatron-Core's per-chunk DDP
-      break;
-    case TrainingFramework::megatron_core:
-      o.tp_overlap = TpCommOverlap::full;
-      // bf16 on the wire (Megatron-Core DDP's grad_reduce_in_fp32 default False). Megatron-LM's
-      // arguments.py turns on fp32 accumulation for --bf16; with 4 bytes here the weak-scaling 32B
-      // row (dp 48 on one rail per GPU, 4 micro-batches) reads +34%, so the README runs cannot
-      // have reduced 32-bit gradients at the modelled bandwidth. Open; see the memory note.
-      o.grad_reduce_bytes = 2;
-      break;
-    case TrainingFramework::nemo:
-      o.tp_overlap = TpCommOverlap::full;
-      o.grad_reduce_bytes = 2;
-      break;
-    case TrainingFramework::composer_fsdp:
-      o.tp_overlap = TpCommOverlap::backward_async;
-      o.grad_reduce_bytes = 2;
-      o.kernels = KernelStack::eager;
-      o.fsdp_backward_prefetch = FsdpBackwardPrefetch::after_backward;
-      o.fsdp_one_communicator = true;
-      // Composer's DecoupledAdamW is a per-tensor loop of unfused fp32 ops
-      // (composer/optim/decoupled_weight_decay.py DecoupledAdamW.adamw; the MPT yamls set
-      // weight_decay 0, so no decay pass): exp_avg.mul_ 8 + add_ 12, exp_avg_sq.mul_ 8 +
-      // addcmul_ 12, sqrt 8, / 8, add_(eps) 8, param.addcdiv_ 16 = 80 B per parameter. Gradient
-      // clipping (the MPT yamls' gradient_clipping, FSDP1 clip_grad_norm_) reads each fp32
-      // gradient for its norm (4) and scales it in place (8).
-      o.adam_bytes_per_param = 80;
-      o.grad_clip_bytes_per_param = 12;
-      break;
-    case TrainingFramework::torchtitan:
-      o.tp_overlap = TpCommOverlap::full;
-      o.grad_reduce_bytes = 4;
-      o.selective = SelectiveRecompute::every_other_layer;
-      o.kernels = KernelStack::eager;
-      break;
-  }
-  return o;
-}
-
-MemoryDefaults memory_of(TrainingFramework f) {
-  MemoryDefaults m;
-  switch (f) {
-    case TrainingFramework::megatron_2021:
-      m.convention = StateConvention::megatron;  // fp16: 2 + 2 + 16 (master, fp32 grad copy, m, v)
-      m.dropout = Dropout::masks;
-      break;
-    case TrainingFramework::megatron_core:
-      m.convention = StateConvention::megatron;  // bf16: fp32 main grads, 2 + 4 + 12
-      break;
-    case TrainingFramework::nemo:
-      m.convention = StateConvention::zero_paper;  // bf16 grads: 2 + 2 + 12
-      break;
-    case TrainingFramework::composer_fsdp:
-      m.convention = StateConvention::fsdp;  // fp32 shard, fp32 grad shard, m, v: 16
-      break;
-    case TrainingFramework::torchtitan:
-      m.convention = StateConvention::fsdp;
-      m.selective = SelectiveKeeps::every_other_layer;
-      break;
-  }
-  return m;
+// The framework profile of a source group (sim/framework/profiles/<id>.json): the one thing the
+// mapping decides per source; each profile's fields cite the framework code or docs they follow.
+std::string framework_of(const std::string& group) {
+  if (group == "narayanan_t1" || group == "megatron_gpt3") return "megatron-lm-2021";
+  if (group == "megatron_h100") return "megatron-core-perf";
+  if (group == "mosaic") return "composer";
+  if (group == "torchtitan") return "torchtitan";
+  return "nemo";  // nemo2407, bridge, nemo_cp, mcore_moe
 }
 
 // Catalog id of the row's GPU; "" when not in the catalog. `hbm_scale` > 1 for a larger SKU of
@@ -228,7 +152,7 @@ std::optional<ModelSpec> moe_model(const json& mj, const std::string& lname, con
 
 // A dense row's architecture from its fields and its name's family (measured_run_defaults_text).
 ModelSpec dense_model(const json& mj, const std::string& name, const std::string& lname,
-                      TrainingFramework f) {
+                      const FrameworkProfile& f) {
   ModelSpec m;
   m.name = name;
   m.layers = opt_int(mj, "layers").value_or(0);
@@ -246,7 +170,7 @@ ModelSpec dense_model(const json& mj, const std::string& name, const std::string
   m.learned_position_embeddings = !llama && !mpt && !has(lname, "nemotron");
   m.max_positions = m.learned_position_embeddings ? m.seq_len : 0;
   m.alibi = mpt;
-  m.tied_embeddings = mpt || f == TrainingFramework::megatron_2021;
+  m.tied_embeddings = mpt || f.gpt_tied_embeddings;
   m.attention_bias = !llama && !mpt;
   m.mlp_bias = m.attention_bias;
   return m;
@@ -294,7 +218,7 @@ ClusterSpec measured_cluster(const json& row, const std::string& gpu_id, double 
 }
 
 // The row's layout (tp, pp and dp stated), each default taken for an unstated field noted.
-void set_layout(Layout& l, const json& lj, const ModelSpec& m, TrainingFramework f,
+void set_layout(Layout& l, const json& lj, const ModelSpec& m, const FrameworkProfile& f,
                 std::vector<std::string>& defaults_used) {
   l.tp = *opt_int(lj, "tp");
   l.pp = *opt_int(lj, "pp");
@@ -335,8 +259,7 @@ void set_layout(Layout& l, const json& lj, const ModelSpec& m, TrainingFramework
                                        : Recompute::none;
   const std::string prec = lower(opt_str(lj, "precision"));
   l.precision = has(prec, "fp8") ? Precision::fp8 : has(prec, "fp16") ? Precision::fp16 : Precision::bf16;
-  // Megatron-LM of 2021 predates FlashAttention (2022).
-  l.flash_attention = f != TrainingFramework::megatron_2021;
+  l.flash_attention = f.flash_attention;  // megatron-lm-2021 predates FlashAttention (2022)
   // Layers that do not divide into pp·vpp chunks: Megatron's account-for-embedding/loss split
   // when layers + 2 divide (the Megatron-Bridge Llama-3.1 405B recipe), else balanced 1F1B.
   const int64_t chunks = l.pp * l.virtual_stages;
@@ -349,29 +272,14 @@ void set_layout(Layout& l, const json& lj, const ModelSpec& m, TrainingFramework
 
 }  // namespace
 
-const char* to_string(TrainingFramework f) {
-  switch (f) {
-    case TrainingFramework::megatron_2021:
-      return "Megatron-LM 2021";
-    case TrainingFramework::megatron_core:
-      return "Megatron-Core";
-    case TrainingFramework::nemo:
-      return "NeMo/Megatron-Bridge";
-    case TrainingFramework::composer_fsdp:
-      return "Composer FSDP";
-    case TrainingFramework::torchtitan:
-      return "torchtitan FSDP2";
-  }
-  return "?";
-}
-
 MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
   MeasuredRun c;
   c.id = row.at("id").get<std::string>();
   c.group = opt_str(row, "group");
-  c.framework = framework_of(c.group);
-  c.workload = workload_of(c.framework);
-  c.memory = memory_of(c.framework);
+  const FrameworkProfile& profile = catalogs.frameworks.resolve(framework_of(c.group), c.id, "group");
+  c.framework = profile.id;
+  c.workload = profile.workload;
+  c.memory = profile.memory;
   const json empty = json::object();
   const json& mj = row.contains("model") ? row.at("model") : empty;
   const json& lj = row.contains("layout") ? row.at("layout") : empty;
@@ -409,6 +317,7 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
 
   Scenario& sc = c.scenario;
   sc.file = c.id;
+  sc.framework = profile;
   if (moe) {
     std::optional<ModelSpec> catalog_model = moe_model(mj, lname, catalogs, c.id);
     if (!catalog_model) {
@@ -418,11 +327,11 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
     }
     sc.model = *catalog_model;
   } else {
-    sc.model = dense_model(mj, name, lname, c.framework);
+    sc.model = dense_model(mj, name, lname, profile);
   }
   sc.cluster = measured_cluster(row, id, hbm_scale, catalogs, c.id);
   Layout& l = sc.layout;
-  set_layout(l, lj, sc.model, c.framework, c.defaults_used);
+  set_layout(l, lj, sc.model, profile, c.defaults_used);
   sc.run.tokens = 0;
 
   if (l.world_size() != sc.cluster.num_gpus) {
@@ -453,6 +362,9 @@ std::string measured_run_defaults_text() {
          "tied; Nemotron squared-ReLU as 2-matrix MLP\n"
          "unstated layout: micro_batch 1, vpp 1, sp = (tp > 1), zero_stage 1 (distributed optimizer), "
          "recompute none\n"
+         "frameworks (sim/framework/profiles): narayanan_t1, megatron_gpt3 → megatron-lm-2021; megatron_h100 → "
+         "megatron-core-perf; nemo2407, bridge, nemo_cp, mcore_moe → nemo; mosaic → composer; torchtitan → "
+         "torchtitan\n"
          "Megatron-LM 2021: fp16 grads, TP backward overlap, no FlashAttention, dropout 0.1\n"
          "Megatron-Core (README H100): fp32 main grads in memory, bf16 reduce-scatter, TP comm overlap\n"
          "NeMo / Megatron-Bridge: bf16 grads (grad_sync_dtype bf16), distributed optimizer, TP comm overlap\n"

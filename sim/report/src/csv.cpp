@@ -66,14 +66,18 @@ std::string csv_cell(const nlohmann::json& v) {
 void write_csv(const std::vector<Fields>& rows, std::ostream& out) {
   if (rows.empty()) return;
   std::string line;
-  for (const Field& f : rows.front()) line += (line.empty() ? "" : ",") + f.key;
+  for (const Field& f : rows.front()) {
+    if (!line.empty()) line += ',';
+    line += f.key;
+  }
   out << line << "\n";
   for (const Fields& row : rows) {
     SIMRUN_ASSERT(row.size() == rows.front().size(), "every CSV row has the header's columns");
     line.clear();
     for (size_t i = 0; i < row.size(); ++i) {
       SIMRUN_ASSERT(row[i].key == rows.front()[i].key, "every CSV row has the header's columns in order");
-      line += (i == 0 ? "" : ",") + csv_cell(row[i].value);
+      if (i > 0) line += ',';
+      line += csv_cell(row[i].value);
     }
     out << line << "\n";
   }

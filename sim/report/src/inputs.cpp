@@ -87,8 +87,9 @@ Fields layout_fields(const Layout& l) {
   };
 }
 
-Fields framework_fields(const WorkloadOptions& w, PipelineSchedule schedule) {
+Fields framework_fields(const std::string& profile, const WorkloadOptions& w, PipelineSchedule schedule) {
   return {
+      {"framework.profile", profile},
       {"framework.schedule", to_string(schedule)},
       {"framework.kernels", to_string(w.kernels)},
       {"framework.eager_memory_factor", w.eager_memory_factor},
@@ -140,7 +141,7 @@ Fields report_input_fields(const Scenario& s, const WorkloadOptions& workload, P
   Fields fields = model_fields(s.model);
   append(fields, cluster_input_fields(s.cluster));
   append(fields, layout_fields(s.layout));
-  append(fields, framework_fields(workload, schedule));
+  append(fields, framework_fields(s.framework.id, workload, schedule));
   append(fields, run_fields(s.run));
   fields.push_back(
       {"calibration", calibration_file.empty() ? nlohmann::json() : nlohmann::json(calibration_file)});

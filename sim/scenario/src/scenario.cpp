@@ -233,7 +233,8 @@ ClusterSpec read_cluster(JsonReader& top, const Catalogs& catalogs) {
   return spec;
 }
 
-Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& cluster) {
+Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& cluster,
+                   const FrameworkProfile& framework) {
   Layout layout;
   // No layout section reads as an empty one: every field takes the same default.
   static const nlohmann::json kEmpty = nlohmann::json::object();
@@ -283,7 +284,7 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
   layout.global_batch = r.integer_or("global_batch", layout.micro_batch * layout.dp, 1, kMaxBatch);
   layout.recompute = parse_recompute(r.choice_or("recompute", "none", kRecomputeNames));
   layout.precision = parse_precision(r.choice_or("precision", "bf16", kPrecisionNames));
-  layout.flash_attention = r.boolean_or("flash_attention", true);
+  layout.flash_attention = r.boolean_or("flash_attention", framework.flash_attention);
   r.finish();
 
   if (!model.is_moe() && !r.has("expert_tp")) layout.expert_tp = 1;  // its default is tp
@@ -427,7 +428,8 @@ std::vector<OverrideField> override_fields(const ScenarioOverrides& o) {
           {"run.tokens", json_of(o.tokens)},
           {"run.train_iters", json_of(o.train_iters)},
           {"run.usd_per_gpu_hour", json_of(o.usd_per_gpu_hour)},
-          {"run.assumed_mfu", json_of(o.mfu)}};
+          {"run.assumed_mfu", json_of(o.mfu)},
+          {"framework", json_of(o.framework)}};
 }
 
 }  // namespace
@@ -475,9 +477,10 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& file, cons
   JsonReader top(doc, file);
   Scenario s;
   s.file = file;
+  s.framework = catalogs.frameworks.resolve(top.string_or("framework", kDefaultFramework), file, "framework");
   s.model = read_model_field(top, catalogs, base_dir);
   s.cluster = read_cluster(top, catalogs);
-  s.layout = read_layout(top, s.model, s.cluster);
+  s.layout = read_layout(top, s.model, s.cluster, s.framework);
   s.run = read_run(top, s.model, s.layout);
   top.string_or("description", "");  // free text for people reading the file
   top.finish();
@@ -519,24 +522,27 @@ void check_user_catalog_folder(const std::filesystem::path& dir) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec))
     throw InputError(dir.string(), "",
-                     "user catalog folder not found (a folder holding gpus/, fabrics/ or models/ subfolders of "
-                     "*.json entries: docs/catalogs.md)");
+                     "user catalog folder not found (a folder holding gpus/, fabrics/, models/ or frameworks/ "
+                     "subfolders of *.json entries: docs/catalogs.md)");
   bool any = false;
-  for (const char* sub : {"gpus", "fabrics", "models"}) any = any || std::filesystem::exists(dir / sub, ec);
+  for (const char* sub : {"gpus", "fabrics", "models", "frameworks"})
+    any = any || std::filesystem::exists(dir / sub, ec);
   if (!any)
     throw InputError(dir.string(), "",
-                     "holds no gpus/, fabrics/ or models/ subfolder (a user catalog folder holds *.json "
-                     "entries in them: docs/catalogs.md)");
+                     "holds no gpus/, fabrics/, models/ or frameworks/ subfolder (a user catalog folder holds "
+                     "*.json entries in them: docs/catalogs.md)");
 }
 
 Catalogs load_catalogs(const std::filesystem::path& data_dir,
                        const std::vector<std::filesystem::path>& user_dirs) {
   Catalogs c{ModelCatalog::load(data_dir / "models" / "catalog"),
-             HardwareCatalog::load(data_dir / "topologies" / "gpus", data_dir / "topologies" / "fabrics")};
+             HardwareCatalog::load(data_dir / "topologies" / "gpus", data_dir / "topologies" / "fabrics"),
+             FrameworkCatalog::load(data_dir / "sim" / "framework" / "profiles")};
   for (const std::filesystem::path& dir : user_dirs) {
     check_user_catalog_folder(dir);
     c.hardware.add(dir / "gpus", dir / "fabrics");
     c.models.add(dir / "models");
+    c.frameworks.add(dir / "frameworks");
   }
   return c;
 }

@@ -5,7 +5,7 @@
 //
 // A row gives the GPU as free text, the model's shape, the layout (null = the source does not
 // say) and the measured (or derived) step time. The mapping turns it into a Scenario plus the
-// framework behaviour of the row's source (WorkloadOptions, MemoryDefaults), with ONE documented
+// framework profile of the row's source (its WorkloadOptions, MemoryDefaults), with ONE documented
 // set of defaults for every unstated field — no per-run settings, never the measured answer.
 // The defaults, with their sources, are in measured_run_defaults_text() (printed by the
 // benchmark) and in the comments of measured_runs.cpp.
@@ -24,20 +24,12 @@
 
 namespace simrun {
 
-// The software stack a source group trained with; decides the framework behaviour.
-enum class TrainingFramework {
-  megatron_2021,  // Megatron-LM of 2021 (Narayanan et al.; the GPT-3 175B example): fp16
-  megatron_core,  // Megatron-LM with Megatron-Core (README H100 scaling, r0.8)
-  nemo,           // NeMo / Megatron-Bridge performance recipes (Megatron-Core + Transformer Engine)
-  composer_fsdp,  // MosaicML Composer + PyTorch FSDP1 (llm-foundry)
-  torchtitan,     // torchtitan: PyTorch FSDP2 (+ TP/PP)
-};
-const char* to_string(TrainingFramework f);
-
 struct MeasuredRun {
   std::string id;     // row id, e.g. "mosaic_mpt13b_h100_80gb_8gpu_s2048_gbs16"
   std::string group;  // source group, e.g. "mosaic"
-  TrainingFramework framework = TrainingFramework::megatron_core;
+  // The framework profile of the row's source group (sim/framework/profiles/<id>.json), e.g.
+  // "composer": the only per-source choice; workload, memory and the scenario's framework are its.
+  std::string framework = kDefaultFramework;
   // Empty when the scenario was built; else why not (no layout, tp·pp·dp·cp ≠ num_gpus, ...).
   std::string no_scenario;
   // Empty when the step time can be simulated and compared; else why not (MoE, a GPU SKU not in

@@ -48,41 +48,11 @@
 #include <vector>
 
 #include "simrun/models/counts.hpp"
+#include "simrun/sim/framework/framework_options.hpp"
 #include "simrun/sim/report/report.hpp"
 #include "simrun/sim/scenario/scenario.hpp"
 
 namespace simrun {
-
-enum class StateConvention {
-  megatron,    // fp32 main gradients: 18 B/param for bf16 (the default)
-  zero_paper,  // 16 B/param: 16-bit gradients (Rajbhandari et al. 2019)
-  fsdp,        // PyTorch FSDP mixed precision: the sharded parameter stays fp32 (the all-gather
-               // casts it to bf16), the reduced gradient shard is fp32, Adam m, v fp32: 4 + 4 + 8
-};
-
-// Whether training applies dropout (hidden and attention): Korthikanti's table assumes it
-// (Megatron's GPT recipes, p = 0.1); most current pre-training recipes use none.
-enum class Dropout { none, masks };
-
-enum class SelectiveKeeps { all_but_attention_core, every_other_layer };
-
-struct MemoryDefaults {
-  // Fixed per-GPU allowance: CUDA context and kernels (≈0.5 GB on Hopper), cuBLAS/cuBLASLt
-  // workspaces (32 MiB per stream on Hopper), NCCL channel buffers of the TP/PP/DP/CP
-  // communicators (NCCL_BUFFSIZE 4 MiB per channel per peer and protocol; several hundred MB
-  // per communicator), TE/fp8 scratch. 2 GB is the usual gap between a run's allocator peak
-  // and nvidia-smi's reading at this scale.
-  double fixed_bytes = 2.0e9;
-  // PyTorch caching-allocator fragmentation, as a fraction of the activation bytes (the
-  // allocations that come and go each micro-batch); model states sit in contiguous buffers.
-  double fragmentation_fraction = 0.05;
-  StateConvention convention = StateConvention::megatron;
-  Dropout dropout = Dropout::none;
-  // What Recompute::selective keeps: Korthikanti's (everything but the attention core) or
-  // torchtitan's selective AC (every other layer checkpointed, i.e. half the layers keep only
-  // their input).
-  SelectiveKeeps selective = SelectiveKeeps::all_but_attention_core;
-};
 
 struct BytesPerParam {
   double weights = 0;    // e.g. 2 (bf16)

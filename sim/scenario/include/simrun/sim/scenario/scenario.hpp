@@ -8,6 +8,7 @@
 #include <string>
 
 #include "simrun/models/model_spec.hpp"
+#include "simrun/sim/framework/profile.hpp"
 #include "simrun/topologies/hardware_spec.hpp"
 
 namespace simrun {
@@ -119,6 +120,9 @@ struct Scenario {
   ClusterSpec cluster;
   Layout layout;
   RunSpec run;
+  // The framework profile (scenario "framework", e.g. "nemo"): its behaviours are the defaults
+  // of the workload and memory options a run is given (the command line's flags override them).
+  FrameworkProfile framework;
 };
 
 const char* to_string(Recompute r);

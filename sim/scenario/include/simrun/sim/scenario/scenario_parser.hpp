@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "simrun/models/catalog.hpp"
+#include "simrun/sim/framework/profile.hpp"
 #include "simrun/sim/scenario/scenario.hpp"
 #include "simrun/topologies/catalog.hpp"
 
@@ -43,6 +44,7 @@ struct ScenarioOverrides {
   std::optional<int64_t> train_iters;         // run.train_iters, e.g. 250000 (tokens = iters·batch·seq)
   std::optional<double> usd_per_gpu_hour;     // run.usd_per_gpu_hour, e.g. 5
   std::optional<double> mfu;                  // run.assumed_mfu, e.g. 0.4 (time from an assumed MFU)
+  std::optional<std::string> framework;       // framework, e.g. "nemo" or "deepspeed@0.5"
 
   // Writes the overrides into a scenario document (creating objects as needed).
   void apply_to(nlohmann::json& doc) const;
@@ -57,12 +59,15 @@ inline constexpr const char* kOverridesSource = "overrides";
 struct Catalogs {
   ModelCatalog models;
   HardwareCatalog hardware;
+  FrameworkCatalog frameworks;
 };
 
 // Validates `doc` (already merged with overrides) into a Scenario. `file` names the source in
 // errors; relative hf_config paths resolve against `base_dir`. "model", "cluster.gpu" and
 // "cluster.fabric.kind" each take a catalog id or an inline object with the catalog file's
-// fields (GPUs and fabrics with an optional "id", default "custom"). Throws InputError.
+// fields (GPUs and fabrics with an optional "id", default "custom"). "framework" names a profile
+// of catalogs.frameworks (default kDefaultFramework); its flash_attention is the layout's default.
+// Throws InputError.
 Scenario parse_scenario(const nlohmann::json& doc, const std::string& file, const Catalogs& catalogs,
                         const std::filesystem::path& base_dir);
 
@@ -71,13 +76,14 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& file, cons
 Scenario load_scenario(const std::filesystem::path& path, const ScenarioOverrides& overrides,
                        const Catalogs& catalogs);
 
-// A user catalog folder exists and holds a gpus/, fabrics/ or models/ subfolder; else an
+// A user catalog folder exists and holds a gpus/, fabrics/, models/ or frameworks/ subfolder; else an
 // InputError naming it (docs/catalogs.md).
 void check_user_catalog_folder(const std::filesystem::path& dir);
 
 // Reads the shipped catalogs under the data directory (models/catalog, topologies/gpus,
-// topologies/fabrics), then each user catalog folder in order: its gpus/, fabrics/ and models/
-// subfolders (at least one of them), files as in the shipped ones, checked the same way. An id
+// topologies/fabrics, sim/framework/profiles), then each user catalog folder in order: its gpus/,
+// fabrics/, models/ and frameworks/ subfolders (at least one of them), files as in the shipped
+// ones, checked the same way. An id
 // given twice (shipped and user, or in two user folders) is refused (docs/catalogs.md).
 Catalogs load_catalogs(const std::filesystem::path& data_dir,
                        const std::vector<std::filesystem::path>& user_dirs = {});

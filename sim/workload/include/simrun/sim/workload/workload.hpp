@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "simrun/sim/framework/framework_options.hpp"
 #include "simrun/sim/scenario/comm_types.hpp"
 #include "simrun/sim/scenario/layout_rules.hpp"
 #include "simrun/sim/workload/op_shape.hpp"
@@ -95,92 +96,6 @@ enum class OpName : uint8_t {
   count
 };
 const char* to_string(OpName op);
-
-// Framework behaviours that the scenario file does not state (what overlaps with what). The
-// defaults are Megatron-Core's recommended settings; sources using other frameworks set them.
-enum class TpCommOverlap : uint8_t {
-  backward_async,  // Megatron default: forward TP collectives exposed; backward AG/RS or AR
-                   // overlapped with the dgrad/wgrad GEMMs
-  full,            // TE userbuffers (--tp-comm-overlap) or PyTorch async-TP (needs sequence
-                   // parallelism): each all-gather / reduce-scatter runs beside the GEMM that
-                   // consumes or produces it; only what outlasts that GEMM shows
-};
-enum class GradReduceOverlap : uint8_t {
-  after_backward,  // reduce after the pipeline flush (Megatron without --overlap-grad-reduce)
-  bucketed,        // each bucket as soon as its gradients are final (--overlap-grad-reduce, torch DDP)
-};
-enum class ParamGatherOverlap : uint8_t {
-  after_optimizer,  // ZeRO ≥ 1: all-gather updated parameters right after the optimizer step
-  next_forward,     // --overlap-param-gather: gather bucket k before its first forward use
-};
-
-enum class SelectiveRecompute : uint8_t {
-  attention_core,     // Megatron --recompute-granularity selective: the attention core re-runs
-                      // before its backward (Korthikanti et al. 2022)
-  every_other_layer,  // torchtitan's selective activation checkpointing: per-layer (every 2nd
-                      // block checkpointed) or per-op (every 2nd matmul recomputed) — half a forward
-};
-
-// When FSDP re-gathers the next unit's parameters in the backward pass.
-enum class FsdpBackwardPrefetch : uint8_t {
-  before_backward,  // BACKWARD_PRE (FSDP2's implicit prefetch; FSDP1 option): unit k−1's all-gather
-                    // is issued when unit k's backward starts, so it hides behind all of it
-  after_backward,   // BACKWARD_POST (FSDP1 / Composer default): issued from unit k's post-backward
-                    // hook, once k's gradients exist, so only k's norm backward hides it
-};
-
-// Which kernels the framework runs around the GEMMs.
-enum class KernelStack : uint8_t {
-  fused,  // Transformer Engine / Megatron fused kernels: LayerNorm+cast, bias+GeLU, bias+dropout+add,
-          // the architecture's best fused attention (cuDNN / FlashAttention-3 on Hopper)
-  eager,  // PyTorch eager: separate norm, activation, residual and cast kernels (each re-reads its
-          // inputs from HBM: eager_memory_factor × the fused traffic) and FlashAttention-2
-};
-
-struct WorkloadOptions {
-  KernelStack kernels = KernelStack::fused;
-  // HBM traffic of the memory-bound ops with unfused kernels, relative to fused ones: a fused
-  // bias+dropout+residual reads 2 and writes 1 tensor where eager dropout then add moves 6;
-  // GeLU with its bias, LayerNorm with its cast likewise; not every op doubles (torch fuses
-  // LayerNorm, GeLU and bias into single kernels), so 1.6 on average.
-  double eager_memory_factor = 1.6;
-  SelectiveRecompute selective = SelectiveRecompute::attention_core;
-  // Host work once per step that the GPU waits for: launching the optimizer over every
-  // parameter tensor, the gradient-norm and loss host syncs, logging, the data loader hand-off.
-  double step_overhead_s = 0.03;
-  TpCommOverlap tp_overlap = TpCommOverlap::backward_async;
-  // Megatron-Core --moe-shared-expert-overlap: an MoE layer's shared experts run beside its
-  // dispatch and combine all-to-alls rather than after the routed path (workload_builder.cpp).
-  bool moe_shared_expert_overlap = false;
-  GradReduceOverlap grad_reduce = GradReduceOverlap::bucketed;
-  ParamGatherOverlap param_gather = ParamGatherOverlap::next_forward;
-  // Megatron DDP bucket: max(40M, 1M·dp) parameters (distributed_data_parallel.py).
-  double bucket_params_min = 40e6;
-  double bucket_params_per_dp = 1e6;
-  // Megatron-Core's get_model() (megatron/training/training.py) wraps each model chunk in a DDP
-  // of its own and passes disable_bucketing from the second chunk on ("communication for these
-  // model chunks is overlapped with compute anyway"): each later chunk reduces as one bucket.
-  bool one_bucket_after_first_chunk = true;
-  // The DDP bucket size over `dp` ranks, and whether model chunk `chunk` is cut into buckets.
-  double grad_bucket_params(int64_t dp) const {
-    return std::max(bucket_params_min, bucket_params_per_dp * double(dp));
-  }
-  bool chunk_bucketed(int64_t chunk) const { return chunk == 0 || !one_bucket_after_first_chunk; }
-  // Bytes per gradient element on the wire: 2 (bf16, Megatron default) or 4 (fp32 reduce, as
-  // PyTorch FSDP mixed precision with reduce_dtype=float32 does).
-  double grad_reduce_bytes = 2;
-  // FSDP (ZeRO-3): parameter all-gathers allowed in flight ahead of compute (limit_all_gathers).
-  int fsdp_prefetch_layers = 1;
-  FsdpBackwardPrefetch fsdp_backward_prefetch = FsdpBackwardPrefetch::before_backward;
-  // FSDP1 runs its all-gathers and reduce-scatters on one process group, whose NCCL stream
-  // executes them one after another in issue order (FSDP2 and Megatron use separate streams).
-  bool fsdp_one_communicator = false;
-  // HBM bytes per locally held parameter of the optimizer step. Fused Adam (Apex / TE /
-  // torch fused=True) reads grad, fp32 master, m, v (16 B) and writes master, m, v and the
-  // 16-bit copy (14 B); gradient-norm clipping reads the fp32 gradients once.
-  double adam_bytes_per_param = 30;
-  double grad_clip_bytes_per_param = 4;
-};
 
 inline constexpr uint32_t kNoTask = 0xffffffffu;
 inline constexpr uint32_t kNoShape = 0xffffffffu;

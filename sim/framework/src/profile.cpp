@@ -1,0 +1,328 @@
+// Framework profiles: reading and checking the data files (sim/framework/profiles/*.json, a user
+// catalog's frameworks/*.json), "extends", and resolving "id@version". Format: docs/model.md
+// "Framework behaviour".
+#include "simrun/sim/framework/profile.hpp"
+
+#include <functional>
+#include <regex>
+#include <set>
+
+#include "simrun/common/catalog_files.hpp"
+#include "simrun/common/echo.hpp"
+#include "simrun/common/error.hpp"
+#include "simrun/common/json_reader.hpp"
+
+namespace simrun {
+namespace {
+
+using nlohmann::json;
+
+// One field of the schema: its key and how its "value" is read into a profile.
+struct FieldRule {
+  const char* key;
+  std::function<void(JsonReader& field, FrameworkProfile& p)> read;
+};
+
+// The value of a field object {"value": ..., "source": "..."}; it must be given.
+void require_value(JsonReader& f) {
+  if (!f.has("value")) f.fail("value", "missing (each field is {\"value\": ..., \"source\": \"...\"})");
+}
+std::string choice(JsonReader& f, const std::vector<std::string>& allowed) {
+  require_value(f);
+  return f.choice_or("value", "", allowed);
+}
+bool boolean(JsonReader& f) {
+  require_value(f);
+  if (!f.raw("value").is_boolean()) f.fail("value", "expected true or false");
+  return f.raw("value").get<bool>();
+}
+double number(JsonReader& f, double min, double max) { return f.number("value", min, max); }
+
+// The schema, in the order profiles list and reports print it. Names follow the "framework.*"
+// inputs a report echoes (sim/report/inputs.cpp) where the field is a WorkloadOptions one.
+const std::vector<FieldRule>& field_rules() {
+  static const std::vector<FieldRule> kRules = {
+      {"kernels",
+       [](JsonReader& f, FrameworkProfile& p) {
+         p.workload.kernels =
+             choice(f, {"fused", "eager"}) == "eager" ? KernelStack::eager : KernelStack::fused;
+       }},
+      {"eager_memory_factor",
+       [](JsonReader& f, FrameworkProfile& p) { p.workload.eager_memory_factor = number(f, 1, 10); }},
+      {"selective_recompute",
+       [](JsonReader& f, FrameworkProfile& p) {
+         const bool every_other = choice(f, {"attention", "every_other_layer"}) == "every_other_layer";
+         p.workload.selective =
+             every_other ? SelectiveRecompute::every_other_layer : SelectiveRecompute::attention_core;
+         p.memory.selective =
+             every_other ? SelectiveKeeps::every_other_layer : SelectiveKeeps::all_but_attention_core;
+       }},
+      {"step_overhead_s",
+       [](JsonReader& f, FrameworkProfile& p) { p.workload.step_overhead_s = number(f, 0, 60); }},
+      {"tp_comm_overlap",
+       [](JsonReader& f, FrameworkProfile& p) {
+         p.workload.tp_overlap = choice(f, {"backward_async", "full"}) == "full"
+                                     ? TpCommOverlap::full
+                                     : TpCommOverlap::backward_async;
+       }},
+      {"moe_shared_expert_overlap",
+       [](JsonReader& f, FrameworkProfile& p) { p.workload.moe_shared_expert_overlap = boolean(f); }},
+      {"grad_reduce",
+       [](JsonReader& f, FrameworkProfile& p) {
+         p.workload.grad_reduce = choice(f, {"bucketed", "after_backward"}) == "bucketed"
+                                      ? GradReduceOverlap::bucketed
+                                      : GradReduceOverlap::after_backward;
+       }},
+      {"param_gather",
+       [](JsonReader& f, FrameworkProfile& p) {
+         p.workload.param_gather = choice(f, {"next_forward", "after_optimizer"}) == "next_forward"
+                                       ? ParamGatherOverlap::next_forward
+                                       : ParamGatherOverlap::after_optimizer;
+       }},
+      {"bucket_params_min",
+       [](JsonReader& f, FrameworkProfile& p) { p.workload.bucket_params_min = number(f, 1, 1e12); }},
+      {"bucket_params_per_dp",
+       [](JsonReader& f, FrameworkProfile& p) { p.workload.bucket_params_per_dp = number(f, 0, 1e12); }},
+      {"one_bucket_after_first_chunk",
+       [](JsonReader& f, FrameworkProfile& p) { p.workload.one_bucket_after_first_chunk = boolean(f); }},
+      {"grad_reduce_dtype",
+       [](JsonReader& f, FrameworkProfile& p) {
+         p.workload.grad_reduce_bytes = choice(f, {"bf16", "fp16", "fp32"}) == "fp32" ? 4 : 2;
+       }},
+      {"fsdp_prefetch_layers",
+       [](JsonReader& f, FrameworkProfile& p) {
+         p.workload.fsdp_prefetch_layers = static_cast<int>(f.integer("value", 0, 1024));
+       }},
+      {"fsdp_backward_prefetch",
+       [](JsonReader& f, FrameworkProfile& p) {
+         p.workload.fsdp_backward_prefetch =
+             choice(f, {"before_backward", "after_backward"}) == "after_backward"
+                 ? FsdpBackwardPrefetch::after_backward
+                 : FsdpBackwardPrefetch::before_backward;
+       }},
+      {"fsdp_one_communicator",
+       [](JsonReader& f, FrameworkProfile& p) { p.workload.fsdp_one_communicator = boolean(f); }},
+      {"adam_bytes_per_param",
+       [](JsonReader& f, FrameworkProfile& p) { p.workload.adam_bytes_per_param = number(f, 0, 1000); }},
+      {"grad_clip_bytes_per_param",
+       [](JsonReader& f, FrameworkProfile& p) { p.workload.grad_clip_bytes_per_param = number(f, 0, 1000); }},
+      {"model_states",
+       [](JsonReader& f, FrameworkProfile& p) {
+         const std::string s = choice(f, {"megatron", "zero_paper", "fsdp"});
+         p.memory.convention = s == "fsdp"         ? StateConvention::fsdp
+                               : s == "zero_paper" ? StateConvention::zero_paper
+                                                   : StateConvention::megatron;
+       }},
+      {"dropout",
+       [](JsonReader& f, FrameworkProfile& p) {
+         p.memory.dropout = choice(f, {"none", "masks"}) == "masks" ? Dropout::masks : Dropout::none;
+       }},
+      {"flash_attention", [](JsonReader& f, FrameworkProfile& p) { p.flash_attention = boolean(f); }},
+      {"gpt_tied_embeddings", [](JsonReader& f, FrameworkProfile& p) { p.gpt_tied_embeddings = boolean(f); }},
+  };
+  return kRules;
+}
+
+std::vector<int> version_parts(const std::string& v) {
+  std::vector<int> parts;
+  size_t at = 0;
+  while (at <= v.size()) {
+    const size_t dot = v.find('.', at);
+    parts.push_back(std::stoi(v.substr(at, dot - at)));
+    if (dot == std::string::npos) break;
+    at = dot + 1;
+  }
+  return parts;
+}
+
+bool is_version(const std::string& v) {
+  static const std::regex kVersion(R"(^[0-9]{1,6}(\.[0-9]{1,6}){0,3}$)");
+  return std::regex_match(v, kVersion);
+}
+
+// "id" or "id@version" split; false when either part is malformed.
+bool split_id(const std::string& text, std::string& family, std::string& version) {
+  const size_t at = text.find('@');
+  family = text.substr(0, at);
+  version = at == std::string::npos ? "" : text.substr(at + 1);
+  return is_catalog_id(family) && (at == std::string::npos || is_version(version));
+}
+
+// a < b by version; the unversioned profile ("") is the lowest.
+bool version_less(const std::string& a, const std::string& b) {
+  if (a.empty() || b.empty()) return a.empty() && !b.empty();
+  return version_parts(a) < version_parts(b);
+}
+
+}  // namespace
+
+const ProfileField* FrameworkProfile::field(const std::string& key) const {
+  for (const ProfileField& f : fields)
+    if (f.key == key) return &f;
+  return nullptr;
+}
+
+std::vector<ProfileDifference> profile_differences(const FrameworkProfile& profile,
+                                                   const FrameworkProfile& base) {
+  std::vector<ProfileDifference> out;
+  for (const ProfileField& f : profile.fields) {
+    const ProfileField* b = base.field(f.key);
+    if (!b || b->value != f.value) out.push_back({f.key, f.value, b ? b->value : "", f.source});
+  }
+  return out;
+}
+
+std::string profiles_markdown(const FrameworkCatalog& catalog) {
+  const FrameworkProfile& base = catalog.resolve(kDefaultFramework, "catalog", "framework");
+  std::string out =
+      "| profile | framework | extends | differs from " + base.id + " in |\n|---|---|---|---|\n";
+  for (const auto& [id, p] : catalog.profiles()) {
+    std::string changes;
+    for (const ProfileDifference& d : profile_differences(p, base))
+      changes += (changes.empty() ? "" : ", ") + d.key + " " + d.value;
+    std::erase(changes, '"');
+    out += "| `" + id + "` | " + p.name + " | " + (p.extends.empty() ? "" : "`" + p.extends + "`") + " | " +
+           (id == base.id     ? "(the default)"
+            : changes.empty() ? "nothing"
+                              : changes) +
+           " |\n";
+  }
+  return out;
+}
+
+void FrameworkCatalog::read_dir(const std::filesystem::path& dir, bool required) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    if (std::filesystem::exists(dir, ec)) throw InputError(dir.string(), "", "is not a directory");
+    if (!required) return;
+    throw InputError(dir.string(), "", "framework profile directory not found");
+  }
+  const std::vector<std::filesystem::path> files = catalog_files(dir);
+  if (files.empty() && required)
+    throw InputError(dir.string(), "", "no *.json framework profiles in the directory");
+  // Every file first, so that a profile may extend one that sorts after it.
+  std::map<std::string, std::pair<std::filesystem::path, json>> docs;
+  for (const auto& path : files) {
+    const std::string id = path.stem().string();
+    std::string family, version;
+    if (!split_id(id, family, version))
+      throw InputError(path.string(), "",
+                       "the file name must be a profile id, " + std::string(kCatalogIdRule) +
+                           ", optionally followed by @ and a version such as 0.14 (e.g. deepspeed@0.5.json)");
+    if (m_profiles.count(id))
+      throw InputError(path.string(), "",
+                       "the framework profile " + quoted_input(id) +
+                           " is already in the catalog (give this profile another file name, e.g. \"" +
+                           printable(family) + "-custom.json\")");
+    docs.emplace(id, std::make_pair(path, load_json_file(path)));
+  }
+  std::vector<std::string> known;  // the ids an "extends" may name
+  for (const auto& [id, doc] : docs) known.push_back(id);
+  for (const auto& [id, p] : m_profiles) known.push_back(id);
+  std::set<std::string> reading;  // the chain of "extends" being followed, to refuse a cycle
+  std::function<const FrameworkProfile&(const std::string&)> build =
+      [&](const std::string& id) -> const FrameworkProfile& {
+    if (const auto it = m_profiles.find(id); it != m_profiles.end()) return it->second;
+    const auto& [path, doc] = docs.at(id);
+    JsonReader r(doc, path.string());
+    FrameworkProfile p;
+    if (r.has("extends")) {
+      const std::string base = r.string("extends");
+      if (!docs.count(base) && !m_profiles.count(base))
+        r.fail("extends", "unknown profile " + quoted_input(base) + " (known: " + join_names(known) + ")");
+      if (!reading.insert(id).second || reading.count(base))
+        r.fail("extends", "profiles extend each other in a cycle (" + quoted_input(id) + " and " +
+                              quoted_input(base) + ")");
+      p = build(base);
+      p.extends = base;
+      reading.erase(id);
+    }
+    p.id = id;
+    split_id(id, p.family, p.version);
+    p.file = path.string();
+    p.name = r.string("name");
+    if (p.name.empty()) r.fail("name", "must not be empty (the framework's name, e.g. \"Megatron-Core\")");
+    r.string_or("description", "");  // free text for people reading the file
+    m_aliases[id] = read_aliases(r);
+    JsonReader defaults = r.object("defaults");
+    const bool extends = r.has("extends");
+    for (const FieldRule& rule : field_rules()) {
+      if (!defaults.has(rule.key)) {
+        if (!extends)
+          defaults.fail(rule.key,
+                        "missing (a profile gives every field, or \"extends\" another profile and "
+                        "gives the fields that differ)");
+        continue;
+      }
+      JsonReader f = defaults.object(rule.key);
+      rule.read(f, p);
+      const std::string source = f.string("source");
+      if (source.empty())
+        f.fail("source", "every field names its source (framework code or docs, and version)");
+      f.finish();
+      ProfileField field{rule.key, f.raw("value").dump(), source, id};
+      bool replaced = false;
+      for (ProfileField& old : p.fields)
+        if (old.key == field.key) {
+          old = field;
+          replaced = true;
+        }
+      if (!replaced) p.fields.push_back(field);
+    }
+    defaults.finish();
+    r.finish();
+    return m_profiles.emplace(id, std::move(p)).first->second;
+  };
+  for (const auto& [id, doc] : docs) build(id);
+}
+
+FrameworkCatalog FrameworkCatalog::load(const std::filesystem::path& dir) {
+  FrameworkCatalog c;
+  c.read_dir(dir, true);
+  if (!c.m_profiles.count(kDefaultFramework))
+    throw InputError(
+        dir.string(), "",
+        std::string("no ") + kDefaultFramework + ".json (the profile of scenarios that name none)");
+  return c;
+}
+
+void FrameworkCatalog::add(const std::filesystem::path& dir) { read_dir(dir, false); }
+
+std::vector<std::string> FrameworkCatalog::ids() const {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : m_profiles) out.push_back(k);
+  return out;
+}
+
+const FrameworkProfile& FrameworkCatalog::resolve(const std::string& requested, const std::string& file,
+                                                  const std::string& field) const {
+  std::string family, version;
+  if (!split_id(requested, family, version))
+    throw InputError(file, field,
+                     quoted_input(requested) +
+                         " is not a framework id (an id such as \"megatron-core\", or id@version such as "
+                         "\"deepspeed@0.5\")");
+  const FrameworkProfile* best = nullptr;
+  std::vector<std::string> versions;
+  for (const auto& [id, p] : m_profiles) {
+    if (p.family != family) continue;
+    versions.push_back(id);
+    if (!version.empty() && version_less(version, p.version)) continue;
+    if (!best || version_less(best->version, p.version)) best = &p;
+  }
+  if (best) return *best;
+  if (!versions.empty())
+    throw InputError(file, field,
+                     "no profile of " + quoted_input(family) + " for version " + printable(version) +
+                         " or older (known: " + join_names(versions) + ")");
+  std::map<std::string, std::vector<std::string>> by_family;
+  for (const auto& [id, aliases] : m_aliases) {
+    std::vector<std::string>& into = by_family[m_profiles.at(id).family];
+    into.insert(into.end(), aliases.begin(), aliases.end());
+  }
+  throw InputError(file, field,
+                   "unknown framework " + quoted_input(requested) + " (known: " + join_names(ids()) +
+                       "; did you mean \"" + nearest_id(family, by_family) + "\"?)");
+}
+
+}  // namespace simrun
