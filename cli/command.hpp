@@ -120,6 +120,10 @@ void print_report_explain(const Report& report, std::ostream& out);
 void print_framework_explain(const FrameworkProfile& profile, const FrameworkProfile& base, std::ostream& out);
 // The same as the JSON report's "framework_profile" (with --explain --json).
 nlohmann::json framework_explain_json(const FrameworkProfile& profile, const FrameworkProfile& base);
+// The JSON report estimate and simulate print: the contract keys (to_json), "inputs", and with
+// `explain` the "framework_profile" against the default profile of `catalogs`.
+nlohmann::json report_json(const Report& report, const Fields& inputs, const Scenario& scenario,
+                           const Catalogs& catalogs, bool explain);
 // One CSV row of a report: the inputs' columns, the report's (report_csv_fields), then `extra`.
 Fields report_csv_row(const Fields& inputs, const Report& report, const Fields& extra = {});
 // simulate --compare-analytic: step time and MFU of both fidelities side by side, and the parts

@@ -55,11 +55,7 @@ Command add_estimate_command(CLI::App& root, const CliEnv& env) {
                 args->calibration_file);
             switch (args->format) {
               case OutputFormat::json: {
-                nlohmann::json j = to_json(report);
-                j["inputs"] = to_json(inputs);
-                if (args->explain)
-                  j["framework_profile"] = framework_explain_json(
-                      scenario.framework, catalogs.frameworks.resolve(kDefaultFramework, "catalog", "framework"));
+                nlohmann::json j = report_json(report, inputs, scenario, catalogs, args->explain);
                 std::cout << j.dump(2) << "\n";
                 break;
               }

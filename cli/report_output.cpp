@@ -177,4 +177,14 @@ Fields report_csv_row(const Fields& inputs, const Report& report, const Fields& 
   return row;
 }
 
+nlohmann::json report_json(const Report& report, const Fields& inputs, const Scenario& scenario,
+                           const Catalogs& catalogs, bool explain) {
+  nlohmann::json j = to_json(report);
+  j["inputs"] = to_json(inputs);
+  if (explain)
+    j["framework_profile"] = framework_explain_json(
+        scenario.framework, catalogs.frameworks.resolve(kDefaultFramework, "catalog", "framework"));
+  return j;
+}
+
 }  // namespace simrun::cli

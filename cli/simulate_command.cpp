@@ -225,11 +225,7 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
             report_input_fields(scenario, options.workload, out.workload.schedule, args->calibration_file);
         switch (args->format) {
           case OutputFormat::json: {
-            nlohmann::json j = to_json(report);
-            j["inputs"] = to_json(inputs);
-            if (args->explain)
-              j["framework_profile"] = framework_explain_json(
-                  scenario.framework, catalogs.frameworks.resolve(kDefaultFramework, "catalog", "framework"));
+            nlohmann::json j = report_json(report, inputs, scenario, catalogs, args->explain);
             j["stages"] = stages_json(out);
             j["simulation"] =
                 to_json(simulation_fields(&out, options.step.scope, args->timing))["simulation"];

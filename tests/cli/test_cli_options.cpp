@@ -11,6 +11,7 @@
 
 #include "command.hpp"
 #include "flag_names.hpp"
+#include "doc_section.hpp"
 
 using namespace simrun;
 using namespace simrun::cli;
@@ -91,21 +92,6 @@ TEST_CASE("every Megatron argument is a flag of the commands that take a scenari
 }
 
 TEST_CASE("docs/flags.md holds the Megatron table as cli/flag_names.cpp makes it", "[cli][megatron][docs]") {
-  // SIMRUN_UPDATE_DOCS=1 rewrites the table in place (after a change to the table).
-  const std::filesystem::path doc = std::filesystem::path(SIMRUN_SOURCE_DIR) / "docs" / "flags.md";
-  std::ifstream in(doc);
-  REQUIRE(in);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::string begin = "<!-- megatron-table: begin -->\n", end = "<!-- megatron-table: end -->";
-  const size_t from = text.find(begin), to = text.find(end);
-  REQUIRE(from != std::string::npos);
-  REQUIRE(to != std::string::npos);
-  const std::string table = megatron_arguments_markdown();
-  const std::string written = text.substr(from + begin.size(), to - from - begin.size());
-  if (written != table && std::getenv("SIMRUN_UPDATE_DOCS")) {
-    std::ofstream(doc) << text.substr(0, from + begin.size()) << table << text.substr(to);
-    return;
-  }
-  INFO("run this test with SIMRUN_UPDATE_DOCS=1 to rewrite the table");
-  CHECK(written == table);
+  test::check_doc_section(std::filesystem::path(SIMRUN_SOURCE_DIR) / "docs" / "flags.md", "megatron-table",
+                          megatron_arguments_markdown());
 }

@@ -4,7 +4,7 @@ target_compile_definitions(test_cli PRIVATE SIMRUN_BINARY="$<TARGET_FILE:simrun>
                                             SIMRUN_VERSION="${PROJECT_VERSION}")
 add_dependencies(test_cli simrun)
 # The subcommands walked in-process (help text on every option, the field -> flag table).
-simrun_add_test_exe(test_cli_options SOURCES cli/test_cli_options.cpp LIBS simrun_cli)
+simrun_add_test_exe(test_cli_options SOURCES cli/test_cli_options.cpp LIBS simrun_cli simrun_test_fixtures)
 target_compile_definitions(test_cli_options PRIVATE SIMRUN_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 # End-to-end checks of `simrun collective` / `simrun topology` (needs the simrun binary).
 simrun_add_test_exe(test_collective_cli SOURCES cli/test_collective_cli.cpp LIBS nlohmann_json::nlohmann_json simrun_test_fixtures)

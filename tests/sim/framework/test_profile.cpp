@@ -12,6 +12,7 @@
 
 #include "simrun/common/error.hpp"
 #include "simrun/sim/framework/profile.hpp"
+#include "doc_section.hpp"
 
 using namespace simrun;
 namespace fs = std::filesystem;
@@ -217,21 +218,6 @@ TEST_CASE("a user catalog's profile may extend a shipped one, not replace it", "
 }
 
 TEST_CASE("docs/model.md holds the table of profiles as the catalog makes it", "[sim][framework][docs]") {
-  // SIMRUN_UPDATE_DOCS=1 rewrites the table in place (after a change to a profile).
-  const fs::path doc = fs::path(SIMRUN_DATA_DIR) / "docs" / "model.md";
-  std::ifstream in(doc);
-  REQUIRE(in);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::string begin = "<!-- framework-profiles: begin -->\n", end = "<!-- framework-profiles: end -->";
-  const size_t from = text.find(begin), to = text.find(end);
-  REQUIRE(from != std::string::npos);
-  REQUIRE(to != std::string::npos);
-  const std::string table = profiles_markdown(shipped());
-  const std::string written = text.substr(from + begin.size(), to - from - begin.size());
-  if (written != table && std::getenv("SIMRUN_UPDATE_DOCS")) {
-    std::ofstream(doc) << text.substr(0, from + begin.size()) << table << text.substr(to);
-    return;
-  }
-  INFO("run this test with SIMRUN_UPDATE_DOCS=1 to rewrite the table");
-  CHECK(written == table);
+  test::check_doc_section(fs::path(SIMRUN_DATA_DIR) / "docs" / "model.md", "framework-profiles",
+                          profiles_markdown(shipped()));
 }
