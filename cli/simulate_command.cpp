@@ -121,6 +121,109 @@ std::string trace_cap_warning(const TraceSummary& t, double max_mb) {
       left_out, max_mb, t.bytes / 1e6, t.full_bytes / 1e6);
 }
 
+// The simulation's options from the flags and the scenario's framework profile; stragglers, slow
+// links and ranks traced beyond the representatives simulate every rank.
+SimulateOptions simulate_options_of(const SimulateArgs& a, const Scenario& scenario) {
+  SimulateOptions options;
+  if (!a.calibration_file.empty()) options.calibration = Calibration::load(a.calibration_file);
+  options.step.stragglers = stragglers_of(a.faults, scenario);
+  options.step.slow_links = slow_links_of(a.faults);
+  const RankLayout layout(scenario.layout, scenario.cluster.gpus_per_node);
+  if (!a.trace_ranks.empty())
+    options.step.trace_ranks = select_trace_ranks(a.trace_ranks, layout);
+  const std::vector<int64_t> representatives = layout.representatives();
+  const bool traces_others =
+      std::any_of(options.step.trace_ranks.begin(), options.step.trace_ranks.end(), [&](int64_t r) {
+        return std::find(representatives.begin(), representatives.end(), r) == representatives.end();
+      });
+  const bool needs_full =
+      !options.step.stragglers.empty() || !options.step.slow_links.empty() || traces_others;
+  options.step.scope =
+      a.full || needs_full ? SimulationScope::full : SimulationScope::representatives;
+  options.step.record_trace = !a.trace_file.empty();
+  options.workload = scenario.framework.workload;
+  options.memory = scenario.framework.memory;
+  apply_framework_options(a.framework, scenario, options.workload, options.memory, options.schedule);
+  return options;
+}
+
+// The Chrome trace to its file (or stdout with `--trace -`); what the size cap left out becomes
+// a warning of the report.
+void write_trace(const SimulateArgs& a, const Scenario& scenario, const SimulationOutput& out, Report& report) {
+  TraceOptions trace_options;
+  trace_options.max_bytes = a.trace_max_mb * 1e6;
+  TraceSummary written;
+  if (a.trace_file == "-") {
+    written = write_chrome_trace(std::cout, scenario, out.workload, out.step, trace_options);
+  } else {
+    std::ofstream f(a.trace_file);
+    if (!f) throw InputError("command line", "--trace", "cannot write " + quoted_input(a.trace_file));
+    written = write_chrome_trace(f, scenario, out.workload, out.step, trace_options);
+    f.flush();
+    if (!f)
+      throw InputError("command line", "--trace",
+                       "could not write all of " + quoted_input(a.trace_file) +
+                           " (disk full, or not a regular file?)");
+  }
+  if (written.truncated()) report.warnings.push_back(trace_cap_warning(written, a.trace_max_mb));
+}
+
+// The report as the flags ask: JSON (with stages, simulation and the comparison), CSV rows or
+// the tables (on stderr when the trace goes to stdout).
+void print_simulate_report(const SimulateArgs& a, const Scenario& scenario, const Catalogs& catalogs,
+                           const SimulateOptions& options, const SimulationOutput& out, const Report& report) {
+  const bool trace_to_stdout = a.trace_file == "-";
+  std::optional<Report> analytic;
+  BreakdownReport event_parts;  // the event's on the stage the estimate's parts describe
+  if (a.compare_analytic) {
+    analytic = out.estimate;
+    event_parts = breakdown_on_stage(out, analytic->breakdown.stage);
+  }
+
+  const Fields inputs =
+      report_input_fields(scenario, options.workload, out.workload.schedule, a.calibration_file);
+  switch (a.format) {
+    case OutputFormat::json: {
+      nlohmann::json j = report_json(report, inputs, scenario, catalogs, a.explain);
+      j["stages"] = stages_json(out);
+      j["simulation"] =
+          to_json(simulation_fields(&out, options.step.scope, a.timing))["simulation"];
+      if (analytic) {
+        j["analytic"] = to_json(*analytic);
+        j["analytic_difference"] = (report.step_time_s - analytic->step_time_s) / analytic->step_time_s;
+        j["comparison"] = {{"stage", analytic->breakdown.stage},
+                           {"event", to_json(event_parts)},
+                           {"analytic", to_json(analytic->breakdown)}};
+      }
+      std::cout << j.dump(2) << "\n";
+      break;
+    }
+    case OutputFormat::csv: {
+      std::vector<Fields> rows = {
+          report_csv_row(inputs, report, simulation_fields(&out, options.step.scope, a.timing))};
+      if (analytic)
+        rows.push_back(report_csv_row(inputs, *analytic,
+                                      simulation_fields(nullptr, options.step.scope, a.timing)));
+      write_csv(rows, std::cout);
+      break;
+    }
+    case OutputFormat::table: {
+      // With the trace on stdout, the table goes to stderr.
+      std::ostream& table = trace_to_stdout ? std::cerr : std::cout;
+      print_report_table(report, scenario, table);
+      print_stage_table(out, a.timing, table);
+      if (analytic) print_comparison_table(report, event_parts, *analytic, table);
+      if (a.explain) {
+        table << "\n";
+        print_report_explain(report, table);
+        print_framework_explain(scenario.framework,
+                                catalogs.frameworks.resolve(kDefaultFramework, "catalog", "framework"), table);
+      }
+      break;
+    }
+  }
+}
+
 }  // namespace
 
 Command add_simulate_command(CLI::App& root, const CliEnv& env) {
@@ -168,26 +271,7 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
           throw InputError("command line", "--trace-max-mb",
                            fmt::format("must be 0 (no cap) or more, got {:g}", args->trace_max_mb));
         const Scenario scenario = resolve_scenario(args->scenario, catalogs);
-        SimulateOptions options;
-        if (!args->calibration_file.empty()) options.calibration = Calibration::load(args->calibration_file);
-        options.step.stragglers = stragglers_of(args->faults, scenario);
-        options.step.slow_links = slow_links_of(args->faults);
-        const RankLayout layout(scenario.layout, scenario.cluster.gpus_per_node);
-        if (!args->trace_ranks.empty())
-          options.step.trace_ranks = select_trace_ranks(args->trace_ranks, layout);
-        const std::vector<int64_t> representatives = layout.representatives();
-        const bool traces_others =
-            std::any_of(options.step.trace_ranks.begin(), options.step.trace_ranks.end(), [&](int64_t r) {
-              return std::find(representatives.begin(), representatives.end(), r) == representatives.end();
-            });
-        const bool needs_full =
-            !options.step.stragglers.empty() || !options.step.slow_links.empty() || traces_others;
-        options.step.scope =
-            args->full || needs_full ? SimulationScope::full : SimulationScope::representatives;
-        options.step.record_trace = !args->trace_file.empty();
-        options.workload = scenario.framework.workload;
-        options.memory = scenario.framework.memory;
-        apply_framework_options(args->framework, scenario, options.workload, options.memory, options.schedule);
+        SimulateOptions options = simulate_options_of(*args, scenario);
 
         // The line is blanked before anything else is printed (or the error line, by unwinding).
         std::unique_ptr<ProgressLine> progress = stderr_progress_line(progress_shown);
@@ -196,73 +280,8 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
         options.step.progress = nullptr;  // before the line it reports to goes
         progress.reset();
         Report report = out.report;
-        if (!args->trace_file.empty()) {
-          TraceOptions trace_options;
-          trace_options.max_bytes = args->trace_max_mb * 1e6;
-          TraceSummary written;
-          if (trace_to_stdout) {
-            written = write_chrome_trace(std::cout, scenario, out.workload, out.step, trace_options);
-          } else {
-            std::ofstream f(args->trace_file);
-            if (!f) throw InputError("command line", "--trace", "cannot write " + quoted_input(args->trace_file));
-            written = write_chrome_trace(f, scenario, out.workload, out.step, trace_options);
-            f.flush();
-            if (!f)
-              throw InputError(
-                  "command line", "--trace",
-                  "could not write all of " + quoted_input(args->trace_file) + " (disk full, or not a regular file?)");
-          }
-          if (written.truncated()) report.warnings.push_back(trace_cap_warning(written, args->trace_max_mb));
-        }
-        std::optional<Report> analytic;
-        BreakdownReport event_parts;  // the event's on the stage the estimate's parts describe
-        if (args->compare_analytic) {
-          analytic = out.estimate;
-          event_parts = breakdown_on_stage(out, analytic->breakdown.stage);
-        }
-
-        const Fields inputs =
-            report_input_fields(scenario, options.workload, out.workload.schedule, args->calibration_file);
-        switch (args->format) {
-          case OutputFormat::json: {
-            nlohmann::json j = report_json(report, inputs, scenario, catalogs, args->explain);
-            j["stages"] = stages_json(out);
-            j["simulation"] =
-                to_json(simulation_fields(&out, options.step.scope, args->timing))["simulation"];
-            if (analytic) {
-              j["analytic"] = to_json(*analytic);
-              j["analytic_difference"] = (report.step_time_s - analytic->step_time_s) / analytic->step_time_s;
-              j["comparison"] = {{"stage", analytic->breakdown.stage},
-                                 {"event", to_json(event_parts)},
-                                 {"analytic", to_json(analytic->breakdown)}};
-            }
-            std::cout << j.dump(2) << "\n";
-            break;
-          }
-          case OutputFormat::csv: {
-            std::vector<Fields> rows = {
-                report_csv_row(inputs, report, simulation_fields(&out, options.step.scope, args->timing))};
-            if (analytic)
-              rows.push_back(report_csv_row(inputs, *analytic,
-                                            simulation_fields(nullptr, options.step.scope, args->timing)));
-            write_csv(rows, std::cout);
-            break;
-          }
-          case OutputFormat::table: {
-            // With the trace on stdout, the table goes to stderr.
-            std::ostream& table = trace_to_stdout ? std::cerr : std::cout;
-            print_report_table(report, scenario, table);
-            print_stage_table(out, args->timing, table);
-            if (analytic) print_comparison_table(report, event_parts, *analytic, table);
-            if (args->explain) {
-              table << "\n";
-              print_report_explain(report, table);
-              print_framework_explain(scenario.framework,
-                                      catalogs.frameworks.resolve(kDefaultFramework, "catalog", "framework"), table);
-            }
-            break;
-          }
-        }
+        if (!args->trace_file.empty()) write_trace(*args, scenario, out, report);
+        print_simulate_report(*args, scenario, catalogs, options, out, report);
         if (!args->trace_file.empty() && !trace_to_stdout && args->format == OutputFormat::table)
           fmt::print(std::cout, "trace written to {} (open in https://ui.perfetto.dev)\n", args->trace_file);
         // The hard check comes after the report, so a sweep keeps the numbers of what failed.
