@@ -45,13 +45,15 @@ const std::vector<FieldRule>& field_rules() {
       {"kernels",
        [](JsonReader& f, FrameworkProfile& p) {
          p.workload.kernels =
-             choice(f, {"fused", "eager"}) == "eager" ? KernelStack::eager : KernelStack::fused;
+             choice(f, {to_string(KernelStack::fused), to_string(KernelStack::eager)}) == to_string(KernelStack::eager) ? KernelStack::eager : KernelStack::fused;
        }},
       {"eager_memory_factor",
        [](JsonReader& f, FrameworkProfile& p) { p.workload.eager_memory_factor = number(f, 1, 10); }},
       {"selective_recompute",
        [](JsonReader& f, FrameworkProfile& p) {
-         const bool every_other = choice(f, {"attention", "every_other_layer"}) == "every_other_layer";
+         const bool every_other = choice(f, {to_string(SelectiveRecompute::attention_core),
+                                          to_string(SelectiveRecompute::every_other_layer)}) ==
+                                to_string(SelectiveRecompute::every_other_layer);
          p.workload.selective =
              every_other ? SelectiveRecompute::every_other_layer : SelectiveRecompute::attention_core;
          p.memory.selective =
@@ -61,7 +63,8 @@ const std::vector<FieldRule>& field_rules() {
        [](JsonReader& f, FrameworkProfile& p) { p.workload.step_overhead_s = number(f, 0, 60); }},
       {"tp_comm_overlap",
        [](JsonReader& f, FrameworkProfile& p) {
-         p.workload.tp_overlap = choice(f, {"backward_async", "full"}) == "full"
+         p.workload.tp_overlap = choice(f, {to_string(TpCommOverlap::backward_async), to_string(TpCommOverlap::full)}) ==
+                                         to_string(TpCommOverlap::full)
                                      ? TpCommOverlap::full
                                      : TpCommOverlap::backward_async;
        }},
@@ -69,13 +72,16 @@ const std::vector<FieldRule>& field_rules() {
        [](JsonReader& f, FrameworkProfile& p) { p.workload.moe_shared_expert_overlap = boolean(f); }},
       {"grad_reduce",
        [](JsonReader& f, FrameworkProfile& p) {
-         p.workload.grad_reduce = choice(f, {"bucketed", "after_backward"}) == "bucketed"
+         p.workload.grad_reduce = choice(f, {to_string(GradReduceOverlap::bucketed), to_string(GradReduceOverlap::after_backward)}) ==
+                                          to_string(GradReduceOverlap::bucketed)
                                       ? GradReduceOverlap::bucketed
                                       : GradReduceOverlap::after_backward;
        }},
       {"param_gather",
        [](JsonReader& f, FrameworkProfile& p) {
-         p.workload.param_gather = choice(f, {"next_forward", "after_optimizer"}) == "next_forward"
+         p.workload.param_gather = choice(f, {to_string(ParamGatherOverlap::next_forward),
+                                            to_string(ParamGatherOverlap::after_optimizer)}) ==
+                                   to_string(ParamGatherOverlap::next_forward)
                                        ? ParamGatherOverlap::next_forward
                                        : ParamGatherOverlap::after_optimizer;
        }},
@@ -96,7 +102,8 @@ const std::vector<FieldRule>& field_rules() {
       {"fsdp_backward_prefetch",
        [](JsonReader& f, FrameworkProfile& p) {
          p.workload.fsdp_backward_prefetch =
-             choice(f, {"before_backward", "after_backward"}) == "after_backward"
+             choice(f, {to_string(FsdpBackwardPrefetch::before_backward),
+                     to_string(FsdpBackwardPrefetch::after_backward)}) == to_string(FsdpBackwardPrefetch::after_backward)
                  ? FsdpBackwardPrefetch::after_backward
                  : FsdpBackwardPrefetch::before_backward;
        }},

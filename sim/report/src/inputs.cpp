@@ -1,5 +1,5 @@
-// The resolved inputs of a report as named fields (see inputs.hpp). Enum values are written as
-// the scenario file and the command line spell them.
+// The resolved inputs of a report as named fields (see inputs.hpp). Framework behaviours are
+// written as the profiles spell them (framework_options.hpp), model kinds as the catalog does.
 #include "simrun/sim/report/inputs.hpp"
 
 namespace simrun {
@@ -7,21 +7,6 @@ namespace {
 
 const char* to_string(FfnActivation a) { return a == FfnActivation::gelu ? "gelu" : "swiglu"; }
 const char* to_string(NormKind n) { return n == NormKind::layernorm ? "layernorm" : "rmsnorm"; }
-const char* to_string(TpCommOverlap o) { return o == TpCommOverlap::full ? "full" : "backward_async"; }
-const char* to_string(GradReduceOverlap o) {
-  return o == GradReduceOverlap::bucketed ? "bucketed" : "after_backward";
-}
-const char* to_string(ParamGatherOverlap o) {
-  return o == ParamGatherOverlap::next_forward ? "next_forward" : "after_optimizer";
-}
-const char* to_string(SelectiveRecompute s) {
-  return s == SelectiveRecompute::every_other_layer ? "every_other_layer" : "attention";
-}
-const char* to_string(FsdpBackwardPrefetch p) {
-  return p == FsdpBackwardPrefetch::after_backward ? "after_backward" : "before_backward";
-}
-const char* to_string(KernelStack k) { return k == KernelStack::eager ? "eager" : "fused"; }
-
 void append(Fields& to, Fields more) {
   for (Field& f : more) to.push_back(std::move(f));
 }

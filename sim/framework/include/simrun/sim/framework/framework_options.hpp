@@ -127,4 +127,13 @@ struct MemoryDefaults {
   SelectiveKeeps selective = SelectiveKeeps::all_but_attention_core;
 };
 
+// How the profiles (sim/framework/profiles/*.json) and the report's inputs spell each behaviour,
+// e.g. "bucketed": one spelling, read by profile.cpp and written by sim/report.
+const char* to_string(TpCommOverlap o);
+const char* to_string(GradReduceOverlap o);
+const char* to_string(ParamGatherOverlap o);
+const char* to_string(SelectiveRecompute s);
+const char* to_string(FsdpBackwardPrefetch p);
+const char* to_string(KernelStack k);
+
 }  // namespace simrun
