@@ -61,18 +61,18 @@ MeasuredRun mapped_row(const json& row, size_t index, const Catalogs& catalogs) 
   if (!row.is_object()) return unreadable_row(index, "a row is an object, got " + type_name(row));
   if (!row.contains("id") || !row.at("id").is_string() || row.at("id").get<std::string>().empty())
     return unreadable_row(index, "no \"id\" string");
+  const auto refused = [&](const std::string& why) {
+    MeasuredRun r = unreadable_row(index, why);
+    r.id = row_name(row, index);
+    r.group = group_of(row);
+    return r;
+  };
   try {
     return measured_run(row, catalogs);
   } catch (const InputError& e) {  // a catalog lookup refused the row's values
-    MeasuredRun r = unreadable_row(index, e.field().empty() ? e.why() : e.field() + ": " + e.why());
-    r.id = row_name(row, index);
-    r.group = group_of(row);
-    return r;
+    return refused(e.field().empty() ? e.why() : e.field() + ": " + e.why());
   } catch (const json::exception&) {  // a field of an unexpected type
-    MeasuredRun r = unreadable_row(index, "a field of the wrong type (see the measured-runs schema)");
-    r.id = row_name(row, index);
-    r.group = group_of(row);
-    return r;
+    return refused("a field of the wrong type (see the measured-runs schema)");
   }
 }
 
