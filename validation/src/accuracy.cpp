@@ -219,21 +219,32 @@ AccuracyScore score_accuracy(const std::vector<MeasuredRun>& runs, const Accurac
   return score;
 }
 
+namespace {
+
+// One run's columns, the same in the JSON's "runs" and the CSV (null: not known).
+Fields run_fields(const RunScore& s) {
+  return {{"id", s.id},
+          {"group", s.group},
+          {"status", s.status},
+          {"predicted_s", optional_json(s.predicted_s)},
+          {"reference_s", s.reference_s > 0 ? json(s.reference_s) : json(nullptr)},
+          {"error_pct", s.error ? json(100 * *s.error) : json(nullptr)},
+          {"fits", s.fits ? json(*s.fits) : json(nullptr)},
+          {"reference_kind", s.reference_kind}};
+}
+
+}  // namespace
+
 json accuracy_json(const AccuracyScore& score) {
   json groups = json::object();
   for (const auto& [name, g] : score.groups)
     groups[name] = {{"runs", g.runs}, {"mape_pct", g.runs > 0 ? json(100 * g.mape) : json(nullptr)}};
   json runs = json::array();
-  for (const RunScore& s : score.runs)
-    runs.push_back({{"id", s.id},
-                    {"group", s.group},
-                    {"status", s.status},
-                    {"predicted_s", optional_json(s.predicted_s)},
-                    {"reference_s", s.reference_s > 0 ? json(s.reference_s) : json(nullptr)},
-                    {"error_pct", s.error ? json(100 * *s.error) : json(nullptr)},
-                    {"fits", s.fits ? json(*s.fits) : json(nullptr)},
-                    {"reference_kind", s.reference_kind},
-                    {"defaults", s.defaults_used}});
+  for (const RunScore& s : score.runs) {
+    json run = to_json(run_fields(s));
+    run["defaults"] = s.defaults_used;
+    runs.push_back(std::move(run));
+  }
   return {{"summary",
            {{"supported", score.supported},
             {"within_15pct", score.within_15pct},
@@ -245,15 +256,7 @@ json accuracy_json(const AccuracyScore& score) {
 
 std::vector<Fields> accuracy_csv_rows(const AccuracyScore& score) {
   std::vector<Fields> rows;
-  for (const RunScore& s : score.runs)
-    rows.push_back({{"id", s.id},
-                    {"group", s.group},
-                    {"status", s.status},
-                    {"predicted_s", optional_json(s.predicted_s)},
-                    {"reference_s", s.reference_s > 0 ? json(s.reference_s) : json(nullptr)},
-                    {"error_pct", s.error ? json(100 * *s.error) : json(nullptr)},
-                    {"fits", s.fits ? json(*s.fits) : json(nullptr)},
-                    {"reference_kind", s.reference_kind}});
+  for (const RunScore& s : score.runs) rows.push_back(run_fields(s));
   return rows;
 }
 
