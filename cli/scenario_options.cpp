@@ -43,8 +43,8 @@ void add_scenario_options(CLI::App& cmd, ScenarioArgs& a) {
                  "Model chunks per pipeline rank (interleaved 1F1B)");
   cmd.add_option("--pipeline-split", o.pipeline_split,
                  "even (default), embedding_loss_layers (the embedding and the loss each take a layer's "
-                 "place; embedding-loss-layers also read) or balanced (1F1B: the extra layers on middle "
-                 "stages)");
+                 "place; embedding-loss-layers also read) or balanced (as even as possible, the extra layers on middle "
+                 "chunks)");
   cmd.add_option(option_names("--micro-batch"), o.micro_batch, "Sequences per micro-batch");
   cmd.add_option(option_names("--global-batch"), o.global_batch, "Sequences per step");
   cmd.add_option(option_names("--seq-len"), o.seq_len, "Sequence length in tokens");

@@ -112,6 +112,7 @@ std::string gpu_id(const std::string& text, double& hbm_scale) {
     return "h100-sxm";
   }
   if (has(g, "h100")) return "h100-sxm";
+  if (has(g, "gb200")) return "gb200";
   return "";
 }
 
@@ -143,6 +144,7 @@ std::optional<ModelSpec> moe_model(const json& mj, const std::string& lname, con
   const std::string catalog_id = has(lname, "mixtral")                            ? "mixtral-8x7b"
                                  : has(lname, "qwen3") && has(lname, "30b_a3b")   ? "qwen3-30b-a3b"
                                  : has(lname, "qwen3") && has(lname, "235b_a22b") ? "qwen3-235b-a22b"
+                                 : has(lname, "deepseekv3") || has(lname, "deepseek-v3") ? "deepseek-v3"
                                                                                   : "";
   if (catalog_id.empty() || !catalogs.models.contains(catalog_id)) return std::nullopt;
   ModelSpec m = catalogs.models.get(catalog_id, run_id, "model");
@@ -210,8 +212,9 @@ ClusterSpec measured_cluster(const json& row, const std::string& gpu_id, double 
   ClusterSpec cluster;
   cluster.gpu = gpu;
   cluster.num_gpus = opt_int(row, "num_gpus").value_or(0);
-  cluster.gpus_per_node = 8;
-  cluster.nics_per_node = 8;
+  const bool grace_tray = has(gpu_id, "gb200") || has(gpu_id, "gb300");
+  cluster.gpus_per_node = grace_tray ? 4 : 8;
+  cluster.nics_per_node = grace_tray ? 4 : 8;
   cluster.fabric = catalogs.hardware.fabric(has(gpu_id, "a100") ? "ib-hdr" : "ib-ndr", run_id, "fabric");
   cluster.topology = FabricTopology::rail_optimized;
   return cluster;

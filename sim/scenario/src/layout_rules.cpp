@@ -211,7 +211,7 @@ LayerSplit split_layers(int64_t layers, int64_t pp, int64_t v, PipelineSplit spl
         return refuse("layout.pp", "pp_divides_layers",
                       "pp " + std::to_string(pp) + " does not divide the model's " + std::to_string(layers) +
                           " layers (or set layout.pipeline_split to \"embedding-loss-layers\" when layers + 2 "
-                          "divide, or \"balanced\" for plain 1F1B)");
+                          "divide, or \"balanced\" for any count)");
       if (layers % chunks != 0)
         return refuse("layout.virtual_stages", "virtual_stages_divide_layers",
                       std::to_string(v) + " virtual stages do not divide the " + std::to_string(layers / pp) +
@@ -233,15 +233,14 @@ LayerSplit split_layers(int64_t layers, int64_t pp, int64_t v, PipelineSplit spl
       return result;
     }
     case PipelineSplit::balanced: {
-      if (v > 1)
-        return refuse("layout.pipeline_split", "balanced_split_interleaved",
-                      "balanced splits are for plain 1F1B (virtual_stages 1); interleaving needs \"even\" or "
-                      "\"embedding-loss-layers\"");
-      if (layers < pp)
+      if (layers < chunks)
         return refuse("layout.pp", "pp_exceeds_layers",
-                      "pp " + std::to_string(pp) + " exceeds the model's " + std::to_string(layers) + " layers");
-      // As even as possible, the extra layers on the middle stages (the first and last also run
-      // the embedding and the loss): Megatron --decoder-first/last-pipeline-num-layers.
+                      "pp*virtual_stages " + std::to_string(chunks) + " exceeds the model's " +
+                          std::to_string(layers) + " layers");
+      // As even as possible over the model chunks in pipeline order, the extra layers on the
+      // middle chunks (the first and last also run the embedding and the loss): Megatron
+      // --decoder-first/last-pipeline-num-layers for 1F1B, --pipeline-model-parallel-layout
+      // (Megatron-Core 0.13+) for any split of interleaved chunks.
       const int64_t base = layers / chunks;
       int64_t extra = layers % chunks;
       for (auto& n : out) n = base;
@@ -251,8 +250,7 @@ LayerSplit split_layers(int64_t layers, int64_t pp, int64_t v, PipelineSplit spl
         auto dist = [&](int64_t x) { return std::min(x, chunks - 1 - x); };
         return dist(a) > dist(b);
       });
-      for (int64_t i = 0; extra > 0; ++i, --extra)
-        out[static_cast<size_t>(order[static_cast<size_t>(i)])] += 1;
+      for (int64_t i = 0; extra > 0; ++i, --extra) at(order[static_cast<size_t>(i)]) += 1;
       return result;
     }
   }

@@ -22,8 +22,9 @@ enum class PipelineSplit {
   embedding_loss_layers,  // Megatron --account-for-embedding-in-pipeline-split and
                           // --account-for-loss-in-pipeline-split: the embedding and the loss each
                           // take one layer's place, so (layers + 2) must divide by pp·v
-  balanced,               // 1F1B only: as even as possible, the extra layers on middle stages
-                          // (Megatron --decoder-first/last-pipeline-num-layers with smaller ends)
+  balanced,               // as even as possible over the chunks, the extra layers on middle ones
+                          // (Megatron --decoder-first/last-pipeline-num-layers with smaller ends;
+                          // --pipeline-model-parallel-layout for interleaved chunks)
 };
 
 // How context parallelism exchanges attention inputs (Megatron-Core --cp-comm-type, run by
