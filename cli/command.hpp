@@ -57,6 +57,7 @@ struct ScenarioArgs {
   std::string file;
   ScenarioOverrides overrides;
   bool sequence_parallel_on = false, sequence_parallel_off = false;
+  bool fp8_param_gather = false;
   bool flash_on = false, flash_off = false;
   std::vector<int64_t> hierarchical_cp_sizes;  // --hierarchical-cp-sizes 2,4 (empty: not given)
   std::map<std::string, bool> switches;        // Megatron's --bf16, ... by name (flag_names.hpp)

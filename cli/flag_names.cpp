@@ -47,6 +47,8 @@ constexpr FieldFlag kScenarioFlags[] = {
     {"layout.zero_stage", "--zero-stage"},
     {"layout.recompute", "--recompute"},
     {"layout.precision", "--precision"},
+    {"layout.fp8_recipe", "--fp8-recipe"},
+    {"layout.fp8_param_gather", "--fp8-param-gather"},
     {"layout.sequence_parallel", "--sequence-parallel"},
     {"layout.flash_attention", "--flash-attention"},
     {"run.tokens", "--tokens"},
@@ -84,6 +86,9 @@ const std::vector<MegatronArgument> kMegatronArguments = {
     {"--fp16", "--fp16", "layout.precision", "fp16", ""},
     {"--fp8-format", "--fp8-format", "layout.precision", "fp8",
      "e4m3 or hybrid (the same peak); wins over --bf16/--fp16, which Megatron gives beside it"},
+    {"--fp8-recipe", "--fp8-recipe", "", "", "delayed, tensorwise, blockwise or mxfp8 (and simrun's nvfp4, "
+     "Megatron's --fp4-recipe)"},
+    {"--fp8-param-gather", "--fp8-param-gather", "", "", "parameters kept and all-gathered in fp8"},
     {"--use-distributed-optimizer", "--use-distributed-optimizer", "layout.zero_stage", "1", ""},
     {"--recompute-activations", "--recompute-activations", "layout.recompute", "selective", ""},
     {"--overlap-grad-reduce", "--overlap-grad-reduce", "", "",

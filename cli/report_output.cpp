@@ -23,13 +23,16 @@ std::string layout_line(const Scenario& s) {
   std::string cp_comm;
   if (l.cp > 1) cp_comm = fmt::format(" {}", to_string(l.cp_comm_type));
   if (l.cp_comm_type == CpCommType::a2a_p2p) cp_comm += fmt::format(" [{}, {}]", l.cp_a2a(), l.cp_ring());
+  std::string precision = to_string(l.precision);
+  if (l.precision == Precision::fp8 || l.precision == Precision::fp4)
+    precision += fmt::format(" {}{}", to_string(l.fp8_recipe), l.fp8_param_gather ? ", fp8 params" : "");
   return fmt::format(
       "tp {} pp {} dp {} cp {}{} ep {}{}{} | micro-batch {} global batch {} | recompute {} | {} | "
       "zero {}{}{}",
       l.tp, l.pp, l.dp, l.cp, cp_comm, l.ep,
       l.moe_capacity_factor > 0 ? fmt::format(" capacity {:g}", l.moe_capacity_factor) : std::string(),
       l.virtual_stages > 1 ? fmt::format(" vpp {}", l.virtual_stages) : std::string(), l.micro_batch,
-      l.global_batch, to_string(l.recompute), to_string(l.precision), l.zero_stage,
+      l.global_batch, to_string(l.recompute), precision, l.zero_stage,
       l.sequence_parallel ? " | seq-parallel" : "", l.flash_attention ? " | flash" : "");
 }
 

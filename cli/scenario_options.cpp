@@ -51,7 +51,12 @@ void add_scenario_options(CLI::App& cmd, ScenarioArgs& a) {
   cmd.add_option("--zero-stage", o.zero_stage, "ZeRO stage 0-3");
   cmd.add_option(option_names("--recompute"), o.recompute,
                  "Activation recompute: none, selective or full");
-  cmd.add_option("--precision", o.precision, "Training precision: bf16, fp16, fp8 or fp32");
+  cmd.add_option("--precision", o.precision, "Training precision: bf16, fp16, fp8, fp4 (nvfp4) or fp32");
+  cmd.add_option("--fp8-recipe", o.fp8_recipe,
+                 "How fp8/fp4 GEMMs are scaled: delayed (fp8 default), tensorwise (current scaling), blockwise "
+                 "(1x128 / 128x128), mxfp8 (Blackwell) or nvfp4 (fp4; docs/model.md#precision-recipes)");
+  cmd.add_flag("--fp8-param-gather", a.fp8_param_gather,
+               "Keep and gather the parameters in fp8 (1 byte each; fp8 recipes)");
   cmd.add_flag("--sequence-parallel", a.sequence_parallel_on, "Enable sequence parallelism");
   cmd.add_flag("--no-sequence-parallel", a.sequence_parallel_off, "Disable sequence parallelism");
   cmd.add_flag(option_names("--flash-attention"), a.flash_on, "Use fused (flash) attention");
@@ -138,6 +143,7 @@ Scenario resolve_scenario(const ScenarioArgs& args, const Catalogs& catalogs) {
   if (args.sequence_parallel_off) o.sequence_parallel = false;
   if (args.flash_on) o.flash_attention = true;
   if (args.flash_off) o.flash_attention = false;
+  if (args.fp8_param_gather) o.fp8_param_gather = true;
   if (!args.hierarchical_cp_sizes.empty()) o.hierarchical_cp_sizes = args.hierarchical_cp_sizes;
   if (o.tokens && o.train_iters)
     throw InputError("command line", "--train-iters", "given together with --tokens (give the run's length once)");

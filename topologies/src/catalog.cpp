@@ -97,6 +97,7 @@ GpuSpec read_gpu(JsonReader& r, const std::string& id) {
     d.gemm_max = c.optional_number("gemm_max", 0.01, 1);
     d.gemm_dim_half = c.optional_number("gemm_dim_half", 0, 1e6);
     d.fp8_gemm_max = c.optional_number("fp8_gemm_max", 0.01, 1);
+    d.fp4_gemm_max = c.optional_number("fp4_gemm_max", 0.01, 1);
     d.attn_fwd_max = c.optional_number("attn_fwd_max", 0.01, 1);
     d.attn_bwd_max = c.optional_number("attn_bwd_max", 0.01, 1);
     d.attn_fa2_fwd_max = c.optional_number("attn_fa2_fwd_max", 0.01, 1);

@@ -261,7 +261,16 @@ void set_layout(Layout& l, const json& lj, const ModelSpec& m, const FrameworkPr
                 : has(rc, "selective") ? Recompute::selective
                                        : Recompute::none;
   const std::string prec = lower(opt_str(lj, "precision"));
-  l.precision = has(prec, "fp8") ? Precision::fp8 : has(prec, "fp16") ? Precision::fp16 : Precision::bf16;
+  // Megatron-Bridge's table spellings: fp8-cs current scaling, fp8-mx MXFP8; a plain "fp8" is
+  // Transformer Engine's delayed scaling (NeMo 24.07's default recipe).
+  l.precision = has(prec, "fp4")   ? Precision::fp4
+                : has(prec, "fp8") ? Precision::fp8
+                : has(prec, "fp16") ? Precision::fp16
+                                    : Precision::bf16;
+  l.fp8_recipe = has(prec, "fp8-cs")  ? LowPrecisionRecipe::tensorwise
+                 : has(prec, "fp8-mx") ? LowPrecisionRecipe::mxfp8
+                 : has(prec, "block")  ? LowPrecisionRecipe::blockwise
+                                       : default_recipe(l.precision);
   l.flash_attention = f.flash_attention;  // megatron-lm-2021 predates FlashAttention (2022)
   // Layers that do not divide into pp·vpp chunks: Megatron's account-for-embedding/loss split
   // when layers + 2 divide (the Megatron-Bridge Llama-3.1 405B recipe), else balanced 1F1B.

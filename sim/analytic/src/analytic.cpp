@@ -198,7 +198,7 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
 
   // Run totals. The checkpoint holds weights and optimizer states (not gradients).
   const RunTotals run =
-      fill_run_report(sc, bytes_per_param(l.precision, options.memory.convention), options.run, r);
+      fill_run_report(sc, bytes_per_param(l, options.memory.convention), options.run, r);
 
   add_estimate_warnings(sc, options, memory.worst_stage, run, r);
   if (auto outside = agreement_warning(sc, options, r)) r.warnings.push_back(*outside);

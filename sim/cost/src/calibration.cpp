@@ -28,6 +28,7 @@ GpuCalibration read_gpu(JsonReader& r) {
   g.gemm_max = r.optional_number("gemm_max", 0.01, 1.0);
   g.gemm_dim_half = r.optional_number("gemm_dim_half", 0.0, 1e5);
   g.fp8_gemm_max = r.optional_number("fp8_gemm_max", 0.01, 1.0);
+  g.fp4_gemm_max = r.optional_number("fp4_gemm_max", 0.01, 1.0);
   g.attn_fwd_max = r.optional_number("attn_fwd_max", 0.01, 1.0);
   g.attn_bwd_max = r.optional_number("attn_bwd_max", 0.01, 1.0);
   g.attn_fa2_fwd_max = r.optional_number("attn_fa2_fwd_max", 0.01, 1.0);
@@ -87,6 +88,7 @@ ComputeParams Calibration::compute_params(const std::string& gpu_id, ComputePara
   apply(g.gemm_max, p.gemm_max);
   apply(g.gemm_dim_half, p.gemm_dim_half);
   apply(g.fp8_gemm_max, p.fp8_gemm_max);
+  apply(g.fp4_gemm_max, p.fp4_gemm_max);
   apply(g.attn_fwd_max, p.attn_fwd_max);
   apply(g.attn_bwd_max, p.attn_bwd_max);
   apply(g.attn_fa2_fwd_max, p.attn_fa2_fwd_max);

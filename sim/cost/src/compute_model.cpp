@@ -24,6 +24,7 @@ ComputeParams default_compute_params(const GpuSpec& gpu) {
   p.gemm_max = d.gemm_max.value_or(p.gemm_max);
   p.gemm_dim_half = d.gemm_dim_half.value_or(p.gemm_dim_half);
   p.fp8_gemm_max = d.fp8_gemm_max.value_or(p.fp8_gemm_max);
+  p.fp4_gemm_max = d.fp4_gemm_max.value_or(p.fp4_gemm_max);
   p.attn_fwd_max = d.attn_fwd_max.value_or(p.attn_fwd_max);
   p.attn_bwd_max = d.attn_bwd_max.value_or(p.attn_bwd_max);
   p.attn_fa2_fwd_max = d.attn_fa2_fwd_max.value_or(p.attn_fa2_fwd_max);
@@ -44,8 +45,11 @@ double ComputeModel::peak_flops_per_s(Precision p) const {
 }
 
 double ComputeModel::gemm_efficiency(double m, double n, double k, Precision p) const {
-  const bool fp8 = (p == Precision::fp8 || p == Precision::fp4) && m_gpu.peak_flops_per_s(p) > 0;
-  const double top = fp8 ? m_params.fp8_gemm_max : m_params.gemm_max;
+  const bool native = m_gpu.peak_flops_per_s(p) > 0;
+  const double top = !native                 ? m_params.gemm_max
+                     : p == Precision::fp8 ? m_params.fp8_gemm_max
+                     : p == Precision::fp4 ? m_params.fp4_gemm_max
+                                           : m_params.gemm_max;
   const double h = m_params.gemm_dim_half;
   return top * saturate(m, h) * saturate(n, h) * saturate(k, h);
 }

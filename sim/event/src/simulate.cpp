@@ -265,7 +265,7 @@ SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
 
   // Run totals, as the analytic model computes them (checkpoint = weights + optimizer states).
   const RunTotals run =
-      fill_run_report(sc, bytes_per_param(l.precision, options.memory.convention), options.run, r);
+      fill_run_report(sc, bytes_per_param(l, options.memory.convention), options.run, r);
 
   explain_event(sc, options, compute, worst_memory, run, peak, out);
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

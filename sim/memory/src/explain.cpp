@@ -48,7 +48,7 @@ void explain_throughput(const Scenario& sc, const FlopCounts& per_sequence, Atte
 
 void explain_memory(const Scenario& sc, const StageMemory& ws, const MemoryDefaults& defaults, Report& r) {
   const Layout& l = sc.layout;
-  const BytesPerParam bpp = bytes_per_param(l.precision, defaults.convention);
+  const BytesPerParam bpp = bytes_per_param(l, defaults.convention);
   explain(
       r, "memory.weights", r.memory.weights, "B", "stage params per GPU · weight bytes (/d under ZeRO-3)",
       fmt::format("stage={}, params per GPU={:.4g} (+ experts {:.4g}), bytes/param={}, zero_stage={}, d={}",

@@ -33,6 +33,12 @@ BytesPerParam bytes_per_param(Precision precision, StateConvention convention) {
   return {2, 4, 12};
 }
 
+BytesPerParam bytes_per_param(const Layout& layout, StateConvention convention) {
+  BytesPerParam b = bytes_per_param(layout.precision, convention);
+  if (layout.fp8_param_gather) b.weights = 1;
+  return b;
+}
+
 ModelStateBytes model_state_bytes(double params, int zero_stage, double shard_degree, BytesPerParam bpp) {
   SIMRUN_ASSERT(zero_stage >= 0 && zero_stage <= 3, "zero_stage must be 0..3");
   SIMRUN_ASSERT(shard_degree >= 1, "ZeRO shard degree must be at least 1");
@@ -91,7 +97,7 @@ double layer_activation_bytes(const ModelSpec& m, const ActivationConfig& c) {
                        : double(m.ffn_hidden);
 
   const bool dropout = c.dropout == Dropout::masks;
-  const double gi = c.fp8_gemm_inputs ? 1.0 : e;  // bytes per saved GEMM-input element
+  const double gi = c.saved_gemm_input_bytes > 0 ? c.saved_gemm_input_bytes : e;  // per saved GEMM-input element
   const double routed_inputs = routed_copies * gi * sbh;
   // Norm inputs (2 × e·sbh), QKV input (e·sbh), MLP input (e·sbh), two 1-byte dropout masks.
   const double replicated = 2 * e * sbh + gi * sbh + gi * sbh + (dropout ? 2 * sbh : 0.0);
@@ -232,7 +238,8 @@ ActivationConfig activation_config(const Scenario& sc, const MemoryDefaults& def
   ac.recompute = l.recompute;
   ac.element_bytes = activation_element_bytes(l.precision);
   ac.dropout = defaults.dropout;
-  ac.fp8_gemm_inputs = l.precision == Precision::fp8 || l.precision == Precision::fp4;
+  if (l.precision == Precision::fp8 || l.precision == Precision::fp4)
+    ac.saved_gemm_input_bytes = precision_recipe(l.fp8_recipe).saved_input_bytes_per_element;
   ac.selective = defaults.selective;
   ac.moe_load = l.moe_load();
   return ac;
@@ -243,7 +250,7 @@ StageMemory stage_memory(const Scenario& sc, const MemoryDefaults& defaults, int
   const ModelSpec& m = sc.model;
   const Layout& l = sc.layout;
   const ParamCounts counts = count_params(m);
-  const BytesPerParam bpp = bytes_per_param(l.precision, defaults.convention);
+  const BytesPerParam bpp = bytes_per_param(l, defaults.convention);
   const ActivationConfig ac = activation_config(sc, defaults);
 
   StageMemory st;

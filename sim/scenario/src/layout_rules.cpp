@@ -2,6 +2,7 @@
 #include "simrun/sim/scenario/layout_rules.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -41,6 +42,39 @@ const char* to_string(PipelineSchedule s) {
 PipelineSchedule default_schedule(const Layout& layout) {
   return layout.virtual_stages > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
 }
+
+namespace {
+
+// The recipe must match the precision (fp8 recipes for fp8, nvfp4 for fp4) and run natively on
+// the GPU (block-scaled formats need Blackwell-class tensor cores).
+std::optional<LayoutDiagnostic> precision_recipe_error(const Layout& layout, const GpuSpec& gpu) {
+  const bool low = layout.precision == Precision::fp8 || layout.precision == Precision::fp4;
+  const PrecisionRecipeSpec& recipe = precision_recipe(layout.fp8_recipe);
+  if (!low && layout.fp8_recipe != LowPrecisionRecipe::delayed)
+    return diag("layout.fp8_recipe", "recipe_needs_low_precision",
+                std::string(recipe.name) + " scales fp8/fp4 GEMMs; precision " + to_string(layout.precision) +
+                    " runs none (set precision to fp8 or fp4)");
+  if (!low && layout.fp8_param_gather)
+    return diag("layout.fp8_param_gather", "param_gather_needs_fp8",
+                std::string("fp8 parameters need fp8 training (precision ") + to_string(layout.precision) + ")");
+  if (!low) return std::nullopt;
+  if (recipe.gemm_precision != layout.precision)
+    return diag("layout.fp8_recipe", "recipe_precision_mismatch",
+                fmt::format("{} is an {} recipe, the layout's precision is {} (fp8: delayed, tensorwise, "
+                            "blockwise or mxfp8; fp4: nvfp4)",
+                            recipe.name, to_string(recipe.gemm_precision), to_string(layout.precision)));
+  if (layout.fp8_param_gather && layout.precision != Precision::fp8)
+    return diag("layout.fp8_param_gather", "param_gather_needs_fp8",
+                "fp8 parameters need an fp8 recipe (the layout trains in fp4)");
+  const auto& archs = recipe.architectures;
+  if (!archs.empty() && std::find(archs.begin(), archs.end(), gpu.architecture) == archs.end())
+    return diag("layout.fp8_recipe", "recipe_unsupported_by_gpu",
+                fmt::format("{} needs tensor cores that apply block scales ({}); {} is {}", recipe.name,
+                            fmt::join(archs, ", "), gpu.id, gpu.architecture.empty() ? "another kind" : gpu.architecture));
+  return std::nullopt;
+}
+
+}  // namespace
 
 std::optional<LayoutDiagnostic> layout_error(const ModelSpec& model, const ClusterSpec& cluster,
                                              const Layout& layout) {
@@ -120,7 +154,10 @@ std::optional<LayoutDiagnostic> layout_error(const ModelSpec& model, const Clust
   if (layout.precision == Precision::fp8 && cluster.gpu.fp8_flops_per_s <= 0)
     return diag("layout.precision", "fp8_unsupported",
                      "fp8 is not supported by " + cluster.gpu.id + " (use bf16 or fp16)");
-  return std::nullopt;
+  if (layout.precision == Precision::fp4 && cluster.gpu.fp4_flops_per_s <= 0)
+    return diag("layout.precision", "fp4_unsupported",
+                "fp4 is not supported by " + cluster.gpu.id + " (Blackwell's NVFP4; use fp8 or bf16)");
+  return precision_recipe_error(layout, cluster.gpu);
 }
 
 std::vector<LayoutDiagnostic> layout_warnings(const Scenario& sc, PipelineSchedule schedule) {

@@ -30,7 +30,8 @@ constexpr int64_t kMaxSeqLen = int64_t(1) << 24;  // 16M tokens
 constexpr double kMaxStepSecondsAtPeak = 1e6;
 
 const std::vector<std::string> kRecomputeNames = {"none", "selective", "full"};
-const std::vector<std::string> kPrecisionNames = {"bf16", "fp16", "fp8", "fp32"};
+// "nvfp4" is fp4 under its one recipe, as users write it.
+const std::vector<std::string> kPrecisionNames = {"bf16", "fp16", "fp8", "fp4", "nvfp4", "fp32"};
 const std::vector<std::string> kTopologyNames = {"rail-optimized", "fat-tree"};
 // snake_case is canonical; the spellings after it are older ones, still read.
 const std::vector<std::string> kPipelineSplitNames = {"even", "embedding_loss_layers", "balanced",
@@ -82,6 +83,7 @@ Recompute parse_recompute(const std::string& s) {
 Precision parse_precision(const std::string& s) {
   if (s == "fp16") return Precision::fp16;
   if (s == "fp8") return Precision::fp8;
+  if (s == "fp4" || s == "nvfp4") return Precision::fp4;
   if (s == "fp32") return Precision::fp32;
   return Precision::bf16;
 }
@@ -284,6 +286,9 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
   layout.global_batch = r.integer_or("global_batch", layout.micro_batch * layout.dp, 1, kMaxBatch);
   layout.recompute = parse_recompute(r.choice_or("recompute", "none", kRecomputeNames));
   layout.precision = parse_precision(r.choice_or("precision", "bf16", kPrecisionNames));
+  layout.fp8_recipe = *parse_precision_recipe(
+      r.choice_or("fp8_recipe", to_string(default_recipe(layout.precision)), precision_recipe_names()));
+  layout.fp8_param_gather = r.boolean_or("fp8_param_gather", false);
   layout.flash_attention = r.boolean_or("flash_attention", framework.flash_attention);
   r.finish();
 
@@ -423,6 +428,8 @@ std::vector<OverrideField> override_fields(const ScenarioOverrides& o) {
           {"layout.zero_stage", json_of(o.zero_stage)},
           {"layout.recompute", json_of(o.recompute)},
           {"layout.precision", json_of(o.precision)},
+          {"layout.fp8_recipe", json_of(o.fp8_recipe)},
+          {"layout.fp8_param_gather", json_of(o.fp8_param_gather)},
           {"layout.sequence_parallel", json_of(o.sequence_parallel)},
           {"layout.flash_attention", json_of(o.flash_attention)},
           {"run.tokens", json_of(o.tokens)},

@@ -68,8 +68,12 @@ StageBuilder::Shared::Shared(const Scenario& scenario, const WorkloadOptions& o,
   rope = !md.learned_position_embeddings && !md.alibi;
   layernorm = md.norm == NormKind::layernorm;
   gemm_precision = gemm_precision_of(l.precision);
-  norm_emits_fp8 = o.kernels == KernelStack::fused;
+  const bool low = gemm_precision == Precision::fp8 || gemm_precision == Precision::fp4;
+  recipe = &precision_recipe(l.fp8_recipe);
+  first_bf16_layer = low ? md.layers - std::llround(recipe->bf16_last_layers_fraction * d(md.layers)) : md.layers;
+  norm_emits_fp8 = o.kernels == KernelStack::fused && low && recipe->norm_emits_quantized;
   elem = (l.precision == Precision::fp32 || l.precision == Precision::tf32) ? 4.0 : 2.0;
+  param_elem = l.fp8_param_gather ? 1.0 : elem;
   seq = d(md.seq_len);
   T = d(l.micro_batch) * seq / d(cp);
   Ts = sp ? T / d(tp) : T;
@@ -249,21 +253,26 @@ OpShape StageBuilder::gemm(double m, double n, double k, Precision p, InputCast 
   s.m = m;
   s.n = n;
   s.k = k;
-  const bool fp8 = p == Precision::fp8 || p == Precision::fp4;
-  const double in = fp8 ? 1.0 : m_s.elem;
+  const bool low = p == Precision::fp8 || p == Precision::fp4;
+  const double in = p == Precision::fp4 ? 0.5 : low ? 1.0 : m_s.elem;
   s.bytes = (m * k + k * n) * in + m * n * m_s.elem;
-  // Transformer Engine casts the activation operand to fp8 (read 16-bit, write fp8) before the
-  // GEMM. Callers pass InputCast::already_cast where TE has it already: a wgrad GEMM reuses the
-  // transposed fp8 copy that the forward's (or the dgrad's) cast_transpose wrote, and a GEMM
-  // right after a norm gets its input in fp8 from the norm (Shared::norm_emits_fp8).
-  if (fp8 && input == InputCast::cast) s.serial_bytes = m * k * (m_s.elem + 1.0);
+  // Transformer Engine quantises the activation operand before the GEMM (the recipe's bytes per
+  // element: its reads, row- and column-wise copies, scales, amax pass). Callers pass
+  // InputCast::already_cast where TE has it already: a wgrad GEMM reuses the column-wise copy
+  // that the forward's (or the dgrad's) quantisation wrote, and a GEMM right after a norm gets its
+  // input quantised by the norm (Shared::norm_emits_fp8).
+  if (low && input == InputCast::cast) s.serial_bytes = m * k * m_s.recipe->quantize_bytes_per_element;
   return s;
+}
+
+Precision StageBuilder::layer_gemm_precision() const {
+  return m_layer >= m_s.first_bf16_layer ? outside_fp8(m_s.gemm_precision) : m_s.gemm_precision;
 }
 
 // One GEMM of each local expert, launched as one grouped GEMM (TEGroupedLinear): per-expert
 // shape for the efficiency, the experts' total work and traffic, one launch.
 OpShape StageBuilder::grouped_gemm(double m, double n, double k, InputCast input) const {
-  OpShape g = gemm(m, n, k, m_s.gemm_precision, input);
+  OpShape g = gemm(m, n, k, layer_gemm_precision(), input);
   g.batch = m_s.experts_loc;
   g.bytes *= m_s.experts_loc;
   g.serial_bytes *= m_s.experts_loc;
@@ -432,7 +441,7 @@ void StageBuilder::attention_core_backward() {
 void StageBuilder::layer_forward(int32_t layer, Phase phase) {
   const Shared& s = m_s;
   m_layer = layer;
-  const Precision gp = s.gemm_precision;
+  const Precision gp = layer_gemm_precision();
   const double norm_bytes = s.Ts * s.h * s.elem * 2;
   const double residual_bytes = s.Ts * s.h * (3 * s.elem + 1);
 
@@ -473,7 +482,7 @@ void StageBuilder::qkv_forward(Phase phase, uint32_t sp_gather) {
   const Shared& s = m_s;
   const double q = s.q_loc, kv = s.kv_loc;
   const InputCast cast = s.norm_emits_fp8 ? InputCast::already_cast : InputCast::cast;
-  compute(OpName::qkv, phase, gemm(s.T, q + 2 * kv, s.h, s.gemm_precision, cast),
+  compute(OpName::qkv, phase, gemm(s.T, q + 2 * kv, s.h, layer_gemm_precision(), cast),
           2.0 * s.T * s.h * (q + 2 * kv));
   if (sp_gather != kNoTask) m_wait.push_back(sp_gather);
   if (s.rope) compute(OpName::rope, phase, memory_op(s.T * (q + kv) * s.elem * 2), 0);
@@ -486,7 +495,7 @@ void StageBuilder::qkv_forward(Phase phase, uint32_t sp_gather) {
 // the heads. Rotary embedding on the d_rope parts of the queries and the shared key.
 void StageBuilder::mla_forward(Phase phase, uint32_t sp_gather) {
   const Shared& s = m_s;
-  const Precision gp = s.gemm_precision;
+  const Precision gp = layer_gemm_precision();
   const double share = 1.0 / d(s.tp);
   auto gathered = [&] {
     if (sp_gather != kNoTask) m_wait.push_back(sp_gather);
@@ -511,7 +520,7 @@ void StageBuilder::mla_forward(Phase phase, uint32_t sp_gather) {
 
 void StageBuilder::mla_backward() {
   const Shared& s = m_s;
-  const Precision gp = s.gemm_precision;
+  const Precision gp = layer_gemm_precision();
   const double share = 1.0 / d(s.tp);
   compute(OpName::rope, Phase::backward, memory_op(s.T * (s.heads_loc + 1) * s.rope_dim * s.elem * 2), 0);
   // An up-projection's backward: dgrad to its latent (a partial sum over the TP ranks' heads,
@@ -556,7 +565,7 @@ void StageBuilder::mlp_up_forward(double f_loc, Phase phase, Fc1Input input, uin
   const InputCast cast =
       input == Fc1Input::norm_output && s.norm_emits_fp8 ? InputCast::already_cast : InputCast::cast;
   wait_for_input_gather(input_gather, GemmSide::before);
-  compute(OpName::fc1, phase, gemm(s.T, up, s.h, s.gemm_precision, cast), 2.0 * s.T * s.h * up);
+  compute(OpName::fc1, phase, gemm(s.T, up, s.h, layer_gemm_precision(), cast), 2.0 * s.T * s.h * up);
   wait_for_input_gather(input_gather, GemmSide::after);
   compute(OpName::act, phase, memory_op(s.T * (up + f_loc) * s.elem), 0);
 }
@@ -565,7 +574,7 @@ void StageBuilder::mlp_down_forward(double f_loc, Phase phase) {
   const Shared& s = m_s;
   const uint32_t before_fc2 = m_last_compute;
   const uint32_t fc2 =
-      compute(OpName::fc2, phase, gemm(s.T, s.h, f_loc, s.gemm_precision), 2.0 * s.T * f_loc * s.h);
+      compute(OpName::fc2, phase, gemm(s.T, s.h, f_loc, layer_gemm_precision()), 2.0 * s.T * f_loc * s.h);
   tp_after_row_parallel(OpName::tp_rs_mlp, OpName::tp_ar_mlp, fc2, before_fc2, phase);
 }
 
@@ -742,9 +751,9 @@ void StageBuilder::row_parallel_backward(OpName op, OpName ag_name, double k_loc
       ag = kNoTask;
     }
   }
-  compute(op, Phase::backward, gemm(s.T, k_loc, s.h, s.gemm_precision), flops_each);  // dgrad
+  compute(op, Phase::backward, gemm(s.T, k_loc, s.h, layer_gemm_precision()), flops_each);  // dgrad
   if (ag != kNoTask) m_wait.push_back(ag);
-  compute(op, Phase::backward, gemm(k_loc, s.h, s.T, s.gemm_precision, InputCast::already_cast),
+  compute(op, Phase::backward, gemm(k_loc, s.h, s.T, layer_gemm_precision(), InputCast::already_cast),
           flops_each);  // wgrad
 }
 
@@ -756,7 +765,7 @@ void StageBuilder::column_parallel_backward(OpName op, OpName ag_name, OpName rs
   if (s.sp)  // re-gather the sequence-sharded input for the wgrad, overlapping the dgrad
     ag = collective(Stream::tp, ag_name, CollectiveOp::all_gather, GroupKind::tp, bytes, Phase::backward,
                     {m_last_compute});
-  const uint32_t dgrad = compute(op, Phase::backward, gemm(s.T, s.h, n_loc, s.gemm_precision), flops_each);
+  const uint32_t dgrad = compute(op, Phase::backward, gemm(s.T, s.h, n_loc, layer_gemm_precision()), flops_each);
   uint32_t red = kNoTask;
   if (s.tp > 1)  // reduce the input gradient over TP, overlapping the wgrad
     red = s.sp ? collective(Stream::tp, rs_name, CollectiveOp::reduce_scatter, GroupKind::tp, bytes,
@@ -764,7 +773,7 @@ void StageBuilder::column_parallel_backward(OpName op, OpName ag_name, OpName rs
                : collective(Stream::tp, rs_name, CollectiveOp::all_reduce, GroupKind::tp, bytes,
                             Phase::backward, {dgrad});
   if (ag != kNoTask) m_wait.push_back(ag);
-  compute(op, Phase::backward, gemm(s.h, n_loc, s.T, s.gemm_precision, InputCast::already_cast),
+  compute(op, Phase::backward, gemm(s.h, n_loc, s.T, layer_gemm_precision(), InputCast::already_cast),
           flops_each);  // wgrad
   if (red != kNoTask) m_wait.push_back(red);
 }

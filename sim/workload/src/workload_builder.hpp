@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include "simrun/sim/scenario/precision_recipe.hpp"
 #include "simrun/sim/workload/schedule.hpp"
 #include "simrun/sim/workload/workload.hpp"
 
@@ -38,9 +39,15 @@ class StageBuilder {
     bool cp_all_gather;
     bool sp, flash, causal, swiglu, rope, layernorm;
     Precision gemm_precision;
+    // The fp8 / fp4 recipe (precision_recipe.hpp): quantisation bytes per element cast, and
+    // the first layer of the last ones it keeps in 16-bit (layers from there run at 16 bits).
+    const PrecisionRecipeSpec* recipe = nullptr;
+    int64_t first_bf16_layer = 0;
     // Transformer Engine's LayerNormLinear / LayerNormMLP (fused kernels) write the norm's
-    // output in fp8, so the QKV and FC1 GEMMs after a norm need no cast of their own.
+    // output in fp8 when the recipe knows its scale beforehand (delayed scaling), so the QKV and
+    // FC1 GEMMs after a norm need no cast of their own.
     bool norm_emits_fp8;
+    double param_elem;  // bytes per parameter gathered (ZeRO, FSDP): elem, or 1 with fp8 parameters
     double elem;   // activation element bytes (2, or 4 for fp32)
     double T, Ts;  // tokens per micro-batch on this rank: full, and SP-split
     double h, q_loc, kv_loc, f_loc, heads_loc, head_dim, seq, vocab_loc;
@@ -136,6 +143,9 @@ class StageBuilder {
   // InputCast::already_cast where Transformer Engine has an fp8 copy of it already.
   enum class InputCast : uint8_t { cast, already_cast };
   OpShape gemm(double m, double n, double k, Precision p, InputCast input = InputCast::cast) const;
+  // The GEMM precision of the layer being built (m_layer): the layout's, or 16-bit on the last
+  // layers a low-precision recipe keeps there.
+  Precision layer_gemm_precision() const;
   // One per local expert.
   OpShape grouped_gemm(double m, double n, double k, InputCast input = InputCast::cast) const;
   OpShape memory_op(double bytes) const;

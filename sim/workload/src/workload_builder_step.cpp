@@ -110,7 +110,7 @@ void StageBuilder::gather_params_before_first_use() {
     const GradBucket& b = m_grad_buckets[i];
     m_layer = b.layers.back();
     const uint32_t task = collective(Stream::dp_param, OpName::dp_param_gather, CollectiveOp::all_gather,
-                                     bucket_group(b.kind).first, b.params * s.elem, Phase::comm, {});
+                                     bucket_group(b.kind).first, b.params * s.param_elem, Phase::comm, {});
     for (int32_t layer : b.layers) m_param_gather_of_layer[layer].push_back(task);
   }
   m_layer = -1;
@@ -162,7 +162,7 @@ uint32_t StageBuilder::issue_fsdp_gather(int32_t unit, Phase pass) {
   uint32_t last = kNoTask;
   for (const auto& [group, unit_params] : unit_shards(unit))
     last = collective(Stream::dp_param, OpName::fsdp_gather, CollectiveOp::all_gather, group,
-                      unit_params * s.elem, Phase::comm, deps);
+                      unit_params * s.param_elem, Phase::comm, deps);
   m_layer = saved;
   return last;
 }
@@ -211,7 +211,7 @@ void StageBuilder::optimizer() {
     for (size_t bucket : m_buckets_ready) {
       const GradBucket& b = m_grad_buckets[bucket];
       collective(Stream::dp_param, OpName::dp_param_gather, CollectiveOp::all_gather,
-                 bucket_group(b.kind).first, b.params * s.elem, Phase::comm, {m_last_compute});
+                 bucket_group(b.kind).first, b.params * s.param_elem, Phase::comm, {m_last_compute});
     }
 }
 

@@ -124,3 +124,59 @@ TEST_CASE("the pipeline split's refusals are split_layers' own, for the parser a
   CHECK_FALSE(layout_error(sc.model, sc.cluster, sc.layout).has_value());
   CHECK(stage_layers(sc.model, sc.layout, 2).size() == 7);
 }
+
+TEST_CASE("precision recipes: each matches its precision and needs tensor cores that run it",
+          "[sim][layout_rules][precision]") {
+  auto error_of = [](const std::string& gpu, const std::string& layout) -> std::string {
+    try {
+      parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": ")" + gpu +
+                          R"(", "num_gpus": 8}, "layout": {"tp": 1, )" + layout + "}}");
+    } catch (const InputError& e) {
+      return e.field() + ": " + e.what();
+    }
+    return "";
+  };
+  CHECK(error_of("b200", R"("precision": "fp8", "fp8_recipe": "mxfp8")").empty());
+  CHECK(error_of("b200", R"("precision": "nvfp4")").empty());
+  CHECK(error_of("h100-sxm", R"("precision": "fp8", "fp8_recipe": "blockwise", "fp8_param_gather": true)").empty());
+  CHECK_THAT(error_of("h100-sxm", R"("precision": "fp8", "fp8_recipe": "mxfp8")"),
+             Catch::Contains("layout.fp8_recipe") && Catch::Contains("h100-sxm is Hopper"));
+  CHECK_THAT(error_of("h100-sxm", R"("precision": "fp4")"),
+             Catch::Contains("layout.precision") && Catch::Contains("fp4 is not supported by h100-sxm"));
+  CHECK_THAT(error_of("b200", R"("precision": "bf16", "fp8_recipe": "tensorwise")"),
+             Catch::Contains("layout.fp8_recipe") && Catch::Contains("precision bf16 runs none"));
+  CHECK_THAT(error_of("b200", R"("precision": "fp8", "fp8_recipe": "nvfp4")"),
+             Catch::Contains("nvfp4 is an fp4 recipe"));
+  CHECK_THAT(error_of("b200", R"("precision": "nvfp4", "fp8_param_gather": true)"),
+             Catch::Contains("layout.fp8_param_gather"));
+  CHECK_THAT(error_of("b200", R"("precision": "fp8", "fp8_recipe": "current")"),
+             Catch::Contains("layout.fp8_recipe"));
+}
+
+TEST_CASE("precision recipes time and size what they run: the amax pass, fp4 GEMMs, 16-bit final "
+          "layers, fp8 parameters",
+          "[sim][precision]") {
+  auto run = [](const std::string& layout) {
+    const Scenario sc = parse_scenario_text(
+        R"({"model": "llama3-8b", "cluster": {"gpu": "b200", "num_gpus": 8}, "layout": {"tp": 1, "dp": 8, )"
+        R"("global_batch": 64, "zero_stage": 1, )" + layout + "}}");
+    return simulate(sc).report;
+  };
+  const Report bf16 = run(R"("precision": "bf16")");
+  const Report delayed = run(R"("precision": "fp8")");
+  const Report current = run(R"("precision": "fp8", "fp8_recipe": "tensorwise")");
+  const Report mx = run(R"("precision": "fp8", "fp8_recipe": "mxfp8")");
+  const Report fp4 = run(R"("precision": "nvfp4")");
+  INFO("bf16 " << bf16.step_time_s << ", delayed " << delayed.step_time_s << ", tensorwise "
+               << current.step_time_s << ", mxfp8 " << mx.step_time_s << ", nvfp4 " << fp4.step_time_s);
+  CHECK(delayed.step_time_s < bf16.step_time_s);
+  // Current scaling's amax pass, and no norm emitting fp8: more HBM traffic than delayed scaling.
+  CHECK(current.step_time_s > delayed.step_time_s);
+  CHECK(fp4.step_time_s < mx.step_time_s);
+  // fp4 keeps its last 15% of layers at 16 bits: faster than fp8, not twice.
+  CHECK(fp4.step_time_s > 0.5 * mx.step_time_s);
+  // NVFP4 saves its GEMM inputs at ~0.56 bytes: fewer activation bytes than fp8.
+  CHECK(fp4.memory.activations < mx.memory.activations);
+  const Report fp8_params = run(R"("precision": "fp8", "fp8_param_gather": true)");
+  CHECK(fp8_params.memory.weights == Approx(0.5 * delayed.memory.weights));
+}

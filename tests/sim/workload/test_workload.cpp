@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <deque>
 #include <map>
+#include <numeric>
 
 #include "simrun/common/error.hpp"
 #include "simrun/models/counts.hpp"
@@ -366,7 +367,7 @@ TEST_CASE("played out with equal chunk-steps, the schedules give the textbook bu
   CHECK_FALSE(schedule_finish_times(PipelineSchedule::interleaved, 4, 5, 4, equal).has_value());
 }
 
-TEST_CASE("layer splits: even, embedding/loss accounted, balanced 1F1B, refusals say why",
+TEST_CASE("layer splits: even, embedding/loss accounted, balanced (1F1B and interleaved), refusals say why",
           "[sim][workload]") {
   CHECK(split_layers(80, 4, 5, PipelineSplit::even, "t") == std::vector<int64_t>(20, 4));
   const auto l405 = split_layers(126, 16, 2, PipelineSplit::embedding_loss_layers, "t");  // 128 = 16·2·4
@@ -376,8 +377,15 @@ TEST_CASE("layer splits: even, embedding/loss accounted, balanced 1F1B, refusals
   CHECK(split_layers(30, 4, 1, PipelineSplit::balanced, "t") == std::vector<int64_t>{7, 8, 8, 7});
   CHECK_THROWS_WITH(split_layers(126, 16, 2, PipelineSplit::even, "t"),
                     Catch::Contains("embedding-loss-layers"));
-  CHECK_THROWS_WITH(split_layers(30, 4, 3, PipelineSplit::balanced, "t"),
-                    Catch::Contains("layout.pipeline_split"));
+  // Interleaved chunks split as Megatron-Core's --pipeline-model-parallel-layout can: 30 layers
+  // over 12 chunks, the 6 extra ones on the middle chunks in pipeline order (virtual stage
+  // vs = chunk·pp + stage, stored at stage·v + chunk), the first and last chunks light.
+  const auto inter = split_layers(30, 4, 3, PipelineSplit::balanced, "t");
+  CHECK(std::accumulate(inter.begin(), inter.end(), int64_t{0}) == 30);
+  CHECK(inter[0] == 2);          // vs 0: stage 0, chunk 0
+  CHECK(inter[3 * 3 + 2] == 2);  // vs 11: stage 3, chunk 2
+  CHECK(inter[0 * 3 + 1] == 3);  // vs 4: stage 0, chunk 1, a middle chunk
+  CHECK_THROWS_WITH(split_layers(6, 4, 2, PipelineSplit::balanced, "t"), Catch::Contains("layout.pp"));
   CHECK_THROWS_WITH(split_layers(31, 4, 2, PipelineSplit::embedding_loss_layers, "t"),
                     Catch::Contains("layers + 2 = 33"));
 }

@@ -5,7 +5,7 @@
 //     "source": "simrun validate on 2x DGX H100, 2025-01-10",        // optional, free text
 //     "gpus": {
 //       "h100-sxm": {                                                  // catalog GPU id
-//         "gemm_max": 0.74, "gemm_dim_half": 40, "fp8_gemm_max": 0.55,
+//         "gemm_max": 0.74, "gemm_dim_half": 40, "fp8_gemm_max": 0.55, "fp4_gemm_max": 0.5,
 //         "attn_fwd_max": 0.62, "attn_bwd_max": 0.50, "attn_fa2_fwd_max": 0.33, "attn_fa2_bwd_max": 0.30,
 //         "attn_seq_half": 128, "attn_head_dim_half": 16,
 //         "mem_bw_fraction": 0.82, "launch_overhead_s": 3e-6,
@@ -43,7 +43,7 @@ struct LinkCalibration {
 
 struct GpuCalibration {
   // Compute-model overrides, same names as ComputeParams.
-  std::optional<double> gemm_max, gemm_dim_half, fp8_gemm_max;
+  std::optional<double> gemm_max, gemm_dim_half, fp8_gemm_max, fp4_gemm_max;
   std::optional<double> attn_fwd_max, attn_bwd_max, attn_fa2_fwd_max, attn_fa2_bwd_max, attn_seq_half,
       attn_head_dim_half;
   std::optional<double> mem_bw_fraction, launch_overhead_s;

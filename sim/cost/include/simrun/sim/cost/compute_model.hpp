@@ -52,6 +52,8 @@ struct ComputeParams {
   // fp8 GEMMs (Transformer Engine / torchao): fraction of the fp8 dense peak. Lower than
   // bf16 because fp8 GEMMs are shorter and their amax/scale epilogues do not shrink.
   double fp8_gemm_max = 0.60;
+  // NVFP4 GEMMs: fraction of the fp4 dense peak (Blackwell). Generic: the fp8 figure.
+  double fp4_gemm_max = 0.60;
   // Flash attention forward / backward: fraction of the bf16 dense peak at long sequences
   // and large head dimension (FlashAttention-2 on A100 reaches ~70% fwd, ~60% bwd of peak).
   double attn_fwd_max = 0.70;

@@ -62,6 +62,10 @@ struct BytesPerParam {
 };
 
 BytesPerParam bytes_per_param(Precision precision, StateConvention convention);
+// The layout's: its precision's, with 1-byte weights under fp8_param_gather (Megatron-LM
+// --fp8-param-gather keeps the model's parameters as the fp8 copies, the fp32 master with the
+// optimizer).
+BytesPerParam bytes_per_param(const Layout& layout, StateConvention convention);
 
 // Bytes of weights, grads, optimizer for `params` parameters whose optimizer (and, by ZeRO stage,
 // grads/weights) is sharded over `shard_degree` data-parallel ranks.
@@ -84,11 +88,12 @@ struct ActivationConfig {
   double element_bytes = 2;  // 2 for 16-bit activations, 4 for fp32
   Dropout dropout = Dropout::none;
   int64_t kv_seq_len = 0;  // keys per query in the score matrix (= full s with cp); 0 = seq_len
-  // fp8 training (Transformer Engine, torchao float8): the linear layers save their input for
-  // the wgrad GEMM as the fp8 cast (1 byte), not the 16-bit tensor: the QKV and MLP inputs and
-  // the fc2 input (activation output). Norm inputs, Q/K/V/O of the attention core and the
-  // activation's input stay 16-bit.
-  bool fp8_gemm_inputs = false;
+  // fp8 / fp4 training (Transformer Engine, torchao float8): the linear layers save their input
+  // for the wgrad GEMM quantised (the recipe's bytes per element with its scales: fp8 ≈ 1,
+  // NVFP4 ≈ 0.56), not the 16-bit tensor: the QKV and MLP inputs and the fc2 input (activation
+  // output). Norm inputs, Q/K/V/O of the attention core and the activation's input stay 16-bit.
+  // 0: 16-bit training, element_bytes.
+  double saved_gemm_input_bytes = 0;
   SelectiveKeeps selective = SelectiveKeeps::all_but_attention_core;
   double moe_load = 1;  // expert token copies as a multiple of the balanced top_k (Layout::moe_load)
 };

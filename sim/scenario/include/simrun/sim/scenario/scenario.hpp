@@ -9,6 +9,7 @@
 
 #include "simrun/models/model_spec.hpp"
 #include "simrun/sim/framework/profile.hpp"
+#include "simrun/sim/scenario/precision_recipe.hpp"
 #include "simrun/topologies/hardware_spec.hpp"
 
 namespace simrun {
@@ -74,6 +75,11 @@ struct Layout {
   int64_t global_batch = 1;  // sequences per optimizer step, e.g. 1024
   Recompute recompute = Recompute::none;
   Precision precision = Precision::bf16;  // GEMM precision; fp8 keeps the rest in bf16
+  // How fp8 / fp4 GEMMs are scaled (precision_recipe.hpp); read when precision is fp8 or fp4.
+  LowPrecisionRecipe fp8_recipe = LowPrecisionRecipe::delayed;
+  // Megatron-LM --fp8-param-gather: parameters kept in fp8 and gathered in fp8 (1 byte each);
+  // fp8 recipes only.
+  bool fp8_param_gather = false;
   bool flash_attention = true;            // fused attention: no s² score matrix in HBM
 
   int64_t model_parallel_size() const { return tp * pp * cp; }

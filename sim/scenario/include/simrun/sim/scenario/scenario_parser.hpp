@@ -38,6 +38,8 @@ struct ScenarioOverrides {
   std::optional<int64_t> zero_stage;          // layout.zero_stage, e.g. 1
   std::optional<std::string> recompute;       // layout.recompute, e.g. "selective"
   std::optional<std::string> precision;       // layout.precision, e.g. "bf16"
+  std::optional<std::string> fp8_recipe;      // layout.fp8_recipe, e.g. "mxfp8"
+  std::optional<bool> fp8_param_gather;       // layout.fp8_param_gather
   std::optional<bool> sequence_parallel;      // layout.sequence_parallel
   std::optional<bool> flash_attention;        // layout.flash_attention
   std::optional<double> tokens;               // run.tokens, e.g. 1.4e12

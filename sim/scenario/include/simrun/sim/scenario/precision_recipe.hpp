@@ -1,0 +1,58 @@
+// Low-precision training recipes: which GEMMs run at the fp8 / fp4 tensor-core rate, what stays
+// in 16-bit, and the quantisation work each adds. One table (precision_recipe.cpp), each entry
+// with its source; the workload builder, the compute and memory models and the layout rules
+// read it.
+//
+// A recipe quantises a GEMM's 16-bit operands before the GEMM: it reads the bf16 tensor,
+// writes a row-wise copy for this GEMM and a column-wise copy (the transpose, or a
+// re-quantisation along the other axis for block scales) for the backward GEMM that consumes it
+// along K, and stores the scales; current scaling first finds the tensor's amax in a separate
+// pass (the scale must be known before the cast). Delayed scaling takes the scale from the amax
+// history, so a norm kernel can emit its output already in fp8.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "simrun/topologies/hardware_spec.hpp"
+
+namespace simrun {
+
+// Megatron-LM --fp8-recipe {delayed, tensorwise, blockwise, mxfp8} and --fp4-recipe nvfp4.
+enum class LowPrecisionRecipe { delayed, tensorwise, blockwise, mxfp8, nvfp4 };
+
+struct PrecisionRecipeSpec {
+  LowPrecisionRecipe id = LowPrecisionRecipe::delayed;
+  const char* name = "";                       // as the scenario and Megatron-LM spell it, e.g. "mxfp8"
+  Precision gemm_precision = Precision::fp8;   // tensor-core rate of its GEMMs: fp8 or fp4
+  // Which of a linear layer's GEMMs run at the low rate (the rest at 16 bits).
+  bool fprop = true, dgrad = true, wgrad = true;
+  // HBM bytes moved per element of a 16-bit operand quantised: reads, the row- and column-wise
+  // quantised copies, the scales, and current scaling's amax pass.
+  double quantize_bytes_per_element = 0;
+  // Bytes per element of a quantised GEMM input saved for the backward (with its scales).
+  double saved_input_bytes_per_element = 1;
+  // Whether a fused norm can emit its output already quantised (the scale known beforehand).
+  bool norm_emits_quantized = false;
+  // Fraction of the transformer layers (the last ones) kept in 16-bit by the recipe.
+  double bf16_last_layers_fraction = 0;
+  // GPU architectures whose tensor cores run the recipe's scaled format natively; empty = any
+  // GPU with the precision's dense peak.
+  std::vector<std::string> architectures;
+  const char* source = "";
+};
+
+const PrecisionRecipeSpec& precision_recipe(LowPrecisionRecipe r);
+// All recipes, in declaration order.
+const std::vector<PrecisionRecipeSpec>& precision_recipes();
+// The recipe named `name` (as written in a scenario or on the command line); nullopt if none.
+std::optional<LowPrecisionRecipe> parse_precision_recipe(const std::string& name);
+// The recipe names, for error messages and option help ("delayed, tensorwise, ...").
+std::vector<std::string> precision_recipe_names();
+// The recipe a precision defaults to: delayed scaling for fp8 (Megatron-LM's --fp8-recipe
+// default), nvfp4 for fp4 (its only fp4 recipe).
+LowPrecisionRecipe default_recipe(Precision p);
+const char* to_string(LowPrecisionRecipe r);
+
+}  // namespace simrun
