@@ -2,8 +2,10 @@
 //
 // The one set of defaults (also printed by measured_run_defaults_text()):
 //
-// Hardware. "A100…80GB" → a100-80gb, "A100…40GB" → a100-40gb, "H100-SXM5-80GB" → h100-sxm;
-// 8 GPUs and 8 NICs per node (DGX), InfiniBand HDR (A100) or NDR (H100), rail-optimized. The
+// Hardware. "A100…80GB" → a100-80gb, "A100…40GB" → a100-40gb, "H100-SXM5-80GB" → h100-sxm,
+// "GB200 (DGX-GB200, NVL72)" → gb200; 8 GPUs and 8 NICs per node (DGX), GB200 trays of 4 GPUs and
+// 4 NICs in 72-GPU NVLink racks (DGX GB200: one ConnectX-7 per GPU), InfiniBand HDR (A100) or NDR
+// (H100, GB200), rail-optimized. The
 // A100's "40 GB" is 40 GiB like the 80 GB part's 80 GiB (torch reports 79.35 GiB of it,
 // hardware.md device queries): where the catalog omits the usable size, the 80 GB part's
 // usable fraction. torchtitan's H100 96 GB HBM2e 500 W SKU is not in the catalog: its memory
@@ -13,7 +15,7 @@
 // (SwiGLU, RMSNorm, RoPE, no biases, untied); Nemotron's squared-ReLU MLP has two matrices like
 // GELU, RoPE; MPT: ALiBi (no positions), no biases, tied embeddings; Megatron 2021 GPT ties
 // the embeddings. MoE rows: the catalog's model where it has one (Mixtral 8x7B, Qwen3-30B-A3B,
-// Qwen3-235B-A22B), else none; expert_tp = tp (Megatron-Core's default) unless ep·tp exceeds the
+// Qwen3-235B-A22B, DeepSeek-V3), else none; expert_tp = tp (Megatron-Core's default) unless ep·tp exceeds the
 // ranks of a stage, where only expert_tp = 1 fits.
 //
 // Unstated layout fields: Megatron's defaults — micro_batch 1, virtual stages 1 (plain 1F1B),
@@ -273,7 +275,7 @@ void set_layout(Layout& l, const json& lj, const ModelSpec& m, const FrameworkPr
                                        : default_recipe(l.precision);
   l.flash_attention = f.flash_attention;  // megatron-lm-2021 predates FlashAttention (2022)
   // Layers that do not divide into pp·vpp chunks: Megatron's account-for-embedding/loss split
-  // when layers + 2 divide (the Megatron-Bridge Llama-3.1 405B recipe), else balanced 1F1B.
+  // when layers + 2 divide (the Megatron-Bridge Llama-3.1 405B recipe), else balanced (Megatron-Core's --pipeline-model-parallel-layout for DeepSeek-V3).
   const int64_t chunks = l.pp * l.virtual_stages;
   if (m.layers % chunks != 0) {
     l.pipeline_split =
@@ -368,7 +370,9 @@ std::vector<MeasuredRun> load_measured_runs(const std::filesystem::path& file, c
 
 std::string measured_run_defaults_text() {
   return "GPU: A100…80GB → a100-80gb, A100…40GB → a100-40gb (40 GiB, usable as the 80 GB part), "
-         "H100-SXM5-80GB → h100-sxm; 8 GPUs + 8 NICs per node, IB HDR (A100) / NDR (H100), rail-optimized\n"
+         "H100-SXM5-80GB → h100-sxm, GB200 → gb200; 8 GPUs + 8 NICs per node (GB200: trays of 4 GPUs + 4 NICs "
+         "in 72-GPU NVLink racks), IB HDR (A100) / NDR (H100, GB200), rail-optimized\n"
+         "precision: fp8 → delayed scaling, fp8-cs → tensorwise (current scaling), fp8-mx → mxfp8\n"
          "model: GPT-style (GELU, LayerNorm, learned positions) unless Llama (SwiGLU, RMSNorm, RoPE); MPT "
          "ALiBi, "
          "tied; Nemotron squared-ReLU as 2-matrix MLP\n"
@@ -384,7 +388,8 @@ std::string measured_run_defaults_text() {
          "eager kernels, FlashAttention-2, unfused DecoupledAdamW 80 B/param + grad clipping 12 B/param, "
          "BACKWARD_POST prefetch, all-gathers and reduce-scatters on one NCCL stream\n"
          "torchtitan FSDP2: fp32 reduce, fp32 sharded states, async TP, selective AC = every other layer\n"
-         "MoE rows: the catalog's architecture (Mixtral 8x7B, Qwen3-30B-A3B, Qwen3-235B-A22B), balanced "
+         "MoE rows: the catalog's architecture (Mixtral 8x7B, Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3 with "
+         "its MTP module), balanced "
          "routing "
          "(the benchmarks force it), expert_tp = tp unless ep·tp exceeds a stage's ranks (then 1)\n";
 }
