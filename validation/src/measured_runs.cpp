@@ -15,8 +15,8 @@
 // (SwiGLU, RMSNorm, RoPE, no biases, untied); Nemotron's squared-ReLU MLP has two matrices like
 // GELU, RoPE; MPT: ALiBi (no positions), no biases, tied embeddings; Megatron 2021 GPT ties
 // the embeddings. MoE rows: the catalog's model where it has one (Mixtral 8x7B, Qwen3-30B-A3B,
-// Qwen3-235B-A22B, DeepSeek-V3), else none; expert_tp = tp (Megatron-Core's default) unless ep·tp exceeds the
-// ranks of a stage, where only expert_tp = 1 fits.
+// Qwen3-235B-A22B, DeepSeek-V3), else none; expert_tp = tp (Megatron-Core's default) unless ep·tp
+// exceeds the ranks of a stage, where only expert_tp = 1 fits.
 //
 // Unstated layout fields: Megatron's defaults — micro_batch 1, virtual stages 1 (plain 1F1B),
 // sequence parallelism on when tp > 1, zero_stage 1 (the distributed optimizer, which the
@@ -275,7 +275,8 @@ void set_layout(Layout& l, const json& lj, const ModelSpec& m, const FrameworkPr
                                        : default_recipe(l.precision);
   l.flash_attention = f.flash_attention;  // megatron-lm-2021 predates FlashAttention (2022)
   // Layers that do not divide into pp·vpp chunks: Megatron's account-for-embedding/loss split
-  // when layers + 2 divide (the Megatron-Bridge Llama-3.1 405B recipe), else balanced (Megatron-Core's --pipeline-model-parallel-layout for DeepSeek-V3).
+  // when layers + 2 divide (the Megatron-Bridge Llama-3.1 405B recipe), else balanced (Megatron-Core's
+  // --pipeline-model-parallel-layout, as the Bridge DeepSeek-V3 recipes set it).
   const int64_t chunks = l.pp * l.virtual_stages;
   if (m.layers % chunks != 0) {
     l.pipeline_split =
