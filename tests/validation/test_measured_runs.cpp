@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "simrun/validation/accuracy.hpp"
 #include "simrun/validation/measured_runs.hpp"
 #include "simrun/sim/scenario/scenario_parser.hpp"
 #include "simrun/sim/event/simulate.hpp"
@@ -130,6 +131,30 @@ TEST_CASE("measured runs: framework behaviour per source", "[sim][measured_runs]
   CHECK(nemo.framework == "nemo");
   CHECK(nemo.memory.convention == StateConvention::zero_paper);  // bf16 grads
   CHECK(nemo.scenario.layout.precision == Precision::fp8);
+}
+
+TEST_CASE("measured runs: other files' rows pick their framework by their own field, else their source",
+          "[sim][measured_runs]") {
+  nlohmann::json base = nlohmann::json::parse(R"({"id": "x", "gpu": "H100-SXM5-80GB", "num_gpus": 16,
+      "model": {"name": "team-7b", "layers": 32, "hidden": 4096, "heads": 32, "seq_len": 2048},
+      "layout": {"tp": 1, "pp": 1, "dp": 16, "zero_stage": 3, "micro_batch": 1, "global_batch": 64},
+      "measured": {"iteration_s": 2.0}})");
+  auto framework_of_row = [&](const std::string& id, const nlohmann::json& extra) {
+    nlohmann::json row = base;
+    row["id"] = id;
+    row.update(extra);
+    return measured_runs_of(nlohmann::json::array({row}), "team.json", test::catalogs()).at(0);
+  };
+  CHECK(framework_of_row("a", {{"framework", "deepspeed@0.5"}}).framework == "deepspeed");
+  CHECK(framework_of_row("b", {{"group", "zero3"}, {"source", "DeepSpeed ZeRO-3 blog, 2021"}}).framework ==
+        "deepspeed");
+  CHECK(framework_of_row("c", {{"group", "t"}, {"source", "pytorch/torchtitan docs"}}).framework == "torchtitan");
+  CHECK(framework_of_row("d", {{"group", "t"}, {"source", "PyTorch FSDP2 tutorial"}}).framework == "fsdp2");
+  CHECK(framework_of_row("e", {{"group", "t"}, {"source", "Megatron-LM paper, 2020"}}).framework ==
+        "megatron-lm-2021");
+  CHECK(framework_of_row("f", {{"group", "t"}, {"source", "a cluster log"}}).framework == "megatron-core");
+  const MeasuredRun unknown = framework_of_row("g", {{"framework", "jax-pax"}});
+  CHECK_FALSE(unknown.simulatable());
 }
 
 TEST_CASE("measured runs: a row's framework behaviour is its profile's, as a scenario naming it gets",

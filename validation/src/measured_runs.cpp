@@ -23,7 +23,8 @@
 // Megatron-Core sources' --overlap-param-gather requires), recompute none (Megatron's
 // --recompute-granularity default), global batch micro_batch·dp.
 //
-// Framework: one profile per source group (framework_of below; each profile's file under
+// Framework: one profile per row (framework_of below: the row's "framework", its source group, the
+// framework its source names; each profile's file under
 // sim/framework/profiles/ gives every behaviour with its source, docs/model.md lists them):
 //  - Megatron-LM 2021 (narayanan_t1, megatron_gpt3): megatron-lm-2021 — fp16 gradients, TP
 //    backward-async overlap only, parameters updated in place, no FlashAttention, dropout masks,
@@ -93,14 +94,28 @@ std::string opt_str(const json& j, const char* key) {
   return j.at(key).dump();
 }
 
-// The framework profile of a source group (sim/framework/profiles/<id>.json): the one thing the
-// mapping decides per source; each profile's fields cite the framework code or docs they follow.
-std::string framework_of(const std::string& group) {
+// The framework profile of a row (sim/framework/profiles/<id>.json): the one thing the mapping
+// decides per row; each profile's fields cite the framework code or docs they follow. A row's own
+// "framework" field (an id or id@version) wins; else the shipped groups' sources; else the
+// framework its source names (a team's own file, other published runs); else Megatron-Core.
+std::string framework_of(const json& row) {
+  if (std::string f = opt_str(row, "framework"); !f.empty()) return f;
+  const std::string group = opt_str(row, "group");
   if (group == "narayanan_t1" || group == "megatron_gpt3") return "megatron-lm-2021";
   if (group == "megatron_h100") return "megatron-core-perf";
   if (group == "mosaic") return "composer";
   if (group == "torchtitan") return "torchtitan";
-  return "nemo";  // nemo2407, bridge, nemo_cp, mcore_moe
+  if (group == "nemo2407" || group == "bridge" || group == "nemo_cp" || group == "mcore_moe") return "nemo";
+  const std::string text = lower(group + " " + opt_str(row, "source"));
+  if (has(text, "deepspeed")) return "deepspeed";  // DeepSpeed, Megatron-DeepSpeed (its pipeline engine)
+  if (has(text, "torchtitan")) return "torchtitan";
+  if (has(text, "llm-foundry") || has(text, "composer") || has(text, "mosaic")) return "composer";
+  if (has(text, "nemo") || has(text, "megatron-bridge")) return "nemo";
+  if (has(text, "fsdp2")) return "fsdp2";
+  if (has(text, "fsdp")) return "fsdp1";
+  if (has(text, "megatron") && (has(text, "2019") || has(text, "2020") || has(text, "2021")))
+    return "megatron-lm-2021";
+  return kDefaultFramework;
 }
 
 // Catalog id of the row's GPU; "" when not in the catalog. `hbm_scale` > 1 for a larger SKU of
@@ -291,7 +306,7 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
   MeasuredRun c;
   c.id = row.at("id").get<std::string>();
   c.group = opt_str(row, "group");
-  const FrameworkProfile& profile = catalogs.frameworks.resolve(framework_of(c.group), c.id, "group");
+  const FrameworkProfile& profile = catalogs.frameworks.resolve(framework_of(row), c.id, "framework");
   c.framework = profile.id;
   c.workload = profile.workload;
   c.memory = profile.memory;
@@ -381,7 +396,9 @@ std::string measured_run_defaults_text() {
          "recompute none\n"
          "frameworks (sim/framework/profiles): narayanan_t1, megatron_gpt3 → megatron-lm-2021; megatron_h100 → "
          "megatron-core-perf; nemo2407, bridge, nemo_cp, mcore_moe → nemo; mosaic → composer; torchtitan → "
-         "torchtitan\n"
+         "torchtitan; other rows: their \"framework\" field, else the framework their source names (DeepSpeed, "
+         "torchtitan, llm-foundry/Composer, NeMo/Megatron-Bridge, FSDP/FSDP2, Megatron-LM of 2019-2021), else "
+         "megatron-core\n"
          "Megatron-LM 2021: fp16 grads, TP backward overlap, no FlashAttention, dropout 0.1\n"
          "Megatron-Core (README H100): fp32 main grads in memory, bf16 reduce-scatter, TP comm overlap\n"
          "NeMo / Megatron-Bridge: bf16 grads (grad_sync_dtype bf16), distributed optimizer, TP comm overlap\n"
