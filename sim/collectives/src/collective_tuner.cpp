@@ -169,8 +169,12 @@ double CollectiveTuner::nvls_efficiency(const GroupShape& shape) {
 NvlsLinkBytes nvls_link_bytes(CollectiveOp op, int64_t n) {
   const double nd = double(std::max<int64_t>(1, n));
   switch (op) {
-    case CollectiveOp::all_reduce:
-      return {(nd + 1) / nd, (nd + 1) / nd};
+    case CollectiveOp::all_reduce: {
+      const double board = double(kBoardScaleUpDomain);
+      const double constant_busbw = (board + 1) / board * ((nd - 1) / nd) * board / (board - 1);
+      const double per_byte = std::max((nd + 1) / nd, constant_busbw);
+      return {per_byte, per_byte};
+    }
     case CollectiveOp::all_gather:
       return {1 / nd, (nd - 1) / nd};
     default:

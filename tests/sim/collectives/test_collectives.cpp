@@ -94,6 +94,21 @@ TEST_CASE("NVLS halves NVLink traffic: (n+1)/n·S per direction, efficiency 0.85
   CHECK(r.algorithm == Algorithm::nvls);
 }
 
+TEST_CASE("NVLS over a 72-GPU NVL72 rack: the bus bandwidth of 8 ranks, not more", "[sim][collectives]") {
+  // Measured (shared/reference/measured-microbenchmarks.md): 838 GB/s busbw on 8 B200 with NVLS,
+  // 835-847 on all 72 GPUs of a GB200 NVL72 rack at 4-8 GiB; NCCL's model keeps NVLS busbw
+  // independent of the rank count. (n+1)/n bytes per link alone would give 72 ranks 25% more.
+  const double S = 8 * kGiB;
+  auto busbw = [&](int64_t n) {
+    const auto r = run_one(graph(cluster(gb200(), n, 4)), request(CollectiveOp::all_reduce, S, Algorithm::nvls),
+                           ideal());
+    return S / r.seconds() * 2.0 * double(n - 1) / double(n);
+  };
+  CHECK(busbw(72) == Approx(busbw(8)).epsilon(0.01));
+  CHECK(nvls_link_bytes(CollectiveOp::all_reduce, 4).up == Approx(5.0 / 4.0));  // a board: (n+1)/n
+  CHECK(nvls_link_bytes(CollectiveOp::all_reduce, 72).up == Approx(9.0 / 7.0 * 71.0 / 72.0));
+}
+
 TEST_CASE("bytes are conserved and every rank carries the same load (symmetry)", "[sim][collectives]") {
   const double S = 1 * kGiB;
   auto g = graph(cluster(h100_sxm(), 32));  // 4 nodes, rail-optimized

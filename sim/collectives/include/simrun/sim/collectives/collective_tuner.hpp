@@ -133,6 +133,11 @@ class CollectiveTuner {
 // NVSwitch domain, up (GPU to switch) and down. all_reduce: the multimem ld_reduce of its 1/n
 // shard pulls S from it and returns S/n, the multicast store sends S/n and delivers S:
 // (n+1)/n each way. all_gather: S/n up, (n−1)/n down. reduce_scatter: S up, S/n down.
+// Beyond a board's kBoardScaleUpDomain ranks (an NVL72 rack) the all-reduce's bus bandwidth stops
+// growing with n, as NCCL's own model has it (ncclTopoTuneModel: NVLS busBw from bwIntra ·
+// nvlsEfficiency, algbw = busBw · n/(2(n−1))) and as measured: 838 GB/s busbw on 8 B200, 835–847 on
+// all 72 GPUs of a GB200 NVL72 rack (shared/reference/measured-microbenchmarks.md). So the bytes
+// per link grow as 2(n−1)/n from their 8-rank value: max((n+1)/n, 9/8 · (n−1)/n · 8/7).
 struct NvlsLinkBytes {
   double up = 1, down = 1;
 };
