@@ -42,6 +42,7 @@ constexpr FieldFlag kScenarioFlags[] = {
     {"layout.moe_capacity_factor", "--moe-capacity-factor"},
     {"layout.virtual_stages", "--virtual-stages"},
     {"layout.pipeline_split", "--pipeline-split"},
+    {"layout.pipeline_schedule", "--pipeline-schedule"},
     {"layout.micro_batch", "--micro-batch"},
     {"layout.global_batch", "--global-batch"},
     {"layout.zero_stage", "--zero-stage"},
@@ -86,6 +87,10 @@ const std::vector<MegatronArgument> kMegatronArguments = {
      "e4m3 or hybrid (the same peak); wins over --bf16/--fp16, which Megatron gives beside it"},
     {"--use-distributed-optimizer", "--use-distributed-optimizer", "layout.zero_stage", "1", ""},
     {"--recompute-activations", "--recompute-activations", "layout.recompute", "selective", ""},
+    {"--overlap-moe-expert-parallel-comm", "--overlap-moe-expert-parallel-comm", "layout.pipeline_schedule",
+     "combined_1f1b",
+     "Megatron-Core 0.14+: one micro-batch's forward beside another's backward, the EP all-to-alls of each "
+     "behind the other's compute"},
     {"--overlap-grad-reduce", "--overlap-grad-reduce", "", "",
      "DP gradient reduce per bucket during the backward: simrun's default (--no-overlap-grad-reduce: after "
      "it, Megatron's default)"},
