@@ -106,8 +106,24 @@ double layer_activation_bytes(const ModelSpec& m, const ActivationConfig& c) {
     const double vo = double(m.heads * a.v_head_dim);
     attention_tp = e * s * b * (2 * qk + 2 * vo) + t * gi * s * b * double(a.q_lora_rank + a.kv_lora_rank);
   }
-  const double mlp_tp = ((m.ffn_act == FfnActivation::swiglu ? 2.0 : 1.0) * e + gi) * s * b * f;
-  double bytes = replicated / (c.sequence_parallel ? t : 1.0) + (attention_tp + mlp_tp + routed_inputs) / t;
+  double mlp_tp = ((m.ffn_act == FfnActivation::swiglu ? 2.0 : 1.0) * e + gi) * s * b * f;
+  double kept_replicated = replicated;
+  if (c.recompute == Recompute::selective && c.selective == SelectiveKeeps::all_but_norm_mla_up_swiglu) {
+    // DeepSeek-V3 (arXiv:2412.19437 sec. 3.2.3, 3.3.3): the norms' outputs (the inputs of the
+    // QKV or MLA down-projections, of the router and the MLP) are recomputed from their kept
+    // inputs; MLA keeps its latents and the attention output (cached in E5M6, 12 bits), its
+    // up-projected Q, K, V recomputed; the SwiGLU inputs are kept in FP8 (else 16-bit), its
+    // output recomputed.
+    kept_replicated = 2 * e * sbh + (dropout ? 2 * sbh : 0.0);
+    if (m.mla) {
+      const MlaSpec& a = *m.mla;
+      const double vo = double(m.heads * a.v_head_dim);
+      const double o_bytes = c.fp8_gemm_inputs ? 1.5 : e;
+      attention_tp = o_bytes * s * b * vo + t * gi * s * b * double(a.q_lora_rank + a.kv_lora_rank);
+    }
+    mlp_tp = (m.ffn_act == FfnActivation::swiglu ? 2.0 : 1.0) * gi * s * b * f;
+  }
+  double bytes = kept_replicated / (c.sequence_parallel ? t : 1.0) + (attention_tp + mlp_tp + routed_inputs) / t;
 
   const bool keeps_scores = !c.flash_attention && c.recompute == Recompute::none;
   if (keeps_scores) {

@@ -800,6 +800,37 @@ void StageBuilder::mlp_up_backward(double f_loc) {
   column_parallel_backward(OpName::fc1, OpName::tp_ag_in_mlp, OpName::tp_rs_mlp, up, 2.0 * s.T * s.h * up);
 }
 
+// DeepSeek-V3's selective recompute (arXiv:2412.19437 sec. 3.2.3 "Recomputation of RMSNorm and MLA
+// Up-Projection", sec. 3.3.3 SwiGLU outputs recomputed from their FP8 inputs): before the layer's
+// backward, its two norms (and MLA's latent norms), the MLA up-projections and the MLP
+// activation (the routed experts' and the shared experts') re-run, as in the forward.
+void StageBuilder::recompute_norms_up_projections_and_activations(int32_t layer) {
+  const Shared& s = m_s;
+  const Phase phase = Phase::recompute;
+  const double norm_bytes = s.Ts * s.h * s.elem * 2;
+  compute(OpName::ln_attn, phase, memory_op(norm_bytes), 0);
+  if (s.mla) {
+    const Precision gp = s.gemm_precision;
+    if (s.q_rank > 0) {
+      compute(OpName::mla_norm, phase, memory_op(s.T * s.q_rank * s.elem * 2), 0);
+      compute(OpName::mla_q_up, phase, gemm(s.T, s.q_loc, s.q_rank, gp), 2.0 * s.T * s.q_rank * s.q_loc);
+    }
+    compute(OpName::mla_norm, phase, memory_op(s.T * s.kv_rank * s.elem * 2), 0);
+    compute(OpName::mla_kv_up, phase, gemm(s.T, s.kv_up_loc, s.kv_rank, gp), 2.0 * s.T * s.kv_rank * s.kv_up_loc);
+  }
+  compute(OpName::ln_mlp, phase, memory_op(norm_bytes), 0);
+  auto activation = [&](OpName op, double tokens, double f_loc) {
+    const double up = s.swiglu ? 2 * f_loc : f_loc;
+    compute(op, phase, memory_op(tokens * (up + f_loc) * s.elem), 0);
+  };
+  if (s.is_moe_layer(layer)) {
+    activation(OpName::expert_act, s.routed_tokens, s.expert_f_loc);
+    if (s.shared_f_loc > 0) activation(OpName::act, s.T, s.shared_f_loc);
+  } else {
+    activation(OpName::act, s.T, s.f_loc);
+  }
+}
+
 void StageBuilder::layer_backward(int32_t layer) {
   const Shared& s = m_s;
   const Layout& l = s.sc.layout;
@@ -818,6 +849,8 @@ void StageBuilder::layer_backward(int32_t layer) {
   if (l.recompute == Recompute::full || (every_other && layer % 2 == 1))
     layer_forward(layer, Phase::recompute);
   m_layer = layer;
+  if (l.recompute == Recompute::selective && s.opt.selective == SelectiveRecompute::norm_mla_up_swiglu)
+    recompute_norms_up_projections_and_activations(layer);
   const double norm_bwd_bytes = s.Ts * s.h * s.elem * 4;
   const double residual_bwd_bytes = s.Ts * s.h * (2 * s.elem + 1);
 

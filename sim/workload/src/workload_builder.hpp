@@ -177,6 +177,7 @@ class StageBuilder {
   void reorder_tasks(uint32_t begin, const std::vector<uint32_t>& order);
   void layer_forward(int32_t layer, Phase phase);
   void layer_backward(int32_t layer);
+  void recompute_norms_up_projections_and_activations(int32_t layer);
   void cp_all_to_all(double width, Phase phase);
   void cp_kv_collective(CollectiveOp op, Phase phase);
   void attention_core_forward(Phase phase);
