@@ -176,28 +176,44 @@ std::optional<std::vector<double>> schedule_finish_times(
   };
   std::vector<size_t> next(static_cast<size_t>(pp), 0);
   std::vector<double> free(static_cast<size_t>(pp), 0.0);
+  // When `slot` of stage s may start: its input's end (< 0: not yet), a hop later when that
+  // came from another stage (the boundary between stages b and (b + 1) mod pp).
+  auto start_of = [&](int64_t s, const PipelineSlot& slot) {
+    const ChunkPlace p = chunk_place(kind, s, slot.chunk, pp, v);
+    const int64_t mb = slot.micro_batch;
+    const double ready = slot.forward ? (p.position == 0 ? 0.0 : at(true, p.prev_stage, p.prev_chunk, mb))
+                                      : (p.position == p.last ? at(true, s, slot.chunk, mb)
+                                                              : at(false, p.next_stage, p.next_chunk, mb));
+    if (ready < 0) return ready;
+    const bool own_forward = !slot.forward && p.position == p.last;  // the loss turns around in place
+    const bool first = slot.forward && p.position == 0;
+    const int64_t from = slot.forward ? p.prev_stage : p.next_stage;
+    const int64_t boundary = (from + 1) % pp == s ? from : s;
+    return ready + (own_forward || first || hop_s.empty() ? 0.0 : hop_s[static_cast<size_t>(boundary)]);
+  };
   for (bool progress = true; progress;) {
     progress = false;
     for (int64_t s = 0; s < pp; ++s) {
       const auto& own = slots[static_cast<size_t>(s)];
       for (size_t& k = next[static_cast<size_t>(s)]; k < own.size(); ++k) {
         const PipelineSlot& slot = own[k];
-        const ChunkPlace p = chunk_place(kind, s, slot.chunk, pp, v);
-        const int64_t mb = slot.micro_batch;
-        const double ready = slot.forward ? (p.position == 0 ? 0.0 : at(true, p.prev_stage, p.prev_chunk, mb))
-                                          : (p.position == p.last ? at(true, s, slot.chunk, mb)
-                                                                  : at(false, p.next_stage, p.next_chunk, mb));
+        // A paired slot and the next run beside each other: both start once both may, and end
+        // together, their durations summed (the caller takes off what the pair hides).
+        const bool paired = slot.paired_with_next && k + 1 < own.size();
+        double ready = start_of(s, slot);
         if (ready < 0) break;
-        const bool own_forward = !slot.forward && p.position == p.last;  // the loss turns around in place
-        const bool first = slot.forward && p.position == 0;
-        // From the stage before (forward) or after (backward): the hop of the boundary between
-        // stages b and (b + 1) mod pp.
-        const int64_t from = slot.forward ? p.prev_stage : p.next_stage;
-        const int64_t boundary = (from + 1) % pp == s ? from : s;
-        const double hop = own_forward || first || hop_s.empty() ? 0.0 : hop_s[static_cast<size_t>(boundary)];
+        if (paired) {
+          const double partner = start_of(s, own[k + 1]);
+          if (partner < 0) break;
+          ready = std::max(ready, partner);
+        }
         double& clock = free[static_cast<size_t>(s)];
-        clock = std::max(clock, ready + hop) + duration(s, slot);
-        at(slot.forward, s, slot.chunk, mb) = clock;
+        clock = std::max(clock, ready) + duration(s, slot) + (paired ? duration(s, own[k + 1]) : 0.0);
+        at(slot.forward, s, slot.chunk, slot.micro_batch) = clock;
+        if (paired) {
+          ++k;
+          at(own[k].forward, s, own[k].chunk, own[k].micro_batch) = clock;
+        }
         progress = true;
       }
     }

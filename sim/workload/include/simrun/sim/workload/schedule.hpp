@@ -50,7 +50,8 @@ std::vector<PipelineSlot> stage_schedule(PipelineSchedule kind, int64_t stage, i
 // not divide (e.g. pp 4, 4 chunks, 5 micro-batches).
 bool schedule_completes(PipelineSchedule kind, int64_t pp, int64_t m, int64_t v);
 
-// The schedule played out with a duration per slot: each stage runs its slots in order, each slot
+// The schedule played out with a duration per slot: each stage runs its slots in order (a paired
+// slot and the next as one, both ending at once), each slot
 // starting when its stage is free and the slot it depends on (as above) has ended, a hop later
 // when that slot ran on another stage: hop_s[b] between stage b and stage (b + 1) mod pp, either
 // way (empty: no hops). Returns every stage's finish time, or nullopt when the schedule
