@@ -187,8 +187,9 @@ std::optional<std::vector<double>> schedule_finish_times(
     if (ready < 0) return ready;
     const bool own_forward = !slot.forward && p.position == p.last;  // the loss turns around in place
     const bool first = slot.forward && p.position == 0;
-    const int64_t from = slot.forward ? p.prev_stage : p.next_stage;
-    const int64_t boundary = (from + 1) % pp == s ? from : s;
+    // Messages climb the stages forward and come down backward; DualPipe's chunk 1 the other way.
+    const bool from_below = slot.forward == (kind != PipelineSchedule::dualpipe || slot.chunk == 0);
+    const int64_t boundary = from_below ? (s + pp - 1) % pp : s;
     return ready + (own_forward || first || hop_s.empty() ? 0.0 : hop_s[static_cast<size_t>(boundary)]);
   };
   for (bool progress = true; progress;) {
