@@ -42,6 +42,7 @@ constexpr FieldFlag kScenarioFlags[] = {
     {"layout.moe_capacity_factor", "--moe-capacity-factor"},
     {"layout.virtual_stages", "--virtual-stages"},
     {"layout.pipeline_split", "--pipeline-split"},
+    {"layout.pipeline_schedule", "--pipeline-schedule"},
     {"layout.micro_batch", "--micro-batch"},
     {"layout.global_batch", "--global-batch"},
     {"layout.zero_stage", "--zero-stage"},
@@ -91,6 +92,10 @@ const std::vector<MegatronArgument> kMegatronArguments = {
     {"--fp8-param-gather", "--fp8-param-gather", "", "", "parameters kept and all-gathered in fp8"},
     {"--use-distributed-optimizer", "--use-distributed-optimizer", "layout.zero_stage", "1", ""},
     {"--recompute-activations", "--recompute-activations", "layout.recompute", "selective", ""},
+    {"--overlap-moe-expert-parallel-comm", "--overlap-moe-expert-parallel-comm", "layout.pipeline_schedule",
+     "combined_1f1b",
+     "Megatron-Core 0.14+: one micro-batch's forward beside another's backward, the EP all-to-alls of each "
+     "behind the other's compute"},
     {"--overlap-grad-reduce", "--overlap-grad-reduce", "", "",
      "DP gradient reduce per bucket during the backward: simrun's default (--no-overlap-grad-reduce: after "
      "it, Megatron's default)"},

@@ -26,8 +26,9 @@ void add_framework_options(CLI::App& cmd, FrameworkArgs& args) {
       ->check(CLI::IsMember({"fused", "eager"}));
   cmd.add_option("--selective-recompute", args.selective,
                  "What recompute=selective re-runs: attention (Megatron core_attn, default) | "
-                 "every_other_layer (torchtitan AC; every-other-layer also read)")
-      ->check(CLI::IsMember({"attention", "every_other_layer", "every-other-layer"}));
+                 "every_other_layer (torchtitan AC; every-other-layer also read) | norm_mla_up_swiglu "
+                 "(DeepSeek-V3: RMSNorms, MLA up-projections, SwiGLU outputs)")
+      ->check(CLI::IsMember({"attention", "every_other_layer", "every-other-layer", "norm_mla_up_swiglu"}));
   CLI::Option* grad = cmd.add_flag(
       "--overlap-grad-reduce", args.overlap_grad_reduce,
       "Reduce DP gradients per bucket as the backward makes them final (Megatron --overlap-grad-reduce; "
@@ -64,9 +65,8 @@ void apply_framework_options(const FrameworkArgs& args, const Scenario& scenario
   if (args.no_overlap_param_gather) workload.param_gather = ParamGatherOverlap::after_optimizer;
   if (!args.kernels.empty()) workload.kernels = args.kernels == "eager" ? KernelStack::eager : KernelStack::fused;
   if (!args.selective.empty()) {
-    const bool every_other = args.selective == "every_other_layer" || args.selective == "every-other-layer";
-    workload.selective = every_other ? SelectiveRecompute::every_other_layer : SelectiveRecompute::attention_core;
-    memory.selective = every_other ? SelectiveKeeps::every_other_layer : SelectiveKeeps::all_but_attention_core;
+    workload.selective = selective_recompute_named(args.selective);
+    memory.selective = selective_keeps(workload.selective);
   }
   if (args.schedule == "gpipe") schedule = PipelineSchedule::gpipe;
   if (args.schedule == "1f1b") schedule = PipelineSchedule::one_f_one_b;

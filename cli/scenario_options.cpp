@@ -45,6 +45,10 @@ void add_scenario_options(CLI::App& cmd, ScenarioArgs& a) {
                  "even (default), embedding_loss_layers (the embedding and the loss each take a layer's "
                  "place; embedding-loss-layers also read) or balanced (as even as possible, the extra layers on middle "
                  "chunks)");
+  cmd.add_option("--pipeline-schedule", o.pipeline_schedule,
+                 "1f1b, interleaved (the default with --virtual-stages > 1, else 1f1b), combined_1f1b (Megatron-Core's "
+                 "EP all-to-all overlap across micro-batches; combined-1f1b also read) or dualpipe (DeepSeek-V3's "
+                 "bidirectional pipeline)");
   cmd.add_option(option_names("--micro-batch"), o.micro_batch, "Sequences per micro-batch");
   cmd.add_option(option_names("--global-batch"), o.global_batch, "Sequences per step");
   cmd.add_option(option_names("--seq-len"), o.seq_len, "Sequence length in tokens");
@@ -123,6 +127,8 @@ void apply_megatron_switches(const ScenarioArgs& args, ScenarioOverrides& o) {
       set_once(o.zero_stage, int64_t(std::stoi(value)), m);
     } else if (m.field == "layout.recompute") {
       set_once(o.recompute, value, m);
+    } else if (m.field == "layout.pipeline_schedule") {
+      set_once(o.pipeline_schedule, value, m);
     } else {
       throw std::logic_error("Megatron switch " + std::string(m.name) + " sets an unhandled field");
     }

@@ -18,6 +18,13 @@ namespace {
 const std::map<std::string, std::string>& corpus() {
   static const std::map<std::string, std::string> kExpected = {
       {"bell-nul-del-in-gpu.json", R"(cluster.gpu: unknown GPU "h100\x07\x00\x7f")"},
+      {"combined-1f1b-full-recompute.json", "layout.pipeline_schedule: combined-1f1b cannot run with full recompute"},
+      {"combined-1f1b-pp-without-virtual-stages.json",
+       "layout.pipeline_schedule: combined-1f1b with pp > 1 needs virtual_stages >= 2"},
+      {"combined-1f1b-without-ep.json", "layout.pipeline_schedule: combined-1f1b hides expert-parallel all-to-alls and needs ep > 1"},
+      {"dualpipe-few-micro-batches.json",
+       "layout.pipeline_schedule: dualpipe needs an even number of micro-batches, at least 2·pp = 16, got 12"},
+      {"dualpipe-odd-stages.json", "layout.pipeline_schedule: dualpipe needs an even number of pipeline stages, got pp 3"},
       {"control-chars-in-key.json", R"(layout.\x1b[2Jtp: unknown field)"},
       {"control-chars-in-value.json", R"(model: unknown model "llama3-8b\x1b[31mRED\r\nX")"},
       {"huge-exponent.json", "number out of range '1e999'"},

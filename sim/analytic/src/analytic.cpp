@@ -56,8 +56,8 @@ void add_estimate_warnings(const Scenario& sc, const AnalyticOptions& options, i
   const std::vector<std::string> layout_caveats = messages(layout_warnings(sc, schedule));
   r.warnings.insert(r.warnings.begin(), layout_caveats.begin(), layout_caveats.end());
   if (auto unmatched = options.calibration.unmatched_warning(sc.cluster.gpu.id)) r.warnings.push_back(*unmatched);
-  if (schedule == PipelineSchedule::interleaved && l.pp > 1 && l.num_microbatches() >= l.pp &&
-      !schedule_completes(schedule, l.pp, l.num_microbatches(), l.virtual_stages))
+  if (slot_order(schedule, l.virtual_stages) == PipelineSchedule::interleaved && l.pp > 1 &&
+      l.num_microbatches() >= l.pp && !schedule_completes(schedule, l.pp, l.num_microbatches(), l.virtual_stages))
     r.warnings.push_back(fmt::format(
         "the interleaved schedule cannot complete with {} micro-batches on pp {} with {} virtual stages "
         "(Megatron's order deadlocks on the last, partial group; the event simulation refuses it): use a "

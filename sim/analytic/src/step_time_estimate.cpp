@@ -177,10 +177,9 @@ StepTimeEstimator::StepTimeEstimator(const Scenario& sc, const AnalyticOptions& 
       m_wo(options.workload),
       m_compute(analytic_compute_model(sc, options)),
       m_schedule(options.schedule.value_or(default_schedule(sc.layout))),
-      m_v_chunks((m_schedule == PipelineSchedule::interleaved && sc.layout.pp > 1)
-                     ? std::max<int64_t>(1, sc.layout.virtual_stages)
-                     : 1),
-      m_v(double(m_v_chunks)),
+      m_v_chunks(sc.layout.pp > 1 ? stage_chunks(m_schedule, sc.layout.virtual_stages) : 1),
+      m_interleaved(m_v_chunks > 1 && m_schedule != PipelineSchedule::dualpipe),
+      m_v(m_interleaved ? double(m_v_chunks) : 1.0),
       m_p(double(sc.layout.pp)),
       m_dp_n(sc.layout.dp * sc.layout.cp),
       m_expert_dp(sc.layout.expert_dp()),
@@ -257,10 +256,31 @@ void StepTimeEstimator::probe_micro_batch_pieces() {
     moe_program = probe_micro_batch(routed, m_wo);
     moe_cost = cost_program(*moe_program, m_compute);
   }
+  // Pairing (combined 1F1B, DualPipe): two micro-batches of the MoE slice, the first's backward
+  // beside the second's forward, against one after the other.
+  std::optional<StageProgram> sequential_pair, paired_pair;
+  std::optional<ProgramCost> sequential_cost, paired_cost;
+  if (moe_layers > 0 && pairs_forward_and_backward(m_schedule)) {
+    Scenario routed = m_sc;
+    routed.model.moe->first_dense_layers = 0;
+    sequential_pair = probe_two_micro_batches(routed, m_wo, ProbePairing::sequential);
+    paired_pair = probe_two_micro_batches(routed, m_wo, ProbePairing::paired);
+    sequential_cost = cost_program(*sequential_pair, m_compute);
+    paired_cost = cost_program(*paired_pair, m_compute);
+  }
+  auto exposed_s = [](const ProbeTimes& t) {
+    return t.layer[0].exposed_s() + t.layer[1].exposed_s() + t.embedding.exposed_s() + t.head.exposed_s();
+  };
   for (const StageCondition& condition : m_stage_condition) {
     if (m_probes.count(condition)) continue;
     Probes& probes = m_probes[condition];
     if (dense_program) probes.dense = time_probe(*dense_program, *dense_cost, links, condition);
+    if (paired_pair) {
+      const ProbeTimes sequential = time_probe(*sequential_pair, *sequential_cost, links, condition);
+      const ProbeTimes paired = time_probe(*paired_pair, *paired_cost, links, condition);
+      probes.paired_saving_per_moe_layer_s =
+          std::max(0.0, exposed_s(sequential) - exposed_s(paired)) / double(paired.layers);
+    }
     if (moe_program) {
       probes.moe = time_probe(*moe_program, *moe_cost, links, condition);
       if (!dense_program) {
@@ -276,13 +296,24 @@ void StepTimeEstimator::probe_micro_batch_pieces() {
 // made (the event simulation refuses the layout) the memory model's near-even split.
 void StepTimeEstimator::split_into_chunks() {
   const Layout& l = m_layout;
+  const bool dualpipe = m_schedule == PipelineSchedule::dualpipe && l.pp > 1;
   m_split_v = m_v_chunks;
-  LayerSplit split = split_layers(m_model.layers, l.pp, m_split_v, l.pipeline_split);
+  LayerSplit split = split_layers(m_model.layers, l.pp, dualpipe ? 1 : m_split_v, l.pipeline_split);
   if (split.error) {
-    m_split_v = 1;
+    m_split_v = dualpipe ? 2 : 1;
     split.layers_per_chunk = near_even_layers(m_model.layers, l.pp);
   }
   m_layers_per_chunk = std::move(split.layers_per_chunk);
+  if (dualpipe) {
+    // Chunk 1 of stage s holds the layers of stage pp − 1 − s (the workload's copy).
+    const std::vector<int64_t> own_first = chunk_first_layers(m_layers_per_chunk, l.pp, 1);
+    m_layers_per_chunk = dualpipe_layers_per_chunk(m_layers_per_chunk);
+    for (int64_t s = 0; s < l.pp; ++s) {
+      m_first_layer.push_back(own_first[size_t(s)]);
+      m_first_layer.push_back(own_first[size_t(l.pp - 1 - s)]);
+    }
+    return;
+  }
   m_first_layer = chunk_first_layers(m_layers_per_chunk, l.pp, m_split_v);
 }
 
@@ -307,10 +338,22 @@ void StepTimeEstimator::time_stages() {
         chunks[size_t(c)].add(probe.layer[size_t(std::min<int64_t>(id % 2, probe.layers - 1))]);
       }
     }
-    if (i == 0) chunks.front().add(probes.dense.embedding);
-    if (i == l.pp - 1) chunks.back().add(probes.dense.head);
+    if (m_schedule == PipelineSchedule::dualpipe && m_split_v == 2) {
+      for (int64_t c = 0; c < 2; ++c) {
+        const ChunkPlace at = chunk_place(m_schedule, i, c, l.pp, 2);
+        if (at.position == 0) chunks[size_t(c)].add(probes.dense.embedding);
+        if (at.position == at.last) chunks[size_t(c)].add(probes.dense.head);
+      }
+    } else {
+      if (i == 0) chunks.front().add(probes.dense.embedding);
+      if (i == l.pp - 1) chunks.back().add(probes.dense.head);
+    }
     PieceTime sum;
     for (const PieceTime& c : chunks) sum.add(c);
+    // DualPipe: a micro-batch runs through one of the stage's two chunks (half of them each way).
+    if (m_schedule == PipelineSchedule::dualpipe) sum.scale(0.5);
+    // Pairing hides EP all-to-alls (paired_saving_s): the stage's share, per micro-batch.
+    sum.ep_exposed_s = std::max(0.0, sum.ep_exposed_s - stage_paired_saving_s(i) / m_out.microbatches);
     st.gemm_flops = sum.gemm_flops;
     st.attention_flops = sum.attention_flops;
     st.memory_bytes = sum.hbm_bytes;
@@ -326,7 +369,7 @@ void StepTimeEstimator::time_stages() {
     st.forward_exposed_s = sum.forward_exposed_s;
 
     // Optimizer: the stage's own optimizer program (grad-norm, fused Adam, host overhead).
-    const StageProgram opt = optimizer_program(m_sc, m_wo, m_layers_per_chunk, m_split_v, i);
+    const StageProgram opt = optimizer_program(m_sc, m_wo, m_layers_per_chunk, m_split_v, i, m_schedule);
     const ProgramCost opt_cost = cost_program(opt, m_compute);
     for (const Task& t : opt.tasks)
       if (t.kind == TaskKind::compute && t.phase == Phase::optimizer)
@@ -387,7 +430,7 @@ void StepTimeEstimator::time_pipeline_sends() {
     m_hop_s.push_back(hop);
   }
   // Only interleaving turns from the last stage back to the first.
-  m_out.pp_send_s = *std::max_element(m_hop_s.begin(), m_hop_s.end() - (m_v_chunks > 1 ? 0 : 1));
+  m_out.pp_send_s = *std::max_element(m_hop_s.begin(), m_hop_s.end() - (m_interleaved ? 0 : 1));
   m_pp_total_s = m_out.microbatches * m_v * neighbour_hops_s(m_out.slowest_stage);
 }
 
@@ -396,7 +439,7 @@ void StepTimeEstimator::time_pipeline_sends() {
 // the chunks' turns); otherwise a middle stage's two neighbours, an end stage's one.
 double StepTimeEstimator::neighbour_hops_s(int64_t stage) const {
   const int64_t p = m_layout.pp;
-  if (m_v_chunks > 1) return m_hop_s[size_t((stage + p - 1) % p)] + m_hop_s[size_t(stage)];
+  if (m_interleaved) return m_hop_s[size_t((stage + p - 1) % p)] + m_hop_s[size_t(stage)];
   double hops = 0;
   if (stage > 0) hops += m_hop_s[size_t(stage - 1)];
   if (stage < p - 1) hops += m_hop_s[size_t(stage)];
@@ -451,6 +494,24 @@ double StepTimeEstimator::fill_drain_hops_s() const {
 // other on full-duplex links), so a stage's own m exchanges with each neighbour and the fill and
 // drain's 2(p−1) (each boundary twice) sit on the path: 2(m + p − 1) sends on equal links for a
 // middle stage, m + 2(p − 1) for an end stage.
+double StepTimeEstimator::slot_paired_saving_s(int64_t stage, const PipelineSlot& slot) const {
+  if (!slot.paired_with_next) return 0.0;
+  const size_t idx = size_t(stage * m_split_v + std::min<int64_t>(slot.chunk, m_split_v - 1));
+  const int64_t first = m_first_layer[idx], last = first + m_layers_per_chunk[idx];
+  const int64_t moe = std::max<int64_t>(0, last - std::max(first, m_first_moe));
+  return double(moe) * probes_of(stage).paired_saving_per_moe_layer_s;
+}
+
+double StepTimeEstimator::stage_paired_saving_s(int64_t stage) const {
+  if (!pairs_forward_and_backward(m_schedule)) return 0.0;
+  const Layout& l = m_layout;
+  const int64_t m = std::max<int64_t>(1, l.num_microbatches());
+  double saving = 0;
+  for (const PipelineSlot& slot : stage_schedule(m_schedule, stage, l.pp, m, m_v_chunks))
+    saving += slot_paired_saving_s(stage, slot);
+  return saving;
+}
+
 size_t StepTimeEstimator::slot_key(const PipelineSlot& slot) const {
   const int64_t m = std::max<int64_t>(1, m_layout.num_microbatches());
   return size_t(((slot.forward ? 1 : 0) * m_v_chunks + slot.chunk) * m + slot.micro_batch);
@@ -466,7 +527,7 @@ size_t StepTimeEstimator::slot_key(const PipelineSlot& slot) const {
 void StepTimeEstimator::spread_reduction_slowdown() {
   const Layout& l = m_layout;
   m_reduce_slowdown_s.clear();
-  if (l.pp <= 1 || m_v_chunks <= 1 || l.zero_stage >= 3 || m_wo.grad_reduce != GradReduceOverlap::bucketed ||
+  if (l.pp <= 1 || !m_interleaved || l.zero_stage >= 3 || m_wo.grad_reduce != GradReduceOverlap::bucketed ||
       !m_wo.one_bucket_after_first_chunk || m_split_v != m_v_chunks)
     return;
   const int64_t m = std::max<int64_t>(1, l.num_microbatches());
@@ -512,14 +573,15 @@ std::optional<double> StepTimeEstimator::makespan(const std::vector<double>& hop
         }
         const double beside_reductions =
             m_reduce_slowdown_s.empty() ? 0.0 : m_reduce_slowdown_s[size_t(stage)][slot_key(slot)];
-        if (slot.forward) return c.forward_s + beside_reductions + c.forward_exposed_s;
+        const double paired = slot_paired_saving_s(stage, slot);
+        if (slot.forward) return std::max(0.0, c.forward_s + beside_reductions + c.forward_exposed_s - paired);
         const bool last = slot.micro_batch == last_micro_batch && m_reduce_slowdown_s.empty();
         const double plain = st.backward_s + st.recompute_s;
         const double b = last ? stretch(last_backward_s(st), plain) : 1.0;
         // The chunk's part of the stage's longer waits beside its reductions.
         const double shared_waits =
             last && plain > 0 ? c.backward_s / plain * last_backward_shared_waits_s(st) : 0.0;
-        return c.backward_s * b + beside_reductions + c.backward_exposed_s + shared_waits;
+        return std::max(0.0, c.backward_s * b + beside_reductions + c.backward_exposed_s + shared_waits - paired);
       },
       hop_s);
   if (!finish) return std::nullopt;

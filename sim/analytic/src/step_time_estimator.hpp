@@ -32,6 +32,12 @@ struct PieceTime {
   double forward_exposed_s = 0;  // of those waits, the ones before forward kernels
   double gemm_flops = 0, attention_flops = 0, hbm_bytes = 0;
   double exposed_s() const { return tp_exposed_s + cp_exposed_s + ep_exposed_s; }
+  void scale(double f) {
+    for (double* x : {&forward_exposed_s, &forward_s, &backward_s, &recompute_s, &tp_comm_s, &cp_comm_s,
+                      &tp_exposed_s, &cp_exposed_s, &ep_comm_s, &ep_exposed_s, &gemm_flops, &attention_flops,
+                      &hbm_bytes})
+      *x *= f;
+  }
   void add(const PieceTime& o) {
     forward_exposed_s += o.forward_exposed_s;
     forward_s += o.forward_s;
@@ -77,6 +83,9 @@ double collective_at_s(CollectiveOp op, double bytes, int64_t n, const LinkCost&
 // One micro-batch of one dense layer and of one MoE layer (each with the embedding and the head).
 struct Probes {
   ProbeTimes dense, moe;
+  // What running a MoE layer's backward beside another micro-batch's forward of one hides of
+  // their exposed communication (two micro-batches' probe, paired against one after the other).
+  double paired_saving_per_moe_layer_s = 0;
 };
 
 // ZeRO-3 / FSDP traffic of one unit (a layer, the embedding, the head), one call each way (two
@@ -181,7 +190,8 @@ class StepTimeEstimator {
   const WorkloadOptions& m_wo;
   const ComputeModel m_compute;
   const PipelineSchedule m_schedule;
-  const int64_t m_v_chunks;  // chunks per stage the schedule plays (virtual stages, interleaved)
+  const int64_t m_v_chunks;  // chunks per stage the schedule plays (virtual stages, interleaved; DualPipe's 2)
+  const bool m_interleaved;  // each micro-batch visits every chunk of a stage (Megatron's interleaving)
   const double m_v, m_p;     // as doubles: chunks per stage, stages
   const int64_t m_dp_n;      // the DP traffic's group: dp·cp
   const int64_t m_expert_dp;
@@ -223,6 +233,10 @@ class StepTimeEstimator {
   // (interleaved DDP: spread_reduction_slowdown); empty: each last backward stretched instead.
   std::vector<std::vector<double>> m_reduce_slowdown_s;
   size_t slot_key(const PipelineSlot& slot) const;
+  // What a paired slot (PipelineSlot::paired_with_next) and its partner hide (the probes' saving
+  // per MoE layer, times the slot's chunk's MoE layers), 0 for the rest; and a stage's per step.
+  double slot_paired_saving_s(int64_t stage, const PipelineSlot& slot) const;
+  double stage_paired_saving_s(int64_t stage) const;
   // [stage]: when its last backward and its optimizer end on the compute path, less the longest
   // optimizer (which the compute term holds); pp > 1.
   std::vector<double> m_stage_path_end;

@@ -150,7 +150,7 @@ void explain_event(const Scenario& sc, const SimulateOptions& options, const Com
                   "{:.4g} s, CP {:.4g} of {:.4g} s, EP {:.4g} of {:.4g} s",
                   critical, b.tp_exposed_s, b.tp_comm_s, b.pp_exposed_s, b.pp_comm_s, b.dp_exposed_s,
                   b.dp_comm_s, b.cp_exposed_s, b.cp_comm_s, b.ep_exposed_s, b.ep_comm_s));
-  const int64_t v = w.schedule == PipelineSchedule::interleaved ? l.virtual_stages : 1;
+  const int64_t v = slot_order(w.schedule, l.virtual_stages) == PipelineSchedule::interleaved ? l.virtual_stages : 1;
   detail::explain(
       r, "breakdown.bubble_s", b.bubble_s, "s",
       "the time its compute stream idled on the schedule itself: pipeline fill and drain, waiting "

@@ -11,7 +11,37 @@ const char* to_string(ParamGatherOverlap o) {
   return o == ParamGatherOverlap::next_forward ? "next_forward" : "after_optimizer";
 }
 const char* to_string(SelectiveRecompute s) {
-  return s == SelectiveRecompute::every_other_layer ? "every_other_layer" : "attention";
+  switch (s) {
+    case SelectiveRecompute::attention_core:
+      return "attention";
+    case SelectiveRecompute::every_other_layer:
+      return "every_other_layer";
+    case SelectiveRecompute::norm_mla_up_swiglu:
+      return "norm_mla_up_swiglu";
+  }
+  return "?";
+}
+SelectiveKeeps selective_keeps(SelectiveRecompute s) {
+  switch (s) {
+    case SelectiveRecompute::every_other_layer:
+      return SelectiveKeeps::every_other_layer;
+    case SelectiveRecompute::norm_mla_up_swiglu:
+      return SelectiveKeeps::all_but_norm_mla_up_swiglu;
+    case SelectiveRecompute::attention_core:
+      break;
+  }
+  return SelectiveKeeps::all_but_attention_core;
+}
+SelectiveRecompute selective_recompute_named(const std::string& name) {
+  if (name == "every_other_layer" || name == "every-other-layer") return SelectiveRecompute::every_other_layer;
+  if (name == "norm_mla_up_swiglu") return SelectiveRecompute::norm_mla_up_swiglu;
+  return SelectiveRecompute::attention_core;
+}
+const std::vector<std::string>& selective_recompute_names() {
+  static const std::vector<std::string> kNames = {to_string(SelectiveRecompute::attention_core),
+                                                  to_string(SelectiveRecompute::every_other_layer),
+                                                  to_string(SelectiveRecompute::norm_mla_up_swiglu)};
+  return kNames;
 }
 const char* to_string(FsdpBackwardPrefetch p) {
   return p == FsdpBackwardPrefetch::after_backward ? "after_backward" : "before_backward";

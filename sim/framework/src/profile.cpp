@@ -51,13 +51,8 @@ const std::vector<FieldRule>& field_rules() {
        [](JsonReader& f, FrameworkProfile& p) { p.workload.eager_memory_factor = number(f, 1, 10); }},
       {"selective_recompute",
        [](JsonReader& f, FrameworkProfile& p) {
-         const bool every_other = choice(f, {to_string(SelectiveRecompute::attention_core),
-                                          to_string(SelectiveRecompute::every_other_layer)}) ==
-                                to_string(SelectiveRecompute::every_other_layer);
-         p.workload.selective =
-             every_other ? SelectiveRecompute::every_other_layer : SelectiveRecompute::attention_core;
-         p.memory.selective =
-             every_other ? SelectiveKeeps::every_other_layer : SelectiveKeeps::all_but_attention_core;
+         p.workload.selective = selective_recompute_named(choice(f, selective_recompute_names()));
+         p.memory.selective = selective_keeps(p.workload.selective);
        }},
       {"step_overhead_s",
        [](JsonReader& f, FrameworkProfile& p) { p.workload.step_overhead_s = number(f, 0, 60); }},

@@ -112,8 +112,24 @@ double layer_activation_bytes(const ModelSpec& m, const ActivationConfig& c) {
     const double vo = double(m.heads * a.v_head_dim);
     attention_tp = e * s * b * (2 * qk + 2 * vo) + t * gi * s * b * double(a.q_lora_rank + a.kv_lora_rank);
   }
-  const double mlp_tp = ((m.ffn_act == FfnActivation::swiglu ? 2.0 : 1.0) * e + gi) * s * b * f;
-  double bytes = replicated / (c.sequence_parallel ? t : 1.0) + (attention_tp + mlp_tp + routed_inputs) / t;
+  double mlp_tp = ((m.ffn_act == FfnActivation::swiglu ? 2.0 : 1.0) * e + gi) * s * b * f;
+  double kept_replicated = replicated;
+  if (c.recompute == Recompute::selective && c.selective == SelectiveKeeps::all_but_norm_mla_up_swiglu) {
+    // DeepSeek-V3 (arXiv:2412.19437 sec. 3.2.3, 3.3.3): the norms' outputs (the inputs of the
+    // QKV or MLA down-projections, of the router and the MLP) are recomputed from their kept
+    // inputs; MLA keeps its latents and the attention output (cached in E5M6, 12 bits), its
+    // up-projected Q, K, V recomputed; the SwiGLU inputs are kept in FP8 (else 16-bit), its
+    // output recomputed.
+    kept_replicated = 2 * e * sbh + (dropout ? 2 * sbh : 0.0);
+    if (m.mla) {
+      const MlaSpec& a = *m.mla;
+      const double vo = double(m.heads * a.v_head_dim);
+      const double o_bytes = c.saved_gemm_input_bytes > 0 ? 1.5 : e;
+      attention_tp = o_bytes * s * b * vo + t * gi * s * b * double(a.q_lora_rank + a.kv_lora_rank);
+    }
+    mlp_tp = (m.ffn_act == FfnActivation::swiglu ? 2.0 : 1.0) * gi * s * b * f;
+  }
+  double bytes = kept_replicated / (c.sequence_parallel ? t : 1.0) + (attention_tp + mlp_tp + routed_inputs) / t;
 
   const bool keeps_scores = !c.flash_attention && c.recompute == Recompute::none;
   if (keeps_scores) {
@@ -125,7 +141,11 @@ double layer_activation_bytes(const ModelSpec& m, const ActivationConfig& c) {
   return bytes;
 }
 
-StageParams stage_params(const ModelSpec& m, const ParamCounts& counts, const Layout& layout, int64_t stage) {
+namespace {
+
+// The parameters one copy of pipeline stage `stage` holds (its layers as the workload splits
+// them, the embedding on the first, the output layer on the last).
+StageParams one_stage_params(const ModelSpec& m, const ParamCounts& counts, const Layout& layout, int64_t stage) {
   SIMRUN_ASSERT(stage >= 0 && stage < layout.pp, "stage out of range");
   const std::vector<int64_t> held = stage_layers(m, layout, stage);  // as the workload splits them
   const auto count = int64_t(held.size());
@@ -167,6 +187,24 @@ StageParams stage_params(const ModelSpec& m, const ParamCounts& counts, const La
       double(count) * tp_replicated_layer_params(m) + double(count - moe_here) * tp_replicated_ffn_params(m);
   p.dense = (dense - replicated) / tp + replicated;
   p.experts = double(moe_here) * routed_per_layer / (etp * ep);
+  return p;
+}
+
+}  // namespace
+
+StageParams stage_params(const ModelSpec& m, const ParamCounts& counts, const Layout& layout, int64_t stage) {
+  StageParams p = one_stage_params(m, counts, layout, stage);
+  if (default_schedule(layout) != PipelineSchedule::dualpipe) return p;
+  // DualPipe: each rank also holds its mirror's stage, pp − 1 − stage, for the micro-batches fed
+  // from the other end: "2×" parameters (arXiv:2412.19437 Table 2), with their gradients and
+  // optimizer states (each copy's over its DP group).
+  const StageParams mirror = one_stage_params(m, counts, layout, layout.pp - 1 - stage);
+  p.layers += mirror.layers;
+  p.moe_layers += mirror.moe_layers;
+  p.dense += mirror.dense;
+  p.experts += mirror.experts;
+  p.has_embedding = p.has_embedding || mirror.has_embedding;
+  p.has_output = p.has_output || mirror.has_output;
   return p;
 }
 
@@ -323,9 +361,15 @@ MemoryEstimate estimate_memory(const Scenario& sc, const MemoryDefaults& default
     const double ahead = p - double(i);  // micro-batches stage i has started but not finished
     // Megatron's interleaved factor assumes the warm-up fills; a stage cannot hold more
     // micro-batches than the step has (Megatron applies the same cap to plain 1F1B).
-    const double in_flight = std::min(v > 1 ? ahead + (p - 1.0) / v : ahead, microbatches);
-    out.stages.push_back(
-        stage_memory(sc, defaults, i, params, {in_flight, in_flight * double(params.layers)}));
+    double in_flight = std::min(v > 1 ? ahead + (p - 1.0) / v : ahead, microbatches);
+    double layers_each = double(params.layers);
+    if (default_schedule(l) == PipelineSchedule::dualpipe) {
+      // DualPipe: pp + 1 chunks' activations on every rank (arXiv:2412.19437 Table 2), a chunk
+      // being one of its two stages (their mean layer count).
+      in_flight = std::min(p + 1.0, microbatches);
+      layers_each = double(params.layers) / 2.0;
+    }
+    out.stages.push_back(stage_memory(sc, defaults, i, params, {in_flight, in_flight * layers_each}));
   }
   out.worst_stage = 0;
   for (const StageMemory& st : out.stages)

@@ -2,6 +2,8 @@
 // written as the profiles spell them (framework_options.hpp), model kinds as the catalog does.
 #include "simrun/sim/report/inputs.hpp"
 
+#include "simrun/sim/scenario/layout_rules.hpp"
+
 namespace simrun {
 namespace {
 
@@ -62,6 +64,7 @@ Fields layout_fields(const Layout& l) {
       {"layout.moe_capacity_factor", l.moe_capacity_factor},
       {"layout.virtual_stages", l.virtual_stages},
       {"layout.pipeline_split", to_string(l.pipeline_split)},
+      {"layout.pipeline_schedule", to_string(default_schedule(l))},
       {"layout.sequence_parallel", l.sequence_parallel},
       {"layout.zero_stage", l.zero_stage},
       {"layout.micro_batch", l.micro_batch},

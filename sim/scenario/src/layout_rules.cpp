@@ -25,6 +25,61 @@ std::string format_count(double x) {
   return buf;
 }
 
+// The rules of the layout's own pipeline_schedule (an unset one runs 1F1B or interleaved 1F1B,
+// whose rules are the split's and the workload builder's).
+std::optional<LayoutDiagnostic> schedule_error(const ModelSpec& model, const Layout& layout) {
+  if (!layout.pipeline_schedule) return std::nullopt;
+  const std::string field = "layout.pipeline_schedule";
+  const int64_t m = layout.num_microbatches();
+  switch (*layout.pipeline_schedule) {
+    case PipelineSchedule::gpipe:
+    case PipelineSchedule::one_f_one_b:
+      return std::nullopt;
+    case PipelineSchedule::interleaved:
+      if (layout.virtual_stages < 2)
+        return diag(field, "interleaved_needs_virtual_stages",
+                    "interleaved needs virtual_stages >= 2 (set layout.virtual_stages, or use 1f1b)");
+      return std::nullopt;
+    case PipelineSchedule::combined_1f1b:
+      // Megatron-Core TransformerConfig.__post_init__ (overlap_moe_expert_parallel_comm) and the
+      // MoE README's "Requirements for EP A2A Overlap".
+      if (!model.is_moe() || layout.ep < 2)
+        return diag(field, "combined_1f1b_needs_ep",
+                    "combined-1f1b hides expert-parallel all-to-alls and needs ep > 1 on a mixture-of-experts "
+                    "model (Megatron-Core requires expert_model_parallel_size > 1)");
+      if (layout.pp > 1 && layout.virtual_stages < 2)
+        return diag(field, "combined_1f1b_needs_interleaving",
+                    "combined-1f1b with pp > 1 needs virtual_stages >= 2 (Megatron-Core runs it on interleaved "
+                    "pipelines only, or with pp = 1)");
+      if (layout.recompute == Recompute::full)
+        return diag(field, "combined_1f1b_no_full_recompute",
+                    "combined-1f1b cannot run with full recompute (Megatron-Core refuses recompute_granularity "
+                    "full with it: use selective or none)");
+      return std::nullopt;
+    case PipelineSchedule::dualpipe:
+      // DualPipe's step (deepseek-ai/DualPipe dualpipe.py): num_ranks % 2 == 0, num_chunks % 2 == 0,
+      // num_chunks >= 2 * num_ranks; each rank holds two stages of its own, no virtual stages.
+      if (layout.pp < 2 || layout.pp % 2 != 0)
+        return diag(field, "dualpipe_needs_even_stages",
+                    fmt::format("dualpipe needs an even number of pipeline stages, got pp {} (each rank pairs "
+                                "with its mirror, pp − 1 − rank)",
+                                layout.pp));
+      if (layout.zero_stage >= 3)
+        return diag(field, "dualpipe_zero_3",
+                    "dualpipe is modelled with ZeRO 0-2 (DeepSeek-V3 ran it with ZeRO-1): use zero_stage <= 2");
+      if (layout.virtual_stages > 1)
+        return diag(field, "dualpipe_without_virtual_stages",
+                    "dualpipe holds two stages per rank of its own (one per direction): virtual_stages must be 1");
+      if (m < 2 * layout.pp || m % 2 != 0)
+        return diag(field, "dualpipe_micro_batches",
+                    fmt::format("dualpipe needs an even number of micro-batches, at least 2·pp = {}, got {} = "
+                                "global_batch/(micro_batch·dp) (raise global_batch to at least {})",
+                                2 * layout.pp, m, 2 * layout.pp * layout.micro_batch * layout.dp));
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 const char* to_string(PipelineSchedule s) {
@@ -35,12 +90,26 @@ const char* to_string(PipelineSchedule s) {
       return "1f1b";
     case PipelineSchedule::interleaved:
       return "interleaved-1f1b";
+    case PipelineSchedule::combined_1f1b:
+      return "combined-1f1b";
+    case PipelineSchedule::dualpipe:
+      return "dualpipe";
   }
   return "?";
 }
 
 PipelineSchedule default_schedule(const Layout& layout) {
+  if (layout.pipeline_schedule) return *layout.pipeline_schedule;
   return layout.virtual_stages > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
+}
+
+PipelineSchedule slot_order(PipelineSchedule schedule, int64_t virtual_stages) {
+  if (schedule != PipelineSchedule::combined_1f1b) return schedule;
+  return virtual_stages > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
+}
+
+bool pairs_forward_and_backward(PipelineSchedule schedule) {
+  return schedule == PipelineSchedule::combined_1f1b || schedule == PipelineSchedule::dualpipe;
 }
 
 namespace {
@@ -105,6 +174,7 @@ std::optional<LayoutDiagnostic> layout_error(const ModelSpec& model, const Clust
                      std::to_string(layout.global_batch) +
                          " is not divisible by micro_batch*dp = " + std::to_string(layout.micro_batch) + "*" +
                          std::to_string(layout.dp) + " = " + std::to_string(layout.micro_batch * layout.dp));
+  if (auto schedule = schedule_error(model, layout)) return schedule;
   if (model.seq_len % layout.cp != 0)
     return diag("layout.cp", "cp_divides_seq_len",
         "cp " + std::to_string(layout.cp) + " does not divide seq_len " + std::to_string(model.seq_len));
@@ -209,7 +279,7 @@ std::vector<LayoutDiagnostic> layout_warnings(const Scenario& sc, PipelineSchedu
                                    "ideally >= 4·pp",
                                    micro_batches, l.pp,
                                    100.0 * double(l.pp - 1) / double(micro_batches + l.pp - 1))));
-  if (schedule != PipelineSchedule::interleaved && l.virtual_stages > 1)
+  if (slot_order(schedule, l.virtual_stages) != PipelineSchedule::interleaved && l.virtual_stages > 1)
     out.push_back(diag("layout.virtual_stages", "virtual_stages_ignored",
                        fmt::format("virtual_stages ignored by the {} schedule", to_string(schedule))));
   if (l.pp > 1 && m.layers % l.pp != 0)
@@ -308,7 +378,9 @@ std::vector<int64_t> near_even_layers(int64_t layers, int64_t pp) {
 }
 
 std::vector<int64_t> stage_layers(const ModelSpec& model, const Layout& layout, int64_t stage) {
-  const int64_t v = default_schedule(layout) == PipelineSchedule::interleaved ? layout.virtual_stages : 1;
+  const int64_t v = slot_order(default_schedule(layout), layout.virtual_stages) == PipelineSchedule::interleaved
+                        ? layout.virtual_stages
+                        : 1;
   const LayerSplit s = split_layers(model.layers, layout.pp, v, layout.pipeline_split);
   if (!s.error) return stage_layer_ids(s.layers_per_chunk, layout.pp, v, stage);
   return stage_layer_ids(near_even_layers(model.layers, layout.pp), layout.pp, 1, stage);

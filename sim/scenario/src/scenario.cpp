@@ -36,6 +36,10 @@ const std::vector<std::string> kTopologyNames = {"rail-optimized", "fat-tree"};
 // snake_case is canonical; the spellings after it are older ones, still read.
 const std::vector<std::string> kPipelineSplitNames = {"even", "embedding_loss_layers", "balanced",
                                                       "embedding-loss-layers"};
+// Megatron's 1F1B and interleaved 1F1B, Megatron-Core's combined 1F1B, DeepSeek's DualPipe;
+// "interleaved-1f1b" and "combined-1f1b" (as reports write them) also read.
+const std::vector<std::string> kPipelineScheduleNames = {"1f1b",     "interleaved",      "combined_1f1b",
+                                                         "dualpipe", "interleaved-1f1b", "combined-1f1b"};
 const std::vector<std::string> kCpCommTypeNames = {"p2p", "all_gather", "a2a", "a2a_p2p", "a2a+p2p"};
 
 PipelineSplit parse_pipeline_split(const std::string& s) {
@@ -43,6 +47,13 @@ PipelineSplit parse_pipeline_split(const std::string& s) {
     return PipelineSplit::embedding_loss_layers;
   if (s == "balanced") return PipelineSplit::balanced;
   return PipelineSplit::even;
+}
+
+PipelineSchedule parse_pipeline_schedule(const std::string& s) {
+  if (s == "interleaved" || s == "interleaved-1f1b") return PipelineSchedule::interleaved;
+  if (s == "combined_1f1b" || s == "combined-1f1b") return PipelineSchedule::combined_1f1b;
+  if (s == "dualpipe") return PipelineSchedule::dualpipe;
+  return PipelineSchedule::one_f_one_b;
 }
 
 CpCommType parse_cp_comm_type(const std::string& s) {
@@ -280,6 +291,9 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
   }
   layout.virtual_stages = r.integer_or("virtual_stages", 1, 1, 1024);
   layout.pipeline_split = parse_pipeline_split(r.choice_or("pipeline_split", "even", kPipelineSplitNames));
+  if (r.has("pipeline_schedule"))
+    layout.pipeline_schedule =
+        parse_pipeline_schedule(r.choice_or("pipeline_schedule", "1f1b", kPipelineScheduleNames));
   layout.sequence_parallel = r.boolean_or("sequence_parallel", layout.tp > 1);
   layout.zero_stage = static_cast<int>(r.integer_or("zero_stage", 1, 0, 3));
   layout.micro_batch = r.integer_or("micro_batch", 1, 1, kMaxBatch);
@@ -423,6 +437,7 @@ std::vector<OverrideField> override_fields(const ScenarioOverrides& o) {
           {"layout.moe_capacity_factor", json_of(o.moe_capacity_factor)},
           {"layout.virtual_stages", json_of(o.virtual_stages)},
           {"layout.pipeline_split", json_of(o.pipeline_split)},
+          {"layout.pipeline_schedule", json_of(o.pipeline_schedule)},
           {"layout.micro_batch", json_of(o.micro_batch)},
           {"layout.global_batch", json_of(o.global_batch)},
           {"layout.zero_stage", json_of(o.zero_stage)},

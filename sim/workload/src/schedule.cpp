@@ -2,13 +2,122 @@
 #include "simrun/sim/workload/schedule.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include "simrun/common/error.hpp"
 
 namespace simrun {
 
+namespace {
+
+// DualPipe's step on rank `stage` (deepseek-ai/DualPipe dualpipe.py DualPipe.step, read at
+// 3da1bbe; frameworks.md sec. 4): its eight phases nF0, nF0F1, nB1W1F1, nF0B1F1B0, nB1F1B0,
+// nB1B0, nWB0, nW. Local phase 0 is the direction whose first stage is in this rank's half of
+// the pipeline (chunk 0 on the first half, chunk 1 on the second); micro-batches 0..m/2−1 flow
+// through chunk 0, m/2..m−1 through chunk 1, each direction's in order. The weight-gradient
+// chunks that DualPipe defers (zero bubble, W) are not split from their backward here: each
+// backward runs whole (B), so the bubble is (pp/2 − 1)(F&B + B) where DualPipe's is 3W shorter.
+std::vector<PipelineSlot> dualpipe_schedule(int64_t stage, int64_t pp, int64_t m) {
+  const int64_t half = pp / 2;
+  const int64_t half_rank = std::min(stage, pp - 1 - stage);
+  const bool second_half = stage >= half;
+  const bool middle = stage == half - 1 || stage == half;
+  std::vector<PipelineSlot> out;
+  std::array<int64_t, 2> forwards{0, 0}, backwards{0, 0};
+  auto chunk_of = [&](int phase) { return int64_t(second_half ? 1 - phase : phase); };
+  auto first_mb = [&](int64_t chunk) { return chunk == 0 ? int64_t{0} : m / 2; };
+  auto f = [&](int phase, bool paired = false) {
+    const int64_t c = chunk_of(phase);
+    out.push_back({true, first_mb(c) + forwards[size_t(c)]++, c, paired});
+  };
+  auto b = [&](int phase, bool paired = false) {
+    const int64_t c = chunk_of(phase);
+    out.push_back({false, first_mb(c) + backwards[size_t(c)]++, c, paired});
+  };
+  // _forward_backward_chunk(forward phase, backward phase): the two run overlapped.
+  auto fb = [&](int forward_phase, int backward_phase) {
+    f(forward_phase, true);
+    b(backward_phase);
+  };
+  for (int64_t i = 0; i < (half - half_rank - 1) * 2; ++i) f(0);  // 1: nF0
+  for (int64_t i = 0; i < half_rank + 1; ++i) {                     // 2: nF0F1
+    f(0);
+    f(1);
+  }
+  for (int64_t i = 0; i < half - half_rank - 1; ++i) {  // 3: nB1W1F1
+    b(1);
+    f(1);
+  }
+  for (int64_t i = 0; i < m / 2 - pp + half_rank + 1; ++i) {  // 4: nF0B1F1B0
+    if (i == 0 && middle) {  // "We don't overlap these two chunks to further reduce bubble size."
+      f(0);
+      b(1);
+    } else {
+      fb(0, 1);
+    }
+    fb(1, 0);
+  }
+  for (int64_t i = 0; i < half - half_rank - 1; ++i) {  // 5: nB1F1B0
+    b(1);
+    fb(1, 0);
+  }
+  for (int64_t i = 0; i < half_rank + 1; ++i) {  // 6: nB1B0
+    b(1);
+    b(0);
+  }
+  for (int64_t i = 0; i < half - half_rank - 1; ++i) b(0);  // 7: nWB0 (8: nW, the deferred W, none here)
+  return out;
+}
+
+}  // namespace
+
+int64_t stage_chunks(PipelineSchedule kind, int64_t v) {
+  return kind == PipelineSchedule::dualpipe ? 2 : slot_order(kind, v) == PipelineSchedule::interleaved ? v : 1;
+}
+
+std::vector<int64_t> dualpipe_layers_per_chunk(const std::vector<int64_t>& layers_per_stage) {
+  std::vector<int64_t> out;
+  for (size_t s = 0; s < layers_per_stage.size(); ++s) {
+    out.push_back(layers_per_stage[s]);
+    out.push_back(layers_per_stage[layers_per_stage.size() - 1 - s]);
+  }
+  return out;
+}
+
+ChunkPlace chunk_place(PipelineSchedule kind, int64_t stage, int64_t chunk, int64_t pp, int64_t v) {
+  ChunkPlace p;
+  if (kind == PipelineSchedule::dualpipe) {
+    const bool back = chunk == 1;
+    p.position = back ? pp - 1 - stage : stage;
+    p.last = pp - 1;
+    p.prev_stage = back ? stage + 1 : stage - 1;
+    p.next_stage = back ? stage - 1 : stage + 1;
+    p.prev_chunk = p.next_chunk = chunk;
+    return p;
+  }
+  const int64_t vs = chunk * pp + stage;
+  p.position = vs;
+  p.last = pp * v - 1;
+  p.prev_stage = (vs - 1 + pp) % pp;
+  p.prev_chunk = (vs - 1) / pp;
+  p.next_stage = (vs + 1) % pp;
+  p.next_chunk = (vs + 1) / pp;
+  return p;
+}
+
 std::vector<PipelineSlot> stage_schedule(PipelineSchedule kind, int64_t stage, int64_t pp, int64_t m, int64_t v) {
   std::vector<PipelineSlot> out;
+  if (kind == PipelineSchedule::dualpipe) return dualpipe_schedule(stage, pp, m);
+  if (kind == PipelineSchedule::combined_1f1b) {
+    // Megatron-Core's combined 1F1B: the order of 1F1B (interleaved with virtual stages), each
+    // backward run beside the forward after it ("Phase k: k-th backward + (k+1)-th forward",
+    // combined_1f1b.py; interleaved, the extra warm-up micro-batch of get_pp_rank_microbatches
+    // that keeps the two independent).
+    out = stage_schedule(slot_order(kind, v), stage, pp, m, v);
+    for (size_t k = 0; k + 1 < out.size(); ++k)
+      out[k].paired_with_next = !out[k].forward && out[k + 1].forward;
+    return out;
+  }
   if (kind == PipelineSchedule::gpipe) {
     for (int64_t i = 0; i < m; ++i) out.push_back({true, i, 0});
     for (int64_t i = 0; i < m; ++i) out.push_back({false, i, 0});
@@ -59,34 +168,53 @@ std::optional<std::vector<double>> schedule_finish_times(
     const std::vector<double>& hop_s) {
   std::vector<std::vector<PipelineSlot>> slots;
   for (int64_t s = 0; s < pp; ++s) slots.push_back(stage_schedule(kind, s, pp, m, v));
-  // End time of [forward][virtual stage][micro-batch], virtual stage = chunk·pp + stage; < 0 = not
-  // yet run.
-  const int64_t stages = pp * v;
-  std::vector<std::vector<double>> end(2, std::vector<double>(static_cast<size_t>(stages * m), -1.0));
-  auto at = [&](bool forward, int64_t vs, int64_t mb) -> double& {
-    return end[forward ? 1 : 0][static_cast<size_t>(vs * m + mb)];
+  // End time of [forward][stage·chunks + chunk][micro-batch]; < 0 = not yet run.
+  const int64_t chunks = stage_chunks(kind, v);
+  std::vector<std::vector<double>> end(2, std::vector<double>(static_cast<size_t>(pp * chunks * m), -1.0));
+  auto at = [&](bool forward, int64_t stage, int64_t chunk, int64_t mb) -> double& {
+    return end[forward ? 1 : 0][static_cast<size_t>((stage * chunks + chunk) * m + mb)];
   };
   std::vector<size_t> next(static_cast<size_t>(pp), 0);
   std::vector<double> free(static_cast<size_t>(pp), 0.0);
+  // When `slot` of stage s may start: its input's end (< 0: not yet), a hop later when that
+  // came from another stage (the boundary between stages b and (b + 1) mod pp).
+  auto start_of = [&](int64_t s, const PipelineSlot& slot) {
+    const ChunkPlace p = chunk_place(kind, s, slot.chunk, pp, v);
+    const int64_t mb = slot.micro_batch;
+    const double ready = slot.forward ? (p.position == 0 ? 0.0 : at(true, p.prev_stage, p.prev_chunk, mb))
+                                      : (p.position == p.last ? at(true, s, slot.chunk, mb)
+                                                              : at(false, p.next_stage, p.next_chunk, mb));
+    if (ready < 0) return ready;
+    const bool own_forward = !slot.forward && p.position == p.last;  // the loss turns around in place
+    const bool first = slot.forward && p.position == 0;
+    // Messages climb the stages forward and come down backward; DualPipe's chunk 1 the other way.
+    const bool from_below = slot.forward == (kind != PipelineSchedule::dualpipe || slot.chunk == 0);
+    const int64_t boundary = from_below ? (s + pp - 1) % pp : s;
+    return ready + (own_forward || first || hop_s.empty() ? 0.0 : hop_s[static_cast<size_t>(boundary)]);
+  };
   for (bool progress = true; progress;) {
     progress = false;
     for (int64_t s = 0; s < pp; ++s) {
       const auto& own = slots[static_cast<size_t>(s)];
       for (size_t& k = next[static_cast<size_t>(s)]; k < own.size(); ++k) {
         const PipelineSlot& slot = own[k];
-        const int64_t vs = slot.chunk * pp + s;
-        const double ready = slot.forward ? (vs == 0 ? 0.0 : at(true, vs - 1, slot.micro_batch))
-                                          : (vs == stages - 1 ? at(true, vs, slot.micro_batch)
-                                                              : at(false, vs + 1, slot.micro_batch));
+        // A paired slot and the next run beside each other: both start once both may, and end
+        // together, their durations summed (the caller takes off what the pair hides).
+        const bool paired = slot.paired_with_next && k + 1 < own.size();
+        double ready = start_of(s, slot);
         if (ready < 0) break;
-        const bool own_forward = !slot.forward && vs == stages - 1;  // the loss turns around in place
-        const bool first = slot.forward && vs == 0;
-        // From the stage before (forward) or after (backward): the boundary's hop.
-        const int64_t boundary = slot.forward ? (s + pp - 1) % pp : s;
-        const double hop = own_forward || first || hop_s.empty() ? 0.0 : hop_s[static_cast<size_t>(boundary)];
+        if (paired) {
+          const double partner = start_of(s, own[k + 1]);
+          if (partner < 0) break;
+          ready = std::max(ready, partner);
+        }
         double& clock = free[static_cast<size_t>(s)];
-        clock = std::max(clock, ready + hop) + duration(s, slot);
-        at(slot.forward, vs, slot.micro_batch) = clock;
+        clock = std::max(clock, ready) + duration(s, slot) + (paired ? duration(s, own[k + 1]) : 0.0);
+        at(slot.forward, s, slot.chunk, slot.micro_batch) = clock;
+        if (paired) {
+          ++k;
+          at(own[k].forward, s, own[k].chunk, own[k].micro_batch) = clock;
+        }
         progress = true;
       }
     }

@@ -127,7 +127,7 @@ void check_layout(const Scenario& sc, PipelineSchedule schedule) {
   if (const auto error = layout_error(sc.model, sc.cluster, l)) throw InputError(file, error->field, error->message);
   const int64_t mbs = l.num_microbatches();
   SIMRUN_ASSERT(mbs >= 1, "a valid layout has a micro-batch per pipeline");
-  if (schedule == PipelineSchedule::interleaved) {
+  if (slot_order(schedule, l.virtual_stages) == PipelineSchedule::interleaved) {
     if (l.pp < 2)
       throw InputError(file, "layout.virtual_stages",
                        "the interleaved schedule needs pp >= 2 (use virtual_stages = 1)");
@@ -156,15 +156,21 @@ Workload build_workload(const Scenario& sc, const WorkloadOptions& options, Pipe
   w.layout = sc.layout;
   if (schedule == PipelineSchedule::interleaved && sc.layout.virtual_stages < 2)
     schedule = PipelineSchedule::one_f_one_b;
+
   w.schedule = schedule;
   check_layout(sc, schedule);
   w.warnings = messages(layout_warnings(sc, schedule));
   const Layout& l = sc.layout;
-  const int64_t v = schedule == PipelineSchedule::interleaved ? l.virtual_stages : 1;
+  const int64_t v = stage_chunks(schedule, l.virtual_stages);
   w.micro_batches = l.num_microbatches();
-  w.layers_per_chunk = split_layers(sc.model.layers, l.pp, v, l.pipeline_split, sc.file);
+  if (schedule == PipelineSchedule::dualpipe) {
+    w.layers_per_chunk =
+        dualpipe_layers_per_chunk(split_layers(sc.model.layers, l.pp, 1, l.pipeline_split, sc.file));
+  } else {
+    w.layers_per_chunk = split_layers(sc.model.layers, l.pp, v, l.pipeline_split, sc.file);
+  }
 
-  detail::StageBuilder::Shared shared(sc, options, w.layers_per_chunk, v, w.micro_batches);
+  detail::StageBuilder::Shared shared(sc, options, w.layers_per_chunk, v, w.micro_batches, schedule);
   std::vector<detail::StageBuilder> builders;
   builders.reserve(static_cast<size_t>(l.pp));
   for (int64_t s = 0; s < l.pp; ++s) {

@@ -48,8 +48,8 @@ Precision outside_fp8(Precision p) {
 }  // namespace
 
 StageBuilder::Shared::Shared(const Scenario& scenario, const WorkloadOptions& o, const std::vector<int64_t>& lpc,
-                             int64_t v_, int64_t m_)
-    : sc(scenario), opt(o), layers_per_chunk(lpc), v(v_), m(m_) {
+                             int64_t v_, int64_t m_, PipelineSchedule schedule_)
+    : sc(scenario), opt(o), layers_per_chunk(lpc), v(v_), m(m_), schedule(schedule_) {
   const Layout& l = sc.layout;
   const ModelSpec& md = sc.model;
   pp = l.pp;
@@ -84,8 +84,18 @@ StageBuilder::Shared::Shared(const Scenario& scenario, const WorkloadOptions& o,
   moe = md.is_moe();
   first_moe_layer = moe ? md.moe->first_dense_layers : md.layers;
   if (moe) shape_moe(md, pc);
-  first_layer = chunk_first_layers(layers_per_chunk, pp, v);
-  SIMRUN_ASSERT(std::accumulate(layers_per_chunk.begin(), layers_per_chunk.end(), int64_t(0)) == md.layers,
+  if (schedule == PipelineSchedule::dualpipe) {
+    // Chunk 0 of stage s: position s of the forward pipeline; chunk 1: position pp − 1 − s of the
+    // backward one, the same layers as chunk 0 of stage pp − 1 − s (a second copy).
+    first_layer.assign(layers_per_chunk.size(), 0);
+    for (int64_t s = 1; s < pp; ++s)
+      first_layer[size_t(s * 2)] = first_layer[size_t((s - 1) * 2)] + layers_per_chunk[size_t((s - 1) * 2)];
+    for (int64_t s = 0; s < pp; ++s) first_layer[size_t(s * 2 + 1)] = first_layer[size_t((pp - 1 - s) * 2)];
+  } else {
+    first_layer = chunk_first_layers(layers_per_chunk, pp, v);
+  }
+  SIMRUN_ASSERT(std::accumulate(layers_per_chunk.begin(), layers_per_chunk.end(), int64_t(0)) ==
+                    md.layers * (schedule == PipelineSchedule::dualpipe ? 2 : 1),
                 "layer split does not cover the model");
 }
 
@@ -167,8 +177,11 @@ StageBuilder::StageBuilder(const Shared& shared, int64_t stage) : m_s(shared), m
     m_prog.params += m_s.layer_params(layer);
     m_prog.expert_params += m_s.layer_expert_params(layer);
   }
-  if (stage == 0) m_prog.params += m_s.embedding_params_local;
-  if (stage == m_s.pp - 1) m_prog.params += m_s.output_params_local;
+  for (int64_t c = 0; c < m_s.v; ++c) {
+    const ChunkPlace at = m_s.place(stage, c);
+    if (at.position == 0) m_prog.params += m_s.embedding_params_local;
+    if (at.position == at.last) m_prog.params += m_s.output_params_local;
+  }
   if (m_s.sc.layout.zero_stage <= 2) plan_grad_buckets();
   if (m_s.sc.layout.zero_stage >= 3) {
     // The units fsdp_gather and fsdp_reduce move, in the order the forward computes them.
@@ -796,11 +809,42 @@ void StageBuilder::mlp_up_backward(double f_loc) {
   column_parallel_backward(OpName::fc1, OpName::tp_ag_in_mlp, OpName::tp_rs_mlp, up, 2.0 * s.T * s.h * up);
 }
 
+// DeepSeek-V3's selective recompute (arXiv:2412.19437 sec. 3.2.3 "Recomputation of RMSNorm and MLA
+// Up-Projection", sec. 3.3.3 SwiGLU outputs recomputed from their FP8 inputs): before the layer's
+// backward, its two norms (and MLA's latent norms), the MLA up-projections and the MLP
+// activation (the routed experts' and the shared experts') re-run, as in the forward.
+void StageBuilder::recompute_norms_up_projections_and_activations(int32_t layer) {
+  const Shared& s = m_s;
+  const Phase phase = Phase::recompute;
+  const double norm_bytes = s.Ts * s.h * s.elem * 2;
+  compute(OpName::ln_attn, phase, memory_op(norm_bytes), 0);
+  if (s.mla) {
+    const Precision gp = s.gemm_precision;
+    if (s.q_rank > 0) {
+      compute(OpName::mla_norm, phase, memory_op(s.T * s.q_rank * s.elem * 2), 0);
+      compute(OpName::mla_q_up, phase, gemm(s.T, s.q_loc, s.q_rank, gp), 2.0 * s.T * s.q_rank * s.q_loc);
+    }
+    compute(OpName::mla_norm, phase, memory_op(s.T * s.kv_rank * s.elem * 2), 0);
+    compute(OpName::mla_kv_up, phase, gemm(s.T, s.kv_up_loc, s.kv_rank, gp), 2.0 * s.T * s.kv_rank * s.kv_up_loc);
+  }
+  compute(OpName::ln_mlp, phase, memory_op(norm_bytes), 0);
+  auto activation = [&](OpName op, double tokens, double f_loc) {
+    const double up = s.swiglu ? 2 * f_loc : f_loc;
+    compute(op, phase, memory_op(tokens * (up + f_loc) * s.elem), 0);
+  };
+  if (s.is_moe_layer(layer)) {
+    activation(OpName::expert_act, s.routed_tokens, s.expert_f_loc);
+    if (s.shared_f_loc > 0) activation(OpName::act, s.T, s.shared_f_loc);
+  } else {
+    activation(OpName::act, s.T, s.f_loc);
+  }
+}
+
 void StageBuilder::layer_backward(int32_t layer) {
   const Shared& s = m_s;
   const Layout& l = s.sc.layout;
   if (l.zero_stage == 3 && m_last_compute != kNoTask) m_backward_start_of_layer[layer] = m_last_compute;
-  if (l.zero_stage == 3 && (l.pp == 1 || m_mb == 0)) {
+  if (l.zero_stage == 3 && (l.pp == 1 || m_mb == s.first_mb(m_chunk))) {
     const auto it = m_prefetched_gather.find(layer);
     if (it != m_prefetched_gather.end()) {
       m_wait.push_back(it->second);
@@ -814,6 +858,8 @@ void StageBuilder::layer_backward(int32_t layer) {
   if (l.recompute == Recompute::full || (every_other && layer % 2 == 1))
     layer_forward(layer, Phase::recompute);
   m_layer = layer;
+  if (l.recompute == Recompute::selective && s.opt.selective == SelectiveRecompute::norm_mla_up_swiglu)
+    recompute_norms_up_projections_and_activations(layer);
   const double norm_bwd_bytes = s.Ts * s.h * s.elem * 4;
   const double residual_bwd_bytes = s.Ts * s.h * (2 * s.elem + 1);
 
@@ -847,8 +893,8 @@ void StageBuilder::layer_backward(int32_t layer) {
   m_layer = -1;
 
   if (l.zero_stage == 3) {
-    if (l.pp == 1 || m_mb == s.m - 1) fsdp_reduce(layer);
-  } else if (m_mb == s.m - 1) {
+    if (l.pp == 1 || m_mb == s.last_mb(m_chunk)) fsdp_reduce(layer);
+  } else if (m_mb == s.last_mb(m_chunk)) {
     grads_ready(kDenseParams, layer);
     grads_ready(kExpertParams, layer);
   }
@@ -861,7 +907,7 @@ void StageBuilder::embedding_forward() {
   const Shared& s = m_s;
   if (s.sc.layout.zero_stage == 3) fsdp_gather(-1, Phase::forward);
   const auto it = m_param_gather_of_layer.find(-1);
-  if (it != m_param_gather_of_layer.end() && m_mb == 0)
+  if (it != m_param_gather_of_layer.end() && m_mb == s.first_mb(m_chunk))
     m_wait.insert(m_wait.end(), it->second.begin(), it->second.end());
   compute(OpName::embedding, Phase::forward, memory_op(s.T * s.h * s.elem * 2), 0);
   if (s.tp > 1) {
@@ -884,8 +930,8 @@ void StageBuilder::embedding_backward() {
   // Scatter-add of the token gradients into the (fp32 main-grad) embedding gradient.
   compute(OpName::embedding, Phase::backward, memory_op(s.T * s.h * (s.elem + 8)), 0);
   if (s.sc.layout.zero_stage == 3) {
-    if (s.sc.layout.pp == 1 || m_mb == s.m - 1) fsdp_reduce(-1);
-  } else if (m_mb == s.m - 1) {
+    if (s.sc.layout.pp == 1 || m_mb == s.last_mb(m_chunk)) fsdp_reduce(-1);
+  } else if (m_mb == s.last_mb(m_chunk)) {
     grads_ready(kDenseParams, -1);
   }
 }
@@ -894,7 +940,7 @@ void StageBuilder::head_forward() {
   const Shared& s = m_s;
   if (s.sc.layout.zero_stage == 3) fsdp_gather(-2, Phase::forward);
   const auto it = m_param_gather_of_layer.find(-2);
-  if (it != m_param_gather_of_layer.end() && m_mb == 0)
+  if (it != m_param_gather_of_layer.end() && m_mb == s.first_mb(m_chunk))
     m_wait.insert(m_wait.end(), it->second.begin(), it->second.end());
   compute(OpName::final_ln, Phase::forward, memory_op(s.Ts * s.h * s.elem * 2), 0);
   const uint32_t ag = tp_before_column_parallel(OpName::tp_logits, Phase::forward);
@@ -931,8 +977,8 @@ void StageBuilder::head_backward() {
   if (red != kNoTask) m_wait.push_back(red);
   compute(OpName::final_ln, Phase::backward, memory_op(s.Ts * s.h * s.elem * 4), 0);
   if (s.sc.layout.zero_stage == 3) {
-    if (s.sc.layout.pp == 1 || m_mb == s.m - 1) fsdp_reduce(-2);
-  } else if (m_mb == s.m - 1) {
+    if (s.sc.layout.pp == 1 || m_mb == s.last_mb(m_chunk)) fsdp_reduce(-2);
+  } else if (m_mb == s.last_mb(m_chunk)) {
     grads_ready(kDenseParams, -2);
   }
 }

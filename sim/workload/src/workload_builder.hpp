@@ -25,12 +25,21 @@ class StageBuilder {
   // Everything the stages share: the scenario's dimensions, precomputed once.
   struct Shared {
     Shared(const Scenario& sc, const WorkloadOptions& o, const std::vector<int64_t>& layers_per_chunk, int64_t v,
-           int64_t m);
+           int64_t m, PipelineSchedule schedule = PipelineSchedule::one_f_one_b);
     const Scenario& sc;
     const WorkloadOptions& opt;
     std::vector<int64_t> layers_per_chunk;  // stage·v + chunk
     std::vector<int64_t> first_layer;       // stage·v + chunk → first global layer id
-    int64_t v, m, pp, tp, cp;
+    int64_t v, m, pp, tp, cp;  // v: chunks per stage (virtual stages; DualPipe's two)
+    PipelineSchedule schedule;
+    // The first and last micro-batch through `chunk` (DualPipe: each direction its half).
+    int64_t first_mb(int64_t chunk) const {
+      return schedule == PipelineSchedule::dualpipe && chunk == 1 ? m / 2 : 0;
+    }
+    int64_t last_mb(int64_t chunk) const {
+      return schedule == PipelineSchedule::dualpipe && chunk == 0 ? m / 2 - 1 : m - 1;
+    }
+    ChunkPlace place(int64_t stage, int64_t chunk) const { return chunk_place(schedule, stage, chunk, pp, v); }
     // Context parallelism (Layout::cp_a2a, cp_ring): the ranks of the Ulysses all-to-alls (1:
     // none) and of the ring (1: none), with their groups (GroupKind::cp but under a2a+p2p);
     // or K,V all-gathered over the CP group (CpCommType::all_gather).
@@ -152,25 +161,33 @@ class StageBuilder {
   // The attention core's shape on this rank (forward or backward), bytes left to the caller.
   OpShape attention_block(OpClass cls) const;
 
-  // Pipeline p2p of one activation (forward) or its gradient (backward) with virtual stage
-  // `peer_vs`: the receive gates the next compute op; the send follows the last one.
-  Task pp_message(TaskKind kind, Stream stream, OpName op, int64_t peer_vs, double bytes) const;
+  // Pipeline p2p of one activation (forward) or its gradient (backward) with chunk `peer_chunk`
+  // of stage `peer_stage`: the receive gates the next compute op; the send follows the last one.
+  Task pp_message(TaskKind kind, Stream stream, OpName op, int64_t peer_stage, double bytes) const;
   // `pass`: Phase::forward (an activation) or Phase::backward (its gradient).
-  void pp_recv(OpName op, int64_t peer_vs, double bytes, Phase pass, int64_t mb, int64_t chunk);
-  void pp_send(OpName op, int64_t peer_vs, double bytes, Phase pass, int64_t mb);
-  // Where a slot of (micro-batch, chunk) sits: its virtual stage (chunk·pp + stage), the last
-  // one, its index into layers_per_chunk/first_layer, and the bytes of one pipeline message.
-  // Sets the cursor's micro-batch and chunk.
+  void pp_recv(OpName op, int64_t peer_stage, double bytes, Phase pass, int64_t mb, int64_t chunk);
+  void pp_send(OpName op, int64_t peer_stage, int64_t peer_chunk, double bytes, Phase pass, int64_t mb);
+  // Where a slot of (micro-batch, chunk) sits: its place in its pipeline (chunk_place), its index
+  // into layers_per_chunk/first_layer, and the bytes of one pipeline message. Sets the cursor's
+  // micro-batch and chunk.
   struct SlotPlace {
-    int64_t vs = 0, last_vs = 0;
+    ChunkPlace at;
     size_t idx = 0;
     double msg = 0;
   };
   SlotPlace enter_slot(int64_t mb, int64_t chunk);
   void forward_slot(int64_t mb, int64_t chunk);
   void backward_slot(int64_t mb, int64_t chunk);
+  // A slot and the next run beside each other (PipelineSlot::paired_with_next): both appended,
+  // then their tasks reordered so that each one's EP all-to-alls run behind the other's compute.
+  void paired_slots(const PipelineSlot& first, const PipelineSlot& second);
+  void run_slot(const PipelineSlot& slot);
+  // Moves the tasks [begin, end) to the order `order` (old indices, a permutation of the range),
+  // renumbering every reference to them.
+  void reorder_tasks(uint32_t begin, const std::vector<uint32_t>& order);
   void layer_forward(int32_t layer, Phase phase);
   void layer_backward(int32_t layer);
+  void recompute_norms_up_projections_and_activations(int32_t layer);
   void cp_all_to_all(double width, Phase phase);
   void cp_kv_collective(CollectiveOp op, Phase phase);
   void attention_core_forward(Phase phase);

@@ -53,15 +53,15 @@ void StageBuilder::plan_grad_buckets() {
         open.layers.push_back(layer);
         if (bucketed && open.params >= limit) close();
       };
-      const int64_t vs = c * s.pp + m_stage;
-      if (dense && vs == s.pp * s.v - 1) add_params(s.output_params_local, -2);
+      const ChunkPlace at = s.place(m_stage, c);
+      if (dense && at.position == at.last) add_params(s.output_params_local, -2);
       const size_t idx = static_cast<size_t>(m_stage * s.v + c);
       for (int64_t i = s.layers_per_chunk[idx] - 1; i >= 0; --i) {
         const int64_t layer = s.first_layer[idx] + i;
         add_params(dense ? s.layer_dense_params(layer) : s.layer_expert_params(layer),
                    static_cast<int32_t>(layer));
       }
-      if (dense && vs == 0) add_params(s.embedding_params_local, -1);
+      if (dense && at.position == 0) add_params(s.embedding_params_local, -1);
       close();
     }
   }
@@ -118,7 +118,7 @@ void StageBuilder::gather_params_before_first_use() {
 
 void StageBuilder::fsdp_gather(int32_t unit, Phase pass) {
   // With pp > 1 (torchtitan FSDP+PP) parameters stay gathered across micro-batches.
-  if (m_s.sc.layout.pp > 1 && (pass == Phase::backward || m_mb != 0)) return;
+  if (m_s.sc.layout.pp > 1 && (pass == Phase::backward || m_mb != m_s.first_mb(m_chunk))) return;
   const uint32_t gather = issue_fsdp_gather(unit, pass);
   if (gather != kNoTask) m_wait.push_back(gather);
 }
@@ -218,7 +218,7 @@ void StageBuilder::optimizer() {
 // ---------------------------------------------------------------------------------------------
 // Slots
 
-Task StageBuilder::pp_message(TaskKind kind, Stream stream, OpName op, int64_t peer_vs, double bytes) const {
+Task StageBuilder::pp_message(TaskKind kind, Stream stream, OpName op, int64_t peer_stage, double bytes) const {
   Task t;
   t.kind = kind;
   t.stream = stream;
@@ -227,19 +227,20 @@ Task StageBuilder::pp_message(TaskKind kind, Stream stream, OpName op, int64_t p
   t.coll = CollectiveOp::send_recv;
   t.group = GroupKind::pp;
   t.comm_bytes = bytes;
-  t.peer_stage = static_cast<int32_t>(peer_vs % m_s.pp);
+  t.peer_stage = static_cast<int32_t>(peer_stage);
   return t;
 }
 
-void StageBuilder::pp_recv(OpName op, int64_t peer_vs, double bytes, Phase pass, int64_t mb, int64_t chunk) {
-  const uint32_t r = add(pp_message(TaskKind::recv, Stream::pp_recv, op, peer_vs, bytes), {});
+void StageBuilder::pp_recv(OpName op, int64_t peer_stage, double bytes, Phase pass, int64_t mb, int64_t chunk) {
+  const uint32_t r = add(pp_message(TaskKind::recv, Stream::pp_recv, op, peer_stage, bytes), {});
   recv_index[{pass == Phase::forward, mb, chunk}] = r;
   m_wait.push_back(r);
 }
 
-void StageBuilder::pp_send(OpName op, int64_t peer_vs, double bytes, Phase pass, int64_t mb) {
-  const uint32_t snd = add(pp_message(TaskKind::send, Stream::pp_send, op, peer_vs, bytes), {m_last_compute});
-  sends.push_back({snd, peer_vs % m_s.pp, pass == Phase::forward, mb, peer_vs / m_s.pp});
+void StageBuilder::pp_send(OpName op, int64_t peer_stage, int64_t peer_chunk, double bytes, Phase pass,
+                           int64_t mb) {
+  const uint32_t snd = add(pp_message(TaskKind::send, Stream::pp_send, op, peer_stage, bytes), {m_last_compute});
+  sends.push_back({snd, peer_stage, pass == Phase::forward, mb, peer_chunk});
   if (m_blocking_send) m_wait.push_back(snd);
 }
 
@@ -248,8 +249,7 @@ StageBuilder::SlotPlace StageBuilder::enter_slot(int64_t mb, int64_t chunk) {
   m_mb = static_cast<int32_t>(mb);
   m_chunk = static_cast<int16_t>(chunk);
   SlotPlace at;
-  at.vs = chunk * s.pp + m_stage;
-  at.last_vs = s.pp * s.v - 1;
+  at.at = s.place(m_stage, chunk);
   at.idx = static_cast<size_t>(m_stage * s.v + chunk);
   at.msg = s.T * s.h * s.elem / d(s.tp);  // Megatron scatter-gather: 1/t of the activation each
   return at;
@@ -257,18 +257,18 @@ StageBuilder::SlotPlace StageBuilder::enter_slot(int64_t mb, int64_t chunk) {
 
 void StageBuilder::forward_slot(int64_t mb, int64_t chunk) {
   const Shared& s = m_s;
-  const auto [vs, last_vs, idx, msg] = enter_slot(mb, chunk);
-  if (vs > 0) {
-    pp_recv(OpName::pp_act, vs - 1, msg, Phase::forward, mb, chunk);
+  const auto [at, idx, msg] = enter_slot(mb, chunk);
+  if (at.position > 0) {
+    pp_recv(OpName::pp_act, at.prev_stage, msg, Phase::forward, mb, chunk);
   } else {
     embedding_forward();
   }
   for (int64_t i = 0; i < s.layers_per_chunk[idx]; ++i)
     layer_forward(static_cast<int32_t>(s.first_layer[idx] + i), Phase::forward);
-  if (vs == last_vs) {
+  if (at.position == at.last) {
     head_forward();
   } else {
-    pp_send(OpName::pp_act, vs + 1, msg, Phase::forward, mb);
+    pp_send(OpName::pp_act, at.next_stage, at.next_chunk, msg, Phase::forward, mb);
   }
   m_in_flight_chunks += 1;
   m_in_flight_layers += s.layers_per_chunk[idx];
@@ -278,16 +278,16 @@ void StageBuilder::forward_slot(int64_t mb, int64_t chunk) {
 
 void StageBuilder::backward_slot(int64_t mb, int64_t chunk) {
   const Shared& s = m_s;
-  const auto [vs, last_vs, idx, msg] = enter_slot(mb, chunk);
-  if (vs < last_vs) {
-    pp_recv(OpName::pp_grad, vs + 1, msg, Phase::backward, mb, chunk);
+  const auto [at, idx, msg] = enter_slot(mb, chunk);
+  if (at.position < at.last) {
+    pp_recv(OpName::pp_grad, at.next_stage, msg, Phase::backward, mb, chunk);
   } else {
     head_backward();
   }
   for (int64_t i = s.layers_per_chunk[idx] - 1; i >= 0; --i)
     layer_backward(static_cast<int32_t>(s.first_layer[idx] + i));
-  if (vs > 0) {
-    pp_send(OpName::pp_grad, vs - 1, msg, Phase::backward, mb);
+  if (at.position > 0) {
+    pp_send(OpName::pp_grad, at.prev_stage, at.prev_chunk, msg, Phase::backward, mb);
   } else {
     embedding_backward();
   }
@@ -300,23 +300,112 @@ void StageBuilder::build(const std::vector<PipelineSlot>& slots, PipelineSchedul
   const Layout& l = s.sc.layout;
   m_schedule = schedule;
   // Megatron's 1F1B waits for each p2p op (batch_isend_irecv + wait); the interleaved schedule
-  // overlaps them with compute (--overlap-p2p-communication).
-  m_blocking_send = schedule != PipelineSchedule::interleaved;
+  // overlaps them with compute (--overlap-p2p-communication), and so does DualPipe ("both
+  // all-to-all and PP communication can be fully hidden", arXiv:2412.19437 sec. 3.2.1).
+  m_blocking_send = slot_order(schedule, s.v) != PipelineSchedule::interleaved &&
+                    schedule != PipelineSchedule::dualpipe;
 
   if (l.zero_stage >= 1 && l.zero_stage <= 2 && s.opt.param_gather == ParamGatherOverlap::next_forward)
     gather_params_before_first_use();
 
-  for (const PipelineSlot& slot : slots) {
-    if (slot.forward)
-      forward_slot(slot.micro_batch, slot.chunk);
-    else
-      backward_slot(slot.micro_batch, slot.chunk);
+  for (size_t k = 0; k < slots.size(); ++k) {
+    if (slots[k].paired_with_next && k + 1 < slots.size()) {
+      paired_slots(slots[k], slots[k + 1]);
+      ++k;
+    } else {
+      run_slot(slots[k]);
+    }
   }
   optimizer();
   // In micro-batches of this stage's full layer count, rounded up.
   const double stage_layers = d(static_cast<int64_t>(m_prog.layers.size()));
   m_prog.max_in_flight_micro_batches =
       stage_layers > 0 ? static_cast<int64_t>(std::ceil(d(m_prog.max_in_flight_layers) / stage_layers)) : 0;
+}
+
+void StageBuilder::run_slot(const PipelineSlot& slot) {
+  if (slot.forward)
+    forward_slot(slot.micro_batch, slot.chunk);
+  else
+    backward_slot(slot.micro_batch, slot.chunk);
+}
+
+// Megatron-Core's combined 1F1B (model_chunk_schedule_plan.py, TransformerLayerSchedulePlan.run):
+// forward layer k of one micro-batch beside backward layer L−1−k of the other, each layer cut at
+// its all-to-alls into nodes, on one compute and one communication stream:
+//   comm:    combine_bwd      | dispatch_fwd → dispatch_bwd   | combine_fwd
+//   compute: pre_dispatch_fwd | mlp_bwd → mlp_bwd_dw → mlp_fwd | pre_dispatch_bwd
+// Both slots are appended whole, then cut into segments, each ending at one of its EP all-to-alls,
+// and the segments taken in turn, the backward's first: its combine_bwd, the forward's dispatch,
+// the backward's dispatch_bwd, the forward's combine, the next layer's ... in program order (the
+// streams' order). Neither slot waits for the other: the pair's own waits are the next slot's.
+// DualPipe overlaps its F&B chunks the same way (arXiv:2412.19437 sec. 3.2.1, Figure 4).
+void StageBuilder::paired_slots(const PipelineSlot& first, const PipelineSlot& second) {
+  const auto begin = static_cast<uint32_t>(m_prog.tasks.size());
+  run_slot(first);
+  const auto middle = static_cast<uint32_t>(m_prog.tasks.size());
+  // The second starts on its own inputs: nothing of the first (which it may run before).
+  const std::vector<uint32_t> first_waits = hold_waits();
+  m_last_compute = kNoTask;
+  run_slot(second);
+  const auto end = static_cast<uint32_t>(m_prog.tasks.size());
+  release_waits(first_waits);
+  auto segments = [&](uint32_t from, uint32_t to) {
+    std::vector<std::vector<uint32_t>> out(1);
+    for (uint32_t i = from; i < to; ++i) {
+      out.back().push_back(i);
+      const Task& t = m_prog.tasks[i];
+      if (t.kind == TaskKind::collective && t.stream == Stream::ep) out.emplace_back();
+    }
+    return out;
+  };
+  const auto a = segments(begin, middle), b = segments(middle, end);
+  const auto& backward = first.forward ? b : a;
+  const auto& forward = first.forward ? a : b;
+  std::vector<uint32_t> order;
+  order.reserve(end - begin);
+  for (size_t k = 0; k < std::max(backward.size(), forward.size()); ++k)
+    for (const auto* side : {&backward, &forward})
+      if (k < side->size()) order.insert(order.end(), (*side)[k].begin(), (*side)[k].end());
+  reorder_tasks(begin, order);
+}
+
+void StageBuilder::reorder_tasks(uint32_t begin, const std::vector<uint32_t>& order) {
+  const auto end = static_cast<uint32_t>(begin + order.size());
+  std::vector<uint32_t> new_index(order.size());
+  for (size_t k = 0; k < order.size(); ++k) new_index[order[k] - begin] = static_cast<uint32_t>(begin + k);
+  auto renumber = [&](uint32_t& id) {
+    if (id != kNoTask && id >= begin && id < end) id = new_index[id - begin];
+  };
+  std::vector<Task> tasks;
+  std::vector<uint32_t> deps;
+  tasks.reserve(order.size());
+  const auto deps_begin = static_cast<uint32_t>(m_prog.tasks[begin].first_dep);
+  for (uint32_t old : order) {
+    Task t = m_prog.tasks[old];
+    const uint32_t first = static_cast<uint32_t>(deps_begin + deps.size());
+    for (uint16_t i = 0; i < t.dep_count; ++i) {
+      uint32_t dep = m_prog.deps[t.first_dep + i];
+      renumber(dep);
+      deps.push_back(dep);
+    }
+    t.first_dep = first;
+    tasks.push_back(t);
+  }
+  SIMRUN_ASSERT(deps_begin + deps.size() == m_prog.deps.size(), "the reordered tasks own the last deps");
+  std::copy(tasks.begin(), tasks.end(), m_prog.tasks.begin() + begin);
+  std::copy(deps.begin(), deps.end(), m_prog.deps.begin() + deps_begin);
+  // Every reference the builder keeps to a task.
+  for (auto& [key, id] : recv_index) renumber(id);
+  for (PendingSend& snd : sends) renumber(snd.task);
+  renumber(m_last_compute);
+  for (uint32_t& id : m_wait) renumber(id);
+  for (uint32_t& id : m_grad_reduces) renumber(id);
+  for (auto& [layer, ids] : m_param_gather_of_layer)
+    for (uint32_t& id : ids) renumber(id);
+  for (auto* of_layer : {&m_first_op_of_layer, &m_backward_start_of_layer, &m_gradients_done_of_layer,
+                         &m_prefetched_gather})
+    for (auto& [layer, id] : *of_layer) renumber(id);
 }
 
 void link_pipeline_messages(std::vector<StageBuilder>& builders) {

@@ -8,26 +8,48 @@
 
 namespace simrun {
 
-StageProgram probe_micro_batch(const Scenario& scenario, const WorkloadOptions& options) {
+namespace {
+
+// The probes' slice: the model's first two layers (one for a one-layer model), pp 1, one chunk,
+// `micro_batches` micro-batches per step.
+StageProgram probe_slice(const Scenario& scenario, const WorkloadOptions& options, int64_t micro_batches,
+                         const std::vector<PipelineSlot>& slots) {
   Scenario slice = scenario;
   slice.model.layers = std::min<int64_t>(2, std::max<int64_t>(1, scenario.model.layers));
   Layout& l = slice.layout;
   l.pp = 1;
   l.virtual_stages = 1;
-  l.global_batch = l.micro_batch * l.dp;  // one micro-batch per step
+  l.pipeline_schedule.reset();
+  l.global_batch = l.micro_batch * l.dp * micro_batches;
   const std::vector<int64_t> layers_per_chunk{slice.model.layers};
-  const detail::StageBuilder::Shared shared(slice, options, layers_per_chunk, 1, 1);
+  const detail::StageBuilder::Shared shared(slice, options, layers_per_chunk, 1, micro_batches);
   detail::StageBuilder builder(shared, 0);
-  builder.build({PipelineSlot{true, 0, 0}, PipelineSlot{false, 0, 0}}, PipelineSchedule::one_f_one_b);
+  builder.build(slots, PipelineSchedule::one_f_one_b);
   return builder.take();
 }
 
+}  // namespace
+
+StageProgram probe_micro_batch(const Scenario& scenario, const WorkloadOptions& options) {
+  return probe_slice(scenario, options, 1, {PipelineSlot{true, 0, 0}, PipelineSlot{false, 0, 0}});
+}
+
+StageProgram probe_two_micro_batches(const Scenario& scenario, const WorkloadOptions& options, ProbePairing pairing) {
+  const bool paired = pairing == ProbePairing::paired;
+  return probe_slice(scenario, options, 2,
+                     {PipelineSlot{true, 0, 0}, PipelineSlot{false, 0, 0, paired}, PipelineSlot{true, 1, 0},
+                      PipelineSlot{false, 1, 0}});
+}
+
 StageProgram optimizer_program(const Scenario& scenario, const WorkloadOptions& options,
-                               const std::vector<int64_t>& layers_per_chunk, int64_t v, int64_t stage) {
+                               const std::vector<int64_t>& layers_per_chunk, int64_t v, int64_t stage,
+                               PipelineSchedule schedule) {
   const int64_t m = std::max<int64_t>(1, scenario.layout.num_microbatches());
-  const detail::StageBuilder::Shared shared(scenario, options, layers_per_chunk, v, m);
+  if (schedule != PipelineSchedule::dualpipe)
+    schedule = v > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b;
+  const detail::StageBuilder::Shared shared(scenario, options, layers_per_chunk, v, m, schedule);
   detail::StageBuilder builder(shared, stage);
-  builder.build({}, v > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b);
+  builder.build({}, schedule);
   return builder.take();
 }
 

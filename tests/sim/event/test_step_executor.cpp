@@ -396,7 +396,16 @@ TEST_CASE("the analytic estimate and the event simulation agree within 5% on unc
            R"("tp": 4, "pp": 8, "cp": 2, "ep": 16, "expert_tp": 1, "pipeline_split": "balanced",
           "global_batch": 256, "precision": "fp8", "recompute": "full")"},  // MLA with the CP ring
       Case{"deepseek-v3", 1024, R"("tp": 2, "pp": 8, "cp": 2, "ep": 32, "cp_comm_type": "a2a",
-          "pipeline_split": "balanced", "global_batch": 256, "precision": "fp8", "recompute": "full")"});
+          "pipeline_split": "balanced", "global_batch": 256, "precision": "fp8", "recompute": "full")"},
+      // DualPipe over 8 stages, 2·pp micro-batches (DeepSeek-V3's schedule, EP over 8 nodes).
+      Case{"deepseek-v3", 1024, R"("tp": 1, "pp": 8, "dp": 128, "ep": 64, "pipeline_split": "balanced",
+          "global_batch": 2048, "precision": "fp8", "pipeline_schedule": "dualpipe")"},
+      // Combined 1F1B over an interleaved pipeline (Megatron-Bridge's Qwen3-30B-A3B H100 recipe).
+      Case{"qwen3-30b-a3b", 16, R"("tp": 1, "pp": 2, "dp": 8, "ep": 8, "virtual_stages": 24, "micro_batch": 2,
+          "global_batch": 512, "pipeline_split": "balanced", "precision": "fp8",
+          "pipeline_schedule": "combined_1f1b")"},
+      Case{"mixtral-8x7b", 64, R"("tp": 1, "pp": 1, "dp": 64, "ep": 8, "global_batch": 256,
+          "pipeline_schedule": "combined_1f1b")"});
   const Scenario sc = scenario(c.model, "h100-sxm", c.gpus, c.layout);
   const double event = simulate(sc).report.step_time_s;
   const double analytic = estimate(sc).step_time_s;

@@ -468,3 +468,30 @@ TEST_CASE("each stage's parameters are those of the layers the workload puts on 
     }
   }
 }
+
+TEST_CASE("DualPipe holds two copies of the parameters and pp + 1 chunks of activations", "[sim][memory_model]") {
+  // DeepSeek-V3 report (arXiv:2412.19437) Table 2: DualPipe 2× parameters, PP + 1 activations
+  // per device, against 1F1B's 1× and PP. A shortened DeepSeek-V3 (8 layers) over pp 4.
+  const std::string base =
+      R"({"model": {"name": "deepseek-v3", "layers": 8, "seq_len": 1024}, "cluster": {"gpu": "h800", "num_gpus": 64},
+      "layout": {"pp": 4, "ep": 16, "global_batch": 128, "precision": "fp8")";
+  const Scenario dual = test::parse_scenario_text(base + R"(, "pipeline_schedule": "dualpipe"}})");
+  const Scenario plain = test::parse_scenario_text(base + "}}");
+  const ParamCounts counts = count_params(dual.model);
+  const Workload w = build_workload(dual);
+  const MemoryEstimate d = estimate_memory(dual, MemoryDefaults{});
+  const MemoryEstimate p = estimate_memory(plain, MemoryDefaults{});
+  for (int64_t stage = 0; stage < 4; ++stage) {
+    INFO("stage " << stage);
+    const StageParams mine = stage_params(dual.model, counts, dual.layout, stage);
+    const StageParams own = stage_params(plain.model, counts, plain.layout, stage);
+    const StageParams mirror = stage_params(plain.model, counts, plain.layout, 3 - stage);
+    CHECK(mine.total() == Approx(own.total() + mirror.total()));
+    CHECK(mine.layers == int64_t(w.stages[size_t(stage)].layers.size()));
+    CHECK((mine.has_embedding == (stage == 0 || stage == 3) && mine.has_output == (stage == 0 || stage == 3)));
+    // pp + 1 = 5 chunks of 2 layers each in flight, against 1F1B's pp − stage micro-batches of 2.
+    CHECK(d.stages[size_t(stage)].in_flight_microbatches == 5);
+    CHECK(d.stages[size_t(stage)].transformer_activation_bytes ==
+          Approx(5.0 / double(4 - stage) * p.stages[size_t(stage)].transformer_activation_bytes));
+  }
+}

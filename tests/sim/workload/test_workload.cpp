@@ -812,3 +812,118 @@ TEST_CASE("shared experts beside the all-to-alls: the same ops, none waiting for
   const std::vector<uint32_t> serial_bwd = layer_tasks(q, Phase::backward);
   CHECK(position(q, serial_bwd, OpName::fc1) < position(q, serial_bwd, OpName::ep_combine));
 }
+
+TEST_CASE("combined 1F1B pairs each backward with the next forward, in 1F1B's order", "[sim][workload][schedule]") {
+  // Megatron-Core combined_1f1b.py: "Phase k: k-th backward + (k+1)-th forward" (pp 1), the
+  // interleaved order's steady state with one more warm-up micro-batch.
+  const auto one = stage_schedule(PipelineSchedule::combined_1f1b, 0, 1, 4, 1);
+  REQUIRE(one.size() == 8);
+  for (size_t k = 0; k < one.size(); ++k) {
+    INFO("slot " << k);
+    CHECK(one[k].paired_with_next == (!one[k].forward && k + 1 < one.size()));
+  }
+  const auto il = stage_schedule(PipelineSchedule::combined_1f1b, 1, 4, 8, 2);
+  const auto plain = stage_schedule(PipelineSchedule::interleaved, 1, 4, 8, 2);
+  REQUIRE(il.size() == plain.size());
+  for (size_t k = 0; k + 1 < il.size(); ++k) {
+    CHECK((il[k].forward == plain[k].forward && il[k].micro_batch == plain[k].micro_batch));
+    if (il[k].paired_with_next) CHECK(il[k + 1].micro_batch != il[k].micro_batch);
+  }
+}
+
+TEST_CASE("DualPipe's step: each direction's half of the micro-batches, F&B pairs, and it completes",
+          "[sim][workload][schedule]") {
+  // deepseek-ai/DualPipe dualpipe.py: num_ranks even, num_chunks even and >= 2·num_ranks.
+  for (int64_t pp = 2; pp <= 8; pp += 2)
+    for (int64_t m = 2 * pp; m <= 4 * pp; m += 2) {
+      INFO("pp " << pp << ", m " << m);
+      CHECK(schedule_completes(PipelineSchedule::dualpipe, pp, m, 1));
+      for (int64_t stage = 0; stage < pp; ++stage) {
+        const auto slots = stage_schedule(PipelineSchedule::dualpipe, stage, pp, m, 1);
+        REQUIRE(slots.size() == size_t(2 * m));
+        std::map<std::pair<bool, int64_t>, int64_t> seen;  // (forward, chunk) → next micro-batch
+        int64_t pairs = 0;
+        for (size_t k = 0; k < slots.size(); ++k) {
+          const PipelineSlot& s = slots[k];
+          const int64_t first = s.chunk == 0 ? 0 : m / 2;
+          CHECK(s.micro_batch == first + seen[{s.forward, s.chunk}]++);  // each direction in order
+          if (s.paired_with_next) {
+            ++pairs;
+            REQUIRE(k + 1 < slots.size());
+            CHECK((s.forward && !slots[k + 1].forward && slots[k + 1].chunk != s.chunk));
+          }
+        }
+        for (int64_t c = 0; c < 2; ++c) CHECK((seen[{true, c}] == m / 2 && seen[{false, c}] == m / 2));
+        // The main phase's two pairs an iteration, nB1F1B0's one; the middle ranks run their
+        // first main-phase pair apart.
+        const int64_t half_rank = std::min(stage, pp - 1 - stage);
+        const bool middle = stage == pp / 2 - 1 || stage == pp / 2;
+        CHECK(pairs == 2 * (m / 2 - pp + half_rank + 1) + (pp / 2 - half_rank - 1) - (middle ? 1 : 0));
+      }
+    }
+  // Chunk 1 of stage s is position pp − 1 − s of the pipeline fed from the last stage.
+  const ChunkPlace back = chunk_place(PipelineSchedule::dualpipe, 1, 1, 4, 2);
+  CHECK((back.position == 2 && back.last == 3 && back.prev_stage == 2 && back.next_stage == 0));
+}
+
+TEST_CASE("played out, DualPipe's bubble is about (pp/2 − 1)(F&B + B) without its deferred weight gradients",
+          "[sim][workload][schedule]") {
+  // arXiv:2412.19437 Table 2: (PP/2 − 1)(F&B + B − 3W). Here each backward runs whole (W = 0,
+  // schedule.hpp), and a pair's F&B is taken as f + b (nothing overlapped in time).
+  const double f = 1.0, b = 2.0;
+  auto equal = [&](int64_t, const PipelineSlot& slot) { return slot.forward ? f : b; };
+  for (int64_t pp = 2; pp <= 8; pp += 2)
+    for (int64_t m = 2 * pp; m <= 4 * pp; m += 2 * pp) {
+      INFO("pp " << pp << ", m " << m);
+      const auto t = schedule_finish_times(PipelineSchedule::dualpipe, pp, m, 1, equal);
+      REQUIRE(t.has_value());
+      // Table 2's bubble at W = 0, to within one forward chunk (the played-out order ends a
+      // forward earlier on its critical rank).
+      const double bubble = *std::max_element(t->begin(), t->end()) - double(m) * (f + b);
+      const double table = double(pp / 2 - 1) * ((f + b) + b);
+      CHECK(bubble <= table + 1e-9);
+      CHECK(bubble >= table - f - 1e-9);
+    }
+}
+
+TEST_CASE("paired slots interleave at the EP all-to-alls, each stream in Megatron's order", "[sim][workload][schedule]") {
+  const Scenario sc = parse_scenario_text(
+      R"({"model": {"name": "mixtral-8x7b", "seq_len": 4096}, "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
+      "layout": {"ep": 8, "global_batch": 24, "pipeline_schedule": "combined_1f1b"}})");
+  const Workload w = build_workload(sc);
+  CHECK(w.schedule == PipelineSchedule::combined_1f1b);
+  const auto ran = run_dry(w);
+  CHECK(ran[0] == w.stages[0].tasks.size());
+  CHECK(w.model_flops_per_step == Approx(megatron_flops(sc)).epsilon(1e-9));
+  // The EP stream of the pair (backward of micro-batch 0, forward of 1): combine_bwd(0),
+  // dispatch(1), dispatch_bwd(0), combine(1), ... (model_chunk_schedule_plan.py's docstring).
+  std::vector<std::pair<OpName, int32_t>> ep;
+  for (const Task& t : w.stages[0].tasks)
+    if (t.stream == Stream::ep && (t.micro_batch == 0 ? t.phase != Phase::forward : t.micro_batch == 1 && t.phase == Phase::forward))
+      ep.emplace_back(t.op, t.micro_batch);
+  REQUIRE(ep.size() >= 4);
+  CHECK(ep[0] == std::pair{OpName::ep_combine, 0});
+  CHECK(ep[1] == std::pair{OpName::ep_dispatch, 1});
+  CHECK(ep[2] == std::pair{OpName::ep_dispatch, 0});
+  CHECK(ep[3] == std::pair{OpName::ep_combine, 1});
+}
+
+TEST_CASE("DualPipe: each stage holds its own and its mirror's layers, every message pairs up", "[sim][workload][schedule]") {
+  const std::string base =
+      R"({"model": {"name": "deepseek-v3", "layers": 8, "seq_len": 1024}, "cluster": {"gpu": "h800", "num_gpus": 64},
+      "layout": {"pp": 4, "ep": 16, "global_batch": 128, "precision": "fp8")";
+  const Workload dual = build_workload(parse_scenario_text(base + R"(, "pipeline_schedule": "dualpipe"}})"));
+  const Workload plain = build_workload(parse_scenario_text(base + "}}"));
+  REQUIRE(dual.micro_batches == 8);
+  const auto ran = run_dry(dual);
+  for (size_t s = 0; s < dual.stages.size(); ++s) CHECK(ran[s] == dual.stages[s].tasks.size());
+  CHECK(dual.model_flops_per_step == Approx(plain.model_flops_per_step).epsilon(1e-9));
+  // Stage 1 holds layers 2-3 (its own) and 4-5 (stage 2's): two copies of the parameters over the pipeline.
+  CHECK(dual.stages[1].layers == std::vector<int32_t>{2, 3, 4, 5});
+  double dual_params = 0, plain_params = 0;
+  for (size_t s = 0; s < 4; ++s) {
+    dual_params += dual.stages[s].params;
+    plain_params += plain.stages[s].params;
+  }
+  CHECK(dual_params == Approx(2 * plain_params));
+}

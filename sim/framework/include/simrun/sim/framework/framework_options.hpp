@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace simrun {
 
@@ -33,6 +35,10 @@ enum class SelectiveRecompute : uint8_t {
                       // before its backward (Korthikanti et al. 2022)
   every_other_layer,  // torchtitan's selective activation checkpointing: per-layer (every 2nd
                       // block checkpointed) or per-op (every 2nd matmul recomputed) — half a forward
+  norm_mla_up_swiglu,  // DeepSeek-V3 (arXiv:2412.19437 sec. 3.2.3, 3.3.3): every RMSNorm, the MLA
+                       // up-projections and the SwiGLU outputs re-run before their backward; the
+                       // SwiGLU inputs kept in FP8, the attention output (the output projection's
+                       // input) in E5M6
 };
 
 // When FSDP re-gathers the next unit's parameters in the backward pass.
@@ -107,7 +113,13 @@ enum class StateConvention {
 // (Megatron's GPT recipes, p = 0.1); most current pre-training recipes use none.
 enum class Dropout { none, masks };
 
-enum class SelectiveKeeps { all_but_attention_core, every_other_layer };
+enum class SelectiveKeeps { all_but_attention_core, every_other_layer, all_but_norm_mla_up_swiglu };
+// What a selective recompute leaves stored, as the memory model reads it.
+SelectiveKeeps selective_keeps(SelectiveRecompute s);
+// SelectiveRecompute by its spelling (to_string's; "every-other-layer" also read), and every
+// spelling, as profiles and flags offer them.
+SelectiveRecompute selective_recompute_named(const std::string& name);
+const std::vector<std::string>& selective_recompute_names();
 
 struct MemoryDefaults {
   // Fixed per-GPU allowance: CUDA context and kernels (≈0.5 GB on Hopper), cuBLAS/cuBLASLt

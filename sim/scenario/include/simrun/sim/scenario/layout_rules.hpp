@@ -20,10 +20,15 @@ struct LayoutDiagnostic {
   std::string message;  // one line: what is wrong (and what would be right)
 };
 
-enum class PipelineSchedule : uint8_t { gpipe, one_f_one_b, interleaved };
-const char* to_string(PipelineSchedule s);
-// Which pipeline schedule a layout runs: interleaved 1F1B with virtual stages, else 1F1B.
+// Which pipeline schedule a layout runs: its pipeline_schedule, else interleaved 1F1B with
+// virtual stages, else 1F1B.
 PipelineSchedule default_schedule(const Layout& layout);
+// The slot order `schedule` plays with `virtual_stages` chunks per rank: combined 1F1B plays
+// 1F1B's (interleaved 1F1B's with virtual stages); the others their own.
+PipelineSchedule slot_order(PipelineSchedule schedule, int64_t virtual_stages);
+// Whether a schedule pairs each backward with the next forward, layer by layer (combined 1F1B,
+// DualPipe's F&B chunks).
+bool pairs_forward_and_backward(PipelineSchedule schedule);
 
 // The first rule `layout` breaks for this model and cluster, in the order the parser checks
 // them (later rules assume the earlier hold); nullopt when it can run. The schedule's own

@@ -28,6 +28,20 @@ enum class PipelineSplit {
                           // --pipeline-model-parallel-layout for interleaved chunks)
 };
 
+// The order a pipeline runs its micro-batches in (layout.pipeline_schedule; Narayanan et al. 2021,
+// arXiv:2104.04473, for the first three).
+enum class PipelineSchedule : uint8_t {
+  gpipe,          // every forward, then every backward
+  one_f_one_b,    // 1F1B (PipeDream-Flush): pp − 1 − stage warm-up forwards, then alternating
+  interleaved,    // Megatron's interleaved 1F1B over virtual_stages model chunks per rank
+  combined_1f1b,  // Megatron-Core --overlap-moe-expert-parallel-comm (0.14+): 1F1B's order
+                  // (interleaved with virtual stages), each backward run layer by layer beside the
+                  // next micro-batch's forward, either's EP all-to-alls behind the other's compute
+  dualpipe,       // DeepSeek-V3's DualPipe (arXiv:2412.19437 sec. 3.2.1): micro-batches fed from
+                  // both ends of the pipeline, each rank holding two stages (one per direction),
+                  // forward and backward chunks paired as in combined_1f1b
+};
+
 // How context parallelism exchanges attention inputs (Megatron-Core --cp-comm-type, run by
 // Transformer Engine's context-parallel attention).
 enum class CpCommType {
@@ -69,6 +83,9 @@ struct Layout {
   double moe_capacity_factor = 0;
   int64_t virtual_stages = 1;  // model chunks per pipeline rank (interleaved 1F1B when > 1)
   PipelineSplit pipeline_split = PipelineSplit::even;
+  // The pipeline schedule; unset: interleaved 1F1B with virtual stages, else 1F1B
+  // (default_schedule in layout_rules.hpp).
+  std::optional<PipelineSchedule> pipeline_schedule;
   bool sequence_parallel = false;  // Megatron SP: norms/dropout split over tp, AG+RS instead of AR
   int zero_stage = 0;        // 0 DDP, 1 optimizer sharded (distributed optimizer), 2 +grads, 3 +params (FSDP)
   int64_t micro_batch = 1;   // sequences per micro-batch, e.g. 1
@@ -136,6 +153,7 @@ const char* to_string(Recompute r);
 const char* to_string(FabricTopology t);
 const char* to_string(PipelineSplit p);
 const char* to_string(CpCommType c);
+const char* to_string(PipelineSchedule s);
 
 // The GPU's dense peak FLOP/s in the layout's precision; InputError (layout.precision) when the
 // GPU has none (fp8 on an A100, fp4 before Blackwell).

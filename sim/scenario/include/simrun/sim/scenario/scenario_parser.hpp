@@ -30,6 +30,7 @@ struct ScenarioOverrides {
   std::optional<double> moe_capacity_factor;             // layout.moe_capacity_factor, e.g. 1.25
   std::optional<int64_t> virtual_stages;      // layout.virtual_stages, e.g. 2
   std::optional<std::string> pipeline_split;  // layout.pipeline_split, e.g. "balanced"
+  std::optional<std::string> pipeline_schedule;  // layout.pipeline_schedule, e.g. "dualpipe"
   std::optional<int64_t> micro_batch;         // layout.micro_batch, e.g. 1
   std::optional<int64_t> global_batch;        // layout.global_batch, e.g. 1024
   std::optional<int64_t> seq_len;             // model.seq_len, e.g. 8192

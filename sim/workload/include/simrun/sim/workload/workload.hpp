@@ -200,11 +200,17 @@ inline Workload build_workload(const Scenario& scenario, const WorkloadOptions& 
 // that recompute of every other layer shows both parities; one for a one-layer model.
 StageProgram probe_micro_batch(const Scenario& scenario, const WorkloadOptions& options);
 
+// Two micro-batches through the same slice: F0, B0, F1, B1, with B0 beside F1 layer by layer
+// (PipelineSlot::paired_with_next) or not: what pairing hides (combined 1F1B, DualPipe's F&B).
+enum class ProbePairing : uint8_t { sequential, paired };
+StageProgram probe_two_micro_batches(const Scenario& scenario, const WorkloadOptions& options, ProbePairing pairing);
+
 // The per-step tail of `stage` with no micro-batch before it: ZeRO-1/2 parameter gathers,
 // gradient-norm, fused Adam over the local shard, the host step overhead. Its `params` are the
 // parameters the stage holds (before ZeRO sharding). layers_per_chunk as split_layers returns
-// them for v chunks per stage.
+// them for v chunks per stage (DualPipe: a stage's own and its mirror's, as the workload holds them).
 StageProgram optimizer_program(const Scenario& scenario, const WorkloadOptions& options,
-                               const std::vector<int64_t>& layers_per_chunk, int64_t v, int64_t stage);
+                               const std::vector<int64_t>& layers_per_chunk, int64_t v, int64_t stage,
+                               PipelineSchedule schedule = PipelineSchedule::one_f_one_b);
 
 }  // namespace simrun
