@@ -17,5 +17,42 @@ const char* to_string(FsdpBackwardPrefetch p) {
   return p == FsdpBackwardPrefetch::after_backward ? "after_backward" : "before_backward";
 }
 const char* to_string(KernelStack k) { return k == KernelStack::eager ? "eager" : "fused"; }
+const char* to_string(MoeDispatcher d) {
+  switch (d) {
+    case MoeDispatcher::alltoall:
+      return "alltoall";
+    case MoeDispatcher::allgather:
+      return "allgather";
+    case MoeDispatcher::flex:
+      return "flex";
+  }
+  return "alltoall";
+}
+const char* to_string(CudaGraphScope s) {
+  switch (s) {
+    case CudaGraphScope::attn:
+      return "attn";
+    case CudaGraphScope::mlp:
+      return "mlp";
+    case CudaGraphScope::moe_router:
+      return "moe_router";
+    case CudaGraphScope::moe_preprocess:
+      return "moe_preprocess";
+    case CudaGraphScope::moe:
+      return "moe";
+    case CudaGraphScope::full_iteration:
+      return "full_iteration";
+  }
+  return "attn";
+}
+std::string to_string(CudaGraphScopes s) {
+  std::string out;
+  for (CudaGraphScope scope : kCudaGraphScopes)
+    if (s.has(scope)) {
+      if (!out.empty()) out.append("+");
+      out.append(to_string(scope));
+    }
+  return out.empty() ? "none" : out;
+}
 
 }  // namespace simrun

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "simrun/sim/workload/workload.hpp"
+#include "host_work.hpp"
 #include "workload_builder.hpp"
 
 namespace simrun {
@@ -19,7 +20,9 @@ StageProgram probe_micro_batch(const Scenario& scenario, const WorkloadOptions& 
   const detail::StageBuilder::Shared shared(slice, options, layers_per_chunk, 1, 1);
   detail::StageBuilder builder(shared, 0);
   builder.build({PipelineSlot{true, 0, 0}, PipelineSlot{false, 0, 0}}, PipelineSchedule::one_f_one_b);
-  return builder.take();
+  StageProgram program = builder.take();
+  detail::mark_host_work(program, slice, options);
+  return program;
 }
 
 StageProgram optimizer_program(const Scenario& scenario, const WorkloadOptions& options,
@@ -28,7 +31,9 @@ StageProgram optimizer_program(const Scenario& scenario, const WorkloadOptions& 
   const detail::StageBuilder::Shared shared(scenario, options, layers_per_chunk, v, m);
   detail::StageBuilder builder(shared, stage);
   builder.build({}, v > 1 ? PipelineSchedule::interleaved : PipelineSchedule::one_f_one_b);
-  return builder.take();
+  StageProgram program = builder.take();
+  detail::mark_host_work(program, scenario, options);
+  return program;
 }
 
 }  // namespace simrun

@@ -70,6 +70,10 @@ struct StageTime {
   double ep_exposed_s = 0;   // of which the compute stream waits for
   double forward_exposed_s = 0;  // of the TP/CP/EP waits, those before forward kernels
   double optimizer_s = 0;  // once per step
+  // Of forward_s + backward_s + recompute_s, the kernels' waits for the host to issue them
+  // (per micro-batch), and of optimizer_s, the optimizer's (after the gradient norm's host sync).
+  double host_wait_s = 0;
+  double optimizer_host_wait_s = 0;
   double compute_slowdown = 1;  // its slowest straggler's (AnalyticOptions::stragglers), in the times above
   // Its slowest link of each class, as a fraction of the line rate (AnalyticOptions::slow_links),
   // in the collective times above and in its DP traffic.
