@@ -419,6 +419,7 @@ class Executor {
             r.bd.host_wait_s += host_wait;
             book_phase(r, task.phase, host_wait);
           }
+          m_waiting_phase = task.phase;
           attribute_gap(r, task, std::min(now, ready));
         }
         TimeNs dur = m_cost.stages[static_cast<size_t>(r.stage)].of(task);
@@ -740,6 +741,11 @@ class Executor {
       r.bd.bubble_s += gap;
       return;
     }
+    if (blocker == kHostWait) {  // a collective the host issued late: the compute waited for the host
+      r.bd.host_wait_s += gap;
+      book_phase(r, m_waiting_phase, gap);
+      return;
+    }
     const Task& b = program(r).tasks[blocker];
     if (b.kind == TaskKind::recv) {
       const TimeNs lo = std::max(from, r.start[blocker]);
@@ -769,6 +775,12 @@ class Executor {
     const auto& queue = m_queues[static_cast<size_t>(r.stage)][static_cast<size_t>(task.stream)];
     const auto it = std::lower_bound(queue.begin(), queue.end(), t);
     if (it != queue.begin()) consider(*std::prev(it));
+    // A collective or send the rank reached after it was ready: the host issued it late.
+    if (task.kind == TaskKind::collective || task.kind == TaskKind::send) {
+      const TimeNs reached = task.kind == TaskKind::collective && !r.arrival.empty() ? r.arrival[t] : r.start[t];
+      const TimeNs ready = last == kNoTask ? TimeNs{0} : r.end[last];
+      if (reached > ready) return kHostWait;
+    }
     return last;
   }
 
@@ -846,6 +858,7 @@ class Executor {
   std::array<LinkCalibration, 2> m_cal_links{};
   std::map<std::tuple<int, int, double>, CommCost> m_cost_cache;
   std::vector<std::string> m_warnings;
+  Phase m_waiting_phase = Phase::comm;  // of the compute task whose wait is being charged
 };
 
 }  // namespace
