@@ -1,6 +1,8 @@
 // The spellings of the framework behaviours (see framework_options.hpp).
 #include "simrun/sim/framework/framework_options.hpp"
 
+#include <fmt/format.h>
+
 namespace simrun {
 
 const char* to_string(TpCommOverlap o) { return o == TpCommOverlap::full ? "full" : "backward_async"; }
@@ -53,6 +55,21 @@ std::string to_string(CudaGraphScopes s) {
       out.append(to_string(scope));
     }
   return out.empty() ? "none" : out;
+}
+
+std::string host_overhead_text(const HostOverhead& host, double host_wait_s, double host_bound_s) {
+  std::string graphs = to_string(host.cuda_graphs);
+  if (host.cuda_graphs.any())
+    graphs.append(" (a captured region is one launch; full_iteration only without host syncs, a dropless "
+                  "MoE step's dispatcher sync stays)");
+  return fmt::format(
+      "; host: {:.3g} µs per launch, {:.3g} µs per sync, MoE dispatcher {} ({} host sync(s) per dropless MoE "
+      "layer forward, none under drop-and-pad), gradient-norm sync before the optimizer, CUDA graphs {}; "
+      "kernels waited {:.4g} s for the host{}",
+      host.launch_s * 1e6, host.sync_s * 1e6, to_string(host.moe_dispatcher), host.dispatcher_syncs(), graphs,
+      host_wait_s,
+      host_bound_s > 0 ? fmt::format(" (launch-bound: the step is the host's issue time, {:.4g} s of it beyond the GPU's)", host_bound_s)
+                       : std::string());
 }
 
 }  // namespace simrun

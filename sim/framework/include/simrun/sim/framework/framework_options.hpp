@@ -184,6 +184,10 @@ const char* to_string(MoeDispatcher d);
 const char* to_string(CudaGraphScope s);
 // "none", or the scopes joined by '+', e.g. "attn+moe_router+moe_preprocess".
 std::string to_string(CudaGraphScopes s);
+// --explain's account of the host: the costs per launch and sync, the dispatcher, what CUDA graphs
+// capture, and `host_wait_s` of the step the GPU waited for the host (of it `host_bound_s` where
+// the estimate's step is the host's issue time), e.g. "; host: 9.4 µs per launch, ...".
+std::string host_overhead_text(const HostOverhead& host, double host_wait_s, double host_bound_s);
 inline constexpr CudaGraphScope kCudaGraphScopes[] = {CudaGraphScope::attn,           CudaGraphScope::mlp,
                                                       CudaGraphScope::moe_router,     CudaGraphScope::moe_preprocess,
                                                       CudaGraphScope::moe,            CudaGraphScope::full_iteration};
