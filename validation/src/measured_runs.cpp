@@ -34,7 +34,11 @@
 //    wire the weak-scaling 32B row (dp 48 on one rail per GPU, 4 micro-batches) reads +34%, so the
 //    README runs cannot have reduced 32-bit gradients at the modelled bandwidth. Open.
 //  - NeMo / Megatron-Bridge (nemo2407, bridge, nemo_cp, mcore_moe): nemo — TP comm overlap,
-//    gradients kept and reduced in bf16 (2 + 2 + 12/d bytes per parameter).
+//    gradients kept and reduced in bf16 (2 + 2 + 12/d bytes per parameter); the alltoall MoE
+//    dispatcher, no CUDA graphs (the H100 recipes). Bridge rows on Blackwell GPUs:
+//    megatron-bridge-blackwell — the flex (HybridEP) dispatcher and CUDA graphs (full iteration
+//    where the step has no host sync, else attn, moe_router, moe_preprocess), as the 25.11
+//    GB200 recipes the rows' notes name.
 //  - Composer + PyTorch FSDP1 (mosaic): composer — mixed_precision PURE, fp32 sharded states,
 //    eager kernels, unfused DecoupledAdamW and gradient clipping, BACKWARD_POST prefetch, one
 //    NCCL stream for all-gathers and reduce-scatters.
@@ -98,9 +102,14 @@ std::string opt_str(const json& j, const char* key) {
 // decides per row; each profile's fields cite the framework code or docs they follow. A row's own
 // "framework" field (an id or id@version) wins; else the shipped groups' sources; else the
 // framework its source names (a team's own file, other published runs); else Megatron-Core.
-std::string framework_of(const json& row) {
+// `architecture`: the row's GPU's (GpuSpec::architecture), "" when the GPU is not in the catalog.
+std::string framework_of(const json& row, const std::string& architecture) {
   if (std::string f = opt_str(row, "framework"); !f.empty()) return f;
   const std::string group = opt_str(row, "group");
+  // Megatron-Bridge 25.11's Blackwell recipes: flex/HybridEP dispatcher and CUDA graphs (the
+  // profile's sources; the H100 recipes keep alltoall without graphs, as nemo does).
+  const bool blackwell = architecture.rfind("Blackwell", 0) == 0;
+  if (group == "bridge" && blackwell) return "megatron-bridge-blackwell";
   if (group == "narayanan_t1" || group == "megatron_gpt3") return "megatron-lm-2021";
   if (group == "megatron_h100") return "megatron-core-perf";
   if (group == "mosaic") return "composer";
@@ -110,6 +119,7 @@ std::string framework_of(const json& row) {
   if (has(text, "deepspeed")) return "deepspeed";  // DeepSpeed, Megatron-DeepSpeed (its pipeline engine)
   if (has(text, "torchtitan")) return "torchtitan";
   if (has(text, "llm-foundry") || has(text, "composer") || has(text, "mosaic")) return "composer";
+  if (has(text, "megatron-bridge") && blackwell) return "megatron-bridge-blackwell";
   if (has(text, "nemo") || has(text, "megatron-bridge")) return "nemo";
   if (has(text, "fsdp2")) return "fsdp2";
   if (has(text, "fsdp")) return "fsdp1";
@@ -306,10 +316,6 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
   MeasuredRun c;
   c.id = row.at("id").get<std::string>();
   c.group = opt_str(row, "group");
-  const FrameworkProfile& profile = catalogs.frameworks.resolve(framework_of(row), c.id, "framework");
-  c.framework = profile.id;
-  c.workload = profile.workload;
-  c.memory = profile.memory;
   const json empty = json::object();
   const json& mj = row.contains("model") ? row.at("model") : empty;
   const json& lj = row.contains("layout") ? row.at("layout") : empty;
@@ -321,6 +327,12 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
   const std::vector<std::string> gpu_ids = catalogs.hardware.gpu_ids();
   const bool catalog_id = std::find(gpu_ids.begin(), gpu_ids.end(), lower(gpu_text)) != gpu_ids.end();
   const std::string id = catalog_id ? lower(gpu_text) : gpu_id(gpu_text, hbm_scale);
+  const std::string architecture = id.empty() ? "" : catalogs.hardware.gpu(id, c.id, "gpu").architecture;
+  const FrameworkProfile& profile =
+      catalogs.frameworks.resolve(framework_of(row, architecture), c.id, "framework");
+  c.framework = profile.id;
+  c.workload = profile.workload;
+  c.memory = profile.memory;
   const std::string name = opt_str(mj, "name");
   const std::string lname = lower(name);
   const bool moe = is_moe(mj, lj, lname);
@@ -395,11 +407,10 @@ std::string measured_run_defaults_text() {
          "unstated layout: micro_batch 1, vpp 1, sp = (tp > 1), zero_stage 1 (distributed optimizer), "
          "recompute none\n"
          "frameworks (sim/framework/profiles): narayanan_t1, megatron_gpt3 → megatron-lm-2021; megatron_h100 → "
-         "megatron-core-perf; nemo2407, bridge, nemo_cp, mcore_moe → nemo; mosaic → composer; torchtitan → "
-         "torchtitan; other rows: their \"framework\" field, else the framework their source names (DeepSpeed, "
-         "torchtitan, llm-foundry/Composer, NeMo/Megatron-Bridge, FSDP/FSDP2, Megatron-LM of 2019-2021), else "
-         "megatron-core\n"
-         "Megatron-LM 2021: fp16 grads, TP backward overlap, no FlashAttention, dropout 0.1\n"
+         "megatron-core-perf; nemo2407, bridge, nemo_cp, mcore_moe → nemo (bridge on Blackwell → "
+         "megatron-bridge-blackwell); mosaic → composer; torchtitan → torchtitan; other rows: their \"framework\" "
+         "field, else the framework their source names (DeepSpeed, torchtitan, llm-foundry/Composer, "
+         "NeMo/Megatron-Bridge, FSDP/FSDP2, Megatron-LM of 2019-2021), else megatron-core\n"         "Megatron-LM 2021: fp16 grads, TP backward overlap, no FlashAttention, dropout 0.1\n"
          "Megatron-Core (README H100): fp32 main grads in memory, bf16 reduce-scatter, TP comm overlap\n"
          "NeMo / Megatron-Bridge: bf16 grads (grad_sync_dtype bf16), distributed optimizer, TP comm overlap\n"
          "Composer FSDP1 (mosaic): mixed_precision PURE (bf16 reduce), fp32 sharded params/grads/moments, "

@@ -105,7 +105,8 @@ void explain_step_time(const Scenario& sc, const AnalyticOptions& options, const
         "breakdown.compute_s", b.compute_s, "s",
         "m · (forward + backward + recompute of one micro-batch on the slowest stage) + optimizer + "
         "overlap slowdown; each of the workload builder's ops timed by ComputeModel::op_seconds "
-        "(roofline × shape efficiency + launch)",
+        "(roofline × shape efficiency + launch), and the kernels' waits for the host to issue them, no less than "
+        "the busiest stage's host issue time (docs/model.md \"Host overhead\")",
         fmt::format(
             "m={}, stage={}, forward={:.4g} s, backward={:.4g} s, recompute={:.4g} s, optimizer={:.4g} s, "
             "overlap slowdown={:.4g} s; gemm_max={}, attn_fwd_max={}, attn_bwd_max={}, mem_bw_fraction={}, "
@@ -118,7 +119,10 @@ void explain_step_time(const Scenario& sc, const AnalyticOptions& options, const
             slowest.compute_slowdown > 1
                 ? fmt::format("; a straggler in the stage: every kernel {:.4g}x slower",
                               slowest.compute_slowdown)
-                : std::string()));
+                : std::string()) +
+            host_overhead_text(options.workload.host, slowest.host_wait_s * time.microbatches +
+                                                          slowest.optimizer_host_wait_s + time.host_bound_s,
+                               time.host_bound_s));
     explain(
         "breakdown.exposed_comm_s", b.exposed_comm_s, "s",
         "m · (TP + CP + EP exposed per micro-batch) + their waits on links shared with DP traffic + PP "

@@ -68,6 +68,40 @@ void book_compute(PieceTime& piece, const StageProgram& prog, const Task& t, dou
   piece.hbm_bytes += prog.hbm_bytes(t);
 }
 
+// A compute kernel ready `seconds` before the host issued it: the wait, booked to its phase (the
+// compute stream's time, as the event simulation books it) and counted apart.
+void book_host_wait(PieceTime& piece, const Task& t, double seconds) {
+  (t.phase == Phase::forward    ? piece.forward_s
+   : t.phase == Phase::backward ? piece.backward_s
+                                : piece.recompute_s) += seconds;
+  piece.host_wait_s += seconds;
+}
+
+// The compute stream's waits for the host over `prog` (a stage's optimizer program) run alone:
+// the host issued its first tasks during the backward, so it starts ahead of the GPU, and waits
+// at each host sync (the gradient norm's) for the task's dependencies, then issues at its cost
+// per launch. Collectives take no time here (the step's data-parallel traffic is timed apart).
+double host_waits_s(const StageProgram& prog, const ProgramCost& cost, const HostOverhead& host,
+                    double slowdown) {
+  std::array<double, kStreamCount> stream_free{};
+  std::vector<double> end(prog.tasks.size(), 0.0);
+  double host_clock = -std::numeric_limits<double>::infinity(), waits = 0;
+  for (size_t i = 0; i < prog.tasks.size(); ++i) {
+    const Task& t = prog.tasks[i];
+    double ready = 0;
+    for (uint16_t k = 0; k < t.dep_count; ++k) ready = std::max(ready, end[prog.dep(t, k)]);
+    if (t.host_syncs > 0) host_clock = std::max(host_clock, ready) + host.sync_s * t.host_syncs;
+    host_clock += host.launch_s * t.host_launches;
+    const double gpu_ready = std::max(stream_free[size_t(t.stream)], ready);
+    const double start = std::max(gpu_ready, host_clock);
+    const double duration = t.kind == TaskKind::compute ? cost.of(t).seconds() * slowdown : 0.0;
+    if (t.kind == TaskKind::compute) waits += start - gpu_ready;
+    end[i] = start + duration;
+    stream_free[size_t(t.stream)] = end[i];
+  }
+  return waits;
+}
+
 // A TP, CP or EP collective's closed-form time on its group's link at the condition's fraction,
 // booked to its piece; 0 for the data-parallel ones (timed per step).
 double probe_collective_s(const Task& t, PieceTime* piece, const GroupLinks& links,
@@ -98,8 +132,15 @@ double probe_collective_s(const Task& t, PieceTime* piece, const GroupLinks& lin
 // of the collective that was running; counted apart when a forward kernel waited. Compute
 // kernels run the condition's slowdown times longer (a straggler's stage), and collectives move
 // their bytes at its fraction of their link class (a slow link's stage).
+//
+// The host issues the tasks in program order at the framework's cost per launch (docs/model.md
+// "Host overhead"); it starts ahead of the GPU (it issued them while earlier micro-batches ran)
+// and falls behind after each host sync, where it waits for the task's dependencies; a task
+// starts once issued. A compute kernel's wait for the host is booked to its phase, and counted
+// apart (PieceTime::host_wait_s); the host's own time per piece is PieceTime::host_issue_s (the
+// step's floor, fill_breakdown).
 ProbeTimes time_probe(const StageProgram& prog, const ProgramCost& cost, const GroupLinks& links,
-                      const StageCondition& condition) {
+                      const StageCondition& condition, const HostOverhead& host) {
   ProbeTimes out;
   std::array<double, kStreamCount> stream_free{};
   std::array<uint32_t, kStreamCount> stream_last;
@@ -108,8 +149,13 @@ ProbeTimes time_probe(const StageProgram& prog, const ProgramCost& cost, const G
   std::vector<uint32_t> waited_for(prog.tasks.size(), kNoTask);  // what each task started after
   // Charges the compute stream's wait [from, to) by the rule the event simulation uses
   // (wait_attribution.hpp); only the TP, CP and EP collectives' shares are the probe's to book.
-  auto charge_wait = [&](uint32_t blocker, double from, double to, bool forward) {
+  auto charge_wait = [&](uint32_t blocker, double from, double to, const Task& waiting, PieceTime* waiting_piece) {
+    const bool forward = waiting.phase == Phase::forward;
     auto book = [&](uint32_t t, double lo, double hi) {
+      if (t == kHostWait) {  // a collective the host issued late: the kernel waited for the host
+        if (waiting_piece) book_host_wait(*waiting_piece, waiting, hi - lo);
+        return;
+      }
       if (t == kNoTask) return;
       const Task& b = prog.tasks[t];
       PieceTime* owner = piece_of(out, b);
@@ -127,6 +173,7 @@ ProbeTimes time_probe(const StageProgram& prog, const ProgramCost& cost, const G
         book);
   };
   double compute_free = 0;
+  double host_clock = -std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < prog.tasks.size(); ++i) {
     const Task& t = prog.tasks[i];
     double ready = 0;
@@ -138,18 +185,26 @@ ProbeTimes time_probe(const StageProgram& prog, const ProgramCost& cost, const G
         blocker = dep;
       }
     }
+    if (t.host_syncs > 0) host_clock = std::max(host_clock, ready) + host.sync_s * t.host_syncs;
+    host_clock += host.launch_s * t.host_launches;
     const size_t stream = size_t(t.stream);
     if (stream_free[stream] > ready) blocker = stream_last[stream];
-    const double start = std::max(stream_free[stream], ready);
+    const double gpu_ready = std::max(stream_free[stream], ready);
+    const double start = std::max(gpu_ready, host_clock);
     begin[i] = start;
-    waited_for[i] = blocker;
+    // A collective issued after it was ready: what the compute stream waits for before it is the host.
+    waited_for[i] = t.kind != TaskKind::compute && start > gpu_ready ? kHostWait : blocker;
     double duration = 0;
     PieceTime* piece = piece_of(out, t);
+    if (piece) piece->host_issue_s += host.launch_s * t.host_launches + host.sync_s * t.host_syncs;
     if (t.kind == TaskKind::compute) {
       duration = cost.of(t).seconds() * condition.slowdown;
-      if (start > compute_free) charge_wait(blocker, compute_free, start, t.phase == Phase::forward);
+      if (gpu_ready > compute_free) charge_wait(blocker, compute_free, gpu_ready, t, piece);
       compute_free = start + duration;
-      if (piece) book_compute(*piece, prog, t, duration);
+      if (piece) {
+        book_compute(*piece, prog, t, duration);
+        if (start > gpu_ready) book_host_wait(*piece, t, start - gpu_ready);
+      }
     } else if (t.kind == TaskKind::collective) {
       duration = probe_collective_s(t, piece, links, condition);
     }
@@ -274,15 +329,15 @@ void StepTimeEstimator::probe_micro_batch_pieces() {
   for (const StageCondition& condition : m_stage_condition) {
     if (m_probes.count(condition)) continue;
     Probes& probes = m_probes[condition];
-    if (dense_program) probes.dense = time_probe(*dense_program, *dense_cost, links, condition);
+    if (dense_program) probes.dense = time_probe(*dense_program, *dense_cost, links, condition, m_wo.host);
     if (paired_pair) {
-      const ProbeTimes sequential = time_probe(*sequential_pair, *sequential_cost, links, condition);
-      const ProbeTimes paired = time_probe(*paired_pair, *paired_cost, links, condition);
+      const ProbeTimes sequential = time_probe(*sequential_pair, *sequential_cost, links, condition, m_wo.host);
+      const ProbeTimes paired = time_probe(*paired_pair, *paired_cost, links, condition, m_wo.host);
       probes.paired_saving_per_moe_layer_s =
           std::max(0.0, exposed_s(sequential) - exposed_s(paired)) / double(paired.layers);
     }
     if (moe_program) {
-      probes.moe = time_probe(*moe_program, *moe_cost, links, condition);
+      probes.moe = time_probe(*moe_program, *moe_cost, links, condition, m_wo.host);
       if (!dense_program) {
         probes.dense.embedding = probes.moe.embedding;
         probes.dense.head = probes.moe.head;
@@ -374,6 +429,13 @@ void StepTimeEstimator::time_stages() {
     for (const Task& t : opt.tasks)
       if (t.kind == TaskKind::compute && t.phase == Phase::optimizer)
         st.optimizer_s += opt_cost.of(t).seconds() * condition.slowdown;
+    const double optimizer_host_wait = host_waits_s(opt, opt_cost, m_wo.host, condition.slowdown);
+    st.optimizer_s += optimizer_host_wait;
+    st.host_wait_s = sum.host_wait_s;
+    st.host_issue_s = sum.host_issue_s;
+    st.optimizer_host_wait_s = optimizer_host_wait;
+    for (const Task& t : opt.tasks)
+      st.optimizer_host_issue_s += m_wo.host.launch_s * t.host_launches + m_wo.host.sync_s * t.host_syncs;
     m_stage_buckets.push_back(opt.grad_buckets);
     m_stage_units.push_back(opt.fsdp_units);
     m_out.stages.push_back(st);
@@ -681,6 +743,21 @@ void StepTimeEstimator::fill_breakdown() {
   m_out.pipeline_port_s =
       std::max(0.0, pipeline_port_bound_s() - (b.compute_s + b.exposed_comm_s + b.bubble_s));
   b.bubble_s += m_out.pipeline_port_s;
+  // The host issues every task of its rank's step one after another: no stage's step ends before
+  // its host has issued all of them. Where that is later (launch-bound), the GPU waited for the
+  // host: booked to the forward and backward phases in proportion, as the event simulation books
+  // a kernel's wait for the host to its phase.
+  double host_floor = 0;
+  for (const StageTime& st : m_out.stages)
+    host_floor = std::max(host_floor, microbatches * st.host_issue_s + st.optimizer_host_issue_s);
+  m_out.host_bound_s = std::max(0.0, host_floor - (b.compute_s + b.exposed_comm_s + b.bubble_s));
+  if (m_out.host_bound_s > 0) {
+    const double passes = b.forward_s + b.backward_s + b.recompute_s;
+    const double forward_share = passes > 0 ? b.forward_s / passes : 1.0;
+    b.forward_s += m_out.host_bound_s * forward_share;
+    b.backward_s += m_out.host_bound_s * (1.0 - forward_share);
+    b.compute_s += m_out.host_bound_s;
+  }
   m_out.step_time_s = b.compute_s + b.exposed_comm_s + b.bubble_s;
 }
 

@@ -30,6 +30,8 @@ struct PieceTime {
   double tp_comm_s = 0, cp_comm_s = 0, ep_comm_s = 0;           // collective durations
   double tp_exposed_s = 0, cp_exposed_s = 0, ep_exposed_s = 0;  // compute stream waiting for them
   double forward_exposed_s = 0;  // of those waits, the ones before forward kernels
+  double host_wait_s = 0;        // of the compute kernels' time, waiting for the host to issue them
+  double host_issue_s = 0;       // the host's time to issue the piece's tasks (launches and syncs)
   double gemm_flops = 0, attention_flops = 0, hbm_bytes = 0;
   double exposed_s() const { return tp_exposed_s + cp_exposed_s + ep_exposed_s; }
   void scale(double f) {
@@ -40,6 +42,8 @@ struct PieceTime {
   }
   void add(const PieceTime& o) {
     forward_exposed_s += o.forward_exposed_s;
+    host_wait_s += o.host_wait_s;
+    host_issue_s += o.host_issue_s;
     forward_s += o.forward_s;
     backward_s += o.backward_s;
     recompute_s += o.recompute_s;

@@ -134,13 +134,15 @@ void explain_event(const Scenario& sc, const SimulateOptions& options, const Com
   detail::explain(
       r, "breakdown.compute_s", b.compute_s, "s",
       "the busy time of its compute stream: every op of its program timed by ComputeModel::op_seconds "
-      "(roofline × shape efficiency + launch), slowed while DP/PP kernels share the SMs",
+      "(roofline × shape efficiency + launch), slowed while DP/PP kernels share the SMs, and the kernels' waits "
+      "for the host to issue them (docs/model.md \"Host overhead\")",
       fmt::format("{}: forward={:.4g} s, backward={:.4g} s, recompute={:.4g} s, optimizer={:.4g} s; "
                   "gemm_max={}, fp8_gemm_max={}, attn_fwd_max={}, attn_bwd_max={}, mem_bw_fraction={}, "
                   "launch={:.3g} s ({})",
                   critical, b.forward_s, b.backward_s, b.recompute_s, b.optimizer_s, cp.gemm_max,
                   cp.fp8_gemm_max, cp.attn_fwd_max, cp.attn_bwd_max, cp.mem_bw_fraction, cp.launch_overhead_s,
-                  options.calibration.has_gpu(gpu.id) ? "calibrated" : "defaults"));
+                  options.calibration.has_gpu(gpu.id) ? "calibrated" : "defaults") +
+          host_overhead_text(w.host, crit.host_wait_s, 0.0));
   detail::explain(
       r, "breakdown.exposed_comm_s", b.exposed_comm_s, "s",
       "the time its compute stream waited for a collective or message: TP + PP + DP + CP + EP exposed "

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <limits>
 #include <map>
 #include <memory>
@@ -34,6 +35,11 @@ namespace {
 // the sender's out and the receiver's in, so 1F1B's activations forward and gradients back
 // between two stages pass each other at full rate.
 constexpr double kPortRate = 1e9;
+
+// The host issues at most this many tasks ahead of the GPU (issued, not finished): CUDA's launch
+// queue is finite and the host blocks on a full one. A bound on the simulator's memory more than
+// a measured depth: a host this far ahead is never what the GPU waits for.
+constexpr uint32_t kHostQueueDepth = 1024;
 enum class PortDirection : uint32_t { out = 0, in = 1 };
 
 int group_index(GroupKind g) { return static_cast<int>(g); }
@@ -287,6 +293,15 @@ class Executor {
     size_t completed = 0;
     TimeNs finish{0};
     int32_t nccl_active = 0;  // DP/PP/CP/EP comm kernels in flight (SM sharing)
+    // The host (docs/model.md "Host overhead"): it issues the program's tasks in program order,
+    // one after another at the framework's cost per launch; before a task with host syncs it
+    // waits for the task's dependencies to finish on the GPU. A task starts once it is issued.
+    uint32_t host_next = 0;     // the next task the host issues
+    TimeNs host_clock{0};       // when the host has issued the tasks before host_next
+    uint32_t host_ahead = 0;    // tasks issued and not finished
+    bool host_queue_full = false;
+    std::array<std::deque<TimeNs>, kStreamCount> issued;  // issue times of issued, unstarted tasks
+    std::array<TimeNs, kStreamCount> wake{};              // the wake-up scheduled for a stream's head
     // Traced ranks only.
     std::vector<TimeNs> start, end;
     std::vector<TimeNs> arrival;  // --full: when this rank reached each collective (start: all had)
@@ -326,10 +341,45 @@ class Executor {
     return true;
   }
 
+  // The host issues what it can by now: in program order, until a host sync whose dependencies
+  // have not finished or a full launch queue.
+  void issue(uint32_t idx) {
+    RankState& r = m_ranks[idx];
+    const StageProgram& p = program(r);
+    const TimeNs now = m_engine.now();
+    const HostOverhead& host = m_w.host;
+    while (r.host_next < p.tasks.size()) {
+      const Task& task = p.tasks[r.host_next];
+      if (task.kind == TaskKind::recv) {  // completed by its send
+        ++r.host_next;
+        continue;
+      }
+      if (r.host_ahead >= kHostQueueDepth) {
+        r.host_queue_full = true;
+        return;
+      }
+      if (r.host_queue_full) {  // blocked until a task finished, now
+        r.host_clock = std::max(r.host_clock, now);
+        r.host_queue_full = false;
+      }
+      if (task.host_syncs > 0) {
+        if (!deps_ready(r, p, task)) return;  // issue() runs again as each task finishes
+        // They finished by now (issue() ran when the last did), and the host waited from then.
+        r.host_clock = std::max(r.host_clock, now) + TimeNs::from_seconds(host.sync_s * task.host_syncs);
+      }
+      r.host_clock = r.host_clock + TimeNs::from_seconds(host.launch_s * task.host_launches);
+      r.issued[static_cast<size_t>(task.stream)].push_back(r.host_clock);
+      ++r.host_ahead;
+      ++r.host_next;
+    }
+  }
+
   void advance(uint32_t idx) {
     RankState& r = m_ranks[idx];
     const StageProgram& p = program(r);
     const auto& queues = m_queues[static_cast<size_t>(r.stage)];
+    issue(idx);
+    const TimeNs now = m_engine.now();
     for (int s = 0; s < kStreamCount; ++s) {
       const auto& q = queues[static_cast<size_t>(s)];
       auto& head = r.head[static_cast<size_t>(s)];
@@ -337,6 +387,17 @@ class Executor {
       const uint32_t t = q[head];
       const Task& task = p.tasks[t];
       if (!deps_ready(r, p, task)) continue;
+      std::deque<TimeNs>& issued = r.issued[static_cast<size_t>(s)];
+      if (issued.empty()) continue;  // the host has not reached it: it will, as tasks finish
+      if (issued.front() > now) {    // issued later: wake up then
+        TimeNs& wake = r.wake[static_cast<size_t>(s)];
+        if (wake != issued.front()) {
+          wake = issued.front();
+          m_engine.schedule_at(wake, [this, idx] { advance(idx); });
+        }
+        continue;
+      }
+      issued.pop_front();
       ++head;
       r.busy[static_cast<size_t>(s)] = true;
       start(idx, t, task);
@@ -349,7 +410,18 @@ class Executor {
     if (r.traced) r.start[t] = now;
     switch (task.kind) {
       case TaskKind::compute: {
-        if (r.traced) attribute_gap(r, task, now);
+        if (r.traced) {
+          // Ready (its dependencies and the stream) before the host issued it: the GPU waited
+          // for the host, booked to the kernel's phase and counted apart.
+          const TimeNs ready = ready_at(r, task);
+          if (now > ready) {
+            const double host_wait = (now - ready).seconds();
+            r.bd.host_wait_s += host_wait;
+            book_phase(r, task.phase, host_wait);
+          }
+          m_waiting_phase = task.phase;
+          attribute_gap(r, task, std::min(now, ready));
+        }
         TimeNs dur = m_cost.stages[static_cast<size_t>(r.stage)].of(task);
         double factor = r.slowdown;
         if (r.nccl_active > 0) factor *= 1.0 + m_opt.overlap_slowdown;
@@ -570,6 +642,7 @@ class Executor {
     RankState& r = m_ranks[idx];
     const Task& task = program(r).tasks[t];
     mark_done(r, t);
+    --r.host_ahead;
     r.busy[static_cast<size_t>(task.stream)] = false;
     if (r.traced) account(r, t, task);
     advance(idx);
@@ -581,22 +654,7 @@ class Executor {
     switch (task.kind) {
       case TaskKind::compute:
         r.compute_free = r.end[t];
-        switch (task.phase) {
-          case Phase::forward:
-            r.bd.forward_s += d;
-            break;
-          case Phase::backward:
-            r.bd.backward_s += d;
-            break;
-          case Phase::recompute:
-            r.bd.recompute_s += d;
-            break;
-          case Phase::optimizer:
-            r.bd.optimizer_s += d;
-            break;
-          case Phase::comm:
-            break;
-        }
+        book_phase(r, task.phase, d);
         break;
       case TaskKind::collective:
       case TaskKind::send:
@@ -605,6 +663,34 @@ class Executor {
       case TaskKind::recv:  // accounted when its send's flow lands
         break;
     }
+  }
+
+  void book_phase(RankState& r, Phase phase, double seconds) {
+    switch (phase) {
+      case Phase::forward:
+        r.bd.forward_s += seconds;
+        break;
+      case Phase::backward:
+        r.bd.backward_s += seconds;
+        break;
+      case Phase::recompute:
+        r.bd.recompute_s += seconds;
+        break;
+      case Phase::optimizer:
+        r.bd.optimizer_s += seconds;
+        break;
+      case Phase::comm:
+        break;
+    }
+  }
+
+  // When a compute task of a traced rank could have started but for the host: its compute
+  // stream free and its dependencies finished.
+  TimeNs ready_at(const RankState& r, const Task& task) const {
+    const StageProgram& p = program(r);
+    TimeNs ready = r.compute_free;
+    for (uint16_t k = 0; k < task.dep_count; ++k) ready = std::max(ready, r.end[p.dep(task, k)]);
+    return ready;
   }
 
   // The compute stream idled from compute_free to now: charge the gap to what the op waited
@@ -655,6 +741,11 @@ class Executor {
       r.bd.bubble_s += gap;
       return;
     }
+    if (blocker == kHostWait) {  // a collective the host issued late: the compute waited for the host
+      r.bd.host_wait_s += gap;
+      book_phase(r, m_waiting_phase, gap);
+      return;
+    }
     const Task& b = program(r).tasks[blocker];
     if (b.kind == TaskKind::recv) {
       const TimeNs lo = std::max(from, r.start[blocker]);
@@ -684,6 +775,12 @@ class Executor {
     const auto& queue = m_queues[static_cast<size_t>(r.stage)][static_cast<size_t>(task.stream)];
     const auto it = std::lower_bound(queue.begin(), queue.end(), t);
     if (it != queue.begin()) consider(*std::prev(it));
+    // A collective or send the rank reached after it was ready: the host issued it late.
+    if (task.kind == TaskKind::collective || task.kind == TaskKind::send) {
+      const TimeNs reached = task.kind == TaskKind::collective && !r.arrival.empty() ? r.arrival[t] : r.start[t];
+      const TimeNs ready = last == kNoTask ? TimeNs{0} : r.end[last];
+      if (reached > ready) return kHostWait;
+    }
     return last;
   }
 
@@ -761,6 +858,7 @@ class Executor {
   std::array<LinkCalibration, 2> m_cal_links{};
   std::map<std::tuple<int, int, double>, CommCost> m_cost_cache;
   std::vector<std::string> m_warnings;
+  Phase m_waiting_phase = Phase::comm;  // of the compute task whose wait is being charged
 };
 
 }  // namespace

@@ -1,6 +1,8 @@
 // The spellings of the framework behaviours (see framework_options.hpp).
 #include "simrun/sim/framework/framework_options.hpp"
 
+#include <fmt/format.h>
+
 namespace simrun {
 
 const char* to_string(TpCommOverlap o) { return o == TpCommOverlap::full ? "full" : "backward_async"; }
@@ -47,5 +49,57 @@ const char* to_string(FsdpBackwardPrefetch p) {
   return p == FsdpBackwardPrefetch::after_backward ? "after_backward" : "before_backward";
 }
 const char* to_string(KernelStack k) { return k == KernelStack::eager ? "eager" : "fused"; }
+const char* to_string(MoeDispatcher d) {
+  switch (d) {
+    case MoeDispatcher::alltoall:
+      return "alltoall";
+    case MoeDispatcher::allgather:
+      return "allgather";
+    case MoeDispatcher::flex:
+      return "flex";
+  }
+  return "alltoall";
+}
+const char* to_string(CudaGraphScope s) {
+  switch (s) {
+    case CudaGraphScope::attn:
+      return "attn";
+    case CudaGraphScope::mlp:
+      return "mlp";
+    case CudaGraphScope::moe_router:
+      return "moe_router";
+    case CudaGraphScope::moe_preprocess:
+      return "moe_preprocess";
+    case CudaGraphScope::moe:
+      return "moe";
+    case CudaGraphScope::full_iteration:
+      return "full_iteration";
+  }
+  return "attn";
+}
+std::string to_string(CudaGraphScopes s) {
+  std::string out;
+  for (CudaGraphScope scope : kCudaGraphScopes)
+    if (s.has(scope)) {
+      if (!out.empty()) out.append("+");
+      out.append(to_string(scope));
+    }
+  return out.empty() ? "none" : out;
+}
+
+std::string host_overhead_text(const HostOverhead& host, double host_wait_s, double host_bound_s) {
+  std::string graphs = to_string(host.cuda_graphs);
+  if (host.cuda_graphs.any())
+    graphs.append(" (a captured region is one launch; full_iteration only without host syncs, a dropless "
+                  "MoE step's dispatcher sync stays)");
+  return fmt::format(
+      "; host: {:.3g} µs per launch, {:.3g} µs per sync, MoE dispatcher {} ({} host sync(s) per dropless MoE "
+      "layer forward, none under drop-and-pad), gradient-norm sync before the optimizer, CUDA graphs {}; "
+      "kernels waited {:.4g} s for the host{}",
+      host.launch_s * 1e6, host.sync_s * 1e6, to_string(host.moe_dispatcher), host.dispatcher_syncs(), graphs,
+      host_wait_s,
+      host_bound_s > 0 ? fmt::format(" (launch-bound: the step is the host's issue time, {:.4g} s of it beyond the GPU's)", host_bound_s)
+                       : std::string());
+}
 
 }  // namespace simrun

@@ -119,6 +119,38 @@ const std::vector<FieldRule>& field_rules() {
        [](JsonReader& f, FrameworkProfile& p) {
          p.memory.dropout = choice(f, {"none", "masks"}) == "masks" ? Dropout::masks : Dropout::none;
        }},
+      {"host_launch_s",
+       [](JsonReader& f, FrameworkProfile& p) { p.workload.host.launch_s = number(f, 0, 1e-3); }},
+      {"host_sync_s", [](JsonReader& f, FrameworkProfile& p) { p.workload.host.sync_s = number(f, 0, 1e-2); }},
+      {"moe_token_dispatcher",
+       [](JsonReader& f, FrameworkProfile& p) {
+         const std::string d = choice(f, {to_string(MoeDispatcher::alltoall), to_string(MoeDispatcher::allgather),
+                                          to_string(MoeDispatcher::flex)});
+         p.workload.host.moe_dispatcher = d == to_string(MoeDispatcher::flex)        ? MoeDispatcher::flex
+                                          : d == to_string(MoeDispatcher::allgather) ? MoeDispatcher::allgather
+                                                                                     : MoeDispatcher::alltoall;
+       }},
+      {"cuda_graph_scope",
+       [](JsonReader& f, FrameworkProfile& p) {
+         require_value(f);
+         const json& v = f.raw("value");
+         std::vector<std::string> allowed;
+         for (CudaGraphScope s : kCudaGraphScopes) allowed.push_back(to_string(s));
+         const std::string rule = "expected a list of CUDA graph scopes, each one of " + join_names(allowed) +
+                                  " ([] for none)";
+         if (!v.is_array()) f.fail("value", rule);
+         CudaGraphScopes scopes;
+         for (const json& e : v) {
+           bool known = false;
+           for (CudaGraphScope s : kCudaGraphScopes)
+             if (e.is_string() && e.get<std::string>() == to_string(s)) {
+               scopes.add(s);
+               known = true;
+             }
+           if (!known) f.fail("value", rule);
+         }
+         p.workload.host.cuda_graphs = scopes;
+       }},
       {"flash_attention", [](JsonReader& f, FrameworkProfile& p) { p.flash_attention = boolean(f); }},
       {"gpt_tied_embeddings", [](JsonReader& f, FrameworkProfile& p) { p.gpt_tied_embeddings = boolean(f); }},
   };

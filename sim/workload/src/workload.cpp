@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "simrun/common/error.hpp"
+#include "host_work.hpp"
 #include "workload_builder.hpp"
 
 namespace simrun {
@@ -178,7 +179,11 @@ Workload build_workload(const Scenario& sc, const WorkloadOptions& options, Pipe
     builders.back().build(stage_schedule(schedule, s, l.pp, w.micro_batches, v), schedule);
   }
   detail::link_pipeline_messages(builders);
-  for (auto& b : builders) w.stages.push_back(b.take());
+  for (auto& b : builders) {
+    w.stages.push_back(b.take());
+    detail::mark_host_work(w.stages.back(), sc, options);
+  }
+  w.host = options.host;
 
   const double ranks_per_stage = double(l.tp * l.cp * l.dp);
   for (const auto& st : w.stages) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "simrun/sim/workload/workload.hpp"
+#include "host_work.hpp"
 #include "workload_builder.hpp"
 
 namespace simrun {
@@ -25,7 +26,9 @@ StageProgram probe_slice(const Scenario& scenario, const WorkloadOptions& option
   const detail::StageBuilder::Shared shared(slice, options, layers_per_chunk, 1, micro_batches);
   detail::StageBuilder builder(shared, 0);
   builder.build(slots, PipelineSchedule::one_f_one_b);
-  return builder.take();
+  StageProgram program = builder.take();
+  detail::mark_host_work(program, slice, options);
+  return program;
 }
 
 }  // namespace
@@ -50,7 +53,9 @@ StageProgram optimizer_program(const Scenario& scenario, const WorkloadOptions& 
   const detail::StageBuilder::Shared shared(scenario, options, layers_per_chunk, v, m, schedule);
   detail::StageBuilder builder(shared, stage);
   builder.build({}, schedule);
-  return builder.take();
+  StageProgram program = builder.take();
+  detail::mark_host_work(program, scenario, options);
+  return program;
 }
 
 }  // namespace simrun

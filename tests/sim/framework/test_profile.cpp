@@ -78,6 +78,10 @@ TEST_CASE("the default profile is megatron-core and holds the options' defaults"
   CHECK(p.workload.fsdp_one_communicator == w.fsdp_one_communicator);
   CHECK(p.workload.adam_bytes_per_param == w.adam_bytes_per_param);
   CHECK(p.workload.grad_clip_bytes_per_param == w.grad_clip_bytes_per_param);
+  CHECK(p.workload.host.launch_s == w.host.launch_s);
+  CHECK(p.workload.host.sync_s == w.host.sync_s);
+  CHECK(p.workload.host.moe_dispatcher == w.host.moe_dispatcher);
+  CHECK(p.workload.host.cuda_graphs == w.host.cuda_graphs);
   CHECK(p.memory.convention == m.convention);
   CHECK(p.memory.dropout == m.dropout);
   CHECK(p.memory.selective == m.selective);
@@ -113,6 +117,12 @@ TEST_CASE("every shipped profile gives every field, each with its source", "[sim
   CHECK(profiles.at("nemo").memory.convention == StateConvention::zero_paper);
   CHECK_FALSE(profiles.at("megatron-lm-2021").flash_attention);
   CHECK(profiles.at("megatron-lm-2021").memory.dropout == Dropout::masks);
+  // Megatron-Bridge's GB200 recipes: HybridEP through the flex dispatcher, CUDA graphs.
+  const HostOverhead& blackwell = profiles.at("megatron-bridge-blackwell").workload.host;
+  CHECK(blackwell.moe_dispatcher == MoeDispatcher::flex);
+  CHECK(blackwell.cuda_graphs.has(CudaGraphScope::full_iteration));
+  CHECK(blackwell.cuda_graphs.has(CudaGraphScope::moe_router));
+  CHECK_FALSE(profiles.at("nemo").workload.host.cuda_graphs.any());
 }
 
 TEST_CASE("a profile that extends another takes its fields and says which it gives", "[sim][framework]") {
@@ -184,6 +194,12 @@ TEST_CASE("a bad profile file is an InputError naming the file and the field", "
       load_with("range", "b.json",
                 small_profile("megatron-core", R"("adam_bytes_per_param": {"value": -1, "source": "s"})")),
       Catch::Contains("b.json: defaults.adam_bytes_per_param.value:"));
+  CHECK_THAT(load_with("graph-scope", "b.json",
+                       small_profile("megatron-core", R"("cuda_graph_scope": {"value": ["attn", "mpl"], "source": "s"})")),
+             Catch::Contains("b.json: defaults.cuda_graph_scope.value: expected a list of CUDA graph scopes"));
+  CHECK_THAT(load_with("dispatcher", "b.json",
+                       small_profile("megatron-core", R"("moe_token_dispatcher": {"value": "deepep", "source": "s"})")),
+             Catch::Contains("b.json: defaults.moe_token_dispatcher.value:"));
   CHECK_THAT(load_with("incomplete", "b.json", R"({"name": "B", "defaults": {}})"),
              Catch::Contains("b.json: defaults.kernels: missing"));
   CHECK_THAT(load_with("extends-unknown", "b.json", small_profile("nope", "")),

@@ -70,6 +70,14 @@ struct StageTime {
   double ep_exposed_s = 0;   // of which the compute stream waits for
   double forward_exposed_s = 0;  // of the TP/CP/EP waits, those before forward kernels
   double optimizer_s = 0;  // once per step
+  // Of forward_s + backward_s + recompute_s, the kernels' waits for the host to issue them
+  // (per micro-batch), and of optimizer_s, the optimizer's (after the gradient norm's host sync).
+  double host_wait_s = 0;
+  double optimizer_host_wait_s = 0;
+  // The host's time to issue one micro-batch's tasks, and the optimizer's, at the framework's
+  // cost per launch and per sync.
+  double host_issue_s = 0;
+  double optimizer_host_issue_s = 0;
   double compute_slowdown = 1;  // its slowest straggler's (AnalyticOptions::stragglers), in the times above
   // Its slowest link of each class, as a fraction of the line rate (AnalyticOptions::slow_links),
   // in the collective times above and in its DP traffic.
@@ -98,6 +106,9 @@ struct StepTimeEstimate {
   // step above (pipeline_port_bound_s: the port carries them one at a time at its rate, e.g. a
   // slow NIC's stage under the interleaved schedule's asynchronous sends).
   double pipeline_port_s = 0;
+  // What the host's issue time of the busiest stage's step (every launch and sync, one after
+  // another) needs beyond the step above: the launch-bound share, booked to compute.
+  double host_bound_s = 0;
   BreakdownReport breakdown;
   double step_time_s = 0;
 };

@@ -79,6 +79,9 @@ struct RankBreakdown {
   std::array<double, kGroupKindCount> exposed_s{};  // exposed per GroupKind
   double bubble_s = 0;  // idle waiting for other ranks' compute: pipeline fill and drain, and
                         // (--full) a collective's slower members
+  // Of the compute busy time above, the time a kernel ready to run waited for the host to issue
+  // it (launch-bound stretches, the refill after a host sync).
+  double host_wait_s = 0;
   double compute_s() const { return forward_s + backward_s + recompute_s + optimizer_s; }
 };
 

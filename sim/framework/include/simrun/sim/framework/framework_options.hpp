@@ -57,6 +57,49 @@ enum class KernelStack : uint8_t {
           // inputs from HBM: eager_memory_factor × the fused traffic) and FlashAttention-2
 };
 
+// Megatron-Core's MoE token dispatcher (--moe-token-dispatcher-type). Each makes the host wait
+// for the GPU once or more per MoE layer forward in dropless mode (docs/model.md "Host overhead";
+// ../shared/reference/frameworks.md §5): alltoall once (d2h_event.synchronize() at
+// before_ep_alltoall), allgather twice (a blocking .cpu() of tokens_per_expert, then .item()),
+// flex (DeepEP / HybridEP) once (the received counts come back as a Python list).
+enum class MoeDispatcher : uint8_t { alltoall, allgather, flex };
+
+// What CUDA graphs capture (Megatron-Core --cuda-graph-scope / --cuda-graph-modules), as a set of
+// bits: Transformer Engine's per-module graphs (attn, mlp, moe_router, moe_preprocess, moe) or
+// the whole forward-backward (full_iteration). A captured region is issued by the host as one
+// graph launch instead of one launch per kernel.
+enum class CudaGraphScope : uint8_t {
+  attn = 1,
+  mlp = 2,             // a dense layer's MLP
+  moe_router = 4,      // an MoE layer's pre-MLP norm and router
+  moe_preprocess = 8,  // the dispatcher's preprocess (folded into the router op in the workload)
+  moe = 16,            // the whole MoE layer: drop-and-pad only (no host sync inside)
+  full_iteration = 32, // every micro-batch's forward and backward: a step without host syncs
+};
+struct CudaGraphScopes {
+  uint8_t bits = 0;
+  bool has(CudaGraphScope s) const { return (bits & static_cast<uint8_t>(s)) != 0; }
+  bool any() const { return bits != 0; }
+  void add(CudaGraphScope s) { bits = static_cast<uint8_t>(bits | static_cast<uint8_t>(s)); }
+  bool operator==(const CudaGraphScopes&) const = default;
+};
+
+// The host (CPU) side of a step: the framework's Python thread issues each rank's kernels one
+// after another; the GPU runs a kernel only once it is issued. Sources in the profiles and in
+// docs/model.md "Host overhead".
+struct HostOverhead {
+  // CPU time to issue one kernel (or NCCL call, or graph replay) from PyTorch eager on a DGX
+  // H100: 9.4 µs (NVIDIA/Fuser issue #3507, measured CPU overhead per kernel, torch-eager).
+  double launch_s = 9.4e-6;
+  // A host-device synchronisation's round trip beyond waiting for the GPU's queue to drain
+  // (event record and wait ~1 µs, a PCIe round trip 1–2 µs: UNVERIFIED, cudarc PR #335).
+  double sync_s = 2e-6;
+  MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
+  CudaGraphScopes cuda_graphs;  // none by default (Megatron-LM --cuda-graph-impl none)
+  // Host syncs per MoE layer forward of the dispatcher (0 under drop-and-pad).
+  int dispatcher_syncs() const { return moe_dispatcher == MoeDispatcher::allgather ? 2 : 1; }
+};
+
 struct WorkloadOptions {
   KernelStack kernels = KernelStack::fused;
   // HBM traffic of the memory-bound ops with unfused kernels, relative to fused ones: a fused
@@ -100,6 +143,7 @@ struct WorkloadOptions {
   // 16-bit copy (14 B); gradient-norm clipping reads the fp32 gradients once.
   double adam_bytes_per_param = 30;
   double grad_clip_bytes_per_param = 4;
+  HostOverhead host;
 };
 
 enum class StateConvention {
@@ -147,5 +191,16 @@ const char* to_string(ParamGatherOverlap o);
 const char* to_string(SelectiveRecompute s);
 const char* to_string(FsdpBackwardPrefetch p);
 const char* to_string(KernelStack k);
+const char* to_string(MoeDispatcher d);
+const char* to_string(CudaGraphScope s);
+// "none", or the scopes joined by '+', e.g. "attn+moe_router+moe_preprocess".
+std::string to_string(CudaGraphScopes s);
+// --explain's account of the host: the costs per launch and sync, the dispatcher, what CUDA graphs
+// capture, and `host_wait_s` of the step the GPU waited for the host (of it `host_bound_s` where
+// the estimate's step is the host's issue time), e.g. "; host: 9.4 µs per launch, ...".
+std::string host_overhead_text(const HostOverhead& host, double host_wait_s, double host_bound_s);
+inline constexpr CudaGraphScope kCudaGraphScopes[] = {CudaGraphScope::attn,           CudaGraphScope::mlp,
+                                                      CudaGraphScope::moe_router,     CudaGraphScope::moe_preprocess,
+                                                      CudaGraphScope::moe,            CudaGraphScope::full_iteration};
 
 }  // namespace simrun

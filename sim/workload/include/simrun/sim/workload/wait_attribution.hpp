@@ -17,12 +17,17 @@ namespace simrun {
 // as a compute kernel, may return anything <= `from`); `waited_for(task)`: its own blocker, or
 // kNoTask; `book(task, lo, hi)`: charges [lo, hi) to a task, or to nothing waited for (kNoTask,
 // the bubble). Each stretch is booked once, latest first.
+// `waited_for` may return kHostWait: the task was ready before the host issued it (a collective
+// after a host sync, docs/model.md "Host overhead"); the rest of the wait is the host's, booked
+// to kHostWait.
+inline constexpr uint32_t kHostWait = kNoTask - 1;
+
 template <class Time, class IssuedAt, class WaitedFor, class Book>
 void attribute_wait(uint32_t blocker, Time from, Time to, IssuedAt&& issued_at, WaitedFor&& waited_for,
                     Book&& book) {
   while (from < to) {
-    if (blocker == kNoTask) {
-      book(kNoTask, from, to);
+    if (blocker == kNoTask || blocker == kHostWait) {
+      book(blocker, from, to);
       return;
     }
     const Time issued = std::max(from, issued_at(blocker));

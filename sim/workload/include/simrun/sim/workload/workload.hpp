@@ -107,6 +107,11 @@ struct Task {
   OpName op = OpName::embedding;
   CollectiveOp coll = CollectiveOp::all_reduce;
   GroupKind group = GroupKind::tp;
+  // The host's share (docs/model.md "Host overhead"): launches it costs the host to issue the
+  // task (0 inside a CUDA graph launched with an earlier task, and for recvs), and host syncs
+  // before it: the host waits for the task's dependencies to finish on the GPU, then issues it.
+  uint8_t host_launches = 1;
+  uint8_t host_syncs = 0;
   int16_t chunk = 0;             // model chunk (virtual stage) on this rank
   int32_t layer = -1;            // global layer index, -1 for non-layer ops
   int32_t micro_batch = -1;      // -1 for per-step ops (optimizer, DP reduction)
@@ -173,6 +178,7 @@ struct Workload {
   std::vector<int64_t> layers_per_chunk;  // index stage·v + chunk
   std::vector<StageProgram> stages;
   std::vector<std::string> warnings;
+  HostOverhead host;  // the framework's per-launch and per-sync host costs (WorkloadOptions::host)
   double model_flops_per_step = 0;     // whole cluster, Megatron convention (causal)
   double hardware_flops_per_step = 0;  // + recompute
   size_t task_count() const;
