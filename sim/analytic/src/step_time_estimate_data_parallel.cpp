@@ -388,10 +388,13 @@ void StepTimeEstimator::expose_fsdp_traffic() {
           0.0, std::accumulate(spans.begin(), spans.end(), 0.0) - slow.forward_s - slow.forward_exposed_s);
     };
     // DeepSpeed v0.5's synchronous fetches (Zero3Fetch::synchronous): the backward's gathers
-    // wait like the forward's, each before its submodule computes.
+    // wait like the forward's, each before its submodule computes, and share the link with the
+    // reduce-scatters running beside them (their bytes, not their latency).
     const UnitTraffic& stage_traffic = m_stage_traffic.front();
     const double backward_gathers =
-        m_wo.zero3_fetch == Zero3Fetch::synchronous ? microbatches * stage_traffic.gather_s : 0.0;
+        m_wo.zero3_fetch == Zero3Fetch::synchronous
+            ? microbatches * (stage_traffic.gather_s + stage_traffic.reduce_s - stage_traffic.reduce_latency_s)
+            : 0.0;
     const double unhidden = forward_waits_s(FirstGather::waited_for) +
                             (microbatches - 1.0) * forward_waits_s(FirstGather::done_before) +
                             embedding.reduce_s + backward_gathers;
