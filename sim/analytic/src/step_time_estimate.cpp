@@ -538,6 +538,17 @@ double StepTimeEstimator::pipeline_port_bound_s() const {
   return bound;
 }
 
+// DeepSpeed's pipe_partitioned: a received stage output (1/tp of it from each TP rank)
+// all-gathered over TP before it is used (frameworks.md 2.2); none with sequence parallelism or
+// tp = 1, as the workload builds it.
+double StepTimeEstimator::pipeline_tp_gather_s() const {
+  const Layout& l = m_layout;
+  if (l.tp <= 1 || (l.sequence_parallel && l.tp > 1)) return 0.0;
+  const double bytes = double(l.micro_batch) * double(m_model.seq_len) / double(l.cp) * double(m_model.hidden) *
+                       activation_element_bytes(l.precision);
+  return collective_s(CollectiveOp::all_gather, bytes, l.tp, m_tp_link);
+}
+
 // The fill's and the drain's hops: each boundary once forward and once backward.
 double StepTimeEstimator::fill_drain_hops_s() const {
   return 2.0 * std::accumulate(m_hop_s.begin(), m_hop_s.end() - 1, 0.0);
@@ -685,11 +696,19 @@ void StepTimeEstimator::time_fill_and_drain() {
     // exchanges, takes longest: a middle stage beside slow links can take longer than the
     // slowest stage's compute. What that pace adds beyond the slowest stage's own work is on
     // the path.
+    // DeepSpeed's engine (lock-step, a blocking call per message: the message in and the one
+    // out each wait for the other end, not passing each other) pays each of a stage's messages
+    // on its own, and with TP its received output all-gathered (pipe_partitioned).
+    const bool deepspeed = m_wo.pipeline_engine == PipelineEngine::deepspeed;
+    const double messages = deepspeed ? 2.0 : 1.0;
     double pace = 0;
-    for (const StageTime& st : m_out.stages)
-      pace = std::max(pace, st.compute_s() + mb_exposed(st) + neighbour_hops_s(st.stage));
-    m_out.pp_exposed_s =
-        m_out.microbatches * (pace - (slow.compute_s() + mb_exposed(slow))) + fill_drain_hops_s();
+    for (const StageTime& st : m_out.stages) {
+      const double receives = double((st.stage > 0 ? 1 : 0) + (st.stage < l.pp - 1 ? 1 : 0));
+      pace = std::max(pace, st.compute_s() + mb_exposed(st) + messages * neighbour_hops_s(st.stage) +
+                                (deepspeed ? receives * pipeline_tp_gather_s() : 0.0));
+    }
+    m_out.pp_exposed_s = m_out.microbatches * (pace - (slow.compute_s() + mb_exposed(slow))) +
+                         messages * fill_drain_hops_s();
   }
   if (l.pp == 1) {
     // One stage: nothing to fill or drain.

@@ -45,7 +45,9 @@ std::vector<double> passed_shares(const std::vector<TimedBucket>& buckets) {
 // (gradients as reduced, weights as gathered), at the stage's fraction of the link.
 double StepTimeEstimator::reduce_s(double params, int64_t n, const LinkCost& link, int64_t stage) const {
   const double bytes = params * m_wo.grad_reduce_bytes;
-  return collective_at_s(m_layout.zero_stage == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter,
+  const bool scatter = m_layout.zero_stage >= 3 ||
+                       (m_layout.zero_stage >= 1 && m_wo.zero_grad_collective == ZeroGradCollective::reduce_scatter);
+  return collective_at_s(scatter ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce,
                          bytes, n, link, m_stage_condition[size_t(stage)].fraction(link.link_class));
 }
 
@@ -92,25 +94,29 @@ void StepTimeEstimator::time_fsdp_units() {
   m_unit_traffic.resize(size_t(l.pp));
   m_stage_traffic.assign(size_t(l.pp), UnitTraffic{});
   if (l.zero_stage >= 3) {
-    std::map<std::tuple<double, double, StageCondition>, UnitTraffic> timed;
+    // (A submodule unit reduce-scatters what its reduced_params say: its own gradients, or the
+    // bucket that fills there, or nothing.)
+    std::map<std::tuple<double, double, double, double, StageCondition>, UnitTraffic> timed;
     for (int64_t i = 0; i < l.pp; ++i)
       for (const StageProgram::FsdpUnit& u : m_stage_units[size_t(i)]) {
-        const auto key = std::tuple{u.params, u.expert_params, m_stage_condition[size_t(i)]};
+        const auto key = std::tuple{u.params, u.expert_params, u.reduced_params(), u.reduced_expert_params(),
+                                    m_stage_condition[size_t(i)]};
         auto it = timed.find(key);
         if (it == timed.end()) {
           const double dense = u.params - u.expert_params;
+          const double reduced_dense = u.reduced_params() - u.reduced_expert_params();
           auto latency = [](CollectiveOp op, double params, int64_t n, const LinkCost& link) {
             return params > 0 ? collective_s(op, 1.0, n, link) : 0.0;
           };
           const double expert_gather = gather_s(u.expert_params, m_expert_dp, m_expert_dp_link, i);
-          const double expert_reduce = reduce_s(u.expert_params, m_expert_dp, m_expert_dp_link, i);
+          const double expert_reduce = reduce_s(u.reduced_expert_params(), m_expert_dp, m_expert_dp_link, i);
           const UnitTraffic t{
               gather_s(dense, m_dp_n, m_dp_link, i) + expert_gather,
-              reduce_s(dense, m_dp_n, m_dp_link, i) + expert_reduce, expert_gather + expert_reduce,
+              reduce_s(reduced_dense, m_dp_n, m_dp_link, i) + expert_reduce, expert_gather + expert_reduce,
               latency(CollectiveOp::all_gather, dense, m_dp_n, m_dp_link) +
                   latency(CollectiveOp::all_gather, u.expert_params, m_expert_dp, m_expert_dp_link),
-              latency(CollectiveOp::reduce_scatter, dense, m_dp_n, m_dp_link) +
-                  latency(CollectiveOp::reduce_scatter, u.expert_params, m_expert_dp, m_expert_dp_link)};
+              latency(CollectiveOp::reduce_scatter, reduced_dense, m_dp_n, m_dp_link) +
+                  latency(CollectiveOp::reduce_scatter, u.reduced_expert_params(), m_expert_dp, m_expert_dp_link)};
           it = timed.emplace(key, t).first;
         }
         m_unit_traffic[size_t(i)].push_back(it->second);
@@ -225,13 +231,18 @@ std::vector<double> StepTimeEstimator::gathered_forward_spans(int64_t stage, Fir
   const std::vector<StageProgram::FsdpUnit>& units = m_stage_units[size_t(stage)];
   const std::vector<UnitTraffic>& traffic = m_unit_traffic[size_t(stage)];
   std::vector<double> starts;  // the chunk's units' start times, from the chunk's start
+  std::vector<double> reached;  // submodule units: when the compute before each ended
   double gather_end = 0, compute_end = 0;
   for (size_t k = 0; k < units.size(); ++k) {
     const StageProgram::FsdpUnit& u = units[k];
+    reached.push_back(compute_end);
     if (k == 0 || units[k - 1].chunk != u.chunk) {
       starts.clear();
       gather_end = first == FirstGather::waited_for && k == 0 ? traffic[k].gather_s : 0.0;
       compute_end = 0;
+    } else if (u.issued_by >= 0) {
+      // DeepSpeed: issued when the submodule issuing it was reached (itself: not prefetched).
+      gather_end = std::max(gather_end, reached[size_t(u.issued_by)]) + traffic[k].gather_s;
     } else {
       const int64_t trigger = int64_t(starts.size()) - m_wo.fsdp_prefetch_layers;
       const double issue = u.unit >= 0 && trigger >= 0 ? starts[size_t(trigger)] : 0.0;
@@ -243,8 +254,9 @@ std::vector<double> StepTimeEstimator::gathered_forward_spans(int64_t stage, Fir
     const double beside_s =
         slowdown == OverlapSlowdown::paid && next_in_chunk ? traffic[k + 1].gather_s : 0.0;
     const PieceTime& piece = unit_piece(u, stage);
-    compute_end = start + beside_traffic_s(piece.forward_s, beside_s) + piece.forward_exposed_s +
-                  (beside_s > 0 ? forward_shared_waits_s(piece, beside_s, traffic[k + 1]) : 0.0);
+    const double share = u.forward_share;
+    compute_end = start + beside_traffic_s(share * piece.forward_s, beside_s) + share * piece.forward_exposed_s +
+                  (beside_s > 0 ? share * forward_shared_waits_s(piece, beside_s, traffic[k + 1]) : 0.0);
     spans[size_t(u.chunk)] = compute_end;
   }
   return spans;
@@ -290,13 +302,16 @@ void StepTimeEstimator::time_data_parallel() {
   }
   // ZeRO 0-2: Megatron's DDP reduces (and the distributed optimizer gathers) bucket by bucket,
   // one call each, as the workload plans them; the stage with the most traffic sets the pace.
+  const bool every_micro_batch = l.zero_stage == 2 && m_wo.zero2_reduce_every_micro_batch;
   int64_t busiest = 0;                                // the stage with the most DP traffic
   std::vector<std::vector<TimedBucket>> all_buckets;  // [stage]
   for (int64_t i = 0; i < l.pp; ++i) {
     std::vector<TimedBucket> timed;
     double stage_grad = 0, stage_param = 0;
     for (const StageProgram::GradBucketSize& b : m_stage_buckets[size_t(i)]) {
-      timed.push_back({b, bucket_reduce_s(b, i), bucket_gather_s(b, i)});
+      // DeepSpeed ZeRO-2 reduces every micro-batch's gradients, each bucket on the compute stream.
+      timed.push_back({b, (every_micro_batch ? m_out.microbatches : 1.0) * bucket_reduce_s(b, i),
+                       bucket_gather_s(b, i)});
       stage_grad += timed.back().grad_s;
       stage_param += timed.back().param_s;
     }
@@ -372,9 +387,17 @@ void StepTimeEstimator::expose_fsdp_traffic() {
       return std::max(
           0.0, std::accumulate(spans.begin(), spans.end(), 0.0) - slow.forward_s - slow.forward_exposed_s);
     };
+    // DeepSpeed v0.5's synchronous fetches (Zero3Fetch::synchronous): the backward's gathers
+    // wait like the forward's, each before its submodule computes, and share the link with the
+    // reduce-scatters running beside them (their bytes, not their latency).
+    const UnitTraffic& stage_traffic = m_stage_traffic.front();
+    const double backward_gathers =
+        m_wo.zero3_fetch == Zero3Fetch::synchronous
+            ? microbatches * (stage_traffic.gather_s + stage_traffic.reduce_s - stage_traffic.reduce_latency_s)
+            : 0.0;
     const double unhidden = forward_waits_s(FirstGather::waited_for) +
                             (microbatches - 1.0) * forward_waits_s(FirstGather::done_before) +
-                            embedding.reduce_s;
+                            embedding.reduce_s + backward_gathers;
     // The backward's gathers (each unit's, prefetched) and reduce-scatters run on two streams
     // at once, unless one communicator's stream serializes them (FSDP1): their calls' latencies
     // overlap, their bytes share the link, so together they take the longer stream or the
@@ -427,7 +450,9 @@ double StepTimeEstimator::ddp_grad_tail_s(const std::vector<TimedBucket>& bucket
     grad_s += b.grad_s;
     param_s += b.param_s;
   }
-  if (m_wo.grad_reduce != GradReduceOverlap::bucketed) return grad_s;
+  if (m_wo.grad_reduce != GradReduceOverlap::bucketed ||
+      (m_layout.zero_stage == 2 && m_wo.zero2_reduce_every_micro_batch))  // on the compute stream
+    return grad_s;
   const double backward_chunk = ddp_chunk_windows(st, grad_s, param_s).second;
   // The cool-down's chunk-steps go at the slowest stage's pace.
   const double pace = std::max(backward_chunk, ddp_chunk_windows(slowest(), grad_s, param_s).second);

@@ -181,6 +181,7 @@ class StepTimeEstimator {
                                  std::vector<double>* stage_ends = nullptr) const;
   double neighbour_hops_s(int64_t stage) const;
   double fill_drain_hops_s() const;
+  double pipeline_tp_gather_s() const;
   double pipeline_port_bound_s() const;
   std::pair<double, double> ddp_chunk_windows(const StageTime& st, double grad_s, double param_s) const;
   double ddp_grad_tail_s(const std::vector<TimedBucket>& buckets, const StageTime& st) const;

@@ -183,7 +183,27 @@ class Executor {
       for (uint32_t i = 0; i < m_w.stages[s].tasks.size(); ++i) {
         const Task& t = m_w.stages[s].tasks[i];
         if (t.kind != TaskKind::recv) m_queues[s][static_cast<size_t>(t.stream)].push_back(i);
+        if (t.kind == TaskKind::recv && t.dep_count > 0) m_rendezvous = true;
       }
+  }
+
+  // The simulated rank holding `idx`'s place in pipeline stage `stage` (-1: none, or out of range).
+  int32_t pipeline_peer(uint32_t idx, int64_t stage) const {
+    if (stage < 0 || stage >= m_layout.pp()) return -1;
+    RankCoord c = m_layout.coord_of(m_ranks[idx].rank);
+    c.pp = stage;
+    return m_index_of_rank[static_cast<size_t>(m_layout.rank_of(c))];
+  }
+
+  // A send whose recv waits for tasks of its own (DeepSpeed's blocking p2p: the receiver posts it
+  // when it gets there) starts once they are done.
+  bool recv_posted(uint32_t idx, const Task& send) const {
+    if (!m_rendezvous) return true;
+    const int32_t peer = pipeline_peer(idx, send.peer_stage);
+    SIMRUN_ASSERT(peer >= 0, "pipeline peer not simulated");
+    const RankState& dst = m_ranks[static_cast<size_t>(peer)];
+    const StageProgram& p = program(dst);
+    return deps_ready(dst, p, p.tasks[send.peer_task]);
   }
 
   // The simulated ranks (every rank, or the representatives) and the traced ones: the
@@ -310,6 +330,8 @@ class Executor {
     RankBreakdown bd;
   };
 
+  bool m_rendezvous = false;  // some recv is posted only after tasks of its own (recv_posted)
+
   struct Arrival {
     int64_t count = 0;
   };
@@ -387,6 +409,7 @@ class Executor {
       const uint32_t t = q[head];
       const Task& task = p.tasks[t];
       if (!deps_ready(r, p, task)) continue;
+      if (task.kind == TaskKind::send && !recv_posted(idx, task)) continue;
       std::deque<TimeNs>& issued = r.issued[static_cast<size_t>(s)];
       if (issued.empty()) continue;  // the host has not reached it: it will, as tasks finish
       if (issued.front() > now) {    // issued later: wake up then
@@ -646,6 +669,9 @@ class Executor {
     r.busy[static_cast<size_t>(task.stream)] = false;
     if (r.traced) account(r, t, task);
     advance(idx);
+    if (m_rendezvous)  // a neighbour's send may wait for this rank to post its recv
+      for (int64_t stage : {r.stage - 1, r.stage + 1})
+        if (const int32_t peer = pipeline_peer(idx, stage); peer >= 0) advance(static_cast<uint32_t>(peer));
   }
 
   // Busy time per phase and communication totals of a traced rank.

@@ -5,7 +5,9 @@
 
 namespace simrun {
 
-const char* to_string(TpCommOverlap o) { return o == TpCommOverlap::full ? "full" : "backward_async"; }
+const char* to_string(TpCommOverlap o) {
+  return o == TpCommOverlap::full ? "full" : o == TpCommOverlap::none ? "none" : "backward_async";
+}
 const char* to_string(GradReduceOverlap o) {
   return o == GradReduceOverlap::bucketed ? "bucketed" : "after_backward";
 }
@@ -101,5 +103,12 @@ std::string host_overhead_text(const HostOverhead& host, double host_wait_s, dou
       host_bound_s > 0 ? fmt::format(" (launch-bound: the step is the host's issue time, {:.4g} s of it beyond the GPU's)", host_bound_s)
                        : std::string());
 }
+const char* to_string(Zero3Gather g) { return g == Zero3Gather::submodule ? "submodule" : "layer"; }
+const char* to_string(Zero3Fetch f) { return f == Zero3Fetch::synchronous ? "synchronous" : "prefetch"; }
+const char* to_string(Zero3Reduce r) { return r == Zero3Reduce::bucketed ? "bucketed" : "per_unit"; }
+const char* to_string(ZeroGradCollective c) {
+  return c == ZeroGradCollective::all_reduce ? "all_reduce" : "reduce_scatter";
+}
+const char* to_string(PipelineEngine e) { return e == PipelineEngine::deepspeed ? "deepspeed" : "megatron"; }
 
 }  // namespace simrun

@@ -58,10 +58,11 @@ const std::vector<FieldRule>& field_rules() {
        [](JsonReader& f, FrameworkProfile& p) { p.workload.step_overhead_s = number(f, 0, 60); }},
       {"tp_comm_overlap",
        [](JsonReader& f, FrameworkProfile& p) {
-         p.workload.tp_overlap = choice(f, {to_string(TpCommOverlap::backward_async), to_string(TpCommOverlap::full)}) ==
-                                         to_string(TpCommOverlap::full)
-                                     ? TpCommOverlap::full
-                                     : TpCommOverlap::backward_async;
+         const std::string o = choice(f, {to_string(TpCommOverlap::backward_async), to_string(TpCommOverlap::full),
+                                          to_string(TpCommOverlap::none)});
+         p.workload.tp_overlap = o == to_string(TpCommOverlap::full)   ? TpCommOverlap::full
+                                 : o == to_string(TpCommOverlap::none) ? TpCommOverlap::none
+                                                                       : TpCommOverlap::backward_async;
        }},
       {"moe_shared_expert_overlap",
        [](JsonReader& f, FrameworkProfile& p) { p.workload.moe_shared_expert_overlap = boolean(f); }},
@@ -104,6 +105,62 @@ const std::vector<FieldRule>& field_rules() {
        }},
       {"fsdp_one_communicator",
        [](JsonReader& f, FrameworkProfile& p) { p.workload.fsdp_one_communicator = boolean(f); }},
+      {"zero3_gather_granularity",
+       [](JsonReader& f, FrameworkProfile& p) {
+         const Zero3Gather g = choice(f, {to_string(Zero3Gather::layer), to_string(Zero3Gather::submodule)}) ==
+                                       to_string(Zero3Gather::submodule)
+                                   ? Zero3Gather::submodule
+                                   : Zero3Gather::layer;
+         p.workload.zero3_gather = g;
+         p.memory.zero3_gather = g;
+       }},
+      {"zero3_prefetch_bucket_params",
+       [](JsonReader& f, FrameworkProfile& p) {
+         p.workload.zero3_prefetch_bucket_params = number(f, 0, 1e12);
+         p.memory.zero3_prefetch_bucket_params = p.workload.zero3_prefetch_bucket_params;
+       }},
+      {"zero3_max_live_params",
+       [](JsonReader& f, FrameworkProfile& p) { p.memory.zero3_max_live_params = number(f, 0, 1e15); }},
+      {"zero3_persistence_threshold",
+       [](JsonReader& f, FrameworkProfile& p) { p.workload.zero3_persistence_threshold = number(f, 0, 1e12); }},
+      {"zero3_fetch",
+       [](JsonReader& f, FrameworkProfile& p) {
+         p.workload.zero3_fetch = choice(f, {to_string(Zero3Fetch::prefetch), to_string(Zero3Fetch::synchronous)}) ==
+                                          to_string(Zero3Fetch::synchronous)
+                                      ? Zero3Fetch::synchronous
+                                      : Zero3Fetch::prefetch;
+       }},
+      {"zero3_reduce",
+       [](JsonReader& f, FrameworkProfile& p) {
+         p.workload.zero3_reduce = choice(f, {to_string(Zero3Reduce::per_unit), to_string(Zero3Reduce::bucketed)}) ==
+                                           to_string(Zero3Reduce::bucketed)
+                                       ? Zero3Reduce::bucketed
+                                       : Zero3Reduce::per_unit;
+       }},
+      {"zero3_reduce_bucket_params",
+       [](JsonReader& f, FrameworkProfile& p) { p.memory.zero3_reduce_bucket_params = number(f, 0, 1e12); }},
+      {"zero3_reduce_events",
+       [](JsonReader& f, FrameworkProfile& p) {
+         p.workload.zero3_reduce_events = static_cast<int>(f.integer("value", 0, 1024));
+       }},
+      {"zero2_reduce_every_micro_batch",
+       [](JsonReader& f, FrameworkProfile& p) { p.workload.zero2_reduce_every_micro_batch = boolean(f); }},
+      {"zero_grad_collective",
+       [](JsonReader& f, FrameworkProfile& p) {
+         p.workload.zero_grad_collective =
+             choice(f, {to_string(ZeroGradCollective::reduce_scatter), to_string(ZeroGradCollective::all_reduce)}) ==
+                     to_string(ZeroGradCollective::all_reduce)
+                 ? ZeroGradCollective::all_reduce
+                 : ZeroGradCollective::reduce_scatter;
+       }},
+      {"pipeline_engine",
+       [](JsonReader& f, FrameworkProfile& p) {
+         p.workload.pipeline_engine =
+             choice(f, {to_string(PipelineEngine::megatron), to_string(PipelineEngine::deepspeed)}) ==
+                     to_string(PipelineEngine::deepspeed)
+                 ? PipelineEngine::deepspeed
+                 : PipelineEngine::megatron;
+       }},
       {"adam_bytes_per_param",
        [](JsonReader& f, FrameworkProfile& p) { p.workload.adam_bytes_per_param = number(f, 0, 1000); }},
       {"grad_clip_bytes_per_param",

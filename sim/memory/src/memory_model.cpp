@@ -208,8 +208,31 @@ StageParams stage_params(const ModelSpec& m, const ParamCounts& counts, const La
   return p;
 }
 
-Zero3Transients zero3_transients(const Layout& layout, const ParamCounts& counts, const StageParams& params,
-                                 double element_bytes, double grad_bytes) {
+namespace {
+
+// The largest weight matrix one rank gathers at once under DeepSpeed's submodule gathers: the
+// embedding or output layer (vocab-parallel), a layer's QKV, output projection or first MLP
+// matrix (TP-split), or a MoE layer's routed experts (one submodule, its own group). The same
+// matrices as the workload builder's submodules (workload_builder.cpp Shared::submodules).
+double largest_gathered_matrix(const ModelSpec& m, const ParamCounts& counts, const Layout& layout,
+                               const StageParams& params) {
+  const double tp = double(layout.tp), h = double(m.hidden);
+  double largest = 0;
+  if (params.has_embedding) largest = std::max(largest, counts.embedding / tp);
+  if (params.has_output) largest = std::max(largest, counts.output / tp);
+  const AttentionWidths w = attention_widths(m, layout.tp);
+  largest = std::max(largest, h * (w.q + w.kv_pair));
+  const double gate = m.ffn_act == FfnActivation::swiglu ? 2.0 : 1.0;
+  largest = std::max(largest, h * gate * double(m.ffn_hidden) / tp);
+  if (params.moe_layers > 0) largest = std::max(largest, params.experts / double(params.moe_layers));
+  return largest;
+}
+
+}  // namespace
+
+Zero3Transients zero3_transients(const Layout& layout, const ModelSpec& model, const ParamCounts& counts,
+                                 const StageParams& params, double element_bytes, double grad_bytes,
+                                 const MemoryDefaults& defaults) {
   Zero3Transients z;
   if (layout.zero_stage != 3 || params.layers <= 0) return z;
   // Only sharded parameters are gathered: the dense ones over dp·cp, the routed experts over
@@ -218,6 +241,18 @@ Zero3Transients zero3_transients(const Layout& layout, const ParamCounts& counts
   const double dense = dense_sharded ? params.dense : 0.0;
   const double experts = layout.expert_dp() > 1 ? params.experts : 0.0;
   if (dense + experts <= 0) return z;
+  if (defaults.zero3_gather == Zero3Gather::submodule && layout.pp == 1) {
+    // DeepSpeed (frameworks.md 1.2, 1.3): the submodule computing, and what the coordinator
+    // prefetches ahead of it (up to stage3_prefetch_bucket_size, stopping at
+    // max_live_parameters); the gradients pass through the ipg bucket (reduce_bucket_size
+    // elements, 16-bit) before their reduce-scatter.
+    const double largest = largest_gathered_matrix(model, counts, layout, params);
+    double live = largest + defaults.zero3_prefetch_bucket_params;
+    if (defaults.zero3_max_live_params > 0) live = std::min(live, std::max(largest, defaults.zero3_max_live_params));
+    z.gathered_weights = std::min(live, dense + experts) * element_bytes;
+    z.unsharded_grads = std::min(defaults.zero3_reduce_bucket_params, dense + experts) * element_bytes;
+    return z;
+  }
   if (layout.pp > 1) {
     // torchtitan's FSDP+PP: the pipeline stage turns resharding after backward and gradient
     // reduction off for all but the last micro-batch (torch.distributed.pipelining stage.py,
@@ -298,7 +333,7 @@ StageMemory stage_memory(const Scenario& sc, const MemoryDefaults& defaults, int
   const ModelStateBytes experts = model_state_bytes(params.experts, l.zero_stage, double(l.expert_dp()), bpp);
   st.states = {dense.weights + experts.weights, dense.grads + experts.grads,
                dense.optimizer + experts.optimizer};
-  const Zero3Transients z3 = zero3_transients(l, counts, params, ac.element_bytes, bpp.grads);
+  const Zero3Transients z3 = zero3_transients(l, m, counts, params, ac.element_bytes, bpp.grads, defaults);
   st.fsdp_gathered_bytes = z3.gathered_weights;
   st.fsdp_unsharded_grad_bytes = z3.unsharded_grads;
   st.states.weights += z3.gathered_weights;

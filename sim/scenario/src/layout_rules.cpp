@@ -230,6 +230,23 @@ std::optional<LayoutDiagnostic> layout_error(const ModelSpec& model, const Clust
   return precision_recipe_error(layout, cluster.gpu);
 }
 
+std::optional<LayoutDiagnostic> pipeline_engine_error(const Layout& layout, const WorkloadOptions& options) {
+  if (options.pipeline_engine != PipelineEngine::deepspeed || layout.pp <= 1) return std::nullopt;
+  // deepspeed/runtime/pipe/schedule.py: TrainSchedule (1F1B) only, no virtual stages.
+  if (layout.virtual_stages > 1)
+    return diag("layout.virtual_stages", "deepspeed_pipeline_no_interleaving",
+                "virtual_stages " + std::to_string(layout.virtual_stages) +
+                    " with DeepSpeed's pipeline engine, which has no interleaved schedule (use "
+                    "virtual_stages 1, or a framework with Megatron's schedules)");
+  // deepspeed/runtime/pipe/engine.py: assert zero_optimization_stage() < ZeroStageEnum.gradients.
+  if (layout.zero_stage >= 2)
+    return diag("layout.zero_stage", "deepspeed_pipeline_zero",
+                "zero_stage " + std::to_string(layout.zero_stage) +
+                    " with pp > 1: DeepSpeed's pipeline engine refuses ZeRO-2 and ZeRO-3 (use zero_stage 0 or 1, "
+                    "or pp 1)");
+  return std::nullopt;
+}
+
 std::vector<LayoutDiagnostic> layout_warnings(const Scenario& sc, PipelineSchedule schedule) {
   const Layout& l = sc.layout;
   const ModelSpec& m = sc.model;

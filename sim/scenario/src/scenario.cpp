@@ -309,6 +309,8 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
   if (!model.is_moe() && !r.has("expert_tp")) layout.expert_tp = 1;  // its default is tp
   if (const auto error = layout_error(model, cluster, layout))
     throw InputError(top.file(), error->field, error->message);
+  if (const auto error = pipeline_engine_error(layout, framework.workload))
+    throw InputError(top.file(), error->field, error->message);
   return layout;
 }
 

@@ -122,10 +122,11 @@ size_t Workload::task_count() const {
 namespace {
 
 // The layout's rules (layout_rules.hpp), for Scenarios built by hand too, then the schedule's own.
-void check_layout(const Scenario& sc, PipelineSchedule schedule) {
+void check_layout(const Scenario& sc, const WorkloadOptions& options, PipelineSchedule schedule) {
   const Layout& l = sc.layout;
   const std::string& file = sc.file;
   if (const auto error = layout_error(sc.model, sc.cluster, l)) throw InputError(file, error->field, error->message);
+  if (const auto error = pipeline_engine_error(l, options)) throw InputError(file, error->field, error->message);
   const int64_t mbs = l.num_microbatches();
   SIMRUN_ASSERT(mbs >= 1, "a valid layout has a micro-batch per pipeline");
   if (slot_order(schedule, l.virtual_stages) == PipelineSchedule::interleaved) {
@@ -152,6 +153,24 @@ void check_layout(const Scenario& sc, PipelineSchedule schedule) {
 
 }  // namespace
 
+std::vector<int32_t> prefetch_issuers(const std::vector<double>& params, double bucket_params) {
+  std::vector<int32_t> issuer(params.size(), 0);
+  size_t next = 0;  // the first unit not issued yet
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (next <= i) {
+      issuer[i] = static_cast<int32_t>(i);
+      next = i + 1;
+    }
+    double in_flight = 0;
+    for (size_t k = i + 1; k < next; ++k) in_flight += params[k];
+    for (; next < params.size() && in_flight < bucket_params; ++next) {
+      issuer[next] = static_cast<int32_t>(i);
+      in_flight += params[next];
+    }
+  }
+  return issuer;
+}
+
 Workload build_workload(const Scenario& sc, const WorkloadOptions& options, PipelineSchedule schedule) {
   Workload w;
   w.layout = sc.layout;
@@ -159,7 +178,7 @@ Workload build_workload(const Scenario& sc, const WorkloadOptions& options, Pipe
     schedule = PipelineSchedule::one_f_one_b;
 
   w.schedule = schedule;
-  check_layout(sc, schedule);
+  check_layout(sc, options, schedule);
   w.warnings = messages(layout_warnings(sc, schedule));
   const Layout& l = sc.layout;
   const int64_t v = stage_chunks(schedule, l.virtual_stages);

@@ -94,6 +94,7 @@ StageBuilder::Shared::Shared(const Scenario& scenario, const WorkloadOptions& o,
   } else {
     first_layer = chunk_first_layers(layers_per_chunk, pp, v);
   }
+  submodule_gathers = l.zero_stage == 3 && o.zero3_gather == Zero3Gather::submodule && l.pp == 1;
   SIMRUN_ASSERT(std::accumulate(layers_per_chunk.begin(), layers_per_chunk.end(), int64_t(0)) ==
                     md.layers * (schedule == PipelineSchedule::dualpipe ? 2 : 1),
                 "layer split does not cover the model");
@@ -166,6 +167,46 @@ void StageBuilder::Shared::shape_moe(const ModelSpec& md, const ParamCounts& pc)
   expert_params_local = moe_layers > 0 ? pc.experts_routed / moe_layers / d(ep * etp) : 0.0;
 }
 
+std::vector<StageBuilder::Shared::Submodule> StageBuilder::Shared::submodules(int32_t unit) const {
+  std::vector<Submodule> out;
+  // DeepSpeed keeps a parameter with fewer elements than the threshold whole on every rank
+  // (stage3_param_persistence_threshold): the norms and biases, which each sit beside the
+  // weight matrices compared here.
+  auto add = [&](double params, bool routed, std::vector<OpName> ops) {
+    if (params > 0 && params >= opt.zero3_persistence_threshold) out.push_back({params, routed, std::move(ops)});
+  };
+  if (unit == -1) {
+    add(embedding_params_local, false, {OpName::embedding});
+    return out;
+  }
+  if (unit == -2) {
+    add(output_params_local - (layernorm ? 2.0 : 1.0) * h, false, {OpName::logits});
+    return out;
+  }
+  if (mla) {
+    const std::vector<OpName> q_ops = q_rank > 0 ? std::vector<OpName>{OpName::mla_q_up}
+                                                 : std::vector<OpName>{OpName::mla_q_up, OpName::mla_kv_down};
+    if (q_rank > 0) add(h * q_rank, false, {OpName::mla_q_down, OpName::mla_kv_down});
+    add((q_rank > 0 ? q_rank : h) * q_loc, false, q_ops);
+    add(h * (kv_rank + rope_dim), false, {OpName::mla_kv_down});
+    add(kv_rank * kv_up_loc, false, {OpName::mla_kv_up});
+  } else {
+    add(h * (q_loc + 2 * kv_loc), false, {OpName::qkv});
+  }
+  add(out_width_loc * h, false, {OpName::proj});
+  const double gate = swiglu ? 2.0 : 1.0;
+  if (is_moe_layer(unit)) {
+    add(h * experts, false, {OpName::router});
+    add(expert_params_local, true, {OpName::expert_fc1, OpName::expert_fc2});
+    add(h * gate * shared_f_loc, false, {OpName::fc1});
+    add(shared_f_loc * h, false, {OpName::fc2});
+  } else {
+    add(h * gate * f_loc, false, {OpName::fc1});
+    add(f_loc * h, false, {OpName::fc2});
+  }
+  return out;
+}
+
 StageBuilder::StageBuilder(const Shared& shared, int64_t stage) : m_s(shared), m_stage(stage) {
   m_prog.stage = stage;
   for (int64_t c = 0; c < m_s.v; ++c) {
@@ -183,7 +224,9 @@ StageBuilder::StageBuilder(const Shared& shared, int64_t stage) : m_s(shared), m
     if (at.position == at.last) m_prog.params += m_s.output_params_local;
   }
   if (m_s.sc.layout.zero_stage <= 2) plan_grad_buckets();
-  if (m_s.sc.layout.zero_stage >= 3) {
+  if (m_s.submodule_gathers) {
+    plan_submodule_units();
+  } else if (m_s.sc.layout.zero_stage >= 3) {
     // The units fsdp_gather and fsdp_reduce move, in the order the forward computes them.
     if (stage == 0) m_prog.fsdp_units.push_back({0, -1, m_s.fsdp_unit_params(-1), 0.0});
     for (int64_t c = 0; c < m_s.v; ++c) {
@@ -224,6 +267,7 @@ uint32_t StageBuilder::intern(const OpShape& shape) {
 }
 
 uint32_t StageBuilder::compute(OpName op, Phase phase, const OpShape& shape, double flops) {
+  if (m_s.submodule_gathers && phase != Phase::optimizer) fetch_submodules_for(op);
   Task t;
   t.kind = TaskKind::compute;
   t.stream = Stream::compute;
@@ -786,6 +830,11 @@ void StageBuilder::column_parallel_backward(OpName op, OpName ag_name, OpName rs
                : collective(Stream::tp, rs_name, CollectiveOp::all_reduce, GroupKind::tp, bytes,
                             Phase::backward, {dgrad});
   if (ag != kNoTask) m_wait.push_back(ag);
+  // Without the async all-reduce (TpCommOverlap::none, no SP) the wgrad waits for it.
+  if (red != kNoTask && !s.sp && s.opt.tp_overlap == TpCommOverlap::none) {
+    m_wait.push_back(red);
+    red = kNoTask;
+  }
   compute(op, Phase::backward, gemm(s.h, n_loc, s.T, layer_gemm_precision(), InputCast::already_cast),
           flops_each);  // wgrad
   if (red != kNoTask) m_wait.push_back(red);
@@ -884,7 +933,7 @@ void StageBuilder::layer_backward(int32_t layer) {
   if (l.zero_stage == 3) m_gradients_done_of_layer[layer] = m_last_compute;
   // FSDP1 with BACKWARD_POST: the post-backward hook issues the next unit's all-gather before
   // this unit's reduce-scatter on the same communicator, so the gather goes first.
-  if (l.zero_stage == 3 && l.pp == 1 && layer > 0 && s.opt.fsdp_one_communicator &&
+  if (l.zero_stage == 3 && l.pp == 1 && layer > 0 && !s.submodule_gathers && s.opt.fsdp_one_communicator &&
       s.opt.fsdp_backward_prefetch == FsdpBackwardPrefetch::after_backward) {
     const uint32_t gather = issue_fsdp_gather(layer - 1, Phase::backward);
     if (gather != kNoTask) m_prefetched_gather[layer - 1] = gather;
@@ -894,7 +943,7 @@ void StageBuilder::layer_backward(int32_t layer) {
 
   if (l.zero_stage == 3) {
     if (l.pp == 1 || m_mb == s.last_mb(m_chunk)) fsdp_reduce(layer);
-  } else if (m_mb == s.last_mb(m_chunk)) {
+  } else if (m_mb == s.last_mb(m_chunk) || reduces_every_micro_batch()) {
     grads_ready(kDenseParams, layer);
     grads_ready(kExpertParams, layer);
   }
@@ -931,7 +980,7 @@ void StageBuilder::embedding_backward() {
   compute(OpName::embedding, Phase::backward, memory_op(s.T * s.h * (s.elem + 8)), 0);
   if (s.sc.layout.zero_stage == 3) {
     if (s.sc.layout.pp == 1 || m_mb == s.last_mb(m_chunk)) fsdp_reduce(-1);
-  } else if (m_mb == s.last_mb(m_chunk)) {
+  } else if (m_mb == s.last_mb(m_chunk) || reduces_every_micro_batch()) {
     grads_ready(kDenseParams, -1);
   }
 }
@@ -978,7 +1027,7 @@ void StageBuilder::head_backward() {
   compute(OpName::final_ln, Phase::backward, memory_op(s.Ts * s.h * s.elem * 4), 0);
   if (s.sc.layout.zero_stage == 3) {
     if (s.sc.layout.pp == 1 || m_mb == s.last_mb(m_chunk)) fsdp_reduce(-2);
-  } else if (m_mb == s.last_mb(m_chunk)) {
+  } else if (m_mb == s.last_mb(m_chunk) || reduces_every_micro_batch()) {
     grads_ready(kDenseParams, -2);
   }
 }

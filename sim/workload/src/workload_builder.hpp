@@ -113,6 +113,20 @@ class StageBuilder {
       return unit >= 0 ? layer_params(unit) : unit == -1 ? embedding_params_local : output_params_local;
     }
 
+    // DeepSpeed's ZeRO-3 (Zero3Gather::submodule, pp = 1): each submodule's weights gathered by
+    // its own hooks. A gathered submodule of a layer (or of the embedding, -1, or the output
+    // layer, -2): this rank's parameters of it, whether they are routed experts (over
+    // expert-DP), and the ops that need them gathered.
+    struct Submodule {
+      double params = 0;
+      bool experts = false;
+      std::vector<OpName> ops;
+    };
+    bool submodule_gathers = false;
+    // The unit's submodules in forward order, those under the persistence threshold left out
+    // (they stay whole on every rank: norms, biases, small matrices).
+    std::vector<Submodule> submodules(int32_t unit) const;
+
    private:
     // The constructor's parts: the attention's widths on this rank (MHA/GQA or MLA); the
     // parameters each rank holds and the group reducing them; the experts' (MoE models).
@@ -252,6 +266,8 @@ class StageBuilder {
   // this was reduces now (bucketed), or after the backward.
   void grads_ready(int kind, int32_t layer);
   void reduce_bucket(size_t bucket);
+  // DeepSpeed ZeRO-2: every micro-batch's gradients reduced (WorkloadOptions::zero2_reduce_every_micro_batch).
+  bool reduces_every_micro_batch() const;
   // ZeRO-1/2 --overlap-param-gather: each bucket's all-gather before its first forward use.
   void gather_params_before_first_use();
   // ZeRO-3: a unit's parameters by the group sharding them; its gathers before it computes
@@ -261,6 +277,40 @@ class StageBuilder {
   void fsdp_gather(int32_t unit, Phase pass);
   uint32_t issue_fsdp_gather(int32_t unit, Phase pass);
   void fsdp_reduce(int32_t unit);
+  // DeepSpeed's ZeRO-3: the submodule units of this stage (indices into fsdp_units) by (unit,
+  // submodule); a pass's fetch order (forward: as fsdp_units, backward: reversed), which of them
+  // issues each one's gather and the gathers issued so far. Before a compute op that needs a
+  // submodule not yet fetched in this pass, every unit up to it is fetched: its own gather
+  // waited for, and the gathers it issues started.
+  void plan_submodule_units();
+  void start_submodule_pass(Phase pass);
+  void fetch_submodules_for(OpName op);
+  void fetch_position(size_t position);
+  void reduce_submodules(int32_t unit);
+  double prefetch_bucket_params() const;  // 0 with synchronous fetches
+  std::vector<std::vector<OpName>> m_unit_ops;  // fsdp_units index → the ops needing it gathered
+  std::map<int32_t, std::vector<size_t>> m_units_of;  // unit (layer, -1, -2) → fsdp_units indices
+  std::vector<size_t> m_pass;                          // fsdp_units indices in this pass's order
+  std::vector<int32_t> m_pass_issuer;                  // position → position whose fetch issues it
+  std::vector<uint32_t> m_pass_gather;                 // position → its last gather (kNoTask: none yet)
+  size_t m_pass_fetched = 0;                           // positions fetched so far
+  size_t m_pass_issued = 0;                            // positions whose gathers are issued
+  std::vector<uint32_t> m_reduce_calls;                // DeepSpeed's reduce buckets, in issue order
+  // DeepSpeed's pipeline engine: a send deferred to the next slot's place in TrainSchedule's
+  // order, and the last p2p call (each blocks the host until done).
+  struct DeferredSend {
+    OpName op;
+    int64_t peer_stage, peer_chunk;
+    double bytes;
+    Phase pass;
+    int64_t mb;
+  };
+  std::optional<DeferredSend> m_deferred_send;
+  uint32_t m_last_p2p = kNoTask;
+  void flush_deferred_send();
+  bool deepspeed_pipeline() const {
+    return m_s.opt.pipeline_engine == PipelineEngine::deepspeed && m_s.pp > 1;
+  }
   void optimizer();
 
   const Shared& m_s;

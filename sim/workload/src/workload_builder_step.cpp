@@ -73,10 +73,22 @@ void StageBuilder::grads_ready(int kind, int32_t layer) {
   if (it == of_layer.end()) return;  // nothing to reduce: no parameters of this kind, or no group
   GradBucket& b = m_grad_buckets[it->second];
   SIMRUN_ASSERT(b.pending > 0, "a layer's gradients finished twice");
-  if (--b.pending == 0) {
-    m_buckets_ready.push_back(it->second);
-    if (m_s.opt.grad_reduce == GradReduceOverlap::bucketed) reduce_bucket(it->second);
+  if (--b.pending > 0) return;
+  if (reduces_every_micro_batch()) {
+    // DeepSpeed ZeRO-2 (overlap_comm off): each bucket reduced as it fills, on the compute
+    // stream, at every micro-batch: the backward waits for it.
+    reduce_bucket(it->second);
+    m_wait.push_back(m_grad_reduces.back());
+    b.pending = b.layers.size();
+    if (m_mb == m_s.m - 1) m_buckets_ready.push_back(it->second);  // gathered after the optimizer
+    return;
   }
+  m_buckets_ready.push_back(it->second);
+  if (m_s.opt.grad_reduce == GradReduceOverlap::bucketed) reduce_bucket(it->second);
+}
+
+bool StageBuilder::reduces_every_micro_batch() const {
+  return m_s.sc.layout.zero_stage == 2 && m_s.opt.zero2_reduce_every_micro_batch;
 }
 
 void StageBuilder::reduce_bucket(size_t bucket) {
@@ -85,8 +97,9 @@ void StageBuilder::reduce_bucket(size_t bucket) {
   const bool zero = s.sc.layout.zero_stage >= 1;
   const int32_t saved = m_layer;
   m_layer = b.layers.back();
+  const bool scatter = zero && s.opt.zero_grad_collective == ZeroGradCollective::reduce_scatter;
   m_grad_reduces.push_back(collective(
-      Stream::dp_grad, OpName::dp_grad_reduce, zero ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce,
+      Stream::dp_grad, OpName::dp_grad_reduce, scatter ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce,
       bucket_group(b.kind).first, b.params * s.opt.grad_reduce_bytes, Phase::comm, {m_last_compute}));
   m_layer = saved;
 }
@@ -117,6 +130,7 @@ void StageBuilder::gather_params_before_first_use() {
 }
 
 void StageBuilder::fsdp_gather(int32_t unit, Phase pass) {
+  if (m_s.submodule_gathers) return;  // fetched op by op (fetch_submodules_for)
   // With pp > 1 (torchtitan FSDP+PP) parameters stay gathered across micro-batches.
   if (m_s.sc.layout.pp > 1 && (pass == Phase::backward || m_mb != m_s.first_mb(m_chunk))) return;
   const uint32_t gather = issue_fsdp_gather(unit, pass);
@@ -168,6 +182,10 @@ uint32_t StageBuilder::issue_fsdp_gather(int32_t unit, Phase pass) {
 }
 
 void StageBuilder::fsdp_reduce(int32_t unit) {
+  if (m_s.submodule_gathers) {
+    reduce_submodules(unit);
+    return;
+  }
   const Shared& s = m_s;
   const int32_t saved = m_layer;
   m_layer = unit;
@@ -179,13 +197,153 @@ void StageBuilder::fsdp_reduce(int32_t unit) {
   m_layer = saved;
 }
 
+// ---------------------------------------------------------------------------------------------
+// DeepSpeed's ZeRO-3: submodule gathers and reduce buckets (frameworks.md 1.2, 1.3)
+
+void StageBuilder::plan_submodule_units() {
+  const Shared& s = m_s;
+  std::vector<StageProgram::FsdpUnit>& units = m_prog.fsdp_units;
+  auto add_unit = [&](int32_t unit) {
+    const std::vector<Shared::Submodule> subs = s.submodules(unit);
+    double total = 0;
+    for (const Shared::Submodule& sm : subs) total += sm.params;
+    for (const Shared::Submodule& sm : subs) {
+      StageProgram::FsdpUnit u;
+      u.unit = unit;
+      u.params = sm.params;
+      u.expert_params = sm.experts ? sm.params : 0.0;
+      u.forward_share = sm.params / total;
+      m_units_of[unit].push_back(units.size());
+      m_unit_ops.push_back(sm.ops);
+      units.push_back(u);
+    }
+  };
+  if (m_stage == 0) add_unit(-1);
+  for (int32_t layer : m_prog.layers) add_unit(layer);
+  if (m_stage == s.pp - 1) add_unit(-2);
+  std::vector<double> params;
+  for (const StageProgram::FsdpUnit& u : units) params.push_back(u.params);
+  const std::vector<int32_t> issuers = prefetch_issuers(params, prefetch_bucket_params());
+  for (size_t k = 0; k < units.size(); ++k) units[k].issued_by = issuers[k];
+  // Gradients: each unit's own reduce-scatter (FSDP; v0.5's one per parameter), or the
+  // backward's gradients gathered into a bucket of bucket_params_min elements, reduced each
+  // time it fills and once more for what is left after the last unit (stage3.py ipg bucket,
+  // reduce_bucket_size); dense and expert gradients in buckets of their own.
+  const bool bucketed = s.opt.zero3_reduce == Zero3Reduce::bucketed;
+  double open_dense = 0, open_experts = 0;
+  for (size_t k = units.size(); k-- > 0;) {
+    StageProgram::FsdpUnit& u = units[k];
+    if (!bucketed) {
+      u.reduce_params = u.params;
+      u.reduce_expert_params = u.expert_params;
+      continue;
+    }
+    open_dense += u.params - u.expert_params;
+    open_experts += u.expert_params;
+    const bool full = std::max(open_dense, open_experts) >= s.opt.bucket_params_min;
+    u.reduce_params = 0;
+    if (full || k == 0) {
+      u.reduce_params = open_dense + open_experts;
+      u.reduce_expert_params = open_experts;
+      open_dense = open_experts = 0;
+    }
+  }
+}
+
+double StageBuilder::prefetch_bucket_params() const {
+  return m_s.opt.zero3_fetch == Zero3Fetch::prefetch ? m_s.opt.zero3_prefetch_bucket_params : 0.0;
+}
+
+void StageBuilder::start_submodule_pass(Phase pass) {
+  const std::vector<StageProgram::FsdpUnit>& units = m_prog.fsdp_units;
+  const size_t n = units.size();
+  m_pass.resize(n);
+  for (size_t k = 0; k < n; ++k) m_pass[k] = pass == Phase::forward ? k : n - 1 - k;
+  if (pass == Phase::forward) {
+    m_pass_issuer.clear();
+    for (const StageProgram::FsdpUnit& u : units) m_pass_issuer.push_back(u.issued_by);
+  } else {
+    std::vector<double> params;
+    for (size_t idx : m_pass) params.push_back(units[idx].params);
+    m_pass_issuer = prefetch_issuers(params, prefetch_bucket_params());
+  }
+  m_pass_gather.assign(n, kNoTask);
+  m_pass_fetched = m_pass_issued = 0;
+}
+
+void StageBuilder::fetch_submodules_for(OpName op) {
+  const int32_t unit = op == OpName::embedding ? -1 : op == OpName::logits ? -2 : m_layer;
+  const auto it = m_units_of.find(unit);
+  if (it == m_units_of.end() || m_pass.empty()) return;
+  // The furthest of the unit's submodules this op needs that is not fetched yet in this pass.
+  const size_t n = m_pass.size();
+  size_t target = n;
+  for (size_t idx : it->second) {
+    const std::vector<OpName>& ops = m_unit_ops[idx];
+    if (std::find(ops.begin(), ops.end(), op) == ops.end()) continue;
+    const size_t position = m_pass[0] == 0 ? idx : n - 1 - idx;
+    if (position >= m_pass_fetched && (target == n || position > target)) target = position;
+  }
+  if (target == n) return;
+  for (size_t position = m_pass_fetched; position <= target; ++position) fetch_position(position);
+  m_pass_fetched = target + 1;
+}
+
+// A submodule's pre-forward (or pre-backward) hook: its own gather if nothing issued it yet,
+// then the gathers it prefetches, each after the compute before it; the module waits for its own.
+void StageBuilder::fetch_position(size_t position) {
+  const Shared& s = m_s;
+  const int32_t saved = m_layer;
+  for (; m_pass_issued < m_pass.size() && size_t(m_pass_issuer[m_pass_issued]) <= position; ++m_pass_issued) {
+    const StageProgram::FsdpUnit& u = m_prog.fsdp_units[m_pass[m_pass_issued]];
+    m_layer = u.unit;
+    uint32_t last = kNoTask;
+    if (s.dp_size > 1 && u.params > u.expert_params)
+      last = collective(Stream::dp_param, OpName::fsdp_gather, CollectiveOp::all_gather, s.dp_group,
+                        (u.params - u.expert_params) * s.param_elem, Phase::comm, {m_last_compute});
+    if (s.expert_dp_size > 1 && u.expert_params > 0)
+      last = collective(Stream::dp_param, OpName::fsdp_gather, CollectiveOp::all_gather, GroupKind::edp,
+                        u.expert_params * s.param_elem, Phase::comm, {m_last_compute});
+    m_pass_gather[m_pass_issued] = last;
+  }
+  m_layer = saved;
+  if (m_pass_gather[position] != kNoTask) m_wait.push_back(m_pass_gather[position]);
+}
+
+// After a unit's backward: the reduce-scatters its submodules carry (their own, or a bucket
+// that fills there), each on the gradient stream after the last compute op. With a limit on
+// reduce events in flight the host blocks on the oldest beyond it: the next compute waits.
+void StageBuilder::reduce_submodules(int32_t unit) {
+  const Shared& s = m_s;
+  const auto it = m_units_of.find(unit);
+  if (it == m_units_of.end()) return;
+  const int32_t saved = m_layer;
+  m_layer = unit;
+  for (auto idx = it->second.rbegin(); idx != it->second.rend(); ++idx) {
+    const StageProgram::FsdpUnit& u = m_prog.fsdp_units[*idx];
+    const double dense = u.reduced_params() - u.reduced_expert_params(), experts = u.reduced_expert_params();
+    for (const auto& [group, size, params] : {std::tuple{s.dp_group, s.dp_size, dense},
+                                               std::tuple{GroupKind::edp, s.expert_dp_size, experts}}) {
+      if (size <= 1 || params <= 0) continue;
+      const uint32_t call = collective(Stream::dp_grad, OpName::fsdp_reduce, CollectiveOp::reduce_scatter, group,
+                                       params * s.opt.grad_reduce_bytes, Phase::comm, {m_last_compute});
+      m_grad_reduces.push_back(call);
+      m_reduce_calls.push_back(call);
+      const auto limit = static_cast<size_t>(s.opt.zero3_reduce_events);
+      if (limit > 0 && m_reduce_calls.size() > limit)
+        m_wait.push_back(m_reduce_calls[m_reduce_calls.size() - 1 - limit]);
+    }
+  }
+  m_layer = saved;
+}
+
 void StageBuilder::optimizer() {
   const Shared& s = m_s;
   const Layout& l = s.sc.layout;
   m_mb = -1;
   m_chunk = 0;
   m_layer = -1;
-  if (s.opt.grad_reduce == GradReduceOverlap::after_backward)
+  if (s.opt.grad_reduce == GradReduceOverlap::after_backward && !reduces_every_micro_batch())
     for (size_t bucket : m_buckets_ready) reduce_bucket(bucket);
   for (uint32_t r : m_grad_reduces) m_wait.push_back(r);
   // The local shard: dense parameters over the DP group, experts over the expert-DP group.
@@ -231,17 +389,54 @@ Task StageBuilder::pp_message(TaskKind kind, Stream stream, OpName op, int64_t p
   return t;
 }
 
+// Under DeepSpeed's pipeline engine a recv is posted when the host reaches it (after the last
+// compute op and the p2p call before it), and its send waits for that (step_executor.cpp): the
+// two meet in lock-step, neither side overlapping the transfer with compute.
 void StageBuilder::pp_recv(OpName op, int64_t peer_stage, double bytes, Phase pass, int64_t mb, int64_t chunk) {
-  const uint32_t r = add(pp_message(TaskKind::recv, Stream::pp_recv, op, peer_stage, bytes), {});
+  const std::vector<uint32_t> posted =
+      deepspeed_pipeline() ? std::vector<uint32_t>{m_last_compute, m_last_p2p} : std::vector<uint32_t>{};
+  const uint32_t r = add(pp_message(TaskKind::recv, Stream::pp_recv, op, peer_stage, bytes), posted);
   recv_index[{pass == Phase::forward, mb, chunk}] = r;
   m_wait.push_back(r);
+  m_last_p2p = r;
+  // DeepSpeed's pipe_partitioned (default): each TP rank sent 1/tp of the stage output and the
+  // receiver all-gathers it over TP (PartitionedTensor.full(); frameworks.md 2.2). Megatron
+  // with sequence parallelism sends a shard it keeps sharded.
+  if (deepspeed_pipeline() && m_s.tp > 1 && !m_s.sp) {
+    m_wait.push_back(collective(Stream::tp, op, CollectiveOp::all_gather, GroupKind::tp, bytes * d(m_s.tp), pass,
+                                {r}));
+  }
 }
 
 void StageBuilder::pp_send(OpName op, int64_t peer_stage, int64_t peer_chunk, double bytes, Phase pass,
                            int64_t mb) {
+  if (deepspeed_pipeline()) {  // TrainSchedule sends it at the next step (flush_deferred_send)
+    m_deferred_send = DeferredSend{op, peer_stage, peer_chunk, bytes, pass, mb};
+    return;
+  }
   const uint32_t snd = add(pp_message(TaskKind::send, Stream::pp_send, op, peer_stage, bytes), {m_last_compute});
   sends.push_back({snd, peer_stage, pass == Phase::forward, mb, peer_chunk});
   if (m_blocking_send) m_wait.push_back(snd);
+}
+
+// DeepSpeed's TrainSchedule sends a step's output at the start of the next step: a forward
+// step first sends the previous backward's gradient, then receives its activation; a backward
+// step first receives its gradient, then sends the previous forward's activation
+// (runtime/pipe/schedule.py). Each call blocks (assert async_op == False).
+void StageBuilder::flush_deferred_send() {
+  if (!m_deferred_send) return;
+  const DeferredSend ds = *m_deferred_send;
+  m_deferred_send.reset();
+  const int16_t chunk = m_chunk;
+  const int32_t mb = m_mb;
+  m_mb = static_cast<int32_t>(ds.mb);
+  const uint32_t snd = add(pp_message(TaskKind::send, Stream::pp_send, ds.op, ds.peer_stage, ds.bytes),
+                           {m_last_compute, m_last_p2p});
+  sends.push_back({snd, ds.peer_stage, ds.pass == Phase::forward, ds.mb, ds.peer_chunk});
+  m_wait.push_back(snd);
+  m_last_p2p = snd;
+  m_mb = mb;
+  m_chunk = chunk;
 }
 
 StageBuilder::SlotPlace StageBuilder::enter_slot(int64_t mb, int64_t chunk) {
@@ -258,6 +453,8 @@ StageBuilder::SlotPlace StageBuilder::enter_slot(int64_t mb, int64_t chunk) {
 void StageBuilder::forward_slot(int64_t mb, int64_t chunk) {
   const Shared& s = m_s;
   const auto [at, idx, msg] = enter_slot(mb, chunk);
+  if (s.submodule_gathers) start_submodule_pass(Phase::forward);
+  flush_deferred_send();
   if (at.position > 0) {
     pp_recv(OpName::pp_act, at.prev_stage, msg, Phase::forward, mb, chunk);
   } else {
@@ -279,9 +476,12 @@ void StageBuilder::forward_slot(int64_t mb, int64_t chunk) {
 void StageBuilder::backward_slot(int64_t mb, int64_t chunk) {
   const Shared& s = m_s;
   const auto [at, idx, msg] = enter_slot(mb, chunk);
+  if (s.submodule_gathers) start_submodule_pass(Phase::backward);
   if (at.position < at.last) {
     pp_recv(OpName::pp_grad, at.next_stage, msg, Phase::backward, mb, chunk);
+    flush_deferred_send();
   } else {
+    flush_deferred_send();
     head_backward();
   }
   for (int64_t i = s.layers_per_chunk[idx] - 1; i >= 0; --i)
@@ -316,6 +516,7 @@ void StageBuilder::build(const std::vector<PipelineSlot>& slots, PipelineSchedul
       run_slot(slots[k]);
     }
   }
+  flush_deferred_send();
   optimizer();
   // In micro-batches of this stage's full layer count, rounded up.
   const double stage_layers = d(static_cast<int64_t>(m_prog.layers.size()));

@@ -20,6 +20,9 @@ enum class TpCommOverlap : uint8_t {
   full,            // TE userbuffers (--tp-comm-overlap) or PyTorch async-TP (needs sequence
                    // parallelism): each all-gather / reduce-scatter runs beside the GEMM that
                    // consumes or produces it; only what outlasts that GEMM shows
+  none,            // Megatron-DeepSpeed (async_tensor_model_parallel_allreduce off): without
+                   // sequence parallelism the backward input-gradient all-reduce is waited for
+                   // before the wgrad GEMM; with it the AG/RS stay as backward_async
 };
 enum class GradReduceOverlap : uint8_t {
   after_backward,  // reduce after the pipeline flush (Megatron without --overlap-grad-reduce)
@@ -47,6 +50,38 @@ enum class FsdpBackwardPrefetch : uint8_t {
                     // is issued when unit k's backward starts, so it hides behind all of it
   after_backward,   // BACKWARD_POST (FSDP1 / Composer default): issued from unit k's post-backward
                     // hook, once k's gradients exist, so only k's norm backward hides it
+};
+
+// How ZeRO-3 cuts a stage's parameters into all-gathers (frameworks.md 1.2).
+enum class Zero3Gather : uint8_t {
+  layer,      // FSDP: one unit per transformer layer (plus the embedding and the output layer)
+  submodule,  // DeepSpeed: each submodule (a projection, an MLP matrix, the routed experts)
+              // gathered by its own hooks; parameters under the persistence threshold stay whole
+};
+// Whether a ZeRO-3 gather runs ahead of the compute that needs it.
+enum class Zero3Fetch : uint8_t {
+  prefetch,     // issued ahead (fsdp_prefetch_layers, or zero3_prefetch_bucket_params ahead)
+  synchronous,  // DeepSpeed v0.5: issued when the module is reached, with device syncs around it
+};
+// How ZeRO-3 reduce-scatters gradients.
+enum class Zero3Reduce : uint8_t {
+  per_unit,  // one reduce-scatter per gathered unit as its backward ends (FSDP; DeepSpeed v0.5:
+             // one per parameter)
+  bucketed,  // DeepSpeed: gradients copied into a bucket of bucket_params_min elements, one
+             // reduce-scatter each time it fills
+};
+// The collective ZeRO-1/2 reduces a gradient bucket with.
+enum class ZeroGradCollective : uint8_t {
+  reduce_scatter,  // Megatron's distributed optimizer: each rank receives its shard
+  all_reduce,      // DeepSpeed (use_multi_rank_bucket_allreduce): the whole bucket all-reduced,
+                   // each rank keeps its slice
+};
+// Which pipeline engine runs pp > 1.
+enum class PipelineEngine : uint8_t {
+  megatron,   // Megatron-Core's schedules: batched isend/irecv pairs posted ahead
+  deepspeed,  // DeepSpeed's PipelineEngine (TrainSchedule): lock-step 1F1B, blocking send and
+              // recv as separate calls (a send completes once its peer has reached the recv),
+              // the stage output split over TP and all-gathered on receipt, no interleaving
 };
 
 // Which kernels the framework runs around the GEMMs.
@@ -138,6 +173,22 @@ struct WorkloadOptions {
   // FSDP1 runs its all-gathers and reduce-scatters on one process group, whose NCCL stream
   // executes them one after another in issue order (FSDP2 and Megatron use separate streams).
   bool fsdp_one_communicator = false;
+  // ZeRO-3 as DeepSpeed runs it (frameworks.md 1.2, 1.3, 1.5); the defaults are FSDP's.
+  Zero3Gather zero3_gather = Zero3Gather::layer;
+  // Submodule gathers: elements gathered ahead of the module computing (stage3_prefetch_bucket_size).
+  double zero3_prefetch_bucket_params = 0;
+  // Parameters with fewer elements stay unpartitioned (stage3_param_persistence_threshold).
+  double zero3_persistence_threshold = 0;
+  Zero3Fetch zero3_fetch = Zero3Fetch::prefetch;
+  Zero3Reduce zero3_reduce = Zero3Reduce::per_unit;
+  // Reduce buckets in flight before the host blocks on the oldest (0: no limit); the backward's
+  // next kernels wait for it.
+  int zero3_reduce_events = 0;
+  // ZeRO-2: gradients reduced at every micro-batch (DeepSpeed partition_gradients), bucket by
+  // bucket on the compute stream, rather than once after the last micro-batch.
+  bool zero2_reduce_every_micro_batch = false;
+  ZeroGradCollective zero_grad_collective = ZeroGradCollective::reduce_scatter;
+  PipelineEngine pipeline_engine = PipelineEngine::megatron;
   // HBM bytes per locally held parameter of the optimizer step. Fused Adam (Apex / TE /
   // torch fused=True) reads grad, fp32 master, m, v (16 B) and writes master, m, v and the
   // 16-bit copy (14 B); gradient-norm clipping reads the fp32 gradients once.
@@ -181,6 +232,13 @@ struct MemoryDefaults {
   // torchtitan's selective AC (every other layer checkpointed, i.e. half the layers keep only
   // their input).
   SelectiveKeeps selective = SelectiveKeeps::all_but_attention_core;
+  // ZeRO-3's gathered working set: FSDP's whole layers, or DeepSpeed's submodules (the one
+  // computing plus zero3_prefetch_bucket_params ahead, at most zero3_max_live_params) with a
+  // gradient bucket of zero3_reduce_bucket_params (stage3 ipg bucket).
+  Zero3Gather zero3_gather = Zero3Gather::layer;
+  double zero3_prefetch_bucket_params = 0;
+  double zero3_max_live_params = 0;  // 0: no limit
+  double zero3_reduce_bucket_params = 0;
 };
 
 // How the profiles (sim/framework/profiles/*.json) and the report's inputs spell each behaviour,
@@ -202,5 +260,10 @@ std::string host_overhead_text(const HostOverhead& host, double host_wait_s, dou
 inline constexpr CudaGraphScope kCudaGraphScopes[] = {CudaGraphScope::attn,           CudaGraphScope::mlp,
                                                       CudaGraphScope::moe_router,     CudaGraphScope::moe_preprocess,
                                                       CudaGraphScope::moe,            CudaGraphScope::full_iteration};
+const char* to_string(Zero3Gather g);
+const char* to_string(Zero3Fetch f);
+const char* to_string(Zero3Reduce r);
+const char* to_string(ZeroGradCollective c);
+const char* to_string(PipelineEngine e);
 
 }  // namespace simrun

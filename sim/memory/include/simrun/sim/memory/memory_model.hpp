@@ -136,8 +136,12 @@ struct Zero3Transients {
   double gathered_weights = 0;
   double unsharded_grads = 0;
 };
-Zero3Transients zero3_transients(const Layout& layout, const ParamCounts& counts, const StageParams& params,
-                                 double element_bytes, double grad_bytes);
+// With DeepSpeed's submodule gathers (MemoryDefaults::zero3_gather submodule, pp = 1) the gathered
+// weights are the submodule computing (at most the stage's largest weight matrix) and the
+// prefetch bucket ahead of it, within max_live_parameters; the gradients, the reduce bucket.
+Zero3Transients zero3_transients(const Layout& layout, const ModelSpec& model, const ParamCounts& counts,
+                                 const StageParams& params, double element_bytes, double grad_bytes,
+                                 const MemoryDefaults& defaults);
 
 struct StageMemory {
   int64_t stage = 0;

@@ -143,14 +143,24 @@ struct StageProgram {
     int64_t layers = 0;
   };
   std::vector<GradBucketSize> grad_buckets;
-  // ZeRO-3's FSDP units in forward order, chunk by chunk (none under ZeRO 0-2): the embedding on
-  // the first stage, each layer, the output layer on the last, with this rank's parameters in
-  // each and, of those, the routed experts'.
+  // ZeRO-3's gathered units in forward order, chunk by chunk (none under ZeRO 0-2): the
+  // embedding on the first stage, each layer (FSDP) or each of its gathered submodules
+  // (DeepSpeed, Zero3Gather::submodule), the output layer on the last, with this rank's
+  // parameters in each and, of those, the routed experts'.
   struct FsdpUnit {
     int64_t chunk = 0;
     int32_t unit = 0;  // layer id; -1 the embedding, -2 the output layer
     double params = 0;
     double expert_params = 0;
+    // Submodule gathers only (FSDP's layer units keep these defaults): the unit whose start
+    // issues this one's forward gather (its index in fsdp_units; -1: fsdp_prefetch_layers
+    // before it), its share of its layer's forward compute, and the gradients reduce-scattered
+    // once its backward is done (a bucket that fills there; -1: its own parameters).
+    int32_t issued_by = -1;
+    double forward_share = 1;
+    double reduce_params = -1, reduce_expert_params = 0;
+    double reduced_params() const { return reduce_params < 0 ? params : reduce_params; }
+    double reduced_expert_params() const { return reduce_params < 0 ? expert_params : reduce_expert_params; }
   };
   std::vector<FsdpUnit> fsdp_units;
   // Peak of forwards whose backward has not run yet: in layers' worth of activations, in
@@ -184,6 +194,12 @@ struct Workload {
   size_t task_count() const;
 };
 
+
+// DeepSpeed's ZeRO-3 prefetch (partitioned_param_coordinator.py fetch_sub_module; frameworks.md
+// 1.2): when a unit is reached, the units after it are gathered while fewer than
+// `bucket_params` elements are in flight. For each unit of `params` (a pass's order), the index
+// of the unit whose fetch issues its gather: itself when nothing ahead issued it.
+std::vector<int32_t> prefetch_issuers(const std::vector<double>& params, double bucket_params);
 
 // Builds the per-stage programs: shapes, dependencies and streams, no timings (the cost pass,
 // workload_cost.hpp, times them for a GPU). Throws InputError for layouts that cannot run
