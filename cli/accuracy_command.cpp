@@ -4,7 +4,7 @@
 // shipped yardstick (validation/data/measured-runs.json). Per run: predicted and reference step
 // time, error, memory verdict, or "unsupported: why"; MAPE per group and over all supported runs.
 // `--write-bands FILE` also writes the supported runs' residuals, the prediction bands estimate and
-// simulate read (validation/prediction_band.hpp; the shipped ones: kPredictionBandsCommand).
+// simulate read (validation/prediction_band.hpp; the shipped ones: docs/validation.md "Prediction band").
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 

@@ -9,6 +9,10 @@
 
 namespace simrun::cli {
 
+// Run from the repository root after the simulator's figures change (docs/validation.md).
+const char* const kRegenerateBandsCommand =
+    "build/cli/simrun accuracy --write-bands validation/data/prediction-bands.json";
+
 StepTimeBand attach_step_time_band(const CliEnv& env, const Scenario& scenario, const Catalogs& catalogs,
                                    Report& report) {
   const std::filesystem::path file = env.data_dir / kPredictionBandsFile;
@@ -16,7 +20,7 @@ StepTimeBand attach_step_time_band(const CliEnv& env, const Scenario& scenario, 
   if (!std::filesystem::is_regular_file(file, ec))
     throw InputError(file.string(), "(file)",
                      std::string("missing: the prediction bands ship with simrun's data (regenerate: ") +
-                         kPredictionBandsCommand + ")");
+                         kRegenerateBandsCommand + ")");
   const StepTimeBand band = step_time_band(load_prediction_residuals(file), scenario.framework,
                                            scenario.cluster.gpu.architecture, catalogs.frameworks);
   for (Explained& e : step_time_band_explanations(band, report.step_time_s))

@@ -18,10 +18,8 @@
 namespace simrun {
 
 // The shipped residuals beside the yardstick, relative to the data folder (source tree or
-// share/simrun), and the one command that regenerates them from a build folder `build`.
+// share/simrun); docs/validation.md "Prediction band" gives the one command that regenerates them.
 inline constexpr const char* kPredictionBandsFile = "validation/data/prediction-bands.json";
-inline constexpr const char* kPredictionBandsCommand =
-    "build/cli/simrun accuracy --write-bands validation/data/prediction-bands.json";
 
 // The band's percentiles of the family's signed errors: 10th and 90th, so about 8 in 10 of the
 // family's measured runs fall inside it (docs/validation.md "Prediction band").
