@@ -29,12 +29,14 @@ json run_json(const std::string& args) {
 }
 
 // The shipped signed errors of the runs of these profiles on this architecture, sorted.
-std::vector<double> shipped_errors(const std::vector<std::string>& frameworks, const std::string& architecture) {
+std::vector<double> shipped_errors(const std::vector<std::string>& frameworks,
+                                   const std::string& architecture) {
   std::vector<double> errors;
   const json shipped = json::parse(read_text(kShippedBands));
   for (const json& r : shipped.at("residuals"))
     if (r.at("architecture") == architecture &&
-        std::find(frameworks.begin(), frameworks.end(), r.at("framework").get<std::string>()) != frameworks.end())
+        std::find(frameworks.begin(), frameworks.end(), r.at("framework").get<std::string>()) !=
+            frameworks.end())
       errors.push_back(r.at("error"));
   std::sort(errors.begin(), errors.end());
   return errors;
@@ -83,7 +85,8 @@ TEST_CASE("estimate and simulate give the example's step time a band from its fa
   CHECK_THAT(explain.out, Catch::Contains("= step_time_s / (1 + e_p90)"));
 }
 
-TEST_CASE("a family without measured runs says so in the table, the JSON and --explain", "[cli][prediction_band]") {
+TEST_CASE("a family without measured runs says so in the table, the JSON and --explain",
+          "[cli][prediction_band]") {
   const std::string args = "estimate " + shell_quoted(kExample) + " --framework deepspeed";
   const RunResult table = run_simrun(args);
   REQUIRE(table.exit_code == 0);
@@ -97,10 +100,13 @@ TEST_CASE("a family without measured runs says so in the table, the JSON and --e
 
   const RunResult explain = run_simrun(args + " --explain");
   REQUIRE(explain.exit_code == 0);
-  CHECK_THAT(explain.out, Catch::Contains("step_time_band_s = 0 measured runs\n    = no band: no measured runs of this family"));
+  CHECK_THAT(
+      explain.out,
+      Catch::Contains("step_time_band_s = 0 measured runs\n    = no band: no measured runs of this family"));
 }
 
-TEST_CASE("simrun accuracy --write-bands writes the supported runs' residuals", "[cli][prediction_band][accuracy]") {
+TEST_CASE("simrun accuracy --write-bands writes the supported runs' residuals",
+          "[cli][prediction_band][accuracy]") {
   // One small shipped row (NeMo 24.07, 8 H100) and one the simulator cannot map.
   json row;
   for (const json& r : json::parse(read_text(fs::path(SIMRUN_VALIDATION_DATA_DIR) / "measured-runs.json")))
@@ -113,7 +119,8 @@ TEST_CASE("simrun accuracy --write-bands writes the supported runs' residuals", 
   const fs::path bands = scratch_dir() / "bands.json";
   fs::remove(bands);
 
-  const json report = run_json("accuracy " + shell_quoted(runs) + " --json --write-bands " + shell_quoted(bands));
+  const json report =
+      run_json("accuracy " + shell_quoted(runs) + " --json --write-bands " + shell_quoted(bands));
   const json written = json::parse(read_text(bands));
   CHECK_THAT(written.at("generated_by").get<std::string>(), Catch::StartsWith("simrun accuracy "));
   REQUIRE(written.at("residuals").size() == 1);
@@ -121,14 +128,15 @@ TEST_CASE("simrun accuracy --write-bands writes the supported runs' residuals", 
   CHECK(r.at("id") == "nemo2407_LLAMA2-7B_8gpu");
   CHECK(r.at("framework") == "nemo");
   CHECK(r.at("architecture") == "Hopper");
-  CHECK(r.at("error").get<double>() == Approx(report.at("runs")[0].at("error_pct").get<double>() / 100).margin(1e-4));
+  CHECK(r.at("error").get<double>() ==
+        Approx(report.at("runs")[0].at("error_pct").get<double>() / 100).margin(1e-4));
 
   // A band scores the simulator as estimate and simulate run it: every run, uncalibrated.
-  const RunResult grouped = run_simrun("accuracy " + shell_quoted(runs) + " --group nemo2407 --write-bands " +
-                                       shell_quoted(bands));
+  const RunResult grouped =
+      run_simrun("accuracy " + shell_quoted(runs) + " --group nemo2407 --write-bands " + shell_quoted(bands));
   CHECK(grouped.exit_code == 2);
-  const RunResult unwritable =
-      run_simrun("accuracy " + shell_quoted(runs) + " --write-bands " + shell_quoted(scratch_dir() / "no" / "b.json"));
+  const RunResult unwritable = run_simrun("accuracy " + shell_quoted(runs) + " --write-bands " +
+                                          shell_quoted(scratch_dir() / "no" / "b.json"));
   CHECK(unwritable.exit_code == 2);
   CHECK_THAT(unwritable.err, Catch::Contains("--write-bands: cannot write"));
 }

@@ -42,15 +42,17 @@ fs::path write_file(const std::string& name, const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("prediction band: the 10th and 90th percentiles of the family's errors, as a band on the true step time",
-          "[validation][prediction_band]") {
+TEST_CASE(
+    "prediction band: the 10th and 90th percentiles of the family's errors, as a band on the true step time",
+    "[validation][prediction_band]") {
   // Eleven nemo runs on Hopper with errors 0%, 1%, ..., 10%: the 10th percentile is the second
   // (1%), the 90th the tenth (9%); an Ampere run and a composer run are other families.
   std::vector<PredictionResidual> rows;
   for (int i = 0; i <= 10; ++i) rows.push_back({fmt::format("r{}", i), "nemo", "Hopper", 0.01 * i});
   rows.push_back({"ampere", "nemo", "Ampere", -0.5});
   rows.push_back({"composer", "composer", "Hopper", 0.5});
-  const StepTimeBand band = step_time_band(residuals(rows), profile("nemo"), "Hopper", test::catalogs().frameworks);
+  const StepTimeBand band =
+      step_time_band(residuals(rows), profile("nemo"), "Hopper", test::catalogs().frameworks);
   REQUIRE(band.measured());
   CHECK(band.runs.size() == 11);
   CHECK(band.pooled_from.empty());
@@ -74,8 +76,9 @@ TEST_CASE("prediction band: the 10th and 90th percentiles of the family's errors
   CHECK(three.error_high == Approx(0.18));
 }
 
-TEST_CASE("prediction band: about 8 in 10 of the family's measured runs fall inside the band of their prediction",
-          "[validation][prediction_band]") {
+TEST_CASE(
+    "prediction band: about 8 in 10 of the family's measured runs fall inside the band of their prediction",
+    "[validation][prediction_band]") {
   // A run predicted at p with error e measured p / (1 + e): inside [p / (1 + e90), p / (1 + e10)]
   // exactly when e10 ≤ e ≤ e90. A band built the wrong way round holds none of them.
   const PredictionResiduals shipped = load_prediction_residuals(kShippedBands);
@@ -89,7 +92,8 @@ TEST_CASE("prediction band: about 8 in 10 of the family's measured runs fall ins
     for (const PredictionResidual& r : band.runs) {
       const double predicted = 3.0, measured = predicted / (1 + r.error);
       const nlohmann::json j = step_time_band_json(band, predicted);
-      if (measured >= j.at("low").get<double>() - 1e-12 && measured <= j.at("high").get<double>() + 1e-12) ++inside;
+      if (measured >= j.at("low").get<double>() - 1e-12 && measured <= j.at("high").get<double>() + 1e-12)
+        ++inside;
     }
     CHECK(inside >= 0.75 * double(band.runs.size()));
     CHECK(inside < int(band.runs.size()));  // the extremes fall outside
@@ -98,10 +102,11 @@ TEST_CASE("prediction band: about 8 in 10 of the family's measured runs fall ins
 
 TEST_CASE("prediction band: a profile without runs pools the profiles extending it, else says there are none",
           "[validation][prediction_band]") {
-  const PredictionResiduals rows = residuals({{"n1", "nemo", "Hopper", 0.05},
-                                              {"p1", "megatron-core-perf", "Hopper", -0.05},
-                                              {"c1", "composer", "Hopper", 0.3},  // extends fsdp1, not megatron-core
-                                              {"old", "megatron-lm-2021", "Ampere", 0.0}});
+  const PredictionResiduals rows =
+      residuals({{"n1", "nemo", "Hopper", 0.05},
+                 {"p1", "megatron-core-perf", "Hopper", -0.05},
+                 {"c1", "composer", "Hopper", 0.3},  // extends fsdp1, not megatron-core
+                 {"old", "megatron-lm-2021", "Ampere", 0.0}});
   const FrameworkCatalog& catalog = test::catalogs().frameworks;
   REQUIRE(profile("nemo").extends == kDefaultFramework);
   REQUIRE(profile("megatron-core-perf").extends == kDefaultFramework);
@@ -145,7 +150,8 @@ TEST_CASE("prediction band: the bands file reads back what was written, and a ba
           "[validation][prediction_band]") {
   const PredictionResiduals rows =
       residuals({{"a \"quoted\" id", "nemo", "Hopper", -0.1234}, {"b", "composer", "Ampere", 0.05}});
-  const fs::path file = write_file("bands.json", prediction_bands_text(rows, "simrun accuracy --write-bands x"));
+  const fs::path file =
+      write_file("bands.json", prediction_bands_text(rows, "simrun accuracy --write-bands x"));
   const PredictionResiduals back = load_prediction_residuals(file);
   REQUIRE(back.residuals.size() == 2);
   CHECK(back.residuals[0].run_id == "a \"quoted\" id");

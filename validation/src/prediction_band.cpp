@@ -39,7 +39,8 @@ std::string percent(double fraction) { return fmt::format("{:+.1f}%", 100 * frac
 // "7 measured runs of nemo on Hopper" or "... of the profiles extending megatron-core on Hopper:
 // megatron-core-perf, nemo".
 std::string runs_description(const StepTimeBand& band) {
-  const std::string runs = fmt::format("{} measured run{}", band.runs.size(), band.runs.size() == 1 ? "" : "s");
+  const std::string runs =
+      fmt::format("{} measured run{}", band.runs.size(), band.runs.size() == 1 ? "" : "s");
   if (band.pooled_from.empty()) return fmt::format("{} of this family: {}", runs, band.family());
   return fmt::format("{} of the profiles extending {} on {}: {}", runs, band.framework,
                      architecture_name(band.architecture), join_names(band.pooled_from));
@@ -68,8 +69,8 @@ std::string prediction_bands_text(const PredictionResiduals& residuals, const st
   for (size_t i = 0; i < residuals.residuals.size(); ++i) {
     const PredictionResidual& r = residuals.residuals[i];
     text += fmt::format("    {{\"id\": {}, \"framework\": {}, \"architecture\": {}, \"error\": {:.4f}}}{}\n",
-                        json(r.run_id).dump(), json(r.framework).dump(), json(r.architecture).dump(),
-                        r.error, i + 1 < residuals.residuals.size() ? "," : "");
+                        json(r.run_id).dump(), json(r.framework).dump(), json(r.architecture).dump(), r.error,
+                        i + 1 < residuals.residuals.size() ? "," : "");
   }
   text += "  ]\n}\n";
   return text;
@@ -83,7 +84,8 @@ PredictionResiduals load_prediction_residuals(const std::filesystem::path& file)
   top.string("generated_by");
   top.string_or("what", "");
   const json& list = top.raw("residuals");
-  if (!list.is_array()) top.fail("residuals", "expected a list of {\"id\", \"framework\", \"architecture\", \"error\"}");
+  if (!list.is_array())
+    top.fail("residuals", "expected a list of {\"id\", \"framework\", \"architecture\", \"error\"}");
   top.finish();
   PredictionResiduals out;
   out.file = name;
@@ -164,20 +166,22 @@ std::vector<Explained> step_time_band_explanations(const StepTimeBand& band, dou
                                        [](const auto& a, const auto& b) { return a.error < b.error; });
   const auto highest = std::max_element(band.runs.begin(), band.runs.end(),
                                         [](const auto& a, const auto& b) { return a.error < b.error; });
-  const std::string where =
-      fmt::format("e = predicted / measured - 1 over the {} in {} (event simulation), from {} ({}) to {} ({})",
-                  runs_description(band), band.file.empty() ? kPredictionBandsFile : band.file,
-                  percent(lowest->error), lowest->run_id, percent(highest->error), highest->run_id);
+  const std::string where = fmt::format(
+      "e = predicted / measured - 1 over the {} in {} (event simulation), from {} ({}) to {} ({})",
+      runs_description(band), band.file.empty() ? kPredictionBandsFile : band.file, percent(lowest->error),
+      lowest->run_id, percent(highest->error), highest->run_id);
   const int low_pct = int(std::lround(100 * kBandLowPercentile)),
             high_pct = int(std::lround(100 * kBandHighPercentile));
   return {{"step_time_band_s.low", step_time_s * (1 + band.low_fraction()), "s",
            fmt::format("step_time_s / (1 + e_p{}), e_p{} the {}th percentile of the family's signed errors e",
                        high_pct, high_pct, high_pct),
-           fmt::format("step_time_s={:.6g}, e_p{}={}; {}", step_time_s, high_pct, percent(band.error_high), where)},
+           fmt::format("step_time_s={:.6g}, e_p{}={}; {}", step_time_s, high_pct, percent(band.error_high),
+                       where)},
           {"step_time_band_s.high", step_time_s * (1 + band.high_fraction()), "s",
            fmt::format("step_time_s / (1 + e_p{}), e_p{} the {}th percentile of the family's signed errors e",
                        low_pct, low_pct, low_pct),
-           fmt::format("step_time_s={:.6g}, e_p{}={}; {}", step_time_s, low_pct, percent(band.error_low), where)}};
+           fmt::format("step_time_s={:.6g}, e_p{}={}; {}", step_time_s, low_pct, percent(band.error_low),
+                       where)}};
 }
 
 }  // namespace simrun
