@@ -3,8 +3,14 @@
 // reference's measured-runs schema (a team's own logs; docs/validation.md); without it, the
 // shipped yardstick (validation/data/measured-runs.json). Per run: predicted and reference step
 // time, error, memory verdict, or "unsupported: why"; MAPE per group and over all supported runs.
+// `--write-bands FILE` also writes the supported runs' residuals, the prediction bands estimate and
+// simulate read (validation/prediction_band.hpp; the shipped ones: docs/validation.md "Prediction band").
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -24,11 +30,23 @@ struct AccuracyArgs {
   OutputFormat format = OutputFormat::table;
   std::string calibration_file;
   std::vector<std::string> catalogs;  // --catalog DIR
+  std::string bands_file;             // --write-bands FILE; empty: none written
 };
 
 // The shipped yardstick, beside the catalogs (source tree or installed share/simrun).
 std::filesystem::path shipped_runs(const CliEnv& env) {
   return env.data_dir / "validation" / "data" / "measured-runs.json";
+}
+
+// The residuals of every supported run to `a.bands_file`, with the command that wrote them.
+void write_bands(const AccuracyArgs& a, const AccuracyScore& score) {
+  std::string command = "simrun accuracy";
+  if (!a.runs_file.empty()) command += " " + a.runs_file;
+  command += " --write-bands " + a.bands_file;
+  std::ofstream out(a.bands_file);
+  if (out) out << prediction_bands_text(prediction_residuals(score), command);
+  out.flush();
+  if (!out) throw InputError("command line", "--write-bands", "cannot write " + quoted_input(a.bands_file));
 }
 
 }  // namespace
@@ -47,6 +65,14 @@ Command add_accuracy_command(CLI::App& root, const CliEnv& env) {
   cmd->add_option("--calibration", args->calibration_file,
                   "calibration.json with fitted efficiencies per GPU kind (as simulate applies it)");
   add_catalog_option(*cmd, args->catalogs);
+  CLI::Option* bands =
+      cmd->add_option("--write-bands", args->bands_file,
+                      "Also write every supported run's signed error, framework profile and GPU architecture "
+                      "to FILE: the prediction bands of estimate and simulate (shipped: "
+                      "validation/data/prediction-bands.json; docs/validation.md)")
+          ->type_name("FILE");
+  // A band describes the simulator as estimate and simulate run it: every run, uncalibrated.
+  bands->excludes("--group")->excludes("--calibration");
   return {
       cmd, [args, env] {
         const Catalogs catalogs = load_cli_catalogs(env, args->catalogs);
@@ -71,6 +97,7 @@ Command add_accuracy_command(CLI::App& root, const CliEnv& env) {
         }
         if (!args->calibration_file.empty()) options.calibration = Calibration::load(args->calibration_file);
         const AccuracyScore score = score_accuracy(runs, options);
+        if (!args->bands_file.empty()) write_bands(*args, score);
         switch (args->format) {
           case OutputFormat::json:
             std::cout << accuracy_json(score).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
@@ -83,6 +110,9 @@ Command add_accuracy_command(CLI::App& root, const CliEnv& env) {
             write_accuracy_table(score, std::cout);
             std::cout << "\ndefaults for unstated fields and framework behaviour:\n"
                       << measured_run_defaults_text();
+            if (!args->bands_file.empty())
+              fmt::print(std::cout, "\nprediction bands: {} residuals written to {}\n",
+                         prediction_residuals(score).residuals.size(), printable(args->bands_file));
             break;
         }
         return 0;

@@ -19,6 +19,7 @@
 #include "simrun/sim/scenario/scenario_parser.hpp"
 #include "simrun/sim/event/step_executor.hpp"
 #include "simrun/sim/workload/workload.hpp"
+#include "simrun/validation/prediction_band.hpp"
 
 namespace simrun::cli {
 
@@ -113,18 +114,25 @@ Command add_accuracy_command(CLI::App& root, const CliEnv& env);
 // options (cli/completion_command.cpp); add it last, so it sees the others.
 Command add_completion_command(CLI::App& root, const CliEnv& env);
 
-// Report printing shared by estimate and simulate (cli/report_output.cpp).
-void print_report_table(const Report& report, const Scenario& scenario, std::ostream& out);
+// The prediction band of the report's step time (cli/step_time_band.cpp): the shipped residuals of
+// the scenario's framework profile × GPU architecture; its --explain entries join the report's.
+StepTimeBand attach_step_time_band(const CliEnv& env, const Scenario& scenario, const Catalogs& catalogs,
+                                   Report& report);
+
+// Report printing shared by estimate and simulate (cli/report_output.cpp); the step time's row
+// carries its band.
+void print_report_table(const Report& report, const StepTimeBand& band, const Scenario& scenario,
+                        std::ostream& out);
 void print_report_explain(const Report& report, std::ostream& out);
 // --explain's account of the framework profile: its id and file, then each field that differs from
 // `base` (the default profile) with its source.
 void print_framework_explain(const FrameworkProfile& profile, const FrameworkProfile& base, std::ostream& out);
 // The same as the JSON report's "framework_profile" (with --explain --json).
 nlohmann::json framework_explain_json(const FrameworkProfile& profile, const FrameworkProfile& base);
-// The JSON report estimate and simulate print: the contract keys (to_json), "inputs", and with
-// `explain` the "framework_profile" against the default profile of `catalogs`.
-nlohmann::json report_json(const Report& report, const Fields& inputs, const Scenario& scenario,
-                           const Catalogs& catalogs, bool explain);
+// The JSON report estimate and simulate print: the contract keys (to_json), "step_time_band_s",
+// "inputs", and with `explain` the "framework_profile" against the default profile of `catalogs`.
+nlohmann::json report_json(const Report& report, const StepTimeBand& band, const Fields& inputs,
+                           const Scenario& scenario, const Catalogs& catalogs, bool explain);
 // One CSV row of a report: the inputs' columns, the report's (report_csv_fields), then `extra`.
 Fields report_csv_row(const Fields& inputs, const Report& report, const Fields& extra = {});
 // simulate --compare-analytic: step time and MFU of both fidelities side by side, and the parts

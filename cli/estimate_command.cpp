@@ -49,13 +49,14 @@ Command add_estimate_command(CLI::App& root, const CliEnv& env) {
             apply_framework_options(args->framework, scenario, options.workload, options.memory, options.schedule);
             options.stragglers = stragglers_of(args->faults, scenario);
             options.slow_links = slow_links_of(args->faults);
-            const Report report = estimate(scenario, options);
+            Report report = estimate(scenario, options);
+            const StepTimeBand band = attach_step_time_band(env, scenario, catalogs, report);
             const Fields inputs = report_input_fields(
                 scenario, options.workload, options.schedule.value_or(default_schedule(scenario.layout)),
                 args->calibration_file);
             switch (args->format) {
               case OutputFormat::json: {
-                nlohmann::json j = report_json(report, inputs, scenario, catalogs, args->explain);
+                nlohmann::json j = report_json(report, band, inputs, scenario, catalogs, args->explain);
                 std::cout << j.dump(2) << "\n";
                 break;
               }
@@ -63,7 +64,7 @@ Command add_estimate_command(CLI::App& root, const CliEnv& env) {
                 write_csv({report_csv_row(inputs, report)}, std::cout);
                 break;
               case OutputFormat::table:
-                print_report_table(report, scenario, std::cout);
+                print_report_table(report, band, scenario, std::cout);
                 if (args->explain) {
                   std::cout << "\n";
                   print_report_explain(report, std::cout);

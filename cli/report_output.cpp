@@ -60,7 +60,7 @@ void add_no_timing_option(CLI::App& cmd, Timing& timing) {
       "Leave out wall-clock fields (simulation wall time) so that two runs' output diffs clean");
 }
 
-void print_report_table(const Report& r, const Scenario& s, std::ostream& out) {
+void print_report_table(const Report& r, const StepTimeBand& band, const Scenario& s, std::ostream& out) {
   fmt::print(out, "simrun {} — {} on {} x {} ({}, {})\n", r.fidelity, s.model.name, s.cluster.num_gpus,
              s.cluster.gpu.id, s.cluster.fabric.id, to_string(s.cluster.topology));
   fmt::print(out, "layout   {}\n", layout_line(s));
@@ -72,7 +72,7 @@ void print_report_table(const Report& r, const Scenario& s, std::ostream& out) {
     fmt::print(out, "  {:<28}{}\n", name, value);
   };
   fmt::print(out, "step\n");
-  row("step time", fmt::format("{:.3f} s", r.step_time_s));
+  row("step time", fmt::format("{:.3f} s ({})", r.step_time_s, step_time_band_text(band)));
   row("tokens/s",
       fmt::format("{:.0f} ({:.0f} per GPU)", r.tokens_per_s, r.tokens_per_s / s.cluster.num_gpus));
   row("TFLOP/s per GPU", fmt::format("{:.1f}", r.tflops_per_gpu));
@@ -180,9 +180,10 @@ Fields report_csv_row(const Fields& inputs, const Report& report, const Fields& 
   return row;
 }
 
-nlohmann::json report_json(const Report& report, const Fields& inputs, const Scenario& scenario,
-                           const Catalogs& catalogs, bool explain) {
+nlohmann::json report_json(const Report& report, const StepTimeBand& band, const Fields& inputs,
+                           const Scenario& scenario, const Catalogs& catalogs, bool explain) {
   nlohmann::json j = to_json(report);
+  j["step_time_band_s"] = step_time_band_json(band, report.step_time_s);
   j["inputs"] = to_json(inputs);
   if (explain)
     j["framework_profile"] = framework_explain_json(

@@ -171,7 +171,8 @@ void write_trace(const SimulateArgs& a, const Scenario& scenario, const Simulati
 // The report as the flags ask: JSON (with stages, simulation and the comparison), CSV rows or
 // the tables (on stderr when the trace goes to stdout).
 void print_simulate_report(const SimulateArgs& a, const Scenario& scenario, const Catalogs& catalogs,
-                           const SimulateOptions& options, const SimulationOutput& out, const Report& report) {
+                           const SimulateOptions& options, const SimulationOutput& out, const Report& report,
+                           const StepTimeBand& band) {
   const bool trace_to_stdout = a.trace_file == "-";
   std::optional<Report> analytic;
   BreakdownReport event_parts;  // the event's on the stage the estimate's parts describe
@@ -184,7 +185,7 @@ void print_simulate_report(const SimulateArgs& a, const Scenario& scenario, cons
       report_input_fields(scenario, options.workload, out.workload.schedule, a.calibration_file);
   switch (a.format) {
     case OutputFormat::json: {
-      nlohmann::json j = report_json(report, inputs, scenario, catalogs, a.explain);
+      nlohmann::json j = report_json(report, band, inputs, scenario, catalogs, a.explain);
       j["stages"] = stages_json(out);
       j["simulation"] =
           to_json(simulation_fields(&out, options.step.scope, a.timing))["simulation"];
@@ -210,7 +211,7 @@ void print_simulate_report(const SimulateArgs& a, const Scenario& scenario, cons
     case OutputFormat::table: {
       // With the trace on stdout, the table goes to stderr.
       std::ostream& table = trace_to_stdout ? std::cerr : std::cout;
-      print_report_table(report, scenario, table);
+      print_report_table(report, band, scenario, table);
       print_stage_table(out, a.timing, table);
       if (analytic) print_comparison_table(report, event_parts, *analytic, table);
       if (a.explain) {
@@ -281,7 +282,8 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
         progress.reset();
         Report report = out.report;
         if (!args->trace_file.empty()) write_trace(*args, scenario, out, report);
-        print_simulate_report(*args, scenario, catalogs, options, out, report);
+        const StepTimeBand band = attach_step_time_band(env, scenario, catalogs, report);
+        print_simulate_report(*args, scenario, catalogs, options, out, report, band);
         if (!args->trace_file.empty() && !trace_to_stdout && args->format == OutputFormat::table)
           fmt::print(std::cout, "trace written to {} (open in https://ui.perfetto.dev)\n", args->trace_file);
         // The hard check comes after the report, so a sweep keeps the numbers of what failed.

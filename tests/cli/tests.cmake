@@ -40,8 +40,9 @@ add_dependencies(test_catalogs simrun)
 simrun_add_test_exe(test_sweep_output SOURCES cli/test_sweep_output.cpp LIBS nlohmann_json::nlohmann_json simrun_test_fixtures)
 target_compile_definitions(test_sweep_output PRIVATE SIMRUN_BINARY="$<TARGET_FILE:simrun>")
 add_dependencies(test_sweep_output simrun)
-# `simrun accuracy`: the shipped yardstick once, files of other runs, bad files (validation/accuracy.hpp).
-simrun_add_test_exe(test_accuracy SOURCES cli/test_accuracy.cpp LIBS nlohmann_json::nlohmann_json simrun_test_fixtures)
+# `simrun accuracy`: the shipped yardstick once, files of other runs, bad files (validation/accuracy.hpp);
+# the step time's prediction band in estimate and simulate, and accuracy --write-bands.
+simrun_add_test_exe(test_accuracy SOURCES cli/test_accuracy.cpp cli/test_step_time_band.cpp LIBS nlohmann_json::nlohmann_json simrun_test_fixtures)
 target_compile_definitions(test_accuracy PRIVATE SIMRUN_BINARY="$<TARGET_FILE:simrun>")
 add_dependencies(test_accuracy simrun)
 # The progress line and the shell completion scripts (in-process and through the simrun binary).

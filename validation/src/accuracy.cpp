@@ -96,6 +96,8 @@ RunScore unsimulated_score(const MeasuredRun& run, const AccuracyOptions& option
   RunScore s;
   s.id = run.id;
   s.group = run.group;
+  s.framework = run.framework;
+  if (run.has_scenario()) s.architecture = run.scenario.cluster.gpu.architecture;
   s.reference_s = run.reference_s;
   s.reference_kind = run.reference_kind;
   s.defaults_used = run.defaults_used;

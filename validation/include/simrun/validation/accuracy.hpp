@@ -26,6 +26,8 @@ inline constexpr double kAccuracyWithin = 0.15;
 struct RunScore {
   std::string id;                     // row id, e.g. "narayanan2021_t1_1T"
   std::string group;                  // source group, e.g. "narayanan_t1" ("" when the row has none)
+  std::string framework;              // the run's framework profile id, e.g. "nemo"
+  std::string architecture;           // its GPU's architecture, e.g. "Hopper" ("" without a scenario)
   std::string status = "ok";          // "ok" or "unsupported: why" (why never empty)
   double reference_s = 0;             // reference step time in seconds; 0 = none
   std::string reference_kind;         // "measured" | "derived" | "from TFLOP/s, causal" | ""
