@@ -87,16 +87,16 @@ TEST_CASE("estimate and simulate give the example's step time a band from its fa
 
 TEST_CASE("a family without measured runs says so in the table, the JSON and --explain",
           "[cli][prediction_band]") {
-  const std::string args = "estimate " + shell_quoted(kExample) + " --framework deepspeed";
+  const std::string args = "estimate " + shell_quoted(kExample) + " --framework deepspeed --virtual-stages 1";
   const RunResult table = run_simrun(args);
   REQUIRE(table.exit_code == 0);
-  CHECK_THAT(table.out, Catch::Contains("(no measured runs of this family: deepspeed on Hopper)"));
+  CHECK_THAT(table.out, Catch::Contains("(no measured runs of this family: deepspeed@0.6 on Hopper)"));
 
   const json band = run_json(args + " --json").at("step_time_band_s");
   CHECK(band.at("runs") == 0);
   CHECK(band.at("low").is_null());
   CHECK(band.at("high").is_null());
-  CHECK(band.at("family") == "deepspeed on Hopper");
+  CHECK(band.at("family") == "deepspeed@0.6 on Hopper");
 
   const RunResult explain = run_simrun(args + " --explain");
   REQUIRE(explain.exit_code == 0);

@@ -130,7 +130,7 @@ TEST_CASE("prediction band: a profile without runs pools the profiles extending 
   // Blackwell, and a GPU that states no architecture.
   for (const auto& [framework, architecture, family] :
        std::vector<std::tuple<std::string, std::string, std::string>>{
-           {"deepspeed", "Hopper", "deepspeed on Hopper"},
+           {"deepspeed", "Hopper", "deepspeed@0.6 on Hopper"},
            {kDefaultFramework, "Blackwell", "megatron-core on Blackwell"},
            {"nemo", "", "nemo on a GPU of no stated architecture"}}) {
     const StepTimeBand none = step_time_band(rows, profile(framework), architecture, catalog);
