@@ -47,5 +47,6 @@ const char* to_string(FsdpBackwardPrefetch p) {
   return p == FsdpBackwardPrefetch::after_backward ? "after_backward" : "before_backward";
 }
 const char* to_string(KernelStack k) { return k == KernelStack::eager ? "eager" : "fused"; }
+const char* to_string(EpDispatcher d) { return d == EpDispatcher::deepep ? "deepep" : "alltoall"; }
 
 }  // namespace simrun

@@ -65,6 +65,16 @@ const std::vector<FieldRule>& field_rules() {
        }},
       {"moe_shared_expert_overlap",
        [](JsonReader& f, FrameworkProfile& p) { p.workload.moe_shared_expert_overlap = boolean(f); }},
+      {"ep_dispatcher",
+       [](JsonReader& f, FrameworkProfile& p) {
+         p.workload.ep_dispatcher =
+             choice(f, {to_string(EpDispatcher::alltoall), to_string(EpDispatcher::deepep)}) ==
+                     to_string(EpDispatcher::deepep)
+                 ? EpDispatcher::deepep
+                 : EpDispatcher::alltoall;
+       }},
+      {"ep_dispatch_dtype",
+       [](JsonReader& f, FrameworkProfile& p) { p.workload.ep_dispatch_fp8 = choice(f, {"bf16", "fp8"}) == "fp8"; }},
       {"grad_reduce",
        [](JsonReader& f, FrameworkProfile& p) {
          p.workload.grad_reduce = choice(f, {to_string(GradReduceOverlap::bucketed), to_string(GradReduceOverlap::after_backward)}) ==

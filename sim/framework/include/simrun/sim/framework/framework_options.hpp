@@ -57,6 +57,16 @@ enum class KernelStack : uint8_t {
           // inputs from HBM: eager_memory_factor × the fused traffic) and FlashAttention-2
 };
 
+// How the MoE all-to-alls move tokens between expert-parallel ranks.
+enum class EpDispatcher : uint8_t {
+  alltoall,  // Megatron-Core's MoEAlltoAllTokenDispatcher (token_dispatcher.py): one all-to-all over
+             // the EP group sends every token copy to its expert's rank
+  deepep,    // DeepSeek-V3's kernels (arXiv:2412.19437 sec. 3.2.2; DeepEP's internode kernels): a
+             // token crosses InfiniBand once per destination node, to the GPU of the same in-node
+             // index, which forwards it over NVLink to its experts' GPUs there (the combine reverses
+             // it, reducing within the node first)
+};
+
 struct WorkloadOptions {
   KernelStack kernels = KernelStack::fused;
   // HBM traffic of the memory-bound ops with unfused kernels, relative to fused ones: a fused
@@ -72,6 +82,12 @@ struct WorkloadOptions {
   // Megatron-Core --moe-shared-expert-overlap: an MoE layer's shared experts run beside its
   // dispatch and combine all-to-alls rather than after the routed path (workload_builder.cpp).
   bool moe_shared_expert_overlap = false;
+  EpDispatcher ep_dispatcher = EpDispatcher::alltoall;
+  // The all-to-alls that carry tokens to their experts (the forward dispatch, and the combine's
+  // backward, which sends the output gradient before the down-projection) in fp8: 1 byte per
+  // element plus an fp32 scale per 128 (DeepSeek-V3 sec. 3.3.3; DeepEP's dispatch takes the fp8
+  // tensor and its float scales [tokens, hidden / 128]). The combines stay 16-bit.
+  bool ep_dispatch_fp8 = false;
   GradReduceOverlap grad_reduce = GradReduceOverlap::bucketed;
   ParamGatherOverlap param_gather = ParamGatherOverlap::next_forward;
   // Megatron DDP bucket: max(40M, 1M·dp) parameters (distributed_data_parallel.py).
@@ -147,5 +163,6 @@ const char* to_string(ParamGatherOverlap o);
 const char* to_string(SelectiveRecompute s);
 const char* to_string(FsdpBackwardPrefetch p);
 const char* to_string(KernelStack k);
+const char* to_string(EpDispatcher d);
 
 }  // namespace simrun
