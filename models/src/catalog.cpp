@@ -82,6 +82,8 @@ ModelSpec read_model(JsonReader& r) {
     moe.expert_ffn_hidden = e.integer_or("expert_ffn_hidden", m.ffn_hidden, 1, kMaxFfn);
     moe.shared_experts = e.integer_or("shared_experts", 0, 0, kMaxExperts);
     moe.first_dense_layers = e.integer_or("first_dense_layers", 0, 0, kMaxLayers);
+    moe.groups = e.integer_or("groups", 0, 0, kMaxExperts);
+    moe.topk_groups = e.integer_or("topk_groups", moe.groups, 0, kMaxExperts);
     e.finish();
     m.moe = moe;
   } else {

@@ -366,7 +366,9 @@ ModelSpec import_hf_config(const nlohmann::json& config, const std::string& file
   // MoE. Mixtral: num_local_experts (alias num_experts), expert width = intermediate_size.
   // Qwen2/3-MoE: num_experts, moe_intermediate_size, decoder_sparse_step, mlp_only_layers,
   // Qwen2-MoE shared_expert_intermediate_size. DeepSeek: n_routed_experts (alias
-  // num_local_experts), n_shared_experts, first_k_dense_replace, moe_layer_freq.
+  // num_local_experts), n_shared_experts, first_k_dense_replace, moe_layer_freq, and
+  // group-limited routing n_group, topk_group (modeling_deepseek.py MoEGate: group_limited_greedy
+  // or noaux_tc picks the topk_group best of n_group expert groups, then top-k within them).
   const std::string experts_key =
       arch.experts == Experts::moe ? f.find({"n_routed_experts", "num_local_experts", "num_experts"}) : "";
   if (!experts_key.empty() && f.integer({experts_key}, 0, kMaxExperts) > 0) {
@@ -385,6 +387,8 @@ ModelSpec import_hf_config(const nlohmann::json& config, const std::string& file
       moe.shared_experts = width / moe.expert_ffn_hidden;
     }
     moe.first_dense_layers = f.integer_or({"first_k_dense_replace"}, 0, 0, m.layers - 1);
+    moe.groups = f.integer_or({"n_group"}, 0, 0, kMaxExperts);
+    moe.topk_groups = f.integer_or({"topk_group"}, moe.groups, 0, kMaxExperts);
     for (const std::string key : {"moe_layer_freq", "decoder_sparse_step"}) {
       if (f.has({key}) && f.integer({key}, 1, kMaxLayers) != 1)
         f.fail(key, "only 1 (every layer after the leading dense ones is MoE) is supported");
@@ -434,6 +438,8 @@ ModelSpec import_hf_config(const nlohmann::json& config, const std::string& file
       {"max_positions", "max_position_embeddings"},
       {"moe.top_k", "num_experts_per_tok"},
       {"moe.first_dense_layers", "first_k_dense_replace"},
+      {"moe.groups", "n_group"},
+      {"moe.topk_groups", "topk_group"},
       {"mla.kv_lora_rank", "kv_lora_rank"},
       {"mla.qk_nope_head_dim", "qk_nope_head_dim"},
       {"mla.v_head_dim", "v_head_dim"},

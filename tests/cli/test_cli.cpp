@@ -793,10 +793,11 @@ TEST_CASE("a trace over its size cap is cut with a warning naming what was left 
 TEST_CASE("the DeepSeek-V3 example fits, and both fidelities put its pre-training near the published GPU-hours",
           "[cli][moe]") {
   // Published: 2,664K H800 GPU-hours of pre-training (DeepSeek-V3 report, arXiv:2412.19437
-  // Table 1; reference/frameworks.md sec. 4). Issue 23's bar is 15%: the estimate is inside it
-  // (+13%), the event simulation just outside (+15.6%), both above the published figure;
-  // docs/deepseek-v3.md shows what the gap is made of and what of the report is not modelled.
-  // Held within 20% here so that a change that moves them shows.
+  // Table 1; reference/frameworks.md sec. 4). Issue 23's bar is 15%. With HAI-LLM's fp8
+  // dispatch and per-node all-to-alls (hai-llm profile, node-limited routing) the event
+  // simulation is inside it (-13%), the estimate just outside (-18%), both below the published
+  // figure; docs/deepseek-v3.md shows what the gap is made of and what of the report is not
+  // modelled. Held within 20% here so that a change that moves them shows.
   const std::string example =
       shell_quoted(fs::path(SIMRUN_DATA_DIR) / "examples" / "deepseek-v3-2048-h800.json");
   for (const std::string command : {"estimate", "simulate"}) {
@@ -805,7 +806,7 @@ TEST_CASE("the DeepSeek-V3 example fits, and both fidelities put its pre-trainin
     REQUIRE(r.exit_code == 0);
     const auto j = nlohmann::json::parse(r.out);
     CHECK(j["memory"]["fits"] == true);
-    CHECK(j["run"]["gpu_hours"].get<double>() > 2.664e6);
+    CHECK(j["run"]["gpu_hours"].get<double>() > 0.8 * 2.664e6);
     CHECK(j["run"]["gpu_hours"].get<double>() < 1.2 * 2.664e6);
   }
 }

@@ -112,6 +112,8 @@ TEST_CASE("DeepSeek-V3: MLA, shared experts, leading dense layers, MTP", "[model
   CHECK(m.moe->shared_experts == 1);
   CHECK(m.moe->first_dense_layers == 3);
   CHECK(m.moe->expert_ffn_hidden == 2048);
+  CHECK(m.moe->groups == 8);  // n_group, topk_group: node-limited routing
+  CHECK(m.moe->topk_groups == 4);
   CHECK(m.ffn_hidden == 18432);
   CHECK(m.mtp_layers == 1);
   CHECK(m.seq_len == 163840);

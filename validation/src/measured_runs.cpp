@@ -56,6 +56,7 @@
 #include "simrun/common/error.hpp"
 #include "simrun/common/json_reader.hpp"
 #include "simrun/validation/accuracy.hpp"
+#include "simrun/sim/scenario/rank_layout.hpp"
 
 namespace simrun {
 namespace {
@@ -374,6 +375,7 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
   sc.cluster = measured_cluster(row, id, hbm_scale, catalogs, c.id);
   Layout& l = sc.layout;
   set_layout(l, lj, sc.model, profile, c.defaults_used);
+  l.ep_intra_level = ep_domain_level(sc.cluster, l);
   sc.run.tokens = 0;
 
   if (l.world_size() != sc.cluster.num_gpus) {

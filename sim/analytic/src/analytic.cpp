@@ -207,10 +207,25 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
   add_estimate_warnings(sc, options, memory.worst_stage, run, r);
   if (auto outside = agreement_warning(sc, options, r)) r.warnings.push_back(*outside);
   explain_step_time(sc, options, flops, time, peak, r);
+  detail::explain_ep_exchange(sc, options.workload, r);
   detail::explain_throughput(sc, flops.per_sequence, options.flop_convention, peak, r);
   detail::explain_memory(sc, memory.stages[size_t(memory.worst_stage)], options.memory, r);
   detail::explain_run(sc, run, options.run, r);
   return r;
 }
 
+namespace detail {
+
+void explain_ep_exchange(const Scenario& sc, const WorkloadOptions& workload, Report& r) {
+  if (!sc.model.is_moe() || sc.layout.ep <= 1) return;
+  const EpExchange x = ep_exchange(sc, workload);
+  explain(r, "breakdown.ep_comm_s", r.breakdown.ep_comm_s, "s",
+          "the MoE dispatch and combine all-to-alls (forward, backward, recomputed), each timed on its "
+          "group's links; bytes = tokens · copies per token · hidden · bytes per element; two-level "
+          "(DeepEP): the InfiniBand level's copies are the distinct destination domains, the NVLink "
+          "level's the distinct destination ranks, expected under balanced routing (moe_routing.hpp)",
+          fmt::format("dispatcher {}: {}", to_string(workload.host.moe_dispatcher), x.why));
+}
+
+}  // namespace detail
 }  // namespace simrun

@@ -34,6 +34,8 @@ struct GroupLinks {
   int64_t cp_a2a_size = 1;
   LinkCost ep;
   int64_t ep_size = 1;
+  LinkCost ep_intra, ep_inter;  // a two-level EP all-to-all's levels (GroupKind::ep_intra, ep_inter)
+  int64_t ep_intra_size = 1, ep_inter_size = 1;
 };
 
 // The piece of the micro-batch a task belongs to (its layer's, the first two layers apart; the
@@ -117,9 +119,12 @@ double probe_collective_s(const Task& t, PieceTime* piece, const GroupLinks& lin
     duration = collective_at_s(t.coll, t.comm_bytes, a2a_level ? links.cp_a2a_size : links.cp_size, link,
                                condition.fraction(link.link_class));
     if (piece) piece->cp_comm_s += duration;
-  } else if (t.group == GroupKind::ep) {
-    duration = collective_at_s(t.coll, t.comm_bytes, links.ep_size, links.ep,
-                               condition.fraction(links.ep.link_class));
+  } else if (is_ep(t.group)) {
+    const bool intra = t.group == GroupKind::ep_intra, inter = t.group == GroupKind::ep_inter;
+    const LinkCost& link = intra ? links.ep_intra : inter ? links.ep_inter : links.ep;
+    duration = collective_at_s(t.coll, t.comm_bytes,
+                               intra ? links.ep_intra_size : inter ? links.ep_inter_size : links.ep_size, link,
+                               condition.fraction(link.link_class));
     if (piece) piece->ep_comm_s += duration;
   }
   return duration;
@@ -160,7 +165,7 @@ ProbeTimes time_probe(const StageProgram& prog, const ProgramCost& cost, const G
       const Task& b = prog.tasks[t];
       PieceTime* owner = piece_of(out, b);
       const bool charged = owner && b.kind == TaskKind::collective &&
-                           (b.group == GroupKind::tp || is_cp(b.group) || b.group == GroupKind::ep);
+                           (b.group == GroupKind::tp || is_cp(b.group) || is_ep(b.group));
       if (!charged) return;
       const double wait = hi - lo;
       (b.group == GroupKind::tp ? owner->tp_exposed_s
@@ -255,6 +260,8 @@ StepTimeEstimator::StepTimeEstimator(const Scenario& sc, const AnalyticOptions& 
                                                       : link(rank_group(l, GroupKind::cp));
   m_cp_a2a_link = all_to_all(rank_group(l, GroupKind::cp_a2a));
   m_ep_link = all_to_all(rank_group(l, GroupKind::ep));
+  m_ep_intra_link = all_to_all(rank_group(l, GroupKind::ep_intra));
+  m_ep_inter_link = all_to_all(rank_group(l, GroupKind::ep_inter));
   m_dp_link = link(rank_group(l, GroupKind::dp_cp));
   m_expert_dp_link = link(rank_group(l, GroupKind::edp));
   m_pp_link_inside = link(pipeline_pair(cluster, l.tp * l.cp * l.dp, PairPlacement::same_domain));
@@ -293,8 +300,9 @@ void StepTimeEstimator::probe_micro_batch_pieces() {
   for (const SlowLink& sl : m_options.slow_links)
     m_stage_condition[size_t(ranks.coord_of(sl.rank).pp)].slow_down(sl);
   const bool hierarchical = l.cp_comm_type == CpCommType::a2a_p2p;
-  const GroupLinks links{m_tp_link,     l.tp,       m_cp_link, hierarchical ? l.cp_ring() : l.cp,
-                         m_cp_a2a_link, l.cp_a2a(), m_ep_link, l.ep};
+  const GroupLinks links{m_tp_link,       l.tp,       m_cp_link,       hierarchical ? l.cp_ring() : l.cp,
+                         m_cp_a2a_link,   l.cp_a2a(), m_ep_link,       l.ep,
+                         m_ep_intra_link, m_ep_inter_link, l.ep_intra(), l.ep_inter()};
   const int64_t dense_layers = m_model.dense_layers();
   const int64_t moe_layers = m_model.moe_layers();
   std::optional<StageProgram> dense_program, moe_program;

@@ -205,7 +205,7 @@ class StepTimeEstimator {
   // Links of the process groups (Megatron order tp-cp-ep-dp-pp), with calibration α/β.
   // m_cp_link: the CP group's, or the ring level's under a2a+p2p, whose all-to-all level has
   // m_cp_a2a_link.
-  LinkCost m_tp_link, m_cp_link, m_cp_a2a_link, m_ep_link, m_dp_link, m_expert_dp_link;
+  LinkCost m_tp_link, m_cp_link, m_cp_a2a_link, m_ep_link, m_ep_intra_link, m_ep_inter_link, m_dp_link, m_expert_dp_link;
   LinkCost m_pp_link_inside, m_pp_link_across;  // a pipeline send within, or out of, a domain
 
   // Each stage's condition (stragglers, slow links), and one micro-batch of one dense layer and

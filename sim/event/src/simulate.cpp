@@ -161,6 +161,7 @@ void explain_event(const Scenario& sc, const SimulateOptions& options, const Com
                   "be {:.4g} s",
                   critical, l.pp, v, w.micro_batches,
                   double(l.pp - 1) / double(v * w.micro_batches) * b.compute_s));
+  detail::explain_ep_exchange(sc, options.workload, r);
   detail::explain_throughput(sc, step_flops(sc.model, l, AttentionFlops::causal).per_sequence,
                              AttentionFlops::causal, peak, r);
   detail::explain_memory(sc, worst_memory, options.memory, r);
@@ -188,16 +189,20 @@ BreakdownReport stage_breakdown(const RankBreakdown& rank, double step_time_s) {
   auto cp = [&](const std::array<double, kGroupKindCount>& a) {
     return at(a, GroupKind::cp) + at(a, GroupKind::cp_a2a) + at(a, GroupKind::cp_ring);
   };
+  // A two-level all-to-all's levels count as EP.
+  auto ep = [&](const std::array<double, kGroupKindCount>& a) {
+    return at(a, GroupKind::ep) + at(a, GroupKind::ep_intra) + at(a, GroupKind::ep_inter);
+  };
   b.tp_comm_s = at(rank.comm_s, GroupKind::tp);
   b.pp_comm_s = at(rank.comm_s, GroupKind::pp);
   b.dp_comm_s = dp(rank.comm_s);
   b.cp_comm_s = cp(rank.comm_s);
-  b.ep_comm_s = at(rank.comm_s, GroupKind::ep);
+  b.ep_comm_s = ep(rank.comm_s);
   b.tp_exposed_s = at(rank.exposed_s, GroupKind::tp);
   b.pp_exposed_s = at(rank.exposed_s, GroupKind::pp);
   b.dp_exposed_s = dp(rank.exposed_s);
   b.cp_exposed_s = cp(rank.exposed_s);
-  b.ep_exposed_s = at(rank.exposed_s, GroupKind::ep);
+  b.ep_exposed_s = ep(rank.exposed_s);
   for (double e : rank.exposed_s) b.exposed_comm_s += e;
   // A rank that finishes before the step ends idles until it does: the pipeline's drain.
   b.bubble_s = rank.bubble_s + std::max(0.0, step_time_s - rank.finish_s);

@@ -167,8 +167,9 @@ class Executor {
   void cost_group_links() {
     const Layout& l = m_sc.layout;
     for (GroupKind g : {GroupKind::tp, GroupKind::cp, GroupKind::dp, GroupKind::dp_cp, GroupKind::ep,
-                        GroupKind::pp, GroupKind::edp, GroupKind::cp_a2a, GroupKind::cp_ring}) {
-      const bool all_to_all = g == GroupKind::ep || g == GroupKind::cp_a2a ||
+                        GroupKind::pp, GroupKind::edp, GroupKind::cp_a2a, GroupKind::cp_ring, GroupKind::ep_intra,
+                        GroupKind::ep_inter}) {
+      const bool all_to_all = is_ep(g) || g == GroupKind::cp_a2a ||
                               (g == GroupKind::cp && l.cp_comm_type == CpCommType::a2a);
       m_link[static_cast<size_t>(group_index(g))] =
           all_to_all ? all_to_all_link(m_sc.cluster, rank_group(l, g), m_opt.comm)

@@ -66,6 +66,8 @@ const std::vector<FieldRule>& field_rules() {
        }},
       {"moe_shared_expert_overlap",
        [](JsonReader& f, FrameworkProfile& p) { p.workload.moe_shared_expert_overlap = boolean(f); }},
+      {"ep_dispatch_dtype",
+       [](JsonReader& f, FrameworkProfile& p) { p.workload.ep_dispatch_fp8 = choice(f, {"bf16", "fp8"}) == "fp8"; }},
       {"grad_reduce",
        [](JsonReader& f, FrameworkProfile& p) {
          p.workload.grad_reduce = choice(f, {to_string(GradReduceOverlap::bucketed), to_string(GradReduceOverlap::after_backward)}) ==

@@ -29,6 +29,10 @@ const char* to_string(GroupKind g) {
       return "cp_a2a";
     case GroupKind::cp_ring:
       return "cp_ring";
+    case GroupKind::ep_intra:
+      return "ep_intra";
+    case GroupKind::ep_inter:
+      return "ep_inter";
   }
   return "?";
 }
@@ -53,6 +57,10 @@ RankGroup rank_group(const Layout& l, GroupKind g) {
       return {l.cp_a2a(), l.tp};
     case GroupKind::cp_ring:
       return {l.cp_ring(), l.tp * l.cp_a2a()};
+    case GroupKind::ep_intra:
+      return {l.ep_intra(), l.expert_tp};
+    case GroupKind::ep_inter:
+      return {l.ep_inter(), l.expert_tp * l.ep_intra()};
   }
   return {1, 1};
 }
@@ -65,6 +73,7 @@ RankLayout::RankLayout(const Layout& layout, int64_t gpus_per_node)
       m_ep(layout.ep),
       m_etp(layout.expert_tp),
       m_cp_a2a(layout.cp_a2a()),
+      m_ep_intra(layout.ep_intra()),
       m_gpus_per_node(std::max<int64_t>(1, gpus_per_node)) {
   SIMRUN_ASSERT(m_tp >= 1 && m_cp >= 1 && m_dp >= 1 && m_pp >= 1 && m_ep >= 1 && m_etp >= 1,
                 "layout sizes must be positive");
@@ -115,6 +124,10 @@ int64_t RankLayout::group_size(GroupKind kind) const {
       return m_cp_a2a;
     case GroupKind::cp_ring:
       return m_cp / m_cp_a2a;
+    case GroupKind::ep_intra:
+      return m_ep_intra;
+    case GroupKind::ep_inter:
+      return m_ep / m_ep_intra;
   }
   return 1;
 }
@@ -158,6 +171,18 @@ std::vector<int64_t> RankLayout::group(GroupKind kind, int64_t rank) const {
     case GroupKind::cp_ring:
       for (m.cp = c.cp % m_cp_a2a; m.cp < m_cp; m.cp += m_cp_a2a) out.push_back(rank_of(m));
       break;
+    case GroupKind::ep_intra: {
+      const ExpertCoord e = expert_coord_of(rank);
+      const int64_t first = e.ep - e.ep % m_ep_intra;
+      for (int64_t i = first; i < first + m_ep_intra; ++i) out.push_back(e.rank(m_etp, m_ep, e.etp, i, e.edp));
+      break;
+    }
+    case GroupKind::ep_inter: {
+      const ExpertCoord e = expert_coord_of(rank);
+      for (int64_t i = e.ep % m_ep_intra; i < m_ep; i += m_ep_intra)
+        out.push_back(e.rank(m_etp, m_ep, e.etp, i, e.edp));
+      break;
+    }
   }
   return out;
 }
@@ -183,6 +208,10 @@ int64_t RankLayout::index_in_group(GroupKind kind, int64_t rank) const {
       return c.cp % m_cp_a2a;
     case GroupKind::cp_ring:
       return c.cp / m_cp_a2a;
+    case GroupKind::ep_intra:
+      return expert_coord_of(rank).ep % m_ep_intra;
+    case GroupKind::ep_inter:
+      return expert_coord_of(rank).ep / m_ep_intra;
   }
   return 0;
 }
@@ -222,6 +251,14 @@ int64_t RankLayout::group_id(GroupKind kind, int64_t rank) const {
     case GroupKind::cp_ring:
       m.cp = c.cp % m_cp_a2a;
       break;
+    case GroupKind::ep_intra: {
+      const ExpertCoord e = expert_coord_of(rank);
+      return e.rank(m_etp, m_ep, e.etp, e.ep - e.ep % m_ep_intra, e.edp);
+    }
+    case GroupKind::ep_inter: {
+      const ExpertCoord e = expert_coord_of(rank);
+      return e.rank(m_etp, m_ep, e.etp, e.ep % m_ep_intra, e.edp);
+    }
   }
   return rank_of(m);
 }
@@ -253,6 +290,16 @@ int64_t scale_up_domain_size(const ClusterSpec& cluster) {
   // HGX-style board domain (8 GPUs) ends at the node, however many GPUs the node holds. The
   // cluster graph draws its domains by the same rule (rack_scale_domain).
   return rack_scale_domain(cluster.gpu, per_node) ? domain : std::min(domain, per_node);
+}
+
+int64_t ep_domain_level(const ClusterSpec& cluster, const Layout& l) {
+  const int64_t domain = scale_up_domain_size(cluster), span = l.ep * l.expert_tp;
+  // Megatron's rank order puts a stage's tp·cp·dp ranks, and in them each EP group's ep·expert_tp,
+  // side by side: a domain holds domain / expert_tp members of one group when both are multiples
+  // of it and it is a multiple of expert_tp.
+  const bool aligned = span > domain && span % domain == 0 && domain % l.expert_tp == 0 &&
+                       (l.tp * l.cp * l.dp) % domain == 0;
+  return aligned ? domain / l.expert_tp : 0;
 }
 
 bool group_inside_scale_up(const ClusterSpec& cluster, RankGroup group) {

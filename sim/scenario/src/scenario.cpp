@@ -12,6 +12,7 @@
 #include "simrun/common/catalog_files.hpp"
 #include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
+#include "simrun/sim/scenario/rank_layout.hpp"
 #include "simrun/common/json_reader.hpp"
 #include "simrun/models/counts.hpp"
 #include "simrun/sim/scenario/layout_rules.hpp"
@@ -272,6 +273,7 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
   if (r.has("moe_capacity_factor")) layout.moe_capacity_factor = r.number("moe_capacity_factor", 1.0, 1024.0);
   layout.cp_comm_type = parse_cp_comm_type(r.choice_or("cp_comm_type", "p2p", kCpCommTypeNames));
   layout.cp_a2a_level = read_cp_a2a_level(r, layout);
+  layout.ep_intra_level = ep_domain_level(cluster, layout);
   // Ulysses splits each rank's query heads and key/value heads (one at least: Megatron
   // replicates KV heads over a larger tp; MLA's up-projections give every query head its own)
   // over its all-to-all's ranks. (A tp that does not divide the heads is refused by its own rule.)

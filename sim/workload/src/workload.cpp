@@ -23,6 +23,8 @@ const char* to_string(Stream s) {
       return "cp comm";
     case Stream::ep:
       return "ep comm";
+    case Stream::ep_intra:
+      return "ep nvlink comm";
     case Stream::pp_send:
       return "pp send";
     case Stream::pp_recv:

@@ -15,8 +15,11 @@
 #include <numeric>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "simrun/common/error.hpp"
 #include "simrun/models/counts.hpp"
+#include "simrun/models/moe_routing.hpp"
 
 namespace simrun::detail {
 namespace {
@@ -159,6 +162,7 @@ void StageBuilder::Shared::shape_moe(const ModelSpec& md, const ParamCounts& pc)
   // multiple.
   moe_load = l.moe_load();
   dispatched_tokens = Ts * top_k * moe_load;
+  exchange = ep_exchange(sc, opt);
   routed_tokens = dispatched_tokens * d(etp);
   counted_tokens = Ts * top_k * d(etp);
   expert_f_loc = d(e.expert_ffn_hidden) / d(etp);
@@ -647,13 +651,32 @@ void StageBuilder::mlp_down_forward(double f_loc, Phase phase) {
 // reduce_scatter_to_sequence_parallel_region then all_to_all; their autograd backwards in the
 // reverse order).
 
+// The all-to-alls of `op` (ep_exchange): one over the EP group, or its two levels side by side,
+// the NVLink one on its own stream (DeepEP's kernels forward over NVLink while InfiniBand chunks
+// arrive, so the two overlap: the slower sets the time). Tokens travel to their experts in the
+// forward dispatch and in the combine's backward, back from them in the other two.
 uint32_t StageBuilder::ep_all_to_all(OpName op, Phase phase, uint32_t after) {
   const Shared& s = m_s;
   if (s.ep <= 1) return kNoTask;
-  const uint32_t c = collective(Stream::ep, op, CollectiveOp::all_to_all, GroupKind::ep,
-                                s.dispatched_tokens * s.h * s.elem, phase, {m_last_compute, after});
-  m_wait.push_back(c);
-  return c;
+  const EpExchange& x = s.exchange;
+  const bool to_experts = (op == OpName::ep_dispatch) == (phase != Phase::backward);
+  const double element = to_experts && x.dispatch_element_bytes > 0 ? x.dispatch_element_bytes : s.elem;
+  const double per_copy = s.dispatched_tokens / s.top_k * s.h * element;
+  if (!x.two_level) {
+    // A copy per expert: the dispatched token copies as Megatron-Core's permutation counts them.
+    const double bytes = x.copies == s.top_k ? s.dispatched_tokens * s.h * element : per_copy * x.copies;
+    const uint32_t c = collective(Stream::ep, op, CollectiveOp::all_to_all, GroupKind::ep, bytes, phase,
+                                  {m_last_compute, after});
+    m_wait.push_back(c);
+    return c;
+  }
+  const uint32_t nvlink = collective(Stream::ep_intra, op, CollectiveOp::all_to_all, GroupKind::ep_intra,
+                                     per_copy * x.rank_copies, phase, {m_last_compute, after});
+  const uint32_t infiniband = collective(Stream::ep, op, CollectiveOp::all_to_all, GroupKind::ep_inter,
+                                         per_copy * x.node_copies, phase, {m_last_compute, after});
+  m_wait.push_back(nvlink);
+  m_wait.push_back(infiniband);
+  return infiniband;
 }
 
 // The tokens an all-to-all brings in arrive grouped by source rank; with several local experts
@@ -1033,3 +1056,58 @@ void StageBuilder::head_backward() {
 }
 
 }  // namespace simrun::detail
+
+namespace simrun {
+
+EpExchange ep_exchange(const Scenario& sc, const WorkloadOptions& opt) {
+  EpExchange x;
+  const Layout& l = sc.layout;
+  if (opt.ep_dispatch_fp8) x.dispatch_element_bytes = 1.0 + 4.0 / 128.0;
+  if (!sc.model.is_moe()) return x;
+  const MoeSpec& moe = *sc.model.moe;
+  x.copies = double(moe.top_k);
+  const std::string dtype =
+      opt.ep_dispatch_fp8 ? "tokens to their experts in fp8 with 1x128 scales, back in 16-bit" : "16-bit";
+  if (opt.host.moe_dispatcher != MoeDispatcher::flex || l.ep <= 1) {
+    x.why = fmt::format("one all-to-all over the EP group of {}, a copy per expert (top_k = {}), {}", l.ep,
+                        moe.top_k, dtype);
+    return x;
+  }
+  const int64_t per_rank = moe.experts / l.ep;
+  const std::optional<double> ranks = expected_bins_reached(moe, per_rank);
+  if (l.ep_inter() == 1 || l.expert_tp > 1) {
+    if (ranks) x.copies = *ranks;
+    x.why = fmt::format(
+        "one all-to-all over the EP group of {}, a copy per distinct destination rank ({:.3g} per token of "
+        "top_k = {}){}, {}",
+        l.ep, x.copies, moe.top_k,
+        l.expert_tp > 1 ? " (expert_tp > 1: the two-level per-node exchange is not modelled)"
+                        : " (the EP group does not span scale-up domains in aligned blocks)",
+        dtype);
+    return x;
+  }
+  const int64_t per_node = per_rank * l.ep_intra();
+  const std::optional<double> nodes = expected_bins_reached(moe, per_node);
+  if (!nodes || !ranks) {
+    x.why = fmt::format(
+        "one all-to-all over the EP group of {}, a copy per expert (top_k = {}): the routing's {} groups of {} "
+        "experts and the {} experts of a node do not nest, so the per-node exchange falls back to today's "
+        "model, {}",
+        l.ep, moe.top_k, moe.groups, moe.groups > 0 ? moe.experts / moe.groups : moe.experts, per_node, dtype);
+    return x;
+  }
+  x.two_level = true;
+  x.node_copies = *nodes;
+  x.rank_copies = *ranks;
+  x.why = fmt::format(
+      "two levels side by side: InfiniBand all-to-all over the {} EP blocks of {} ranks (one per scale-up "
+      "domain) carrying {:.3g} copies per token (distinct destination domains{}), NVLink all-to-all inside "
+      "each carrying {:.3g} (distinct destination ranks) of top_k = {}; {}",
+      l.ep_inter(), l.ep_intra(), x.node_copies,
+      moe.group_limited() ? fmt::format(", routing limited to {} of {} groups", moe.topk_groups, moe.groups)
+                          : std::string(", unrestricted routing"),
+      x.rank_copies, moe.top_k, dtype);
+  return x;
+}
+
+}  // namespace simrun

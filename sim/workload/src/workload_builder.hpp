@@ -86,6 +86,7 @@ class StageBuilder {
     double top_k = 0;
     double experts_loc = 0;             // E/ep held by this rank
     double dispatched_tokens = 0;       // token copies this rank sends out: Ts·top_k·moe_load
+    EpExchange exchange;                // how the all-to-alls move them (ep_exchange)
     double routed_tokens = 0;           // token copies this rank's experts compute: dispatched·etp
     // Of them, those Megatron's FLOP count takes (model FLOPs): Ts·top_k·etp, unpadded.
     double counted_tokens = 0;

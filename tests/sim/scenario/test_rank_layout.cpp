@@ -100,8 +100,9 @@ TEST_CASE("rank_group's size and stride are those of the group's members", "[sim
   l.expert_tp = GENERATE(1, 2);
   l.cp_comm_type = CpCommType::a2a_p2p;
   l.cp_a2a_level = GENERATE(1, 2, 4);
+  l.ep_intra_level = GENERATE(0, 2);
   const RankLayout r(l, 8);
-  INFO("expert_tp " << l.expert_tp << ", cp_a2a_level " << l.cp_a2a_level);
+  INFO("expert_tp " << l.expert_tp << ", cp_a2a_level " << l.cp_a2a_level << ", ep_intra_level " << l.ep_intra_level);
   for (int k = 0; k < kGroupKindCount; ++k) {
     const auto g = static_cast<GroupKind>(k);
     const RankGroup shape = rank_group(l, g);
@@ -112,6 +113,31 @@ TEST_CASE("rank_group's size and stride are those of the group's members", "[sim
       for (size_t i = 1; i < members.size(); ++i) CHECK(members[i] - members[i - 1] == shape.stride);
     }
   }
+}
+
+TEST_CASE("EP's two levels: the EP ranks of one node, and those at the same place in each node", "[sim][rank_layout]") {
+  // DeepSeek-V3's stage: 128 ranks (dp 128), EP 64 over 8 nodes of 8.
+  Layout l = make_layout(1, 1, 128, 2);
+  l.ep = 64;
+  ClusterSpec cluster;
+  cluster.gpus_per_node = 8;
+  cluster.num_gpus = 256;
+  l.ep_intra_level = ep_domain_level(cluster, l);
+  REQUIRE(l.ep_intra() == 8);
+  REQUIRE(l.ep_inter() == 8);
+  const RankLayout r(l, 8);
+  CHECK(r.group(GroupKind::ep_intra, 139) == std::vector<int64_t>{136, 137, 138, 139, 140, 141, 142, 143});
+  CHECK(r.group(GroupKind::ep_inter, 139) == std::vector<int64_t>{131, 139, 147, 155, 163, 171, 179, 187});
+  CHECK(r.nodes_spanned(GroupKind::ep_intra, 139) == 1);
+  CHECK(r.nodes_spanned(GroupKind::ep_inter, 139) == 8);
+  CHECK(r.group_id(GroupKind::ep_inter, 139) == 131);
+  CHECK(r.index_in_group(GroupKind::ep_inter, 139) == 1);
+  // Inside one node, or over blocks that do not start on a node boundary: one level.
+  l.ep = 8;
+  CHECK(ep_domain_level(cluster, l) == 0);
+  l.ep = 64;
+  l.expert_tp = 3;
+  CHECK(ep_domain_level(cluster, l) == 0);
 }
 
 TEST_CASE("one representative per pipeline stage", "[sim][rank_layout]") {

@@ -4,9 +4,11 @@
 #include <deque>
 #include <map>
 #include <numeric>
+#include <tuple>
 
 #include "simrun/common/error.hpp"
 #include "simrun/models/counts.hpp"
+#include "simrun/models/moe_routing.hpp"
 #include "simrun/sim/analytic/analytic.hpp"
 #include "simrun/sim/scenario/scenario_parser.hpp"
 #include "simrun/sim/workload/workload.hpp"
@@ -926,4 +928,101 @@ TEST_CASE("DualPipe: each stage holds its own and its mirror's layers, every mes
     plain_params += plain.stages[s].params;
   }
   CHECK(dual_params == Approx(2 * plain_params));
+}
+
+namespace {
+// The bytes of the first layer's EP all-to-alls of micro-batch 0 on stage 0, by op, phase and group.
+std::map<std::tuple<OpName, Phase, GroupKind>, double> ep_bytes(const Workload& w) {
+  std::map<std::tuple<OpName, Phase, GroupKind>, double> out;
+  for (const Task& t : w.stages[0].tasks)
+    if (t.kind == TaskKind::collective && is_ep(t.group)) out.emplace(std::tuple{t.op, t.phase, t.group}, t.comm_bytes);
+  return out;
+}
+const std::string kDeepSeekOn64 =
+    R"({"model": {"name": "deepseek-v3", "layers": 5, "seq_len": 1024}, "cluster": {"gpu": "h800", "num_gpus": 64},
+      "layout": {"ep": 64, "global_batch": 64}})";
+}  // namespace
+
+TEST_CASE("fp8 dispatch: the all-to-alls to the experts carry fp8 and scales, the combines 16 bits",
+          "[sim][workload][moe]") {
+  const Scenario sc = parse_scenario_text(kDeepSeekOn64);
+  WorkloadOptions fp8;
+  fp8.ep_dispatch_fp8 = true;
+  const auto plain = ep_bytes(build_workload(sc)), cast = ep_bytes(build_workload(sc, fp8));
+  const double ratio = (1.0 + 4.0 / 128.0) / 2.0;  // a byte and a 4-byte scale per 128, of 2 bytes
+  using K = std::tuple<OpName, Phase, GroupKind>;
+  const K dispatch{OpName::ep_dispatch, Phase::forward, GroupKind::ep},
+      combine{OpName::ep_combine, Phase::forward, GroupKind::ep},
+      combine_bwd{OpName::ep_combine, Phase::backward, GroupKind::ep},  // the output gradient, to the experts
+      dispatch_bwd{OpName::ep_dispatch, Phase::backward, GroupKind::ep};
+  for (const K& k : {dispatch, combine, combine_bwd, dispatch_bwd}) REQUIRE(plain.count(k) == 1);
+  CHECK(cast.at(dispatch) == Approx(ratio * plain.at(dispatch)));
+  CHECK(cast.at(combine_bwd) == Approx(ratio * plain.at(combine_bwd)));
+  CHECK(cast.at(combine) == plain.at(combine));
+  CHECK(cast.at(dispatch_bwd) == plain.at(dispatch_bwd));
+  // Megatron's dispatcher: a copy per expert, Ts · top_k · h · 2 bytes.
+  CHECK(plain.at(dispatch) == Approx(1024.0 * 8 * 7168 * 2));
+}
+
+TEST_CASE("DeepEP over nodes: one InfiniBand copy per destination node, the NVLink fan-out beside it",
+          "[sim][workload][moe]") {
+  const Scenario sc = parse_scenario_text(kDeepSeekOn64);
+  REQUIRE(sc.layout.ep_intra() == 8);
+  REQUIRE(sc.layout.ep_inter() == 8);
+  WorkloadOptions deepep;
+  deepep.host.moe_dispatcher = MoeDispatcher::flex;
+  const Workload w = build_workload(sc, deepep);
+  const EpExchange x = ep_exchange(sc, deepep);
+  REQUIRE(x.two_level);
+  // Node-limited routing (4 of 8 groups, one per node): expected distinct nodes and ranks.
+  CHECK(x.node_copies == Approx(*expected_bins_reached(*sc.model.moe, 32)));
+  CHECK(x.node_copies < 4.0);
+  CHECK(x.rank_copies == Approx(*expected_bins_reached(*sc.model.moe, 4)));
+  const auto bytes = ep_bytes(w);
+  const double per_copy = 1024.0 * 7168 * 2;
+  for (OpName op : {OpName::ep_dispatch, OpName::ep_combine})
+    for (Phase phase : {Phase::forward, Phase::backward}) {
+      CHECK(bytes.count({op, phase, GroupKind::ep}) == 0);
+      CHECK(bytes.at({op, phase, GroupKind::ep_inter}) == Approx(per_copy * x.node_copies));
+      CHECK(bytes.at({op, phase, GroupKind::ep_intra}) == Approx(per_copy * x.rank_copies));
+    }
+  // The InfiniBand bytes fall by top_k / distinct nodes against a copy per expert: 8 / 3.63.
+  const auto flat = ep_bytes(build_workload(sc));
+  CHECK(flat.at({OpName::ep_dispatch, Phase::forward, GroupKind::ep}) /
+            bytes.at({OpName::ep_dispatch, Phase::forward, GroupKind::ep_inter}) ==
+        Approx(2.204).margin(0.001));
+  // The two levels run side by side: the NVLink one on its own stream, neither waiting for the other.
+  for (const Task& t : w.stages[0].tasks)
+    if (t.group == GroupKind::ep_intra) CHECK(t.stream == Stream::ep_intra);
+  const auto ran = run_dry(w);
+  for (size_t s = 0; s < w.stages.size(); ++s) CHECK(ran[s] == w.stages[s].tasks.size());
+}
+
+TEST_CASE("unrestricted routing, Megatron's dispatcher, one node: a copy per expert as before",
+          "[sim][workload][moe]") {
+  // Megatron's alltoall dispatcher sends every copy, node-limited routing or not.
+  const Scenario deepseek = parse_scenario_text(kDeepSeekOn64);
+  const EpExchange megatron = ep_exchange(deepseek, WorkloadOptions{});
+  CHECK_FALSE(megatron.two_level);
+  CHECK(megatron.copies == 8);
+  // DeepEP inside one node: one all-to-all, a copy per distinct rank.
+  WorkloadOptions deepep;
+  deepep.host.moe_dispatcher = MoeDispatcher::flex;
+  const Scenario one_node = parse_scenario_text(
+      R"({"model": {"name": "deepseek-v3", "layers": 5, "seq_len": 1024}, "cluster": {"gpu": "h800", "num_gpus": 8},
+      "layout": {"ep": 8, "global_batch": 8}})");
+  const EpExchange inside = ep_exchange(one_node, deepep);
+  CHECK_FALSE(inside.two_level);
+  CHECK(inside.copies == Approx(*expected_bins_reached(*one_node.model.moe, 32)));
+  // An unrestricted model under DeepEP over nodes: distinct nodes of all eight.
+  const Scenario qwen = parse_scenario_text(
+      R"({"model": {"name": "qwen3-30b-a3b", "layers": 2, "seq_len": 1024}, "cluster": {"gpu": "h800", "num_gpus": 16},
+      "layout": {"ep": 16, "global_batch": 16}})");
+  CHECK(qwen.layout.ep_inter() == 2);
+  const EpExchange free = ep_exchange(qwen, deepep);
+  REQUIRE(free.two_level);
+  double all_elsewhere = 1;  // the 8 picks among 128 all miss a node's 64 experts
+  for (int i = 0; i < 8; ++i) all_elsewhere *= (64.0 - i) / (128.0 - i);
+  CHECK(free.node_copies == Approx(2 * (1 - all_elsewhere)));
+  CHECK(ep_exchange(qwen, WorkloadOptions{}).copies == 8);
 }

@@ -29,6 +29,12 @@ struct MoeSpec {
   int64_t expert_ffn_hidden = 0;   // FFN width of one expert, e.g. 14336 (Mixtral), 2048 (DeepSeek-V3)
   int64_t shared_experts = 0;      // always-on experts of width expert_ffn_hidden, e.g. 1 (DeepSeek-V3)
   int64_t first_dense_layers = 0;  // leading layers with a dense FFN, e.g. 3 (DeepSeek-V3)
+  // Group-limited (node-limited) routing, DeepSeek-V3 sec. 2.1.2 / HF config n_group, topk_group:
+  // the experts split into `groups` equal groups, and a token's top_k experts are chosen within
+  // its `topk_groups` best groups, e.g. 8 and 4 (DeepSeek-V3). 0: unrestricted routing.
+  int64_t groups = 0;
+  int64_t topk_groups = 0;
+  bool group_limited() const { return groups > 1 && topk_groups < groups; }
 };
 
 struct ModelSpec {

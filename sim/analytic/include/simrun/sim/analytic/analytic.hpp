@@ -126,5 +126,10 @@ Report estimate(const Scenario& s, const AnalyticOptions& options);
 // options.compute) with the calibration's overrides for the GPU kind.
 ComputeModel analytic_compute_model(const Scenario& s, const AnalyticOptions& options);
 
+namespace detail {
+// The --explain entry of breakdown.ep_comm_s (both fidelities): how the MoE all-to-alls move a
+// token (ep_exchange), where the model is MoE with ep > 1.
+void explain_ep_exchange(const Scenario& s, const WorkloadOptions& workload, Report& r);
+}  // namespace detail
 
 }  // namespace simrun

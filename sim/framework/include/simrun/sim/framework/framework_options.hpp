@@ -96,7 +96,11 @@ enum class KernelStack : uint8_t {
 // for the GPU once or more per MoE layer forward in dropless mode (docs/model.md "Host overhead";
 // ../shared/reference/frameworks.md §5): alltoall once (d2h_event.synchronize() at
 // before_ep_alltoall), allgather twice (a blocking .cpu() of tokens_per_expert, then .item()),
-// flex (DeepEP / HybridEP) once (the received counts come back as a Python list).
+// flex (DeepEP / HybridEP) once (the received counts come back as a Python list). flex also
+// moves the tokens as DeepSeek-V3's kernels do (arXiv:2412.19437 sec. 3.2.2; DeepEP's internode
+// kernels): a token crosses InfiniBand once per destination node, to the GPU of the same in-node
+// index, which forwards it over NVLink to its experts' GPUs there (the combine reverses it);
+// alltoall and allgather send every token copy to its expert's rank (token_dispatcher.py).
 enum class MoeDispatcher : uint8_t { alltoall, allgather, flex };
 
 // What CUDA graphs capture (Megatron-Core --cuda-graph-scope / --cuda-graph-modules), as a set of
@@ -150,6 +154,11 @@ struct WorkloadOptions {
   // Megatron-Core --moe-shared-expert-overlap: an MoE layer's shared experts run beside its
   // dispatch and combine all-to-alls rather than after the routed path (workload_builder.cpp).
   bool moe_shared_expert_overlap = false;
+  // The all-to-alls that carry tokens to their experts (the forward dispatch, and the combine's
+  // backward, which sends the output gradient before the down-projection) in fp8: 1 byte per
+  // element plus an fp32 scale per 128 (DeepSeek-V3 sec. 3.3.3; DeepEP's dispatch takes the fp8
+  // tensor and its float scales [tokens, hidden / 128]). The combines stay 16-bit.
+  bool ep_dispatch_fp8 = false;
   GradReduceOverlap grad_reduce = GradReduceOverlap::bucketed;
   ParamGatherOverlap param_gather = ParamGatherOverlap::next_forward;
   // Megatron DDP bucket: max(40M, 1M·dp) parameters (distributed_data_parallel.py).

@@ -50,10 +50,16 @@ enum class GroupKind : uint8_t {
   // the ring over the cp_ring of them at the same place in each.
   cp_a2a,
   cp_ring,
+  // EP's two levels (Layout::ep_intra(), ep_inter()): the adjacent EP ranks in one scale-up
+  // domain (NVLink), and the EP ranks with the same place in each domain (InfiniBand).
+  ep_intra,
+  ep_inter,
 };
-inline constexpr int kGroupKindCount = 9;
+inline constexpr int kGroupKindCount = 11;
 
 const char* to_string(GroupKind g);
+// Expert parallelism's groups: the whole EP group, or a two-level all-to-all's levels.
+inline bool is_ep(GroupKind g) { return g == GroupKind::ep || g == GroupKind::ep_intra || g == GroupKind::ep_inter; }
 
 // A `g` group's shape for its links: its size and the rank distance between members (PP: a
 // pair of neighbouring stages). Equal to RankLayout::group's members (tested).
@@ -66,6 +72,11 @@ bool group_inside_scale_up(const ClusterSpec& cluster, RankGroup group);
 // catalog gives it; a board domain capped by gpus_per_node (an H100 cluster of 4-GPU nodes has
 // 4-GPU NVLink domains).
 int64_t scale_up_domain_size(const ClusterSpec& cluster);
+
+// Layout::ep_intra_level on `cluster`: the EP ranks per scale-up domain where the EP group spans
+// several domains and its blocks (every stage's, every EP group's) start on a domain boundary
+// with the same number of members in each; else 0 (one level).
+int64_t ep_domain_level(const ClusterSpec& cluster, const Layout& layout);
 
 class RankLayout {
  public:
@@ -117,6 +128,7 @@ class RankLayout {
 
   int64_t m_tp, m_cp, m_dp, m_pp, m_ep, m_etp;
   int64_t m_cp_a2a;  // Layout::cp_a2a(): a CP coordinate is a2a index + m_cp_a2a · ring index
+  int64_t m_ep_intra;  // Layout::ep_intra(): an EP index is intra index + m_ep_intra · inter index
   int64_t m_gpus_per_node;
 };
 

@@ -69,6 +69,12 @@ struct Layout {
   // the cp / cp_a2a_level groups of them). Read under a2a+p2p only.
   int64_t cp_a2a_level = 1;
   int64_t ep = 1;              // expert-parallel size (MoE), e.g. 8
+  // The EP ranks of one scale-up domain (an HGX node), where the EP group spans several and its
+  // blocks align with them (ep_domain_level, rank_layout.hpp), e.g. 8 of DeepSeek-V3's 64: the
+  // NVLink level of a per-node (DeepEP) all-to-all, whose InfiniBand level runs over the
+  // ep / ep_intra_level ranks of one in-domain index. 0: one level (set from the cluster when a
+  // scenario is read).
+  int64_t ep_intra_level = 0;
   // Tensor-parallel size of the expert MLPs (Megatron-Core --expert-tensor-parallel-size):
   // tp (its default) or 1. Experts are laid out "etp-ep-edp-pp" over the same ranks, so
   // ep·expert_tp divides tp·cp·dp; the rest, tp·cp·dp/(ep·expert_tp), reduce expert gradients.
@@ -106,6 +112,12 @@ struct Layout {
   }
   // The CP ranks K,V pass around (or are gathered over): cp / cp_a2a().
   int64_t cp_ring() const { return cp / cp_a2a(); }
+  // The EP all-to-all's NVLink level (ep_intra_level, else the whole EP group) and the number of
+  // such blocks, one per domain, its InfiniBand level runs over.
+  int64_t ep_intra() const {
+    return ep_intra_level >= 1 && ep_intra_level <= ep && ep % ep_intra_level == 0 ? ep_intra_level : ep;
+  }
+  int64_t ep_inter() const { return ep / ep_intra(); }
   int64_t world_size() const { return tp * pp * dp * cp; }
   int64_t num_microbatches() const { return global_batch / (micro_batch * dp); }  // per pipeline
   // Ranks holding the same experts: the expert-data-parallel group size.

@@ -21,7 +21,9 @@
 namespace simrun {
 
 // Streams of one GPU; comm streams run concurrently with compute.
-enum class Stream : uint8_t { compute, tp, cp, ep, pp_send, pp_recv, dp_grad, dp_param, count };
+// ep_intra: the NVLink level of a two-level EP all-to-all (EpExchange), beside its InfiniBand
+// level on ep.
+enum class Stream : uint8_t { compute, tp, cp, ep, pp_send, pp_recv, dp_grad, dp_param, ep_intra, count };
 inline constexpr int kStreamCount = static_cast<int>(Stream::count);
 const char* to_string(Stream s);
 
@@ -205,6 +207,27 @@ std::vector<int32_t> prefetch_issuers(const std::vector<double>& params, double 
 // workload_cost.hpp, times them for a GPU). Throws InputError for layouts that cannot run
 // (reason and the nearest valid choice in the message); adds warnings for ones that run with a
 // caveat.
+// How an MoE layer's all-to-alls move a token between its EP ranks (workload_builder.cpp
+// ep_all_to_all), by the dispatcher (WorkloadOptions::host.moe_dispatcher: flex exchanges per node), the model's routing
+// (MoeSpec::groups, topk_groups) and the EP group's place on the cluster (Layout::ep_intra()).
+struct EpExchange {
+  // Two levels (a DeepEP-style dispatcher over an EP group spanning scale-up domains): an
+  // all-to-all over GroupKind::ep_inter (InfiniBand) of one copy per distinct destination domain,
+  // and beside it one over GroupKind::ep_intra (NVLink) of one per distinct destination rank.
+  // Else one all-to-all over GroupKind::ep of `copies` per token.
+  bool two_level = false;
+  double copies = 0;       // one level: top_k (a copy per expert), or distinct ranks (DeepEP)
+  double node_copies = 0;  // two levels: distinct destination domains per token (expected)
+  double rank_copies = 0;  // two levels: distinct destination ranks per token (expected)
+  // Bytes per hidden element of the all-to-alls that carry tokens to their experts (the forward
+  // dispatch, the combine's backward): fp8 and an fp32 scale per 1×128 tile (ep_dispatch_fp8:
+  // DeepSeek-V3 sec. 3.3.3; DeepEP's dispatch takes the fp8 tensor with float scales
+  // [tokens, hidden / 128]); 0: the activations' (as the others always are).
+  double dispatch_element_bytes = 0;
+  std::string why;  // for --explain: the shape chosen and, where it falls back, the reason
+};
+EpExchange ep_exchange(const Scenario& scenario, const WorkloadOptions& options);
+
 Workload build_workload(const Scenario& scenario, const WorkloadOptions& options, PipelineSchedule schedule);
 inline Workload build_workload(const Scenario& scenario, const WorkloadOptions& options = WorkloadOptions{}) {
   return build_workload(scenario, options, default_schedule(scenario.layout));
