@@ -37,6 +37,14 @@ int count_lines(const std::string& s) {
   return n;
 }
 
+// The step time `simrun <args> --json` reports (the run must succeed).
+double json_step_time(const std::string& args) {
+  const RunResult r = run_simrun(args + " --json");
+  INFO(args << ": " << r.err);
+  REQUIRE(r.exit_code == 0);
+  return nlohmann::json::parse(r.out)["step_time_s"].get<double>();
+}
+
 void require_one_line_error(const RunResult& r, const std::string& must_contain) {
   INFO("stderr: " << r.err);
   INFO("stdout: " << r.out);
@@ -524,10 +532,7 @@ TEST_CASE("cluster flags are range-checked on one node too, where the fabric goe
 TEST_CASE("estimate takes the framework flags simulate takes, and they move it the same way", "[cli]") {
   const std::string example = shell_quoted(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-70b-h100.json");
   auto step = [&](const std::string& command, const std::string& flags) {
-    const RunResult r = run_simrun(command + " " + example + " " + flags + " --json");
-    INFO(command << " " << flags << ": " << r.err);
-    REQUIRE(r.exit_code == 0);
-    return nlohmann::json::parse(r.out)["step_time_s"].get<double>();
+    return json_step_time(command + " " + example + " " + flags);
   };
   for (const std::string command : {"estimate", "simulate"}) {
     const double base = step(command, "");
@@ -541,12 +546,9 @@ TEST_CASE("the shared-expert overlap flag moves both fidelities, and needs a mod
           "[cli][errors]") {
   // DeepSeek-V3's one shared expert beside all-to-alls over 8 nodes (EP 64).
   const std::string layout =
-      "--model deepseek-v3 --gpu h100-sxm --gpus 512 --tp 1 --pp 1 --ep 64 --global-batch 512 --json";
+      "--model deepseek-v3 --gpu h100-sxm --gpus 512 --tp 1 --pp 1 --ep 64 --global-batch 512";
   auto step = [&](const std::string& command, const std::string& flags) {
-    const RunResult r = run_simrun(command + " " + layout + " " + flags);
-    INFO(command << " " << flags << ": " << r.err);
-    REQUIRE(r.exit_code == 0);
-    return nlohmann::json::parse(r.out)["step_time_s"].get<double>();
+    return json_step_time(command + " " + layout + " " + flags);
   };
   for (const std::string command : {"estimate", "simulate"})
     CHECK(step(command, "--moe-shared-expert-overlap") < step(command, ""));
@@ -811,17 +813,15 @@ TEST_CASE("the DeepSeek-V3 example fits, and both fidelities put its pre-trainin
   }
 }
 
-TEST_CASE("Megatron's --overlap-moe-expert-parallel-comm runs combined 1F1B in both fidelities, and its rules name the field's flag",
+TEST_CASE("Megatron's --overlap-moe-expert-parallel-comm runs combined 1F1B in both fidelities, and its "
+          "rules name the field's flag",
           "[cli][moe]") {
   // DeepSeek-V3's first 8 layers over EP 64 (8 nodes): the all-to-alls cross InfiniBand, half
   // of them hidden behind the other micro-batch's compute.
   const std::string layout =
-      "--model deepseek-v3 --num-layers 8 --gpu h800 --gpus 128 --ep 64 --global-batch 512 --precision fp8 --json";
+      "--model deepseek-v3 --num-layers 8 --gpu h800 --gpus 128 --ep 64 --global-batch 512 --precision fp8";
   auto step = [&](const std::string& command, const std::string& flags) {
-    const RunResult r = run_simrun(command + " " + layout + " " + flags);
-    INFO(command << " " << flags << ": " << r.err);
-    REQUIRE(r.exit_code == 0);
-    return nlohmann::json::parse(r.out)["step_time_s"].get<double>();
+    return json_step_time(command + " " + layout + " " + flags);
   };
   for (const std::string command : {"estimate", "simulate"})
     CHECK(step(command, "--overlap-moe-expert-parallel-comm") < 0.9 * step(command, ""));
