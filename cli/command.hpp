@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "simrun/sim/event/step_executor.hpp"
 #include "simrun/sim/report/csv.hpp"
 #include "simrun/sim/report/inputs.hpp"
 #include "simrun/sim/report/report.hpp"
 #include "simrun/sim/scenario/scenario_parser.hpp"
-#include "simrun/sim/event/step_executor.hpp"
 #include "simrun/sim/workload/workload.hpp"
 #include "simrun/validation/prediction_band.hpp"
 
@@ -126,7 +126,8 @@ void print_report_table(const Report& report, const StepTimeBand& band, const Sc
 void print_report_explain(const Report& report, std::ostream& out);
 // --explain's account of the framework profile: its id and file, then each field that differs from
 // `base` (the default profile) with its source.
-void print_framework_explain(const FrameworkProfile& profile, const FrameworkProfile& base, std::ostream& out);
+void print_framework_explain(const FrameworkProfile& profile, const FrameworkProfile& base,
+                             std::ostream& out);
 // The same as the JSON report's "framework_profile" (with --explain --json).
 nlohmann::json framework_explain_json(const FrameworkProfile& profile, const FrameworkProfile& base);
 // The JSON report estimate and simulate print: the contract keys (to_json), "step_time_band_s",

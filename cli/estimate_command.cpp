@@ -46,7 +46,8 @@ Command add_estimate_command(CLI::App& root, const CliEnv& env) {
               options.calibration = Calibration::load(args->calibration_file);
             options.workload = scenario.framework.workload;
             options.memory = scenario.framework.memory;
-            apply_framework_options(args->framework, scenario, options.workload, options.memory, options.schedule);
+            apply_framework_options(args->framework, scenario, options.workload, options.memory,
+                                    options.schedule);
             options.stragglers = stragglers_of(args->faults, scenario);
             options.slow_links = slow_links_of(args->faults);
             Report report = estimate(scenario, options);
@@ -68,9 +69,9 @@ Command add_estimate_command(CLI::App& root, const CliEnv& env) {
                 if (args->explain) {
                   std::cout << "\n";
                   print_report_explain(report, std::cout);
-                  print_framework_explain(scenario.framework,
-                                          catalogs.frameworks.resolve(kDefaultFramework, "catalog", "framework"),
-                                          std::cout);
+                  print_framework_explain(
+                      scenario.framework,
+                      catalogs.frameworks.resolve(kDefaultFramework, "catalog", "framework"), std::cout);
                 }
                 break;
             }

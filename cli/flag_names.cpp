@@ -68,7 +68,8 @@ const std::vector<MegatronArgument> kMegatronArguments = {
     {"--hierarchical-context-parallel-sizes", "--hierarchical-cp-sizes", "", "", ""},
     {"--expert-model-parallel-size", "--ep", "", "", ""},
     {"--expert-tensor-parallel-size", "--expert-tp", "", "", ""},
-    {"--moe-expert-capacity-factor", "--moe-capacity-factor", "", "", "with --moe-pad-expert-input-to-capacity"},
+    {"--moe-expert-capacity-factor", "--moe-capacity-factor", "", "",
+     "with --moe-pad-expert-input-to-capacity"},
     {"--num-virtual-stages-per-pipeline-rank", "--virtual-stages", "", "", ""},
     {"--micro-batch-size", "--micro-batch", "", "", ""},
     {"--global-batch-size", "--global-batch", "", "", ""},
@@ -87,7 +88,8 @@ const std::vector<MegatronArgument> kMegatronArguments = {
     {"--fp16", "--fp16", "layout.precision", "fp16", ""},
     {"--fp8-format", "--fp8-format", "layout.precision", "fp8",
      "e4m3 or hybrid (the same peak); wins over --bf16/--fp16, which Megatron gives beside it"},
-    {"--fp8-recipe", "--fp8-recipe", "", "", "delayed, tensorwise, blockwise or mxfp8 (and simrun's nvfp4, "
+    {"--fp8-recipe", "--fp8-recipe", "", "",
+     "delayed, tensorwise, blockwise or mxfp8 (and simrun's nvfp4, "
      "Megatron's --fp4-recipe)"},
     {"--fp8-param-gather", "--fp8-param-gather", "", "", "parameters kept and all-gathered in fp8"},
     {"--use-distributed-optimizer", "--use-distributed-optimizer", "layout.zero_stage", "1", ""},
@@ -170,7 +172,8 @@ std::string megatron_arguments_markdown() {
     else
       sets = "framework behaviour";
     const std::string flag = a.flag == a.name ? "same" : "`" + std::string(a.flag) + "`";
-    table += "| `" + std::string(a.name) + "` | " + flag + " | " + sets + " | " + std::string(a.note) + " |\n";
+    table +=
+        "| `" + std::string(a.name) + "` | " + flag + " | " + sets + " | " + std::string(a.note) + " |\n";
   }
   return table;
 }
@@ -192,8 +195,10 @@ InputError as_command_line_error(const InputError& e, const std::vector<std::str
   // and the GPU count together: when flags gave some of them, the contradiction is theirs.
   if (e.field() == "layout" || e.field() == "layout.dp") {
     std::string flags;
-    for (const char* size : {"cluster.num_gpus", "layout.tp", "layout.pp", "layout.dp", "layout.cp", "layout.ep"})
-      if (std::find(given_scenario_fields.begin(), given_scenario_fields.end(), size) != given_scenario_fields.end())
+    for (const char* size :
+         {"cluster.num_gpus", "layout.tp", "layout.pp", "layout.dp", "layout.cp", "layout.ep"})
+      if (std::find(given_scenario_fields.begin(), given_scenario_fields.end(), size) !=
+          given_scenario_fields.end())
         flags += (flags.empty() ? "" : ", ") + flag_of_scenario_field(size).value_or(size);
     if (!flags.empty() && e.file() != kOverridesSource)
       return InputError(kCommandLine, flags, e.why() + " (the other sizes from " + e.file() + ")");

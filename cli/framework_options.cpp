@@ -11,11 +11,12 @@ void add_framework_options(CLI::App& cmd, FrameworkArgs& args) {
   cmd.add_option("--schedule", args.schedule,
                  "Pipeline schedule: gpipe | 1f1b | interleaved (default from virtual_stages)")
       ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}));
-  CLI::Option* tp_overlap = cmd.add_flag(
-      "--tp-comm-overlap", args.tp_comm_overlap,
-      "Overlap TP collectives with their GEMMs (Megatron --tp-comm-overlap / async-TP)");
-  cmd.add_flag("--no-tp-comm-overlap", args.no_tp_comm_overlap,
-               "Overlap only the backward's TP collectives (Megatron's default; where a profile turns overlap on)")
+  CLI::Option* tp_overlap =
+      cmd.add_flag("--tp-comm-overlap", args.tp_comm_overlap,
+                   "Overlap TP collectives with their GEMMs (Megatron --tp-comm-overlap / async-TP)");
+  cmd.add_flag(
+         "--no-tp-comm-overlap", args.no_tp_comm_overlap,
+         "Overlap only the backward's TP collectives (Megatron's default; where a profile turns overlap on)")
       ->excludes(tp_overlap);
   cmd.add_flag("--moe-shared-expert-overlap", args.moe_shared_expert_overlap,
                "Run the MoE shared experts beside the dispatch and combine all-to-alls (Megatron-Core "
@@ -36,10 +37,10 @@ void add_framework_options(CLI::App& cmd, FrameworkArgs& args) {
   cmd.add_flag("--no-overlap-grad-reduce", args.no_overlap_grad_reduce,
                "Reduce DP gradients after the backward (Megatron's default without --overlap-grad-reduce)")
       ->excludes(grad);
-  CLI::Option* gather = cmd.add_flag(
-      "--overlap-param-gather", args.overlap_param_gather,
-      "All-gather ZeRO parameters per bucket before their first forward use (Megatron "
-      "--overlap-param-gather; simrun's default)");
+  CLI::Option* gather =
+      cmd.add_flag("--overlap-param-gather", args.overlap_param_gather,
+                   "All-gather ZeRO parameters per bucket before their first forward use (Megatron "
+                   "--overlap-param-gather; simrun's default)");
   cmd.add_flag("--no-overlap-param-gather", args.no_overlap_param_gather,
                "All-gather ZeRO parameters right after the optimizer step (Megatron's default)")
       ->excludes(gather);
@@ -63,7 +64,8 @@ void apply_framework_options(const FrameworkArgs& args, const Scenario& scenario
   if (args.no_overlap_grad_reduce) workload.grad_reduce = GradReduceOverlap::after_backward;
   if (args.overlap_param_gather) workload.param_gather = ParamGatherOverlap::next_forward;
   if (args.no_overlap_param_gather) workload.param_gather = ParamGatherOverlap::after_optimizer;
-  if (!args.kernels.empty()) workload.kernels = args.kernels == "eager" ? KernelStack::eager : KernelStack::fused;
+  if (!args.kernels.empty())
+    workload.kernels = args.kernels == "eager" ? KernelStack::eager : KernelStack::fused;
   if (!args.selective.empty()) {
     workload.selective = selective_recompute_named(args.selective);
     memory.selective = selective_keeps(workload.selective);

@@ -160,7 +160,8 @@ void print_framework_explain(const FrameworkProfile& p, const FrameworkProfile& 
   }
   if (changes.empty()) fmt::print(out, "    the same fields as {}\n", base.id);
   for (const ProfileDifference& d : changes)
-    fmt::print(out, "    {} = {} ({}: {})\n        source: {}\n", d.key, d.value, base.id, d.base_value, d.source);
+    fmt::print(out, "    {} = {} ({}: {})\n        source: {}\n", d.key, d.value, base.id, d.base_value,
+               d.source);
 }
 
 nlohmann::json framework_explain_json(const FrameworkProfile& p, const FrameworkProfile& base) {

@@ -41,24 +41,26 @@ void add_scenario_options(CLI::App& cmd, ScenarioArgs& a) {
                  "(Megatron-Core with --moe-pad-expert-input-to-capacity); default dropless, balanced");
   cmd.add_option(option_names("--virtual-stages"), o.virtual_stages,
                  "Model chunks per pipeline rank (interleaved 1F1B)");
-  cmd.add_option("--pipeline-split", o.pipeline_split,
-                 "even (default), embedding_loss_layers (the embedding and the loss each take a layer's "
-                 "place; embedding-loss-layers also read) or balanced (as even as possible, the extra layers on middle "
-                 "chunks)");
-  cmd.add_option("--pipeline-schedule", o.pipeline_schedule,
-                 "1f1b, interleaved (the default with --virtual-stages > 1, else 1f1b), combined_1f1b (Megatron-Core's "
-                 "EP all-to-all overlap across micro-batches; combined-1f1b also read) or dualpipe (DeepSeek-V3's "
-                 "bidirectional pipeline)");
+  cmd.add_option(
+      "--pipeline-split", o.pipeline_split,
+      "even (default), embedding_loss_layers (the embedding and the loss each take a layer's "
+      "place; embedding-loss-layers also read) or balanced (as even as possible, the extra layers on middle "
+      "chunks)");
+  cmd.add_option(
+      "--pipeline-schedule", o.pipeline_schedule,
+      "1f1b, interleaved (the default with --virtual-stages > 1, else 1f1b), combined_1f1b (Megatron-Core's "
+      "EP all-to-all overlap across micro-batches; combined-1f1b also read) or dualpipe (DeepSeek-V3's "
+      "bidirectional pipeline)");
   cmd.add_option(option_names("--micro-batch"), o.micro_batch, "Sequences per micro-batch");
   cmd.add_option(option_names("--global-batch"), o.global_batch, "Sequences per step");
   cmd.add_option(option_names("--seq-len"), o.seq_len, "Sequence length in tokens");
   cmd.add_option("--zero-stage", o.zero_stage, "ZeRO stage 0-3");
-  cmd.add_option(option_names("--recompute"), o.recompute,
-                 "Activation recompute: none, selective or full");
+  cmd.add_option(option_names("--recompute"), o.recompute, "Activation recompute: none, selective or full");
   cmd.add_option("--precision", o.precision, "Training precision: bf16, fp16, fp8, fp4 (nvfp4) or fp32");
-  cmd.add_option("--fp8-recipe", o.fp8_recipe,
-                 "How fp8/fp4 GEMMs are scaled: delayed (fp8 default), tensorwise (current scaling), blockwise "
-                 "(1x128 / 128x128), mxfp8 (Blackwell) or nvfp4 (fp4; docs/model.md#precision-recipes)");
+  cmd.add_option(
+      "--fp8-recipe", o.fp8_recipe,
+      "How fp8/fp4 GEMMs are scaled: delayed (fp8 default), tensorwise (current scaling), blockwise "
+      "(1x128 / 128x128), mxfp8 (Blackwell) or nvfp4 (fp4; docs/model.md#precision-recipes)");
   cmd.add_flag("--fp8-param-gather", a.fp8_param_gather,
                "Keep and gather the parameters in fp8 (1 byte each; fp8 recipes)");
   cmd.add_flag("--sequence-parallel", a.sequence_parallel_on, "Enable sequence parallelism");
@@ -72,9 +74,11 @@ void add_scenario_options(CLI::App& cmd, ScenarioArgs& a) {
   cmd.add_option("--num-layers", o.layers, "Transformer layers of a variant of the model (model.layers)");
   cmd.add_option("--hidden-size", o.hidden, "Hidden width of a variant of the model (model.hidden)");
   cmd.add_option("--num-attention-heads", o.heads, "Attention heads of a variant of the model (model.heads)");
-  cmd.add_option("--num-query-groups", o.kv_heads, "Key/value heads (GQA groups) of a variant (model.kv_heads)");
+  cmd.add_option("--num-query-groups", o.kv_heads,
+                 "Key/value heads (GQA groups) of a variant (model.kv_heads)");
   cmd.add_option("--kv-channels", o.head_dim, "Width of one attention head of a variant (model.head_dim)");
-  cmd.add_option("--ffn-hidden-size", o.ffn_hidden, "Dense FFN width of a variant of the model (model.ffn_hidden)");
+  cmd.add_option("--ffn-hidden-size", o.ffn_hidden,
+                 "Dense FFN width of a variant of the model (model.ffn_hidden)");
   // Megatron's switches (cli/flag_names.cpp): each sets one scenario field to one value.
   for (const MegatronArgument& m : megatron_arguments()) {
     if (m.field.empty() || m.name == "--fp8-format") continue;
@@ -86,10 +90,11 @@ void add_scenario_options(CLI::App& cmd, ScenarioArgs& a) {
       ->check(CLI::IsMember({"e4m3", "hybrid"}));
   cmd.add_option("--usd-per-gpu-hour", o.usd_per_gpu_hour, "Price per GPU-hour in dollars");
   cmd.add_option("--mfu", o.mfu, "Assume this MFU instead of modelling step time");
-  cmd.add_option("--framework", o.framework,
-                 "Framework profile whose defaults apply (scenario \"framework\"): megatron-core (default), "
-                 "megatron-core-perf, nemo, megatron-lm-2021, fsdp1, fsdp2, composer, torchtitan, ... or id@version "
-                 "(docs/model.md#framework-behaviour); the framework flags override single fields")
+  cmd.add_option(
+         "--framework", o.framework,
+         "Framework profile whose defaults apply (scenario \"framework\"): megatron-core (default), "
+         "megatron-core-perf, nemo, megatron-lm-2021, fsdp1, fsdp2, composer, torchtitan, ... or id@version "
+         "(docs/model.md#framework-behaviour); the framework flags override single fields")
       ->type_name("ID[@VERSION]");
   add_catalog_option(cmd, a.catalogs);
 }
@@ -113,8 +118,8 @@ void apply_megatron_switches(const ScenarioArgs& args, ScenarioOverrides& o) {
   if (!args.fp8_format.empty()) {
     if (o.precision && *o.precision != "fp8")
       throw InputError("command line", "--fp8-format",
-                       "sets layout.precision to fp8, which --precision gives as " + quoted_input(*o.precision) +
-                           " (give one)");
+                       "sets layout.precision to fp8, which --precision gives as " +
+                           quoted_input(*o.precision) + " (give one)");
     o.precision = "fp8";
   }
   for (const MegatronArgument& m : megatron_arguments()) {
@@ -152,7 +157,8 @@ Scenario resolve_scenario(const ScenarioArgs& args, const Catalogs& catalogs) {
   if (args.fp8_param_gather) o.fp8_param_gather = true;
   if (!args.hierarchical_cp_sizes.empty()) o.hierarchical_cp_sizes = args.hierarchical_cp_sizes;
   if (o.tokens && o.train_iters)
-    throw InputError("command line", "--train-iters", "given together with --tokens (give the run's length once)");
+    throw InputError("command line", "--train-iters",
+                     "given together with --tokens (give the run's length once)");
   apply_megatron_switches(args, o);
   // A config.json path on the command line starts at the working directory, not at the
   // scenario file's (where the scenario's own paths start).

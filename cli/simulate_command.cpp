@@ -129,8 +129,7 @@ SimulateOptions simulate_options_of(const SimulateArgs& a, const Scenario& scena
   options.step.stragglers = stragglers_of(a.faults, scenario);
   options.step.slow_links = slow_links_of(a.faults);
   const RankLayout layout(scenario.layout, scenario.cluster.gpus_per_node);
-  if (!a.trace_ranks.empty())
-    options.step.trace_ranks = select_trace_ranks(a.trace_ranks, layout);
+  if (!a.trace_ranks.empty()) options.step.trace_ranks = select_trace_ranks(a.trace_ranks, layout);
   const std::vector<int64_t> representatives = layout.representatives();
   const bool traces_others =
       std::any_of(options.step.trace_ranks.begin(), options.step.trace_ranks.end(), [&](int64_t r) {
@@ -138,8 +137,7 @@ SimulateOptions simulate_options_of(const SimulateArgs& a, const Scenario& scena
       });
   const bool needs_full =
       !options.step.stragglers.empty() || !options.step.slow_links.empty() || traces_others;
-  options.step.scope =
-      a.full || needs_full ? SimulationScope::full : SimulationScope::representatives;
+  options.step.scope = a.full || needs_full ? SimulationScope::full : SimulationScope::representatives;
   options.step.record_trace = !a.trace_file.empty();
   options.workload = scenario.framework.workload;
   options.memory = scenario.framework.memory;
@@ -149,7 +147,8 @@ SimulateOptions simulate_options_of(const SimulateArgs& a, const Scenario& scena
 
 // The Chrome trace to its file (or stdout with `--trace -`); what the size cap left out becomes
 // a warning of the report.
-void write_trace(const SimulateArgs& a, const Scenario& scenario, const SimulationOutput& out, Report& report) {
+void write_trace(const SimulateArgs& a, const Scenario& scenario, const SimulationOutput& out,
+                 Report& report) {
   TraceOptions trace_options;
   trace_options.max_bytes = a.trace_max_mb * 1e6;
   TraceSummary written;
@@ -161,9 +160,9 @@ void write_trace(const SimulateArgs& a, const Scenario& scenario, const Simulati
     written = write_chrome_trace(f, scenario, out.workload, out.step, trace_options);
     f.flush();
     if (!f)
-      throw InputError("command line", "--trace",
-                       "could not write all of " + quoted_input(a.trace_file) +
-                           " (disk full, or not a regular file?)");
+      throw InputError(
+          "command line", "--trace",
+          "could not write all of " + quoted_input(a.trace_file) + " (disk full, or not a regular file?)");
   }
   if (written.truncated()) report.warnings.push_back(trace_cap_warning(written, a.trace_max_mb));
 }
@@ -187,8 +186,7 @@ void print_simulate_report(const SimulateArgs& a, const Scenario& scenario, cons
     case OutputFormat::json: {
       nlohmann::json j = report_json(report, band, inputs, scenario, catalogs, a.explain);
       j["stages"] = stages_json(out);
-      j["simulation"] =
-          to_json(simulation_fields(&out, options.step.scope, a.timing))["simulation"];
+      j["simulation"] = to_json(simulation_fields(&out, options.step.scope, a.timing))["simulation"];
       if (analytic) {
         j["analytic"] = to_json(*analytic);
         j["analytic_difference"] = (report.step_time_s - analytic->step_time_s) / analytic->step_time_s;
@@ -203,8 +201,8 @@ void print_simulate_report(const SimulateArgs& a, const Scenario& scenario, cons
       std::vector<Fields> rows = {
           report_csv_row(inputs, report, simulation_fields(&out, options.step.scope, a.timing))};
       if (analytic)
-        rows.push_back(report_csv_row(inputs, *analytic,
-                                      simulation_fields(nullptr, options.step.scope, a.timing)));
+        rows.push_back(
+            report_csv_row(inputs, *analytic, simulation_fields(nullptr, options.step.scope, a.timing)));
       write_csv(rows, std::cout);
       break;
     }
@@ -218,7 +216,8 @@ void print_simulate_report(const SimulateArgs& a, const Scenario& scenario, cons
         table << "\n";
         print_report_explain(report, table);
         print_framework_explain(scenario.framework,
-                                catalogs.frameworks.resolve(kDefaultFramework, "catalog", "framework"), table);
+                                catalogs.frameworks.resolve(kDefaultFramework, "catalog", "framework"),
+                                table);
       }
       break;
     }

@@ -112,8 +112,8 @@ ModelSpec read_model_variant(const ModelSpec& base, JsonReader& r) {
   integer("vocab", m.vocab, kMaxVocab);
   integer("seq_len", m.seq_len, kMaxSeqLen);
   const char* act = base.ffn_act == FfnActivation::gelu ? "gelu" : "swiglu";
-  m.ffn_act = r.choice_or("ffn_act", act, {"swiglu", "gelu"}) == "gelu" ? FfnActivation::gelu
-                                                                        : FfnActivation::swiglu;
+  m.ffn_act =
+      r.choice_or("ffn_act", act, {"swiglu", "gelu"}) == "gelu" ? FfnActivation::gelu : FfnActivation::swiglu;
   m.tied_embeddings = r.boolean_or("tied_embeddings", base.tied_embeddings);
   // The head width: given, else kept where base stated it (MLA, Gemma's 256), else derived.
   const bool derived_head_dim = !base.mla && base.head_dim * base.heads == base.hidden;
@@ -122,14 +122,14 @@ ModelSpec read_model_variant(const ModelSpec& base, JsonReader& r) {
   } else if (derived_head_dim && (m.hidden != base.hidden || m.heads != base.heads)) {
     if (m.hidden % m.heads != 0)
       r.fail(m.hidden != base.hidden ? "hidden" : "heads",
-             "hidden = " + std::to_string(m.hidden) + " is not a multiple of heads = " + std::to_string(m.heads) +
-                 " (make it one, or give head_dim explicitly)");
+             "hidden = " + std::to_string(m.hidden) + " is not a multiple of heads = " +
+                 std::to_string(m.heads) + " (make it one, or give head_dim explicitly)");
     m.head_dim = m.hidden / m.heads;
   }
   const bool reshaped = m.layers != base.layers || m.hidden != base.hidden || m.heads != base.heads ||
                         m.kv_heads != base.kv_heads || m.head_dim != base.head_dim ||
-                        m.ffn_hidden != base.ffn_hidden || m.ffn_act != base.ffn_act || m.vocab != base.vocab ||
-                        m.tied_embeddings != base.tied_embeddings;
+                        m.ffn_hidden != base.ffn_hidden || m.ffn_act != base.ffn_act ||
+                        m.vocab != base.vocab || m.tied_embeddings != base.tied_embeddings;
   if (reshaped) {
     m.name = base.name + " (variant)";  // what the reports call it: not the published model
     m.published_params = 0;             // the authors' total is of the original shape

@@ -37,12 +37,14 @@ void check_model(const ModelSpec& m, const std::string& file, const FieldPath& p
     if (e.top_k > e.experts)
       fail("moe.top_k", std::to_string(e.top_k) + " exceeds moe.experts = " + std::to_string(e.experts));
     if (e.groups > 0 && e.experts % e.groups != 0)
-      fail("moe.groups", std::to_string(e.groups) + " does not divide moe.experts = " + std::to_string(e.experts));
+      fail("moe.groups",
+           std::to_string(e.groups) + " does not divide moe.experts = " + std::to_string(e.experts));
     if (e.groups > 0 && (e.topk_groups < 1 || e.topk_groups > e.groups))
-      fail("moe.topk_groups", std::to_string(e.topk_groups) + " is not between 1 and moe.groups = " +
-                                  std::to_string(e.groups));
+      fail("moe.topk_groups",
+           std::to_string(e.topk_groups) + " is not between 1 and moe.groups = " + std::to_string(e.groups));
     if (e.groups > 0 && e.topk_groups * (e.experts / e.groups) < e.top_k)
-      fail("moe.topk_groups", std::to_string(e.topk_groups) + " groups of " + std::to_string(e.experts / e.groups) +
+      fail("moe.topk_groups", std::to_string(e.topk_groups) + " groups of " +
+                                  std::to_string(e.experts / e.groups) +
                                   " experts hold fewer than moe.top_k = " + std::to_string(e.top_k));
     if (e.groups == 0 && e.topk_groups != 0) fail("moe.topk_groups", "is given without moe.groups");
     if (e.first_dense_layers >= m.layers)

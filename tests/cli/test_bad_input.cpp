@@ -18,13 +18,18 @@ namespace {
 const std::map<std::string, std::string>& corpus() {
   static const std::map<std::string, std::string> kExpected = {
       {"bell-nul-del-in-gpu.json", R"(cluster.gpu: unknown GPU "h100\x07\x00\x7f")"},
-      {"combined-1f1b-full-recompute.json", "layout.pipeline_schedule: combined-1f1b cannot run with full recompute"},
+      {"combined-1f1b-full-recompute.json",
+       "layout.pipeline_schedule: combined-1f1b cannot run with full recompute"},
+      {"combined-1f1b-zero-3.json", "layout.pipeline_schedule: combined-1f1b is modelled with ZeRO 0-2"},
       {"combined-1f1b-pp-without-virtual-stages.json",
        "layout.pipeline_schedule: combined-1f1b with pp > 1 needs virtual_stages >= 2"},
-      {"combined-1f1b-without-ep.json", "layout.pipeline_schedule: combined-1f1b hides expert-parallel all-to-alls and needs ep > 1"},
+      {"combined-1f1b-without-ep.json",
+       "layout.pipeline_schedule: combined-1f1b hides expert-parallel all-to-alls and needs ep > 1"},
       {"dualpipe-few-micro-batches.json",
-       "layout.pipeline_schedule: dualpipe needs an even number of micro-batches, at least 2·pp = 16, got 12"},
-      {"dualpipe-odd-stages.json", "layout.pipeline_schedule: dualpipe needs an even number of pipeline stages, got pp 3"},
+       "layout.pipeline_schedule: dualpipe needs an even number of micro-batches, at least 2·pp = 16, got "
+       "12"},
+      {"dualpipe-odd-stages.json",
+       "layout.pipeline_schedule: dualpipe needs an even number of pipeline stages, got pp 3"},
       {"control-chars-in-key.json", R"(layout.\x1b[2Jtp: unknown field)"},
       {"control-chars-in-value.json", R"(model: unknown model "llama3-8b\x1b[31mRED\r\nX")"},
       {"huge-exponent.json", "number out of range '1e999'"},
@@ -32,8 +37,10 @@ const std::map<std::string, std::string>& corpus() {
       {"inline-gpu-catalog-id.json", R"(cluster.gpu.id: "h100-sxm" is a catalog GPU's id)"},
       {"inline-gpu-control-chars-in-id.json", R"(cluster.gpu.id: "h100\x1b[2J" is not an id)"},
       {"inline-gpu-negative-memory.json", "cluster.gpu.hbm_gb: -3 is out of range"},
-      {"inline-gpu-nvls-without-nvswitch.json", R"(cluster.gpu.scale_up.nvls: NVLink SHARP needs kind "nvswitch")"},
-      {"inline-gpu-unknown-field.json", R"(cluster.gpu.dense_tflops.bf17: unknown field (did you mean "bf16"?)"},
+      {"inline-gpu-nvls-without-nvswitch.json",
+       R"(cluster.gpu.scale_up.nvls: NVLink SHARP needs kind "nvswitch")"},
+      {"inline-gpu-unknown-field.json",
+       R"(cluster.gpu.dense_tflops.bf17: unknown field (did you mean "bf16"?)"},
       {"integer-past-2-63.json", "cluster.num_gpus: 9223372036854775808 is out of range"},
       {"integer-past-2-64.json", "layout.tp: 18446744073709551617 is past the 64-bit integer range"},
       {"negative-past-2-63.json", "cluster.num_gpus: -9223372036854775809 is past the 64-bit integer range"},
@@ -56,7 +63,8 @@ TEST_CASE("every file of the bad-input corpus gets one safe line naming its fiel
     REQUIRE(corpus().count(name) == 1);
     for (const char* command : {"estimate", "simulate"}) {
       INFO(command << " " << name);
-      require_one_safe_line(run_simrun(std::string(command) + " " + shell_quoted(dir / name)), corpus().at(name));
+      require_one_safe_line(run_simrun(std::string(command) + " " + shell_quoted(dir / name)),
+                            corpus().at(name));
     }
   }
 }
@@ -67,24 +75,29 @@ TEST_CASE("a megabyte string is echoed cut short, with an ellipsis", "[cli][erro
   require_one_safe_line(r, "model: unknown model \"AAAA");
   CHECK(r.err.find("…\"") != std::string::npos);
   CHECK(r.err.size() < 1000);
-  doc = {{"model", "llama3-8b"}, {"cluster", {{"gpu", "h100-sxm"}}}, {"layout", {{std::string(1 << 20, 'k'), 1}}}};
+  doc = {{"model", "llama3-8b"},
+         {"cluster", {{"gpu", "h100-sxm"}}},
+         {"layout", {{std::string(1 << 20, 'k'), 1}}}};
   require_one_safe_line(run_simrun("estimate " + shell_quoted(write_file("megakey.json", doc.dump()))),
                         "unknown field");
 }
 
-TEST_CASE("control characters in flag values are escaped, from CLI11's errors and ours", "[cli][errors][corpus]") {
+TEST_CASE("control characters in flag values are escaped, from CLI11's errors and ours",
+          "[cli][errors][corpus]") {
   require_one_safe_line(run_simrun("estimate --model llama3-8b --gpu h100-sxm --tp \"$(printf '\\033[2J')\""),
                         R"(--tp = \x1b[2J is not a value of the flag's type)");
   require_one_safe_line(run_simrun("estimate --model \"$(printf 'llama\\033[31m')\" --gpu h100-sxm"),
                         R"(--model: unknown model "llama\x1b[31m")");
-  require_one_safe_line(run_simrun("simulate --model llama3-8b --gpu h100-sxm --straggler \"$(printf '3:\\007')\""),
-                        "--straggler");
+  require_one_safe_line(
+      run_simrun("simulate --model llama3-8b --gpu h100-sxm --straggler \"$(printf '3:\\007')\""),
+      "--straggler");
 }
 
 TEST_CASE("names are suggested case-insensitively, prefixes first", "[cli][errors]") {
   require_one_safe_line(run_simrun("estimate --model llama3-8b --gpu H100"), R"(did you mean "h100-sxm"?)");
   require_one_safe_line(run_simrun("estimate --model llama3-8b --gpu h100"), R"(did you mean "h100-sxm"?)");
-  require_one_safe_line(run_simrun("estimate --model Llama3-70B --gpu h100-sxm"), R"(did you mean "llama3-70b"?)");
+  require_one_safe_line(run_simrun("estimate --model Llama3-70B --gpu h100-sxm"),
+                        R"(did you mean "llama3-70b"?)");
 }
 
 TEST_CASE("model-parallel flags re-derive dp from the GPU count, and a contradiction names the flags",
@@ -97,15 +110,18 @@ TEST_CASE("model-parallel flags re-derive dp from the GPU count, and a contradic
   CHECK(r.out.find("tp 4 pp 4 dp 64") != std::string::npos);
   require_one_safe_line(run_simrun("estimate " + example + " --tp 4 --dp 32"),
                         "command line: --tp, --dp: tp*pp*dp*cp = 4*4*32*1 = 512 but cluster.num_gpus = 1024");
-  require_one_safe_line(run_simrun("estimate " + example + " --pp 3"), "command line: --pp: cannot be derived");
+  require_one_safe_line(run_simrun("estimate " + example + " --pp 3"),
+                        "command line: --pp: cannot be derived");
 }
 
 TEST_CASE("a calibration keyed by a GPU the scenario does not use says so in both commands",
           "[cli][calibration]") {
-  const fs::path calibration = write_file("calibration-h100_sxm.json", R"({"gpus": {"h100_sxm": {"gemm_max": 0.7}}})");
+  const fs::path calibration =
+      write_file("calibration-h100_sxm.json", R"({"gpus": {"h100_sxm": {"gemm_max": 0.7}}})");
   for (const char* command : {"estimate", "simulate"}) {
-    const RunResult r = run_simrun(std::string(command) + " --model llama3-8b --gpu h100-sxm --gpus 8 --json " +
-                                   "--calibration " + shell_quoted(calibration));
+    const RunResult r =
+        run_simrun(std::string(command) + " --model llama3-8b --gpu h100-sxm --gpus 8 --json " +
+                   "--calibration " + shell_quoted(calibration));
     INFO(command << ": " << r.err);
     REQUIRE(r.exit_code == 0);
     CHECK(r.out.find("has no entry for h100-sxm (its GPUs: h100_sxm): the catalog's defaults apply") !=

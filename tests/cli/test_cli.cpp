@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -275,7 +275,8 @@ TEST_CASE("a scenario file of any name runs the main job", "[cli]") {
   CHECK(nlohmann::json::parse(r.out)["fidelity"] == "event");
 }
 
-TEST_CASE("a layout that does not fit still reports, and --require-fit adds exit 3 after the report", "[cli]") {
+TEST_CASE("a layout that does not fit still reports, and --require-fit adds exit 3 after the report",
+          "[cli]") {
   auto doc = good_scenario();  // 70B on 8 GPUs, no sharding of weights: far over 80 GB
   doc["cluster"]["num_gpus"] = 8;
   doc["layout"] = {{"tp", 8}, {"pp", 1}, {"dp", 1}, {"global_batch", 8}, {"zero_stage", 0}};
@@ -306,9 +307,8 @@ TEST_CASE("a missing or directory hf_config names model.hf_config, a directory i
   require_one_line_error(estimate_with("hf_dir.json", doc), "hf_dir.json: model.hf_config: cannot read");
   require_one_line_error(run_simrun("estimate '" + scratch_dir().string() + "/'"), "is a directory");
   // A config's context beyond what a step is simulated at needs the training length given.
-  write_file(
-      "hf_long.json",
-      R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+  write_file("hf_long.json",
+             R"({"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
                      "num_attention_heads": 4, "vocab_size": 128, "max_position_embeddings": 67108864})");
   doc["model"] = {{"hf_config", "hf_long.json"}};
   require_one_line_error(estimate_with("hf_long_ctx.json", doc),
@@ -450,7 +450,8 @@ TEST_CASE("simulate runs a step with every GPU's NIC slowed: the range check tak
 }
 
 TEST_CASE("output that cannot be written is an error, not a silent success", "[cli][errors]") {
-  const std::string example = shell_quoted(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-8b-fsdp-h100.json");
+  const std::string example =
+      shell_quoted(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-8b-fsdp-h100.json");
   if (fs::exists("/dev/full")) {
     // The trace is written before the report, so a failed trace leaves stdout empty.
     require_one_line_error(run_simrun("simulate " + example + " --trace /dev/full"),
@@ -487,8 +488,9 @@ TEST_CASE("a bad value from a flag names the flag, not the scenario file it repl
   // A value the file gave stays the file's.
   auto doc = good_scenario();
   doc["layout"]["pp"] = 0;
-  require_one_line_error(run_simrun("estimate " + shell_quoted(write_file("pp0.json", doc.dump())) + " --tp 8"),
-                         "pp0.json: layout.pp");
+  require_one_line_error(
+      run_simrun("estimate " + shell_quoted(write_file("pp0.json", doc.dump())) + " --tp 8"),
+      "pp0.json: layout.pp");
 }
 
 TEST_CASE("CP with MLA runs in both fidelities, and Ulysses needs each rank's heads to divide by cp",
@@ -697,8 +699,8 @@ TEST_CASE("a config.json path for --model reads a HuggingFace config, relative t
   doc["cluster"]["num_gpus"] = 8;
   doc["layout"] = {{"tp", 4}, {"pp", 1}, {"dp", 2}, {"global_batch", 8}};
   const fs::path scenario = write_file("hf_cwd_scenario.json", doc.dump());
-  const RunResult over =
-      run_simrun("estimate " + shell_quoted(scenario) + " --model qwen/config.json --seq-len 2048 --json", dir);
+  const RunResult over = run_simrun(
+      "estimate " + shell_quoted(scenario) + " --model qwen/config.json --seq-len 2048 --json", dir);
   INFO(over.err);
   REQUIRE(over.exit_code == 0);
   CHECK(nlohmann::json::parse(over.out)["model"]["params"].get<double>() == 7'615'616'512.0);
@@ -729,7 +731,8 @@ TEST_CASE("a Gemma-2 config: refused in one line at its 8192-token context, 9.24
           "[cli][hf][errors]") {
   // Gemma-2's 4096-token sliding windows on alternate layers cannot be costed at 8192 tokens:
   // exit 2, one line naming the config file and its sliding_window field.
-  const std::string config = shell_quoted(fs::path(SIMRUN_DATA_DIR) / "tests" / "data" / "hf" / "gemma-2-9b.json");
+  const std::string config =
+      shell_quoted(fs::path(SIMRUN_DATA_DIR) / "tests" / "data" / "hf" / "gemma-2-9b.json");
   const std::string flags = " --gpu h100-sxm --gpus 8 --tp 8 --global-batch 8 --json";
   const RunResult refused = run_simrun("estimate --model " + config + flags);
   require_one_line_error(refused,
@@ -744,7 +747,8 @@ TEST_CASE("a Gemma-2 config: refused in one line at its 8192-token context, 9.24
 // Issue 22: `--trace -` puts the trace alone on stdout (valid JSON, nothing else), the table
 // on stderr; with --json or --csv, which also want stdout, it is refused.
 TEST_CASE("a trace to stdout (--trace -) comes alone, the table going to stderr", "[cli][trace]") {
-  const std::string example = shell_quoted(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-8b-fsdp-h100.json");
+  const std::string example =
+      shell_quoted(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-8b-fsdp-h100.json");
   const RunResult r = run_simrun("simulate " + example + " --trace -");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -753,12 +757,16 @@ TEST_CASE("a trace to stdout (--trace -) comes alone, the table going to stderr"
   CHECK(r.err.find("step time") != std::string::npos);
   CHECK(r.err.find("trace written to") == std::string::npos);
 
-  require_one_line_error(run_simrun("simulate " + example + " --trace - --json"), "--trace: '-' writes the trace");
-  require_one_line_error(run_simrun("simulate " + example + " --trace - --csv"), "--trace: '-' writes the trace");
+  require_one_line_error(run_simrun("simulate " + example + " --trace - --json"),
+                         "--trace: '-' writes the trace");
+  require_one_line_error(run_simrun("simulate " + example + " --trace - --csv"),
+                         "--trace: '-' writes the trace");
 }
 
-TEST_CASE("trace ranks chosen on the command line are the traced ones, and a bad selector names its flag", "[cli][trace]") {
-  const std::string example = shell_quoted(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-8b-fsdp-h100.json");
+TEST_CASE("trace ranks chosen on the command line are the traced ones, and a bad selector names its flag",
+          "[cli][trace]") {
+  const std::string example =
+      shell_quoted(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-8b-fsdp-h100.json");
   const RunResult r = run_simrun("simulate " + example + " --trace - --trace-ranks 0,3");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -775,9 +783,11 @@ TEST_CASE("trace ranks chosen on the command line are the traced ones, and a bad
 }
 
 TEST_CASE("a trace over its size cap is cut with a warning naming what was left out", "[cli][trace]") {
-  const std::string example = shell_quoted(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-8b-fsdp-h100.json");
+  const std::string example =
+      shell_quoted(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-8b-fsdp-h100.json");
   const fs::path trace = scratch_dir() / "capped.json";
-  const RunResult r = run_simrun("simulate " + example + " --json --trace " + shell_quoted(trace) + " --trace-max-mb 1");
+  const RunResult r =
+      run_simrun("simulate " + example + " --json --trace " + shell_quoted(trace) + " --trace-max-mb 1");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(fs::file_size(trace) <= 1000000);
@@ -792,8 +802,9 @@ TEST_CASE("a trace over its size cap is cut with a warning naming what was left 
   CHECK(warned);
 }
 
-TEST_CASE("the DeepSeek-V3 example fits, and both fidelities put its pre-training near the published GPU-hours",
-          "[cli][moe]") {
+TEST_CASE(
+    "the DeepSeek-V3 example fits, and both fidelities put its pre-training near the published GPU-hours",
+    "[cli][moe]") {
   // Published: 2,664K H800 GPU-hours of pre-training (DeepSeek-V3 report, arXiv:2412.19437
   // Table 1; reference/frameworks.md sec. 4). Issue 23's bar is 15%. With HAI-LLM's fp8
   // dispatch and per-node all-to-alls (hai-llm profile, node-limited routing) the event
@@ -813,9 +824,10 @@ TEST_CASE("the DeepSeek-V3 example fits, and both fidelities put its pre-trainin
   }
 }
 
-TEST_CASE("Megatron's --overlap-moe-expert-parallel-comm runs combined 1F1B in both fidelities, and its "
-          "rules name the field's flag",
-          "[cli][moe]") {
+TEST_CASE(
+    "Megatron's --overlap-moe-expert-parallel-comm runs combined 1F1B in both fidelities, and its "
+    "rules name the field's flag",
+    "[cli][moe]") {
   // DeepSeek-V3's first 8 layers over EP 64 (8 nodes): the all-to-alls cross InfiniBand, half
   // of them hidden behind the other micro-batch's compute.
   const std::string layout =

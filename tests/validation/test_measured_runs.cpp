@@ -2,19 +2,19 @@
 // framework behaviour the file and the sources say, the defaults for null fields are the
 // documented ones, and no run whose step time is compared is predicted not to fit by the
 // event simulation (the runs trained).
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "memory_misses.hpp"
+#include "simrun/sim/event/simulate.hpp"
+#include "simrun/sim/scenario/scenario_parser.hpp"
 #include "simrun/validation/accuracy.hpp"
 #include "simrun/validation/measured_runs.hpp"
-#include "simrun/sim/scenario/scenario_parser.hpp"
-#include "simrun/sim/event/simulate.hpp"
-#include "memory_misses.hpp"
 #include "workload_test_util.hpp"
 
 using namespace simrun;
@@ -22,8 +22,8 @@ using namespace simrun;
 namespace {
 
 const std::vector<MeasuredRun>& runs() {
-  static const std::vector<MeasuredRun> r =
-      load_measured_runs(std::filesystem::path(SIMRUN_VALIDATION_DATA_DIR) / "measured-runs.json", test::catalogs());
+  static const std::vector<MeasuredRun> r = load_measured_runs(
+      std::filesystem::path(SIMRUN_VALIDATION_DATA_DIR) / "measured-runs.json", test::catalogs());
   return r;
 }
 
@@ -149,13 +149,28 @@ TEST_CASE("measured runs: other files' rows pick their framework by their own fi
   // "deepspeed" is the newest DeepSpeed profile (deepspeed@0.6: v0.6 to HEAD).
   CHECK(framework_of_row("b", {{"group", "zero3"}, {"source", "DeepSpeed ZeRO-3 blog, 2021"}}).framework ==
         "deepspeed@0.6");
-  CHECK(framework_of_row("c", {{"group", "t"}, {"source", "pytorch/torchtitan docs"}}).framework == "torchtitan");
+  CHECK(framework_of_row("c", {{"group", "t"}, {"source", "pytorch/torchtitan docs"}}).framework ==
+        "torchtitan");
   CHECK(framework_of_row("d", {{"group", "t"}, {"source", "PyTorch FSDP2 tutorial"}}).framework == "fsdp2");
   CHECK(framework_of_row("e", {{"group", "t"}, {"source", "Megatron-LM paper, 2020"}}).framework ==
         "megatron-lm-2021");
   CHECK(framework_of_row("f", {{"group", "t"}, {"source", "a cluster log"}}).framework == "megatron-core");
   const MeasuredRun unknown = framework_of_row("g", {{"framework", "jax-pax"}});
   CHECK_FALSE(unknown.simulatable());
+
+  // Precision: the first word, in the tables' or the scenario's spellings; else unsupported.
+  auto with_precision = [&](const std::string& id, const std::string& precision) {
+    return framework_of_row(id, {{"layout", {{"tp", 1}, {"pp", 1}, {"dp", 16}, {"precision", precision}}}});
+  };
+  CHECK(with_precision("p1", "fp8-cs").scenario.layout.fp8_recipe == LowPrecisionRecipe::tensorwise);
+  CHECK(with_precision("p2", "mxfp8").scenario.layout.fp8_recipe == LowPrecisionRecipe::mxfp8);
+  CHECK(with_precision("p3", "blockwise").scenario.layout.precision == Precision::fp8);
+  CHECK(with_precision("p4", "fp8 (linear layers) + bf16").scenario.layout.fp8_recipe ==
+        LowPrecisionRecipe::delayed);
+  const MeasuredRun odd = with_precision("p5", "int4");
+  CHECK_FALSE(odd.simulatable());
+  CHECK_THAT(odd.unsupported,
+             Catch::StartsWith("layout.precision: \"int4\" is not a precision simrun knows"));
 }
 
 TEST_CASE("measured runs: a row's framework behaviour is its profile's, as a scenario naming it gets",
@@ -163,7 +178,8 @@ TEST_CASE("measured runs: a row's framework behaviour is its profile's, as a sce
   const MeasuredRun& mosaic = run("mosaic_mpt13b_h100_80gb_8gpu_s2048_gbs16");
   auto scenario_with = [](const std::string& framework) {
     return test::parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
-                                         "framework": ")" + framework + R"("})");
+                                         "framework": ")" +
+                                     framework + R"("})");
   };
   const Scenario composer = scenario_with("composer");
   CHECK(differing(composer.framework.workload, mosaic.workload).empty());
@@ -172,7 +188,8 @@ TEST_CASE("measured runs: a row's framework behaviour is its profile's, as a sce
   // Plain FSDP1 runs the Composer rows' behaviour but for the backward prefetch, which Composer's
   // FSDP config changes from PyTorch's BACKWARD_PRE to BACKWARD_POST.
   const Scenario fsdp1 = scenario_with("fsdp1");
-  CHECK(differing(fsdp1.framework.workload, mosaic.workload) == std::vector<std::string>{"fsdp_backward_prefetch"});
+  CHECK(differing(fsdp1.framework.workload, mosaic.workload) ==
+        std::vector<std::string>{"fsdp_backward_prefetch"});
   CHECK(fsdp1.framework.workload.fsdp_backward_prefetch == FsdpBackwardPrefetch::before_backward);
   CHECK(fsdp1.framework.memory.convention == StateConvention::fsdp);
   // Every row's options are exactly its profile's.

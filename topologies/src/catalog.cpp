@@ -132,7 +132,8 @@ HardwareCatalog HardwareCatalog::load(const std::filesystem::path& gpus_dir,
                                       const std::filesystem::path& fabrics_dir) {
   HardwareCatalog c;
   read_catalog_folder(gpus_dir, "GPU", read_gpu, FolderRule::required, c.m_gpus, c.m_gpu_aliases);
-  read_catalog_folder(fabrics_dir, "fabric", read_fabric, FolderRule::required, c.m_fabrics, c.m_fabric_aliases);
+  read_catalog_folder(fabrics_dir, "fabric", read_fabric, FolderRule::required, c.m_fabrics,
+                      c.m_fabric_aliases);
   return c;
 }
 

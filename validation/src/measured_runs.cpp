@@ -51,12 +51,14 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <tuple>
+#include <utility>
 
 #include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/common/json_reader.hpp"
-#include "simrun/validation/accuracy.hpp"
 #include "simrun/sim/scenario/rank_layout.hpp"
+#include "simrun/validation/accuracy.hpp"
 
 namespace simrun {
 namespace {
@@ -169,11 +171,11 @@ void set_reference(MeasuredRun& c, const json& row) {
 // it (nullopt where it does not), at the row's sequence length.
 std::optional<ModelSpec> moe_model(const json& mj, const std::string& lname, const Catalogs& catalogs,
                                    const std::string& run_id) {
-  const std::string catalog_id = has(lname, "mixtral")                            ? "mixtral-8x7b"
-                                 : has(lname, "qwen3") && has(lname, "30b_a3b")   ? "qwen3-30b-a3b"
-                                 : has(lname, "qwen3") && has(lname, "235b_a22b") ? "qwen3-235b-a22b"
+  const std::string catalog_id = has(lname, "mixtral")                                   ? "mixtral-8x7b"
+                                 : has(lname, "qwen3") && has(lname, "30b_a3b")          ? "qwen3-30b-a3b"
+                                 : has(lname, "qwen3") && has(lname, "235b_a22b")        ? "qwen3-235b-a22b"
                                  : has(lname, "deepseekv3") || has(lname, "deepseek-v3") ? "deepseek-v3"
-                                                                                  : "";
+                                                                                         : "";
   if (catalog_id.empty() || !catalogs.models.contains(catalog_id)) return std::nullopt;
   ModelSpec m = catalogs.models.get(catalog_id, run_id, "model");
   m.seq_len = opt_int(mj, "seq_len").value_or(m.seq_len);
@@ -224,6 +226,27 @@ std::string shape_error(const json& row, const json& mj, const json& lj) {
   if (*opt_int(mj, "hidden") % heads != 0)
     return fmt::format("model.hidden: {} is not a multiple of heads = {}", *opt_int(mj, "hidden"), heads);
   return "";
+}
+
+// The row's precision and recipe from its "precision" text: the first word (what follows is the
+// sources' commentary, e.g. "fp8 (linear layers) + bf16"), in the scenario's spellings or the
+// tables': Megatron-Bridge's fp8-cs (current scaling) and fp8-mx (MXFP8), a plain "fp8" being
+// Transformer Engine's delayed scaling (NeMo 24.07's default recipe), amp_bf16 Composer's.
+// Unstated: bf16. nullopt: a word simrun does not know.
+std::optional<std::pair<Precision, LowPrecisionRecipe>> measured_precision(const std::string& text) {
+  const std::string word = lower(text.substr(0, text.find_first_of(" (")));
+  if (word.empty() || word == "bf16" || word == "amp_bf16")
+    return std::pair{Precision::bf16, LowPrecisionRecipe::delayed};
+  if (word == "fp16" || word == "amp_fp16") return std::pair{Precision::fp16, LowPrecisionRecipe::delayed};
+  if (word == "fp32") return std::pair{Precision::fp32, LowPrecisionRecipe::delayed};
+  if (word == "fp4" || word == "nvfp4") return std::pair{Precision::fp4, LowPrecisionRecipe::nvfp4};
+  if (word == "fp8") return std::pair{Precision::fp8, LowPrecisionRecipe::delayed};
+  if (word == "fp8-cs") return std::pair{Precision::fp8, LowPrecisionRecipe::tensorwise};
+  if (word == "fp8-mx") return std::pair{Precision::fp8, LowPrecisionRecipe::mxfp8};
+  if (word == "fp8-block") return std::pair{Precision::fp8, LowPrecisionRecipe::blockwise};
+  if (const auto recipe = parse_precision_recipe(word))
+    return std::pair{precision_recipe(*recipe).gemm_precision, *recipe};
+  return std::nullopt;
 }
 
 // The row's cluster: its GPU (`hbm_scale` for a non-standard SKU), 8 GPUs and 8 NICs per node
@@ -288,17 +311,6 @@ void set_layout(Layout& l, const json& lj, const ModelSpec& m, const FrameworkPr
   l.recompute = has(rc, "full")        ? Recompute::full
                 : has(rc, "selective") ? Recompute::selective
                                        : Recompute::none;
-  const std::string prec = lower(opt_str(lj, "precision"));
-  // Megatron-Bridge's table spellings: fp8-cs current scaling, fp8-mx MXFP8; a plain "fp8" is
-  // Transformer Engine's delayed scaling (NeMo 24.07's default recipe).
-  l.precision = has(prec, "fp4")   ? Precision::fp4
-                : has(prec, "fp8") ? Precision::fp8
-                : has(prec, "fp16") ? Precision::fp16
-                                    : Precision::bf16;
-  l.fp8_recipe = has(prec, "fp8-cs")  ? LowPrecisionRecipe::tensorwise
-                 : has(prec, "fp8-mx") ? LowPrecisionRecipe::mxfp8
-                 : has(prec, "block")  ? LowPrecisionRecipe::blockwise
-                                       : default_recipe(l.precision);
   l.flash_attention = f.flash_attention;  // megatron-lm-2021 predates FlashAttention (2022)
   // Layers that do not divide into pp·vpp chunks: Megatron's account-for-embedding/loss split
   // when layers + 2 divide (the Megatron-Bridge Llama-3.1 405B recipe), else balanced (Megatron-Core's
@@ -376,6 +388,17 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
   Layout& l = sc.layout;
   set_layout(l, lj, sc.model, profile, c.defaults_used);
   l.ep_intra_level = ep_domain_level(sc.cluster, l);
+  const std::string precision = opt_str(lj, "precision");
+  if (const auto p = measured_precision(precision)) {
+    std::tie(l.precision, l.fp8_recipe) = *p;
+  } else {
+    c.no_scenario =
+        "layout.precision: " + quoted_input(precision) +
+        " is not a precision simrun knows (bf16, fp16, fp32, fp8, fp8-cs, fp8-mx, fp8-block, fp4, or "
+        "a recipe: delayed, tensorwise, blockwise, mxfp8, nvfp4)";
+    c.unsupported = c.no_scenario;
+    return c;
+  }
   sc.run.tokens = 0;
 
   if (l.world_size() != sc.cluster.num_gpus) {
@@ -400,27 +423,32 @@ std::vector<MeasuredRun> load_measured_runs(const std::filesystem::path& file, c
 
 std::string measured_run_defaults_text() {
   return "GPU: A100…80GB → a100-80gb, A100…40GB → a100-40gb (40 GiB, usable as the 80 GB part), "
-         "H100-SXM5-80GB → h100-sxm, GB200 → gb200; 8 GPUs + 8 NICs per node (GB200: trays of 4 GPUs + 4 NICs "
+         "H100-SXM5-80GB → h100-sxm, GB200 → gb200; 8 GPUs + 8 NICs per node (GB200: trays of 4 GPUs + 4 "
+         "NICs "
          "in 72-GPU NVLink racks), IB HDR (A100) / NDR (H100, GB200), rail-optimized\n"
-         "precision: fp8 → delayed scaling, fp8-cs → tensorwise (current scaling), fp8-mx → mxfp8\n"
+         "precision (its first word): fp8 → delayed scaling, fp8-cs → tensorwise (current scaling), fp8-mx → "
+         "mxfp8, fp8-block → blockwise, fp4/nvfp4 → nvfp4, or a recipe's name; unstated → bf16\n"
          "model: GPT-style (GELU, LayerNorm, learned positions) unless Llama (SwiGLU, RMSNorm, RoPE); MPT "
          "ALiBi, "
          "tied; Nemotron squared-ReLU as 2-matrix MLP\n"
          "unstated layout: micro_batch 1, vpp 1, sp = (tp > 1), zero_stage 1 (distributed optimizer), "
          "recompute none\n"
-         "frameworks (sim/framework/profiles): narayanan_t1, megatron_gpt3 → megatron-lm-2021; megatron_h100 → "
+         "frameworks (sim/framework/profiles): narayanan_t1, megatron_gpt3 → megatron-lm-2021; megatron_h100 "
+         "→ "
          "megatron-core-perf; nemo2407, bridge, nemo_cp, mcore_moe → nemo (bridge on Blackwell → "
-         "megatron-bridge-blackwell); mosaic → composer; torchtitan → torchtitan; other rows: their \"framework\" "
+         "megatron-bridge-blackwell); mosaic → composer; torchtitan → torchtitan; other rows: their "
+         "\"framework\" "
          "field, else the framework their source names (DeepSpeed, torchtitan, llm-foundry/Composer, "
-         "NeMo/Megatron-Bridge, FSDP/FSDP2, Megatron-LM of 2019-2021), else megatron-core\n"         "Megatron-LM 2021: fp16 grads, TP backward overlap, no FlashAttention, dropout 0.1\n"
+         "NeMo/Megatron-Bridge, FSDP/FSDP2, Megatron-LM of 2019-2021), else megatron-core\n"
+         "Megatron-LM 2021: fp16 grads, TP backward overlap, no FlashAttention, dropout 0.1\n"
          "Megatron-Core (README H100): fp32 main grads in memory, bf16 reduce-scatter, TP comm overlap\n"
          "NeMo / Megatron-Bridge: bf16 grads (grad_sync_dtype bf16), distributed optimizer, TP comm overlap\n"
          "Composer FSDP1 (mosaic): mixed_precision PURE (bf16 reduce), fp32 sharded params/grads/moments, "
          "eager kernels, FlashAttention-2, unfused DecoupledAdamW 80 B/param + grad clipping 12 B/param, "
          "BACKWARD_POST prefetch, all-gathers and reduce-scatters on one NCCL stream\n"
          "torchtitan FSDP2: fp32 reduce, fp32 sharded states, async TP, selective AC = every other layer\n"
-         "MoE rows: the catalog's architecture (Mixtral 8x7B, Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3 with "
-         "its MTP module), balanced "
+         "MoE rows: the catalog's architecture (Mixtral 8x7B, Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3), "
+         "balanced "
          "routing "
          "(the benchmarks force it), expert_tp = tp unless ep·tp exceeds a stage's ranks (then 1)\n";
 }

@@ -5,13 +5,13 @@
 
 #include <fmt/format.h>
 
-#include "simrun/sim/analytic/agreement_envelope.hpp"
-#include "simrun/sim/memory/explain.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/common/units.hpp"
+#include "simrun/sim/analytic/agreement_envelope.hpp"
 #include "simrun/sim/collectives/collective_cost.hpp"
-#include "simrun/sim/scenario/rank_layout.hpp"
+#include "simrun/sim/memory/explain.hpp"
 #include "simrun/sim/report/step_metrics.hpp"
+#include "simrun/sim/scenario/rank_layout.hpp"
 #include "simrun/sim/workload/schedule.hpp"
 
 namespace simrun {
@@ -55,9 +55,11 @@ void add_estimate_warnings(const Scenario& sc, const AnalyticOptions& options, i
   const PipelineSchedule schedule = options.schedule.value_or(default_schedule(l));
   const std::vector<std::string> layout_caveats = messages(layout_warnings(sc, schedule));
   r.warnings.insert(r.warnings.begin(), layout_caveats.begin(), layout_caveats.end());
-  if (auto unmatched = options.calibration.unmatched_warning(sc.cluster.gpu.id)) r.warnings.push_back(*unmatched);
+  if (auto unmatched = options.calibration.unmatched_warning(sc.cluster.gpu.id))
+    r.warnings.push_back(*unmatched);
   if (slot_order(schedule, l.virtual_stages) == PipelineSchedule::interleaved && l.pp > 1 &&
-      l.num_microbatches() >= l.pp && !schedule_completes(schedule, l.pp, l.num_microbatches(), l.virtual_stages))
+      l.num_microbatches() >= l.pp &&
+      !schedule_completes(schedule, l.pp, l.num_microbatches(), l.virtual_stages))
     r.warnings.push_back(fmt::format(
         "the interleaved schedule cannot complete with {} micro-batches on pp {} with {} virtual stages "
         "(Megatron's order deadlocks on the last, partial group; the event simulation refuses it): use a "
@@ -78,7 +80,6 @@ void add_estimate_warnings(const Scenario& sc, const AnalyticOptions& options, i
                     run.goodput, run.mtbf_s / kSecondsPerHour));
   if (r.mfu > 0.75)
     r.warnings.push_back(fmt::format("MFU {:.2f} is above what published runs reach (≤ 0.6)", r.mfu));
-
 }
 
 // The --explain entries of the step time and its breakdown: formula and inputs.
@@ -105,7 +106,8 @@ void explain_step_time(const Scenario& sc, const AnalyticOptions& options, const
         "breakdown.compute_s", b.compute_s, "s",
         "m · (forward + backward + recompute of one micro-batch on the slowest stage) + optimizer + "
         "overlap slowdown; each of the workload builder's ops timed by ComputeModel::op_seconds "
-        "(roofline × shape efficiency + launch), and the kernels' waits for the host to issue them, no less than "
+        "(roofline × shape efficiency + launch), and the kernels' waits for the host to issue them, no less "
+        "than "
         "the busiest stage's host issue time (docs/model.md \"Host overhead\")",
         fmt::format(
             "m={}, stage={}, forward={:.4g} s, backward={:.4g} s, recompute={:.4g} s, optimizer={:.4g} s, "
@@ -120,9 +122,10 @@ void explain_step_time(const Scenario& sc, const AnalyticOptions& options, const
                 ? fmt::format("; a straggler in the stage: every kernel {:.4g}x slower",
                               slowest.compute_slowdown)
                 : std::string()) +
-            host_overhead_text(options.workload.host, slowest.host_wait_s * time.microbatches +
-                                                          slowest.optimizer_host_wait_s + time.host_bound_s,
-                               time.host_bound_s));
+            host_overhead_text(
+                options.workload.host,
+                slowest.host_wait_s * time.microbatches + slowest.optimizer_host_wait_s + time.host_bound_s,
+                time.host_bound_s));
     explain(
         "breakdown.exposed_comm_s", b.exposed_comm_s, "s",
         "m · (TP + CP + EP exposed per micro-batch) + their waits on links shared with DP traffic + PP "
@@ -201,8 +204,7 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
   fill_step_rates(sc, step_time_s, {flops.model, flops.hardware, options.flop_convention}, r);
 
   // Run totals. The checkpoint holds weights and optimizer states (not gradients).
-  const RunTotals run =
-      fill_run_report(sc, bytes_per_param(l, options.memory.convention), options.run, r);
+  const RunTotals run = fill_run_report(sc, bytes_per_param(l, options.memory.convention), options.run, r);
 
   add_estimate_warnings(sc, options, memory.worst_stage, run, r);
   if (auto outside = agreement_warning(sc, options, r)) r.warnings.push_back(*outside);

@@ -13,9 +13,9 @@
 
 #include "simrun/common/error.hpp"
 #include "simrun/sim/scenario/rank_layout.hpp"
-#include "step_time_estimator.hpp"
 #include "simrun/sim/workload/schedule.hpp"
 #include "simrun/sim/workload/wait_attribution.hpp"
+#include "step_time_estimator.hpp"
 
 namespace simrun {
 namespace detail {
@@ -123,8 +123,10 @@ double probe_collective_s(const Task& t, PieceTime* piece, const GroupLinks& lin
     const bool intra = t.group == GroupKind::ep_intra, inter = t.group == GroupKind::ep_inter;
     const LinkCost& link = intra ? links.ep_intra : inter ? links.ep_inter : links.ep;
     duration = collective_at_s(t.coll, t.comm_bytes,
-                               intra ? links.ep_intra_size : inter ? links.ep_inter_size : links.ep_size, link,
-                               condition.fraction(link.link_class));
+                               intra   ? links.ep_intra_size
+                               : inter ? links.ep_inter_size
+                                       : links.ep_size,
+                               link, condition.fraction(link.link_class));
     if (piece) piece->ep_comm_s += duration;
   }
   return duration;
@@ -154,7 +156,8 @@ ProbeTimes time_probe(const StageProgram& prog, const ProgramCost& cost, const G
   std::vector<uint32_t> waited_for(prog.tasks.size(), kNoTask);  // what each task started after
   // Charges the compute stream's wait [from, to) by the rule the event simulation uses
   // (wait_attribution.hpp); only the TP, CP and EP collectives' shares are the probe's to book.
-  auto charge_wait = [&](uint32_t blocker, double from, double to, const Task& waiting, PieceTime* waiting_piece) {
+  auto charge_wait = [&](uint32_t blocker, double from, double to, const Task& waiting,
+                         PieceTime* waiting_piece) {
     const bool forward = waiting.phase == Phase::forward;
     auto book = [&](uint32_t t, double lo, double hi) {
       if (t == kHostWait) {  // a collective the host issued late: the kernel waited for the host
@@ -300,9 +303,12 @@ void StepTimeEstimator::probe_micro_batch_pieces() {
   for (const SlowLink& sl : m_options.slow_links)
     m_stage_condition[size_t(ranks.coord_of(sl.rank).pp)].slow_down(sl);
   const bool hierarchical = l.cp_comm_type == CpCommType::a2a_p2p;
-  const GroupLinks links{m_tp_link,       l.tp,       m_cp_link,       hierarchical ? l.cp_ring() : l.cp,
-                         m_cp_a2a_link,   l.cp_a2a(), m_ep_link,       l.ep,
-                         m_ep_intra_link, m_ep_inter_link, l.ep_intra(), l.ep_inter()};
+  const GroupLinks links{m_tp_link,       l.tp,
+                         m_cp_link,       hierarchical ? l.cp_ring() : l.cp,
+                         m_cp_a2a_link,   l.cp_a2a(),
+                         m_ep_link,       l.ep,
+                         m_ep_intra_link, m_ep_inter_link,
+                         l.ep_intra(),    l.ep_inter()};
   const int64_t dense_layers = m_model.dense_layers();
   const int64_t moe_layers = m_model.moe_layers();
   std::optional<StageProgram> dense_program, moe_program;
@@ -339,7 +345,8 @@ void StepTimeEstimator::probe_micro_batch_pieces() {
     Probes& probes = m_probes[condition];
     if (dense_program) probes.dense = time_probe(*dense_program, *dense_cost, links, condition, m_wo.host);
     if (paired_pair) {
-      const ProbeTimes sequential = time_probe(*sequential_pair, *sequential_cost, links, condition, m_wo.host);
+      const ProbeTimes sequential =
+          time_probe(*sequential_pair, *sequential_cost, links, condition, m_wo.host);
       const ProbeTimes paired = time_probe(*paired_pair, *paired_cost, links, condition, m_wo.host);
       probes.paired_saving_per_moe_layer_s =
           std::max(0.0, exposed_s(sequential) - exposed_s(paired)) / double(paired.layers);
@@ -552,8 +559,8 @@ double StepTimeEstimator::pipeline_port_bound_s() const {
 double StepTimeEstimator::pipeline_tp_gather_s() const {
   const Layout& l = m_layout;
   if (l.tp <= 1 || (l.sequence_parallel && l.tp > 1)) return 0.0;
-  const double bytes = double(l.micro_batch) * double(m_model.seq_len) / double(l.cp) * double(m_model.hidden) *
-                       activation_element_bytes(l.precision);
+  const double bytes = double(l.micro_batch) * double(m_model.seq_len) / double(l.cp) *
+                       double(m_model.hidden) * activation_element_bytes(l.precision);
   return collective_s(CollectiveOp::all_gather, bytes, l.tp, m_tp_link);
 }
 
@@ -655,14 +662,16 @@ std::optional<double> StepTimeEstimator::makespan(const std::vector<double>& hop
         const double beside_reductions =
             m_reduce_slowdown_s.empty() ? 0.0 : m_reduce_slowdown_s[size_t(stage)][slot_key(slot)];
         const double paired = slot_paired_saving_s(stage, slot);
-        if (slot.forward) return std::max(0.0, c.forward_s + beside_reductions + c.forward_exposed_s - paired);
+        if (slot.forward)
+          return std::max(0.0, c.forward_s + beside_reductions + c.forward_exposed_s - paired);
         const bool last = slot.micro_batch == last_micro_batch && m_reduce_slowdown_s.empty();
         const double plain = st.backward_s + st.recompute_s;
         const double b = last ? stretch(last_backward_s(st), plain) : 1.0;
         // The chunk's part of the stage's longer waits beside its reductions.
         const double shared_waits =
             last && plain > 0 ? c.backward_s / plain * last_backward_shared_waits_s(st) : 0.0;
-        return std::max(0.0, c.backward_s * b + beside_reductions + c.backward_exposed_s + shared_waits - paired);
+        return std::max(0.0,
+                        c.backward_s * b + beside_reductions + c.backward_exposed_s + shared_waits - paired);
       },
       hop_s);
   if (!finish) return std::nullopt;
@@ -715,8 +724,8 @@ void StepTimeEstimator::time_fill_and_drain() {
       pace = std::max(pace, st.compute_s() + mb_exposed(st) + messages * neighbour_hops_s(st.stage) +
                                 (deepspeed ? receives * pipeline_tp_gather_s() : 0.0));
     }
-    m_out.pp_exposed_s = m_out.microbatches * (pace - (slow.compute_s() + mb_exposed(slow))) +
-                         messages * fill_drain_hops_s();
+    m_out.pp_exposed_s =
+        m_out.microbatches * (pace - (slow.compute_s() + mb_exposed(slow))) + messages * fill_drain_hops_s();
   }
   if (l.pp == 1) {
     // One stage: nothing to fill or drain.

@@ -45,10 +45,11 @@ std::vector<double> passed_shares(const std::vector<TimedBucket>& buckets) {
 // (gradients as reduced, weights as gathered), at the stage's fraction of the link.
 double StepTimeEstimator::reduce_s(double params, int64_t n, const LinkCost& link, int64_t stage) const {
   const double bytes = params * m_wo.grad_reduce_bytes;
-  const bool scatter = m_layout.zero_stage >= 3 ||
-                       (m_layout.zero_stage >= 1 && m_wo.zero_grad_collective == ZeroGradCollective::reduce_scatter);
-  return collective_at_s(scatter ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce,
-                         bytes, n, link, m_stage_condition[size_t(stage)].fraction(link.link_class));
+  const bool scatter =
+      m_layout.zero_stage >= 3 ||
+      (m_layout.zero_stage >= 1 && m_wo.zero_grad_collective == ZeroGradCollective::reduce_scatter);
+  return collective_at_s(scatter ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, bytes, n, link,
+                         m_stage_condition[size_t(stage)].fraction(link.link_class));
 }
 
 double StepTimeEstimator::gather_s(double params, int64_t n, const LinkCost& link, int64_t stage) const {
@@ -116,7 +117,8 @@ void StepTimeEstimator::time_fsdp_units() {
               latency(CollectiveOp::all_gather, dense, m_dp_n, m_dp_link) +
                   latency(CollectiveOp::all_gather, u.expert_params, m_expert_dp, m_expert_dp_link),
               latency(CollectiveOp::reduce_scatter, reduced_dense, m_dp_n, m_dp_link) +
-                  latency(CollectiveOp::reduce_scatter, u.reduced_expert_params(), m_expert_dp, m_expert_dp_link)};
+                  latency(CollectiveOp::reduce_scatter, u.reduced_expert_params(), m_expert_dp,
+                          m_expert_dp_link)};
           it = timed.emplace(key, t).first;
         }
         m_unit_traffic[size_t(i)].push_back(it->second);
@@ -230,7 +232,7 @@ std::vector<double> StepTimeEstimator::gathered_forward_spans(int64_t stage, Fir
   std::vector<double> spans(size_t(m_split_v), 0.0);
   const std::vector<StageProgram::FsdpUnit>& units = m_stage_units[size_t(stage)];
   const std::vector<UnitTraffic>& traffic = m_unit_traffic[size_t(stage)];
-  std::vector<double> starts;  // the chunk's units' start times, from the chunk's start
+  std::vector<double> starts;   // the chunk's units' start times, from the chunk's start
   std::vector<double> reached;  // submodule units: when the compute before each ended
   double gather_end = 0, compute_end = 0;
   for (size_t k = 0; k < units.size(); ++k) {
@@ -255,7 +257,8 @@ std::vector<double> StepTimeEstimator::gathered_forward_spans(int64_t stage, Fir
         slowdown == OverlapSlowdown::paid && next_in_chunk ? traffic[k + 1].gather_s : 0.0;
     const PieceTime& piece = unit_piece(u, stage);
     const double share = u.forward_share;
-    compute_end = start + beside_traffic_s(share * piece.forward_s, beside_s) + share * piece.forward_exposed_s +
+    compute_end = start + beside_traffic_s(share * piece.forward_s, beside_s) +
+                  share * piece.forward_exposed_s +
                   (beside_s > 0 ? share * forward_shared_waits_s(piece, beside_s, traffic[k + 1]) : 0.0);
     spans[size_t(u.chunk)] = compute_end;
   }
@@ -310,8 +313,8 @@ void StepTimeEstimator::time_data_parallel() {
     double stage_grad = 0, stage_param = 0;
     for (const StageProgram::GradBucketSize& b : m_stage_buckets[size_t(i)]) {
       // DeepSpeed ZeRO-2 reduces every micro-batch's gradients, each bucket on the compute stream.
-      timed.push_back({b, (every_micro_batch ? m_out.microbatches : 1.0) * bucket_reduce_s(b, i),
-                       bucket_gather_s(b, i)});
+      timed.push_back(
+          {b, (every_micro_batch ? m_out.microbatches : 1.0) * bucket_reduce_s(b, i), bucket_gather_s(b, i)});
       stage_grad += timed.back().grad_s;
       stage_param += timed.back().param_s;
     }
@@ -391,10 +394,10 @@ void StepTimeEstimator::expose_fsdp_traffic() {
     // wait like the forward's, each before its submodule computes, and share the link with the
     // reduce-scatters running beside them (their bytes, not their latency).
     const UnitTraffic& stage_traffic = m_stage_traffic.front();
-    const double backward_gathers =
-        m_wo.zero3_fetch == Zero3Fetch::synchronous
-            ? microbatches * (stage_traffic.gather_s + stage_traffic.reduce_s - stage_traffic.reduce_latency_s)
-            : 0.0;
+    const double backward_gathers = m_wo.zero3_fetch == Zero3Fetch::synchronous
+                                        ? microbatches * (stage_traffic.gather_s + stage_traffic.reduce_s -
+                                                          stage_traffic.reduce_latency_s)
+                                        : 0.0;
     const double unhidden = forward_waits_s(FirstGather::waited_for) +
                             (microbatches - 1.0) * forward_waits_s(FirstGather::done_before) +
                             embedding.reduce_s + backward_gathers;

@@ -16,10 +16,10 @@
 #include "simrun/sim/analytic/analytic.hpp"
 #include "simrun/sim/collectives/collective_cost.hpp"
 #include "simrun/sim/cost/compute_model.hpp"
-#include "simrun/sim/scenario/rank_layout.hpp"
-#include "simrun/sim/workload/workload.hpp"
-#include "simrun/sim/workload/schedule.hpp"
 #include "simrun/sim/cost/workload_cost.hpp"
+#include "simrun/sim/scenario/rank_layout.hpp"
+#include "simrun/sim/workload/schedule.hpp"
+#include "simrun/sim/workload/workload.hpp"
 
 namespace simrun::detail {
 
@@ -35,9 +35,9 @@ struct PieceTime {
   double gemm_flops = 0, attention_flops = 0, hbm_bytes = 0;
   double exposed_s() const { return tp_exposed_s + cp_exposed_s + ep_exposed_s; }
   void scale(double f) {
-    for (double* x : {&forward_exposed_s, &forward_s, &backward_s, &recompute_s, &tp_comm_s, &cp_comm_s,
-                      &tp_exposed_s, &cp_exposed_s, &ep_comm_s, &ep_exposed_s, &gemm_flops, &attention_flops,
-                      &hbm_bytes})
+    for (double* x :
+         {&forward_exposed_s, &forward_s, &backward_s, &recompute_s, &tp_comm_s, &cp_comm_s, &tp_exposed_s,
+          &cp_exposed_s, &ep_comm_s, &ep_exposed_s, &gemm_flops, &attention_flops, &hbm_bytes})
       *x *= f;
   }
   void add(const PieceTime& o) {
@@ -195,7 +195,8 @@ class StepTimeEstimator {
   const WorkloadOptions& m_wo;
   const ComputeModel m_compute;
   const PipelineSchedule m_schedule;
-  const int64_t m_v_chunks;  // chunks per stage the schedule plays (virtual stages, interleaved; DualPipe's 2)
+  const int64_t
+      m_v_chunks;  // chunks per stage the schedule plays (virtual stages, interleaved; DualPipe's 2)
   const bool m_interleaved;  // each micro-batch visits every chunk of a stage (Megatron's interleaving)
   const double m_v, m_p;     // as doubles: chunks per stage, stages
   const int64_t m_dp_n;      // the DP traffic's group: dp·cp
@@ -205,7 +206,8 @@ class StepTimeEstimator {
   // Links of the process groups (Megatron order tp-cp-ep-dp-pp), with calibration α/β.
   // m_cp_link: the CP group's, or the ring level's under a2a+p2p, whose all-to-all level has
   // m_cp_a2a_link.
-  LinkCost m_tp_link, m_cp_link, m_cp_a2a_link, m_ep_link, m_ep_intra_link, m_ep_inter_link, m_dp_link, m_expert_dp_link;
+  LinkCost m_tp_link, m_cp_link, m_cp_a2a_link, m_ep_link, m_ep_intra_link, m_ep_inter_link, m_dp_link,
+      m_expert_dp_link;
   LinkCost m_pp_link_inside, m_pp_link_across;  // a pipeline send within, or out of, a domain
 
   // Each stage's condition (stragglers, slow links), and one micro-batch of one dense layer and

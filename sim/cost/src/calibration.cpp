@@ -10,8 +10,8 @@ std::optional<std::string> Calibration::unmatched_warning(const std::string& gpu
   if (m_file.empty() || has_gpu(gpu_id)) return std::nullopt;
   std::string keys;
   for (const auto& [id, unused] : m_gpus) keys += (keys.empty() ? "" : ", ") + id;
-  return "calibration " + printable(m_file) + " has no entry for " + gpu_id + " (its GPUs: " +
-         (keys.empty() ? "none" : printable(keys)) + "): the catalog's defaults apply";
+  return "calibration " + printable(m_file) + " has no entry for " + gpu_id +
+         " (its GPUs: " + (keys.empty() ? "none" : printable(keys)) + "): the catalog's defaults apply";
 }
 namespace {
 

@@ -46,7 +46,7 @@ double ComputeModel::peak_flops_per_s(Precision p) const {
 
 double ComputeModel::gemm_efficiency(double m, double n, double k, Precision p) const {
   const bool native = m_gpu.peak_flops_per_s(p) > 0;
-  const double top = !native                 ? m_params.gemm_max
+  const double top = !native               ? m_params.gemm_max
                      : p == Precision::fp8 ? m_params.fp8_gemm_max
                      : p == Precision::fp4 ? m_params.fp4_gemm_max
                                            : m_params.gemm_max;

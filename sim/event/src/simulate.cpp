@@ -1,18 +1,18 @@
 // Scenario → Report through the event simulation; see simulate.hpp.
 #include "simrun/sim/event/simulate.hpp"
-#include "simrun/sim/report/step_metrics.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 
-#include "simrun/sim/memory/explain.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/models/counts.hpp"
 #include "simrun/sim/analytic/agreement_envelope.hpp"
 #include "simrun/sim/analytic/analytic.hpp"
+#include "simrun/sim/memory/explain.hpp"
 #include "simrun/sim/memory/run_cost.hpp"
+#include "simrun/sim/report/step_metrics.hpp"
 
 namespace simrun {
 namespace {
@@ -134,7 +134,8 @@ void explain_event(const Scenario& sc, const SimulateOptions& options, const Com
   detail::explain(
       r, "breakdown.compute_s", b.compute_s, "s",
       "the busy time of its compute stream: every op of its program timed by ComputeModel::op_seconds "
-      "(roofline × shape efficiency + launch), slowed while DP/PP kernels share the SMs, and the kernels' waits "
+      "(roofline × shape efficiency + launch), slowed while DP/PP kernels share the SMs, and the kernels' "
+      "waits "
       "for the host to issue them (docs/model.md \"Host overhead\")",
       fmt::format("{}: forward={:.4g} s, backward={:.4g} s, recompute={:.4g} s, optimizer={:.4g} s; "
                   "gemm_max={}, fp8_gemm_max={}, attn_fwd_max={}, attn_bwd_max={}, mem_bw_fraction={}, "
@@ -152,7 +153,8 @@ void explain_event(const Scenario& sc, const SimulateOptions& options, const Com
                   "{:.4g} s, CP {:.4g} of {:.4g} s, EP {:.4g} of {:.4g} s",
                   critical, b.tp_exposed_s, b.tp_comm_s, b.pp_exposed_s, b.pp_comm_s, b.dp_exposed_s,
                   b.dp_comm_s, b.cp_exposed_s, b.cp_comm_s, b.ep_exposed_s, b.ep_comm_s));
-  const int64_t v = slot_order(w.schedule, l.virtual_stages) == PipelineSchedule::interleaved ? l.virtual_stages : 1;
+  const int64_t v =
+      slot_order(w.schedule, l.virtual_stages) == PipelineSchedule::interleaved ? l.virtual_stages : 1;
   detail::explain(
       r, "breakdown.bubble_s", b.bubble_s, "s",
       "the time its compute stream idled on the schedule itself: pipeline fill and drain, waiting "
@@ -251,7 +253,8 @@ SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
                   {w.model_flops_per_step, w.hardware_flops_per_step, AttentionFlops::causal}, r);
   r.warnings = w.warnings;
   for (const auto& warning : st.warnings) r.warnings.push_back(warning);
-  if (auto unmatched = options.calibration.unmatched_warning(sc.cluster.gpu.id)) r.warnings.push_back(*unmatched);
+  if (auto unmatched = options.calibration.unmatched_warning(sc.cluster.gpu.id))
+    r.warnings.push_back(*unmatched);
   r.degraded = describe_degraded(sc, options.step.stragglers, options.step.slow_links);
   if (sc.run.assumed_mfu)
     r.warnings.push_back(
@@ -271,8 +274,7 @@ SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
   if (auto outside = agreement_warning(sc, analytic, out.estimate)) r.warnings.push_back(*outside);
 
   // Run totals, as the analytic model computes them (checkpoint = weights + optimizer states).
-  const RunTotals run =
-      fill_run_report(sc, bytes_per_param(l, options.memory.convention), options.run, r);
+  const RunTotals run = fill_run_report(sc, bytes_per_param(l, options.memory.convention), options.run, r);
 
   explain_event(sc, options, compute, worst_memory, run, peak, out);
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

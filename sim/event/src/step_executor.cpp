@@ -16,9 +16,9 @@
 
 #include "simrun/common/error.hpp"
 #include "simrun/sim/collectives/collective_cost.hpp"
+#include "simrun/sim/collectives/collective_harness.hpp"
 #include "simrun/sim/engine/engine.hpp"
 #include "simrun/sim/network/network.hpp"
-#include "simrun/sim/collectives/collective_harness.hpp"
 #include "simrun/sim/workload/wait_attribution.hpp"
 
 namespace simrun {
@@ -73,7 +73,11 @@ class Executor {
   // `also_trace`: a rank to trace beyond the representatives, stragglers and slow links.
   Executor(const Scenario& sc, const Workload& w, const WorkloadCost& cost, const StepSimOptions& opt,
            const Calibration& cal, int64_t also_trace = -1)
-      : m_sc(sc), m_w(w), m_cost(cost), m_opt(opt), m_layout(sc.layout, sc.cluster.gpus_per_node),
+      : m_sc(sc),
+        m_w(w),
+        m_cost(cost),
+        m_opt(opt),
+        m_layout(sc.layout, sc.cluster.gpus_per_node),
         m_phase(also_trace >= 0 ? SimulationPhase::retracing : SimulationPhase::simulating) {
     m_full = opt.scope == SimulationScope::full;
     check_stragglers(opt.stragglers, m_layout.world_size());
@@ -166,11 +170,11 @@ class Executor {
   // Link costs per group kind, with calibration.json's α/β where given.
   void cost_group_links() {
     const Layout& l = m_sc.layout;
-    for (GroupKind g : {GroupKind::tp, GroupKind::cp, GroupKind::dp, GroupKind::dp_cp, GroupKind::ep,
-                        GroupKind::pp, GroupKind::edp, GroupKind::cp_a2a, GroupKind::cp_ring, GroupKind::ep_intra,
-                        GroupKind::ep_inter}) {
-      const bool all_to_all = is_ep(g) || g == GroupKind::cp_a2a ||
-                              (g == GroupKind::cp && l.cp_comm_type == CpCommType::a2a);
+    for (GroupKind g :
+         {GroupKind::tp, GroupKind::cp, GroupKind::dp, GroupKind::dp_cp, GroupKind::ep, GroupKind::pp,
+          GroupKind::edp, GroupKind::cp_a2a, GroupKind::cp_ring, GroupKind::ep_intra, GroupKind::ep_inter}) {
+      const bool all_to_all =
+          is_ep(g) || g == GroupKind::cp_a2a || (g == GroupKind::cp && l.cp_comm_type == CpCommType::a2a);
       m_link[static_cast<size_t>(group_index(g))] =
           all_to_all ? all_to_all_link(m_sc.cluster, rank_group(l, g), m_opt.comm)
                      : group_link(m_sc.cluster, rank_group(l, g), m_opt.comm);
@@ -317,9 +321,9 @@ class Executor {
     // The host (docs/model.md "Host overhead"): it issues the program's tasks in program order,
     // one after another at the framework's cost per launch; before a task with host syncs it
     // waits for the task's dependencies to finish on the GPU. A task starts once it is issued.
-    uint32_t host_next = 0;     // the next task the host issues
-    TimeNs host_clock{0};       // when the host has issued the tasks before host_next
-    uint32_t host_ahead = 0;    // tasks issued and not finished
+    uint32_t host_next = 0;   // the next task the host issues
+    TimeNs host_clock{0};     // when the host has issued the tasks before host_next
+    uint32_t host_ahead = 0;  // tasks issued and not finished
     bool host_queue_full = false;
     std::array<std::deque<TimeNs>, kStreamCount> issued;  // issue times of issued, unstarted tasks
     std::array<TimeNs, kStreamCount> wake{};              // the wake-up scheduled for a stream's head
@@ -804,7 +808,8 @@ class Executor {
     if (it != queue.begin()) consider(*std::prev(it));
     // A collective or send the rank reached after it was ready: the host issued it late.
     if (task.kind == TaskKind::collective || task.kind == TaskKind::send) {
-      const TimeNs reached = task.kind == TaskKind::collective && !r.arrival.empty() ? r.arrival[t] : r.start[t];
+      const TimeNs reached =
+          task.kind == TaskKind::collective && !r.arrival.empty() ? r.arrival[t] : r.start[t];
       const TimeNs ready = last == kNoTask ? TimeNs{0} : r.end[last];
       if (reached > ready) return kHostWait;
     }
@@ -870,7 +875,7 @@ class Executor {
   RankLayout m_layout;
   SimulationPhase m_phase;
   bool m_full = false;
-  int64_t m_mesh_domain = 0;        // GPUs per full-mesh domain (0: switch or PCIe scale-up)
+  int64_t m_mesh_domain = 0;  // GPUs per full-mesh domain (0: switch or PCIe scale-up)
   uint32_t m_ports_per_rank = 2;
   std::vector<std::vector<uint32_t>> m_mesh_ports;  // port indices; rank index · kGroupKindCount + group kind
   std::array<LinkCost, kGroupKindCount> m_link{};
@@ -897,7 +902,8 @@ StepResult simulate_step(const Scenario& scenario, const Workload& workload, con
   // The breakdown describes the rank that finishes last. Under --full with stragglers or slow
   // links that can be a rank not traced: run again tracing it (the simulation is
   // deterministic, so the step is the same).
-  if (!out.last_rank_traced) out = Executor(scenario, workload, cost, options, calibration, out.last_rank).run();
+  if (!out.last_rank_traced)
+    out = Executor(scenario, workload, cost, options, calibration, out.last_rank).run();
   SIMRUN_ASSERT(out.last_rank_traced, "the rank that finishes last is not traced");
   return out;
 }

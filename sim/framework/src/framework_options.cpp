@@ -37,7 +37,8 @@ SelectiveKeeps selective_keeps(SelectiveRecompute s) {
   return SelectiveKeeps::all_but_attention_core;
 }
 SelectiveRecompute selective_recompute_named(const std::string& name) {
-  if (name == "every_other_layer" || name == "every-other-layer") return SelectiveRecompute::every_other_layer;
+  if (name == "every_other_layer" || name == "every-other-layer")
+    return SelectiveRecompute::every_other_layer;
   if (name == "norm_mla_up_swiglu") return SelectiveRecompute::norm_mla_up_swiglu;
   return SelectiveRecompute::attention_core;
 }
@@ -92,16 +93,19 @@ std::string to_string(CudaGraphScopes s) {
 std::string host_overhead_text(const HostOverhead& host, double host_wait_s, double host_bound_s) {
   std::string graphs = to_string(host.cuda_graphs);
   if (host.cuda_graphs.any())
-    graphs.append(" (a captured region is one launch; full_iteration only without host syncs, a dropless "
-                  "MoE step's dispatcher sync stays)");
+    graphs.append(
+        " (a captured region is one launch; full_iteration only without host syncs, a dropless "
+        "MoE step's dispatcher sync stays)");
   return fmt::format(
       "; host: {:.3g} µs per launch, {:.3g} µs per sync, MoE dispatcher {} ({} host sync(s) per dropless MoE "
       "layer forward, none under drop-and-pad), gradient-norm sync before the optimizer, CUDA graphs {}; "
       "kernels waited {:.4g} s for the host{}",
       host.launch_s * 1e6, host.sync_s * 1e6, to_string(host.moe_dispatcher), host.dispatcher_syncs(), graphs,
       host_wait_s,
-      host_bound_s > 0 ? fmt::format(" (launch-bound: the step is the host's issue time, {:.4g} s of it beyond the GPU's)", host_bound_s)
-                       : std::string());
+      host_bound_s > 0
+          ? fmt::format(" (launch-bound: the step is the host's issue time, {:.4g} s of it beyond the GPU's)",
+                        host_bound_s)
+          : std::string());
 }
 const char* to_string(Zero3Gather g) { return g == Zero3Gather::submodule ? "submodule" : "layer"; }
 const char* to_string(Zero3Fetch f) { return f == Zero3Fetch::synchronous ? "synchronous" : "prefetch"; }

@@ -44,8 +44,10 @@ const std::vector<FieldRule>& field_rules() {
   static const std::vector<FieldRule> kRules = {
       {"kernels",
        [](JsonReader& f, FrameworkProfile& p) {
-         p.workload.kernels =
-             choice(f, {to_string(KernelStack::fused), to_string(KernelStack::eager)}) == to_string(KernelStack::eager) ? KernelStack::eager : KernelStack::fused;
+         p.workload.kernels = choice(f, {to_string(KernelStack::fused), to_string(KernelStack::eager)}) ==
+                                      to_string(KernelStack::eager)
+                                  ? KernelStack::eager
+                                  : KernelStack::fused;
        }},
       {"eager_memory_factor",
        [](JsonReader& f, FrameworkProfile& p) { p.workload.eager_memory_factor = number(f, 1, 10); }},
@@ -58,8 +60,8 @@ const std::vector<FieldRule>& field_rules() {
        [](JsonReader& f, FrameworkProfile& p) { p.workload.step_overhead_s = number(f, 0, 60); }},
       {"tp_comm_overlap",
        [](JsonReader& f, FrameworkProfile& p) {
-         const std::string o = choice(f, {to_string(TpCommOverlap::backward_async), to_string(TpCommOverlap::full),
-                                          to_string(TpCommOverlap::none)});
+         const std::string o = choice(f, {to_string(TpCommOverlap::backward_async),
+                                          to_string(TpCommOverlap::full), to_string(TpCommOverlap::none)});
          p.workload.tp_overlap = o == to_string(TpCommOverlap::full)   ? TpCommOverlap::full
                                  : o == to_string(TpCommOverlap::none) ? TpCommOverlap::none
                                                                        : TpCommOverlap::backward_async;
@@ -67,10 +69,13 @@ const std::vector<FieldRule>& field_rules() {
       {"moe_shared_expert_overlap",
        [](JsonReader& f, FrameworkProfile& p) { p.workload.moe_shared_expert_overlap = boolean(f); }},
       {"ep_dispatch_dtype",
-       [](JsonReader& f, FrameworkProfile& p) { p.workload.ep_dispatch_fp8 = choice(f, {"bf16", "fp8"}) == "fp8"; }},
+       [](JsonReader& f, FrameworkProfile& p) {
+         p.workload.ep_dispatch_fp8 = choice(f, {"bf16", "fp8"}) == "fp8";
+       }},
       {"grad_reduce",
        [](JsonReader& f, FrameworkProfile& p) {
-         p.workload.grad_reduce = choice(f, {to_string(GradReduceOverlap::bucketed), to_string(GradReduceOverlap::after_backward)}) ==
+         p.workload.grad_reduce = choice(f, {to_string(GradReduceOverlap::bucketed),
+                                             to_string(GradReduceOverlap::after_backward)}) ==
                                           to_string(GradReduceOverlap::bucketed)
                                       ? GradReduceOverlap::bucketed
                                       : GradReduceOverlap::after_backward;
@@ -78,8 +83,8 @@ const std::vector<FieldRule>& field_rules() {
       {"param_gather",
        [](JsonReader& f, FrameworkProfile& p) {
          p.workload.param_gather = choice(f, {to_string(ParamGatherOverlap::next_forward),
-                                            to_string(ParamGatherOverlap::after_optimizer)}) ==
-                                   to_string(ParamGatherOverlap::next_forward)
+                                              to_string(ParamGatherOverlap::after_optimizer)}) ==
+                                           to_string(ParamGatherOverlap::next_forward)
                                        ? ParamGatherOverlap::next_forward
                                        : ParamGatherOverlap::after_optimizer;
        }},
@@ -99,20 +104,21 @@ const std::vector<FieldRule>& field_rules() {
        }},
       {"fsdp_backward_prefetch",
        [](JsonReader& f, FrameworkProfile& p) {
-         p.workload.fsdp_backward_prefetch =
-             choice(f, {to_string(FsdpBackwardPrefetch::before_backward),
-                     to_string(FsdpBackwardPrefetch::after_backward)}) == to_string(FsdpBackwardPrefetch::after_backward)
-                 ? FsdpBackwardPrefetch::after_backward
-                 : FsdpBackwardPrefetch::before_backward;
+         p.workload.fsdp_backward_prefetch = choice(f, {to_string(FsdpBackwardPrefetch::before_backward),
+                                                        to_string(FsdpBackwardPrefetch::after_backward)}) ==
+                                                     to_string(FsdpBackwardPrefetch::after_backward)
+                                                 ? FsdpBackwardPrefetch::after_backward
+                                                 : FsdpBackwardPrefetch::before_backward;
        }},
       {"fsdp_one_communicator",
        [](JsonReader& f, FrameworkProfile& p) { p.workload.fsdp_one_communicator = boolean(f); }},
       {"zero3_gather_granularity",
        [](JsonReader& f, FrameworkProfile& p) {
-         const Zero3Gather g = choice(f, {to_string(Zero3Gather::layer), to_string(Zero3Gather::submodule)}) ==
-                                       to_string(Zero3Gather::submodule)
-                                   ? Zero3Gather::submodule
-                                   : Zero3Gather::layer;
+         const Zero3Gather g =
+             choice(f, {to_string(Zero3Gather::layer), to_string(Zero3Gather::submodule)}) ==
+                     to_string(Zero3Gather::submodule)
+                 ? Zero3Gather::submodule
+                 : Zero3Gather::layer;
          p.workload.zero3_gather = g;
          p.memory.zero3_gather = g;
        }},
@@ -124,20 +130,24 @@ const std::vector<FieldRule>& field_rules() {
       {"zero3_max_live_params",
        [](JsonReader& f, FrameworkProfile& p) { p.memory.zero3_max_live_params = number(f, 0, 1e15); }},
       {"zero3_persistence_threshold",
-       [](JsonReader& f, FrameworkProfile& p) { p.workload.zero3_persistence_threshold = number(f, 0, 1e12); }},
+       [](JsonReader& f, FrameworkProfile& p) {
+         p.workload.zero3_persistence_threshold = number(f, 0, 1e12);
+       }},
       {"zero3_fetch",
        [](JsonReader& f, FrameworkProfile& p) {
-         p.workload.zero3_fetch = choice(f, {to_string(Zero3Fetch::prefetch), to_string(Zero3Fetch::synchronous)}) ==
-                                          to_string(Zero3Fetch::synchronous)
-                                      ? Zero3Fetch::synchronous
-                                      : Zero3Fetch::prefetch;
+         p.workload.zero3_fetch =
+             choice(f, {to_string(Zero3Fetch::prefetch), to_string(Zero3Fetch::synchronous)}) ==
+                     to_string(Zero3Fetch::synchronous)
+                 ? Zero3Fetch::synchronous
+                 : Zero3Fetch::prefetch;
        }},
       {"zero3_reduce",
        [](JsonReader& f, FrameworkProfile& p) {
-         p.workload.zero3_reduce = choice(f, {to_string(Zero3Reduce::per_unit), to_string(Zero3Reduce::bucketed)}) ==
-                                           to_string(Zero3Reduce::bucketed)
-                                       ? Zero3Reduce::bucketed
-                                       : Zero3Reduce::per_unit;
+         p.workload.zero3_reduce =
+             choice(f, {to_string(Zero3Reduce::per_unit), to_string(Zero3Reduce::bucketed)}) ==
+                     to_string(Zero3Reduce::bucketed)
+                 ? Zero3Reduce::bucketed
+                 : Zero3Reduce::per_unit;
        }},
       {"zero3_reduce_bucket_params",
        [](JsonReader& f, FrameworkProfile& p) { p.memory.zero3_reduce_bucket_params = number(f, 0, 1e12); }},
@@ -149,11 +159,11 @@ const std::vector<FieldRule>& field_rules() {
        [](JsonReader& f, FrameworkProfile& p) { p.workload.zero2_reduce_every_micro_batch = boolean(f); }},
       {"zero_grad_collective",
        [](JsonReader& f, FrameworkProfile& p) {
-         p.workload.zero_grad_collective =
-             choice(f, {to_string(ZeroGradCollective::reduce_scatter), to_string(ZeroGradCollective::all_reduce)}) ==
-                     to_string(ZeroGradCollective::all_reduce)
-                 ? ZeroGradCollective::all_reduce
-                 : ZeroGradCollective::reduce_scatter;
+         p.workload.zero_grad_collective = choice(f, {to_string(ZeroGradCollective::reduce_scatter),
+                                                      to_string(ZeroGradCollective::all_reduce)}) ==
+                                                   to_string(ZeroGradCollective::all_reduce)
+                                               ? ZeroGradCollective::all_reduce
+                                               : ZeroGradCollective::reduce_scatter;
        }},
       {"pipeline_engine",
        [](JsonReader& f, FrameworkProfile& p) {
@@ -180,14 +190,17 @@ const std::vector<FieldRule>& field_rules() {
        }},
       {"host_launch_s",
        [](JsonReader& f, FrameworkProfile& p) { p.workload.host.launch_s = number(f, 0, 1e-3); }},
-      {"host_sync_s", [](JsonReader& f, FrameworkProfile& p) { p.workload.host.sync_s = number(f, 0, 1e-2); }},
+      {"host_sync_s",
+       [](JsonReader& f, FrameworkProfile& p) { p.workload.host.sync_s = number(f, 0, 1e-2); }},
       {"moe_token_dispatcher",
        [](JsonReader& f, FrameworkProfile& p) {
-         const std::string d = choice(f, {to_string(MoeDispatcher::alltoall), to_string(MoeDispatcher::allgather),
-                                          to_string(MoeDispatcher::flex)});
-         p.workload.host.moe_dispatcher = d == to_string(MoeDispatcher::flex)        ? MoeDispatcher::flex
-                                          : d == to_string(MoeDispatcher::allgather) ? MoeDispatcher::allgather
-                                                                                     : MoeDispatcher::alltoall;
+         const std::string d =
+             choice(f, {to_string(MoeDispatcher::alltoall), to_string(MoeDispatcher::allgather),
+                        to_string(MoeDispatcher::flex)});
+         p.workload.host.moe_dispatcher = d == to_string(MoeDispatcher::flex) ? MoeDispatcher::flex
+                                          : d == to_string(MoeDispatcher::allgather)
+                                              ? MoeDispatcher::allgather
+                                              : MoeDispatcher::alltoall;
        }},
       {"cuda_graph_scope",
        [](JsonReader& f, FrameworkProfile& p) {
@@ -195,8 +208,8 @@ const std::vector<FieldRule>& field_rules() {
          const json& v = f.raw("value");
          std::vector<std::string> allowed;
          for (CudaGraphScope s : kCudaGraphScopes) allowed.push_back(to_string(s));
-         const std::string rule = "expected a list of CUDA graph scopes, each one of " + join_names(allowed) +
-                                  " ([] for none)";
+         const std::string rule =
+             "expected a list of CUDA graph scopes, each one of " + join_names(allowed) + " ([] for none)";
          if (!v.is_array()) f.fail("value", rule);
          CudaGraphScopes scopes;
          for (const json& e : v) {

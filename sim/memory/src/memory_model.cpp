@@ -1,14 +1,13 @@
 // Memory per GPU by kind and pipeline stage; formulas and sources in memory_model.hpp.
 #include "simrun/sim/memory/memory_model.hpp"
 
-#include "simrun/sim/scenario/layout_rules.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "simrun/common/error.hpp"
 #include "simrun/common/units.hpp"
+#include "simrun/sim/scenario/layout_rules.hpp"
 
 namespace simrun {
 
@@ -97,7 +96,8 @@ double layer_activation_bytes(const ModelSpec& m, const ActivationConfig& c) {
                        : double(m.ffn_hidden);
 
   const bool dropout = c.dropout == Dropout::masks;
-  const double gi = c.saved_gemm_input_bytes > 0 ? c.saved_gemm_input_bytes : e;  // per saved GEMM-input element
+  const double gi =
+      c.saved_gemm_input_bytes > 0 ? c.saved_gemm_input_bytes : e;  // per saved GEMM-input element
   const double routed_inputs = routed_copies * gi * sbh;
   // Norm inputs (2 × e·sbh), QKV input (e·sbh), MLP input (e·sbh), two 1-byte dropout masks.
   const double replicated = 2 * e * sbh + gi * sbh + gi * sbh + (dropout ? 2 * sbh : 0.0);
@@ -129,7 +129,8 @@ double layer_activation_bytes(const ModelSpec& m, const ActivationConfig& c) {
     }
     mlp_tp = (m.ffn_act == FfnActivation::swiglu ? 2.0 : 1.0) * gi * s * b * f;
   }
-  double bytes = kept_replicated / (c.sequence_parallel ? t : 1.0) + (attention_tp + mlp_tp + routed_inputs) / t;
+  double bytes =
+      kept_replicated / (c.sequence_parallel ? t : 1.0) + (attention_tp + mlp_tp + routed_inputs) / t;
 
   const bool keeps_scores = !c.flash_attention && c.recompute == Recompute::none;
   if (keeps_scores) {
@@ -145,13 +146,15 @@ namespace {
 
 // The parameters one copy of pipeline stage `stage` holds (its layers as the workload splits
 // them, the embedding on the first, the output layer on the last).
-StageParams one_stage_params(const ModelSpec& m, const ParamCounts& counts, const Layout& layout, int64_t stage) {
+StageParams one_stage_params(const ModelSpec& m, const ParamCounts& counts, const Layout& layout,
+                             int64_t stage) {
   SIMRUN_ASSERT(stage >= 0 && stage < layout.pp, "stage out of range");
   const std::vector<int64_t> held = stage_layers(m, layout, stage);  // as the workload splits them
   const auto count = int64_t(held.size());
   // MoE layers are those at index ≥ first_dense_layers.
   const int64_t first_moe = m.is_moe() ? m.moe->first_dense_layers : m.layers;
-  const auto moe_here = int64_t(std::count_if(held.begin(), held.end(), [&](int64_t id) { return id >= first_moe; }));
+  const auto moe_here =
+      int64_t(std::count_if(held.begin(), held.end(), [&](int64_t id) { return id >= first_moe; }));
 
   const double L = double(m.layers);
   const double attention_per_layer = counts.attention / L;
@@ -248,7 +251,8 @@ Zero3Transients zero3_transients(const Layout& layout, const ModelSpec& model, c
     // elements, 16-bit) before their reduce-scatter.
     const double largest = largest_gathered_matrix(model, counts, layout, params);
     double live = largest + defaults.zero3_prefetch_bucket_params;
-    if (defaults.zero3_max_live_params > 0) live = std::min(live, std::max(largest, defaults.zero3_max_live_params));
+    if (defaults.zero3_max_live_params > 0)
+      live = std::min(live, std::max(largest, defaults.zero3_max_live_params));
     z.gathered_weights = std::min(live, dense + experts) * element_bytes;
     z.unsharded_grads = std::min(defaults.zero3_reduce_bucket_params, dense + experts) * element_bytes;
     return z;
@@ -387,7 +391,7 @@ MemoryEstimate estimate_memory(const Scenario& sc, const MemoryDefaults& default
 
   const ParamCounts counts = count_params(m);
   const double p = double(l.pp);
-  const double v = double(std::max<int64_t>(1, l.virtual_stages));
+  const double v = double(std::max<int64_t>(1, scheduled_chunks(l)));
   const double microbatches = double(std::max<int64_t>(1, l.num_microbatches()));
 
   MemoryEstimate out;

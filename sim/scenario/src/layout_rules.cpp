@@ -44,37 +44,51 @@ std::optional<LayoutDiagnostic> schedule_error(const ModelSpec& model, const Lay
       // Megatron-Core TransformerConfig.__post_init__ (overlap_moe_expert_parallel_comm) and the
       // MoE README's "Requirements for EP A2A Overlap".
       if (!model.is_moe() || layout.ep < 2)
-        return diag(field, "combined_1f1b_needs_ep",
-                    "combined-1f1b hides expert-parallel all-to-alls and needs ep > 1 on a mixture-of-experts "
-                    "model (Megatron-Core requires expert_model_parallel_size > 1)");
+        return diag(
+            field, "combined_1f1b_needs_ep",
+            "combined-1f1b hides expert-parallel all-to-alls and needs ep > 1 on a mixture-of-experts "
+            "model (Megatron-Core requires expert_model_parallel_size > 1)");
       if (layout.pp > 1 && layout.virtual_stages < 2)
-        return diag(field, "combined_1f1b_needs_interleaving",
-                    "combined-1f1b with pp > 1 needs virtual_stages >= 2 (Megatron-Core runs it on interleaved "
-                    "pipelines only, or with pp = 1)");
+        return diag(
+            field, "combined_1f1b_needs_interleaving",
+            "combined-1f1b with pp > 1 needs virtual_stages >= 2 (Megatron-Core runs it on interleaved "
+            "pipelines only, or with pp = 1)");
       if (layout.recompute == Recompute::full)
-        return diag(field, "combined_1f1b_no_full_recompute",
-                    "combined-1f1b cannot run with full recompute (Megatron-Core refuses recompute_granularity "
-                    "full with it: use selective or none)");
+        return diag(
+            field, "combined_1f1b_no_full_recompute",
+            "combined-1f1b cannot run with full recompute (Megatron-Core refuses recompute_granularity "
+            "full with it: use selective or none)");
+      if (layout.zero_stage >= 3)
+        return diag(
+            field, "combined_1f1b_zero_3",
+            "combined-1f1b is modelled with ZeRO 0-2 (its paired micro-batches and ZeRO-3's per-layer "
+            "gathers are not modelled together): use zero_stage <= 2");
       return std::nullopt;
     case PipelineSchedule::dualpipe:
       // DualPipe's step (deepseek-ai/DualPipe dualpipe.py): num_ranks % 2 == 0, num_chunks % 2 == 0,
       // num_chunks >= 2 * num_ranks; each rank holds two stages of its own, no virtual stages.
       if (layout.pp < 2 || layout.pp % 2 != 0)
-        return diag(field, "dualpipe_needs_even_stages",
-                    fmt::format("dualpipe needs an even number of pipeline stages, got pp {} (each rank pairs "
-                                "with its mirror, pp − 1 − rank)",
-                                layout.pp));
+        return diag(
+            field, "dualpipe_needs_even_stages",
+            fmt::format("dualpipe needs an even number of pipeline stages, got pp {} (each rank pairs "
+                        "with its mirror, pp − 1 − rank)",
+                        layout.pp));
       if (layout.zero_stage >= 3)
-        return diag(field, "dualpipe_zero_3",
-                    "dualpipe is modelled with ZeRO 0-2 (DeepSeek-V3 ran it with ZeRO-1): use zero_stage <= 2");
+        return diag(
+            field, "dualpipe_zero_3",
+            "dualpipe is modelled with ZeRO 0-2 (DeepSeek-V3 ran it with ZeRO-1): use zero_stage <= 2");
       if (layout.virtual_stages > 1)
-        return diag(field, "dualpipe_without_virtual_stages",
-                    "dualpipe holds two stages per rank of its own (one per direction): virtual_stages must be 1");
-      if (m < 2 * layout.pp || m % 2 != 0)
-        return diag(field, "dualpipe_micro_batches",
-                    fmt::format("dualpipe needs an even number of micro-batches, at least 2·pp = {}, got {} = "
-                                "global_batch/(micro_batch·dp) (raise global_batch to at least {})",
-                                2 * layout.pp, m, 2 * layout.pp * layout.micro_batch * layout.dp));
+        return diag(
+            field, "dualpipe_without_virtual_stages",
+            "dualpipe holds two stages per rank of its own (one per direction): virtual_stages must be 1");
+      if (m < 2 * layout.pp || m % 2 != 0) {
+        const int64_t fix = std::max<int64_t>(2 * layout.pp, m + m % 2);  // the next even count ≥ 2·pp
+        return diag(
+            field, "dualpipe_micro_batches",
+            fmt::format("dualpipe needs an even number of micro-batches, at least 2·pp = {}, got {} = "
+                        "global_batch/(micro_batch·dp) (use global_batch {})",
+                        2 * layout.pp, m, fix * layout.micro_batch * layout.dp));
+      }
       return std::nullopt;
   }
   return std::nullopt;
@@ -124,8 +138,9 @@ std::optional<LayoutDiagnostic> precision_recipe_error(const Layout& layout, con
                 std::string(recipe.name) + " scales fp8/fp4 GEMMs; precision " + to_string(layout.precision) +
                     " runs none (set precision to fp8 or fp4)");
   if (!low && layout.fp8_param_gather)
-    return diag("layout.fp8_param_gather", "param_gather_needs_fp8",
-                std::string("fp8 parameters need fp8 training (precision ") + to_string(layout.precision) + ")");
+    return diag(
+        "layout.fp8_param_gather", "param_gather_needs_fp8",
+        std::string("fp8 parameters need fp8 training (precision ") + to_string(layout.precision) + ")");
   if (!low) return std::nullopt;
   if (recipe.gemm_precision != layout.precision)
     return diag("layout.fp8_recipe", "recipe_precision_mismatch",
@@ -139,7 +154,8 @@ std::optional<LayoutDiagnostic> precision_recipe_error(const Layout& layout, con
   if (!archs.empty() && std::find(archs.begin(), archs.end(), gpu.architecture) == archs.end())
     return diag("layout.fp8_recipe", "recipe_unsupported_by_gpu",
                 fmt::format("{} needs tensor cores that apply block scales ({}); {} is {}", recipe.name,
-                            fmt::join(archs, ", "), gpu.id, gpu.architecture.empty() ? "another kind" : gpu.architecture));
+                            fmt::join(archs, ", "), gpu.id,
+                            gpu.architecture.empty() ? "another kind" : gpu.architecture));
   return std::nullopt;
 }
 
@@ -151,58 +167,60 @@ std::optional<LayoutDiagnostic> layout_error(const ModelSpec& model, const Clust
   const double world = double(layout.tp) * double(layout.pp) * double(layout.dp) * double(layout.cp);
   if (world != double(cluster.num_gpus))
     return diag("layout", "world_size",
-                     "tp*pp*dp*cp = " + std::to_string(layout.tp) + "*" + std::to_string(layout.pp) + "*" +
-                         std::to_string(layout.dp) + "*" + std::to_string(layout.cp) + " = " +
-                         format_count(world) + " but cluster.num_gpus = " + std::to_string(cluster.num_gpus) +
-                         " (they must be equal)");
+                "tp*pp*dp*cp = " + std::to_string(layout.tp) + "*" + std::to_string(layout.pp) + "*" +
+                    std::to_string(layout.dp) + "*" + std::to_string(layout.cp) + " = " +
+                    format_count(world) + " but cluster.num_gpus = " + std::to_string(cluster.num_gpus) +
+                    " (they must be equal)");
   if (model.heads % layout.tp != 0)
     return diag("layout.tp", "tp_divides_heads",
-                     "tp " + std::to_string(layout.tp) + " does not divide the model's " +
-                         std::to_string(model.heads) + " attention heads");
+                "tp " + std::to_string(layout.tp) + " does not divide the model's " +
+                    std::to_string(model.heads) + " attention heads");
   // Megatron-Core's TransformerConfig requires num_query_groups % tp == 0.
   if (model.kv_heads % layout.tp != 0)
     return diag("layout.tp", "tp_divides_kv_heads",
-                     "tp " + std::to_string(layout.tp) + " does not divide the model's " +
-                         std::to_string(model.kv_heads) + " kv_heads (query groups)");
+                "tp " + std::to_string(layout.tp) + " does not divide the model's " +
+                    std::to_string(model.kv_heads) + " kv_heads (query groups)");
   if (layout.virtual_stages > 1 && layout.pp == 1)
-    return diag("layout.virtual_stages", "virtual_stages_need_pp", "virtual stages need pp > 1 (interleaved 1F1B)");
+    return diag("layout.virtual_stages", "virtual_stages_need_pp",
+                "virtual stages need pp > 1 (interleaved 1F1B)");
   // The pipeline split over every chunk the layout asks for (split_layers: one home).
   if (auto split = split_layers(model.layers, layout.pp, layout.virtual_stages, layout.pipeline_split).error)
     return split;
   if (layout.global_batch % (layout.micro_batch * layout.dp) != 0)
     return diag("layout.global_batch", "global_batch_divisible",
-                     std::to_string(layout.global_batch) +
-                         " is not divisible by micro_batch*dp = " + std::to_string(layout.micro_batch) + "*" +
-                         std::to_string(layout.dp) + " = " + std::to_string(layout.micro_batch * layout.dp));
+                std::to_string(layout.global_batch) +
+                    " is not divisible by micro_batch*dp = " + std::to_string(layout.micro_batch) + "*" +
+                    std::to_string(layout.dp) + " = " + std::to_string(layout.micro_batch * layout.dp));
   if (auto schedule = schedule_error(model, layout)) return schedule;
   if (model.seq_len % layout.cp != 0)
-    return diag("layout.cp", "cp_divides_seq_len",
+    return diag(
+        "layout.cp", "cp_divides_seq_len",
         "cp " + std::to_string(layout.cp) + " does not divide seq_len " + std::to_string(model.seq_len));
   if (layout.sequence_parallel && model.seq_len % (layout.tp * layout.cp) != 0)
-    return diag("layout.sequence_parallel", "sp_divides_seq_len",
+    return diag(
+        "layout.sequence_parallel", "sp_divides_seq_len",
         "seq_len " + std::to_string(model.seq_len) + " is not divisible by tp*cp for sequence parallelism");
   if (layout.ep > 1 && !model.is_moe())
     return diag("layout.ep", "ep_needs_moe", "ep > 1 needs a mixture-of-experts model (this one is dense)");
   if (model.is_moe()) {
     if (model.moe->experts % layout.ep != 0)
       return diag("layout.ep", "ep_divides_experts",
-                       "ep " + std::to_string(layout.ep) + " does not divide the " +
-                           std::to_string(model.moe->experts) + " experts");
+                  "ep " + std::to_string(layout.ep) + " does not divide the " +
+                      std::to_string(model.moe->experts) + " experts");
     if (layout.expert_tp != 1 && layout.expert_tp != layout.tp)
       return diag("layout.expert_tp", "expert_tp_one_or_tp",
-                       "expert_tp " + std::to_string(layout.expert_tp) + " must be 1 or tp (" +
-                           std::to_string(layout.tp) + ")");
+                  "expert_tp " + std::to_string(layout.expert_tp) + " must be 1 or tp (" +
+                      std::to_string(layout.tp) + ")");
     const int64_t dense_ranks = layout.tp * layout.cp * layout.dp;
     if (dense_ranks % (layout.ep * layout.expert_tp) != 0)
       return diag("layout.ep", "ep_divides_stage",
-                       "ep*expert_tp = " + std::to_string(layout.ep * layout.expert_tp) +
-                           " must divide tp*cp*dp = " + std::to_string(dense_ranks) +
-                           " (experts are laid out over the ranks of one pipeline stage)");
+                  "ep*expert_tp = " + std::to_string(layout.ep * layout.expert_tp) +
+                      " must divide tp*cp*dp = " + std::to_string(dense_ranks) +
+                      " (experts are laid out over the ranks of one pipeline stage)");
     if (model.moe->expert_ffn_hidden % layout.expert_tp != 0)
       return diag("layout.expert_tp", "expert_tp_divides_ffn",
-                       "expert_tp " + std::to_string(layout.expert_tp) +
-                           " does not divide expert_ffn_hidden " +
-                           std::to_string(model.moe->expert_ffn_hidden));
+                  "expert_tp " + std::to_string(layout.expert_tp) + " does not divide expert_ffn_hidden " +
+                      std::to_string(model.moe->expert_ffn_hidden));
     if (layout.tp > 1 && !layout.sequence_parallel)
       return diag("layout.sequence_parallel", "moe_needs_sp",
                   "a mixture-of-experts model with tp > 1 needs sequence_parallel (Megatron-Core "
@@ -211,19 +229,19 @@ std::optional<LayoutDiagnostic> layout_error(const ModelSpec& model, const Clust
     const double most = double(model.moe->experts) / double(model.moe->top_k);
     if (layout.moe_capacity_factor > most)
       return diag("layout.moe_capacity_factor", "capacity_above_tokens",
-          fmt::format("{:g} gives each expert more than every token (at most experts/top_k = {:g})",
-                      layout.moe_capacity_factor, most));
+                  fmt::format("{:g} gives each expert more than every token (at most experts/top_k = {:g})",
+                              layout.moe_capacity_factor, most));
   } else {
     if (layout.moe_capacity_factor > 0)
       return diag("layout.moe_capacity_factor", "capacity_needs_moe",
-                       "a capacity factor needs a mixture-of-experts model (this one is dense)");
+                  "a capacity factor needs a mixture-of-experts model (this one is dense)");
     if (layout.expert_tp != 1)
       return diag("layout.expert_tp", "expert_tp_needs_moe",
-                       "expert_tp > 1 needs a mixture-of-experts model (this one is dense)");
+                  "expert_tp > 1 needs a mixture-of-experts model (this one is dense)");
   }
   if (layout.precision == Precision::fp8 && cluster.gpu.fp8_flops_per_s <= 0)
     return diag("layout.precision", "fp8_unsupported",
-                     "fp8 is not supported by " + cluster.gpu.id + " (use bf16 or fp16)");
+                "fp8 is not supported by " + cluster.gpu.id + " (use bf16 or fp16)");
   if (layout.precision == Precision::fp4 && cluster.gpu.fp4_flops_per_s <= 0)
     return diag("layout.precision", "fp4_unsupported",
                 "fp4 is not supported by " + cluster.gpu.id + " (Blackwell's NVFP4; use fp8 or bf16)");
@@ -240,10 +258,11 @@ std::optional<LayoutDiagnostic> pipeline_engine_error(const Layout& layout, cons
                     "virtual_stages 1, or a framework with Megatron's schedules)");
   // deepspeed/runtime/pipe/engine.py: assert zero_optimization_stage() < ZeroStageEnum.gradients.
   if (layout.zero_stage >= 2)
-    return diag("layout.zero_stage", "deepspeed_pipeline_zero",
-                "zero_stage " + std::to_string(layout.zero_stage) +
-                    " with pp > 1: DeepSpeed's pipeline engine refuses ZeRO-2 and ZeRO-3 (use zero_stage 0 or 1, "
-                    "or pp 1)");
+    return diag(
+        "layout.zero_stage", "deepspeed_pipeline_zero",
+        "zero_stage " + std::to_string(layout.zero_stage) +
+            " with pp > 1: DeepSpeed's pipeline engine refuses ZeRO-2 and ZeRO-3 (use zero_stage 0 or 1, "
+            "or pp 1)");
   return std::nullopt;
 }
 
@@ -255,10 +274,11 @@ std::vector<LayoutDiagnostic> layout_warnings(const Scenario& sc, PipelineSchedu
   std::vector<LayoutDiagnostic> out;
   const int64_t domain = scale_up_domain_size(cluster);
   if (!group_inside_scale_up(cluster, rank_group(l, GroupKind::tp)))
-    out.push_back(diag("layout.tp", "tp_leaves_scale_up",
-                       fmt::format("tp={} spans more than one scale-up domain ({} GPUs of {}): tensor-parallel "
-                                   "collectives cross the inter-node fabric",
-                                   l.tp, domain, gpu.scale_up_name.empty() ? "NVLink" : gpu.scale_up_name)));
+    out.push_back(
+        diag("layout.tp", "tp_leaves_scale_up",
+             fmt::format("tp={} spans more than one scale-up domain ({} GPUs of {}): tensor-parallel "
+                         "collectives cross the inter-node fabric",
+                         l.tp, domain, gpu.scale_up_name.empty() ? "NVLink" : gpu.scale_up_name)));
   if (l.cp > 1 && !group_inside_scale_up(cluster, rank_group(l, GroupKind::cp)))
     out.push_back(diag("layout.cp", "cp_leaves_scale_up",
                        fmt::format("tp·cp={} spans more than one scale-up domain ({} GPUs): ring attention "
@@ -290,24 +310,25 @@ std::vector<LayoutDiagnostic> layout_warnings(const Scenario& sc, PipelineSchedu
   // (Narayanan et al. 2021, §2.2: GPipe and 1F1B alike).
   const int64_t micro_batches = l.num_microbatches();
   if (l.pp > 1 && micro_batches < l.pp)
-    out.push_back(diag("layout.global_batch", "pipeline_never_fills",
-                       fmt::format("only {} micro-batches for pp={}: the pipeline never fills (bubble "
-                                   "(pp-1)/(m+pp-1) = {:.0f}% of the step); use at least pp micro-batches, "
-                                   "ideally >= 4·pp",
-                                   micro_batches, l.pp,
-                                   100.0 * double(l.pp - 1) / double(micro_batches + l.pp - 1))));
+    out.push_back(
+        diag("layout.global_batch", "pipeline_never_fills",
+             fmt::format("only {} micro-batches for pp={}: the pipeline never fills (bubble "
+                         "(pp-1)/(m+pp-1) = {:.0f}% of the step); use at least pp micro-batches, "
+                         "ideally >= 4·pp",
+                         micro_batches, l.pp, 100.0 * double(l.pp - 1) / double(micro_batches + l.pp - 1))));
   if (slot_order(schedule, l.virtual_stages) != PipelineSchedule::interleaved && l.virtual_stages > 1)
     out.push_back(diag("layout.virtual_stages", "virtual_stages_ignored",
                        fmt::format("virtual_stages ignored by the {} schedule", to_string(schedule))));
   if (l.pp > 1 && m.layers % l.pp != 0)
     out.push_back(diag("layout.pp", "uneven_stages",
-                       fmt::format("pp={} does not divide {} layers: stages get {} or {} layers", l.pp, m.layers,
-                                   m.layers / l.pp, m.layers / l.pp + 1)));
+                       fmt::format("pp={} does not divide {} layers: stages get {} or {} layers", l.pp,
+                                   m.layers, m.layers / l.pp, m.layers / l.pp + 1)));
   if (l.zero_stage == 3 && l.pp > 1)
-    out.push_back(diag("layout.zero_stage", "fsdp_with_pipeline",
-                       "ZeRO-3 with pp > 1: Megatron-LM and DeepSpeed do not support it; modelled as "
-                       "torchtitan's FSDP+PP (each stage gathers its weights once per step, keeps them and "
-                       "accumulates unsharded gradients across micro-batches, reduce-scatters after the last)"));
+    out.push_back(
+        diag("layout.zero_stage", "fsdp_with_pipeline",
+             "ZeRO-3 with pp > 1: Megatron-LM and DeepSpeed do not support it; modelled as "
+             "torchtitan's FSDP+PP (each stage gathers its weights once per step, keeps them and "
+             "accumulates unsharded gradients across micro-batches, reduce-scatters after the last)"));
   if (l.sequence_parallel && l.tp == 1)
     out.push_back(diag("layout.sequence_parallel", "sequence_parallel_unused",
                        "sequence_parallel has no effect with tp = 1"));
@@ -332,10 +353,11 @@ LayerSplit split_layers(int64_t layers, int64_t pp, int64_t v, PipelineSplit spl
   switch (split) {
     case PipelineSplit::even:
       if (layers % pp != 0)
-        return refuse("layout.pp", "pp_divides_layers",
-                      "pp " + std::to_string(pp) + " does not divide the model's " + std::to_string(layers) +
-                          " layers (or set layout.pipeline_split to \"embedding-loss-layers\" when layers + 2 "
-                          "divide, or \"balanced\" for any count)");
+        return refuse(
+            "layout.pp", "pp_divides_layers",
+            "pp " + std::to_string(pp) + " does not divide the model's " + std::to_string(layers) +
+                " layers (or set layout.pipeline_split to \"embedding-loss-layers\" when layers + 2 "
+                "divide, or \"balanced\" for any count)");
       if (layers % chunks != 0)
         return refuse("layout.virtual_stages", "virtual_stages_divide_layers",
                       std::to_string(v) + " virtual stages do not divide the " + std::to_string(layers / pp) +
@@ -394,10 +416,14 @@ std::vector<int64_t> near_even_layers(int64_t layers, int64_t pp) {
   return per_stage;
 }
 
+int64_t scheduled_chunks(const Layout& layout) {
+  return slot_order(default_schedule(layout), layout.virtual_stages) == PipelineSchedule::interleaved
+             ? layout.virtual_stages
+             : 1;
+}
+
 std::vector<int64_t> stage_layers(const ModelSpec& model, const Layout& layout, int64_t stage) {
-  const int64_t v = slot_order(default_schedule(layout), layout.virtual_stages) == PipelineSchedule::interleaved
-                        ? layout.virtual_stages
-                        : 1;
+  const int64_t v = scheduled_chunks(layout);
   const LayerSplit s = split_layers(model.layers, layout.pp, v, layout.pipeline_split);
   if (!s.error) return stage_layer_ids(s.layers_per_chunk, layout.pp, v, stage);
   return stage_layer_ids(near_even_layers(model.layers, layout.pp), layout.pp, 1, stage);

@@ -62,7 +62,8 @@ std::vector<PrecisionRecipeSpec> make_recipes() {
   mxfp8.norm_emits_quantized = false;
   mxfp8.architectures = {"Blackwell", "Blackwell Ultra", "CDNA 4"};
   mxfp8.source =
-      "OCP Microscaling (MX) v1.0: E4M3 elements with an E8M0 scale per 32; Transformer Engine MXFP8BlockScaling "
+      "OCP Microscaling (MX) v1.0: E4M3 elements with an E8M0 scale per 32; Transformer Engine "
+      "MXFP8BlockScaling "
       "(Megatron-LM fp8_recipe 'mxfp8') quantises row- and column-wise copies, Blackwell tensor cores apply "
       "the block scales natively (CDNA 4 too). Norm fusion not assumed";
   r.push_back(mxfp8);
@@ -81,7 +82,8 @@ std::vector<PrecisionRecipeSpec> make_recipes() {
   nvfp4.architectures = {"Blackwell", "Blackwell Ultra"};
   nvfp4.source =
       "NVIDIA 2025, 'Pretraining Large Language Models with NVFP4' (arXiv:2509.25149): E2M1 elements, E4M3 "
-      "scales per 16 and an fp32 per-tensor scale, fprop/dgrad/wgrad in NVFP4 with random Hadamard transforms "
+      "scales per 16 and an fp32 per-tensor scale, fprop/dgrad/wgrad in NVFP4 with random Hadamard "
+      "transforms "
       "on the wgrad inputs, a small share of the linear layers (~15%, the final blocks) kept in BF16; "
       "Transformer Engine NVFP4BlockScaling (Megatron-LM fp4_recipe 'nvfp4'), Blackwell only";
   r.push_back(nvfp4);

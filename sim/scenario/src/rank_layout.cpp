@@ -174,7 +174,8 @@ std::vector<int64_t> RankLayout::group(GroupKind kind, int64_t rank) const {
     case GroupKind::ep_intra: {
       const ExpertCoord e = expert_coord_of(rank);
       const int64_t first = e.ep - e.ep % m_ep_intra;
-      for (int64_t i = first; i < first + m_ep_intra; ++i) out.push_back(e.rank(m_etp, m_ep, e.etp, i, e.edp));
+      for (int64_t i = first; i < first + m_ep_intra; ++i)
+        out.push_back(e.rank(m_etp, m_ep, e.etp, i, e.edp));
       break;
     }
     case GroupKind::ep_inter: {
@@ -297,8 +298,8 @@ int64_t ep_domain_level(const ClusterSpec& cluster, const Layout& l) {
   // Megatron's rank order puts a stage's tp·cp·dp ranks, and in them each EP group's ep·expert_tp,
   // side by side: a domain holds domain / expert_tp members of one group when both are multiples
   // of it and it is a multiple of expert_tp.
-  const bool aligned = span > domain && span % domain == 0 && domain % l.expert_tp == 0 &&
-                       (l.tp * l.cp * l.dp) % domain == 0;
+  const bool aligned =
+      span > domain && span % domain == 0 && domain % l.expert_tp == 0 && (l.tp * l.cp * l.dp) % domain == 0;
   return aligned ? domain / l.expert_tp : 0;
 }
 

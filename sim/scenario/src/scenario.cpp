@@ -12,10 +12,10 @@
 #include "simrun/common/catalog_files.hpp"
 #include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
-#include "simrun/sim/scenario/rank_layout.hpp"
 #include "simrun/common/json_reader.hpp"
 #include "simrun/models/counts.hpp"
 #include "simrun/sim/scenario/layout_rules.hpp"
+#include "simrun/sim/scenario/rank_layout.hpp"
 #include "simrun/sim/scenario/scenario_parser.hpp"
 
 namespace simrun {
@@ -158,7 +158,8 @@ ModelSpec read_model_field(JsonReader& top, const Catalogs& catalogs, const std:
   if (model.has("hf_config")) {
     const std::optional<int64_t> seq_len =
         model.has("seq_len") ? std::optional<int64_t>(model.integer("seq_len", 1, kMaxSeqLen)) : std::nullopt;
-    ModelSpec spec = read_model_variant(read_hf_model(model, "hf_config", base_dir, seq_len, "seq_len"), model);
+    ModelSpec spec =
+        read_model_variant(read_hf_model(model, "hf_config", base_dir, seq_len, "seq_len"), model);
     spec.name = model.string_or("name", spec.name);
     refuse_other_keys(model, raw, {"hf_config", "name"}, "an imported config.json");
     return spec;
@@ -325,8 +326,9 @@ RunSpec read_run(JsonReader& top, const ModelSpec& model, const Layout& layout) 
       r.fail("train_iters", "given together with tokens (give the run's length once)");
     run.tokens = r.number("tokens", 0, 1e18);
     if (run.tokens < 1)
-      r.fail("tokens", "no tokens to train on (at least 1, or leave the field out for 20 per parameter, "
-                       "Chinchilla)");
+      r.fail("tokens",
+             "no tokens to train on (at least 1, or leave the field out for 20 per parameter, "
+             "Chinchilla)");
   } else if (r.has("train_iters")) {
     // Megatron's --train-iters: every iteration trains global_batch sequences of seq_len tokens.
     const double iters = double(r.integer("train_iters", 1, int64_t(1e12)));
@@ -547,16 +549,18 @@ Scenario load_scenario(const std::filesystem::path& path, const ScenarioOverride
 void check_user_catalog_folder(const std::filesystem::path& dir) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec))
-    throw InputError(dir.string(), "",
-                     "user catalog folder not found (a folder holding gpus/, fabrics/, models/ or frameworks/ "
-                     "subfolders of *.json entries: docs/catalogs.md)");
+    throw InputError(
+        dir.string(), "",
+        "user catalog folder not found (a folder holding gpus/, fabrics/, models/ or frameworks/ "
+        "subfolders of *.json entries: docs/catalogs.md)");
   bool any = false;
   for (const char* sub : {"gpus", "fabrics", "models", "frameworks"})
     any = any || std::filesystem::exists(dir / sub, ec);
   if (!any)
-    throw InputError(dir.string(), "",
-                     "holds no gpus/, fabrics/, models/ or frameworks/ subfolder (a user catalog folder holds "
-                     "*.json entries in them: docs/catalogs.md)");
+    throw InputError(
+        dir.string(), "",
+        "holds no gpus/, fabrics/, models/ or frameworks/ subfolder (a user catalog folder holds "
+        "*.json entries in them: docs/catalogs.md)");
 }
 
 Catalogs load_catalogs(const std::filesystem::path& data_dir,

@@ -40,7 +40,7 @@ std::vector<PipelineSlot> dualpipe_schedule(int64_t stage, int64_t pp, int64_t m
     b(backward_phase);
   };
   for (int64_t i = 0; i < (half - half_rank - 1) * 2; ++i) f(0);  // 1: nF0
-  for (int64_t i = 0; i < half_rank + 1; ++i) {                     // 2: nF0F1
+  for (int64_t i = 0; i < half_rank + 1; ++i) {                   // 2: nF0F1
     f(0);
     f(1);
   }
@@ -72,7 +72,9 @@ std::vector<PipelineSlot> dualpipe_schedule(int64_t stage, int64_t pp, int64_t m
 }  // namespace
 
 int64_t stage_chunks(PipelineSchedule kind, int64_t v) {
-  return kind == PipelineSchedule::dualpipe ? 2 : slot_order(kind, v) == PipelineSchedule::interleaved ? v : 1;
+  return kind == PipelineSchedule::dualpipe                     ? 2
+         : slot_order(kind, v) == PipelineSchedule::interleaved ? v
+                                                                : 1;
 }
 
 std::vector<int64_t> dualpipe_layers_per_chunk(const std::vector<int64_t>& layers_per_stage) {
@@ -105,7 +107,8 @@ ChunkPlace chunk_place(PipelineSchedule kind, int64_t stage, int64_t chunk, int6
   return p;
 }
 
-std::vector<PipelineSlot> stage_schedule(PipelineSchedule kind, int64_t stage, int64_t pp, int64_t m, int64_t v) {
+std::vector<PipelineSlot> stage_schedule(PipelineSchedule kind, int64_t stage, int64_t pp, int64_t m,
+                                         int64_t v) {
   std::vector<PipelineSlot> out;
   if (kind == PipelineSchedule::dualpipe) return dualpipe_schedule(stage, pp, m);
   if (kind == PipelineSchedule::combined_1f1b) {
@@ -147,7 +150,8 @@ std::vector<PipelineSlot> stage_schedule(PipelineSchedule kind, int64_t stage, i
     return PipelineSlot{true, table[static_cast<size_t>(k)].first, table[static_cast<size_t>(k)].second};
   };
   auto bwd = [&](int64_t k) {
-    return PipelineSlot{false, table[static_cast<size_t>(k)].first, v - 1 - table[static_cast<size_t>(k)].second};
+    return PipelineSlot{false, table[static_cast<size_t>(k)].first,
+                        v - 1 - table[static_cast<size_t>(k)].second};
   };
   for (int64_t k = 0; k < warm; ++k) out.push_back(fwd(k));
   for (int64_t k = 0; k < total - warm; ++k) {

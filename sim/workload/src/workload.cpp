@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "simrun/common/error.hpp"
 #include "host_work.hpp"
+#include "simrun/common/error.hpp"
 #include "workload_builder.hpp"
 
 namespace simrun {
@@ -127,8 +127,10 @@ namespace {
 void check_layout(const Scenario& sc, const WorkloadOptions& options, PipelineSchedule schedule) {
   const Layout& l = sc.layout;
   const std::string& file = sc.file;
-  if (const auto error = layout_error(sc.model, sc.cluster, l)) throw InputError(file, error->field, error->message);
-  if (const auto error = pipeline_engine_error(l, options)) throw InputError(file, error->field, error->message);
+  if (const auto error = layout_error(sc.model, sc.cluster, l))
+    throw InputError(file, error->field, error->message);
+  if (const auto error = pipeline_engine_error(l, options))
+    throw InputError(file, error->field, error->message);
   const int64_t mbs = l.num_microbatches();
   SIMRUN_ASSERT(mbs >= 1, "a valid layout has a micro-batch per pipeline");
   if (slot_order(schedule, l.virtual_stages) == PipelineSchedule::interleaved) {

@@ -10,12 +10,12 @@
 // causal attention core 2·T·s·q/t forward, i.e. half of the full score matrix).
 #include "workload_builder.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "simrun/common/error.hpp"
 #include "simrun/models/counts.hpp"
@@ -50,8 +50,9 @@ Precision outside_fp8(Precision p) {
 
 }  // namespace
 
-StageBuilder::Shared::Shared(const Scenario& scenario, const WorkloadOptions& o, const std::vector<int64_t>& lpc,
-                             int64_t v_, int64_t m_, PipelineSchedule schedule_)
+StageBuilder::Shared::Shared(const Scenario& scenario, const WorkloadOptions& o,
+                             const std::vector<int64_t>& lpc, int64_t v_, int64_t m_,
+                             PipelineSchedule schedule_)
     : sc(scenario), opt(o), layers_per_chunk(lpc), v(v_), m(m_), schedule(schedule_) {
   const Layout& l = sc.layout;
   const ModelSpec& md = sc.model;
@@ -73,7 +74,8 @@ StageBuilder::Shared::Shared(const Scenario& scenario, const WorkloadOptions& o,
   gemm_precision = gemm_precision_of(l.precision);
   const bool low = gemm_precision == Precision::fp8 || gemm_precision == Precision::fp4;
   recipe = &precision_recipe(l.fp8_recipe);
-  first_bf16_layer = low ? md.layers - std::llround(recipe->bf16_last_layers_fraction * d(md.layers)) : md.layers;
+  first_bf16_layer =
+      low ? md.layers - std::llround(recipe->bf16_last_layers_fraction * d(md.layers)) : md.layers;
   norm_emits_fp8 = o.kernels == KernelStack::fused && low && recipe->norm_emits_quantized;
   elem = (l.precision == Precision::fp32 || l.precision == Precision::tf32) ? 4.0 : 2.0;
   param_elem = l.fp8_param_gather ? 1.0 : elem;
@@ -177,7 +179,8 @@ std::vector<StageBuilder::Shared::Submodule> StageBuilder::Shared::submodules(in
   // (stage3_param_persistence_threshold): the norms and biases, which each sit beside the
   // weight matrices compared here.
   auto add = [&](double params, bool routed, std::vector<OpName> ops) {
-    if (params > 0 && params >= opt.zero3_persistence_threshold) out.push_back({params, routed, std::move(ops)});
+    if (params > 0 && params >= opt.zero3_persistence_threshold)
+      out.push_back({params, routed, std::move(ops)});
   };
   if (unit == -1) {
     add(embedding_params_local, false, {OpName::embedding});
@@ -402,7 +405,7 @@ OpShape StageBuilder::attention_block(OpClass cls) const {
   a.seq_kv = s.cp_all_gather ? s.seq : s.seq / d(s.cp_ring);
   a.head_dim = s.head_dim;
   a.heads = s.heads_loc / d(s.cp_a2a);
-  a.attention_kernel = !s.flash                                 ? AttentionKernel::unfused
+  a.attention_kernel = !s.flash                              ? AttentionKernel::unfused
                        : s.opt.kernels == KernelStack::eager ? AttentionKernel::flash2
                                                              : AttentionKernel::fused;
   a.causal = s.causal;
@@ -845,7 +848,8 @@ void StageBuilder::column_parallel_backward(OpName op, OpName ag_name, OpName rs
   if (s.sp)  // re-gather the sequence-sharded input for the wgrad, overlapping the dgrad
     ag = collective(Stream::tp, ag_name, CollectiveOp::all_gather, GroupKind::tp, bytes, Phase::backward,
                     {m_last_compute});
-  const uint32_t dgrad = compute(op, Phase::backward, gemm(s.T, s.h, n_loc, layer_gemm_precision()), flops_each);
+  const uint32_t dgrad =
+      compute(op, Phase::backward, gemm(s.T, s.h, n_loc, layer_gemm_precision()), flops_each);
   uint32_t red = kNoTask;
   if (s.tp > 1)  // reduce the input gradient over TP, overlapping the wgrad
     red = s.sp ? collective(Stream::tp, rs_name, CollectiveOp::reduce_scatter, GroupKind::tp, bytes,
@@ -891,13 +895,14 @@ void StageBuilder::recompute_norms_up_projections_and_activations(int32_t layer)
   const double norm_bytes = s.Ts * s.h * s.elem * 2;
   compute(OpName::ln_attn, phase, memory_op(norm_bytes), 0);
   if (s.mla) {
-    const Precision gp = s.gemm_precision;
+    const Precision gp = layer_gemm_precision();
     if (s.q_rank > 0) {
       compute(OpName::mla_norm, phase, memory_op(s.T * s.q_rank * s.elem * 2), 0);
       compute(OpName::mla_q_up, phase, gemm(s.T, s.q_loc, s.q_rank, gp), 2.0 * s.T * s.q_rank * s.q_loc);
     }
     compute(OpName::mla_norm, phase, memory_op(s.T * s.kv_rank * s.elem * 2), 0);
-    compute(OpName::mla_kv_up, phase, gemm(s.T, s.kv_up_loc, s.kv_rank, gp), 2.0 * s.T * s.kv_rank * s.kv_up_loc);
+    compute(OpName::mla_kv_up, phase, gemm(s.T, s.kv_up_loc, s.kv_rank, gp),
+            2.0 * s.T * s.kv_rank * s.kv_up_loc);
   }
   compute(OpName::ln_mlp, phase, memory_op(norm_bytes), 0);
   auto activation = [&](OpName op, double tokens, double f_loc) {
@@ -1090,10 +1095,12 @@ EpExchange ep_exchange(const Scenario& sc, const WorkloadOptions& opt) {
   const std::optional<double> nodes = expected_bins_reached(moe, per_node);
   if (!nodes || !ranks) {
     x.why = fmt::format(
-        "one all-to-all over the EP group of {}, a copy per expert (top_k = {}): the routing's {} groups of {} "
+        "one all-to-all over the EP group of {}, a copy per expert (top_k = {}): the routing's {} groups of "
+        "{} "
         "experts and the {} experts of a node do not nest, so the per-node exchange falls back to today's "
         "model, {}",
-        l.ep, moe.top_k, moe.groups, moe.groups > 0 ? moe.experts / moe.groups : moe.experts, per_node, dtype);
+        l.ep, moe.top_k, moe.groups, moe.groups > 0 ? moe.experts / moe.groups : moe.experts, per_node,
+        dtype);
     return x;
   }
   x.two_level = true;

@@ -24,13 +24,13 @@ class StageBuilder {
  public:
   // Everything the stages share: the scenario's dimensions, precomputed once.
   struct Shared {
-    Shared(const Scenario& sc, const WorkloadOptions& o, const std::vector<int64_t>& layers_per_chunk, int64_t v,
-           int64_t m, PipelineSchedule schedule = PipelineSchedule::one_f_one_b);
+    Shared(const Scenario& sc, const WorkloadOptions& o, const std::vector<int64_t>& layers_per_chunk,
+           int64_t v, int64_t m, PipelineSchedule schedule = PipelineSchedule::one_f_one_b);
     const Scenario& sc;
     const WorkloadOptions& opt;
     std::vector<int64_t> layers_per_chunk;  // stage·v + chunk
     std::vector<int64_t> first_layer;       // stage·v + chunk → first global layer id
-    int64_t v, m, pp, tp, cp;  // v: chunks per stage (virtual stages; DualPipe's two)
+    int64_t v, m, pp, tp, cp;               // v: chunks per stage (virtual stages; DualPipe's two)
     PipelineSchedule schedule;
     // The first and last micro-batch through `chunk` (DualPipe: each direction its half).
     int64_t first_mb(int64_t chunk) const {
@@ -39,7 +39,9 @@ class StageBuilder {
     int64_t last_mb(int64_t chunk) const {
       return schedule == PipelineSchedule::dualpipe && chunk == 0 ? m / 2 - 1 : m - 1;
     }
-    ChunkPlace place(int64_t stage, int64_t chunk) const { return chunk_place(schedule, stage, chunk, pp, v); }
+    ChunkPlace place(int64_t stage, int64_t chunk) const {
+      return chunk_place(schedule, stage, chunk, pp, v);
+    }
     // Context parallelism (Layout::cp_a2a, cp_ring): the ranks of the Ulysses all-to-alls (1:
     // none) and of the ring (1: none), with their groups (GroupKind::cp but under a2a+p2p);
     // or K,V all-gathered over the CP group (CpCommType::all_gather).
@@ -57,8 +59,8 @@ class StageBuilder {
     // FC1 GEMMs after a norm need no cast of their own.
     bool norm_emits_fp8;
     double param_elem;  // bytes per parameter gathered (ZeRO, FSDP): elem, or 1 with fp8 parameters
-    double elem;   // activation element bytes (2, or 4 for fp32)
-    double T, Ts;  // tokens per micro-batch on this rank: full, and SP-split
+    double elem;        // activation element bytes (2, or 4 for fp32)
+    double T, Ts;       // tokens per micro-batch on this rank: full, and SP-split
     double h, q_loc, kv_loc, f_loc, heads_loc, head_dim, seq, vocab_loc;
     // The attention core's QKᵀ + PV width on this rank (MHA/GQA: 2·q) and the output
     // projection's input width (q; MLA: heads·d_v).
@@ -84,10 +86,10 @@ class StageBuilder {
     int64_t expert_dp_size = 1;  // ranks holding the same experts (expert gradients)
     double experts = 0;          // routed experts E
     double top_k = 0;
-    double experts_loc = 0;             // E/ep held by this rank
-    double dispatched_tokens = 0;       // token copies this rank sends out: Ts·top_k·moe_load
-    EpExchange exchange;                // how the all-to-alls move them (ep_exchange)
-    double routed_tokens = 0;           // token copies this rank's experts compute: dispatched·etp
+    double experts_loc = 0;        // E/ep held by this rank
+    double dispatched_tokens = 0;  // token copies this rank sends out: Ts·top_k·moe_load
+    EpExchange exchange;           // how the all-to-alls move them (ep_exchange)
+    double routed_tokens = 0;      // token copies this rank's experts compute: dispatched·etp
     // Of them, those Megatron's FLOP count takes (model FLOPs): Ts·top_k·etp, unpadded.
     double counted_tokens = 0;
     double moe_load = 1;                // Layout::moe_load: token copies per expert over the balanced share
@@ -267,7 +269,8 @@ class StageBuilder {
   // this was reduces now (bucketed), or after the backward.
   void grads_ready(int kind, int32_t layer);
   void reduce_bucket(size_t bucket);
-  // DeepSpeed ZeRO-2: every micro-batch's gradients reduced (WorkloadOptions::zero2_reduce_every_micro_batch).
+  // DeepSpeed ZeRO-2: every micro-batch's gradients reduced
+  // (WorkloadOptions::zero2_reduce_every_micro_batch).
   bool reduces_every_micro_batch() const;
   // ZeRO-1/2 --overlap-param-gather: each bucket's all-gather before its first forward use.
   void gather_params_before_first_use();
@@ -288,15 +291,15 @@ class StageBuilder {
   void fetch_submodules_for(OpName op);
   void fetch_position(size_t position);
   void reduce_submodules(int32_t unit);
-  double prefetch_bucket_params() const;  // 0 with synchronous fetches
-  std::vector<std::vector<OpName>> m_unit_ops;  // fsdp_units index → the ops needing it gathered
+  double prefetch_bucket_params() const;              // 0 with synchronous fetches
+  std::vector<std::vector<OpName>> m_unit_ops;        // fsdp_units index → the ops needing it gathered
   std::map<int32_t, std::vector<size_t>> m_units_of;  // unit (layer, -1, -2) → fsdp_units indices
-  std::vector<size_t> m_pass;                          // fsdp_units indices in this pass's order
-  std::vector<int32_t> m_pass_issuer;                  // position → position whose fetch issues it
-  std::vector<uint32_t> m_pass_gather;                 // position → its last gather (kNoTask: none yet)
-  size_t m_pass_fetched = 0;                           // positions fetched so far
-  size_t m_pass_issued = 0;                            // positions whose gathers are issued
-  std::vector<uint32_t> m_reduce_calls;                // DeepSpeed's reduce buckets, in issue order
+  std::vector<size_t> m_pass;                         // fsdp_units indices in this pass's order
+  std::vector<int32_t> m_pass_issuer;                 // position → position whose fetch issues it
+  std::vector<uint32_t> m_pass_gather;                // position → its last gather (kNoTask: none yet)
+  size_t m_pass_fetched = 0;                          // positions fetched so far
+  size_t m_pass_issued = 0;                           // positions whose gathers are issued
+  std::vector<uint32_t> m_reduce_calls;               // DeepSpeed's reduce buckets, in issue order
   // DeepSpeed's pipeline engine: a send deferred to the next slot's place in TrainSchedule's
   // order, and the last p2p call (each blocks the host until done).
   struct DeferredSend {

@@ -41,9 +41,9 @@ void StageBuilder::plan_grad_buckets() {
         open.pending = open.layers.size();
         for (int32_t layer : open.layers)
           m_bucket_of_layer[static_cast<size_t>(kind)][layer] = m_grad_buckets.size();
-        m_prog.grad_buckets.push_back(
-            {open.params, kind == kExpertParams, c,
-             int64_t(std::count_if(open.layers.begin(), open.layers.end(), [](int32_t id) { return id >= 0; }))});
+        m_prog.grad_buckets.push_back({open.params, kind == kExpertParams, c,
+                                       int64_t(std::count_if(open.layers.begin(), open.layers.end(),
+                                                             [](int32_t id) { return id >= 0; }))});
         m_grad_buckets.push_back(std::move(open));
         open = GradBucket{kind, 0, {}, 0};
       };
@@ -98,9 +98,10 @@ void StageBuilder::reduce_bucket(size_t bucket) {
   const int32_t saved = m_layer;
   m_layer = b.layers.back();
   const bool scatter = zero && s.opt.zero_grad_collective == ZeroGradCollective::reduce_scatter;
-  m_grad_reduces.push_back(collective(
-      Stream::dp_grad, OpName::dp_grad_reduce, scatter ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce,
-      bucket_group(b.kind).first, b.params * s.opt.grad_reduce_bytes, Phase::comm, {m_last_compute}));
+  m_grad_reduces.push_back(collective(Stream::dp_grad, OpName::dp_grad_reduce,
+                                      scatter ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce,
+                                      bucket_group(b.kind).first, b.params * s.opt.grad_reduce_bytes,
+                                      Phase::comm, {m_last_compute}));
   m_layer = saved;
 }
 
@@ -322,11 +323,12 @@ void StageBuilder::reduce_submodules(int32_t unit) {
   for (auto idx = it->second.rbegin(); idx != it->second.rend(); ++idx) {
     const StageProgram::FsdpUnit& u = m_prog.fsdp_units[*idx];
     const double dense = u.reduced_params() - u.reduced_expert_params(), experts = u.reduced_expert_params();
-    for (const auto& [group, size, params] : {std::tuple{s.dp_group, s.dp_size, dense},
-                                               std::tuple{GroupKind::edp, s.expert_dp_size, experts}}) {
+    for (const auto& [group, size, params] :
+         {std::tuple{s.dp_group, s.dp_size, dense}, std::tuple{GroupKind::edp, s.expert_dp_size, experts}}) {
       if (size <= 1 || params <= 0) continue;
-      const uint32_t call = collective(Stream::dp_grad, OpName::fsdp_reduce, CollectiveOp::reduce_scatter, group,
-                                       params * s.opt.grad_reduce_bytes, Phase::comm, {m_last_compute});
+      const uint32_t call =
+          collective(Stream::dp_grad, OpName::fsdp_reduce, CollectiveOp::reduce_scatter, group,
+                     params * s.opt.grad_reduce_bytes, Phase::comm, {m_last_compute});
       m_grad_reduces.push_back(call);
       m_reduce_calls.push_back(call);
       const auto limit = static_cast<size_t>(s.opt.zero3_reduce_events);
@@ -376,7 +378,8 @@ void StageBuilder::optimizer() {
 // ---------------------------------------------------------------------------------------------
 // Slots
 
-Task StageBuilder::pp_message(TaskKind kind, Stream stream, OpName op, int64_t peer_stage, double bytes) const {
+Task StageBuilder::pp_message(TaskKind kind, Stream stream, OpName op, int64_t peer_stage,
+                              double bytes) const {
   Task t;
   t.kind = kind;
   t.stream = stream;
@@ -392,7 +395,8 @@ Task StageBuilder::pp_message(TaskKind kind, Stream stream, OpName op, int64_t p
 // Under DeepSpeed's pipeline engine a recv is posted when the host reaches it (after the last
 // compute op and the p2p call before it), and its send waits for that (step_executor.cpp): the
 // two meet in lock-step, neither side overlapping the transfer with compute.
-void StageBuilder::pp_recv(OpName op, int64_t peer_stage, double bytes, Phase pass, int64_t mb, int64_t chunk) {
+void StageBuilder::pp_recv(OpName op, int64_t peer_stage, double bytes, Phase pass, int64_t mb,
+                           int64_t chunk) {
   const std::vector<uint32_t> posted =
       deepspeed_pipeline() ? std::vector<uint32_t>{m_last_compute, m_last_p2p} : std::vector<uint32_t>{};
   const uint32_t r = add(pp_message(TaskKind::recv, Stream::pp_recv, op, peer_stage, bytes), posted);
@@ -403,8 +407,8 @@ void StageBuilder::pp_recv(OpName op, int64_t peer_stage, double bytes, Phase pa
   // receiver all-gathers it over TP (PartitionedTensor.full(); frameworks.md 2.2). Megatron
   // with sequence parallelism sends a shard it keeps sharded.
   if (deepspeed_pipeline() && m_s.tp > 1 && !m_s.sp) {
-    m_wait.push_back(collective(Stream::tp, op, CollectiveOp::all_gather, GroupKind::tp, bytes * d(m_s.tp), pass,
-                                {r}));
+    m_wait.push_back(
+        collective(Stream::tp, op, CollectiveOp::all_gather, GroupKind::tp, bytes * d(m_s.tp), pass, {r}));
   }
 }
 
@@ -414,7 +418,8 @@ void StageBuilder::pp_send(OpName op, int64_t peer_stage, int64_t peer_chunk, do
     m_deferred_send = DeferredSend{op, peer_stage, peer_chunk, bytes, pass, mb};
     return;
   }
-  const uint32_t snd = add(pp_message(TaskKind::send, Stream::pp_send, op, peer_stage, bytes), {m_last_compute});
+  const uint32_t snd =
+      add(pp_message(TaskKind::send, Stream::pp_send, op, peer_stage, bytes), {m_last_compute});
   sends.push_back({snd, peer_stage, pass == Phase::forward, mb, peer_chunk});
   if (m_blocking_send) m_wait.push_back(snd);
 }
@@ -502,8 +507,8 @@ void StageBuilder::build(const std::vector<PipelineSlot>& slots, PipelineSchedul
   // Megatron's 1F1B waits for each p2p op (batch_isend_irecv + wait); the interleaved schedule
   // overlaps them with compute (--overlap-p2p-communication), and so does DualPipe ("both
   // all-to-all and PP communication can be fully hidden", arXiv:2412.19437 sec. 3.2.1).
-  m_blocking_send = slot_order(schedule, s.v) != PipelineSchedule::interleaved &&
-                    schedule != PipelineSchedule::dualpipe;
+  m_blocking_send =
+      slot_order(schedule, s.v) != PipelineSchedule::interleaved && schedule != PipelineSchedule::dualpipe;
 
   if (l.zero_stage >= 1 && l.zero_stage <= 2 && s.opt.param_gather == ParamGatherOverlap::next_forward)
     gather_params_before_first_use();
@@ -604,8 +609,8 @@ void StageBuilder::reorder_tasks(uint32_t begin, const std::vector<uint32_t>& or
   for (uint32_t& id : m_grad_reduces) renumber(id);
   for (auto& [layer, ids] : m_param_gather_of_layer)
     for (uint32_t& id : ids) renumber(id);
-  for (auto* of_layer : {&m_first_op_of_layer, &m_backward_start_of_layer, &m_gradients_done_of_layer,
-                         &m_prefetched_gather})
+  for (auto* of_layer :
+       {&m_first_op_of_layer, &m_backward_start_of_layer, &m_gradients_done_of_layer, &m_prefetched_gather})
     for (auto& [layer, id] : *of_layer) renumber(id);
 }
 

@@ -3,8 +3,8 @@
 // or on one stage with no slots, so the analytic model times the same ops as the event engine.
 #include <algorithm>
 
-#include "simrun/sim/workload/workload.hpp"
 #include "host_work.hpp"
+#include "simrun/sim/workload/workload.hpp"
 #include "workload_builder.hpp"
 
 namespace simrun {
@@ -37,7 +37,8 @@ StageProgram probe_micro_batch(const Scenario& scenario, const WorkloadOptions& 
   return probe_slice(scenario, options, 1, {PipelineSlot{true, 0, 0}, PipelineSlot{false, 0, 0}});
 }
 
-StageProgram probe_two_micro_batches(const Scenario& scenario, const WorkloadOptions& options, ProbePairing pairing) {
+StageProgram probe_two_micro_batches(const Scenario& scenario, const WorkloadOptions& options,
+                                     ProbePairing pairing) {
   const bool paired = pairing == ProbePairing::paired;
   return probe_slice(scenario, options, 2,
                      {PipelineSlot{true, 0, 0}, PipelineSlot{false, 0, 0, paired}, PipelineSlot{true, 1, 0},

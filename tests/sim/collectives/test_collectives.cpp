@@ -100,8 +100,8 @@ TEST_CASE("NVLS over a 72-GPU NVL72 rack: the bus bandwidth of 8 ranks, not more
   // independent of the rank count. (n+1)/n bytes per link alone would give 72 ranks 25% more.
   const double S = 8 * kGiB;
   auto busbw = [&](int64_t n) {
-    const auto r = run_one(graph(cluster(gb200(), n, 4)), request(CollectiveOp::all_reduce, S, Algorithm::nvls),
-                           ideal());
+    const auto r = run_one(graph(cluster(gb200(), n, 4)),
+                           request(CollectiveOp::all_reduce, S, Algorithm::nvls), ideal());
     return S / r.seconds() * 2.0 * double(n - 1) / double(n);
   };
   CHECK(busbw(72) == Approx(busbw(8)).epsilon(0.01));

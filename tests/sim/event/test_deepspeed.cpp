@@ -54,8 +54,9 @@ int64_t count(const StageProgram& p, OpName op, int32_t layer, Phase pass_of_nex
 
 }  // namespace
 
-TEST_CASE("DeepSpeed's prefetch issues the submodules ahead while fewer than the bucket's elements are in flight",
-          "[sim][workload][deepspeed]") {
+TEST_CASE(
+    "DeepSpeed's prefetch issues the submodules ahead while fewer than the bucket's elements are in flight",
+    "[sim][workload][deepspeed]") {
   // Reached in order, the first unit issues itself and those after it up to the bucket
   // (partitioned_param_coordinator.py: it stops once the in-flight count reaches the bucket).
   CHECK(prefetch_issuers({10, 10, 10, 10}, 15) == std::vector<int32_t>{0, 0, 0, 1});
@@ -63,10 +64,12 @@ TEST_CASE("DeepSpeed's prefetch issues the submodules ahead while fewer than the
   CHECK(prefetch_issuers({10, 40, 10}, 5) == std::vector<int32_t>{0, 0, 1});         // one ahead at least
 }
 
-TEST_CASE("DeepSpeed's ZeRO-3 gathers each submodule, leaves norms and biases whole and is slower than FSDP's "
-          "layer units where latency dominates; v0.5 slower still",
-          "[sim][step][analytic][deepspeed]") {
-  const Scenario ds = small_zero3("deepspeed"), fsdp = small_zero3("fsdp2"), old = small_zero3("deepspeed@0.5");
+TEST_CASE(
+    "DeepSpeed's ZeRO-3 gathers each submodule, leaves norms and biases whole and is slower than FSDP's "
+    "layer units where latency dominates; v0.5 slower still",
+    "[sim][step][analytic][deepspeed]") {
+  const Scenario ds = small_zero3("deepspeed"), fsdp = small_zero3("fsdp2"),
+                 old = small_zero3("deepspeed@0.5");
   const Workload w = build_workload(ds, ds.framework.workload);
   const StageProgram& p = w.stages[0];
   // Forward and backward of micro-batch 0: QKV, the output projection, FC1 and FC2, each its
@@ -134,8 +137,8 @@ TEST_CASE("DeepSpeed's pipeline engine: lock-step blocking p2p makes the step lo
   const double event_deepspeed = simulate(sc, deepspeed).report.step_time_s;
   const double analytic_megatron = estimate(sc, analytic_options(megatron)).step_time_s;
   const double analytic_deepspeed = estimate(sc, analytic_options(deepspeed)).step_time_s;
-  INFO("megatron " << event_megatron << " / " << analytic_megatron << " s, deepspeed " << event_deepspeed << " / "
-                   << analytic_deepspeed << " s (event / analytic)");
+  INFO("megatron " << event_megatron << " / " << analytic_megatron << " s, deepspeed " << event_deepspeed
+                   << " / " << analytic_deepspeed << " s (event / analytic)");
   CHECK(event_deepspeed > event_megatron);
   CHECK(analytic_deepspeed > analytic_megatron);
   CHECK(analytic_deepspeed == Approx(event_deepspeed).epsilon(0.1));
@@ -175,9 +178,10 @@ TEST_CASE("DeepSpeed's ZeRO-3 holds the submodules within its prefetch bucket, n
       R"({"framework": "deepspeed", "model": "mt-nlg-530b", "cluster": {"gpu": "h100-sxm", "num_gpus": 512},
           "layout": {"tp": 1, "pp": 1, "dp": 512, "global_batch": 512, "zero_stage": 3, "recompute": "full"}})");
   Scenario fsdp = ds;
-  fsdp.framework = parse_scenario_text(
-                       R"({"framework": "fsdp2", "model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8}})")
-                       .framework;
+  fsdp.framework =
+      parse_scenario_text(
+          R"({"framework": "fsdp2", "model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8}})")
+          .framework;
   const MemoryEstimate d = estimate_memory(ds, ds.framework.memory);
   const MemoryEstimate f = estimate_memory(fsdp, fsdp.framework.memory);
   const double h = 20480;

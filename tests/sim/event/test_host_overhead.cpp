@@ -16,7 +16,8 @@ namespace {
 // 24 layers of width 64 on one H100: each kernel takes about its 3 µs of GPU-side overhead,
 // less than the 9.4 µs the host takes to issue it.
 Scenario toy() {
-  return parse_scenario_text(R"({"model": {"name": "toy", "layers": 24, "hidden": 64, "heads": 4, "kv_heads": 4,
+  return parse_scenario_text(
+      R"({"model": {"name": "toy", "layers": 24, "hidden": 64, "heads": 4, "kv_heads": 4,
       "ffn_hidden": 256, "vocab": 512, "seq_len": 128}, "cluster": {"gpu": "h100-sxm", "num_gpus": 1},
       "layout": {"tp": 1, "pp": 1, "dp": 1, "micro_batch": 1, "global_batch": 4}})");
 }
@@ -94,8 +95,8 @@ TEST_CASE("CUDA graphs issue a captured region as one launch: the launch-bound s
   const Step whole = step(sc, graphs({CudaGraphScope::full_iteration}));
   const Step none = step(sc, no_host());
   INFO("eager " << eager.event << " s (" << eager.launches << " launches), attn+mlp graphs " << modules.event
-                << " s (" << modules.launches << "), full iteration " << whole.event << " s (" << whole.launches
-                << "), no host " << none.event << " s");
+                << " s (" << modules.launches << "), full iteration " << whole.event << " s ("
+                << whole.launches << "), no host " << none.event << " s");
   CHECK(modules.launches < eager.launches / 3);
   CHECK(modules.event < 0.6 * eager.event);
   CHECK(whole.launches < modules.launches);
@@ -144,8 +145,8 @@ TEST_CASE("after each dispatcher sync the GPU waits for the host to refill its q
           "[sim][host][moe]") {
   const Scenario sc = moe_toy();
   const Step with = step(sc, HostOverhead{}), without = step(sc, no_host());
-  INFO("with the host " << with.event << " s (host waits " << with.host_wait << " s, estimate " << with.analytic
-                        << " s); without " << without.event << " s");
+  INFO("with the host " << with.event << " s (host waits " << with.host_wait << " s, estimate "
+                        << with.analytic << " s); without " << without.event << " s");
   CHECK(with.event > without.event);
   CHECK(with.host_wait > 0);
   CHECK(with.analytic == Approx(with.event).epsilon(0.05));

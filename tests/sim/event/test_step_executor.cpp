@@ -421,7 +421,8 @@ TEST_CASE("the two fidelities agree on DeepSeek's per-node all-to-alls with fp8 
   const std::string schedule = GENERATE(std::string("1f1b"), std::string("dualpipe"));
   const Scenario sc = scenario("deepseek-v3", "h800", 1024,
                                R"("tp": 1, "pp": 8, "dp": 128, "ep": 64, "pipeline_split": "balanced",
-          "global_batch": 2048, "precision": "fp8", "pipeline_schedule": ")" + schedule + "\"");
+          "global_batch": 2048, "precision": "fp8", "pipeline_schedule": ")" +
+                                   schedule + "\"");
   SimulateOptions o;
   o.workload.host.moe_dispatcher = MoeDispatcher::flex;
   o.workload.ep_dispatch_fp8 = true;
@@ -485,9 +486,8 @@ TEST_CASE("ZeRO-3 with pipelining runs as torchtitan's FSDP+PP, and both fidelit
   const Report event = simulate(sc).report;
   const Report analytic = estimate(sc);
   for (const Report* r : {&event, &analytic})
-    CHECK(std::count_if(r->warnings.begin(), r->warnings.end(), [](const std::string& w) {
-            return w.starts_with("ZeRO-3 with pp > 1");
-          }) == 1);
+    CHECK(std::count_if(r->warnings.begin(), r->warnings.end(),
+                        [](const std::string& w) { return w.starts_with("ZeRO-3 with pp > 1"); }) == 1);
   // Weights gathered once per step, not twice per micro-batch: the DP traffic of ZeRO-1's
   // reduce-scatter and all-gather, give or take the element sizes.
   Scenario zero1 = sc;

@@ -10,9 +10,9 @@
 #include <iterator>
 #include <string>
 
+#include "doc_section.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/sim/framework/profile.hpp"
-#include "doc_section.hpp"
 
 using namespace simrun;
 namespace fs = std::filesystem;
@@ -194,11 +194,14 @@ TEST_CASE("a bad profile file is an InputError naming the file and the field", "
       load_with("range", "b.json",
                 small_profile("megatron-core", R"("adam_bytes_per_param": {"value": -1, "source": "s"})")),
       Catch::Contains("b.json: defaults.adam_bytes_per_param.value:"));
-  CHECK_THAT(load_with("graph-scope", "b.json",
-                       small_profile("megatron-core", R"("cuda_graph_scope": {"value": ["attn", "mpl"], "source": "s"})")),
-             Catch::Contains("b.json: defaults.cuda_graph_scope.value: expected a list of CUDA graph scopes"));
+  CHECK_THAT(
+      load_with(
+          "graph-scope", "b.json",
+          small_profile("megatron-core", R"("cuda_graph_scope": {"value": ["attn", "mpl"], "source": "s"})")),
+      Catch::Contains("b.json: defaults.cuda_graph_scope.value: expected a list of CUDA graph scopes"));
   CHECK_THAT(load_with("dispatcher", "b.json",
-                       small_profile("megatron-core", R"("moe_token_dispatcher": {"value": "deepep", "source": "s"})")),
+                       small_profile("megatron-core",
+                                     R"("moe_token_dispatcher": {"value": "deepep", "source": "s"})")),
              Catch::Contains("b.json: defaults.moe_token_dispatcher.value:"));
   CHECK_THAT(load_with("incomplete", "b.json", R"({"name": "B", "defaults": {}})"),
              Catch::Contains("b.json: defaults.kernels: missing"));

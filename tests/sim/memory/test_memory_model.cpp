@@ -3,9 +3,6 @@
 // the published measured runs (which ran, so must be predicted to fit).
 #include <algorithm>
 #include <catch2/catch.hpp>
-
-#include "simrun/sim/scenario/layout_rules.hpp"
-#include "simrun/sim/workload/workload.hpp"
 #include <filesystem>
 #include <string>
 
@@ -14,10 +11,12 @@
 #include "simrun/common/json_reader.hpp"
 #include "simrun/models/catalog.hpp"
 #include "simrun/models/counts.hpp"
-#include "simrun/validation/measured_runs.hpp"
 #include "simrun/sim/memory/memory_model.hpp"
+#include "simrun/sim/scenario/layout_rules.hpp"
 #include "simrun/sim/scenario/scenario_parser.hpp"
+#include "simrun/sim/workload/workload.hpp"
 #include "simrun/topologies/catalog.hpp"
+#include "simrun/validation/measured_runs.hpp"
 #include "workload_test_util.hpp"
 
 using namespace simrun;
@@ -422,7 +421,8 @@ TEST_CASE("more recompute, more parallelism or flash never need more activation 
 // its defaults for unstated fields, each source framework's model-state convention and dropout).
 // Rows without a layout and MoE rows whose architecture neither the file nor the catalog gives
 // (Qwen3 MoE) have no scenario; the non-standard 96 GB H100 is checked at 96/80 of the h100-sxm.
-TEST_CASE("no published measured run is predicted not to fit but the listed misses", "[sim][memory_model][reference]") {
+TEST_CASE("no published measured run is predicted not to fit but the listed misses",
+          "[sim][memory_model][reference]") {
   const std::filesystem::path data = SIMRUN_DATA_DIR;
   const Catalogs catalogs = load_catalogs(data);
   const std::vector<MeasuredRun> runs =
@@ -450,12 +450,12 @@ TEST_CASE("each stage's parameters are those of the layers the workload puts on 
   // Llama-3 405B's 126 layers: balanced over pp 4 puts the extra layers on the middle stages,
   // embedding-loss-layers over pp 16 · 2 chunks gives the first and last chunk one layer less.
   for (const std::string& layout : {std::string(R"("pp": 4, "dp": 2, "pipeline_split": "balanced")"),
-                                   std::string(R"("pp": 16, "dp": 2, "virtual_stages": 2, "global_batch": 64,
+                                    std::string(R"("pp": 16, "dp": 2, "virtual_stages": 2, "global_batch": 64,
                                                "pipeline_split": "embedding-loss-layers")")}) {
-    const Scenario sc = test::parse_scenario_text(
-        R"({"model": "llama3-405b", "cluster": {"gpu": "h100-sxm", "num_gpus": )" +
-        std::string(layout.find("16") != std::string::npos ? "256" : "64") + R"(}, "layout": {"tp": 8, )" + layout +
-        "}}");
+    const Scenario sc =
+        test::parse_scenario_text(R"({"model": "llama3-405b", "cluster": {"gpu": "h100-sxm", "num_gpus": )" +
+                                  std::string(layout.find("16") != std::string::npos ? "256" : "64") +
+                                  R"(}, "layout": {"tp": 8, )" + layout + "}}");
     const Workload w = build_workload(sc);
     const ParamCounts counts = count_params(sc.model);
     for (int64_t stage = 0; stage < sc.layout.pp; ++stage) {
@@ -469,7 +469,8 @@ TEST_CASE("each stage's parameters are those of the layers the workload puts on 
   }
 }
 
-TEST_CASE("DualPipe holds two copies of the parameters and pp + 1 chunks of activations", "[sim][memory_model]") {
+TEST_CASE("DualPipe holds two copies of the parameters and pp + 1 chunks of activations",
+          "[sim][memory_model]") {
   // DeepSeek-V3 report (arXiv:2412.19437) Table 2: DualPipe 2× parameters, PP + 1 activations
   // per device, against 1F1B's 1× and PP. A shortened DeepSeek-V3 (8 layers) over pp 4.
   const std::string base =
@@ -488,7 +489,8 @@ TEST_CASE("DualPipe holds two copies of the parameters and pp + 1 chunks of acti
     const StageParams mirror = stage_params(plain.model, counts, plain.layout, 3 - stage);
     CHECK(mine.total() == Approx(own.total() + mirror.total()));
     CHECK(mine.layers == int64_t(w.stages[size_t(stage)].layers.size()));
-    CHECK((mine.has_embedding == (stage == 0 || stage == 3) && mine.has_output == (stage == 0 || stage == 3)));
+    CHECK(
+        (mine.has_embedding == (stage == 0 || stage == 3) && mine.has_output == (stage == 0 || stage == 3)));
     // pp + 1 = 5 chunks of 2 layers each in flight, against 1F1B's pp − stage micro-batches of 2.
     CHECK(d.stages[size_t(stage)].in_flight_microbatches == 5);
     CHECK(d.stages[size_t(stage)].transformer_activation_bytes ==

@@ -1,13 +1,12 @@
 // Tests of the layout rules (layout_rules.hpp): one home for what makes a layout impossible and
 // for the caveats both fidelities state.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 
 #include "simrun/common/error.hpp"
 #include "simrun/sim/analytic/analytic.hpp"
-#include "simrun/sim/scenario/layout_rules.hpp"
 #include "simrun/sim/event/simulate.hpp"
+#include "simrun/sim/scenario/layout_rules.hpp"
 #include "workload_test_util.hpp"
 
 using namespace simrun;
@@ -25,11 +24,13 @@ bool mentions(const std::vector<std::string>& warnings, const std::string& text)
 TEST_CASE("a pipeline that never fills gets one warning, word for word the same from both fidelities",
           "[sim][layout_rules]") {
   // 4 micro-batches on 8 stages: (pp-1)/(m+pp-1) = 7/11 of the step idles (Narayanan et al. 2021).
-  const Scenario sc = parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
+  const Scenario sc =
+      parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
       "layout": {"tp": 1, "pp": 8, "global_batch": 4}})");
   const std::vector<LayoutDiagnostic> caveats = layout_warnings(sc, default_schedule(sc.layout));
-  const auto bubble = std::find_if(caveats.begin(), caveats.end(),
-                                   [](const LayoutDiagnostic& d) { return d.code == "pipeline_never_fills"; });
+  const auto bubble = std::find_if(caveats.begin(), caveats.end(), [](const LayoutDiagnostic& d) {
+    return d.code == "pipeline_never_fills";
+  });
   REQUIRE(bubble != caveats.end());
   CHECK(bubble->field == "layout.global_batch");
   CHECK(bubble->message.find("bubble (pp-1)/(m+pp-1) = 64% of the step") != std::string::npos);
@@ -53,7 +54,8 @@ TEST_CASE("tp 8 stays inside an NVL72 domain, and leaves a 4-GPU H100 node", "[s
   const Scenario small_nodes = parse_scenario_text(R"({"model": "llama3-8b",
       "cluster": {"gpu": "h100-sxm", "num_gpus": 16, "gpus_per_node": 4},
       "layout": {"tp": 8, "pp": 1, "dp": 2, "global_batch": 16}})");
-  const std::vector<LayoutDiagnostic> caveats = layout_warnings(small_nodes, default_schedule(small_nodes.layout));
+  const std::vector<LayoutDiagnostic> caveats =
+      layout_warnings(small_nodes, default_schedule(small_nodes.layout));
   REQUIRE(caveats.size() >= 1);
   CHECK(caveats[0].code == "tp_leaves_scale_up");
   CHECK(caveats[0].message.find("tp=8 spans more than one scale-up domain (4 GPUs") != std::string::npos);
@@ -100,9 +102,10 @@ TEST_CASE("a layout error names the field and a stable code, the same for the pa
 }
 
 TEST_CASE("an MoE model with tp > 1 needs sequence parallelism in both fidelities", "[sim][layout_rules]") {
-  CHECK_THROWS_WITH(parse_scenario_text(R"({"model": "mixtral-8x7b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
+  CHECK_THROWS_WITH(
+      parse_scenario_text(R"({"model": "mixtral-8x7b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
       "layout": {"tp": 2, "ep": 4, "sequence_parallel": false}})"),
-                    Catch::Contains("layout.sequence_parallel") && Catch::Contains("Megatron-Core"));
+      Catch::Contains("layout.sequence_parallel") && Catch::Contains("Megatron-Core"));
 }
 
 TEST_CASE("the pipeline split's refusals are split_layers' own, for the parser and the builder alike",
@@ -138,7 +141,8 @@ TEST_CASE("precision recipes: each matches its precision and needs tensor cores 
   };
   CHECK(error_of("b200", R"("precision": "fp8", "fp8_recipe": "mxfp8")").empty());
   CHECK(error_of("b200", R"("precision": "nvfp4")").empty());
-  CHECK(error_of("h100-sxm", R"("precision": "fp8", "fp8_recipe": "blockwise", "fp8_param_gather": true)").empty());
+  CHECK(error_of("h100-sxm", R"("precision": "fp8", "fp8_recipe": "blockwise", "fp8_param_gather": true)")
+            .empty());
   CHECK_THAT(error_of("h100-sxm", R"("precision": "fp8", "fp8_recipe": "mxfp8")"),
              Catch::Contains("layout.fp8_recipe") && Catch::Contains("h100-sxm is Hopper"));
   CHECK_THAT(error_of("h100-sxm", R"("precision": "fp4")"),
@@ -153,13 +157,15 @@ TEST_CASE("precision recipes: each matches its precision and needs tensor cores 
              Catch::Contains("layout.fp8_recipe"));
 }
 
-TEST_CASE("precision recipes time and size what they run: the amax pass, fp4 GEMMs, 16-bit final "
-          "layers, fp8 parameters",
-          "[sim][precision]") {
+TEST_CASE(
+    "precision recipes time and size what they run: the amax pass, fp4 GEMMs, 16-bit final "
+    "layers, fp8 parameters",
+    "[sim][precision]") {
   auto run = [](const std::string& layout) {
     const Scenario sc = parse_scenario_text(
         R"({"model": "llama3-8b", "cluster": {"gpu": "b200", "num_gpus": 8}, "layout": {"tp": 1, "dp": 8, )"
-        R"("global_batch": 64, "zero_stage": 1, )" + layout + "}}");
+        R"("global_batch": 64, "zero_stage": 1, )" +
+        layout + "}}");
     return simulate(sc).report;
   };
   const Report bf16 = run(R"("precision": "bf16")");
@@ -179,4 +185,17 @@ TEST_CASE("precision recipes time and size what they run: the amax pass, fp4 GEM
   CHECK(fp4.memory.activations < mx.memory.activations);
   const Report fp8_params = run(R"("precision": "fp8", "fp8_param_gather": true)");
   CHECK(fp8_params.memory.weights == Approx(0.5 * delayed.memory.weights));
+}
+
+TEST_CASE("an explicit 1F1B over virtual stages is sized as it runs: one chunk per rank",
+          "[sim][layout_rules]") {
+  auto activations = [](const std::string& extra) {
+    const Scenario sc =
+        parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
+        "layout": {"tp": 2, "pp": 4, "global_batch": 16)" +
+                            extra + "}}");
+    return estimate(sc).memory.activations;
+  };
+  CHECK(activations(R"(, "virtual_stages": 2, "pipeline_schedule": "1f1b")") == Approx(activations("")));
+  CHECK(activations(R"(, "virtual_stages": 2)") > activations(""));
 }

@@ -102,7 +102,8 @@ TEST_CASE("rank_group's size and stride are those of the group's members", "[sim
   l.cp_a2a_level = GENERATE(1, 2, 4);
   l.ep_intra_level = GENERATE(0, 2);
   const RankLayout r(l, 8);
-  INFO("expert_tp " << l.expert_tp << ", cp_a2a_level " << l.cp_a2a_level << ", ep_intra_level " << l.ep_intra_level);
+  INFO("expert_tp " << l.expert_tp << ", cp_a2a_level " << l.cp_a2a_level << ", ep_intra_level "
+                    << l.ep_intra_level);
   for (int k = 0; k < kGroupKindCount; ++k) {
     const auto g = static_cast<GroupKind>(k);
     const RankGroup shape = rank_group(l, g);
@@ -115,7 +116,8 @@ TEST_CASE("rank_group's size and stride are those of the group's members", "[sim
   }
 }
 
-TEST_CASE("EP's two levels: the EP ranks of one node, and those at the same place in each node", "[sim][rank_layout]") {
+TEST_CASE("EP's two levels: the EP ranks of one node, and those at the same place in each node",
+          "[sim][rank_layout]") {
   // DeepSeek-V3's stage: 128 ranks (dp 128), EP 64 over 8 nodes of 8.
   Layout l = make_layout(1, 1, 128, 2);
   l.ep = 64;

@@ -10,10 +10,10 @@
 #include "simrun/models/counts.hpp"
 #include "simrun/models/moe_routing.hpp"
 #include "simrun/sim/analytic/analytic.hpp"
-#include "simrun/sim/scenario/scenario_parser.hpp"
-#include "simrun/sim/workload/workload.hpp"
 #include "simrun/sim/cost/workload_cost.hpp"
+#include "simrun/sim/scenario/scenario_parser.hpp"
 #include "simrun/sim/workload/schedule.hpp"
+#include "simrun/sim/workload/workload.hpp"
 #include "workload_test_util.hpp"
 
 using namespace simrun;
@@ -405,8 +405,8 @@ TEST_CASE("bad layouts are refused with the reason, doubtful ones warned about",
   Scenario il = parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 4},
       "layout": {"tp": 1, "pp": 4, "dp": 1, "virtual_stages": 4, "global_batch": 5}})");
   CHECK_THROWS_WITH(build_workload(il), Catch::Contains("layout.global_batch") &&
-                                                Catch::Contains("cannot complete") &&
-                                                Catch::Contains("global_batch 8"));
+                                            Catch::Contains("cannot complete") &&
+                                            Catch::Contains("global_batch 8"));
   il.layout.virtual_stages = 2;
   CHECK_NOTHROW(build_workload(il));
 }
@@ -815,7 +815,8 @@ TEST_CASE("shared experts beside the all-to-alls: the same ops, none waiting for
   CHECK(position(q, serial_bwd, OpName::fc1) < position(q, serial_bwd, OpName::ep_combine));
 }
 
-TEST_CASE("combined 1F1B pairs each backward with the next forward, in 1F1B's order", "[sim][workload][schedule]") {
+TEST_CASE("combined 1F1B pairs each backward with the next forward, in 1F1B's order",
+          "[sim][workload][schedule]") {
   // Megatron-Core combined_1f1b.py: "Phase k: k-th backward + (k+1)-th forward" (pp 1), the
   // interleaved order's steady state with one more warm-up micro-batch.
   const auto one = stage_schedule(PipelineSchedule::combined_1f1b, 0, 1, 4, 1);
@@ -888,7 +889,8 @@ TEST_CASE("played out, DualPipe's bubble is about (pp/2 − 1)(F&B + B) without 
     }
 }
 
-TEST_CASE("paired slots interleave at the EP all-to-alls, each stream in Megatron's order", "[sim][workload][schedule]") {
+TEST_CASE("paired slots interleave at the EP all-to-alls, each stream in Megatron's order",
+          "[sim][workload][schedule]") {
   const Scenario sc = parse_scenario_text(
       R"({"model": {"name": "mixtral-8x7b", "seq_len": 4096}, "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
       "layout": {"ep": 8, "global_batch": 24, "pipeline_schedule": "combined_1f1b"}})");
@@ -901,7 +903,8 @@ TEST_CASE("paired slots interleave at the EP all-to-alls, each stream in Megatro
   // dispatch(1), dispatch_bwd(0), combine(1), ... (model_chunk_schedule_plan.py's docstring).
   std::vector<std::pair<OpName, int32_t>> ep;
   for (const Task& t : w.stages[0].tasks)
-    if (t.stream == Stream::ep && (t.micro_batch == 0 ? t.phase != Phase::forward : t.micro_batch == 1 && t.phase == Phase::forward))
+    if (t.stream == Stream::ep &&
+        (t.micro_batch == 0 ? t.phase != Phase::forward : t.micro_batch == 1 && t.phase == Phase::forward))
       ep.emplace_back(t.op, t.micro_batch);
   REQUIRE(ep.size() >= 4);
   CHECK(ep[0] == std::pair{OpName::ep_combine, 0});
@@ -910,7 +913,8 @@ TEST_CASE("paired slots interleave at the EP all-to-alls, each stream in Megatro
   CHECK(ep[3] == std::pair{OpName::ep_combine, 1});
 }
 
-TEST_CASE("DualPipe: each stage holds its own and its mirror's layers, every message pairs up", "[sim][workload][schedule]") {
+TEST_CASE("DualPipe: each stage holds its own and its mirror's layers, every message pairs up",
+          "[sim][workload][schedule]") {
   const std::string base =
       R"({"model": {"name": "deepseek-v3", "layers": 8, "seq_len": 1024}, "cluster": {"gpu": "h800", "num_gpus": 64},
       "layout": {"pp": 4, "ep": 16, "global_batch": 128, "precision": "fp8")";
@@ -935,7 +939,8 @@ namespace {
 std::map<std::tuple<OpName, Phase, GroupKind>, double> ep_bytes(const Workload& w) {
   std::map<std::tuple<OpName, Phase, GroupKind>, double> out;
   for (const Task& t : w.stages[0].tasks)
-    if (t.kind == TaskKind::collective && is_ep(t.group)) out.emplace(std::tuple{t.op, t.phase, t.group}, t.comm_bytes);
+    if (t.kind == TaskKind::collective && is_ep(t.group))
+      out.emplace(std::tuple{t.op, t.phase, t.group}, t.comm_bytes);
   return out;
 }
 const std::string kDeepSeekOn64 =

@@ -47,7 +47,7 @@ struct GpuSpec {
   // The compute model's defaults for this part's kernels ("compute_defaults" in its catalog
   // file; names as in ComputeParams and calibration.json); absent: the generic defaults.
   struct ComputeDefaults {
-    std::optional<double> gemm_max, gemm_dim_half, fp8_gemm_max, fp4_gemm_max;                 // e.g. 0.72, 240
+    std::optional<double> gemm_max, gemm_dim_half, fp8_gemm_max, fp4_gemm_max;             // e.g. 0.72, 240
     std::optional<double> attn_fwd_max, attn_bwd_max, attn_fa2_fwd_max, attn_fa2_bwd_max;  // e.g. 0.55
     std::string source;
   };

@@ -10,14 +10,14 @@
 #include <vector>
 
 #include "simrun/models/counts.hpp"
+#include "simrun/sim/collectives/efficiency.hpp"
 #include "simrun/sim/cost/calibration.hpp"
 #include "simrun/sim/cost/compute_model.hpp"
-#include "simrun/sim/collectives/efficiency.hpp"
 #include "simrun/sim/memory/memory_model.hpp"
-#include "simrun/sim/report/report.hpp"
 #include "simrun/sim/memory/run_cost.hpp"
-#include "simrun/sim/scenario/scenario.hpp"
+#include "simrun/sim/report/report.hpp"
 #include "simrun/sim/scenario/degraded.hpp"
+#include "simrun/sim/scenario/scenario.hpp"
 #include "simrun/sim/workload/workload.hpp"
 
 namespace simrun {
@@ -66,10 +66,10 @@ struct StageTime {
   double tp_exposed_s = 0;  // of which the compute stream waits for
   double cp_comm_s = 0;
   double cp_exposed_s = 0;
-  double ep_comm_s = 0;      // MoE dispatch/combine all-to-alls per micro-batch
-  double ep_exposed_s = 0;   // of which the compute stream waits for
+  double ep_comm_s = 0;          // MoE dispatch/combine all-to-alls per micro-batch
+  double ep_exposed_s = 0;       // of which the compute stream waits for
   double forward_exposed_s = 0;  // of the TP/CP/EP waits, those before forward kernels
-  double optimizer_s = 0;  // once per step
+  double optimizer_s = 0;        // once per step
   // Of forward_s + backward_s + recompute_s, the kernels' waits for the host to issue them
   // (per micro-batch), and of optimizer_s, the optimizer's (after the gradient norm's host sync).
   double host_wait_s = 0;

@@ -27,8 +27,8 @@ enum class Protocol { ll, ll128, simple };  // NCCL_PROTO names LL, LL128, Simpl
 inline constexpr int kNumAlgorithms = 9;
 inline constexpr int kNumProtocols = 3;
 
-const char* to_string(Algorithm a);      // "Ring", "Tree", "NVLS", "NVLSTree", "PAT", ...
-const char* to_string(Protocol p);       // "LL", "LL128", "Simple"
+const char* to_string(Algorithm a);  // "Ring", "Tree", "NVLS", "NVLSTree", "PAT", ...
+const char* to_string(Protocol p);   // "LL", "LL128", "Simple"
 // Case-insensitive; accept NCCL spellings ("ring", "NVLSTree", "collnetdirect", "simple",
 // "ll128") and "hierarchical"/"hier". nullopt when unknown.
 std::optional<Algorithm> parse_algorithm(std::string_view name);

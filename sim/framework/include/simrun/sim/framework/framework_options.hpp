@@ -34,10 +34,10 @@ enum class ParamGatherOverlap : uint8_t {
 };
 
 enum class SelectiveRecompute : uint8_t {
-  attention_core,     // Megatron --recompute-granularity selective: the attention core re-runs
-                      // before its backward (Korthikanti et al. 2022)
-  every_other_layer,  // torchtitan's selective activation checkpointing: per-layer (every 2nd
-                      // block checkpointed) or per-op (every 2nd matmul recomputed) — half a forward
+  attention_core,      // Megatron --recompute-granularity selective: the attention core re-runs
+                       // before its backward (Korthikanti et al. 2022)
+  every_other_layer,   // torchtitan's selective activation checkpointing: per-layer (every 2nd
+                       // block checkpointed) or per-op (every 2nd matmul recomputed) — half a forward
   norm_mla_up_swiglu,  // DeepSeek-V3 (arXiv:2412.19437 sec. 3.2.3, 3.3.3): every RMSNorm, the MLA
                        // up-projections and the SwiGLU outputs re-run before their backward; the
                        // SwiGLU inputs kept in FP8, the attention output (the output projection's
@@ -109,11 +109,11 @@ enum class MoeDispatcher : uint8_t { alltoall, allgather, flex };
 // graph launch instead of one launch per kernel.
 enum class CudaGraphScope : uint8_t {
   attn = 1,
-  mlp = 2,             // a dense layer's MLP
-  moe_router = 4,      // an MoE layer's pre-MLP norm and router
-  moe_preprocess = 8,  // the dispatcher's preprocess (folded into the router op in the workload)
-  moe = 16,            // the whole MoE layer: drop-and-pad only (no host sync inside)
-  full_iteration = 32, // every micro-batch's forward and backward: a step without host syncs
+  mlp = 2,              // a dense layer's MLP
+  moe_router = 4,       // an MoE layer's pre-MLP norm and router
+  moe_preprocess = 8,   // the dispatcher's preprocess (folded into the router op in the workload)
+  moe = 16,             // the whole MoE layer: drop-and-pad only (no host sync inside)
+  full_iteration = 32,  // every micro-batch's forward and backward: a step without host syncs
 };
 struct CudaGraphScopes {
   uint8_t bits = 0;
@@ -266,9 +266,9 @@ std::string to_string(CudaGraphScopes s);
 // capture, and `host_wait_s` of the step the GPU waited for the host (of it `host_bound_s` where
 // the estimate's step is the host's issue time), e.g. "; host: 9.4 µs per launch, ...".
 std::string host_overhead_text(const HostOverhead& host, double host_wait_s, double host_bound_s);
-inline constexpr CudaGraphScope kCudaGraphScopes[] = {CudaGraphScope::attn,           CudaGraphScope::mlp,
-                                                      CudaGraphScope::moe_router,     CudaGraphScope::moe_preprocess,
-                                                      CudaGraphScope::moe,            CudaGraphScope::full_iteration};
+inline constexpr CudaGraphScope kCudaGraphScopes[] = {
+    CudaGraphScope::attn,           CudaGraphScope::mlp, CudaGraphScope::moe_router,
+    CudaGraphScope::moe_preprocess, CudaGraphScope::moe, CudaGraphScope::full_iteration};
 const char* to_string(Zero3Gather g);
 const char* to_string(Zero3Fetch f);
 const char* to_string(Zero3Reduce r);

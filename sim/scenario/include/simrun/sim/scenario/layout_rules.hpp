@@ -26,6 +26,9 @@ PipelineSchedule default_schedule(const Layout& layout);
 // The slot order `schedule` plays with `virtual_stages` chunks per rank: combined 1F1B plays
 // 1F1B's (interleaved 1F1B's with virtual stages); the others their own.
 PipelineSchedule slot_order(PipelineSchedule schedule, int64_t virtual_stages);
+// Model chunks per pipeline rank the layout's schedule runs: its virtual stages where it plays
+// interleaved 1F1B's order, else 1 (an explicit 1F1B ignores virtual_stages, with a warning).
+int64_t scheduled_chunks(const Layout& layout);
 // Whether a schedule pairs each backward with the next forward, layer by layer (combined 1F1B,
 // DualPipe's F&B chunks).
 bool pairs_forward_and_backward(PipelineSchedule schedule);

@@ -24,8 +24,8 @@ enum class LowPrecisionRecipe { delayed, tensorwise, blockwise, mxfp8, nvfp4 };
 
 struct PrecisionRecipeSpec {
   LowPrecisionRecipe id = LowPrecisionRecipe::delayed;
-  const char* name = "";                       // as the scenario and Megatron-LM spell it, e.g. "mxfp8"
-  Precision gemm_precision = Precision::fp8;   // tensor-core rate of its GEMMs: fp8 or fp4
+  const char* name = "";                      // as the scenario and Megatron-LM spell it, e.g. "mxfp8"
+  Precision gemm_precision = Precision::fp8;  // tensor-core rate of its GEMMs: fp8 or fp4
   // Which of a linear layer's GEMMs run at the low rate (the rest at 16 bits).
   bool fprop = true, dgrad = true, wgrad = true;
   // HBM bytes moved per element of a 16-bit operand quantised: reads, the row- and column-wise

@@ -59,7 +59,9 @@ inline constexpr int kGroupKindCount = 11;
 
 const char* to_string(GroupKind g);
 // Expert parallelism's groups: the whole EP group, or a two-level all-to-all's levels.
-inline bool is_ep(GroupKind g) { return g == GroupKind::ep || g == GroupKind::ep_intra || g == GroupKind::ep_inter; }
+inline bool is_ep(GroupKind g) {
+  return g == GroupKind::ep || g == GroupKind::ep_intra || g == GroupKind::ep_inter;
+}
 
 // A `g` group's shape for its links: its size and the rank distance between members (PP: a
 // pair of neighbouring stages). Equal to RankLayout::group's members (tested).
@@ -127,7 +129,7 @@ class RankLayout {
   ExpertCoord expert_coord_of(int64_t rank) const;
 
   int64_t m_tp, m_cp, m_dp, m_pp, m_ep, m_etp;
-  int64_t m_cp_a2a;  // Layout::cp_a2a(): a CP coordinate is a2a index + m_cp_a2a · ring index
+  int64_t m_cp_a2a;    // Layout::cp_a2a(): a CP coordinate is a2a index + m_cp_a2a · ring index
   int64_t m_ep_intra;  // Layout::ep_intra(): an EP index is intra index + m_ep_intra · inter index
   int64_t m_gpus_per_node;
 };

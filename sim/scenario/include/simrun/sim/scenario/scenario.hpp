@@ -59,16 +59,16 @@ enum class CpCommType {
 // Megatron's parallel layout. Sizes multiply: tp·pp·dp·cp = num_gpus (ep splits experts
 // inside the dp·cp ranks, as in Megatron-Core).
 struct Layout {
-  int64_t tp = 1;              // tensor-parallel size, e.g. 8 (inside a node)
-  int64_t pp = 1;              // pipeline stages, e.g. 4
-  int64_t dp = 1;              // data-parallel replicas, e.g. 32
-  int64_t cp = 1;              // context-parallel size (sequence split for attention), e.g. 2
+  int64_t tp = 1;                             // tensor-parallel size, e.g. 8 (inside a node)
+  int64_t pp = 1;                             // pipeline stages, e.g. 4
+  int64_t dp = 1;                             // data-parallel replicas, e.g. 32
+  int64_t cp = 1;                             // context-parallel size (sequence split for attention), e.g. 2
   CpCommType cp_comm_type = CpCommType::p2p;  // Megatron-Core's default
   // a2a+p2p: the first level of Megatron's --hierarchical-context-parallel-sizes
   // [cp_a2a_level, cp / cp_a2a_level], the adjacent CP ranks of an all-to-all (the ring runs over
   // the cp / cp_a2a_level groups of them). Read under a2a+p2p only.
   int64_t cp_a2a_level = 1;
-  int64_t ep = 1;              // expert-parallel size (MoE), e.g. 8
+  int64_t ep = 1;  // expert-parallel size (MoE), e.g. 8
   // The EP ranks of one scale-up domain (an HGX node), where the EP group spans several and its
   // blocks align with them (ep_domain_level, rank_layout.hpp), e.g. 8 of DeepSeek-V3's 64: the
   // NVLink level of a per-node (DeepEP) all-to-all, whose InfiniBand level runs over the
@@ -103,7 +103,7 @@ struct Layout {
   // Megatron-LM --fp8-param-gather: parameters kept in fp8 and gathered in fp8 (1 byte each);
   // fp8 recipes only.
   bool fp8_param_gather = false;
-  bool flash_attention = true;            // fused attention: no s² score matrix in HBM
+  bool flash_attention = true;  // fused attention: no s² score matrix in HBM
 
   int64_t model_parallel_size() const { return tp * pp * cp; }
   // The CP ranks an all-to-all spans: cp under a2a, the first level under a2a+p2p, else 1.

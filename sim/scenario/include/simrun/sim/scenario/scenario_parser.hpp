@@ -19,35 +19,35 @@ namespace simrun {
 // Values that replace scenario fields (the command line's, in simrun), each named by its
 // field's path below; unset ones leave the file's value.
 struct ScenarioOverrides {
-  std::optional<std::string> model;           // model, e.g. "llama3-70b"
-  std::optional<std::string> gpu;             // cluster.gpu, e.g. "h100-sxm"
-  std::optional<int64_t> gpus;                // cluster.num_gpus, e.g. 1024
-  std::optional<int64_t> gpus_per_node;       // cluster.gpus_per_node, e.g. 8
-  std::optional<std::string> fabric;          // cluster.fabric.kind, e.g. "ib-ndr"
-  std::optional<int64_t> tp, pp, dp, cp, ep, expert_tp;  // layout.tp ... layout.expert_tp
-  std::optional<std::string> cp_comm_type;               // layout.cp_comm_type, e.g. "a2a"
+  std::optional<std::string> model;                           // model, e.g. "llama3-70b"
+  std::optional<std::string> gpu;                             // cluster.gpu, e.g. "h100-sxm"
+  std::optional<int64_t> gpus;                                // cluster.num_gpus, e.g. 1024
+  std::optional<int64_t> gpus_per_node;                       // cluster.gpus_per_node, e.g. 8
+  std::optional<std::string> fabric;                          // cluster.fabric.kind, e.g. "ib-ndr"
+  std::optional<int64_t> tp, pp, dp, cp, ep, expert_tp;       // layout.tp ... layout.expert_tp
+  std::optional<std::string> cp_comm_type;                    // layout.cp_comm_type, e.g. "a2a"
   std::optional<std::vector<int64_t>> hierarchical_cp_sizes;  // layout.hierarchical_context_parallel_sizes
-  std::optional<double> moe_capacity_factor;             // layout.moe_capacity_factor, e.g. 1.25
-  std::optional<int64_t> virtual_stages;      // layout.virtual_stages, e.g. 2
-  std::optional<std::string> pipeline_split;  // layout.pipeline_split, e.g. "balanced"
-  std::optional<std::string> pipeline_schedule;  // layout.pipeline_schedule, e.g. "dualpipe"
-  std::optional<int64_t> micro_batch;         // layout.micro_batch, e.g. 1
-  std::optional<int64_t> global_batch;        // layout.global_batch, e.g. 1024
-  std::optional<int64_t> seq_len;             // model.seq_len, e.g. 8192
+  std::optional<double> moe_capacity_factor;                  // layout.moe_capacity_factor, e.g. 1.25
+  std::optional<int64_t> virtual_stages;                      // layout.virtual_stages, e.g. 2
+  std::optional<std::string> pipeline_split;                  // layout.pipeline_split, e.g. "balanced"
+  std::optional<std::string> pipeline_schedule;               // layout.pipeline_schedule, e.g. "dualpipe"
+  std::optional<int64_t> micro_batch;                         // layout.micro_batch, e.g. 1
+  std::optional<int64_t> global_batch;                        // layout.global_batch, e.g. 1024
+  std::optional<int64_t> seq_len;                             // model.seq_len, e.g. 8192
   // A variant of the model (Megatron's --num-layers, --hidden-size, ...): model.layers, ...
   std::optional<int64_t> layers, hidden, heads, kv_heads, head_dim, ffn_hidden;
-  std::optional<int64_t> zero_stage;          // layout.zero_stage, e.g. 1
-  std::optional<std::string> recompute;       // layout.recompute, e.g. "selective"
-  std::optional<std::string> precision;       // layout.precision, e.g. "bf16"
-  std::optional<std::string> fp8_recipe;      // layout.fp8_recipe, e.g. "mxfp8"
-  std::optional<bool> fp8_param_gather;       // layout.fp8_param_gather
-  std::optional<bool> sequence_parallel;      // layout.sequence_parallel
-  std::optional<bool> flash_attention;        // layout.flash_attention
-  std::optional<double> tokens;               // run.tokens, e.g. 1.4e12
-  std::optional<int64_t> train_iters;         // run.train_iters, e.g. 250000 (tokens = iters·batch·seq)
-  std::optional<double> usd_per_gpu_hour;     // run.usd_per_gpu_hour, e.g. 5
-  std::optional<double> mfu;                  // run.assumed_mfu, e.g. 0.4 (time from an assumed MFU)
-  std::optional<std::string> framework;       // framework, e.g. "nemo" or "deepspeed@0.5"
+  std::optional<int64_t> zero_stage;       // layout.zero_stage, e.g. 1
+  std::optional<std::string> recompute;    // layout.recompute, e.g. "selective"
+  std::optional<std::string> precision;    // layout.precision, e.g. "bf16"
+  std::optional<std::string> fp8_recipe;   // layout.fp8_recipe, e.g. "mxfp8"
+  std::optional<bool> fp8_param_gather;    // layout.fp8_param_gather
+  std::optional<bool> sequence_parallel;   // layout.sequence_parallel
+  std::optional<bool> flash_attention;     // layout.flash_attention
+  std::optional<double> tokens;            // run.tokens, e.g. 1.4e12
+  std::optional<int64_t> train_iters;      // run.train_iters, e.g. 250000 (tokens = iters·batch·seq)
+  std::optional<double> usd_per_gpu_hour;  // run.usd_per_gpu_hour, e.g. 5
+  std::optional<double> mfu;               // run.assumed_mfu, e.g. 0.4 (time from an assumed MFU)
+  std::optional<std::string> framework;    // framework, e.g. "nemo" or "deepspeed@0.5"
 
   // Writes the overrides into a scenario document (creating objects as needed).
   void apply_to(nlohmann::json& doc) const;

@@ -42,7 +42,8 @@ int64_t stage_chunks(PipelineSchedule kind, int64_t v);
 // a stage's own (chunk 0) and its mirror's, pp − 1 − stage (chunk 1).
 std::vector<int64_t> dualpipe_layers_per_chunk(const std::vector<int64_t>& layers_per_stage);
 
-std::vector<PipelineSlot> stage_schedule(PipelineSchedule kind, int64_t stage, int64_t pp, int64_t m, int64_t v);
+std::vector<PipelineSlot> stage_schedule(PipelineSchedule kind, int64_t stage, int64_t pp, int64_t m,
+                                         int64_t v);
 
 // Whether every stage can run its schedule to the end: each forward of (micro-batch, chunk)
 // needs the previous virtual stage's, each backward the next one's (the last one its own

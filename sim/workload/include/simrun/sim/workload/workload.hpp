@@ -14,9 +14,9 @@
 #include "simrun/sim/framework/framework_options.hpp"
 #include "simrun/sim/scenario/comm_types.hpp"
 #include "simrun/sim/scenario/layout_rules.hpp"
-#include "simrun/sim/workload/op_shape.hpp"
 #include "simrun/sim/scenario/rank_layout.hpp"
 #include "simrun/sim/scenario/scenario.hpp"
+#include "simrun/sim/workload/op_shape.hpp"
 
 namespace simrun {
 
@@ -129,8 +129,8 @@ struct Task {
 struct StageProgram {
   int64_t stage = 0;
   std::vector<Task> tasks;
-  std::vector<uint32_t> deps;    // task indices, slices per Task
-  std::vector<OpShape> shapes;   // of the compute tasks, one each (Task::shape)
+  std::vector<uint32_t> deps;   // task indices, slices per Task
+  std::vector<OpShape> shapes;  // of the compute tasks, one each (Task::shape)
   std::vector<int32_t> layers;  // global layer ids held by this stage (all chunks)
   double params = 0;            // parameters held (before ZeRO sharding), experts included
   double expert_params = 0;     // of which routed experts (sharded over the expert-DP group)
@@ -182,7 +182,6 @@ struct StageProgram {
   }
 };
 
-
 struct Workload {
   Layout layout;
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
@@ -196,7 +195,6 @@ struct Workload {
   size_t task_count() const;
 };
 
-
 // DeepSpeed's ZeRO-3 prefetch (partitioned_param_coordinator.py fetch_sub_module; frameworks.md
 // 1.2): when a unit is reached, the units after it are gathered while fewer than
 // `bucket_params` elements are in flight. For each unit of `params` (a pass's order), the index
@@ -208,8 +206,9 @@ std::vector<int32_t> prefetch_issuers(const std::vector<double>& params, double 
 // (reason and the nearest valid choice in the message); adds warnings for ones that run with a
 // caveat.
 // How an MoE layer's all-to-alls move a token between its EP ranks (workload_builder.cpp
-// ep_all_to_all), by the dispatcher (WorkloadOptions::host.moe_dispatcher: flex exchanges per node), the model's routing
-// (MoeSpec::groups, topk_groups) and the EP group's place on the cluster (Layout::ep_intra()).
+// ep_all_to_all), by the dispatcher (WorkloadOptions::host.moe_dispatcher: flex exchanges per node), the
+// model's routing (MoeSpec::groups, topk_groups) and the EP group's place on the cluster
+// (Layout::ep_intra()).
 struct EpExchange {
   // Two levels (a DeepEP-style dispatcher over an EP group spanning scale-up domains): an
   // all-to-all over GroupKind::ep_inter (InfiniBand) of one copy per distinct destination domain,
@@ -233,7 +232,6 @@ inline Workload build_workload(const Scenario& scenario, const WorkloadOptions& 
   return build_workload(scenario, options, default_schedule(scenario.layout));
 }
 
-
 // Pieces of the workload outside any pipeline schedule, for the analytic model (analytic.hpp):
 // it times the very ops, TP/CP collectives and dependencies the event simulation runs.
 //
@@ -248,7 +246,8 @@ StageProgram probe_micro_batch(const Scenario& scenario, const WorkloadOptions& 
 // Two micro-batches through the same slice: F0, B0, F1, B1, with B0 beside F1 layer by layer
 // (PipelineSlot::paired_with_next) or not: what pairing hides (combined 1F1B, DualPipe's F&B).
 enum class ProbePairing : uint8_t { sequential, paired };
-StageProgram probe_two_micro_batches(const Scenario& scenario, const WorkloadOptions& options, ProbePairing pairing);
+StageProgram probe_two_micro_batches(const Scenario& scenario, const WorkloadOptions& options,
+                                     ProbePairing pairing);
 
 // The per-step tail of `stage` with no micro-batch before it: ZeRO-1/2 parameter gathers,
 // gradient-norm, fused Adam over the local shard, the host step overhead. Its `params` are the
