@@ -46,4 +46,8 @@ bool rack_scale_domain(const GpuSpec& gpu, int64_t gpus_per_node) {
          gpu.scale_up_domain > gpn && gpu.scale_up_domain % gpn == 0;
 }
 
+int64_t default_gpus_per_node(const GpuSpec& gpu) {
+  return gpu.scale_up_domain > kBoardScaleUpDomain ? 4 : kBoardScaleUpDomain;
+}
+
 }  // namespace simrun

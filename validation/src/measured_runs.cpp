@@ -263,9 +263,8 @@ ClusterSpec measured_cluster(const json& row, const std::string& gpu_id, double 
   ClusterSpec cluster;
   cluster.gpu = gpu;
   cluster.num_gpus = opt_int(row, "num_gpus").value_or(0);
-  const bool grace_tray = has(gpu_id, "gb200") || has(gpu_id, "gb300");
-  cluster.gpus_per_node = grace_tray ? 4 : 8;
-  cluster.nics_per_node = grace_tray ? 4 : 8;
+  cluster.gpus_per_node = default_gpus_per_node(gpu);  // one NIC per GPU (DGX, DGX GB200)
+  cluster.nics_per_node = cluster.gpus_per_node;
   cluster.fabric = catalogs.hardware.fabric(has(gpu_id, "a100") ? "ib-hdr" : "ib-ndr", run_id, "fabric");
   cluster.topology = FabricTopology::rail_optimized;
   return cluster;

@@ -227,7 +227,7 @@ ClusterSpec read_cluster(JsonReader& top, const Catalogs& catalogs) {
   ClusterSpec spec;
   spec.gpu = read_gpu_field(cluster, catalogs);
   spec.num_gpus = cluster.integer_or("num_gpus", 8, 1, kMaxGpus);
-  const int64_t default_per_node = std::min<int64_t>(spec.gpu.scale_up_domain >= 72 ? 4 : 8, spec.num_gpus);
+  const int64_t default_per_node = std::min<int64_t>(default_gpus_per_node(spec.gpu), spec.num_gpus);
   spec.gpus_per_node = cluster.integer_or("gpus_per_node", default_per_node, 1, 72);
   if (spec.num_gpus > spec.gpus_per_node && spec.num_gpus % spec.gpus_per_node != 0)
     cluster.fail("num_gpus", std::to_string(spec.num_gpus) + " GPUs do not fill whole nodes of " +

@@ -76,6 +76,11 @@ inline constexpr int64_t kBoardScaleUpDomain = 8;
 // graph and the simulator's groups both read.
 bool rack_scale_domain(const GpuSpec& gpu, int64_t gpus_per_node);
 
+// GPUs per node when a cluster does not say: a compute tray of 4 (two Grace superchips of 2) for
+// parts whose NVLink domain is rack-scale (GB200/GB300 NVL72: 18 trays of 4), else an HGX/DGX
+// board of 8.
+int64_t default_gpus_per_node(const GpuSpec& gpu);
+
 const char* to_string(Precision p);
 
 }  // namespace simrun

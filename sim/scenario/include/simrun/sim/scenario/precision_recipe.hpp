@@ -25,9 +25,9 @@ enum class LowPrecisionRecipe { delayed, tensorwise, blockwise, mxfp8, nvfp4 };
 struct PrecisionRecipeSpec {
   LowPrecisionRecipe id = LowPrecisionRecipe::delayed;
   const char* name = "";                      // as the scenario and Megatron-LM spell it, e.g. "mxfp8"
-  Precision gemm_precision = Precision::fp8;  // tensor-core rate of its GEMMs: fp8 or fp4
-  // Which of a linear layer's GEMMs run at the low rate (the rest at 16 bits).
-  bool fprop = true, dgrad = true, wgrad = true;
+  // Tensor-core rate of a linear layer's GEMMs, fprop, dgrad and wgrad alike (every recipe here
+  // runs all three low: each entry's source): fp8 or fp4.
+  Precision gemm_precision = Precision::fp8;
   // HBM bytes moved per element of a 16-bit operand quantised: reads, the row- and column-wise
   // quantised copies, the scales, and current scaling's amax pass.
   double quantize_bytes_per_element = 0;
