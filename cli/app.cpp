@@ -15,7 +15,7 @@ Command add_not_implemented_command(CLI::App& root, const std::string& name, con
   return {cmd, [name] {
             throw InputError("command line", name,
                              "not implemented in this build yet (available: simulate, estimate, collective, "
-                             "topology, textbook, accuracy)");
+                             "topology, textbook, accuracy, plan)");
             return 2;
           }};
 }
@@ -33,7 +33,7 @@ std::vector<Command> add_commands(CLI::App& app, const CliEnv& env) {
       add_topology_command(app, env),
       add_textbook_command(app, env),
       add_accuracy_command(app, env),
-      add_not_implemented_command(app, "plan", "Search layouts and GPU counts, ranked by time and cost"),
+      add_plan_command(app, env),
       add_not_implemented_command(app, "validate",
                                   "Measure a scenario on this machine's GPUs against the simulation"),
       add_completion_command(app, env),

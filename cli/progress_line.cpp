@@ -1,4 +1,4 @@
-// The stderr progress line of `simrun simulate` (progress_line.hpp).
+// The stderr progress line of `simrun simulate` and `simrun plan` (progress_line.hpp).
 #include "progress_line.hpp"
 
 #include <fmt/format.h>
@@ -11,7 +11,6 @@
 #include "simrun/common/error.hpp"
 
 namespace simrun::cli {
-namespace {
 
 std::string duration_text(double s) {
   const auto whole = static_cast<int64_t>(std::llround(s));
@@ -27,8 +26,6 @@ std::string count_text(uint64_t n) {
   if (n < 1'000'000'000) return fmt::format("{:.1f}M", double(n) / 1e6);
   return fmt::format("{:.1f}G", double(n) / 1e9);
 }
-
-}  // namespace
 
 void add_progress_options(CLI::App& cmd, ProgressArgs& args) {
   CLI::Option* on = cmd.add_flag("--progress", args.on,
@@ -79,7 +76,13 @@ void ProgressLine::update(const SimulationProgress& p) {
   }
   if (now - m_start < m_delay) return;
   if (m_drawn_phase && now - m_last_draw < kProgressRedraw) return;
-  const std::string text = progress_text(p, std::chrono::duration<double>(now - m_phase_start).count());
+  show(progress_text(p, std::chrono::duration<double>(now - m_phase_start).count()));
+}
+
+void ProgressLine::show(const std::string& text) {
+  const Clock::time_point now = Clock::now();
+  if (now - m_start < m_delay) return;
+  if (m_drawn_phase && now - m_last_draw < kProgressRedraw) return;
   // Pad over what a longer previous line left.
   const size_t pad = m_width > text.size() ? m_width - text.size() : 0;
   m_out << '\r' << text << std::string(pad, ' ') << std::flush;

@@ -1,4 +1,4 @@
-// The progress line of long simulations (`simrun simulate`): on stderr, only when it is a
+// The progress line of long runs (`simrun simulate`, `simrun plan`): on stderr, only when it is a
 // terminal (or --progress / SIMRUN_PROGRESS=1 asks for it) and only once the run has taken more
 // than a second; one line redrawn with '\r' (tasks done, %, events, ranks, ETA) and blanked
 // when the run ends, so stdout and what follows on stderr are what they are without it.
@@ -43,6 +43,9 @@ class ProgressLine {
   ProgressLine& operator=(const ProgressLine&) = delete;
 
   void update(const SimulationProgress& p);
+  // Draws `text` (a line of another command's progress, e.g. `simrun plan`'s) under the same
+  // delay and redraw rules.
+  void show(const std::string& text);
   void clear();
   // An observer for SimulateOptions::step.progress (this must outlive the run).
   ProgressObserver observer() {
@@ -65,5 +68,9 @@ std::unique_ptr<ProgressLine> stderr_progress_line(ProgressMode mode);
 // "simrun: simulating 45%, 120.0k of 266.0k tasks, 1.2M events, 8 ranks, ETA 15 s": the text of
 // one report, `elapsed_s` into its phase.
 std::string progress_text(const SimulationProgress& p, double elapsed_s);
+
+// 950, 12.3k, 48.1M; 15 s, 2 min 05 s: the line's numbers.
+std::string count_text(uint64_t n);
+std::string duration_text(double s);
 
 }  // namespace simrun::cli

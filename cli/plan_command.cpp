@@ -1,0 +1,453 @@
+// `simrun plan [PLAN.json] --model M --tokens T --gpu ID:PRICE... --max-gpus N [--objective time|cost]
+//  [--deadline-days D] [--budget-usd B] [search flags] [--threads N] [--json|--csv] [--explain N]`:
+// the capacity planner (sim/planner, docs/planner.md). The flags write into the plan document the
+// file holds, so both are read by one parser; --json echoes that document as "request".
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include "command.hpp"
+#include "progress_line.hpp"
+#include "simrun/common/echo.hpp"
+#include "simrun/common/error.hpp"
+#include "simrun/common/json_reader.hpp"
+#include "simrun/common/units.hpp"
+#include "simrun/sim/event/simulate.hpp"
+#include "simrun/sim/planner/planner.hpp"
+
+namespace simrun::cli {
+namespace {
+
+// Set by SIGINT: the search stops and prints the best found so far (exit 130).
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void on_interrupt(int) {
+  g_interrupted.store(true);
+  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
+}
+
+struct PlanArgs {
+  std::string file;
+  std::string model;
+  std::optional<int64_t> seq_len;
+  std::optional<double> tokens;
+  std::vector<std::string> gpus;  // ID:PRICE or ID
+  std::string prices;
+  std::string fabric;
+  std::optional<int64_t> min_gpus, max_gpus;
+  std::string objective;
+  std::optional<double> deadline_days, budget_usd;
+  std::optional<int64_t> global_batch;
+  std::string batch_tokens;
+  std::optional<int64_t> top_k, max_points;
+  std::vector<int64_t> tp, pp, cp, ep, expert_tp, virtual_stages, micro_batch, zero_stage;
+  std::vector<std::string> recompute, precision, framework;
+  int threads = 0;
+  OutputFormat format = OutputFormat::table;
+  int64_t explain_row = 0;
+  ProgressArgs progress;
+  std::vector<std::string> catalogs;
+};
+
+// Each flag's field in the plan document, for errors in a value a flag gave.
+struct FlagField {
+  const char* flag;
+  const char* field;
+};
+constexpr FlagField kFlagFields[] = {
+    {"--model", "model"},           {"--seq-len", "seq_len"},         {"--tokens", "tokens"},
+    {"--gpu", "gpus"},              {"--prices", "prices"},           {"--fabric", "fabric"},
+    {"--min-gpus", "min_gpus"},     {"--max-gpus", "max_gpus"},       {"--objective", "objective"},
+    {"--deadline-days", "deadline_days"}, {"--budget-usd", "budget_usd"}, {"--global-batch", "global_batch"},
+    {"--batch-tokens", "batch_tokens"}, {"--top-k", "top_k"},         {"--max-points", "max_points"},
+    {"--tp", "search.tp"},          {"--pp", "search.pp"},            {"--cp", "search.cp"},
+    {"--ep", "search.ep"},          {"--expert-tp", "search.expert_tp"},
+    {"--virtual-stages", "search.virtual_stages"}, {"--micro-batch", "search.micro_batch"},
+    {"--zero-stage", "search.zero_stage"}, {"--recompute", "search.recompute"},
+    {"--precision", "search.precision"}, {"--framework", "search.framework"},
+};
+
+// "4M", "16e6", "2097152": tokens.
+double tokens_of(const std::string& text) {
+  double scale = 1;
+  std::string number = text;
+  if (!number.empty()) {
+    const char last = number.back();
+    if (last == 'K' || last == 'k') scale = 1e3;
+    if (last == 'M' || last == 'm') scale = 1e6;
+    if (last == 'G' || last == 'g' || last == 'B' || last == 'b') scale = 1e9;
+    if (scale > 1) number.pop_back();
+  }
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(number, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != number.size())
+    throw InputError("command line", "--batch-tokens",
+                     fmt::format("{} is not a number of tokens (e.g. 4M, or 2M:16M for a range)", quoted_input(text)));
+  return v * scale;
+}
+
+// The plan document: the file's, with every flag given written over it.
+nlohmann::json plan_document(const PlanArgs& a, std::vector<std::string>& given) {
+  nlohmann::json doc = a.file.empty() ? nlohmann::json::object() : load_json_file(a.file);
+  if (!doc.is_object()) throw InputError(a.file, "plan", "expected a JSON object (docs/planner.md)");
+  auto set = [&](const char* field, nlohmann::json value) {
+    given.emplace_back(field);
+    const std::string f(field);
+    if (f.rfind("search.", 0) == 0) {
+      if (!doc.contains("search") || !doc["search"].is_object()) doc["search"] = nlohmann::json::object();
+      doc["search"][f.substr(7)] = std::move(value);
+    } else {
+      doc[f] = std::move(value);
+    }
+  };
+  if (!a.model.empty()) set("model", a.model);
+  if (a.seq_len) set("seq_len", *a.seq_len);
+  if (a.tokens) set("tokens", *a.tokens);
+  if (!a.gpus.empty()) {
+    nlohmann::json gpus = nlohmann::json::array();
+    for (const std::string& g : a.gpus) {
+      const size_t colon = g.find(':');
+      if (colon == std::string::npos) {
+        gpus.push_back({{"gpu", g}});
+        continue;
+      }
+      const std::string id = g.substr(0, colon), price = g.substr(colon + 1);
+      size_t used = 0;
+      double usd = 0;
+      try {
+        usd = std::stod(price, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (price.empty() || used != price.size() || !std::isfinite(usd))
+        throw InputError("command line", "--gpu",
+                         fmt::format("price {} of {} is not a number ($/GPU-hour, e.g. {}:2.5)", quoted_input(price),
+                                     quoted_input(id), quoted_input(id)));
+      if (!(usd > 0))
+        throw InputError("command line", "--gpu",
+                         fmt::format("price {} of {} is not positive ($/GPU-hour)", usd, quoted_input(id)));
+      gpus.push_back({{"gpu", id}, {"usd_per_gpu_hour", usd}});
+    }
+    set("gpus", gpus);
+  }
+  if (!a.prices.empty()) set("prices", std::filesystem::absolute(a.prices).string());
+  if (!a.fabric.empty()) set("fabric", a.fabric);
+  if (a.min_gpus) set("min_gpus", *a.min_gpus);
+  if (a.max_gpus) set("max_gpus", *a.max_gpus);
+  if (!a.objective.empty()) set("objective", a.objective);
+  if (a.deadline_days) set("deadline_days", *a.deadline_days);
+  if (a.budget_usd) set("budget_usd", *a.budget_usd);
+  if (a.global_batch) set("global_batch", *a.global_batch);
+  if (!a.batch_tokens.empty()) {
+    const size_t colon = a.batch_tokens.find(':');
+    if (colon == std::string::npos)
+      set("batch_tokens", tokens_of(a.batch_tokens));
+    else
+      set("batch_tokens", {tokens_of(a.batch_tokens.substr(0, colon)), tokens_of(a.batch_tokens.substr(colon + 1))});
+  }
+  if (a.top_k) set("top_k", *a.top_k);
+  if (a.max_points) set("max_points", *a.max_points);
+  auto list = [&](const char* field, const auto& values) {
+    if (!values.empty()) set(field, values);
+  };
+  list("search.tp", a.tp);
+  list("search.pp", a.pp);
+  list("search.cp", a.cp);
+  list("search.ep", a.ep);
+  list("search.expert_tp", a.expert_tp);
+  list("search.virtual_stages", a.virtual_stages);
+  list("search.micro_batch", a.micro_batch);
+  list("search.zero_stage", a.zero_stage);
+  list("search.recompute", a.recompute);
+  list("search.precision", a.precision);
+  list("search.framework", a.framework);
+  return doc;
+}
+
+// An error in a field a flag gave, as the flag's; a plan from flags alone is the "command line".
+InputError as_flag_error(const InputError& e, const std::vector<std::string>& given) {
+  for (const FlagField& f : kFlagFields) {
+    const std::string field(f.field);
+    const bool in_field = e.field() == field || e.field().rfind(field + ".", 0) == 0 ||
+                          e.field().rfind(field + "[", 0) == 0;
+    if (in_field && std::find(given.begin(), given.end(), field) != given.end())
+      return InputError("command line", f.flag, e.why());
+  }
+  return e;
+}
+
+nlohmann::json point_json(const PlanRequest& q, const PlanResult& r, const PlanPoint& p) {
+  const GpuOffer& offer = q.gpus[size_t(p.offer)];
+  nlohmann::json j = {{"gpu", offer.gpu},
+                      {"num_gpus", p.num_gpus},
+                      {"usd_per_gpu_hour", offer.usd_per_gpu_hour},
+                      {"framework", r.frameworks[size_t(p.framework)]},
+                      {"layout", layout_json(p.layout)},
+                      {"fidelity", p.fidelity},
+                      {"step_time_s", p.step_time_s},
+                      {"mfu", p.mfu},
+                      {"tokens_per_s", p.tokens_per_s},
+                      {"peak_bytes_per_gpu", p.peak_bytes_per_gpu},
+                      {"capacity_bytes", p.capacity_bytes},
+                      {"headroom_bytes", p.capacity_bytes - p.peak_bytes_per_gpu},
+                      {"days", p.days},
+                      {"gpu_hours", p.gpu_hours},
+                      {"cost_usd", p.cost_usd},
+                      {"energy_kwh", p.energy_kwh},
+                      {"goodput", p.goodput}};
+  if (p.rank > 0) j["rank"] = p.rank;
+  return j;
+}
+
+nlohmann::json result_json(const PlanRequest& q, const PlanResult& r) {
+  nlohmann::json j;
+  j["request"] = to_json(q);
+  j["ranked"] = nlohmann::json::array();
+  for (const PlanPoint& p : r.ranked) j["ranked"].push_back(point_json(q, r, p));
+  j["pareto"] = nlohmann::json::array();
+  for (const PlanPoint& p : r.pareto) j["pareto"].push_back(point_json(q, r, p));
+  j["pruned"] = r.pruned;
+  j["space_size"] = r.space_size;
+  j["evaluated"] = r.evaluated;
+  j["simulated"] = r.simulated;
+  j["tie_tolerance"] = kPlanTieTolerance;
+  j["why"] = r.why;
+  j["interrupted"] = r.interrupted;
+  return j;
+}
+
+std::string layout_cell(const PlanPoint& p, bool moe, const PlanResult& r) {
+  const Layout& l = p.layout;
+  std::string s = fmt::format("tp{} pp{}", l.tp, l.pp);
+  if (l.virtual_stages > 1) s += fmt::format(" v{}", l.virtual_stages);
+  s += fmt::format(" dp{}", l.dp);
+  if (l.cp > 1) s += fmt::format(" cp{}", l.cp);
+  if (moe) s += fmt::format(" ep{}", l.ep);
+  s += fmt::format(" mb{} gb{} z{} {}", l.micro_batch, l.global_batch, l.zero_stage,
+                   l.recompute == Recompute::none ? "norc" : l.recompute == Recompute::full ? "full-rc" : "sel-rc");
+  if (l.precision != Precision::bf16) s += std::string(" ") + to_string(l.precision);
+  if (r.frameworks.size() > 1) s += " " + r.frameworks[size_t(p.framework)];
+  return s;
+}
+
+void print_rows(std::ostream& out, const PlanRequest& q, const PlanResult& r, const std::vector<PlanPoint>& rows,
+                bool moe, bool ranks) {
+  out << fmt::format("{:>4}  {:<10} {:>6}  {:<40} {:>8} {:>5} {:>9} {:>7} {:>9} {:>9} {:>7} {:>7}\n",
+                     ranks ? "rank" : "", "gpu", "gpus", "layout", "step s", "MFU", "headroom", "days", "GPU-h",
+                     "$M", "MWh", "goodput");
+  for (const PlanPoint& p : rows) {
+    const std::string rank = ranks ? fmt::format("{}", p.rank) : "";
+    out << fmt::format("{:>4}  {:<10} {:>6}  {:<40} {:>8.3f} {:>4.1f}% {:>5.1f} GiB {:>7.1f} {:>9} {:>9.3f} {:>7.0f} {:>6.1f}%{}\n",
+                       rank, q.gpus[size_t(p.offer)].gpu, p.num_gpus, layout_cell(p, moe, r), p.step_time_s,
+                       100 * p.mfu, (p.capacity_bytes - p.peak_bytes_per_gpu) / kGiB, p.days,
+                       count_text(uint64_t(p.gpu_hours)), p.cost_usd / 1e6, p.energy_kwh / 1e3, 100 * p.goodput,
+                       p.fidelity == "event" ? "" : " (estimate)");
+  }
+}
+
+void print_table(std::ostream& out, const PlanRequest& q, const PlanResult& r, bool moe, int threads) {
+  std::string goal = q.objective == PlanObjective::cost ? "fewest dollars" : "fewest days";
+  if (q.deadline_days) goal += fmt::format(" within {:.4g} days", *q.deadline_days);
+  if (q.budget_usd) goal += fmt::format(" within ${:.4g}M", *q.budget_usd / 1e6);
+  std::string model = q.model.is_string() ? q.model.get<std::string>() : q.model.dump();
+  out << fmt::format("simrun plan — {}, {} tokens; {}\n", model,
+                     q.tokens > 0 ? fmt::format("{:.3g}", q.tokens) : std::string("20 per parameter"), goal);
+  out << fmt::format("searched {} points: {} estimated, {} event-simulated; {} threads, {:.1f} s{}\n\n",
+                     r.space_size, r.evaluated, r.simulated, threads, r.wall_s,
+                     r.interrupted ? " (interrupted: the best found so far)" : "");
+  out << "ranked (ties within " << int(100 * kPlanTieTolerance) << "% share a rank)\n";
+  print_rows(out, q, r, r.ranked, moe, true);
+  if (!r.why.empty()) out << "\n" << r.why << "\n";
+  out << "\nPareto front, days against dollars (every GPU type and size)\n";
+  print_rows(out, q, r, r.pareto, moe, false);
+  out << "\npruned";
+  int64_t total = 0;
+  for (const auto& [reason, n] : r.pruned) total += n;
+  out << fmt::format(" {} of {} points:", total, r.space_size);
+  std::vector<std::pair<std::string, int64_t>> reasons(r.pruned.begin(), r.pruned.end());
+  std::sort(reasons.begin(), reasons.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
+  for (const auto& [reason, n] : reasons) out << fmt::format(" {} {},", reason, n);
+  out << "\n";
+}
+
+Fields csv_row(const PlanRequest& q, const PlanResult& r, const PlanPoint& p, const char* list) {
+  const Layout& l = p.layout;
+  return {{"list", list},
+          {"rank", p.rank},
+          {"gpu", q.gpus[size_t(p.offer)].gpu},
+          {"num_gpus", p.num_gpus},
+          {"usd_per_gpu_hour", q.gpus[size_t(p.offer)].usd_per_gpu_hour},
+          {"framework", r.frameworks[size_t(p.framework)]},
+          {"tp", l.tp},
+          {"pp", l.pp},
+          {"virtual_stages", l.virtual_stages},
+          {"dp", l.dp},
+          {"cp", l.cp},
+          {"ep", l.ep},
+          {"expert_tp", l.expert_tp},
+          {"micro_batch", l.micro_batch},
+          {"global_batch", l.global_batch},
+          {"zero_stage", l.zero_stage},
+          {"recompute", to_string(l.recompute)},
+          {"precision", to_string(l.precision)},
+          {"pipeline_split", to_string(l.pipeline_split)},
+          {"fidelity", p.fidelity},
+          {"step_time_s", p.step_time_s},
+          {"mfu", p.mfu},
+          {"peak_bytes_per_gpu", p.peak_bytes_per_gpu},
+          {"capacity_bytes", p.capacity_bytes},
+          {"days", p.days},
+          {"gpu_hours", p.gpu_hours},
+          {"cost_usd", p.cost_usd},
+          {"energy_kwh", p.energy_kwh},
+          {"goodput", p.goodput}};
+}
+
+}  // namespace
+
+Command add_plan_command(CLI::App& root, const CliEnv& env) {
+  auto a = std::make_shared<PlanArgs>();
+  CLI::App* cmd = root.add_subcommand(
+      "plan", "Capacity planner: which GPUs, how many and which layout, ranked by days or dollars (docs/planner.md)");
+  cmd->add_option("plan", a->file, "Plan file (JSON, docs/planner.md); the flags override its fields");
+  cmd->add_option("--model", a->model, "Model catalog id (e.g. llama3-70b) or a config.json path");
+  cmd->add_option("--seq-len", a->seq_len, "Sequence length in tokens (default: the model's)");
+  cmd->add_option("--tokens", a->tokens, "Training tokens (default: 20 per parameter)");
+  cmd->add_option("--gpu", a->gpus, "A GPU type on offer and its $/GPU-hour, ID:PRICE (repeatable), e.g. h100-sxm:2.5")
+      ->type_name("ID:PRICE");
+  cmd->add_option("--prices", a->prices, "Price table: a JSON object of GPU id to $/GPU-hour");
+  cmd->add_option("--fabric", a->fabric, "Inter-node fabric id for every GPU type (default: the scenario's)");
+  cmd->add_option("--min-gpus", a->min_gpus, "Smallest cluster (default: one node)");
+  cmd->add_option("--max-gpus", a->max_gpus, "Largest cluster (whole nodes up to it are searched)");
+  cmd->add_option("--objective", a->objective, "time (fewest days) or cost (fewest dollars, the default)");
+  cmd->add_option("--deadline-days", a->deadline_days, "Finish within this many days (failures and checkpoints included)");
+  cmd->add_option("--budget-usd", a->budget_usd, "Spend at most this many dollars");
+  cmd->add_option("--global-batch", a->global_batch, "Sequences per step, fixed");
+  cmd->add_option("--batch-tokens", a->batch_tokens,
+                  "Tokens per step, or a range MIN:MAX (e.g. 2M:16M); default 4M (Llama 2's)")
+      ->type_name("TOKENS[:MAX]");
+  cmd->add_option("--top-k", a->top_k, "Best points re-run by the event simulation (default 20)");
+  cmd->add_option("--max-points", a->max_points, "Refuse a space larger than this (default 5e7)");
+  cmd->add_option("--tp", a->tp, "Tensor-parallel sizes to search, e.g. 4,8")->delimiter(',');
+  cmd->add_option("--pp", a->pp, "Pipeline sizes to search")->delimiter(',');
+  cmd->add_option("--cp", a->cp, "Context-parallel sizes to search")->delimiter(',');
+  cmd->add_option("--ep", a->ep, "Expert-parallel sizes to search (MoE)")->delimiter(',');
+  cmd->add_option("--expert-tp", a->expert_tp, "Expert tensor-parallel sizes to search (MoE)")->delimiter(',');
+  cmd->add_option("--virtual-stages", a->virtual_stages, "Virtual stages per pipeline rank to search")->delimiter(',');
+  cmd->add_option("--micro-batch", a->micro_batch, "Micro-batch sizes to search")->delimiter(',');
+  cmd->add_option("--zero-stage", a->zero_stage, "ZeRO stages to search (default 0,1,3)")->delimiter(',');
+  cmd->add_option("--recompute", a->recompute, "Recompute settings to search: none,selective,full")->delimiter(',');
+  cmd->add_option("--precision", a->precision, "Precisions to search (default bf16), e.g. bf16,fp8")->delimiter(',');
+  cmd->add_option("--framework", a->framework, "Framework profiles to search (default megatron-core)")->delimiter(',');
+  cmd->add_option("--threads", a->threads, "Worker threads (default: every core)");
+  add_output_options(*cmd, a->format, nullptr);
+  cmd->add_option("--explain", a->explain_row, "Explain row N of the ranking: its scenario and every number's formula")
+      ->type_name("N");
+  add_progress_options(*cmd, a->progress);
+  add_catalog_option(*cmd, a->catalogs);
+  return {cmd, [a, env] {
+            const Catalogs catalogs = load_cli_catalogs(env, a->catalogs);
+            std::vector<std::string> given;
+            PlanRequest q;
+            try {
+              const nlohmann::json doc = plan_document(*a, given);
+              const std::filesystem::path base =
+                  a->file.empty() ? std::filesystem::current_path() : std::filesystem::path(a->file).parent_path();
+              q = parse_plan_request(doc, a->file.empty() ? "command line" : a->file, catalogs, base);
+            } catch (const InputError& e) {
+              throw as_flag_error(e, given);
+            }
+            if (a->threads < 0) throw InputError("command line", "--threads", "must be at least 1 (0: every core)");
+            const int threads =
+                a->threads > 0 ? a->threads : int(std::max(1u, std::thread::hardware_concurrency()));
+            const int64_t size = plan_space_size(q, catalogs);
+            if (size > q.max_points)
+              throw InputError(q.file, given.empty() ? "max_points" : "--max-points",
+                               fmt::format("the space holds {} points, over the {} a search may take: narrow it "
+                                           "(--tp, --pp, --micro-batch, --zero-stage, --recompute, a smaller "
+                                           "--max-gpus or a fixed --global-batch) or raise --max-points",
+                                           size, q.max_points));
+            if (a->explain_row < 0 || a->explain_row > q.top_k)
+              throw InputError("command line", "--explain",
+                               fmt::format("row {} is not among the {} ranked rows (1 to --top-k)", a->explain_row,
+                                           q.top_k));
+
+            std::unique_ptr<ProgressLine> line =
+                stderr_progress_line(progress_mode(a->progress, env.progress));
+            PlanControl control;
+            control.threads = threads;
+            control.cancel = &g_interrupted;
+            const auto start = std::chrono::steady_clock::now();
+            if (line)
+              control.progress = [&](const PlanProgress& p) {
+                const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+                std::string text;
+                if (p.phase == "simulating") {
+                  text = fmt::format("simrun plan: event-simulating the best {}", q.top_k);
+                } else {
+                  const double done = p.total > 0 ? double(p.done) / double(p.total) : 0;
+                  const double rate = elapsed > 0 ? double(p.done) / elapsed : 0;
+                  text = fmt::format("simrun plan: {:.0f}%, {} of {} points, {} estimated, {}/s", 100 * done,
+                                     count_text(uint64_t(p.done)), count_text(uint64_t(p.total)),
+                                     count_text(uint64_t(p.evaluated)), count_text(uint64_t(rate)));
+                  if (p.done > 0 && p.done < p.total && elapsed >= 0.5)
+                    text += ", ETA " + duration_text(elapsed * (1 - done) / done);
+                }
+                line->show(text);
+              };
+            g_interrupted.store(false);
+            std::signal(SIGINT, on_interrupt);
+            const PlanResult result = plan(q, catalogs, control);
+            std::signal(SIGINT, SIG_DFL);
+            if (line) line->clear();
+
+            const bool moe = result.model.is_moe();
+            if (result.ranked.empty() && !result.interrupted)
+              throw InfeasibleError(q.file + ": " + infeasible_text(q, result));
+            switch (a->format) {
+              case OutputFormat::json:
+                std::cout << result_json(q, result).dump(2) << "\n";
+                break;
+              case OutputFormat::csv: {
+                std::vector<Fields> rows;
+                for (const PlanPoint& p : result.ranked) rows.push_back(csv_row(q, result, p, "ranked"));
+                for (const PlanPoint& p : result.pareto) rows.push_back(csv_row(q, result, p, "pareto"));
+                write_csv(rows, std::cout);
+                break;
+              }
+              case OutputFormat::table:
+                print_table(std::cout, q, result, moe, threads);
+                break;
+            }
+            if (a->explain_row > 0) {
+              if (a->explain_row > int64_t(result.ranked.size()))
+                throw InputError("command line", "--explain",
+                                 fmt::format("row {} is not in the ranking ({} rows)", a->explain_row,
+                                             result.ranked.size()));
+              const PlanPoint& p = result.ranked[size_t(a->explain_row - 1)];
+              const Scenario s = plan_point_scenario(q, catalogs, p, result.frameworks);
+              SimulateOptions options;
+              options.workload = s.framework.workload;
+              options.memory = s.framework.memory;
+              Report report = simulate(s, options).report;
+              std::cout << fmt::format("\nrow {}: the scenario (simrun simulate FILE reruns it)\n{}\n\n", a->explain_row,
+                                       plan_point_scenario_json(q, p, result.frameworks).dump(2));
+              print_report_explain(report, std::cout);
+            }
+            return result.interrupted ? 130 : 0;
+          }};
+}
+
+}  // namespace simrun::cli
