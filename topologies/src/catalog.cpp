@@ -106,6 +106,15 @@ GpuSpec read_gpu(JsonReader& r, const std::string& id) {
     if (d.source.empty()) c.fail("source", "every set of defaults names its source");
     c.finish();
   }
+  if (r.has("flex_dispatcher")) {
+    JsonReader f = r.object("flex_dispatcher");
+    GpuSpec::FlexDispatcher& d = g.flex_dispatcher;
+    d.dispatch_bytes_per_s = f.number("dispatch_gb_per_s", 0.001, kMaxBandwidthTb * 1000) * kGB;
+    d.combine_bytes_per_s = f.number("combine_gb_per_s", 0.001, kMaxBandwidthTb * 1000) * kGB;
+    d.source = f.string("source");
+    if (d.source.empty()) f.fail("source", "every measured figure names its source");
+    f.finish();
+  }
   g.source = r.string("source");
   if (g.source.empty()) r.fail("source", "every entry names its source");
   r.string_or("assumed", "");  // free text: the fields that had to be assumed, and why

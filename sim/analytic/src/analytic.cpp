@@ -217,6 +217,22 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
 }
 
 namespace detail {
+namespace {
+
+// Where the flex dispatcher's NVLink kernels move the tokens: the throughput that bounds them on
+// this GPU (ProgramCost::comm_kernel_s), or that none is measured.
+std::string dispatcher_kernel_note(const EpExchange& x, const GpuSpec& gpu) {
+  if (!x.dispatcher_kernels) return "";
+  const GpuSpec::FlexDispatcher& k = gpu.flex_dispatcher;
+  if (k.dispatch_bytes_per_s <= 0)
+    return fmt::format("; no measured throughput of those kernels on {}: timed on the fabric", gpu.id);
+  return fmt::format(
+      "; each all-to-all no faster than those kernels move the bytes a rank receives on {}: dispatch {:.0f} "
+      "GB/s, combine {:.0f} GB/s ({})",
+      gpu.id, k.dispatch_bytes_per_s / 1e9, k.combine_bytes_per_s / 1e9, k.source);
+}
+
+}  // namespace
 
 void explain_ep_exchange(const Scenario& sc, const WorkloadOptions& workload, Report& r) {
   if (!sc.model.is_moe() || sc.layout.ep <= 1) return;
@@ -226,7 +242,8 @@ void explain_ep_exchange(const Scenario& sc, const WorkloadOptions& workload, Re
           "group's links; bytes = tokens · copies per token · hidden · bytes per element; two-level "
           "(DeepEP): the InfiniBand level's copies are the distinct destination domains, the NVLink "
           "level's the distinct destination ranks, expected under balanced routing (moe_routing.hpp)",
-          fmt::format("dispatcher {}: {}", to_string(workload.host.moe_dispatcher), x.why));
+          fmt::format("dispatcher {}: {}{}", to_string(workload.host.moe_dispatcher), x.why,
+                      dispatcher_kernel_note(x, sc.cluster.gpu)));
 }
 
 }  // namespace detail

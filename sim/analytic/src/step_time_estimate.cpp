@@ -105,9 +105,10 @@ double host_waits_s(const StageProgram& prog, const ProgramCost& cost, const Hos
 }
 
 // A TP, CP or EP collective's closed-form time on its group's link at the condition's fraction,
-// booked to its piece; 0 for the data-parallel ones (timed per step).
+// no shorter than its kernels' (ProgramCost::comm_kernel_s), booked to its piece; 0 for the
+// data-parallel ones (timed per step).
 double probe_collective_s(const Task& t, PieceTime* piece, const GroupLinks& links,
-                          const StageCondition& condition) {
+                          const StageCondition& condition, const ProgramCost& cost) {
   double duration = 0;
   if (t.group == GroupKind::tp) {
     duration = collective_at_s(t.coll, t.comm_bytes, links.tp_size, links.tp,
@@ -127,6 +128,7 @@ double probe_collective_s(const Task& t, PieceTime* piece, const GroupLinks& lin
                                : inter ? links.ep_inter_size
                                        : links.ep_size,
                                link, condition.fraction(link.link_class));
+    duration = std::max(duration, cost.comm_kernel_s(t));
     if (piece) piece->ep_comm_s += duration;
   }
   return duration;
@@ -214,7 +216,7 @@ ProbeTimes time_probe(const StageProgram& prog, const ProgramCost& cost, const G
         if (start > gpu_ready) book_host_wait(*piece, t, start - gpu_ready);
       }
     } else if (t.kind == TaskKind::collective) {
-      duration = probe_collective_s(t, piece, links, condition);
+      duration = probe_collective_s(t, piece, links, condition, cost);
     }
     end[i] = start + duration;
     stream_free[stream] = end[i];

@@ -508,6 +508,10 @@ class Executor {
     FlowSpec f;
     f.bytes = bw_s * kPortRate;
     f.latency = TimeNs::from_seconds(alpha_s);
+    // Dispatcher kernels slower than the fabric (ProgramCost::comm_kernel_s): the flow's rate is
+    // capped so that alone it lasts their time, leaving the rest of its ports to other traffic.
+    const double kernel_s = m_cost.stages[size_t(m_ranks[members.front()].stage)].comm_kernel_s(task);
+    if (f.bytes > 0 && kernel_s > alpha_s + bw_s) f.max_bytes_per_s = f.bytes / (kernel_s - alpha_s);
     auto both_directions = [&f](uint32_t port_index) {
       for (PortDirection d : {PortDirection::out, PortDirection::in})
         f.links.push_back(LinkUse{port_link(port_index, d), 1.0});

@@ -670,6 +670,8 @@ uint32_t StageBuilder::ep_all_to_all(OpName op, Phase phase, uint32_t after) {
     const double bytes = x.copies == s.top_k ? s.dispatched_tokens * s.h * element : per_copy * x.copies;
     const uint32_t c = collective(Stream::ep, op, CollectiveOp::all_to_all, GroupKind::ep, bytes, phase,
                                   {m_last_compute, after});
+    if (x.dispatcher_kernels)
+      m_prog.tasks[c].comm_kernel = to_experts ? CommKernel::flex_dispatch : CommKernel::flex_combine;
     m_wait.push_back(c);
     return c;
   }
@@ -1082,13 +1084,15 @@ EpExchange ep_exchange(const Scenario& sc, const WorkloadOptions& opt) {
   const std::optional<double> ranks = expected_bins_reached(moe, per_rank);
   if (l.ep_inter() == 1 || l.expert_tp > 1) {
     if (ranks) x.copies = *ranks;
+    x.dispatcher_kernels = group_inside_scale_up(sc.cluster, rank_group(l, GroupKind::ep));
     x.why = fmt::format(
         "one all-to-all over the EP group of {}, a copy per distinct destination rank ({:.3g} per token of "
-        "top_k = {}){}, {}",
+        "top_k = {}){}, {}{}",
         l.ep, x.copies, moe.top_k,
         l.expert_tp > 1 ? " (expert_tp > 1: the two-level per-node exchange is not modelled)"
                         : " (the EP group does not span scale-up domains in aligned blocks)",
-        dtype);
+        dtype,
+        x.dispatcher_kernels ? "; on the dispatcher's NVLink kernels (DeepEP intranode, HybridEP)" : "");
     return x;
   }
   const int64_t per_node = per_rank * l.ep_intra();

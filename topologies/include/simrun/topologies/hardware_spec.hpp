@@ -52,6 +52,18 @@ struct GpuSpec {
     std::string source;
   };
   ComputeDefaults compute_defaults;
+  // The MoE flex token dispatcher's NVLink kernels (DeepEP's intranode normal kernels, HybridEP;
+  // "flex_dispatcher" in the catalog file): the bytes a rank receives per second through the
+  // dispatch (tokens to their experts) and the combine (back), counted as DeepEP's benchmarks
+  // count them: each token once per destination rank, the rank's own share included, at the
+  // element size moved (fp8 with its scales where the dispatch is fp8). They run on a few SMs and
+  // can be slower than the fabric. 0: no measured figure (the all-to-all is timed on the fabric).
+  struct FlexDispatcher {
+    double dispatch_bytes_per_s = 0;  // e.g. 169e9 (GB200, 24 SMs)
+    double combine_bytes_per_s = 0;   // e.g. 135e9
+    std::string source;               // the measurement, with the SMs it ran on
+  };
+  FlexDispatcher flex_dispatcher;
 
   double peak_flops_per_s(Precision p) const;  // dense peak for GEMMs in precision p (0 = unsupported)
 };

@@ -99,6 +99,14 @@ enum class OpName : uint8_t {
 };
 const char* to_string(OpName op);
 
+// The kernels that move a collective's bytes: NCCL's, timed on the fabric alone; or the MoE flex
+// dispatcher's NVLink kernels (EpExchange::dispatcher_kernels), whose throughput on the GPU
+// (GpuSpec::flex_dispatcher) also bounds the all-to-all's time (ProgramCost::comm_kernel_s): its
+// dispatch kernel carries tokens to their experts (the forward dispatch, the combine's backward),
+// its combine kernel back (the forward combine, the dispatch's backward), as DeepEP's autograd
+// functions run them (Megatron-Core fused_a2a.py).
+enum class CommKernel : uint8_t { nccl, flex_dispatch, flex_combine };
+
 inline constexpr uint32_t kNoTask = 0xffffffffu;
 inline constexpr uint32_t kNoShape = 0xffffffffu;
 
@@ -109,6 +117,7 @@ struct Task {
   OpName op = OpName::embedding;
   CollectiveOp coll = CollectiveOp::all_reduce;
   GroupKind group = GroupKind::tp;
+  CommKernel comm_kernel = CommKernel::nccl;  // collective: the kernels that move its bytes
   // The host's share (docs/model.md "Host overhead"): launches it costs the host to issue the
   // task (0 inside a CUDA graph launched with an earlier task, and for recvs), and host syncs
   // before it: the host waits for the task's dependencies to finish on the GPU, then issues it.
@@ -218,6 +227,11 @@ struct EpExchange {
   double copies = 0;       // one level: top_k (a copy per expert), or distinct ranks (DeepEP)
   double node_copies = 0;  // two levels: distinct destination domains per token (expected)
   double rank_copies = 0;  // two levels: distinct destination ranks per token (expected)
+  // The one-level all-to-all of a flex dispatcher over an EP group inside one scale-up domain runs
+  // on its NVLink kernels (DeepEP's intranode kernels, HybridEP), whose measured throughput bounds
+  // it (CommKernel). Not the two-level exchange: DeepEP's internode kernels are other kernels,
+  // with no measured NVLink figure (their README's internode figures are the NIC's).
+  bool dispatcher_kernels = false;
   // Bytes per hidden element of the all-to-alls that carry tokens to their experts (the forward
   // dispatch, the combine's backward): fp8 and an fp32 scale per 1×128 tile (ep_dispatch_fp8:
   // DeepSeek-V3 sec. 3.3.3; DeepEP's dispatch takes the fp8 tensor with float scales
