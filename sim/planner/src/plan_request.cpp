@@ -177,7 +177,7 @@ PlanRequest parse_plan_request(const nlohmann::json& doc, const std::string& fil
                                          q.batch_tokens_max));
   }
   if (!q.global_batch && q.batch_tokens_max == 0) q.batch_tokens_min = q.batch_tokens_max = kDefaultBatchTokens;
-  q.top_k = r.integer_or("top_k", 20, 0, 10000);
+  q.top_k = r.integer_or("top_k", 20, 1, 10000);
   q.max_points = r.integer_or("max_points", kDefaultMaxPlanPoints, 1, int64_t(1) << 50);
 
   if (r.has("search")) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "simrun/common/error.hpp"
 #include "simrun/sim/framework/profile.hpp"
@@ -185,9 +186,14 @@ std::vector<DataParallelChoice> data_parallel_choices(const PlanRequest& q, cons
   const int64_t node = base.node_gpus;
   const int64_t min_gpus = std::max(q.min_gpus, node);
   const int64_t seq_len = space.model.seq_len;
-  for (int64_t dp = 1; dp * mp <= q.max_gpus; ++dp) {
+  // Every replica runs at least one micro-batch per step, so dp·micro_batch is at most the batch.
+  const int64_t batch_max = q.global_batch ? *q.global_batch : int64_t(std::floor(q.batch_tokens_max / double(seq_len)));
+  const int64_t dp_max = std::min(q.max_gpus / mp, batch_max / shape.micro_batch);
+  // Whole nodes: dp·mp a multiple of the node's GPUs.
+  const int64_t step = node / std::gcd(node, mp);
+  for (int64_t dp = step; dp <= dp_max; dp += step) {
     const int64_t n = dp * mp;
-    if (n < min_gpus || n % node != 0) continue;
+    if (n < min_gpus) continue;
     const int64_t per_step = shape.micro_batch * dp;  // sequences of one micro-batch per replica
     int64_t batch = 0;
     if (q.global_batch) {
