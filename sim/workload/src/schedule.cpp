@@ -2,6 +2,8 @@
 #include "simrun/sim/workload/schedule.hpp"
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 #include <array>
 
 #include "simrun/common/error.hpp"
@@ -163,7 +165,16 @@ std::vector<PipelineSlot> stage_schedule(PipelineSchedule kind, int64_t stage, i
 }
 
 bool schedule_completes(PipelineSchedule kind, int64_t pp, int64_t m, int64_t v) {
-  return schedule_finish_times(kind, pp, m, v, [](int64_t, const PipelineSlot&) { return 0.0; }).has_value();
+  // A pure function of four numbers that plays the whole schedule out (O(pp·v·m)): the planner and
+  // the estimate ask it for the same schedules again and again, so each thread remembers its answers.
+  thread_local std::map<std::tuple<PipelineSchedule, int64_t, int64_t, int64_t>, bool> known;
+  const auto key = std::make_tuple(kind, pp, m, v);
+  if (const auto it = known.find(key); it != known.end()) return it->second;
+  const bool completes =
+      schedule_finish_times(kind, pp, m, v, [](int64_t, const PipelineSlot&) { return 0.0; }).has_value();
+  if (known.size() > 100000) known.clear();  // bounded: a long-lived process asking everything
+  known.emplace(key, completes);
+  return completes;
 }
 
 std::optional<std::vector<double>> schedule_finish_times(
