@@ -174,13 +174,13 @@ nlohmann::json plan_document(const PlanArgs& a, std::vector<std::string>& given)
   return doc;
 }
 
-// An error in a field a flag gave, as the flag's; a plan from flags alone is the "command line".
-InputError as_flag_error(const InputError& e, const std::vector<std::string>& given) {
+// An error in a field a flag gave (or any field of a plan from flags alone) as the flag's.
+InputError as_flag_error(const InputError& e, const std::vector<std::string>& given, bool from_file) {
   for (const FlagField& f : kFlagFields) {
     const std::string field(f.field);
     const bool in_field = e.field() == field || e.field().rfind(field + ".", 0) == 0 ||
                           e.field().rfind(field + "[", 0) == 0;
-    if (in_field && std::find(given.begin(), given.end(), field) != given.end())
+    if (in_field && (!from_file || std::find(given.begin(), given.end(), field) != given.end()))
       return InputError("command line", f.flag, e.why());
   }
   return e;
@@ -367,7 +367,7 @@ Command add_plan_command(CLI::App& root, const CliEnv& env) {
                   a->file.empty() ? std::filesystem::current_path() : std::filesystem::path(a->file).parent_path();
               q = parse_plan_request(doc, a->file.empty() ? "command line" : a->file, catalogs, base);
             } catch (const InputError& e) {
-              throw as_flag_error(e, given);
+              throw as_flag_error(e, given, !a->file.empty());
             }
             if (a->threads < 0) throw InputError("command line", "--threads", "must be at least 1 (0: every core)");
             const int threads =

@@ -54,3 +54,8 @@ add_dependencies(test_cli_shell simrun)
 simrun_add_test_exe(test_framework_cli SOURCES cli/test_framework_cli.cpp LIBS nlohmann_json::nlohmann_json simrun_test_fixtures)
 target_compile_definitions(test_framework_cli PRIVATE SIMRUN_BINARY="$<TARGET_FILE:simrun>")
 add_dependencies(test_framework_cli simrun)
+# `simrun plan`: the chapter's example simulated back, plan files, threads, limits, the progress
+# line on a pseudo-terminal, Ctrl-C, exit 3 and bad input (sim/planner, docs/planner.md).
+simrun_add_test_exe(test_plan SOURCES cli/test_plan.cpp LIBS nlohmann_json::nlohmann_json simrun_test_fixtures)
+target_compile_definitions(test_plan PRIVATE SIMRUN_BINARY="$<TARGET_FILE:simrun>")
+add_dependencies(test_plan simrun)

@@ -100,11 +100,10 @@ PlanRequest parse_plan_request(const nlohmann::json& doc, const std::string& fil
 
   const std::map<std::string, double> prices = read_prices(r, base_dir);
   if (!r.has("gpus"))
-    r.fail("gpus", "no GPU type to plan on (e.g. --gpu h100-sxm:2.5, or \"gpus\": [{\"gpu\": \"h100-sxm\", "
-                   "\"usd_per_gpu_hour\": 2.5}])");
+    r.fail("gpus", "no GPU type to plan on (give each GPU id with its $/GPU-hour, e.g. h100-sxm at 2.5)");
   const nlohmann::json& gpus = r.raw("gpus");
   if (!gpus.is_array() || gpus.empty())
-    r.fail("gpus", "expected a non-empty list of {\"gpu\", \"usd_per_gpu_hour\"} (e.g. --gpu h100-sxm:2.5)");
+    r.fail("gpus", "expected a non-empty list of {\"gpu\", \"usd_per_gpu_hour\"} (e.g. h100-sxm at 2.5)");
   for (size_t i = 0; i < gpus.size(); ++i) {
     const std::string path = fmt::format("gpus[{}]", i);
     const nlohmann::json entry = gpus[i].is_string() ? nlohmann::json{{"gpu", gpus[i]}} : gpus[i];
@@ -135,7 +134,7 @@ PlanRequest parse_plan_request(const nlohmann::json& doc, const std::string& fil
   }
 
   // Cluster sizes: whole nodes of each GPU type, from min_gpus (default one node) to max_gpus.
-  if (!r.has("max_gpus")) r.fail("max_gpus", "missing: the largest cluster to consider (e.g. --max-gpus 8192)");
+  if (!r.has("max_gpus")) r.fail("max_gpus", "missing: the largest cluster to consider, in GPUs (e.g. 8192)");
   q.max_gpus = r.integer("max_gpus", 1, kMaxPlanGpus);
   q.min_gpus = r.integer_or("min_gpus", 0, 1, kMaxPlanGpus);
   for (const GpuOffer& o : q.gpus) {

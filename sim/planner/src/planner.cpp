@@ -473,7 +473,7 @@ std::string infeasible_text(const PlanRequest& q, const PlanResult& r) {
   if (!c.fastest) {
     if (c.least_memory)
       return fmt::format("no layout fits in GPU memory: the closest, {}, needs {:.1f} GiB of {:.1f} GiB ({:.0f}% over); "
-                         "allow more GPUs (--max-gpus), recompute or ZeRO-3",
+                         "allow more GPUs, recompute or ZeRO-3",
                          who(*c.least_memory), c.least_memory->peak_bytes_per_gpu / kGiB,
                          c.least_memory->capacity_bytes / kGiB,
                          100 * (c.least_memory->peak_bytes_per_gpu / c.least_memory->capacity_bytes - 1));
