@@ -396,15 +396,11 @@ PlanResult plan_finish(const PlanRequest& q, const Catalogs& catalogs, PlanParti
       const std::vector<std::string> diffs = layout_differences(a, b);
       std::string list;
       for (const std::string& d : diffs) list += (list.empty() ? "" : ", ") + d;
-      // The step's part that moves most between the two.
-      const double dc = b.compute_s - a.compute_s, dx = b.exposed_comm_s - a.exposed_comm_s,
-                   db = b.bubble_s - a.bubble_s;
-      const double biggest = std::max({std::abs(dc), std::abs(dx), std::abs(db)});
-      const char* part = biggest == std::abs(dc) ? "compute" : biggest == std::abs(dx) ? "exposed communication"
-                                                                                        : "pipeline bubble";
-      const double delta = biggest == std::abs(dc) ? dc : biggest == std::abs(dx) ? dx : db;
-      because = fmt::format("{} ({} {:+.3g} s per step for the runner-up, step {:.3g} s vs {:.3g} s)", list, part,
-                            delta, a.step_time_s, b.step_time_s);
+      // How the runner-up's step differs, part by part.
+      because = fmt::format("{}; the runner-up's step is {:.3g} s against {:.3g} s (compute {:+.3g} s, exposed "
+                            "communication {:+.3g} s, bubble {:+.3g} s)",
+                            list, b.step_time_s, a.step_time_s, b.compute_s - a.compute_s,
+                            b.exposed_comm_s - a.exposed_comm_s, b.bubble_s - a.bubble_s);
     }
     result.why = fmt::format("The winner ({} x {}, {}) is {} than the runner-up ({} x {}, {}): {}.", ga,
                              a.num_gpus, layout_text(a, result.frameworks, moe), what, gb, b.num_gpus,
