@@ -222,6 +222,7 @@ nlohmann::json result_json(const PlanRequest& q, const PlanResult& r) {
   j["simulated"] = r.simulated;
   j["tie_tolerance"] = kPlanTieTolerance;
   j["why"] = r.why;
+  j["warnings"] = r.warnings;
   j["interrupted"] = r.interrupted;
   return j;
 }
@@ -268,6 +269,7 @@ void print_table(std::ostream& out, const PlanRequest& q, const PlanResult& r, b
   out << "ranked (ties within " << int(100 * kPlanTieTolerance) << "% share a rank)\n";
   print_rows(out, q, r, r.ranked, moe, true);
   if (!r.why.empty()) out << "\n" << r.why << "\n";
+  for (const std::string& w : r.warnings) out << "warning: " << w << "\n";
   out << "\nPareto front, days against dollars (every GPU type and size)\n";
   print_rows(out, q, r, r.pareto, moe, false);
   out << "\npruned";

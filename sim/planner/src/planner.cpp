@@ -411,9 +411,32 @@ PlanResult plan_finish(const PlanRequest& q, const Catalogs& catalogs, PlanParti
   return result;
 }
 
+namespace {
+
+void add_warnings(const PlanRequest& q, PlanResult& r) {
+  if (r.ranked.empty()) return;
+  const PlanPoint& best = r.ranked.front();
+  if (q.objective == PlanObjective::cost && !q.deadline_days && best.days > 365)
+    r.warnings.push_back(fmt::format(
+        "the cheapest plan takes {:.0f} days: without a deadline the fewest dollars go to the smallest "
+        "cluster that fits (give a deadline, or rank by time)",
+        best.days));
+  if (q.objective == PlanObjective::time && !q.budget_usd && r.pareto.size() > 1 &&
+      best.cost_usd > 1.5 * r.pareto.back().cost_usd)
+    r.warnings.push_back(fmt::format("the fastest plan costs {:.1f}x the cheapest on the Pareto front (give a "
+                                     "budget to bound it)",
+                                     best.cost_usd / r.pareto.back().cost_usd));
+  if (r.interrupted)
+    r.warnings.push_back("interrupted: the best found so far, not the whole space (rows not event-simulated say "
+                         "\"analytic\")");
+}
+
+}  // namespace
+
 PlanResult plan(const PlanRequest& q, const Catalogs& catalogs, const PlanControl& control) {
   const auto start = std::chrono::steady_clock::now();
   PlanResult r = plan_finish(q, catalogs, plan_search(q, catalogs, control), control);
+  add_warnings(q, r);
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }

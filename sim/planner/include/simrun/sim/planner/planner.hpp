@@ -81,6 +81,9 @@ struct PlanResult {
   double wall_s = 0;
   // Why the winner wins against the runner-up, one sentence (empty with fewer than two rows).
   std::string why;
+  // Caveats of the answer, one line each (e.g. a cost objective without a deadline picking a
+  // run of years).
+  std::vector<std::string> warnings;
 };
 
 struct PlanProgress {
