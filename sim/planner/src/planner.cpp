@@ -81,13 +81,8 @@ double days_of(const PlanPoint& p) { return p.days; }
 double cost_of(const PlanPoint& p) { return p.cost_usd; }
 double memory_ratio_of(const PlanPoint& p) { return p.peak_bytes_per_gpu / p.capacity_bytes; }
 
-PlanPoint point_of(const Report& r, const PlanShape& shape, const PlanBase& base, const Scenario& s) {
-  PlanPoint p;
-  p.offer = base.offer;
-  p.framework = base.framework;
-  p.num_gpus = s.cluster.num_gpus;
-  p.layout = s.layout;
-  (void)shape;
+// A point's numbers from a report (either fidelity); who it is stays as it was.
+void set_numbers(PlanPoint& p, const Report& r) {
   p.fidelity = r.fidelity;
   p.step_time_s = r.step_time_s;
   p.mfu = r.mfu;
@@ -102,6 +97,15 @@ PlanPoint point_of(const Report& r, const PlanShape& shape, const PlanBase& base
   p.cost_usd = r.run.cost_usd;
   p.energy_kwh = r.run.energy_kwh;
   p.goodput = r.run.goodput;
+}
+
+// Who a point is: its GPU type, framework, size and layout.
+PlanPoint point_at(const PlanBase& base, const Scenario& s) {
+  PlanPoint p;
+  p.offer = base.offer;
+  p.framework = base.framework;
+  p.num_gpus = s.cluster.num_gpus;
+  p.layout = s.layout;
   return p;
 }
 
@@ -143,11 +147,7 @@ void search_shape(const PlanRequest& q, const PlanSpace& space, const PlanShape&
     const MemoryEstimate memory = estimate_memory(s, s.framework.memory);
     if (!memory.report.fits) {
       ++out.pruned["memory"];
-      PlanPoint p;
-      p.offer = base.offer;
-      p.framework = base.framework;
-      p.num_gpus = s.cluster.num_gpus;
-      p.layout = l;
+      PlanPoint p = point_at(base, s);
       p.peak_bytes_per_gpu = memory.report.peak_bytes_per_gpu;
       p.capacity_bytes = memory.report.capacity_bytes;
       keep_if(out.closest.least_memory, p, memory_ratio_of);
@@ -162,7 +162,8 @@ void search_shape(const PlanRequest& q, const PlanSpace& space, const PlanShape&
       ++out.pruned["memory"];
       continue;
     }
-    const PlanPoint p = point_of(r, shape, base, s);
+    PlanPoint p = point_at(base, s);
+    set_numbers(p, r);
     keep_if(out.closest.fastest, p, days_of);
     keep_if(out.closest.cheapest, p, cost_of);
     add_to_front(out.front, p);
@@ -306,23 +307,8 @@ PlanResult plan_finish(const PlanRequest& q, const Catalogs& catalogs, PlanParti
       SimulateOptions options;
       options.workload = s.framework.workload;
       options.memory = s.framework.memory;
-      const Report r = simulate(s, options).report;
       PlanPoint p = candidates[i];
-      const PlanPoint e = point_of(r, PlanShape{}, space.bases[0], s);
-      p.fidelity = e.fidelity;
-      p.step_time_s = e.step_time_s;
-      p.mfu = e.mfu;
-      p.tokens_per_s = e.tokens_per_s;
-      p.peak_bytes_per_gpu = e.peak_bytes_per_gpu;
-      p.capacity_bytes = e.capacity_bytes;
-      p.compute_s = e.compute_s;
-      p.exposed_comm_s = e.exposed_comm_s;
-      p.bubble_s = e.bubble_s;
-      p.days = e.days;
-      p.gpu_hours = e.gpu_hours;
-      p.cost_usd = e.cost_usd;
-      p.energy_kwh = e.energy_kwh;
-      p.goodput = e.goodput;
+      set_numbers(p, simulate(s, options).report);
       simulated[i] = p;
     }
   };
