@@ -112,8 +112,8 @@ struct Drawn {
 Drawn draw(SplitMix& rng) {
   Drawn d;
   ScenarioOverrides& o = d.overrides;
-  const std::string model = rng.pick<std::string>({"llama3-8b", "llama2-13b", "mistral-7b", "llama3-70b",
-                                                   "gpt3-175b", "mixtral-8x7b", "llama3-405b"});
+  const std::string model = rng.pick<std::string>(
+      {"llama3-8b", "llama2-13b", "mistral-7b", "llama3-70b", "gpt3-175b", "mixtral-8x7b", "llama3-405b"});
   const std::string gpu = rng.pick<std::string>({"h100-sxm", "a100-80gb", "h200", "b200", "mi300x", "gb200"});
   const int64_t gpus = rng.pick<int64_t>({8, 16, 64, 256, 1024, 2048});
   const int64_t tp = rng.pick<int64_t>({1, 2, 4, 8});
@@ -230,8 +230,8 @@ int main(int argc, char** argv) {
       calls += 16;
       elapsed = std::chrono::duration<double>(Clock::now() - start).count();
     }
-    fmt::print("{:<64} {:9.2f} us/call {:9.0f} calls/s  (step {:.6g} s)\n", f.name, 1e6 * elapsed / double(calls),
-               double(calls) / elapsed, checksum / double(calls + 1));
+    fmt::print("{:<64} {:9.2f} us/call {:9.0f} calls/s  (step {:.6g} s)\n", f.name,
+               1e6 * elapsed / double(calls), double(calls) / elapsed, checksum / double(calls + 1));
   }
   if (!args.dump.empty()) dump_sample(args, catalogs);
   return 0;

@@ -48,15 +48,16 @@ double StepTimeEstimator::reduce_s(double params, int64_t n, const LinkCost& lin
   const bool scatter =
       m_layout.zero_stage >= 3 ||
       (m_layout.zero_stage >= 1 && m_wo.zero_grad_collective == ZeroGradCollective::reduce_scatter);
-  return collective_at_s(scatter ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, bytes, n, link,
-                         m_stage_condition[size_t(stage)].fraction(link.link_class));
+  return m_collectives.collective_at_s(scatter ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce,
+                                       bytes, n, link,
+                                       m_stage_condition[size_t(stage)].fraction(link.link_class));
 }
 
 double StepTimeEstimator::gather_s(double params, int64_t n, const LinkCost& link, int64_t stage) const {
   return m_layout.zero_stage >= 1
-             ? collective_at_s(CollectiveOp::all_gather,
-                               params * activation_element_bytes(m_layout.precision), n, link,
-                               m_stage_condition[size_t(stage)].fraction(link.link_class))
+             ? m_collectives.collective_at_s(CollectiveOp::all_gather,
+                                             params * activation_element_bytes(m_layout.precision), n, link,
+                                             m_stage_condition[size_t(stage)].fraction(link.link_class))
              : 0.0;
 }
 
@@ -106,8 +107,8 @@ void StepTimeEstimator::time_fsdp_units() {
         if (it == timed.end()) {
           const double dense = u.params - u.expert_params;
           const double reduced_dense = u.reduced_params() - u.reduced_expert_params();
-          auto latency = [](CollectiveOp op, double params, int64_t n, const LinkCost& link) {
-            return params > 0 ? collective_s(op, 1.0, n, link) : 0.0;
+          auto latency = [&](CollectiveOp op, double params, int64_t n, const LinkCost& link) {
+            return params > 0 ? m_collectives.collective_s(op, 1.0, n, link) : 0.0;
           };
           const double expert_gather = gather_s(u.expert_params, m_expert_dp, m_expert_dp_link, i);
           const double expert_reduce = reduce_s(u.reduced_expert_params(), m_expert_dp, m_expert_dp_link, i);

@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <iterator>
 #include <cmath>
+#include <iterator>
 #include <limits>
 
 #include "simrun/common/error.hpp"
@@ -252,8 +252,8 @@ namespace {
 // collective of every estimate) decides on the code and words it only when asked (reason_text).
 enum class Disabled {
   none,
-  p2p_op_not_p2p,        // all_to_all/send_recv with another algorithm
-  p2p_not_p2p_op,        // P2P for a collective
+  p2p_op_not_p2p,  // all_to_all/send_recv with another algorithm
+  p2p_not_p2p_op,  // P2P for a collective
   tree_not_all_reduce,
   collnet,
   nvls_no_sharp,
@@ -267,7 +267,7 @@ enum class Disabled {
   pat_ppn,
   hierarchical_op,
   hierarchical_shape,
-  simple_only,             // NVLS, NVLSTree, PAT with LL or LL128
+  simple_only,  // NVLS, NVLSTree, PAT with LL or LL128
   hierarchical_simple,
   ll128_no_nvlink,
   p2p_ll128,
@@ -510,8 +510,9 @@ double model_latency_us(CollectiveOp op, Algorithm algo, Protocol proto, const C
 namespace {
 
 constexpr Algorithm kTableAlgorithms[] = {
-    Algorithm::tree, Algorithm::ring,      Algorithm::collnet_direct, Algorithm::collnet_chain, Algorithm::nvls,
-    Algorithm::nvls_tree, Algorithm::pat, Algorithm::hierarchical,   Algorithm::p2p};
+    Algorithm::tree,          Algorithm::ring,         Algorithm::collnet_direct,
+    Algorithm::collnet_chain, Algorithm::nvls,         Algorithm::nvls_tree,
+    Algorithm::pat,           Algorithm::hierarchical, Algorithm::p2p};
 constexpr Protocol kTableProtocols[] = {Protocol::ll, Protocol::ll128, Protocol::simple};
 constexpr size_t kTableSize = std::size(kTableAlgorithms) * std::size(kTableProtocols);
 
