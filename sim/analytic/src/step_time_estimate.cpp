@@ -674,34 +674,47 @@ void StepTimeEstimator::spread_reduction_slowdown() {
   }
 }
 
-std::optional<double> StepTimeEstimator::makespan(const std::vector<double>& hop_s,
-                                                  std::vector<double>* stage_ends) const {
+// A chunk-step's time on the schedule's path (makespan): its chunk's forward or backward per
+// micro-batch with its exposed TP/CP/EP waits, slowed beside the stage's reductions, less what a
+// pairing hides; the stage's last backward stretched beside its gradient reductions; FSDP over a
+// pipeline, each chunk's first forward unit by unit.
+double StepTimeEstimator::chunk_step_s(int64_t stage, const PipelineSlot& slot) const {
   const Layout& l = m_layout;
   const int64_t last_micro_batch = std::max<int64_t>(1, l.num_microbatches()) - 1;
   auto stretch = [](double stretched, double plain) { return plain > 0 ? stretched / plain : 1.0; };
+  const StageTime& st = m_out.stages[size_t(stage)];
+  const ChunkStep& c = m_chunk_steps[size_t(stage)][size_t(slot.chunk)];
+  if (slot.forward && slot.micro_batch == 0 && m_fsdp_pipeline) {
+    const std::vector<double>& spans = m_first_forward_spans[size_t(stage)];
+    return m_split_v == m_v_chunks ? spans[size_t(slot.chunk)]
+                                   : std::accumulate(spans.begin(), spans.end(), 0.0) / m_v;
+  }
+  const double beside_reductions =
+      m_reduce_slowdown_s.empty() ? 0.0 : m_reduce_slowdown_s[size_t(stage)][slot_key(slot)];
+  const double paired = slot_paired_saving_s(stage, slot);
+  if (slot.forward) return std::max(0.0, c.forward_s + beside_reductions + c.forward_exposed_s - paired);
+  const bool last = slot.micro_batch == last_micro_batch && m_reduce_slowdown_s.empty();
+  const double plain = st.backward_s + st.recompute_s;
+  const double b = last ? stretch(last_backward_s(st), plain) : 1.0;
+  // The chunk's part of the stage's longer waits beside its reductions.
+  const double shared_waits =
+      last && plain > 0 ? c.backward_s / plain * last_backward_shared_waits_s(st) : 0.0;
+  return std::max(0.0, c.backward_s * b + beside_reductions + c.backward_exposed_s + shared_waits - paired);
+}
+
+std::optional<double> StepTimeEstimator::makespan(const std::vector<double>& hop_s,
+                                                  std::vector<double>& slot_s,
+                                                  std::vector<double>* stage_ends) const {
+  const Layout& l = m_layout;
+  const int64_t m = std::max<int64_t>(1, l.num_microbatches());
+  slot_s.resize(size_t(l.pp * 2 * m_v_chunks * m), -1.0);
   const auto finish = schedule_finish_times(
-      m_schedule, l.pp, last_micro_batch + 1, m_v_chunks,
+      m_schedule, l.pp, m, m_v_chunks,
       [&](int64_t stage, const PipelineSlot& slot) {
-        const StageTime& st = m_out.stages[size_t(stage)];
-        const ChunkStep& c = m_chunk_steps[size_t(stage)][size_t(slot.chunk)];
-        if (slot.forward && slot.micro_batch == 0 && m_fsdp_pipeline) {
-          const std::vector<double>& spans = m_first_forward_spans[size_t(stage)];
-          return m_split_v == m_v_chunks ? spans[size_t(slot.chunk)]
-                                         : std::accumulate(spans.begin(), spans.end(), 0.0) / m_v;
-        }
-        const double beside_reductions =
-            m_reduce_slowdown_s.empty() ? 0.0 : m_reduce_slowdown_s[size_t(stage)][slot_key(slot)];
-        const double paired = slot_paired_saving_s(stage, slot);
-        if (slot.forward)
-          return std::max(0.0, c.forward_s + beside_reductions + c.forward_exposed_s - paired);
-        const bool last = slot.micro_batch == last_micro_batch && m_reduce_slowdown_s.empty();
-        const double plain = st.backward_s + st.recompute_s;
-        const double b = last ? stretch(last_backward_s(st), plain) : 1.0;
-        // The chunk's part of the stage's longer waits beside its reductions.
-        const double shared_waits =
-            last && plain > 0 ? c.backward_s / plain * last_backward_shared_waits_s(st) : 0.0;
-        return std::max(0.0,
-                        c.backward_s * b + beside_reductions + c.backward_exposed_s + shared_waits - paired);
+        // Each chunk-step's time (-1: not yet), worked out on the first play, read on the next.
+        double& known = slot_s[size_t(stage * 2 * m_v_chunks * m) + slot_key(slot)];
+        if (known < 0) known = chunk_step_s(stage, slot);
+        return known;
       },
       hop_s);
   if (!finish) return std::nullopt;
@@ -736,7 +749,9 @@ void StepTimeEstimator::time_fill_and_drain() {
   }
   spread_reduction_slowdown();
   const StageTime& slow = slowest();
-  const std::optional<double> compute_path = l.pp > 1 ? makespan({}, &m_stage_path_end) : std::nullopt;
+  std::vector<double> slot_s;  // each chunk-step's time on the path, the same in both plays
+  const std::optional<double> compute_path =
+      l.pp > 1 ? makespan({}, slot_s, &m_stage_path_end) : std::nullopt;
   m_out.fill_drain_s = 0;
   if (l.pp > 1 && m_v_chunks == 1) {
     // 1F1B's steady state goes at the pace of the stage whose micro-batch, with its blocking
@@ -769,7 +784,8 @@ void StepTimeEstimator::time_fill_and_drain() {
                             (first_forward_s(slow) - slow.forward_s) + slow_slowed +
                             (m_reduce_slowdown_s.empty() ? last_backward_shared_waits_s(slow) : 0.0);
     m_out.fill_drain_s = std::max(0.0, *compute_path - slow_own);
-    if (l.pp > 1 && m_v_chunks > 1) m_out.pp_exposed_s = std::max(0.0, *makespan(m_hop_s) - *compute_path);
+    if (l.pp > 1 && m_v_chunks > 1)
+      m_out.pp_exposed_s = std::max(0.0, *makespan(m_hop_s, slot_s) - *compute_path);
   } else {
     // Megatron's order deadlocks (the event refuses the layout): one pass through every other
     // stage, 1/v of it per chunk.

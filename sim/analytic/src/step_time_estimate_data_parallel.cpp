@@ -28,13 +28,24 @@ double one_stream_end_s(std::vector<std::pair<double, double>> ready) {
 // The share of its chunk's layers the backward has passed when each bucket is ready, counted
 // apart for the dense and the expert buckets (each list covers the chunk's layers once).
 std::vector<double> passed_shares(const std::vector<TimedBucket>& buckets) {
-  std::map<std::pair<int64_t, bool>, int64_t> chunk_layers, seen;
-  for (const TimedBucket& b : buckets) chunk_layers[{b.size.chunk, b.size.experts}] += b.size.layers;
+  // Per (chunk, experts): the list's layers, and those passed so far (a handful of lists: searched).
+  struct Count {
+    int64_t chunk;
+    bool experts;
+    int64_t layers = 0, seen = 0;
+  };
+  std::vector<Count> counts;
+  auto count_of = [&](const StageProgram::GradBucketSize& b) -> Count& {
+    for (Count& c : counts)
+      if (c.chunk == b.chunk && c.experts == b.experts) return c;
+    return counts.emplace_back(Count{b.chunk, b.experts});
+  };
+  for (const TimedBucket& b : buckets) count_of(b.size).layers += b.size.layers;
   std::vector<double> passed(buckets.size(), 1.0);
   for (size_t i = 0; i < buckets.size(); ++i) {
-    const std::pair<int64_t, bool> key{buckets[i].size.chunk, buckets[i].size.experts};
-    seen[key] += buckets[i].size.layers;
-    if (chunk_layers[key] > 0) passed[i] = double(seen[key]) / double(chunk_layers[key]);
+    Count& c = count_of(buckets[i].size);
+    c.seen += buckets[i].size.layers;
+    if (c.layers > 0) passed[i] = double(c.seen) / double(c.layers);
   }
   return passed;
 }

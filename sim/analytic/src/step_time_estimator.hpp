@@ -204,7 +204,10 @@ class StepTimeEstimator {
   double last_backward_shared_waits_s(const StageTime& st) const;
   double forward_shared_waits_s(const PieceTime& piece, double gather_s, const UnitTraffic& traffic) const;
   double fsdp_reduce_tail_s(const StageTime& st) const;
-  std::optional<double> makespan(const std::vector<double>& hop_s,
+  // The schedule played out with each chunk-step at chunk_step_s (kept in slot_s, [stage][slot_key],
+  // for the next play) and each message between stages at hop_s.
+  double chunk_step_s(int64_t stage, const PipelineSlot& slot) const;
+  std::optional<double> makespan(const std::vector<double>& hop_s, std::vector<double>& slot_s,
                                  std::vector<double>* stage_ends = nullptr) const;
   double neighbour_hops_s(int64_t stage) const;
   double fill_drain_hops_s() const;
