@@ -108,26 +108,26 @@ double host_waits_s(const StageProgram& prog, const ProgramCost& cost, const Hos
 // no shorter than its kernels' (ProgramCost::comm_kernel_s), booked to its piece; 0 for the
 // data-parallel ones (timed per step).
 double probe_collective_s(const Task& t, PieceTime* piece, const GroupLinks& links,
-                          const StageCondition& condition, const ProgramCost& cost) {
+                          const StageCondition& condition, const ProgramCost& cost, CollectiveTimes& times) {
   double duration = 0;
   if (t.group == GroupKind::tp) {
-    duration = collective_at_s(t.coll, t.comm_bytes, links.tp_size, links.tp,
-                               condition.fraction(links.tp.link_class));
+    duration = times.collective_at_s(t.coll, t.comm_bytes, links.tp_size, links.tp,
+                                     condition.fraction(links.tp.link_class));
     if (piece) piece->tp_comm_s += duration;
   } else if (is_cp(t.group)) {
     const bool a2a_level = t.group == GroupKind::cp_a2a;
     const LinkCost& link = a2a_level ? links.cp_a2a : links.cp;
-    duration = collective_at_s(t.coll, t.comm_bytes, a2a_level ? links.cp_a2a_size : links.cp_size, link,
-                               condition.fraction(link.link_class));
+    duration = times.collective_at_s(t.coll, t.comm_bytes, a2a_level ? links.cp_a2a_size : links.cp_size,
+                                     link, condition.fraction(link.link_class));
     if (piece) piece->cp_comm_s += duration;
   } else if (is_ep(t.group)) {
     const bool intra = t.group == GroupKind::ep_intra, inter = t.group == GroupKind::ep_inter;
     const LinkCost& link = intra ? links.ep_intra : inter ? links.ep_inter : links.ep;
-    duration = collective_at_s(t.coll, t.comm_bytes,
-                               intra   ? links.ep_intra_size
-                               : inter ? links.ep_inter_size
-                                       : links.ep_size,
-                               link, condition.fraction(link.link_class));
+    duration = times.collective_at_s(t.coll, t.comm_bytes,
+                                     intra   ? links.ep_intra_size
+                                     : inter ? links.ep_inter_size
+                                             : links.ep_size,
+                                     link, condition.fraction(link.link_class));
     duration = std::max(duration, cost.comm_kernel_s(t));
     if (piece) piece->ep_comm_s += duration;
   }
@@ -149,7 +149,7 @@ double probe_collective_s(const Task& t, PieceTime* piece, const GroupLinks& lin
 // apart (PieceTime::host_wait_s); the host's own time per piece is PieceTime::host_issue_s (the
 // step's floor, fill_breakdown).
 ProbeTimes time_probe(const StageProgram& prog, const ProgramCost& cost, const GroupLinks& links,
-                      const StageCondition& condition, const HostOverhead& host) {
+                      const StageCondition& condition, const HostOverhead& host, CollectiveTimes& times) {
   ProbeTimes out;
   std::array<double, kStreamCount> stream_free{};
   std::array<uint32_t, kStreamCount> stream_last;
@@ -216,7 +216,7 @@ ProbeTimes time_probe(const StageProgram& prog, const ProgramCost& cost, const G
         if (start > gpu_ready) book_host_wait(*piece, t, start - gpu_ready);
       }
     } else if (t.kind == TaskKind::collective) {
-      duration = probe_collective_s(t, piece, links, condition, cost);
+      duration = probe_collective_s(t, piece, links, condition, cost, times);
     }
     end[i] = start + duration;
     stream_free[stream] = end[i];
@@ -227,7 +227,31 @@ ProbeTimes time_probe(const StageProgram& prog, const ProgramCost& cost, const G
 
 }  // namespace
 
-double collective_at_s(CollectiveOp op, double bytes, int64_t n, const LinkCost& link, double fraction) {
+size_t CollectiveTimes::CallHash::operator()(const Call& c) const {
+  size_t h = std::hash<double>()(c.bytes);
+  h = h * 31 + std::hash<int64_t>()(c.n);
+  h = h * 31 + size_t(c.op);
+  return h * 31 + c.link;
+}
+
+size_t CollectiveTimes::link_index(const LinkCost& link) {
+  if (m_last_link < m_links.size() && m_links[m_last_link] == link) return m_last_link;
+  for (size_t i = 0; i < m_links.size(); ++i)
+    if (m_links[i] == link) return m_last_link = i;
+  m_links.push_back(link);
+  return m_last_link = m_links.size() - 1;
+}
+
+double CollectiveTimes::collective_s(CollectiveOp op, double bytes, int64_t n, const LinkCost& link) {
+  const Call call{op, bytes, n, link_index(link)};
+  if (const auto it = m_seconds.find(call); it != m_seconds.end()) return it->second;
+  const double seconds = simrun::collective_s(op, bytes, n, link);
+  m_seconds.emplace(call, seconds);
+  return seconds;
+}
+
+double CollectiveTimes::collective_at_s(CollectiveOp op, double bytes, int64_t n, const LinkCost& link,
+                                        double fraction) {
   const double full = collective_s(op, bytes, n, link);
   if (fraction >= 1.0 || n <= 1) return full;
   const double latency = std::min(full, collective_s(op, 1.0, n, link));
@@ -345,16 +369,18 @@ void StepTimeEstimator::probe_micro_batch_pieces() {
   for (const StageCondition& condition : m_stage_condition) {
     if (m_probes.count(condition)) continue;
     Probes& probes = m_probes[condition];
-    if (dense_program) probes.dense = time_probe(*dense_program, *dense_cost, links, condition, m_wo.host);
+    if (dense_program)
+      probes.dense = time_probe(*dense_program, *dense_cost, links, condition, m_wo.host, m_collectives);
     if (paired_pair) {
       const ProbeTimes sequential =
-          time_probe(*sequential_pair, *sequential_cost, links, condition, m_wo.host);
-      const ProbeTimes paired = time_probe(*paired_pair, *paired_cost, links, condition, m_wo.host);
+          time_probe(*sequential_pair, *sequential_cost, links, condition, m_wo.host, m_collectives);
+      const ProbeTimes paired =
+          time_probe(*paired_pair, *paired_cost, links, condition, m_wo.host, m_collectives);
       probes.paired_saving_per_moe_layer_s =
           std::max(0.0, exposed_s(sequential) - exposed_s(paired)) / double(paired.layers);
     }
     if (moe_program) {
-      probes.moe = time_probe(*moe_program, *moe_cost, links, condition, m_wo.host);
+      probes.moe = time_probe(*moe_program, *moe_cost, links, condition, m_wo.host, m_collectives);
       if (!dense_program) {
         probes.dense.embedding = probes.moe.embedding;
         probes.dense.head = probes.moe.head;
@@ -488,7 +514,7 @@ void StepTimeEstimator::time_pipeline_sends() {
     for (const int64_t r : {from_rank, to_rank})
       if (const auto it = slow_gpus.find(r); it != slow_gpus.end())
         fraction = std::min(fraction, it->second.fraction(link.link_class));
-    return collective_at_s(CollectiveOp::send_recv, send_bytes, 2, link, fraction);
+    return m_collectives.collective_at_s(CollectiveOp::send_recv, send_bytes, 2, link, fraction);
   };
   for (int64_t b = 0; b < l.pp; ++b) {
     const int64_t next = (b + 1) % l.pp;
@@ -498,8 +524,10 @@ void StepTimeEstimator::time_pipeline_sends() {
     bool inside = false, across = false;
     for (int64_t r = 0; r < stage_size && !(inside && across); ++r)
       (across_domains(b * stage_size + r, next * stage_size + r) ? across : inside) = true;
-    if (inside) hop = collective_s(CollectiveOp::send_recv, send_bytes, 2, m_pp_link_inside);
-    if (across) hop = std::max(hop, collective_s(CollectiveOp::send_recv, send_bytes, 2, m_pp_link_across));
+    if (inside) hop = m_collectives.collective_s(CollectiveOp::send_recv, send_bytes, 2, m_pp_link_inside);
+    if (across)
+      hop =
+          std::max(hop, m_collectives.collective_s(CollectiveOp::send_recv, send_bytes, 2, m_pp_link_across));
     for (const auto& [rank, condition] : slow_gpus) {
       RankCoord c = ranks.coord_of(rank);
       if (c.pp != b && c.pp != next) continue;
@@ -563,7 +591,7 @@ double StepTimeEstimator::pipeline_tp_gather_s() const {
   if (l.tp <= 1 || (l.sequence_parallel && l.tp > 1)) return 0.0;
   const double bytes = double(l.micro_batch) * double(m_model.seq_len) / double(l.cp) *
                        double(m_model.hidden) * activation_element_bytes(l.precision);
-  return collective_s(CollectiveOp::all_gather, bytes, l.tp, m_tp_link);
+  return m_collectives.collective_s(CollectiveOp::all_gather, bytes, l.tp, m_tp_link);
 }
 
 // The fill's and the drain's hops: each boundary once forward and once backward.
@@ -646,34 +674,47 @@ void StepTimeEstimator::spread_reduction_slowdown() {
   }
 }
 
-std::optional<double> StepTimeEstimator::makespan(const std::vector<double>& hop_s,
-                                                  std::vector<double>* stage_ends) const {
+// A chunk-step's time on the schedule's path (makespan): its chunk's forward or backward per
+// micro-batch with its exposed TP/CP/EP waits, slowed beside the stage's reductions, less what a
+// pairing hides; the stage's last backward stretched beside its gradient reductions; FSDP over a
+// pipeline, each chunk's first forward unit by unit.
+double StepTimeEstimator::chunk_step_s(int64_t stage, const PipelineSlot& slot) const {
   const Layout& l = m_layout;
   const int64_t last_micro_batch = std::max<int64_t>(1, l.num_microbatches()) - 1;
   auto stretch = [](double stretched, double plain) { return plain > 0 ? stretched / plain : 1.0; };
+  const StageTime& st = m_out.stages[size_t(stage)];
+  const ChunkStep& c = m_chunk_steps[size_t(stage)][size_t(slot.chunk)];
+  if (slot.forward && slot.micro_batch == 0 && m_fsdp_pipeline) {
+    const std::vector<double>& spans = m_first_forward_spans[size_t(stage)];
+    return m_split_v == m_v_chunks ? spans[size_t(slot.chunk)]
+                                   : std::accumulate(spans.begin(), spans.end(), 0.0) / m_v;
+  }
+  const double beside_reductions =
+      m_reduce_slowdown_s.empty() ? 0.0 : m_reduce_slowdown_s[size_t(stage)][slot_key(slot)];
+  const double paired = slot_paired_saving_s(stage, slot);
+  if (slot.forward) return std::max(0.0, c.forward_s + beside_reductions + c.forward_exposed_s - paired);
+  const bool last = slot.micro_batch == last_micro_batch && m_reduce_slowdown_s.empty();
+  const double plain = st.backward_s + st.recompute_s;
+  const double b = last ? stretch(last_backward_s(st), plain) : 1.0;
+  // The chunk's part of the stage's longer waits beside its reductions.
+  const double shared_waits =
+      last && plain > 0 ? c.backward_s / plain * last_backward_shared_waits_s(st) : 0.0;
+  return std::max(0.0, c.backward_s * b + beside_reductions + c.backward_exposed_s + shared_waits - paired);
+}
+
+std::optional<double> StepTimeEstimator::makespan(const std::vector<double>& hop_s,
+                                                  std::vector<double>& slot_s,
+                                                  std::vector<double>* stage_ends) const {
+  const Layout& l = m_layout;
+  const int64_t m = std::max<int64_t>(1, l.num_microbatches());
+  slot_s.resize(size_t(l.pp * 2 * m_v_chunks * m), -1.0);
   const auto finish = schedule_finish_times(
-      m_schedule, l.pp, last_micro_batch + 1, m_v_chunks,
+      m_schedule, l.pp, m, m_v_chunks,
       [&](int64_t stage, const PipelineSlot& slot) {
-        const StageTime& st = m_out.stages[size_t(stage)];
-        const ChunkStep& c = m_chunk_steps[size_t(stage)][size_t(slot.chunk)];
-        if (slot.forward && slot.micro_batch == 0 && m_fsdp_pipeline) {
-          const std::vector<double>& spans = m_first_forward_spans[size_t(stage)];
-          return m_split_v == m_v_chunks ? spans[size_t(slot.chunk)]
-                                         : std::accumulate(spans.begin(), spans.end(), 0.0) / m_v;
-        }
-        const double beside_reductions =
-            m_reduce_slowdown_s.empty() ? 0.0 : m_reduce_slowdown_s[size_t(stage)][slot_key(slot)];
-        const double paired = slot_paired_saving_s(stage, slot);
-        if (slot.forward)
-          return std::max(0.0, c.forward_s + beside_reductions + c.forward_exposed_s - paired);
-        const bool last = slot.micro_batch == last_micro_batch && m_reduce_slowdown_s.empty();
-        const double plain = st.backward_s + st.recompute_s;
-        const double b = last ? stretch(last_backward_s(st), plain) : 1.0;
-        // The chunk's part of the stage's longer waits beside its reductions.
-        const double shared_waits =
-            last && plain > 0 ? c.backward_s / plain * last_backward_shared_waits_s(st) : 0.0;
-        return std::max(0.0,
-                        c.backward_s * b + beside_reductions + c.backward_exposed_s + shared_waits - paired);
+        // Each chunk-step's time (-1: not yet), worked out on the first play, read on the next.
+        double& known = slot_s[size_t(stage * 2 * m_v_chunks * m) + slot_key(slot)];
+        if (known < 0) known = chunk_step_s(stage, slot);
+        return known;
       },
       hop_s);
   if (!finish) return std::nullopt;
@@ -708,7 +749,9 @@ void StepTimeEstimator::time_fill_and_drain() {
   }
   spread_reduction_slowdown();
   const StageTime& slow = slowest();
-  const std::optional<double> compute_path = l.pp > 1 ? makespan({}, &m_stage_path_end) : std::nullopt;
+  std::vector<double> slot_s;  // each chunk-step's time on the path, the same in both plays
+  const std::optional<double> compute_path =
+      l.pp > 1 ? makespan({}, slot_s, &m_stage_path_end) : std::nullopt;
   m_out.fill_drain_s = 0;
   if (l.pp > 1 && m_v_chunks == 1) {
     // 1F1B's steady state goes at the pace of the stage whose micro-batch, with its blocking
@@ -741,7 +784,8 @@ void StepTimeEstimator::time_fill_and_drain() {
                             (first_forward_s(slow) - slow.forward_s) + slow_slowed +
                             (m_reduce_slowdown_s.empty() ? last_backward_shared_waits_s(slow) : 0.0);
     m_out.fill_drain_s = std::max(0.0, *compute_path - slow_own);
-    if (l.pp > 1 && m_v_chunks > 1) m_out.pp_exposed_s = std::max(0.0, *makespan(m_hop_s) - *compute_path);
+    if (l.pp > 1 && m_v_chunks > 1)
+      m_out.pp_exposed_s = std::max(0.0, *makespan(m_hop_s, slot_s) - *compute_path);
   } else {
     // Megatron's order deadlocks (the event refuses the layout): one pass through every other
     // stage, 1/v of it per chunk.

@@ -28,13 +28,24 @@ double one_stream_end_s(std::vector<std::pair<double, double>> ready) {
 // The share of its chunk's layers the backward has passed when each bucket is ready, counted
 // apart for the dense and the expert buckets (each list covers the chunk's layers once).
 std::vector<double> passed_shares(const std::vector<TimedBucket>& buckets) {
-  std::map<std::pair<int64_t, bool>, int64_t> chunk_layers, seen;
-  for (const TimedBucket& b : buckets) chunk_layers[{b.size.chunk, b.size.experts}] += b.size.layers;
+  // Per (chunk, experts): the list's layers, and those passed so far (a handful of lists: searched).
+  struct Count {
+    int64_t chunk;
+    bool experts;
+    int64_t layers = 0, seen = 0;
+  };
+  std::vector<Count> counts;
+  auto count_of = [&](const StageProgram::GradBucketSize& b) -> Count& {
+    for (Count& c : counts)
+      if (c.chunk == b.chunk && c.experts == b.experts) return c;
+    return counts.emplace_back(Count{b.chunk, b.experts});
+  };
+  for (const TimedBucket& b : buckets) count_of(b.size).layers += b.size.layers;
   std::vector<double> passed(buckets.size(), 1.0);
   for (size_t i = 0; i < buckets.size(); ++i) {
-    const std::pair<int64_t, bool> key{buckets[i].size.chunk, buckets[i].size.experts};
-    seen[key] += buckets[i].size.layers;
-    if (chunk_layers[key] > 0) passed[i] = double(seen[key]) / double(chunk_layers[key]);
+    Count& c = count_of(buckets[i].size);
+    c.seen += buckets[i].size.layers;
+    if (c.layers > 0) passed[i] = double(c.seen) / double(c.layers);
   }
   return passed;
 }
@@ -48,15 +59,16 @@ double StepTimeEstimator::reduce_s(double params, int64_t n, const LinkCost& lin
   const bool scatter =
       m_layout.zero_stage >= 3 ||
       (m_layout.zero_stage >= 1 && m_wo.zero_grad_collective == ZeroGradCollective::reduce_scatter);
-  return collective_at_s(scatter ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, bytes, n, link,
-                         m_stage_condition[size_t(stage)].fraction(link.link_class));
+  return m_collectives.collective_at_s(scatter ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce,
+                                       bytes, n, link,
+                                       m_stage_condition[size_t(stage)].fraction(link.link_class));
 }
 
 double StepTimeEstimator::gather_s(double params, int64_t n, const LinkCost& link, int64_t stage) const {
   return m_layout.zero_stage >= 1
-             ? collective_at_s(CollectiveOp::all_gather,
-                               params * activation_element_bytes(m_layout.precision), n, link,
-                               m_stage_condition[size_t(stage)].fraction(link.link_class))
+             ? m_collectives.collective_at_s(CollectiveOp::all_gather,
+                                             params * activation_element_bytes(m_layout.precision), n, link,
+                                             m_stage_condition[size_t(stage)].fraction(link.link_class))
              : 0.0;
 }
 
@@ -106,8 +118,8 @@ void StepTimeEstimator::time_fsdp_units() {
         if (it == timed.end()) {
           const double dense = u.params - u.expert_params;
           const double reduced_dense = u.reduced_params() - u.reduced_expert_params();
-          auto latency = [](CollectiveOp op, double params, int64_t n, const LinkCost& link) {
-            return params > 0 ? collective_s(op, 1.0, n, link) : 0.0;
+          auto latency = [&](CollectiveOp op, double params, int64_t n, const LinkCost& link) {
+            return params > 0 ? m_collectives.collective_s(op, 1.0, n, link) : 0.0;
           };
           const double expert_gather = gather_s(u.expert_params, m_expert_dp, m_expert_dp_link, i);
           const double expert_reduce = reduce_s(u.reduced_expert_params(), m_expert_dp, m_expert_dp_link, i);

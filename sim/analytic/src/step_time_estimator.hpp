@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -80,9 +81,35 @@ struct StageCondition {
   }
 };
 
-// A collective's time with its bytes moving at `fraction` of the link's rate and its latency (a
-// 1-byte call's time) unchanged: as the event simulation paces a flow by its slowest port.
-double collective_at_s(CollectiveOp op, double bytes, int64_t n, const LinkCost& link, double fraction);
+// The collectives' closed-form times (collective_s) as one estimate asks them, each worked out
+// once: the estimate asks the same call again and again (a stage's equal DDP buckets, every
+// stage's FSDP units and sends, each layer of the probe), and NCCL's model across domains (the
+// tuner's table, the fluid sharing of fabric_collective_s) is its costliest part. A call is its
+// op, bytes, group size and link, the link compared by value (the copy kept here holds its
+// FabricGroup, immutable once built). One per estimate, on one thread.
+class CollectiveTimes {
+ public:
+  double collective_s(CollectiveOp op, double bytes, int64_t n, const LinkCost& link);
+  // A collective's time with its bytes moving at `fraction` of the link's rate and its latency (a
+  // 1-byte call's time) unchanged: as the event simulation paces a flow by its slowest port.
+  double collective_at_s(CollectiveOp op, double bytes, int64_t n, const LinkCost& link, double fraction);
+
+ private:
+  struct Call {
+    CollectiveOp op;
+    double bytes;
+    int64_t n;
+    size_t link;  // in m_links
+    bool operator==(const Call&) const = default;
+  };
+  struct CallHash {
+    size_t operator()(const Call& c) const;
+  };
+  size_t link_index(const LinkCost& link);
+  std::vector<LinkCost> m_links;
+  size_t m_last_link = 0;
+  std::unordered_map<Call, double, CallHash> m_seconds;
+};
 
 // One micro-batch of one dense layer and of one MoE layer (each with the embedding and the head).
 struct Probes {
@@ -177,7 +204,10 @@ class StepTimeEstimator {
   double last_backward_shared_waits_s(const StageTime& st) const;
   double forward_shared_waits_s(const PieceTime& piece, double gather_s, const UnitTraffic& traffic) const;
   double fsdp_reduce_tail_s(const StageTime& st) const;
-  std::optional<double> makespan(const std::vector<double>& hop_s,
+  // The schedule played out with each chunk-step at chunk_step_s (kept in slot_s, [stage][slot_key],
+  // for the next play) and each message between stages at hop_s.
+  double chunk_step_s(int64_t stage, const PipelineSlot& slot) const;
+  std::optional<double> makespan(const std::vector<double>& hop_s, std::vector<double>& slot_s,
                                  std::vector<double>* stage_ends = nullptr) const;
   double neighbour_hops_s(int64_t stage) const;
   double fill_drain_hops_s() const;
@@ -209,6 +239,7 @@ class StepTimeEstimator {
   LinkCost m_tp_link, m_cp_link, m_cp_a2a_link, m_ep_link, m_ep_intra_link, m_ep_inter_link, m_dp_link,
       m_expert_dp_link;
   LinkCost m_pp_link_inside, m_pp_link_across;  // a pipeline send within, or out of, a domain
+  mutable CollectiveTimes m_collectives;        // every collective's time, worked out once
 
   // Each stage's condition (stragglers, slow links), and one micro-batch of one dense layer and
   // of one MoE layer, the embedding and the head, in each condition.

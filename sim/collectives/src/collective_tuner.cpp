@@ -6,8 +6,10 @@
 #include "simrun/sim/collectives/collective_tuner.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
+#include <iterator>
 #include <limits>
 
 #include "simrun/common/error.hpp"
@@ -244,79 +246,153 @@ double CollectiveTuner::protocol_busbw_cap(Algorithm algo, Protocol proto, const
   return std::numeric_limits<double>::infinity();
 }
 
-std::optional<std::string> CollectiveTuner::unsupported(CollectiveOp op, Algorithm algo,
-                                                        const GroupShape& s) {
+namespace {
+
+// Why an (algorithm, protocol) cannot run a call, as a code: the tuner's hot path (one choice per
+// collective of every estimate) decides on the code and words it only when asked (reason_text).
+enum class Disabled {
+  none,
+  p2p_op_not_p2p,  // all_to_all/send_recv with another algorithm
+  p2p_not_p2p_op,  // P2P for a collective
+  tree_not_all_reduce,
+  collnet,
+  nvls_no_sharp,
+  nvls_op,
+  nvls_multi_node,
+  nvls_arity,
+  nvls_tree_no_sharp,
+  nvls_tree_op,
+  nvls_tree_single_node,
+  pat_op,
+  pat_ppn,
+  hierarchical_op,
+  hierarchical_shape,
+  simple_only,  // NVLS, NVLSTree, PAT with LL or LL128
+  hierarchical_simple,
+  ll128_no_nvlink,
+  p2p_ll128,
+  hierarchical_on_request,  // not disabled for an explicit request: only for the automatic choice
+};
+
+// The protocol-independent rules of ncclTopoTuneModel plus simrun's (e.g. hierarchical needs > 1 node).
+Disabled disabled_code(CollectiveOp op, Algorithm algo, const GroupShape& s) {
   const bool p2p_op = op == CollectiveOp::all_to_all || op == CollectiveOp::send_recv;
-  if (p2p_op) {
-    if (algo != Algorithm::p2p)
-      return std::string(to_string(op)) + " runs as grouped send/recv (P2P); NCCL_ALGO does not apply";
-    return std::nullopt;
-  }
+  if (p2p_op) return algo != Algorithm::p2p ? Disabled::p2p_op_not_p2p : Disabled::none;
   switch (algo) {
     case Algorithm::p2p:
-      return std::string("P2P is the pattern of alltoall/sendrecv, not of ") + to_string(op);
+      return Disabled::p2p_not_p2p_op;
     case Algorithm::ring:
-      return std::nullopt;
+      return Disabled::none;
     case Algorithm::tree:
-      if (op != CollectiveOp::all_reduce)
-        return std::string("NCCL runs Tree only for all_reduce, not ") + to_string(op);
-      return std::nullopt;
+      return op != CollectiveOp::all_reduce ? Disabled::tree_not_all_reduce : Disabled::none;
     case Algorithm::collnet_direct:
     case Algorithm::collnet_chain:
-      return std::string(to_string(algo)) +
-             " needs in-network reduction (IB SHARP, NCCL_COLLNET_ENABLE=1), which the fabric catalog does "
-             "not describe";
+      return Disabled::collnet;
     case Algorithm::nvls:
-      if (!s.nvls)
-        return "NVLS needs NVSwitch in-switch reduction (NVLink SHARP, NVSwitch gen 3+, Hopper or later)";
+      if (!s.nvls) return Disabled::nvls_no_sharp;
       if (op != CollectiveOp::all_reduce && op != CollectiveOp::all_gather &&
           op != CollectiveOp::reduce_scatter)
-        return std::string("NCCL runs NVLS only for all_reduce, all_gather and reduce_scatter, not ") +
-               to_string(op);
-      if (s.nodes > 1)
-        return "multi-node NVLS needs CollNet (IB SHARP); use NVLSTree for all_reduce across nodes";
-      if (op != CollectiveOp::all_reduce && s.ranks_per_node > 32)
-        return "NVLS all_gather/reduce_scatter supports at most 32 local ranks (NCCL_MAX_NVLS_ARITY)";
-      return std::nullopt;
+        return Disabled::nvls_op;
+      if (s.nodes > 1) return Disabled::nvls_multi_node;
+      if (op != CollectiveOp::all_reduce && s.ranks_per_node > 32) return Disabled::nvls_arity;
+      return Disabled::none;
     case Algorithm::nvls_tree:
-      if (!s.nvls)
-        return "NVLSTree needs NVSwitch in-switch reduction (NVLink SHARP, NVSwitch gen 3+, Hopper or later)";
-      if (op != CollectiveOp::all_reduce)
-        return std::string("NCCL runs NVLSTree only for all_reduce, not ") + to_string(op);
-      if (s.nodes == 1) return "NVLSTree is disabled on a single node (NCCL); use NVLS";
-      return std::nullopt;
+      if (!s.nvls) return Disabled::nvls_tree_no_sharp;
+      if (op != CollectiveOp::all_reduce) return Disabled::nvls_tree_op;
+      if (s.nodes == 1) return Disabled::nvls_tree_single_node;
+      return Disabled::none;
     case Algorithm::pat:
-      if (op != CollectiveOp::all_gather && op != CollectiveOp::reduce_scatter)
-        return std::string("PAT runs only all_gather and reduce_scatter, not ") + to_string(op);
-      if (s.ranks_per_node != 1 || s.nodes != s.ranks)
-        return "PAT needs one GPU per node (NCCL enables it only then)";
-      return std::nullopt;
+      if (op != CollectiveOp::all_gather && op != CollectiveOp::reduce_scatter) return Disabled::pat_op;
+      if (s.ranks_per_node != 1 || s.nodes != s.ranks) return Disabled::pat_ppn;
+      return Disabled::none;
     case Algorithm::hierarchical:
       if (op != CollectiveOp::all_reduce && op != CollectiveOp::all_gather &&
           op != CollectiveOp::reduce_scatter)
-        return std::string(
-                   "the hierarchical form exists for all_reduce, all_gather and reduce_scatter, not ") +
-               to_string(op);
-      if (s.nodes < 2 || s.ranks_per_node < 2)
-        return "the hierarchical form needs several nodes with several GPUs each";
-      return std::nullopt;
+        return Disabled::hierarchical_op;
+      if (s.nodes < 2 || s.ranks_per_node < 2) return Disabled::hierarchical_shape;
+      return Disabled::none;
   }
-  return std::nullopt;
+  return Disabled::none;
+}
+
+// The same with the protocol's rules.
+Disabled disabled_code(CollectiveOp op, Algorithm algo, Protocol proto, const GroupShape& s) {
+  if (const Disabled why = disabled_code(op, algo, s); why != Disabled::none) return why;
+  if ((algo == Algorithm::nvls || algo == Algorithm::nvls_tree || algo == Algorithm::pat) &&
+      proto != Protocol::simple)
+    return Disabled::simple_only;
+  if (algo == Algorithm::hierarchical && proto != Protocol::simple) return Disabled::hierarchical_simple;
+  if (proto == Protocol::ll128 && (s.pcie_only || s.cc_index < 1)) return Disabled::ll128_no_nvlink;
+  if (algo == Algorithm::p2p && proto == Protocol::ll128) return Disabled::p2p_ll128;
+  return Disabled::none;
+}
+
+std::string reason_text(Disabled why, CollectiveOp op, Algorithm algo) {
+  switch (why) {
+    case Disabled::none:
+      return "";
+    case Disabled::p2p_op_not_p2p:
+      return std::string(to_string(op)) + " runs as grouped send/recv (P2P); NCCL_ALGO does not apply";
+    case Disabled::p2p_not_p2p_op:
+      return std::string("P2P is the pattern of alltoall/sendrecv, not of ") + to_string(op);
+    case Disabled::tree_not_all_reduce:
+      return std::string("NCCL runs Tree only for all_reduce, not ") + to_string(op);
+    case Disabled::collnet:
+      return std::string(to_string(algo)) +
+             " needs in-network reduction (IB SHARP, NCCL_COLLNET_ENABLE=1), which the fabric catalog does "
+             "not describe";
+    case Disabled::nvls_no_sharp:
+      return "NVLS needs NVSwitch in-switch reduction (NVLink SHARP, NVSwitch gen 3+, Hopper or later)";
+    case Disabled::nvls_op:
+      return std::string("NCCL runs NVLS only for all_reduce, all_gather and reduce_scatter, not ") +
+             to_string(op);
+    case Disabled::nvls_multi_node:
+      return "multi-node NVLS needs CollNet (IB SHARP); use NVLSTree for all_reduce across nodes";
+    case Disabled::nvls_arity:
+      return "NVLS all_gather/reduce_scatter supports at most 32 local ranks (NCCL_MAX_NVLS_ARITY)";
+    case Disabled::nvls_tree_no_sharp:
+      return "NVLSTree needs NVSwitch in-switch reduction (NVLink SHARP, NVSwitch gen 3+, Hopper or later)";
+    case Disabled::nvls_tree_op:
+      return std::string("NCCL runs NVLSTree only for all_reduce, not ") + to_string(op);
+    case Disabled::nvls_tree_single_node:
+      return "NVLSTree is disabled on a single node (NCCL); use NVLS";
+    case Disabled::pat_op:
+      return std::string("PAT runs only all_gather and reduce_scatter, not ") + to_string(op);
+    case Disabled::pat_ppn:
+      return "PAT needs one GPU per node (NCCL enables it only then)";
+    case Disabled::hierarchical_op:
+      return std::string("the hierarchical form exists for all_reduce, all_gather and reduce_scatter, not ") +
+             to_string(op);
+    case Disabled::hierarchical_shape:
+      return "the hierarchical form needs several nodes with several GPUs each";
+    case Disabled::simple_only:
+      return std::string(to_string(algo)) + " runs only with the Simple protocol";
+    case Disabled::hierarchical_simple:
+      return "the hierarchical form runs with Simple";
+    case Disabled::ll128_no_nvlink:
+      return "LL128 needs NVLink between GPUs (NCCL enables it only on NVLink paths, cc >= 7.0)";
+    case Disabled::p2p_ll128:
+      return "send/recv uses LL (small) or Simple, not LL128";
+    case Disabled::hierarchical_on_request:
+      return "not an NCCL algorithm: only on request (algorithm hierarchical)";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::optional<std::string> CollectiveTuner::unsupported(CollectiveOp op, Algorithm algo,
+                                                        const GroupShape& s) {
+  const Disabled why = disabled_code(op, algo, s);
+  if (why == Disabled::none) return std::nullopt;
+  return reason_text(why, op, algo);
 }
 
 std::optional<std::string> CollectiveTuner::unsupported(CollectiveOp op, Algorithm algo, Protocol proto,
                                                         const GroupShape& s) {
-  if (auto why = unsupported(op, algo, s)) return why;
-  if ((algo == Algorithm::nvls || algo == Algorithm::nvls_tree || algo == Algorithm::pat) &&
-      proto != Protocol::simple)
-    return std::string(to_string(algo)) + " runs only with the Simple protocol";
-  if (algo == Algorithm::hierarchical && proto != Protocol::simple)
-    return "the hierarchical form runs with Simple";
-  if (proto == Protocol::ll128 && (s.pcie_only || s.cc_index < 1))
-    return "LL128 needs NVLink between GPUs (NCCL enables it only on NVLink paths, cc >= 7.0)";
-  if (algo == Algorithm::p2p && proto == Protocol::ll128)
-    return "send/recv uses LL (small) or Simple, not LL128";
-  return std::nullopt;
+  const Disabled why = disabled_code(op, algo, proto, s);
+  if (why == Disabled::none) return std::nullopt;
+  return reason_text(why, op, algo);
 }
 
 namespace {
@@ -431,19 +507,36 @@ double model_latency_us(CollectiveOp op, Algorithm algo, Protocol proto, const C
 
 }  // namespace
 
-std::vector<CostEntry> CollectiveTuner::cost_table(CollectiveOp op, const GroupShape& s, double bytes) {
-  std::vector<CostEntry> table;
+namespace {
+
+constexpr Algorithm kTableAlgorithms[] = {
+    Algorithm::tree,          Algorithm::ring,         Algorithm::collnet_direct,
+    Algorithm::collnet_chain, Algorithm::nvls,         Algorithm::nvls_tree,
+    Algorithm::pat,           Algorithm::hierarchical, Algorithm::p2p};
+constexpr Protocol kTableProtocols[] = {Protocol::ll, Protocol::ll128, Protocol::simple};
+constexpr size_t kTableSize = std::size(kTableAlgorithms) * std::size(kTableProtocols);
+
+// One cost table entry with its reason as a code (CostEntry words it).
+struct CodedEntry {
+  Algorithm algorithm;
+  Protocol protocol;
+  double latency_us = 0;
+  double algbw_GBps = 0;
+  double time_us = -1;
+  Disabled why = Disabled::none;
+};
+using CodedTable = std::array<CodedEntry, kTableSize>;
+
+// The cost table in NCCL's order (algorithms, then protocols), without allocating.
+CodedTable coded_cost_table(CollectiveOp op, const GroupShape& s, double bytes) {
+  CodedTable table;
   const CallTerms t = call_terms(op, s);
-  for (Algorithm algo :
-       {Algorithm::tree, Algorithm::ring, Algorithm::collnet_direct, Algorithm::collnet_chain,
-        Algorithm::nvls, Algorithm::nvls_tree, Algorithm::pat, Algorithm::hierarchical, Algorithm::p2p}) {
-    for (Protocol proto : {Protocol::ll, Protocol::ll128, Protocol::simple}) {
-      CostEntry e{algo, proto, 0, 0, -1, {}};
-      if (auto why = unsupported(op, algo, proto, s)) {
-        e.why_disabled = *why;
-        table.push_back(e);
-        continue;
-      }
+  size_t i = 0;
+  for (Algorithm algo : kTableAlgorithms) {
+    for (Protocol proto : kTableProtocols) {
+      CodedEntry& e = table[i++];
+      e = CodedEntry{algo, proto, 0, 0, -1, disabled_code(op, algo, proto, s)};
+      if (e.why != Disabled::none) continue;
       e.algbw_GBps = model_algbw_GBps(algo, proto, t, s);
       double lat = model_latency_us(op, algo, proto, t, s);
 
@@ -455,13 +548,22 @@ std::vector<CostEntry> CollectiveTuner::cost_table(CollectiveOp op, const GroupS
       if (algo == Algorithm::ring && proto == Protocol::simple && s.nodes > 1 && t.ar &&
           bytes / (double(t.nch) * double(t.n)) >= 64)
         lat *= t.cc < 1 ? 1.9 : 1.4;
-      if (algo == Algorithm::hierarchical)
-        e.why_disabled = "not an NCCL algorithm: only on request (algorithm hierarchical)";
+      if (algo == Algorithm::hierarchical) e.why = Disabled::hierarchical_on_request;
       e.latency_us = lat;
       e.time_us = bw > 0 ? lat + bytes / (1000.0 * bw) : -1;
-      table.push_back(e);
     }
   }
+  return table;
+}
+
+}  // namespace
+
+std::vector<CostEntry> CollectiveTuner::cost_table(CollectiveOp op, const GroupShape& s, double bytes) {
+  std::vector<CostEntry> table;
+  table.reserve(kTableSize);
+  for (const CodedEntry& e : coded_cost_table(op, s, bytes))
+    table.push_back(CostEntry{e.algorithm, e.protocol, e.latency_us, e.algbw_GBps, e.time_us,
+                              reason_text(e.why, op, e.algorithm)});
   return table;
 }
 
@@ -486,14 +588,14 @@ TunerChoice CollectiveTuner::choose(CollectiveOp op, const GroupShape& s, double
   if (algo && proto) {
     if (auto why = unsupported(op, *algo, *proto, s)) throw InputError("collective", "protocol", *why);
   }
-  const auto table = cost_table(op, s, bytes);
-  const CostEntry* best = nullptr;
-  for (const CostEntry& e : table) {
+  const CodedTable table = coded_cost_table(op, s, bytes);
+  const CodedEntry* best = nullptr;
+  for (const CodedEntry& e : table) {
     if (algo && e.algorithm != *algo) continue;
     if (proto && e.protocol != *proto) continue;
     if (e.time_us < 0) continue;
     // Entries disabled for automatic choice (hierarchical) still serve an explicit request.
-    if (!e.why_disabled.empty() && !(algo && *algo == e.algorithm)) continue;
+    if (e.why != Disabled::none && !(algo && *algo == e.algorithm)) continue;
     if (!best || e.time_us < best->time_us) best = &e;
   }
   if (!best) {
@@ -501,11 +603,11 @@ TunerChoice CollectiveTuner::choose(CollectiveOp op, const GroupShape& s, double
     // Prefer the reason of an algorithm that could run this op but not with this protocol.
     for (int pass = 0; pass < 2; ++pass) {
       bool found = false;
-      for (const CostEntry& e : table) {
-        if ((algo && e.algorithm != *algo) || (proto && e.protocol != *proto) || e.why_disabled.empty())
+      for (const CodedEntry& e : table) {
+        if ((algo && e.algorithm != *algo) || (proto && e.protocol != *proto) || e.why == Disabled::none)
           continue;
-        if (pass == 0 && unsupported(op, e.algorithm, s)) continue;
-        why = e.why_disabled;
+        if (pass == 0 && disabled_code(op, e.algorithm, s) != Disabled::none) continue;
+        why = reason_text(e.why, op, e.algorithm);
         found = true;
         break;
       }

@@ -2,9 +2,10 @@
 #include "simrun/sim/workload/schedule.hpp"
 
 #include <algorithm>
-#include <map>
-#include <tuple>
 #include <array>
+#include <map>
+#include <memory>
+#include <tuple>
 
 #include "simrun/common/error.hpp"
 
@@ -177,66 +178,202 @@ bool schedule_completes(PipelineSchedule kind, int64_t pp, int64_t m, int64_t v)
   return completes;
 }
 
-std::optional<std::vector<double>> schedule_finish_times(
-    PipelineSchedule kind, int64_t pp, int64_t m, int64_t v,
-    const std::function<double(int64_t stage, const PipelineSlot& slot)>& duration,
-    const std::vector<double>& hop_s) {
+namespace {
+
+// The schedule's slots and where their end times live: [forward][stage·chunks + chunk][micro-batch].
+struct ScheduleShape {
+  PipelineSchedule kind;
+  int64_t pp, m, v, chunks;
+  size_t end_index(bool forward, int64_t stage, int64_t chunk, int64_t mb) const {
+    return size_t(((forward ? 1 : 0) * pp * chunks + stage * chunks + chunk) * m + mb);
+  }
+  size_t end_count() const { return size_t(2 * pp * chunks * m); }
+};
+
+// What a slot of stage s waits for: the end time of the slot it depends on (kReadyAtStart for
+// the pipeline's first forward) and, where that ran on another stage, the boundary the message
+// crosses (b between stages b and (b + 1) mod pp; kNoHop for none).
+constexpr int64_t kReadyAtStart = -1, kNoHop = -1;
+struct SlotInput {
+  int64_t read = kReadyAtStart;
+  int64_t boundary = kNoHop;
+};
+
+SlotInput input_of(const ScheduleShape& sh, int64_t s, const PipelineSlot& slot) {
+  const ChunkPlace p = chunk_place(sh.kind, s, slot.chunk, sh.pp, sh.v);
+  const int64_t mb = slot.micro_batch;
+  SlotInput in;
+  if (slot.forward) {
+    if (p.position == 0) return in;  // the first forward: ready at once, no hop
+    in.read = int64_t(sh.end_index(true, p.prev_stage, p.prev_chunk, mb));
+  } else if (p.position == p.last) {
+    in.read = int64_t(sh.end_index(true, s, slot.chunk, mb));
+    return in;  // the loss turns around in place
+  } else {
+    in.read = int64_t(sh.end_index(false, p.next_stage, p.next_chunk, mb));
+  }
+  // Messages climb the stages forward and come down backward; DualPipe's chunk 1 the other way.
+  const bool from_below = slot.forward == (sh.kind != PipelineSchedule::dualpipe || slot.chunk == 0);
+  in.boundary = from_below ? (s + sh.pp - 1) % sh.pp : s;
+  return in;
+}
+
+// When a slot may start: its input's end (< 0: not yet run), a hop later when that came from
+// another stage.
+double start_of(const SlotInput& in, const std::vector<double>& end, const std::vector<double>& hop_s) {
+  const double ready = in.read == kReadyAtStart ? 0.0 : end[size_t(in.read)];
+  if (ready < 0) return ready;
+  return ready + (in.boundary == kNoHop || hop_s.empty() ? 0.0 : hop_s[size_t(in.boundary)]);
+}
+
+// One step of the schedule played out: a slot (with its partner when paired), what it reads and
+// where its end goes.
+struct PlayedSlot {
+  int64_t stage = 0;
+  size_t slot = 0;
+  bool paired = false;
+  SlotInput input, partner_input;
+};
+
+// The schedule of (kind, pp, m, v): each stage's slots, and the order playing it out runs them in
+// (the same for every duration: a slot runs once its input has run), or that it deadlocks.
+struct SchedulePlay {
+  ScheduleShape shape;
   std::vector<std::vector<PipelineSlot>> slots;
-  for (int64_t s = 0; s < pp; ++s) slots.push_back(stage_schedule(kind, s, pp, m, v));
-  // End time of [forward][stage·chunks + chunk][micro-batch]; < 0 = not yet run.
-  const int64_t chunks = stage_chunks(kind, v);
-  std::vector<std::vector<double>> end(2, std::vector<double>(static_cast<size_t>(pp * chunks * m), -1.0));
-  auto at = [&](bool forward, int64_t stage, int64_t chunk, int64_t mb) -> double& {
-    return end[forward ? 1 : 0][static_cast<size_t>((stage * chunks + chunk) * m + mb)];
-  };
-  std::vector<size_t> next(static_cast<size_t>(pp), 0);
-  std::vector<double> free(static_cast<size_t>(pp), 0.0);
-  // When `slot` of stage s may start: its input's end (< 0: not yet), a hop later when that
-  // came from another stage (the boundary between stages b and (b + 1) mod pp).
-  auto start_of = [&](int64_t s, const PipelineSlot& slot) {
-    const ChunkPlace p = chunk_place(kind, s, slot.chunk, pp, v);
-    const int64_t mb = slot.micro_batch;
-    const double ready = slot.forward ? (p.position == 0 ? 0.0 : at(true, p.prev_stage, p.prev_chunk, mb))
-                                      : (p.position == p.last ? at(true, s, slot.chunk, mb)
-                                                              : at(false, p.next_stage, p.next_chunk, mb));
-    if (ready < 0) return ready;
-    const bool own_forward = !slot.forward && p.position == p.last;  // the loss turns around in place
-    const bool first = slot.forward && p.position == 0;
-    // Messages climb the stages forward and come down backward; DualPipe's chunk 1 the other way.
-    const bool from_below = slot.forward == (kind != PipelineSchedule::dualpipe || slot.chunk == 0);
-    const int64_t boundary = from_below ? (s + pp - 1) % pp : s;
-    return ready + (own_forward || first || hop_s.empty() ? 0.0 : hop_s[static_cast<size_t>(boundary)]);
-  };
+  std::vector<PlayedSlot> order;
+  bool completes = false;
+};
+
+using Duration = std::function<double(int64_t stage, const PipelineSlot& slot)>;
+
+// The schedule played out (schedule.hpp): each stage runs as far as its inputs allow, in turn,
+// until none can; each step appended to `order` when given.
+std::optional<std::vector<double>> play(const ScheduleShape& sh,
+                                        const std::vector<std::vector<PipelineSlot>>& slots,
+                                        const Duration& duration, const std::vector<double>& hop_s,
+                                        std::vector<PlayedSlot>* order) {
+  std::vector<double> end(sh.end_count(), -1.0);
+  std::vector<size_t> next(size_t(sh.pp), 0);
+  std::vector<double> free(size_t(sh.pp), 0.0);
   for (bool progress = true; progress;) {
     progress = false;
-    for (int64_t s = 0; s < pp; ++s) {
-      const auto& own = slots[static_cast<size_t>(s)];
-      for (size_t& k = next[static_cast<size_t>(s)]; k < own.size(); ++k) {
+    for (int64_t s = 0; s < sh.pp; ++s) {
+      const auto& own = slots[size_t(s)];
+      for (size_t& k = next[size_t(s)]; k < own.size(); ++k) {
         const PipelineSlot& slot = own[k];
         // A paired slot and the next run beside each other: both start once both may, and end
         // together, their durations summed (the caller takes off what the pair hides).
         const bool paired = slot.paired_with_next && k + 1 < own.size();
-        double ready = start_of(s, slot);
+        const SlotInput input = input_of(sh, s, slot);
+        double ready = start_of(input, end, hop_s);
         if (ready < 0) break;
+        SlotInput partner_input;
         if (paired) {
-          const double partner = start_of(s, own[k + 1]);
+          partner_input = input_of(sh, s, own[k + 1]);
+          const double partner = start_of(partner_input, end, hop_s);
           if (partner < 0) break;
           ready = std::max(ready, partner);
         }
-        double& clock = free[static_cast<size_t>(s)];
+        if (order) order->push_back(PlayedSlot{s, k, paired, input, partner_input});
+        double& clock = free[size_t(s)];
         clock = std::max(clock, ready) + duration(s, slot) + (paired ? duration(s, own[k + 1]) : 0.0);
-        at(slot.forward, s, slot.chunk, slot.micro_batch) = clock;
+        end[sh.end_index(slot.forward, s, slot.chunk, slot.micro_batch)] = clock;
         if (paired) {
           ++k;
-          at(own[k].forward, s, own[k].chunk, own[k].micro_batch) = clock;
+          end[sh.end_index(own[k].forward, s, own[k].chunk, own[k].micro_batch)] = clock;
         }
         progress = true;
       }
     }
   }
-  for (int64_t s = 0; s < pp; ++s)
-    if (next[static_cast<size_t>(s)] < slots[static_cast<size_t>(s)].size()) return std::nullopt;
+  for (int64_t s = 0; s < sh.pp; ++s)
+    if (next[size_t(s)] < slots[size_t(s)].size()) return std::nullopt;
   return free;
+}
+
+// `play` again in its recorded order, without searching for what may run: the same steps and the
+// same arithmetic, so the same finish times, as long as every step's input has run when its turn
+// comes, which non-negative durations and hops guarantee (a negative start would read as "not
+// yet" to `play`). nullopt, for the caller to play it instead, where a start comes out negative.
+std::optional<std::vector<double>> replay(const SchedulePlay& p, const Duration& duration,
+                                          const std::vector<double>& hop_s) {
+  const ScheduleShape& sh = p.shape;
+  std::vector<double> end(sh.end_count(), -1.0);
+  std::vector<double> free(size_t(sh.pp), 0.0);
+  for (const PlayedSlot& step : p.order) {
+    const std::vector<PipelineSlot>& own = p.slots[size_t(step.stage)];
+    const PipelineSlot& slot = own[step.slot];
+    double ready = start_of(step.input, end, hop_s);
+    if (ready < 0) return std::nullopt;
+    if (step.paired) {
+      const double partner = start_of(step.partner_input, end, hop_s);
+      if (partner < 0) return std::nullopt;
+      ready = std::max(ready, partner);
+    }
+    double& clock = free[size_t(step.stage)];
+    clock = std::max(clock, ready) + duration(step.stage, slot) +
+            (step.paired ? duration(step.stage, own[step.slot + 1]) : 0.0);
+    end[sh.end_index(slot.forward, step.stage, slot.chunk, slot.micro_batch)] = clock;
+    if (step.paired) {
+      const PipelineSlot& partner = own[step.slot + 1];
+      end[sh.end_index(partner.forward, step.stage, partner.chunk, partner.micro_batch)] = clock;
+    }
+  }
+  return free;
+}
+
+ScheduleShape shape_of(PipelineSchedule kind, int64_t pp, int64_t m, int64_t v) {
+  return ScheduleShape{kind, pp, m, v, stage_chunks(kind, v)};
+}
+
+std::vector<std::vector<PipelineSlot>> slots_of(PipelineSchedule kind, int64_t pp, int64_t m, int64_t v) {
+  std::vector<std::vector<PipelineSlot>> slots;
+  for (int64_t s = 0; s < pp; ++s) slots.push_back(stage_schedule(kind, s, pp, m, v));
+  return slots;
+}
+
+// Plays of at most this many slots are remembered, and each thread keeps at most this many slots
+// in all (about 40 bytes each): the estimate plays the same few schedules again and again (twice
+// per layout), the planner a few hundred over a search.
+constexpr int64_t kRememberedSlots = int64_t(1) << 20;
+
+// The play of (kind, pp, m, v), remembered per thread; null where it is too large to keep.
+std::shared_ptr<const SchedulePlay> remembered_play(PipelineSchedule kind, int64_t pp, int64_t m, int64_t v) {
+  const ScheduleShape sh = shape_of(kind, pp, m, v);
+  const int64_t slot_count = 2 * pp * sh.chunks * m;
+  if (slot_count > kRememberedSlots) return nullptr;
+  thread_local std::map<std::tuple<PipelineSchedule, int64_t, int64_t, int64_t>,
+                        std::shared_ptr<const SchedulePlay>>
+      known;
+  thread_local int64_t known_slots = 0;
+  const auto key = std::make_tuple(kind, pp, m, v);
+  if (const auto it = known.find(key); it != known.end()) return it->second;
+  auto p = std::make_shared<SchedulePlay>();
+  p->shape = sh;
+  p->slots = slots_of(kind, pp, m, v);
+  p->completes = play(
+                     sh, p->slots, [](int64_t, const PipelineSlot&) { return 0.0; }, {}, &p->order)
+                     .has_value();
+  if (known_slots + slot_count > kRememberedSlots) {  // bounded: a long-lived process asking everything
+    known.clear();
+    known_slots = 0;
+  }
+  known.emplace(key, p);
+  known_slots += slot_count;
+  return p;
+}
+
+}  // namespace
+
+std::optional<std::vector<double>> schedule_finish_times(PipelineSchedule kind, int64_t pp, int64_t m,
+                                                         int64_t v, const Duration& duration,
+                                                         const std::vector<double>& hop_s) {
+  if (const std::shared_ptr<const SchedulePlay> p = remembered_play(kind, pp, m, v)) {
+    if (!p->completes) return std::nullopt;
+    if (auto finish = replay(*p, duration, hop_s)) return finish;
+    return play(p->shape, p->slots, duration, hop_s, nullptr);
+  }
+  return play(shape_of(kind, pp, m, v), slots_of(kind, pp, m, v), duration, hop_s, nullptr);
 }
 
 }  // namespace simrun

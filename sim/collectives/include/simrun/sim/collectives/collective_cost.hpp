@@ -67,6 +67,8 @@ struct LinkCost {
   // Set for NCCL's model across domains (group_link) and for all-to-all (all_to_all_link) when
   // the group fits fabric_group (unset: the α-β forms, e.g. over PCIe or under calibrated α/β).
   std::shared_ptr<const FabricGroup> fabric_group = nullptr;
+  // The same link: equal rates and shapes, and the same FabricGroup (immutable once built).
+  bool operator==(const LinkCost&) const = default;
 };
 
 double ring_all_reduce_s(double bytes, int64_t n, const LinkCost& link);

@@ -66,6 +66,7 @@ struct GroupShape {
   bool nvls = false;       // NVSwitch with in-switch reduction in every domain
   bool nvswitch = true;    // scale-up through a switch (not mesh/bridge/PCIe)
   bool pcie_only = false;  // no NVLink between peers (NCCL's PCI latency row)
+  bool operator==(const GroupShape&) const = default;
 };
 
 struct TunerChoice {

@@ -57,7 +57,8 @@ bool schedule_completes(PipelineSchedule kind, int64_t pp, int64_t m, int64_t v)
 // when that slot ran on another stage: hop_s[b] between stage b and stage (b + 1) mod pp, either
 // way (empty: no hops). Returns every stage's finish time, or nullopt when the schedule
 // deadlocks. The longest path through Megatron's order, as the closed-form estimate times the
-// pipeline.
+// pipeline. The order the slots run in is the same for every duration (a slot runs once its input
+// has run): each thread remembers it per (kind, pp, m, v) and replays it.
 std::optional<std::vector<double>> schedule_finish_times(
     PipelineSchedule kind, int64_t pp, int64_t m, int64_t v,
     const std::function<double(int64_t stage, const PipelineSlot& slot)>& duration,
