@@ -16,6 +16,7 @@
 
 #include "command.hpp"
 #include "flag_names.hpp"
+#include "plan_ranks.hpp"
 #include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/common/json_reader.hpp"
@@ -25,6 +26,12 @@ namespace {
 // Every error line goes out through here: whatever the input held, one safe line (echo.hpp).
 void print_error_line(const std::string& line) {
   std::cerr << simrun::printable(line, simrun::kErrorLineMaxBytes) << "\n";
+}
+
+// Bad input (exit 2). Under mpirun every rank reads the same command line and files and fails
+// alike: rank 0 alone says so, so that the user reads one line (the exit codes stay).
+void print_input_error_line(const std::string& line) {
+  if (simrun::cli::mpi_launch().rank == 0) print_error_line(line);
 }
 
 std::string env_or_empty(const char* name) {
@@ -125,24 +132,24 @@ int run(int argc, char** argv) {
     // CLI11: "--gpus: At Most 1 required but received 2".
     const std::string what = e.what();
     if (what.find("At Most") != std::string::npos)
-      print_error_line("command line: " + what.substr(0, what.find(':')) +
-                       ": given more than once (give each flag once)");
+      print_input_error_line("command line: " + what.substr(0, what.find(':')) +
+                             ": given more than once (give each flag once)");
     else
-      print_error_line("command line: " + what + " (see simrun <subcommand> --help for its flags)");
+      print_input_error_line("command line: " + what + " (see simrun <subcommand> --help for its flags)");
     return 2;
   } catch (const CLI::ConversionError& e) {
     // CLI11: "Could not convert: --tp = 1.5".
     std::string what = e.what();
     const auto colon = what.find(": ");
     if (colon != std::string::npos) what = what.substr(colon + 2);
-    print_error_line("command line: " + what +
-                     " is not a value of the flag's type (an integer for sizes and counts, a number for "
-                     "rates; see simrun <subcommand> --help)");
+    print_input_error_line("command line: " + what +
+                           " is not a value of the flag's type (an integer for sizes and counts, a number for "
+                           "rates; see simrun <subcommand> --help)");
     return 2;
   } catch (const CLI::ParseError& e) {
     std::string what = e.what();
     if (what.empty()) what = e.get_name();
-    print_error_line("command line: " + what + " (see simrun <subcommand> --help for its flags)");
+    print_input_error_line("command line: " + what + " (see simrun <subcommand> --help for its flags)");
     return 2;
   }
   for (const auto& command : commands)
@@ -165,7 +172,7 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const simrun::InputError& e) {
-    print_error_line(simrun::cli::as_command_line_error(e).what());
+    print_input_error_line(simrun::cli::as_command_line_error(e).what());
     return 2;
   } catch (const simrun::cli::InfeasibleError& e) {
     print_error_line(e.what());

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "command.hpp"
+#include "plan_ranks.hpp"
 #include "progress_line.hpp"
 #include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
@@ -256,15 +257,15 @@ void print_rows(std::ostream& out, const PlanRequest& q, const PlanResult& r, co
   }
 }
 
-void print_table(std::ostream& out, const PlanRequest& q, const PlanResult& r, bool moe, int threads) {
+void print_table(std::ostream& out, const PlanRequest& q, const PlanResult& r, bool moe, const std::string& workers) {
   std::string goal = q.objective == PlanObjective::cost ? "fewest dollars" : "fewest days";
   if (q.deadline_days) goal += fmt::format(" within {:.4g} days", *q.deadline_days);
   if (q.budget_usd) goal += fmt::format(" within ${:.4g}M", *q.budget_usd / 1e6);
   std::string model = q.model.is_string() ? q.model.get<std::string>() : q.model.dump();
   out << fmt::format("simrun plan — {}, {} tokens; {}\n", model,
                      q.tokens > 0 ? fmt::format("{:.3g}", q.tokens) : std::string("20 per parameter"), goal);
-  out << fmt::format("searched {} points: {} estimated, {} event-simulated; {} threads, {:.1f} s{}\n\n",
-                     r.space_size, r.evaluated, r.simulated, threads, r.wall_s,
+  out << fmt::format("searched {} points: {} estimated, {} event-simulated; {}, {:.1f} s{}\n\n",
+                     r.space_size, r.evaluated, r.simulated, workers, r.wall_s,
                      r.interrupted ? " (interrupted: the best found so far)" : "");
   out << "ranked (ties within " << int(100 * kPlanTieTolerance) << "% share a rank)\n";
   print_rows(out, q, r, r.ranked, moe, true);
@@ -372,8 +373,11 @@ Command add_plan_command(CLI::App& root, const CliEnv& env) {
               throw as_flag_error(e, given, !a->file.empty());
             }
             if (a->threads < 0) throw InputError("command line", "--threads", "must be at least 1 (0: every core)");
-            const int threads =
-                a->threads > 0 ? a->threads : int(std::max(1u, std::thread::hardware_concurrency()));
+            // Under mpirun the ranks on one machine share its cores (plan_ranks.hpp).
+            const MpiLaunch launch = mpi_launch();
+            const int threads = a->threads > 0 ? a->threads
+                                               : std::max(1, int(std::thread::hardware_concurrency()) /
+                                                                 launch.ranks_on_node);
             const int64_t size = plan_space_size(q, catalogs);
             if (size > q.max_points)
               throw InputError(q.file, given.empty() ? "max_points" : "--max-points",
@@ -388,6 +392,7 @@ Command add_plan_command(CLI::App& root, const CliEnv& env) {
 
             std::unique_ptr<ProgressLine> line =
                 stderr_progress_line(progress_mode(a->progress, env.progress));
+            if (launch.rank != 0) line.reset();  // rank 0 speaks for the job
             PlanControl control;
             control.threads = threads;
             control.cancel = &g_interrupted;
@@ -411,9 +416,11 @@ Command add_plan_command(CLI::App& root, const CliEnv& env) {
               };
             g_interrupted.store(false);
             std::signal(SIGINT, on_interrupt);
-            const PlanResult result = plan(q, catalogs, control);
+            const std::optional<PlanResult> on_rank = plan_on_ranks(launch, q, catalogs, control);
             std::signal(SIGINT, SIG_DFL);
             if (line) line->clear();
+            if (!on_rank) return 0;  // a rank other than 0: rank 0 prints the whole plan
+            const PlanResult& result = *on_rank;
 
             const bool moe = result.model.is_moe();
             if (result.ranked.empty() && !result.interrupted)
@@ -430,7 +437,9 @@ Command add_plan_command(CLI::App& root, const CliEnv& env) {
                 break;
               }
               case OutputFormat::table:
-                print_table(std::cout, q, result, moe, threads);
+                print_table(std::cout, q, result, moe,
+                            launch.ranks > 1 ? fmt::format("{} ranks of {} threads", launch.ranks, threads)
+                                             : fmt::format("{} threads", threads));
                 break;
             }
             if (a->explain_row > 0) {

@@ -59,3 +59,11 @@ add_dependencies(test_framework_cli simrun)
 simrun_add_test_exe(test_plan SOURCES cli/test_plan.cpp LIBS nlohmann_json::nlohmann_json simrun_test_fixtures)
 target_compile_definitions(test_plan PRIVATE SIMRUN_BINARY="$<TARGET_FILE:simrun>")
 add_dependencies(test_plan simrun)
+# `simrun plan` under mpirun: 1 and 4 ranks rank as one process does; bad input one line from rank 0
+# (skipped with a warning without MPI: SIMRUN_HAVE_MPI, MPIEXEC_EXECUTABLE from find_package(MPI)).
+simrun_add_test_exe(test_plan_mpi SOURCES cli/test_plan_mpi.cpp LIBS nlohmann_json::nlohmann_json simrun_test_fixtures)
+target_compile_definitions(test_plan_mpi PRIVATE SIMRUN_BINARY="$<TARGET_FILE:simrun>")
+if(SIMRUN_HAVE_MPI)
+  target_compile_definitions(test_plan_mpi PRIVATE SIMRUN_HAVE_MPI SIMRUN_MPIEXEC="${MPIEXEC_EXECUTABLE}")
+endif()
+add_dependencies(test_plan_mpi simrun)

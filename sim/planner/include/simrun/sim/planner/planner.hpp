@@ -54,6 +54,7 @@ struct PlanPoint {
   double goodput = 0;
   int64_t rank = 0;  // in the ranking (ties share one); 0 outside it
   double objective(PlanObjective o) const { return o == PlanObjective::time ? days : cost_usd; }
+  bool operator==(const PlanPoint&) const = default;
 };
 
 // Why a point left the search, counted per reason (e.g. "memory", "tp_divides_heads",
@@ -118,6 +119,8 @@ struct PlanPartial {
 PlanPartial plan_search(const PlanRequest& request, const Catalogs& catalogs, const PlanControl& control);
 // Merges partials of disjoint shares (in any order: the result is the same).
 PlanPartial merge_partials(const PlanRequest& request, std::vector<PlanPartial> partials);
+// A partial as JSON and back, every field exact (plan_partial.cpp): what a rank sends to rank 0.
+// partial_from_json throws InputError ("plan partial", the field) on a malformed one.
 nlohmann::json to_json(const PlanPartial& partial);
 PlanPartial partial_from_json(const nlohmann::json& j);
 

@@ -124,6 +124,8 @@ struct Layout {
   int64_t expert_dp() const { return std::max<int64_t>(1, tp * cp * dp / (ep * expert_tp)); }
   // Token copies each expert takes, as a multiple of its balanced share (1 when dropless).
   double moe_load() const { return moe_capacity_factor > 0 ? moe_capacity_factor : 1.0; }
+
+  bool operator==(const Layout&) const = default;  // every member (the planner's partials round-trip)
 };
 
 struct ClusterSpec {

@@ -1,0 +1,97 @@
+// `simrun plan` under mpirun (cli/plan_ranks.hpp, cli/plan_mpi.cpp): the ranks split the space and
+// rank 0 prints the plan one process prints; bad input is one line from rank 0 and exit 2.
+// Skipped, with a warning, in a build without MPI or where mpirun is not there.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli_run.hpp"
+
+using namespace simrun::test;
+using nlohmann::json;
+
+namespace {
+
+// tests/cli/test_plan.cpp's chapter example (Llama-3 70B, 1.4T tokens, 1,024 H100 at $5/h), narrowed.
+const std::string kChapterPlan =
+    "plan --model llama3-70b --tokens 1.4e12 --gpu h100-sxm:5 --min-gpus 1024 --max-gpus 1024 "
+    "--tp 2,4,8 --pp 1,2,4 --zero-stage 1,3 --recompute none,selective --micro-batch 1,2 --top-k 4 --threads "
+    "1";
+
+// Why the MPI runs cannot be tested here, or empty.
+std::string why_no_mpi() {
+#ifndef SIMRUN_HAVE_MPI
+  return "simrun was built without MPI (CMake found none): the mpirun tests are skipped";
+#else
+  std::error_code ec;
+  if (!std::filesystem::exists(SIMRUN_MPIEXEC, ec))
+    return std::string("mpirun (") + SIMRUN_MPIEXEC + ") is not there: the mpirun tests are skipped";
+  return "";
+#endif
+}
+
+// `mpirun -np N simrun ARGS`, as root too, more ranks than cores allowed; -q: without mpirun's own
+// banner about a rank's non-zero exit.
+RunResult run_ranks(int ranks, const std::string& args) {
+#ifdef SIMRUN_HAVE_MPI
+  const auto out = scratch_dir() / "mpi-stdout.txt", err = scratch_dir() / "mpi-stderr.txt";
+  std::string cmd = shell_quoted(SIMRUN_MPIEXEC);
+  cmd += " -q --allow-run-as-root --oversubscribe -np " + std::to_string(ranks) + " ";
+  cmd += shell_quoted(SIMRUN_BINARY);
+  cmd += " " + args + " >" + shell_quoted(out) + " 2>" + shell_quoted(err);
+  const int status = std::system(cmd.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(out), read_text(err)};
+#else
+  (void)ranks, (void)args;
+  return {};
+#endif
+}
+
+json plan_json(const RunResult& r) {
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  return json::parse(r.out);  // one document: the ranks other than 0 print nothing
+}
+
+}  // namespace
+
+TEST_CASE("plan under mpirun: 1 and 4 ranks rank as one process does", "[cli][plan][mpi]") {
+  if (const std::string why = why_no_mpi(); !why.empty()) {
+    WARN(why);
+    return;
+  }
+  const json alone = plan_json(run_simrun(kChapterPlan + " --json"));
+  const json one = plan_json(run_ranks(1, kChapterPlan + " --json"));
+  const json four = plan_json(run_ranks(4, kChapterPlan + " --json"));
+  REQUIRE(!alone.at("ranked").empty());
+  for (const char* key : {"ranked", "pareto", "pruned", "evaluated", "space_size", "simulated", "why"}) {
+    INFO(key);
+    CHECK(one.at(key) == alone.at(key));
+    CHECK(four.at(key) == alone.at(key));
+  }
+  CHECK(four == alone);  // the whole report, request included
+}
+
+TEST_CASE("plan under mpirun: the table says how many ranks searched", "[cli][plan][mpi]") {
+  if (const std::string why = why_no_mpi(); !why.empty()) {
+    WARN(why);
+    return;
+  }
+  const RunResult r = run_ranks(4, kChapterPlan);
+  INFO("stderr: " << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("4 ranks of 1 threads") != std::string::npos);
+  CHECK(r.out.find("simrun plan — ") == r.out.rfind("simrun plan — "));  // one table
+}
+
+TEST_CASE("plan under mpirun: bad input is one line, from rank 0, and exit 2", "[cli][plan][mpi]") {
+  if (const std::string why = why_no_mpi(); !why.empty()) {
+    WARN(why);
+    return;
+  }
+  require_one_safe_line(run_ranks(4, "plan --model llama3-8b --max-gpus 64 --gpu h100-sxm:abc"),
+                        "is not a number");
+  require_one_safe_line(run_ranks(4, "plan --model llama3-8b --max-gpus 64 --gpu h100-sxm:2.5 --tp x"),
+                        "command line");
+}
