@@ -24,29 +24,16 @@
 #include <vector>
 
 #include "simrun/common/error.hpp"
+#include "split_mix.hpp"
 #include "simrun/sim/analytic/analytic.hpp"
 #include "simrun/sim/report/report.hpp"
 #include "simrun/sim/scenario/scenario_parser.hpp"
 
 using namespace simrun;
+using simrun::bench::SplitMix;
 
 namespace {
 
-// A small portable generator (splitmix64, as analytic_agreement), so that a seed names the same
-// sample everywhere.
-struct SplitMix {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  template <typename T>
-  const T& pick(const std::vector<T>& v) {
-    return v[next() % v.size()];
-  }
-};
 
 struct Fixed {
   const char* name;
