@@ -28,10 +28,13 @@ void print_error_line(const std::string& line) {
   std::cerr << simrun::printable(line, simrun::kErrorLineMaxBytes) << "\n";
 }
 
-// Bad input (exit 2). Under mpirun every rank reads the same command line and files and fails
-// alike: rank 0 alone says so, so that the user reads one line (the exit codes stay).
-void print_input_error_line(const std::string& line) {
-  if (simrun::cli::mpi_launch().rank == 0) print_error_line(line);
+// Bad input: one line, exit 2. Under mpirun every rank reads the same command line and files and
+// fails alike: rank 0 alone says so and exits 2; the others leave quietly with 0, so that mpirun,
+// which stops the whole job when a rank fails, cannot stop rank 0 before it has said why.
+int input_error_exit(const std::string& line) {
+  if (simrun::cli::mpi_launch().rank != 0) return 0;
+  print_error_line(line);
+  return 2;
 }
 
 std::string env_or_empty(const char* name) {
@@ -132,25 +135,21 @@ int run(int argc, char** argv) {
     // CLI11: "--gpus: At Most 1 required but received 2".
     const std::string what = e.what();
     if (what.find("At Most") != std::string::npos)
-      print_input_error_line("command line: " + what.substr(0, what.find(':')) +
-                             ": given more than once (give each flag once)");
-    else
-      print_input_error_line("command line: " + what + " (see simrun <subcommand> --help for its flags)");
-    return 2;
+      return input_error_exit("command line: " + what.substr(0, what.find(':')) +
+                              ": given more than once (give each flag once)");
+    return input_error_exit("command line: " + what + " (see simrun <subcommand> --help for its flags)");
   } catch (const CLI::ConversionError& e) {
     // CLI11: "Could not convert: --tp = 1.5".
     std::string what = e.what();
     const auto colon = what.find(": ");
     if (colon != std::string::npos) what = what.substr(colon + 2);
-    print_input_error_line("command line: " + what +
-                           " is not a value of the flag's type (an integer for sizes and counts, a number for "
-                           "rates; see simrun <subcommand> --help)");
-    return 2;
+    return input_error_exit("command line: " + what +
+                            " is not a value of the flag's type (an integer for sizes and counts, a number for "
+                            "rates; see simrun <subcommand> --help)");
   } catch (const CLI::ParseError& e) {
     std::string what = e.what();
     if (what.empty()) what = e.get_name();
-    print_input_error_line("command line: " + what + " (see simrun <subcommand> --help for its flags)");
-    return 2;
+    return input_error_exit("command line: " + what + " (see simrun <subcommand> --help for its flags)");
   }
   for (const auto& command : commands)
     if (command.app->parsed()) {
@@ -172,8 +171,7 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const simrun::InputError& e) {
-    print_input_error_line(simrun::cli::as_command_line_error(e).what());
-    return 2;
+    return input_error_exit(simrun::cli::as_command_line_error(e).what());
   } catch (const simrun::cli::InfeasibleError& e) {
     print_error_line(e.what());
     return 3;
