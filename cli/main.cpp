@@ -28,11 +28,15 @@ void print_error_line(const std::string& line) {
   std::cerr << simrun::printable(line, simrun::kErrorLineMaxBytes) << "\n";
 }
 
-// Bad input: one line, exit 2. Under mpirun every rank reads the same command line and files and
-// fails alike: rank 0 alone says so and exits 2; the others leave quietly with 0, so that mpirun,
-// which stops the whole job when a rank fails, cannot stop rank 0 before it has said why.
+// Set by main when the command is `simrun plan` (the one command that splits across mpirun ranks).
+bool g_planning = false;
+
+// Bad input: one line, exit 2. A plan under mpirun has every rank read the same command line and
+// files and fail alike: rank 0 alone says so and exits 2; the others leave quietly with 0, so that
+// mpirun, which stops the whole job when a rank fails, cannot stop rank 0 before it has said why.
+// Other commands under mpirun are independent copies: each rank says why.
 int input_error_exit(const std::string& line) {
-  if (simrun::cli::mpi_launch().rank != 0) return 0;
+  if (g_planning && simrun::cli::mpi_launch().rank != 0) return 0;
   print_error_line(line);
   return 2;
 }
@@ -168,6 +172,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  g_planning = argc > 1 && std::string_view(argv[1]) == "plan";
   try {
     return run(argc, argv);
   } catch (const simrun::InputError& e) {

@@ -27,10 +27,26 @@ namespace {
 // Set by SIGINT: the search stops and prints the best found so far (exit 130).
 std::atomic<bool> g_interrupted{false};
 
+static_assert(std::atomic<bool>::is_always_lock_free, "a signal handler may only touch lock-free atomics");
+
 extern "C" void on_interrupt(int) {
   g_interrupted.store(true);
   std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
 }
+
+// Ctrl-C stops the search while it lives; the default action comes back however the scope ends.
+struct InterruptScope {
+  InterruptScope() {
+    g_interrupted.store(false);
+    std::signal(SIGINT, on_interrupt);
+  }
+  ~InterruptScope() { std::signal(SIGINT, SIG_DFL); }
+  InterruptScope(const InterruptScope&) = delete;
+  InterruptScope& operator=(const InterruptScope&) = delete;
+};
+
+// More worker threads than any machine has cores is a typo, and each costs a stack.
+constexpr int kMaxPlanThreads = 4096;
 
 struct PlanArgs {
   std::string file;
@@ -73,15 +89,16 @@ constexpr FlagField kFlagFields[] = {
     {"--precision", "search.precision"}, {"--framework", "search.framework"},
 };
 
-// "4M", "16e6", "2097152": tokens.
+// "4M", "16e6", "2097152": tokens per step. K, M and G are binary (2^10, 2^20, 2^30), as batch
+// sizes are written: Llama 2's "4M tokens" are 1,024 sequences of 4,096 (arXiv:2307.09288, sec. 2.2).
 double tokens_of(const std::string& text) {
   double scale = 1;
   std::string number = text;
   if (!number.empty()) {
     const char last = number.back();
-    if (last == 'K' || last == 'k') scale = 1e3;
-    if (last == 'M' || last == 'm') scale = 1e6;
-    if (last == 'G' || last == 'g' || last == 'B' || last == 'b') scale = 1e9;
+    if (last == 'K' || last == 'k') scale = 0x1p10;
+    if (last == 'M' || last == 'm') scale = 0x1p20;
+    if (last == 'G' || last == 'g') scale = 0x1p30;
     if (scale > 1) number.pop_back();
   }
   size_t used = 0;
@@ -95,6 +112,12 @@ double tokens_of(const std::string& text) {
     throw InputError("command line", "--batch-tokens",
                      fmt::format("{} is not a number of tokens (e.g. 4M, or 2M:16M for a range)", quoted_input(text)));
   return v * scale;
+}
+
+// The global batches a space allows, e.g. "1,024" or "488 to 3,906".
+std::string batch_text(const PlanSpaceSize& size) {
+  const std::string lo = count_text(uint64_t(size.batch_min)), hi = count_text(uint64_t(size.batch_max));
+  return size.batch_min == size.batch_max ? lo : lo + " to " + hi;
 }
 
 // The plan document: the file's, with every flag given written over it.
@@ -257,6 +280,8 @@ void print_rows(std::ostream& out, const PlanRequest& q, const PlanResult& r, co
   }
 }
 
+std::string points_text(int64_t n) { return fmt::format("{} point{}", n, n == 1 ? "" : "s"); }
+
 void print_table(std::ostream& out, const PlanRequest& q, const PlanResult& r, bool moe, const std::string& workers) {
   std::string goal = q.objective == PlanObjective::cost ? "fewest dollars" : "fewest days";
   if (q.deadline_days) goal += fmt::format(" within {:.4g} days", *q.deadline_days);
@@ -264,8 +289,8 @@ void print_table(std::ostream& out, const PlanRequest& q, const PlanResult& r, b
   std::string model = q.model.is_string() ? q.model.get<std::string>() : q.model.dump();
   out << fmt::format("simrun plan — {}, {} tokens; {}\n", model,
                      q.tokens > 0 ? fmt::format("{:.3g}", q.tokens) : std::string("20 per parameter"), goal);
-  out << fmt::format("searched {} points: {} estimated, {} event-simulated; {}, {:.1f} s{}\n\n",
-                     r.space_size, r.evaluated, r.simulated, workers, r.wall_s,
+  out << fmt::format("searched {}: {} estimated, {} event-simulated; {}, {:.1f} s{}\n\n",
+                     points_text(r.space_size), r.evaluated, r.simulated, workers, r.wall_s,
                      r.interrupted ? " (interrupted: the best found so far)" : "");
   out << "ranked (ties within " << int(100 * kPlanTieTolerance) << "% share a rank)\n";
   print_rows(out, q, r, r.ranked, moe, true);
@@ -273,15 +298,15 @@ void print_table(std::ostream& out, const PlanRequest& q, const PlanResult& r, b
   for (const std::string& w : r.warnings) out << "warning: " << w << "\n";
   out << "\nPareto front, days against dollars (every GPU type and size)\n";
   print_rows(out, q, r, r.pareto, moe, false);
-  out << "\npruned";
   int64_t total = 0;
   for (const auto& [reason, n] : r.pruned) total += n;
-  out << fmt::format(" {} of {} points:", total, r.space_size);
+  out << fmt::format("\npruned {} of {}", total, points_text(r.space_size));
   std::vector<std::pair<std::string, int64_t>> reasons(r.pruned.begin(), r.pruned.end());
   std::sort(reasons.begin(), reasons.end(), [](const auto& a, const auto& b) {
     return a.second != b.second ? a.second > b.second : a.first < b.first;
   });
-  for (const auto& [reason, n] : reasons) out << fmt::format(" {} {},", reason, n);
+  for (size_t i = 0; i < reasons.size(); ++i)
+    out << fmt::format("{} {} {}", i == 0 ? ":" : ",", reasons[i].first, reasons[i].second);
   out << "\n";
 }
 
@@ -339,7 +364,8 @@ Command add_plan_command(CLI::App& root, const CliEnv& env) {
   cmd->add_option("--budget-usd", a->budget_usd, "Spend at most this many dollars");
   cmd->add_option("--global-batch", a->global_batch, "Sequences per step, fixed");
   cmd->add_option("--batch-tokens", a->batch_tokens,
-                  "Tokens per step, or a range MIN:MAX (e.g. 2M:16M); default 4M (Llama 2's)")
+                  "Tokens per step (K, M, G: 2^10, 2^20, 2^30; one value rounds to whole sequences), or a "
+                  "range MIN:MAX (e.g. 2M:16M); default 4M (Llama 2's)")
       ->type_name("TOKENS[:MAX]");
   cmd->add_option("--top-k", a->top_k, "Best points re-run by the event simulation (default 20)");
   cmd->add_option("--max-points", a->max_points, "Refuse a space larger than this (default 5e7)");
@@ -372,19 +398,37 @@ Command add_plan_command(CLI::App& root, const CliEnv& env) {
             } catch (const InputError& e) {
               throw as_flag_error(e, given, !a->file.empty());
             }
-            if (a->threads < 0) throw InputError("command line", "--threads", "must be at least 1 (0: every core)");
+            if (a->threads < 0 || a->threads > kMaxPlanThreads)
+              throw InputError("command line", "--threads",
+                               fmt::format("{} is outside [1, {}] (0: every core)", a->threads, kMaxPlanThreads));
+            if (a->explain_row != 0 && a->format != OutputFormat::table)
+              throw InputError("command line", "--explain",
+                               "explains a row of the table: give it without --json or --csv (simrun simulate "
+                               "--json on the row's scenario gives the report as JSON)");
             // Under mpirun the ranks on one machine share its cores (plan_ranks.hpp).
             const MpiLaunch launch = mpi_launch();
             const int threads = a->threads > 0 ? a->threads
                                                : std::max(1, int(std::thread::hardware_concurrency()) /
                                                                  launch.ranks_on_node);
-            const int64_t size = plan_space_size(q, catalogs);
-            if (size > q.max_points)
-              throw InputError(q.file, given.empty() ? "max_points" : "--max-points",
-                               fmt::format("the space holds {} points, over the {} a search may take: narrow it "
+            // A field of the plan, as the flag that gave it where one did.
+            auto refuse = [&](const char* field, const std::string& why) {
+              throw as_flag_error(InputError(q.file, field, why), given, !a->file.empty());
+            };
+            const PlanSpaceSize space = plan_space_size(q, catalogs);
+            if (space.points > q.max_points)
+              refuse("max_points", fmt::format("the space holds {} points, over the {} a search may take: narrow it "
                                            "(--tp, --pp, --micro-batch, --zero-stage, --recompute, a smaller "
                                            "--max-gpus or a fixed --global-batch) or raise --max-points",
-                                           size, q.max_points));
+                                           space.points, q.max_points));
+            if (space.points == 0)
+              refuse(q.global_batch ? "global_batch" : "batch_tokens",
+                     fmt::format("the space holds no point: no whole-node cluster of {} GPUs has a data-parallel "
+                                 "size that divides a global batch of {} sequences into micro-batches (give a "
+                                 "range of tokens per step, other sizes or more GPUs)",
+                                 q.min_gpus == q.max_gpus ? fmt::format("{}", q.max_gpus)
+                                 : q.min_gpus > 0         ? fmt::format("{} to {}", q.min_gpus, q.max_gpus)
+                                                          : fmt::format("up to {}", q.max_gpus),
+                                 batch_text(space)));
             if (a->explain_row < 0 || a->explain_row > q.top_k)
               throw InputError("command line", "--explain",
                                fmt::format("row {} is not among the {} ranked rows (1 to --top-k)", a->explain_row,
@@ -401,7 +445,7 @@ Command add_plan_command(CLI::App& root, const CliEnv& env) {
               control.progress = [&](const PlanProgress& p) {
                 const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
                 std::string text;
-                if (p.phase == "simulating") {
+                if (p.phase == PlanPhase::simulating) {
                   text = fmt::format("simrun plan: event-simulating the best {}", q.top_k);
                 } else {
                   const double done = p.total > 0 ? double(p.done) / double(p.total) : 0;
@@ -414,10 +458,10 @@ Command add_plan_command(CLI::App& root, const CliEnv& env) {
                 }
                 line->show(text);
               };
-            g_interrupted.store(false);
-            std::signal(SIGINT, on_interrupt);
-            const std::optional<PlanResult> on_rank = plan_on_ranks(launch, q, catalogs, control);
-            std::signal(SIGINT, SIG_DFL);
+            const std::optional<PlanResult> on_rank = [&] {
+              const InterruptScope interrupt;
+              return plan_on_ranks(launch, q, catalogs, control);
+            }();
             if (line) line->clear();
             if (!on_rank) return 0;  // a rank other than 0: rank 0 prints the whole plan
             const PlanResult& result = *on_rank;
@@ -425,6 +469,10 @@ Command add_plan_command(CLI::App& root, const CliEnv& env) {
             const bool moe = result.model.is_moe();
             if (result.ranked.empty() && !result.interrupted)
               throw InfeasibleError(q.file + ": " + infeasible_text(q, result));
+            if (a->explain_row > int64_t(result.ranked.size()))
+              throw InputError("command line", "--explain",
+                               fmt::format("row {} is not in the ranking ({} rows)", a->explain_row,
+                                           result.ranked.size()));
             switch (a->format) {
               case OutputFormat::json:
                 std::cout << result_json(q, result).dump(2) << "\n";
@@ -443,10 +491,6 @@ Command add_plan_command(CLI::App& root, const CliEnv& env) {
                 break;
             }
             if (a->explain_row > 0) {
-              if (a->explain_row > int64_t(result.ranked.size()))
-                throw InputError("command line", "--explain",
-                                 fmt::format("row {} is not in the ranking ({} rows)", a->explain_row,
-                                             result.ranked.size()));
               const PlanPoint& p = result.ranked[size_t(a->explain_row - 1)];
               const Scenario s = plan_point_scenario(q, catalogs, p, result.frameworks);
               SimulateOptions options;

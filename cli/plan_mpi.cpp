@@ -8,12 +8,15 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <iostream>
 #include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "plan_ranks.hpp"
+#include "simrun/common/echo.hpp"
+#include "simrun/common/error.hpp"
 
 namespace simrun::cli {
 namespace {
@@ -60,8 +63,14 @@ std::optional<PlanResult> plan_on_ranks(const MpiLaunch& launch, const PlanReque
   check(MPI_Comm_rank(MPI_COMM_WORLD, &search.rank), "MPI_Comm_rank");
   check(MPI_Comm_size(MPI_COMM_WORLD, &search.ranks), "MPI_Comm_size");
   search.progress = nullptr;
-  const std::vector<std::string> texts =
-      gather_on_rank0(to_json(plan_search(request, catalogs, search)).dump(), search.rank, search.ranks);
+  std::vector<std::string> texts;
+  try {
+    texts = gather_on_rank0(to_json(plan_search(request, catalogs, search)).dump(), search.rank, search.ranks);
+  } catch (const std::exception& e) {
+    // The other ranks wait in the gather: end the job rather than leave them hanging.
+    std::cerr << "simrun plan: rank " << search.rank << ": " << printable(e.what(), kErrorLineMaxBytes) << "\n";
+    MPI_Abort(MPI_COMM_WORLD, dynamic_cast<const InputError*>(&e) ? 2 : 1);
+  }
   MPI_Finalize();
   if (search.rank != 0) return std::nullopt;
 

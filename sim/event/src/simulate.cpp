@@ -36,19 +36,17 @@ StageMemory stage_memory(const Scenario& sc, const Workload& w, const StageProgr
 // its int64 ns clock.
 void refuse_beyond_event_bounds(const Scenario& sc, const SimulateOptions& options) {
   const Layout& l = sc.layout;
-  // The event simulation's work grows with micro-batches x layers (the tasks of each stage
-  // program) and, with every rank simulated, with the ranks per stage. Beyond these bounds a
-  // step takes minutes and gigabytes (llama3-70b with 8192 micro-batches: 672K passes, ~12 s and
-  // 2.5 GB; llama3-405b on 16,384 GPUs --full: 2.1M rank passes, ~30 s).
-  constexpr double kMaxLayerPasses = double(1 << 19);
+  // Layer passes (kMaxEventLayerPasses) and, with every rank simulated, with the ranks per stage:
+  // beyond these bounds a step takes minutes and gigabytes (llama3-405b on 16,384 GPUs --full:
+  // 2.1M rank passes, ~30 s).
   constexpr double kMaxRankLayerPasses = double(1 << 22);
-  const double passes = double(l.num_microbatches()) * double(sc.model.layers + 2);
-  if (passes > kMaxLayerPasses)
+  const double passes = event_layer_passes(sc.model, l);
+  if (passes > kMaxEventLayerPasses)
     throw InputError(sc.file, "layout.global_batch",
                      fmt::format("{} micro-batches x {} layers is {:.3g} layer passes per step, beyond the "
                                  "{:.3g} the event simulation handles (raise micro_batch or dp, lower "
                                  "global_batch, or use `simrun estimate`)",
-                                 l.num_microbatches(), sc.model.layers, passes, kMaxLayerPasses));
+                                 l.num_microbatches(), sc.model.layers, passes, kMaxEventLayerPasses));
   const double rank_passes = passes / double(l.pp) * double(l.world_size());
   if (options.step.scope == SimulationScope::full && rank_passes > kMaxRankLayerPasses)
     throw InputError(

@@ -162,7 +162,7 @@ PlanRequest parse_plan_request(const nlohmann::json& doc, const std::string& fil
     q.budget_usd = usd;
   }
 
-  if (r.has("global_batch")) q.global_batch = r.integer("global_batch", 1, int64_t(1) << 30);
+  if (r.has("global_batch")) q.global_batch = r.integer("global_batch", 1, kMaxGlobalBatch);
   if (r.has("batch_tokens")) {
     if (q.global_batch) r.fail("batch_tokens", "given together with global_batch (give one)");
     const nlohmann::json& v = r.raw("batch_tokens");

@@ -7,7 +7,8 @@
 #include <array>
 #include <chrono>
 #include <cmath>
-#include <mutex>
+#include <exception>
+#include <functional>
 #include <thread>
 
 #include "search_space.hpp"
@@ -47,11 +48,17 @@ bool better(const PlanPoint& a, const PlanPoint& b, PlanObjective o) {
   return point_key(a) < point_key(b);
 }
 
+// Whether `worse` ties `better` (objectives, better <= worse): within kPlanTieTolerance, the
+// estimate's error. Not transitive: a ties b and b ties c while a is ahead of c, so ranks are
+// counted per row (plan_finish) rather than by grouping.
+bool within_tie(double better, double worse) { return better >= worse * (1 - kPlanTieTolerance); }
+
 // Keeps the best `limit` points, best first.
 void keep_best(std::vector<PlanPoint>& best, const PlanPoint& p, PlanObjective o, int64_t limit) {
   if (int64_t(best.size()) >= limit && !better(p, best.back(), o)) return;
   const auto at = std::lower_bound(best.begin(), best.end(), p,
                                    [&](const PlanPoint& x, const PlanPoint& y) { return better(x, y, o); });
+  if (at != best.end() && point_key(*at) == point_key(p)) return;  // already kept (a merge of overlaps)
   best.insert(at, p);
   if (int64_t(best.size()) > limit) best.pop_back();
 }
@@ -116,6 +123,40 @@ const char* limit_broken(const PlanRequest& q, const PlanPoint& p) {
   return nullptr;
 }
 
+// work(t, stop) on `threads` threads; the calling thread calls `report` (if any) about every
+// 100 ms until they are done. An exception in one sets `stop` for the others and is rethrown
+// here once all have joined.
+void run_pool(int threads, const std::function<void(int, const std::atomic<bool>&)>& work,
+              const std::function<void()>& report) {
+  std::vector<std::exception_ptr> errors(size_t(std::max(1, threads)));
+  std::atomic<bool> stop{false};
+  std::atomic<int> running{int(errors.size())};
+  {
+    std::vector<std::jthread> pool;
+    for (size_t t = 0; t < errors.size(); ++t)
+      pool.emplace_back([&, t] {
+        try {
+          work(int(t), stop);
+        } catch (...) {
+          errors[t] = std::current_exception();
+          stop = true;
+        }
+        --running;
+      });
+    try {
+      while (report && running.load() > 0) {
+        report();
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    } catch (...) {
+      stop = true;
+      throw;  // the pool joins first
+    }
+  }
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
 // One shape's points: layout rules, schedule, memory, then the closed-form estimate.
 void search_shape(const PlanRequest& q, const PlanSpace& space, const PlanShape& shape, PlanPartial& out,
                   std::atomic<int64_t>& done) {
@@ -136,6 +177,10 @@ void search_shape(const PlanRequest& q, const PlanSpace& space, const PlanShape&
     }
     if (const auto error = pipeline_engine_error(l, s.framework.workload)) {
       ++out.pruned[error->code];
+      continue;
+    }
+    if (event_layer_passes(s.model, l) > kMaxEventLayerPasses) {  // a row that could never be simulated
+      ++out.pruned["beyond_event_simulation"];
       continue;
     }
     const PipelineSchedule schedule = default_schedule(l);
@@ -186,6 +231,43 @@ void merge_into(const PlanRequest& q, PlanPartial& into, const PlanPartial& from
   into.interrupted = into.interrupted || from.interrupted;
 }
 
+// Prune reasons of the event phase (the search's come from the layout rules and the memory model).
+constexpr const char* kMemoryEvent = "memory_event";  // the schedule the simulation ran holds more in flight
+constexpr const char* kEventRefused = "event_refused";  // the scenario or the simulation refused the point
+
+// A point of the estimate's best, event-simulated: its event numbers, and the reason it leaves the
+// ranking if it does.
+struct EventOutcome {
+  bool ran = false;
+  PlanPoint point;     // the event numbers (when not refused)
+  std::string pruned;  // empty: ranked; else kMemoryEvent, kEventRefused or a hard limit
+  std::string refusal;  // why, when refused
+  bool has_numbers() const { return pruned != kMemoryEvent && pruned != kEventRefused; }
+};
+
+EventOutcome simulate_point(const PlanRequest& q, const Catalogs& catalogs, const PlanSpace& space,
+                            const PlanPoint& candidate) {
+  EventOutcome out;
+  out.ran = true;
+  out.point = candidate;
+  try {
+    const Scenario s = plan_point_scenario(q, catalogs, candidate, space.frameworks);
+    SimulateOptions options;
+    options.workload = s.framework.workload;
+    options.memory = s.framework.memory;
+    set_numbers(out.point, simulate(s, options).report);
+  } catch (const InputError& e) {
+    out.pruned = kEventRefused;
+    out.refusal = e.why();
+    return out;
+  }
+  if (out.point.peak_bytes_per_gpu > out.point.capacity_bytes)
+    out.pruned = kMemoryEvent;
+  else if (const char* broken = limit_broken(q, out.point))
+    out.pruned = broken;
+  return out;
+}
+
 std::string layout_text(const PlanPoint& p, const std::vector<std::string>& frameworks, bool moe) {
   const Layout& l = p.layout;
   std::string s = fmt::format("tp {} pp {}", l.tp, l.pp);
@@ -193,14 +275,15 @@ std::string layout_text(const PlanPoint& p, const std::vector<std::string>& fram
   s += fmt::format(" dp {}", l.dp);
   if (l.cp > 1) s += fmt::format(" cp {}", l.cp);
   if (moe) s += fmt::format(" ep {}{}", l.ep, l.expert_tp != l.tp ? fmt::format(" etp {}", l.expert_tp) : "");
-  s += fmt::format(" mb {} gb {} zero {} {} {}", l.micro_batch, l.global_batch, l.zero_stage, to_string(l.recompute),
+  s += fmt::format(" mb {} gb {} zero {} recompute {} {}", l.micro_batch, l.global_batch, l.zero_stage, to_string(l.recompute),
                    to_string(l.precision));
   if (frameworks.size() > 1) s += " " + frameworks[size_t(p.framework)];
   return s;
 }
 
 // What differs between two rows' layouts, e.g. "pp 4 instead of 8, zero 1 instead of 3".
-std::vector<std::string> layout_differences(const PlanPoint& a, const PlanPoint& b) {
+std::vector<std::string> layout_differences(const PlanPoint& a, const PlanPoint& b,
+                                            const std::vector<std::string>& frameworks) {
   std::vector<std::string> out;
   const Layout& x = a.layout;
   const Layout& y = b.layout;
@@ -213,6 +296,7 @@ std::vector<std::string> layout_differences(const PlanPoint& a, const PlanPoint&
   diff("dp", x.dp, y.dp);
   diff("cp", x.cp, y.cp);
   diff("ep", x.ep, y.ep);
+  diff("expert tp", x.expert_tp, y.expert_tp);
   diff("micro-batch", x.micro_batch, y.micro_batch);
   diff("global batch", x.global_batch, y.global_batch);
   diff("zero", x.zero_stage, y.zero_stage);
@@ -220,13 +304,17 @@ std::vector<std::string> layout_differences(const PlanPoint& a, const PlanPoint&
     out.push_back(fmt::format("{} recompute instead of {}", to_string(x.recompute), to_string(y.recompute)));
   if (x.precision != y.precision)
     out.push_back(fmt::format("{} instead of {}", to_string(x.precision), to_string(y.precision)));
+  if (a.framework != b.framework)
+    out.push_back(fmt::format("{} instead of {}", frameworks[size_t(a.framework)], frameworks[size_t(b.framework)]));
   return out;
 }
 
 }  // namespace
 
-int64_t plan_space_size(const PlanRequest& request, const Catalogs& catalogs) {
-  return planner::build_space(request, catalogs).size;
+PlanSpaceSize plan_space_size(const PlanRequest& request, const Catalogs& catalogs) {
+  const PlanSpace space = planner::build_space(request, catalogs);
+  const auto [lo, hi] = planner::batch_sequences(request, space.model.seq_len);
+  return {space.size, lo, hi};
 }
 
 PlanPartial plan_search(const PlanRequest& q, const Catalogs& catalogs, const PlanControl& control) {
@@ -234,16 +322,16 @@ PlanPartial plan_search(const PlanRequest& q, const Catalogs& catalogs, const Pl
   std::vector<size_t> mine;
   for (size_t i = 0; i < space.shapes.size(); ++i)
     if (int64_t(i) % control.ranks == control.rank) mine.push_back(i);
-  const int threads = std::max(1, control.threads);
+  // No more threads than shapes: each takes whole shapes.
+  const int threads = int(std::clamp<size_t>(size_t(std::max(1, control.threads)), 1, std::max<size_t>(1, mine.size())));
   std::vector<PlanPartial> partials(static_cast<size_t>(threads));
   std::atomic<size_t> next{0};
   std::atomic<int64_t> done{0};
   std::atomic<int64_t> evaluated{0};
-  std::atomic<int> running{threads};
   auto cancelled = [&] { return control.cancel && control.cancel->load(); };
-  auto work = [&](int t) {
+  auto work = [&](int t, const std::atomic<bool>& stop) {
     PlanPartial& out = partials[size_t(t)];
-    for (size_t i = next++; i < mine.size(); i = next++) {
+    for (size_t i = next++; i < mine.size() && !stop; i = next++) {
       if (cancelled()) {
         out.interrupted = true;
         break;
@@ -252,22 +340,11 @@ PlanPartial plan_search(const PlanRequest& q, const Catalogs& catalogs, const Pl
       search_shape(q, space, space.shapes[mine[i]], out, done);
       evaluated += out.evaluated - before;
     }
-    --running;
   };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
-  if (control.progress) {
-    // The calling thread reports while the pool works, then works itself.
-    std::thread reporter_work(work, 0);
-    while (running.load() > 0) {
-      control.progress({done.load(), space.size, evaluated.load(), "searching"});
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    reporter_work.join();
-  } else {
-    work(0);
-  }
-  for (std::thread& t : pool) t.join();
+  std::function<void()> report;
+  if (control.progress)
+    report = [&] { control.progress({done.load(), space.size, evaluated.load(), PlanPhase::searching}); };
+  run_pool(threads, work, report);
   PlanPartial merged;
   for (const PlanPartial& p : partials) merge_into(q, merged, p);
   merged.space_size = space.size;
@@ -295,68 +372,64 @@ PlanResult plan_finish(const PlanRequest& q, const Catalogs& catalogs, PlanParti
   result.closest = merged.closest;
   result.interrupted = merged.interrupted;
 
-  // The best top_k by the estimate, re-run by the event simulation (threads share the rows).
-  std::vector<PlanPoint> candidates(merged.best.begin(),
-                                    merged.best.begin() + std::min<int64_t>(q.top_k, int64_t(merged.best.size())));
-  std::vector<std::optional<PlanPoint>> simulated(candidates.size());
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next++; i < candidates.size(); i = next++) {
-      if (control.cancel && control.cancel->load()) return;
-      const Scenario s = plan_point_scenario(q, catalogs, candidates[i], space.frameworks);
-      SimulateOptions options;
-      options.workload = s.framework.workload;
-      options.memory = s.framework.memory;
-      PlanPoint p = candidates[i];
-      set_numbers(p, simulate(s, options).report);
-      simulated[i] = p;
+  // The estimate's best, re-run by the event simulation down the list until top_k rows survive
+  // its verdicts (memory, the hard limits, a refusal), in waves of the rows still missing.
+  const std::vector<PlanPoint>& candidates = merged.best;
+  std::vector<EventOutcome> outcomes(candidates.size());
+  size_t tried = 0;
+  int64_t kept = 0;
+  auto cancelled = [&] { return control.cancel && control.cancel->load(); };
+  if (control.progress) control.progress({merged.space_size, merged.space_size, merged.evaluated, PlanPhase::simulating});
+  while (kept < q.top_k && tried < candidates.size() && !cancelled()) {
+    const size_t wave = std::min(candidates.size() - tried, size_t(q.top_k - kept));
+    std::atomic<size_t> next{tried};
+    auto work = [&](int, const std::atomic<bool>& stop) {
+      for (size_t i = next++; i < tried + wave && !stop && !cancelled(); i = next++)
+        outcomes[i] = simulate_point(q, catalogs, space, candidates[i]);
+    };
+    run_pool(int(std::min<size_t>(size_t(std::max(1, control.threads)), wave)), work, nullptr);
+    for (size_t i = tried; i < tried + wave; ++i) {
+      const EventOutcome& o = outcomes[i];
+      if (!o.ran) continue;
+      ++result.simulated;
+      if (!o.pruned.empty()) {
+        ++result.pruned[o.pruned];
+        if (o.pruned == kEventRefused && result.event_refusal.empty()) result.event_refusal = o.refusal;
+        continue;
+      }
+      result.ranked.push_back(o.point);
+      ++kept;
     }
-  };
-  if (control.progress) control.progress({merged.space_size, merged.space_size, merged.evaluated, "simulating"});
-  std::vector<std::thread> pool;
-  for (int t = 1; t < std::max(1, control.threads); ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
-
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    if (!simulated[i]) {  // interrupted before its simulation: the estimate's numbers
+    tried += wave;
+  }
+  // Interrupted before the event phase finished: the next rows with the estimate's numbers.
+  for (size_t i = 0; i < candidates.size() && kept < q.top_k && cancelled(); ++i)
+    if (!outcomes[i].ran) {
       result.interrupted = true;
       result.ranked.push_back(candidates[i]);
-      continue;
+      ++kept;
     }
-    ++result.simulated;
-    const PlanPoint& p = *simulated[i];
-    if (p.peak_bytes_per_gpu > p.capacity_bytes) {
-      ++result.pruned["memory_event"];  // the schedule the simulation ran holds more in flight
-      continue;
-    }
-    if (const char* broken = limit_broken(q, p)) {
-      ++result.pruned[broken];
-      continue;
-    }
-    result.ranked.push_back(p);
-  }
   std::sort(result.ranked.begin(), result.ranked.end(),
             [&](const PlanPoint& a, const PlanPoint& b) { return better(a, b, q.objective); });
-  // Competition ranking with a tolerance: a row's rank is one more than the rows better than it
-  // by more than kPlanTieTolerance.
+  // Competition ranking with a tolerance: a row's rank is one more than the rows it does not tie.
   for (PlanPoint& p : result.ranked) {
     int64_t ahead = 0;
     for (const PlanPoint& o : result.ranked)
-      if (o.objective(q.objective) < p.objective(q.objective) * (1 - kPlanTieTolerance)) ++ahead;
+      if (!within_tie(o.objective(q.objective), p.objective(q.objective))) ++ahead;
     p.rank = ahead + 1;
   }
-  // The front, with the simulated rows' event numbers where the estimate's point is on it.
-  result.pareto = merged.front;
-  for (PlanPoint& f : result.pareto)
-    for (const std::optional<PlanPoint>& s : simulated)
-      if (s && point_key(*s) == point_key(f)) {
-        const int64_t rank = f.rank;
-        f = *s;
-        f.rank = rank;
-      }
+  // The front: the search's, each simulated point with its event numbers (or without it, where
+  // the simulation found it does not fit or refused it), and every simulated point that joins it.
   std::vector<PlanPoint> front;
-  for (const PlanPoint& p : result.pareto) add_to_front(front, p);
+  auto outcome_of = [&](const PlanPoint& p) -> const EventOutcome* {
+    for (size_t i = 0; i < candidates.size(); ++i)
+      if (outcomes[i].ran && point_key(candidates[i]) == point_key(p)) return &outcomes[i];
+    return nullptr;
+  };
+  for (const PlanPoint& f : merged.front)
+    if (const EventOutcome* o = outcome_of(f); !o) add_to_front(front, f);
+  for (const EventOutcome& o : outcomes)
+    if (o.ran && o.has_numbers()) add_to_front(front, o.point);
   result.pareto = std::move(front);
 
   if (result.ranked.size() >= 2) {
@@ -379,7 +452,7 @@ PlanResult plan_finish(const PlanRequest& q, const Catalogs& catalogs, PlanParti
       because = fmt::format("{} GPUs instead of {}: {:.1f} vs {:.1f} days at MFU {:.0f}% vs {:.0f}%", a.num_gpus,
                             b.num_gpus, a.days, b.days, 100 * a.mfu, 100 * b.mfu);
     } else {
-      const std::vector<std::string> diffs = layout_differences(a, b);
+      const std::vector<std::string> diffs = layout_differences(a, b, result.frameworks);
       std::string list;
       for (const std::string& d : diffs) list += (list.empty() ? "" : ", ") + d;
       // How the runner-up's step differs, part by part.
@@ -391,7 +464,7 @@ PlanResult plan_finish(const PlanRequest& q, const Catalogs& catalogs, PlanParti
     result.why = fmt::format("The winner ({} x {}, {}) is {} than the runner-up ({} x {}, {}): {}.", ga,
                              a.num_gpus, layout_text(a, result.frameworks, moe), what, gb, b.num_gpus,
                              layout_text(b, result.frameworks, moe), because);
-    if (b.rank == a.rank)
+    if (within_tie(a.objective(q.objective), b.objective(q.objective)))
       result.why += fmt::format(" They are within {:.0f}%, the estimate's error: a tie.", 100 * kPlanTieTolerance);
   }
   return result;
@@ -412,9 +485,13 @@ void add_warnings(const PlanRequest& q, PlanResult& r) {
     r.warnings.push_back(fmt::format("the fastest plan costs {:.1f}x the cheapest on the Pareto front (give a "
                                      "budget to bound it)",
                                      best.cost_usd / r.pareto.back().cost_usd));
+  if (const auto refused = r.pruned.find(kEventRefused); refused != r.pruned.end())
+    r.warnings.push_back(fmt::format("{} of the estimate's best could not be event-simulated and left the "
+                                     "ranking; the first: {}",
+                                     refused->second, r.event_refusal));
   if (r.interrupted)
-    r.warnings.push_back("interrupted: the best found so far, not the whole space (rows not event-simulated say "
-                         "\"analytic\")");
+    r.warnings.push_back("interrupted: the best found so far, not the whole space (rows not event-simulated carry the "
+                         "estimate's numbers, fidelity \"analytic\")");
 }
 
 }  // namespace
@@ -469,20 +546,52 @@ Scenario plan_point_scenario(const PlanRequest& q, const Catalogs& catalogs, con
   return parse_scenario(plan_point_scenario_json(q, p, frameworks), q.file, catalogs, q.base_dir);
 }
 
+namespace {
+
+// The most frequent prune reasons, e.g. "memory 1,200, tp_divides_heads 300".
+std::string top_prune_reasons(const PruneCounts& pruned, size_t n) {
+  std::vector<std::pair<std::string, int64_t>> reasons(pruned.begin(), pruned.end());
+  std::sort(reasons.begin(), reasons.end(),
+            [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+  std::string out;
+  for (size_t i = 0; i < std::min(n, reasons.size()); ++i)
+    out += fmt::format("{}{} {}", out.empty() ? "" : ", ", reasons[i].first, reasons[i].second);
+  return out;
+}
+
+// What the request could relax to fit in memory: only what it held back.
+std::string memory_remedies(const PlanRequest& q, const PlanPoint& closest) {
+  std::vector<std::string> out;
+  if (closest.num_gpus >= q.max_gpus) out.push_back("a larger max_gpus");
+  const auto& rc = q.axes.recompute;
+  if (!rc.empty() && std::find(rc.begin(), rc.end(), "full") == rc.end()) out.push_back("full recompute");
+  const auto& zero = q.axes.zero_stage;
+  if (!zero.empty() && std::find(zero.begin(), zero.end(), 3) == zero.end()) out.push_back("ZeRO stage 3");
+  if (!q.axes.tp.empty() || !q.axes.pp.empty()) out.push_back("more tp or pp sizes");
+  if (out.empty()) return "every remedy the space allows was searched: a GPU with more memory, or a smaller model";
+  std::string text = "allow ";
+  for (size_t i = 0; i < out.size(); ++i) text += (i == 0 ? "" : i + 1 == out.size() ? " or " : ", ") + out[i];
+  return text;
+}
+
+}  // namespace
+
 std::string infeasible_text(const PlanRequest& q, const PlanResult& r) {
   const ClosestMiss& c = r.closest;
   auto who = [&](const PlanPoint& p) {
     return fmt::format("{} x {} (tp {} pp {} dp {})", q.gpus[size_t(p.offer)].gpu, p.num_gpus, p.layout.tp,
                        p.layout.pp, p.layout.dp);
   };
+  const std::string reasons = top_prune_reasons(r.pruned, 3);
   if (!c.fastest) {
     if (c.least_memory)
       return fmt::format("no layout fits in GPU memory: the closest, {}, needs {:.1f} GiB of {:.1f} GiB ({:.0f}% over); "
-                         "allow more GPUs, recompute or ZeRO-3",
+                         "{} (pruned: {})",
                          who(*c.least_memory), c.least_memory->peak_bytes_per_gpu / kGiB,
                          c.least_memory->capacity_bytes / kGiB,
-                         100 * (c.least_memory->peak_bytes_per_gpu / c.least_memory->capacity_bytes - 1));
-    return "no layout of the space can run this model (see the pruning summary)";
+                         100 * (c.least_memory->peak_bytes_per_gpu / c.least_memory->capacity_bytes - 1),
+                         memory_remedies(q, *c.least_memory), reasons);
+    return fmt::format("no layout of the space can run this model (pruned: {})", reasons);
   }
   std::string out;
   if (q.deadline_days && c.fastest->days > *q.deadline_days)
@@ -492,8 +601,11 @@ std::string infeasible_text(const PlanRequest& q, const PlanResult& r) {
     out += fmt::format("{}no plan fits the ${:.4g}M budget: the cheapest, {}, costs ${:.4g}M (${:.3g}M over)",
                        out.empty() ? "" : "; ", *q.budget_usd / 1e6, who(*c.cheapest), c.cheapest->cost_usd / 1e6,
                        (c.cheapest->cost_usd - *q.budget_usd) / 1e6);
-  if (out.empty())
+  if (out.empty() && q.deadline_days && q.budget_usd)
     out = "no plan meets both the deadline and the budget at once (each alone can be met: relax one)";
+  if (out.empty())  // the estimate's best all left at the event phase
+    out = fmt::format("the event simulation dropped every one of the estimate's best (pruned: {}{})", reasons,
+                      r.event_refusal.empty() ? "" : "; the first refusal: " + r.event_refusal);
   return out;
 }
 

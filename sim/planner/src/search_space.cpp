@@ -151,8 +151,9 @@ PlanSpace build_space(const PlanRequest& q, const Catalogs& catalogs) {
           if (!split) continue;
           for (int64_t cp : cps)
             for (int64_t ep : eps) {
-              std::vector<int64_t> etps = a.expert_tp;
-              if (etps.empty()) etps = m.is_moe() && tp > 1 ? std::vector<int64_t>{1, tp} : std::vector<int64_t>{1};
+              // Expert TP: 1 and the dense TP by default; a dense model has no experts to split.
+              std::vector<int64_t> etps = m.is_moe() ? a.expert_tp : std::vector<int64_t>{1};
+              if (etps.empty()) etps = tp > 1 ? std::vector<int64_t>{1, tp} : std::vector<int64_t>{1};
               for (int64_t etp : etps)
                 for (int64_t mb : mbs)
                   for (int64_t zero : zeros)
@@ -178,6 +179,18 @@ PlanSpace build_space(const PlanRequest& q, const Catalogs& catalogs) {
   return space;
 }
 
+std::pair<int64_t, int64_t> batch_sequences(const PlanRequest& q, int64_t seq_len) {
+  if (q.global_batch) return {*q.global_batch, *q.global_batch};
+  int64_t lo = 0, hi = 0;
+  if (q.batch_tokens_min == q.batch_tokens_max) {  // one value: the nearest whole number of sequences
+    lo = hi = std::max<int64_t>(1, std::llround(q.batch_tokens_max / double(seq_len)));
+  } else {
+    lo = std::max<int64_t>(1, int64_t(std::ceil(q.batch_tokens_min / double(seq_len))));
+    hi = int64_t(std::floor(q.batch_tokens_max / double(seq_len)));
+  }
+  return {lo, std::min(hi, kMaxGlobalBatch)};
+}
+
 std::vector<DataParallelChoice> data_parallel_choices(const PlanRequest& q, const PlanSpace& space,
                                                       const PlanShape& shape) {
   std::vector<DataParallelChoice> out;
@@ -185,28 +198,18 @@ std::vector<DataParallelChoice> data_parallel_choices(const PlanRequest& q, cons
   const int64_t mp = shape.model_parallel();
   const int64_t node = base.node_gpus;
   const int64_t min_gpus = std::max(q.min_gpus, node);
-  const int64_t seq_len = space.model.seq_len;
+  const auto [batch_lo, batch_hi] = batch_sequences(q, space.model.seq_len);
   // Every replica runs at least one micro-batch per step, so dp·micro_batch is at most the batch.
-  const int64_t batch_max = q.global_batch ? *q.global_batch : int64_t(std::floor(q.batch_tokens_max / double(seq_len)));
-  const int64_t dp_max = std::min(q.max_gpus / mp, batch_max / shape.micro_batch);
+  const int64_t dp_max = std::min(q.max_gpus / mp, batch_hi / shape.micro_batch);
   // Whole nodes: dp·mp a multiple of the node's GPUs.
   const int64_t step = node / std::gcd(node, mp);
   for (int64_t dp = step; dp <= dp_max; dp += step) {
-    const int64_t n = dp * mp;
-    if (n < min_gpus) continue;
+    if (dp * mp < min_gpus) continue;
+    // The largest batch in the range this layout divides into micro-batches: more micro-batches
+    // per step only shrink the pipeline bubble's share.
     const int64_t per_step = shape.micro_batch * dp;  // sequences of one micro-batch per replica
-    int64_t batch = 0;
-    if (q.global_batch) {
-      if (*q.global_batch % per_step != 0) continue;
-      batch = *q.global_batch;
-    } else {
-      // The largest batch in the range this layout divides into micro-batches: more
-      // micro-batches per step only shrink the pipeline bubble's share.
-      const auto lo = int64_t(std::ceil(q.batch_tokens_min / double(seq_len)));
-      const auto hi = int64_t(std::floor(q.batch_tokens_max / double(seq_len)));
-      batch = hi / per_step * per_step;
-      if (batch < std::max<int64_t>(lo, 1)) continue;
-    }
+    const int64_t batch = batch_hi / per_step * per_step;
+    if (batch < batch_lo) continue;
     out.push_back({dp, batch});
   }
   return out;

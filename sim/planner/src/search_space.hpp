@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "simrun/sim/planner/plan_request.hpp"
@@ -51,13 +52,18 @@ struct PlanSpace {
 
 PlanSpace build_space(const PlanRequest& request, const Catalogs& catalogs);
 
+// The global batches in sequences a request allows, [lo, hi]: global_batch alone; a batch_tokens
+// range the whole sequences inside it; one batch_tokens value the nearest whole number of
+// sequences. Never over kMaxGlobalBatch (the scenario's rule).
+std::pair<int64_t, int64_t> batch_sequences(const PlanRequest& request, int64_t seq_len);
+
 // The data-parallel sizes of a shape (whole nodes in range, the batch divided into micro-batches).
 std::vector<DataParallelChoice> data_parallel_choices(const PlanRequest& request, const PlanSpace& space,
                                                       const PlanShape& shape);
 
-// The point's full layout (the scenario parser's derived fields included: sequence parallelism
-// with tp > 1, the EP all-to-all's NVLink level) in the base's cluster of its size.
-// The point's scenario: the base's with the cluster size and the layout set.
+// The point's scenario: the base's, its cluster of the point's size and its full layout (the
+// scenario parser's derived fields included: sequence parallelism with tp > 1, the EP all-to-all's
+// NVLink level).
 Scenario point_scenario(const PlanBase& base, const PlanShape& shape, const DataParallelChoice& choice);
 
 }  // namespace simrun::planner

@@ -23,7 +23,6 @@ namespace {
 
 constexpr int64_t kMaxGpus = int64_t(1) << 20;  // 1M GPUs: beyond any cluster built
 constexpr int64_t kMaxParallel = int64_t(1) << 20;
-constexpr int64_t kMaxBatch = int64_t(1) << 24;   // sequences per step
 constexpr int64_t kMaxSeqLen = int64_t(1) << 24;  // 16M tokens
 // One step's model FLOPs per GPU, in seconds at the GPU's dense peak. Real steps take seconds
 // to minutes; the event simulation's clock (int64 ns) ends at ~292 years, and inefficiency,
@@ -299,8 +298,8 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
         parse_pipeline_schedule(r.choice_or("pipeline_schedule", "1f1b", kPipelineScheduleNames));
   layout.sequence_parallel = r.boolean_or("sequence_parallel", layout.tp > 1);
   layout.zero_stage = static_cast<int>(r.integer_or("zero_stage", 1, 0, 3));
-  layout.micro_batch = r.integer_or("micro_batch", 1, 1, kMaxBatch);
-  layout.global_batch = r.integer_or("global_batch", layout.micro_batch * layout.dp, 1, kMaxBatch);
+  layout.micro_batch = r.integer_or("micro_batch", 1, 1, kMaxGlobalBatch);
+  layout.global_batch = r.integer_or("global_batch", layout.micro_batch * layout.dp, 1, kMaxGlobalBatch);
   layout.recompute = parse_recompute(r.choice_or("recompute", "none", kRecomputeNames));
   layout.precision = parse_precision(r.choice_or("precision", "bf16", kPrecisionNames));
   layout.fp8_recipe = *parse_precision_recipe(

@@ -52,6 +52,14 @@ struct SimulationOutput {
 
 SimulationOutput simulate(const Scenario& scenario, const SimulateOptions& options = SimulateOptions{});
 
+// The event simulation's work grows with micro-batches x layers (the tasks of each stage program):
+// simulate refuses a step of more layer passes than this (llama3-70b with 8192 micro-batches: 672K
+// passes, ~12 s and 2.5 GB). The planner leaves such points out before estimating them.
+inline constexpr double kMaxEventLayerPasses = double(1 << 19);
+inline double event_layer_passes(const ModelSpec& model, const Layout& layout) {
+  return double(layout.num_microbatches()) * double(model.layers + 2);
+}
+
 // The estimate's options taken from a simulation's: same workload behaviour, compute defaults,
 // calibration, collective efficiencies and memory conventions (to compare the two fidelities on one layout).
 AnalyticOptions analytic_options(const SimulateOptions& simulate);

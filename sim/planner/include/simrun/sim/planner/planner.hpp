@@ -58,7 +58,7 @@ struct PlanPoint {
 };
 
 // Why a point left the search, counted per reason (e.g. "memory", "tp_divides_heads",
-// "over_deadline").
+// "over_deadline"; from the event phase "memory_event" and "event_refused").
 using PruneCounts = std::map<std::string, int64_t>;
 
 // The best point that misses the request's hard limits, per limit, for an infeasible plan's message.
@@ -82,16 +82,24 @@ struct PlanResult {
   double wall_s = 0;
   // Why the winner wins against the runner-up, one sentence (empty with fewer than two rows).
   std::string why;
+  // Why the first of the estimate's best that the event simulation refused was refused (e.g. a
+  // step over the simulated clock's range); empty when none was.
+  std::string event_refusal;
   // Caveats of the answer, one line each (e.g. a cost objective without a deadline picking a
   // run of years).
   std::vector<std::string> warnings;
+};
+
+enum class PlanPhase {
+  searching,   // the space, by the estimate
+  simulating,  // the estimate's best, by the event simulation
 };
 
 struct PlanProgress {
   int64_t done = 0;        // points checked (pruned or timed)
   int64_t total = 0;       // points in the space
   int64_t evaluated = 0;   // of which timed by the estimate
-  std::string phase;       // "searching", "simulating"
+  PlanPhase phase = PlanPhase::searching;
 };
 
 struct PlanControl {
@@ -102,8 +110,12 @@ struct PlanControl {
   int rank = 0, ranks = 1;                    // this process's share of the shapes (MPI)
 };
 
-// The size of the space, before it is searched (for the too-large check).
-int64_t plan_space_size(const PlanRequest& request, const Catalogs& catalogs);
+// The size of the space, before it is searched (for the too-large and the empty checks).
+struct PlanSpaceSize {
+  int64_t points = 0;
+  int64_t batch_min = 0, batch_max = 0;  // the global batches the request allows, in sequences
+};
+PlanSpaceSize plan_space_size(const PlanRequest& request, const Catalogs& catalogs);
 
 // The search's part that a rank runs: every shape of its share checked and estimated; the
 // merged partials (merge_partials) are what plan_finish ranks.

@@ -58,6 +58,10 @@ enum class CpCommType {
 
 // Megatron's parallel layout. Sizes multiply: tp·pp·dp·cp = num_gpus (ep splits experts
 // inside the dp·cp ranks, as in Megatron-Core).
+// The most sequences one step may hold (layout.global_batch, layout.micro_batch): the scenario's
+// rule, which the planner's global_batch and batch_tokens keep to as well.
+inline constexpr int64_t kMaxGlobalBatch = int64_t(1) << 24;
+
 struct Layout {
   int64_t tp = 1;                             // tensor-parallel size, e.g. 8 (inside a node)
   int64_t pp = 1;                             // pipeline stages, e.g. 4
