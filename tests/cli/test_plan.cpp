@@ -10,7 +10,9 @@
 #include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
+#include <utility>
 #include <thread>
 
 #include "cli_run.hpp"
@@ -165,6 +167,52 @@ TEST_CASE("plan: bad input is one line and exit 2") {
                                 R"({"model": "llama3-8b", "gpus": [{"gpu": "h100-sxm", "usd_per_gpu_hour": "2$"}],
                                     "max_gpus": 64})");
   require_one_safe_line(run_simrun("plan " + shell_quoted(price)), "gpus[0].usd_per_gpu_hour");
+  require_one_safe_line(run_simrun(base + "--gpu h100-sxm:2.5 --threads 100000"), "--threads");
+  require_one_safe_line(run_simrun(base + "--gpu h100-sxm:2.5 --global-batch 20000000"), "--global-batch");
+  // A batch no data-parallel size of the space divides: no point at all.
+  require_one_safe_line(run_simrun("plan --model llama3-8b --gpu h100-sxm:2.5 --min-gpus 16 --max-gpus 16 --tp 1 "
+                                   "--pp 1 --cp 1 --global-batch 7"),
+                        "holds no point");
+  // --explain explains a table row: refused with --json, and past the ranking before any output.
+  require_one_safe_line(run_simrun(base + "--gpu h100-sxm:2.5 --explain 1 --json"), "--explain");
+  const RunResult past = run_simrun("plan --model llama3-8b --gpu h100-sxm:2.5 --min-gpus 16 --max-gpus 16 --tp 8 "
+                                    "--pp 1 --cp 1 --zero-stage 1 --recompute none --micro-batch 1 --top-k 3 "
+                                    "--explain 3");
+  require_one_safe_line(past, "not in the ranking");
+  CHECK(past.out.empty());
+}
+
+TEST_CASE("plan: batch tokens: K, M, G are binary and one value rounds to whole sequences") {
+  const std::string base =
+      "plan --model llama3-8b --gpu h100-sxm:2.5 --max-gpus 16 --tp 8 --pp 1 --cp 1 --zero-stage 1 "
+      "--recompute none --top-k 2 --json ";
+  // llama3-8b's sequences are 8,192 tokens: 4M = 4,194,304 = 512 sequences; 4e6 is 488.3 of them.
+  for (const auto& [tokens, batch] : {std::pair{"4M", 512}, std::pair{"4e6", 488}}) {
+    const json plan = run_json(base + "--batch-tokens " + tokens);
+    REQUIRE(!plan.at("ranked").empty());
+    for (const json& row : plan.at("ranked")) CHECK(row.at("layout").at("global_batch") == batch);
+  }
+}
+
+TEST_CASE("plan: a dense model searches no expert TP: every row differs") {
+  const json plan = run_json("plan --model llama3-8b --gpu h100-sxm:2.5 --max-gpus 16 --expert-tp 1,2 --top-k 20 --json");
+  REQUIRE(plan.at("ranked").size() == 20);
+  std::set<std::string> rows;
+  for (const json& row : plan.at("ranked")) {
+    CHECK(row.at("layout").at("expert_tp") == 1);
+    rows.insert(row.at("layout").dump() + row.at("gpu").dump() + row.at("num_gpus").dump() + row.at("framework").dump());
+  }
+  CHECK(rows.size() == 20);
+}
+
+TEST_CASE("plan: rows beyond the event simulation are pruned before the estimate, not crashed on") {
+  // 2^24 sequences per step (the scenario's most): every layout's micro-batches are beyond what the
+  // event simulation handles, so nothing can be ranked: exit 3, saying why.
+  const RunResult r = run_simrun("plan --model llama3-8b --tokens 1e16 --gpu h100-sxm:2.5 --max-gpus 8 "
+                                 "--batch-tokens 128G --top-k 2");
+  INFO(r.err);
+  CHECK(r.exit_code == 3);
+  CHECK(r.err.find("beyond_event_simulation") != std::string::npos);
 }
 
 // A search long enough to outlast the progress line's one-second delay.
