@@ -82,14 +82,6 @@ std::vector<Fixed> fixed_layouts() {
   return f;
 }
 
-// The options the planner estimates a point with (sim/planner: the framework's conventions).
-AnalyticOptions planner_options(const Scenario& s) {
-  AnalyticOptions options;
-  options.workload = s.framework.workload;
-  options.memory = s.framework.memory;
-  return options;
-}
-
 // Seeded layouts over the estimate's branches: dense and MoE models, NVSwitch boards, NVL72
 // racks and an Infinity Fabric mesh, 8 to 2,048 GPUs, TP/PP (1F1B, interleaved, balanced
 // splits)/CP/EP, ZeRO 0-3, recompute, precisions, frameworks, and now and then a straggler or a
@@ -183,7 +175,7 @@ int64_t dump_sample(const Args& a, const Catalogs& catalogs) {
     const Drawn d = draw(rng);
     try {
       const Scenario s = load_scenario({}, d.overrides, catalogs);
-      AnalyticOptions options = planner_options(s);
+      AnalyticOptions options = framework_options(s);
       const int64_t rank = int64_t(d.degraded_draw % uint64_t(s.layout.world_size()));
       if (d.degraded_kind == 1) options.stragglers = {Straggler{rank, 1.5}};
       if (d.degraded_kind == 2) options.slow_links = {SlowLink{rank, 0.25, LinkClass::scale_out}};
@@ -216,7 +208,7 @@ int main(int argc, char** argv) {
   using Clock = std::chrono::steady_clock;
   for (const Fixed& f : fixed_layouts()) {
     const Scenario s = load_scenario({}, f.overrides, catalogs);
-    const AnalyticOptions options = planner_options(s);
+    const AnalyticOptions options = framework_options(s);
     double checksum = estimate(s, options).step_time_s;  // the first call fills what is remembered
     if (args.calls > 0) {
       for (int64_t i = 0; i < args.calls; ++i) checksum += estimate(s, options).step_time_s;

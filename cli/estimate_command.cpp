@@ -41,11 +41,9 @@ Command add_estimate_command(CLI::App& root, const CliEnv& env) {
   return {cmd, [args, env] {
             const Catalogs catalogs = load_cli_catalogs(env, args->scenario.catalogs);
             const Scenario scenario = resolve_scenario(args->scenario, catalogs);
-            AnalyticOptions options;
+            AnalyticOptions options = framework_options(scenario);
             if (!args->calibration_file.empty())
               options.calibration = Calibration::load(args->calibration_file);
-            options.workload = scenario.framework.workload;
-            options.memory = scenario.framework.memory;
             apply_framework_options(args->framework, scenario, options.workload, options.memory,
                                     options.schedule);
             options.stragglers = stragglers_of(args->faults, scenario);

@@ -77,16 +77,32 @@ struct FlagField {
   const char* field;
 };
 constexpr FlagField kFlagFields[] = {
-    {"--model", "model"},           {"--seq-len", "seq_len"},         {"--tokens", "tokens"},
-    {"--gpu", "gpus"},              {"--prices", "prices"},           {"--fabric", "fabric"},
-    {"--min-gpus", "min_gpus"},     {"--max-gpus", "max_gpus"},       {"--objective", "objective"},
-    {"--deadline-days", "deadline_days"}, {"--budget-usd", "budget_usd"}, {"--global-batch", "global_batch"},
-    {"--batch-tokens", "batch_tokens"}, {"--top-k", "top_k"},         {"--max-points", "max_points"},
-    {"--tp", "search.tp"},          {"--pp", "search.pp"},            {"--cp", "search.cp"},
-    {"--ep", "search.ep"},          {"--expert-tp", "search.expert_tp"},
-    {"--virtual-stages", "search.virtual_stages"}, {"--micro-batch", "search.micro_batch"},
-    {"--zero-stage", "search.zero_stage"}, {"--recompute", "search.recompute"},
-    {"--precision", "search.precision"}, {"--framework", "search.framework"},
+    {"--model", "model"},
+    {"--seq-len", "seq_len"},
+    {"--tokens", "tokens"},
+    {"--gpu", "gpus"},
+    {"--prices", "prices"},
+    {"--fabric", "fabric"},
+    {"--min-gpus", "min_gpus"},
+    {"--max-gpus", "max_gpus"},
+    {"--objective", "objective"},
+    {"--deadline-days", "deadline_days"},
+    {"--budget-usd", "budget_usd"},
+    {"--global-batch", "global_batch"},
+    {"--batch-tokens", "batch_tokens"},
+    {"--top-k", "top_k"},
+    {"--max-points", "max_points"},
+    {"--tp", "search.tp"},
+    {"--pp", "search.pp"},
+    {"--cp", "search.cp"},
+    {"--ep", "search.ep"},
+    {"--expert-tp", "search.expert_tp"},
+    {"--virtual-stages", "search.virtual_stages"},
+    {"--micro-batch", "search.micro_batch"},
+    {"--zero-stage", "search.zero_stage"},
+    {"--recompute", "search.recompute"},
+    {"--precision", "search.precision"},
+    {"--framework", "search.framework"},
 };
 
 // "4M", "16e6", "2097152": tokens per step. K, M and G are binary (2^10, 2^20, 2^30), as batch
@@ -109,8 +125,9 @@ double tokens_of(const std::string& text) {
     used = 0;
   }
   if (used == 0 || used != number.size())
-    throw InputError("command line", "--batch-tokens",
-                     fmt::format("{} is not a number of tokens (e.g. 4M, or 2M:16M for a range)", quoted_input(text)));
+    throw InputError(
+        "command line", "--batch-tokens",
+        fmt::format("{} is not a number of tokens (e.g. 4M, or 2M:16M for a range)", quoted_input(text)));
   return v * scale;
 }
 
@@ -155,11 +172,8 @@ nlohmann::json plan_document(const PlanArgs& a, std::vector<std::string>& given)
       }
       if (price.empty() || used != price.size() || !std::isfinite(usd))
         throw InputError("command line", "--gpu",
-                         fmt::format("price {} of {} is not a number ($/GPU-hour, e.g. {}:2.5)", quoted_input(price),
-                                     quoted_input(id), quoted_input(id)));
-      if (!(usd > 0))
-        throw InputError("command line", "--gpu",
-                         fmt::format("price {} of {} is not positive ($/GPU-hour)", usd, quoted_input(id)));
+                         fmt::format("price {} of {} is not a number ($/GPU-hour, e.g. {}:2.5)",
+                                     quoted_input(price), quoted_input(id), quoted_input(id)));
       gpus.push_back({{"gpu", id}, {"usd_per_gpu_hour", usd}});
     }
     set("gpus", gpus);
@@ -177,7 +191,8 @@ nlohmann::json plan_document(const PlanArgs& a, std::vector<std::string>& given)
     if (colon == std::string::npos)
       set("batch_tokens", tokens_of(a.batch_tokens));
     else
-      set("batch_tokens", {tokens_of(a.batch_tokens.substr(0, colon)), tokens_of(a.batch_tokens.substr(colon + 1))});
+      set("batch_tokens",
+          {tokens_of(a.batch_tokens.substr(0, colon)), tokens_of(a.batch_tokens.substr(colon + 1))});
   }
   if (a.top_k) set("top_k", *a.top_k);
   if (a.max_points) set("max_points", *a.max_points);
@@ -202,8 +217,8 @@ nlohmann::json plan_document(const PlanArgs& a, std::vector<std::string>& given)
 InputError as_flag_error(const InputError& e, const std::vector<std::string>& given, bool from_file) {
   for (const FlagField& f : kFlagFields) {
     const std::string field(f.field);
-    const bool in_field = e.field() == field || e.field().rfind(field + ".", 0) == 0 ||
-                          e.field().rfind(field + "[", 0) == 0;
+    const bool in_field =
+        e.field() == field || e.field().rfind(field + ".", 0) == 0 || e.field().rfind(field + "[", 0) == 0;
     if (in_field && (!from_file || std::find(given.begin(), given.end(), field) != given.end()))
       return InputError("command line", f.flag, e.why());
   }
@@ -259,30 +274,34 @@ std::string layout_cell(const PlanPoint& p, bool moe, const PlanResult& r) {
   if (l.cp > 1) s += fmt::format(" cp{}", l.cp);
   if (moe) s += fmt::format(" ep{}", l.ep);
   s += fmt::format(" mb{} gb{} z{} {}", l.micro_batch, l.global_batch, l.zero_stage,
-                   l.recompute == Recompute::none ? "norc" : l.recompute == Recompute::full ? "full-rc" : "sel-rc");
+                   l.recompute == Recompute::none   ? "norc"
+                   : l.recompute == Recompute::full ? "full-rc"
+                                                    : "sel-rc");
   if (l.precision != Precision::bf16) s += std::string(" ") + to_string(l.precision);
   if (r.frameworks.size() > 1) s += " " + r.frameworks[size_t(p.framework)];
   return s;
 }
 
-void print_rows(std::ostream& out, const PlanRequest& q, const PlanResult& r, const std::vector<PlanPoint>& rows,
-                bool moe, bool ranks) {
+void print_rows(std::ostream& out, const PlanRequest& q, const PlanResult& r,
+                const std::vector<PlanPoint>& rows, bool moe, bool ranks) {
   out << fmt::format("{:>4}  {:<10} {:>6}  {:<40} {:>8} {:>5} {:>9} {:>7} {:>9} {:>9} {:>7} {:>7}\n",
-                     ranks ? "rank" : "", "gpu", "gpus", "layout", "step s", "MFU", "headroom", "days", "GPU-h",
-                     "$M", "MWh", "goodput");
+                     ranks ? "rank" : "", "gpu", "gpus", "layout", "step s", "MFU", "headroom", "days",
+                     "GPU-h", "$M", "MWh", "goodput");
   for (const PlanPoint& p : rows) {
     const std::string rank = ranks ? fmt::format("{}", p.rank) : "";
-    out << fmt::format("{:>4}  {:<10} {:>6}  {:<40} {:>8.3f} {:>4.1f}% {:>5.1f} GiB {:>7.1f} {:>9} {:>9.3f} {:>7.0f} {:>6.1f}%{}\n",
-                       rank, q.gpus[size_t(p.offer)].gpu, p.num_gpus, layout_cell(p, moe, r), p.step_time_s,
-                       100 * p.mfu, (p.capacity_bytes - p.peak_bytes_per_gpu) / kGiB, p.days,
-                       count_text(uint64_t(p.gpu_hours)), p.cost_usd / 1e6, p.energy_kwh / 1e3, 100 * p.goodput,
-                       p.fidelity == "event" ? "" : " (estimate)");
+    out << fmt::format(
+        "{:>4}  {:<10} {:>6}  {:<40} {:>8.3f} {:>4.1f}% {:>5.1f} GiB {:>7.1f} {:>9} {:>9.3f} {:>7.0f} "
+        "{:>6.1f}%{}\n",
+        rank, q.gpus[size_t(p.offer)].gpu, p.num_gpus, layout_cell(p, moe, r), p.step_time_s, 100 * p.mfu,
+        (p.capacity_bytes - p.peak_bytes_per_gpu) / kGiB, p.days, count_text(uint64_t(p.gpu_hours)),
+        p.cost_usd / 1e6, p.energy_kwh / 1e3, 100 * p.goodput, p.fidelity == "event" ? "" : " (estimate)");
   }
 }
 
 std::string points_text(int64_t n) { return fmt::format("{} point{}", n, n == 1 ? "" : "s"); }
 
-void print_table(std::ostream& out, const PlanRequest& q, const PlanResult& r, bool moe, const std::string& workers) {
+void print_table(std::ostream& out, const PlanRequest& q, const PlanResult& r, bool moe,
+                 const std::string& workers) {
   std::string goal = q.objective == PlanObjective::cost ? "fewest dollars" : "fewest days";
   if (q.deadline_days) goal += fmt::format(" within {:.4g} days", *q.deadline_days);
   if (q.budget_usd) goal += fmt::format(" within ${:.4g}M", *q.budget_usd / 1e6);
@@ -348,161 +367,172 @@ Fields csv_row(const PlanRequest& q, const PlanResult& r, const PlanPoint& p, co
 Command add_plan_command(CLI::App& root, const CliEnv& env) {
   auto a = std::make_shared<PlanArgs>();
   CLI::App* cmd = root.add_subcommand(
-      "plan", "Capacity planner: which GPUs, how many and which layout, ranked by days or dollars (docs/planner.md)");
+      "plan",
+      "Capacity planner: which GPUs, how many and which layout, ranked by days or dollars (docs/planner.md)");
   cmd->add_option("plan", a->file, "Plan file (JSON, docs/planner.md); the flags override its fields");
   cmd->add_option("--model", a->model, "Model catalog id (e.g. llama3-70b) or a config.json path");
   cmd->add_option("--seq-len", a->seq_len, "Sequence length in tokens (default: the model's)");
   cmd->add_option("--tokens", a->tokens, "Training tokens (default: 20 per parameter)");
-  cmd->add_option("--gpu", a->gpus, "A GPU type on offer and its $/GPU-hour, ID:PRICE (repeatable), e.g. h100-sxm:2.5")
+  cmd->add_option("--gpu", a->gpus,
+                  "A GPU type on offer and its $/GPU-hour, ID:PRICE (repeatable), e.g. h100-sxm:2.5")
       ->type_name("ID:PRICE");
   cmd->add_option("--prices", a->prices, "Price table: a JSON object of GPU id to $/GPU-hour");
   cmd->add_option("--fabric", a->fabric, "Inter-node fabric id for every GPU type (default: the scenario's)");
   cmd->add_option("--min-gpus", a->min_gpus, "Smallest cluster (default: one node)");
   cmd->add_option("--max-gpus", a->max_gpus, "Largest cluster (whole nodes up to it are searched)");
   cmd->add_option("--objective", a->objective, "time (fewest days) or cost (fewest dollars, the default)");
-  cmd->add_option("--deadline-days", a->deadline_days, "Finish within this many days (failures and checkpoints included)");
+  cmd->add_option("--deadline-days", a->deadline_days,
+                  "Finish within this many days (failures and checkpoints included)");
   cmd->add_option("--budget-usd", a->budget_usd, "Spend at most this many dollars");
   cmd->add_option("--global-batch", a->global_batch, "Sequences per step, fixed");
   cmd->add_option("--batch-tokens", a->batch_tokens,
                   "Tokens per step (K, M, G: 2^10, 2^20, 2^30; one value rounds to whole sequences), or a "
                   "range MIN:MAX (e.g. 2M:16M); default 4M (Llama 2's)")
       ->type_name("TOKENS[:MAX]");
-  cmd->add_option("--top-k", a->top_k, "Best points re-run by the event simulation (default 20)");
-  cmd->add_option("--max-points", a->max_points, "Refuse a space larger than this (default 5e7)");
+  cmd->add_option("--top-k", a->top_k,
+                  fmt::format("Best points re-run by the event simulation (default {})", kDefaultPlanTopK));
+  cmd->add_option(
+      "--max-points", a->max_points,
+      "Refuse a space larger than this (default " + count_text(uint64_t(kDefaultMaxPlanPoints)) + ")");
   cmd->add_option("--tp", a->tp, "Tensor-parallel sizes to search, e.g. 4,8")->delimiter(',');
   cmd->add_option("--pp", a->pp, "Pipeline sizes to search")->delimiter(',');
   cmd->add_option("--cp", a->cp, "Context-parallel sizes to search")->delimiter(',');
   cmd->add_option("--ep", a->ep, "Expert-parallel sizes to search (MoE)")->delimiter(',');
-  cmd->add_option("--expert-tp", a->expert_tp, "Expert tensor-parallel sizes to search (MoE)")->delimiter(',');
-  cmd->add_option("--virtual-stages", a->virtual_stages, "Virtual stages per pipeline rank to search")->delimiter(',');
+  cmd->add_option("--expert-tp", a->expert_tp, "Expert tensor-parallel sizes to search (MoE)")
+      ->delimiter(',');
+  cmd->add_option("--virtual-stages", a->virtual_stages, "Virtual stages per pipeline rank to search")
+      ->delimiter(',');
   cmd->add_option("--micro-batch", a->micro_batch, "Micro-batch sizes to search")->delimiter(',');
   cmd->add_option("--zero-stage", a->zero_stage, "ZeRO stages to search (default 0,1,3)")->delimiter(',');
-  cmd->add_option("--recompute", a->recompute, "Recompute settings to search: none,selective,full")->delimiter(',');
-  cmd->add_option("--precision", a->precision, "Precisions to search (default bf16), e.g. bf16,fp8")->delimiter(',');
-  cmd->add_option("--framework", a->framework, "Framework profiles to search (default megatron-core)")->delimiter(',');
+  cmd->add_option("--recompute", a->recompute, "Recompute settings to search: none,selective,full")
+      ->delimiter(',');
+  cmd->add_option("--precision", a->precision, "Precisions to search (default bf16), e.g. bf16,fp8")
+      ->delimiter(',');
+  cmd->add_option("--framework", a->framework, "Framework profiles to search (default megatron-core)")
+      ->delimiter(',');
   cmd->add_option("--threads", a->threads, "Worker threads (default: every core)");
   add_output_options(*cmd, a->format, nullptr);
-  cmd->add_option("--explain", a->explain_row, "Explain row N of the ranking: its scenario and every number's formula")
+  cmd->add_option("--explain", a->explain_row,
+                  "Explain row N of the ranking: its scenario and every number's formula")
       ->type_name("N");
   add_progress_options(*cmd, a->progress);
   add_catalog_option(*cmd, a->catalogs);
-  return {cmd, [a, env] {
-            const Catalogs catalogs = load_cli_catalogs(env, a->catalogs);
-            std::vector<std::string> given;
-            PlanRequest q;
-            try {
-              const nlohmann::json doc = plan_document(*a, given);
-              const std::filesystem::path base =
-                  a->file.empty() ? std::filesystem::current_path() : std::filesystem::path(a->file).parent_path();
-              q = parse_plan_request(doc, a->file.empty() ? "command line" : a->file, catalogs, base);
-            } catch (const InputError& e) {
-              throw as_flag_error(e, given, !a->file.empty());
-            }
-            if (a->threads < 0 || a->threads > kMaxPlanThreads)
-              throw InputError("command line", "--threads",
-                               fmt::format("{} is outside [1, {}] (0: every core)", a->threads, kMaxPlanThreads));
-            if (a->explain_row != 0 && a->format != OutputFormat::table)
-              throw InputError("command line", "--explain",
-                               "explains a row of the table: give it without --json or --csv (simrun simulate "
-                               "--json on the row's scenario gives the report as JSON)");
-            // Under mpirun the ranks on one machine share its cores (plan_ranks.hpp).
-            const MpiLaunch launch = mpi_launch();
-            const int threads = a->threads > 0 ? a->threads
-                                               : std::max(1, int(std::thread::hardware_concurrency()) /
-                                                                 launch.ranks_on_node);
-            // A field of the plan, as the flag that gave it where one did.
-            auto refuse = [&](const char* field, const std::string& why) {
-              throw as_flag_error(InputError(q.file, field, why), given, !a->file.empty());
-            };
-            const PlanSpaceSize space = plan_space_size(q, catalogs);
-            if (space.points > q.max_points)
-              refuse("max_points", fmt::format("the space holds {} points, over the {} a search may take: narrow it "
-                                           "(--tp, --pp, --micro-batch, --zero-stage, --recompute, a smaller "
-                                           "--max-gpus or a fixed --global-batch) or raise --max-points",
-                                           space.points, q.max_points));
-            if (space.points == 0)
-              refuse(q.global_batch ? "global_batch" : "batch_tokens",
-                     fmt::format("the space holds no point: no whole-node cluster of {} GPUs has a data-parallel "
-                                 "size that divides a global batch of {} sequences into micro-batches (give a "
-                                 "range of tokens per step, other sizes or more GPUs)",
-                                 q.min_gpus == q.max_gpus ? fmt::format("{}", q.max_gpus)
-                                 : q.min_gpus > 0         ? fmt::format("{} to {}", q.min_gpus, q.max_gpus)
-                                                          : fmt::format("up to {}", q.max_gpus),
-                                 batch_text(space)));
-            if (a->explain_row < 0 || a->explain_row > q.top_k)
-              throw InputError("command line", "--explain",
-                               fmt::format("row {} is not among the {} ranked rows (1 to --top-k)", a->explain_row,
-                                           q.top_k));
+  return {
+      cmd, [a, env] {
+        const Catalogs catalogs = load_cli_catalogs(env, a->catalogs);
+        std::vector<std::string> given;
+        PlanRequest q;
+        try {
+          const nlohmann::json doc = plan_document(*a, given);
+          const std::filesystem::path base = a->file.empty() ? std::filesystem::current_path()
+                                                             : std::filesystem::path(a->file).parent_path();
+          q = parse_plan_request(doc, a->file.empty() ? "command line" : a->file, catalogs, base);
+        } catch (const InputError& e) {
+          throw as_flag_error(e, given, !a->file.empty());
+        }
+        if (a->threads < 0 || a->threads > kMaxPlanThreads)
+          throw InputError("command line", "--threads",
+                           fmt::format("{} is outside [1, {}] (0: every core)", a->threads, kMaxPlanThreads));
+        if (a->explain_row != 0 && a->format != OutputFormat::table)
+          throw InputError("command line", "--explain",
+                           "explains a row of the table: give it without --json or --csv (simrun simulate "
+                           "--json on the row's scenario gives the report as JSON)");
+        // Under mpirun the ranks on one machine share its cores (plan_ranks.hpp).
+        const MpiLaunch launch = mpi_launch();
+        const int threads =
+            a->threads > 0 ? a->threads
+                           : std::max(1, int(std::thread::hardware_concurrency()) / launch.ranks_on_node);
+        // A field of the plan, as the flag that gave it where one did.
+        auto refuse = [&](const char* field, const std::string& why) {
+          throw as_flag_error(InputError(q.file, field, why), given, !a->file.empty());
+        };
+        const PlanSpaceSize space = plan_space_size(q, catalogs);
+        if (space.points > q.max_points)
+          refuse("max_points",
+                 fmt::format("the space holds {} points, over the {} a search may take: narrow it "
+                             "(--tp, --pp, --micro-batch, --zero-stage, --recompute, a smaller "
+                             "--max-gpus or a fixed --global-batch) or raise --max-points",
+                             space.points, q.max_points));
+        if (space.points == 0)
+          refuse(q.global_batch ? "global_batch" : "batch_tokens",
+                 fmt::format("the space holds no point: no whole-node cluster of {} GPUs has a data-parallel "
+                             "size that divides a global batch of {} sequences into micro-batches (give a "
+                             "range of tokens per step, other sizes or more GPUs)",
+                             q.min_gpus == q.max_gpus ? fmt::format("{}", q.max_gpus)
+                             : q.min_gpus > 0         ? fmt::format("{} to {}", q.min_gpus, q.max_gpus)
+                                                      : fmt::format("up to {}", q.max_gpus),
+                             batch_text(space)));
+        if (a->explain_row < 0 || a->explain_row > q.top_k)
+          throw InputError(
+              "command line", "--explain",
+              fmt::format("row {} is not among the {} ranked rows (1 to --top-k)", a->explain_row, q.top_k));
 
-            std::unique_ptr<ProgressLine> line =
-                stderr_progress_line(progress_mode(a->progress, env.progress));
-            if (launch.rank != 0) line.reset();  // rank 0 speaks for the job
-            PlanControl control;
-            control.threads = threads;
-            control.cancel = &g_interrupted;
-            const auto start = std::chrono::steady_clock::now();
-            if (line)
-              control.progress = [&](const PlanProgress& p) {
-                const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-                std::string text;
-                if (p.phase == PlanPhase::simulating) {
-                  text = fmt::format("simrun plan: event-simulating the best {}", q.top_k);
-                } else {
-                  const double done = p.total > 0 ? double(p.done) / double(p.total) : 0;
-                  const double rate = elapsed > 0 ? double(p.done) / elapsed : 0;
-                  text = fmt::format("simrun plan: {:.0f}%, {} of {} points, {} estimated, {}/s", 100 * done,
-                                     count_text(uint64_t(p.done)), count_text(uint64_t(p.total)),
-                                     count_text(uint64_t(p.evaluated)), count_text(uint64_t(rate)));
-                  if (p.done > 0 && p.done < p.total && elapsed >= 0.5)
-                    text += ", ETA " + duration_text(elapsed * (1 - done) / done);
-                }
-                line->show(text);
-              };
-            const std::optional<PlanResult> on_rank = [&] {
-              const InterruptScope interrupt;
-              return plan_on_ranks(launch, q, catalogs, control);
-            }();
-            if (line) line->clear();
-            if (!on_rank) return 0;  // a rank other than 0: rank 0 prints the whole plan
-            const PlanResult& result = *on_rank;
+        std::unique_ptr<ProgressLine> line = stderr_progress_line(progress_mode(a->progress, env.progress));
+        if (launch.rank != 0) line.reset();  // rank 0 speaks for the job
+        PlanControl control;
+        control.threads = threads;
+        control.cancel = &g_interrupted;
+        const auto start = std::chrono::steady_clock::now();
+        if (line)
+          control.progress = [&](const PlanProgress& p) {
+            const double elapsed =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            std::string text;
+            if (p.phase == PlanPhase::simulating) {
+              text = fmt::format("simrun plan: event-simulating the best {}", q.top_k);
+            } else {
+              const double done = p.total > 0 ? double(p.done) / double(p.total) : 0;
+              const double rate = elapsed > 0 ? double(p.done) / elapsed : 0;
+              text = fmt::format("simrun plan: {:.0f}%, {} of {} points, {} estimated, {}/s", 100 * done,
+                                 count_text(uint64_t(p.done)), count_text(uint64_t(p.total)),
+                                 count_text(uint64_t(p.evaluated)), count_text(uint64_t(rate)));
+              if (p.done > 0 && p.done < p.total && elapsed >= 0.5)
+                text += ", ETA " + duration_text(elapsed * (1 - done) / done);
+            }
+            line->show(text);
+          };
+        const std::optional<PlanResult> on_rank = [&] {
+          const InterruptScope interrupt;
+          return plan_on_ranks(launch, q, catalogs, control);
+        }();
+        if (line) line->clear();
+        if (!on_rank) return 0;  // a rank other than 0: rank 0 prints the whole plan
+        const PlanResult& result = *on_rank;
 
-            const bool moe = result.model.is_moe();
-            if (result.ranked.empty() && !result.interrupted)
-              throw InfeasibleError(q.file + ": " + infeasible_text(q, result));
-            if (a->explain_row > int64_t(result.ranked.size()))
-              throw InputError("command line", "--explain",
-                               fmt::format("row {} is not in the ranking ({} rows)", a->explain_row,
-                                           result.ranked.size()));
-            switch (a->format) {
-              case OutputFormat::json:
-                std::cout << result_json(q, result).dump(2) << "\n";
-                break;
-              case OutputFormat::csv: {
-                std::vector<Fields> rows;
-                for (const PlanPoint& p : result.ranked) rows.push_back(csv_row(q, result, p, "ranked"));
-                for (const PlanPoint& p : result.pareto) rows.push_back(csv_row(q, result, p, "pareto"));
-                write_csv(rows, std::cout);
-                break;
-              }
-              case OutputFormat::table:
-                print_table(std::cout, q, result, moe,
-                            launch.ranks > 1 ? fmt::format("{} ranks of {} threads", launch.ranks, threads)
-                                             : fmt::format("{} threads", threads));
-                break;
-            }
-            if (a->explain_row > 0) {
-              const PlanPoint& p = result.ranked[size_t(a->explain_row - 1)];
-              const Scenario s = plan_point_scenario(q, catalogs, p, result.frameworks);
-              SimulateOptions options;
-              options.workload = s.framework.workload;
-              options.memory = s.framework.memory;
-              Report report = simulate(s, options).report;
-              std::cout << fmt::format("\nrow {}: the scenario (simrun simulate FILE reruns it)\n{}\n\n", a->explain_row,
-                                       plan_point_scenario_json(q, p, result.frameworks).dump(2));
-              print_report_explain(report, std::cout);
-            }
-            return result.interrupted ? 130 : 0;
-          }};
+        const bool moe = result.model.is_moe();
+        if (result.ranked.empty() && !result.interrupted)
+          throw InfeasibleError(q.file + ": " + infeasible_text(q, result));
+        if (a->explain_row > int64_t(result.ranked.size()))
+          throw InputError(
+              "command line", "--explain",
+              fmt::format("row {} is not in the ranking ({} rows)", a->explain_row, result.ranked.size()));
+        switch (a->format) {
+          case OutputFormat::json:
+            std::cout << result_json(q, result).dump(2) << "\n";
+            break;
+          case OutputFormat::csv: {
+            std::vector<Fields> rows;
+            for (const PlanPoint& p : result.ranked) rows.push_back(csv_row(q, result, p, "ranked"));
+            for (const PlanPoint& p : result.pareto) rows.push_back(csv_row(q, result, p, "pareto"));
+            write_csv(rows, std::cout);
+            break;
+          }
+          case OutputFormat::table:
+            print_table(std::cout, q, result, moe,
+                        launch.ranks > 1 ? fmt::format("{} ranks of {} threads", launch.ranks, threads)
+                                         : fmt::format("{} threads", threads));
+            break;
+        }
+        if (a->explain_row > 0) {
+          const PlanPoint& p = result.ranked[size_t(a->explain_row - 1)];
+          const Scenario s = plan_point_scenario(q, catalogs, p, result.frameworks);
+          const Report report = simulate(s, framework_simulate_options(s)).report;
+          std::cout << fmt::format("\nrow {}: the scenario (simrun simulate FILE reruns it)\n{}\n\n",
+                                   a->explain_row, plan_point_scenario_json(q, p, result.frameworks).dump(2));
+          print_report_explain(report, std::cout);
+        }
+        return result.interrupted ? 130 : 0;
+      }};
 }
 
 }  // namespace simrun::cli

@@ -65,10 +65,12 @@ std::optional<PlanResult> plan_on_ranks(const MpiLaunch& launch, const PlanReque
   search.progress = nullptr;
   std::vector<std::string> texts;
   try {
-    texts = gather_on_rank0(to_json(plan_search(request, catalogs, search)).dump(), search.rank, search.ranks);
+    texts =
+        gather_on_rank0(to_json(plan_search(request, catalogs, search)).dump(), search.rank, search.ranks);
   } catch (const std::exception& e) {
     // The other ranks wait in the gather: end the job rather than leave them hanging.
-    std::cerr << "simrun plan: rank " << search.rank << ": " << printable(e.what(), kErrorLineMaxBytes) << "\n";
+    std::cerr << "simrun plan: rank " << search.rank << ": " << printable(e.what(), kErrorLineMaxBytes)
+              << "\n";
     MPI_Abort(MPI_COMM_WORLD, dynamic_cast<const InputError*>(&e) ? 2 : 1);
   }
   MPI_Finalize();

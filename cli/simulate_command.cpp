@@ -124,7 +124,7 @@ std::string trace_cap_warning(const TraceSummary& t, double max_mb) {
 // The simulation's options from the flags and the scenario's framework profile; stragglers, slow
 // links and ranks traced beyond the representatives simulate every rank.
 SimulateOptions simulate_options_of(const SimulateArgs& a, const Scenario& scenario) {
-  SimulateOptions options;
+  SimulateOptions options = framework_simulate_options(scenario);
   if (!a.calibration_file.empty()) options.calibration = Calibration::load(a.calibration_file);
   options.step.stragglers = stragglers_of(a.faults, scenario);
   options.step.slow_links = slow_links_of(a.faults);
@@ -139,8 +139,6 @@ SimulateOptions simulate_options_of(const SimulateArgs& a, const Scenario& scena
       !options.step.stragglers.empty() || !options.step.slow_links.empty() || traces_others;
   options.step.scope = a.full || needs_full ? SimulationScope::full : SimulationScope::representatives;
   options.step.record_trace = !a.trace_file.empty();
-  options.workload = scenario.framework.workload;
-  options.memory = scenario.framework.memory;
   apply_framework_options(a.framework, scenario, options.workload, options.memory, options.schedule);
   return options;
 }

@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
-#include <utility>
 #include <thread>
+#include <utility>
 
 #include "cli_run.hpp"
 
@@ -72,7 +72,8 @@ TEST_CASE("plan: the chapter's example, its best row simulated, gives the row's 
   const json sim = run_json("simulate " + shell_quoted(file) + " --json");
   CHECK(sim.at("step_time_s").get<double>() == Approx(best.at("step_time_s").get<double>()).epsilon(1e-9));
   CHECK(sim.at("run").at("days").get<double>() == Approx(best.at("days").get<double>()).epsilon(1e-9));
-  CHECK(sim.at("run").at("cost_usd").get<double>() == Approx(best.at("cost_usd").get<double>()).epsilon(1e-9));
+  CHECK(sim.at("run").at("cost_usd").get<double>() ==
+        Approx(best.at("cost_usd").get<double>()).epsilon(1e-9));
 }
 
 TEST_CASE("plan: a plan file holds the same as the flags, and the table, JSON and CSV carry the same rows") {
@@ -107,8 +108,10 @@ TEST_CASE("plan: the threads split the space without changing the ranking") {
 
 TEST_CASE("plan: a deadline and a budget bound the rows, and objective time ranks by days") {
   const json plan = run_json(
-      "plan --model llama3-8b --tokens 1e12 --gpu h100-sxm:2.5 --gpu a100-80gb:1.5 --max-gpus 256 --objective time "
-      "--budget-usd 2e6 --deadline-days 60 --tp 1,2 --pp 1,2 --zero-stage 1 --recompute none --top-k 5 --json");
+      "plan --model llama3-8b --tokens 1e12 --gpu h100-sxm:2.5 --gpu a100-80gb:1.5 --max-gpus 256 "
+      "--objective time "
+      "--budget-usd 2e6 --deadline-days 60 --tp 1,2 --pp 1,2 --zero-stage 1 --recompute none --top-k 5 "
+      "--json");
   REQUIRE(!plan.at("ranked").empty());
   double previous = 0;
   for (const json& row : plan.at("ranked")) {
@@ -128,7 +131,8 @@ TEST_CASE("plan: a deadline and a budget bound the rows, and objective time rank
 
 TEST_CASE("plan: nothing meets the deadline: exit 3, saying what comes closest and by how much") {
   const RunResult r = run_simrun(
-      "plan --model llama3-70b --tokens 15e12 --gpu h100-sxm:2.5 --max-gpus 64 --deadline-days 10 --tp 8 --pp 1,2,4 "
+      "plan --model llama3-70b --tokens 15e12 --gpu h100-sxm:2.5 --max-gpus 64 --deadline-days 10 --tp 8 "
+      "--pp 1,2,4 "
       "--zero-stage 1 --recompute none,full");
   INFO(r.err);
   CHECK(r.exit_code == 3);
@@ -139,7 +143,8 @@ TEST_CASE("plan: nothing meets the deadline: exit 3, saying what comes closest a
 }
 
 TEST_CASE("plan: a space too large is refused before the search, with its size and what narrows it") {
-  const RunResult r = run_simrun("plan --model llama3-70b --gpu h100-sxm:2.5 --max-gpus 1024 --max-points 10");
+  const RunResult r =
+      run_simrun("plan --model llama3-70b --gpu h100-sxm:2.5 --max-gpus 1024 --max-points 10");
   require_one_safe_line(r, "narrow it");
   CHECK(r.err.find("--max-points") != std::string::npos);
 }
@@ -151,7 +156,8 @@ TEST_CASE("plan: bad input is one line and exit 2") {
   require_one_safe_line(run_simrun(base + "--gpu h100-sxm:2.5 --deadline-days 0"), "--deadline-days");
   require_one_safe_line(run_simrun(base + "--gpu h100-sxm:2.5 --budget-usd 0"), "--budget-usd");
   require_one_safe_line(run_simrun(base + "--gpu h100-sxm:2.5 --objective fastest"), "unknown objective");
-  require_one_safe_line(run_simrun("plan --model llama3-8b --gpu h100-sxm:2.5 --max-gpus 4"), "below one node");
+  require_one_safe_line(run_simrun("plan --model llama3-8b --gpu h100-sxm:2.5 --max-gpus 4"),
+                        "below one node");
   require_one_safe_line(run_simrun(base + "--gpu h100-sx:2.5"), "h100-sxm");
   require_one_safe_line(run_simrun(base + "--gpu h100-sxm"), "no price");
   require_one_safe_line(run_simrun(base + "--gpu h100-sxm:2.5 --framework nosuch"), "--framework");
@@ -159,25 +165,29 @@ TEST_CASE("plan: bad input is one line and exit 2") {
   require_one_safe_line(run_simrun(base + "--gpu h100-sxm:2.5 --recompute sometimes"), "sometimes");
   const auto not_object = write_file("plan-list.json", "[1, 2]");
   require_one_safe_line(run_simrun("plan " + shell_quoted(not_object)), "expected a JSON object");
-  const auto unknown = write_file("plan-unknown.json",
-                                  R"({"model": "llama3-8b", "gpus": [{"gpu": "h100-sxm", "usd_per_gpu_hour": 2}],
+  const auto unknown =
+      write_file("plan-unknown.json",
+                 R"({"model": "llama3-8b", "gpus": [{"gpu": "h100-sxm", "usd_per_gpu_hour": 2}],
                                       "max_gpus": 64, "deadline": 3})");
   require_one_safe_line(run_simrun("plan " + shell_quoted(unknown)), "deadline");
-  const auto price = write_file("plan-price.json",
-                                R"({"model": "llama3-8b", "gpus": [{"gpu": "h100-sxm", "usd_per_gpu_hour": "2$"}],
+  const auto price =
+      write_file("plan-price.json",
+                 R"({"model": "llama3-8b", "gpus": [{"gpu": "h100-sxm", "usd_per_gpu_hour": "2$"}],
                                     "max_gpus": 64})");
   require_one_safe_line(run_simrun("plan " + shell_quoted(price)), "gpus[0].usd_per_gpu_hour");
   require_one_safe_line(run_simrun(base + "--gpu h100-sxm:2.5 --threads 100000"), "--threads");
   require_one_safe_line(run_simrun(base + "--gpu h100-sxm:2.5 --global-batch 20000000"), "--global-batch");
   // A batch no data-parallel size of the space divides: no point at all.
-  require_one_safe_line(run_simrun("plan --model llama3-8b --gpu h100-sxm:2.5 --min-gpus 16 --max-gpus 16 --tp 1 "
-                                   "--pp 1 --cp 1 --global-batch 7"),
-                        "holds no point");
+  require_one_safe_line(
+      run_simrun("plan --model llama3-8b --gpu h100-sxm:2.5 --min-gpus 16 --max-gpus 16 --tp 1 "
+                 "--pp 1 --cp 1 --global-batch 7"),
+      "holds no point");
   // --explain explains a table row: refused with --json, and past the ranking before any output.
   require_one_safe_line(run_simrun(base + "--gpu h100-sxm:2.5 --explain 1 --json"), "--explain");
-  const RunResult past = run_simrun("plan --model llama3-8b --gpu h100-sxm:2.5 --min-gpus 16 --max-gpus 16 --tp 8 "
-                                    "--pp 1 --cp 1 --zero-stage 1 --recompute none --micro-batch 1 --top-k 3 "
-                                    "--explain 3");
+  const RunResult past = run_simrun(
+      "plan --model llama3-8b --gpu h100-sxm:2.5 --min-gpus 16 --max-gpus 16 --tp 8 "
+      "--pp 1 --cp 1 --zero-stage 1 --recompute none --micro-batch 1 --top-k 3 "
+      "--explain 3");
   require_one_safe_line(past, "not in the ranking");
   CHECK(past.out.empty());
 }
@@ -195,12 +205,14 @@ TEST_CASE("plan: batch tokens: K, M, G are binary and one value rounds to whole 
 }
 
 TEST_CASE("plan: a dense model searches no expert TP: every row differs") {
-  const json plan = run_json("plan --model llama3-8b --gpu h100-sxm:2.5 --max-gpus 16 --expert-tp 1,2 --top-k 20 --json");
+  const json plan =
+      run_json("plan --model llama3-8b --gpu h100-sxm:2.5 --max-gpus 16 --expert-tp 1,2 --top-k 20 --json");
   REQUIRE(plan.at("ranked").size() == 20);
   std::set<std::string> rows;
   for (const json& row : plan.at("ranked")) {
     CHECK(row.at("layout").at("expert_tp") == 1);
-    rows.insert(row.at("layout").dump() + row.at("gpu").dump() + row.at("num_gpus").dump() + row.at("framework").dump());
+    rows.insert(row.at("layout").dump() + row.at("gpu").dump() + row.at("num_gpus").dump() +
+                row.at("framework").dump());
   }
   CHECK(rows.size() == 20);
 }
@@ -208,8 +220,9 @@ TEST_CASE("plan: a dense model searches no expert TP: every row differs") {
 TEST_CASE("plan: rows beyond the event simulation are pruned before the estimate, not crashed on") {
   // 2^24 sequences per step (the scenario's most): every layout's micro-batches are beyond what the
   // event simulation handles, so nothing can be ranked: exit 3, saying why.
-  const RunResult r = run_simrun("plan --model llama3-8b --tokens 1e16 --gpu h100-sxm:2.5 --max-gpus 8 "
-                                 "--batch-tokens 128G --top-k 2");
+  const RunResult r = run_simrun(
+      "plan --model llama3-8b --tokens 1e16 --gpu h100-sxm:2.5 --max-gpus 8 "
+      "--batch-tokens 128G --top-k 2");
   INFO(r.err);
   CHECK(r.exit_code == 3);
   CHECK(r.err.find("beyond_event_simulation") != std::string::npos);
@@ -224,8 +237,8 @@ TEST_CASE("plan: on a terminal the progress line shows points, rate and ETA") {
   // script(1) runs the command on a pseudo-terminal; the plan is stopped once the line has shown.
   const auto log = scratch_dir() / "pty.txt";
   const std::string cmd = "timeout -s INT 4 script -qfec " +
-                          shell_quoted(std::string(SIMRUN_BINARY) + " " + kLongPlan + " --json >/dev/null") + " " +
-                          shell_quoted(log) + " >/dev/null 2>&1";
+                          shell_quoted(std::string(SIMRUN_BINARY) + " " + kLongPlan + " --json >/dev/null") +
+                          " " + shell_quoted(log) + " >/dev/null 2>&1";
   std::system(cmd.c_str());
   const std::string seen = read_text(log);
   INFO(seen);
@@ -237,8 +250,8 @@ TEST_CASE("plan: on a terminal the progress line shows points, rate and ETA") {
 
 TEST_CASE("plan: Ctrl-C prints the best found so far and exits 130") {
   const auto out = scratch_dir() / "interrupted.json";
-  const std::string cmd = std::string("exec ") + SIMRUN_BINARY + " " + kLongPlan + " --json >" + shell_quoted(out) +
-                          " 2>/dev/null";
+  const std::string cmd = std::string("exec ") + SIMRUN_BINARY + " " + kLongPlan + " --json >" +
+                          shell_quoted(out) + " 2>/dev/null";
   const pid_t child = fork();
   REQUIRE(child >= 0);
   if (child == 0) {

@@ -167,6 +167,13 @@ void explain_step_time(const Scenario& sc, const AnalyticOptions& options, const
 
 }  // namespace
 
+AnalyticOptions framework_options(const Scenario& s) {
+  AnalyticOptions options;
+  options.workload = s.framework.workload;
+  options.memory = s.framework.memory;
+  return options;
+}
+
 Report estimate(const Scenario& s) { return estimate(s, AnalyticOptions{}); }
 
 Report estimate(const Scenario& sc, const AnalyticOptions& options) {

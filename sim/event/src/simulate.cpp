@@ -224,6 +224,13 @@ AnalyticOptions analytic_options(const SimulateOptions& simulate) {
   return o;
 }
 
+SimulateOptions framework_simulate_options(const Scenario& sc) {
+  SimulateOptions options;
+  options.workload = sc.framework.workload;
+  options.memory = sc.framework.memory;
+  return options;
+}
+
 SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   const Layout& l = sc.layout;

@@ -27,8 +27,7 @@ std::vector<int64_t> integer_list(JsonReader& r, const std::string& key, int64_t
   const nlohmann::json list = v.is_array() ? v : nlohmann::json::array({v});
   if (list.empty()) r.fail(key, "an empty list (leave the field out to search every value)");
   for (const nlohmann::json& x : list) {
-    if (!x.is_number_integer())
-      r.fail(key, fmt::format("expected integers, got {}", quoted_input(x.dump())));
+    if (!x.is_number_integer()) r.fail(key, fmt::format("expected integers, got {}", quoted_input(x.dump())));
     const int64_t i = x.get<int64_t>();
     if (i < min || i > max) r.fail(key, fmt::format("{} is outside [{}, {}]", i, min, max));
     if (std::find(out.begin(), out.end(), i) == out.end()) out.push_back(i);
@@ -38,7 +37,8 @@ std::vector<int64_t> integer_list(JsonReader& r, const std::string& key, int64_t
 }
 
 // A list of names (or one name) at `key`, each one of `allowed` (empty: any string).
-std::vector<std::string> name_list(JsonReader& r, const std::string& key, const std::vector<std::string>& allowed) {
+std::vector<std::string> name_list(JsonReader& r, const std::string& key,
+                                   const std::vector<std::string>& allowed) {
   std::vector<std::string> out;
   if (!r.has(key)) return out;
   const nlohmann::json& v = r.raw(key);
@@ -74,8 +74,9 @@ std::map<std::string, double> read_prices(JsonReader& top, const std::filesystem
   for (const auto& [id, price] : table.items()) {
     const std::string field = path.empty() ? id : path + "." + id;
     if (!price.is_number())
-      throw InputError(file, field, fmt::format("price {} is not a number ($/GPU-hour, e.g. 2.5)",
-                                                quoted_input(price.dump())));
+      throw InputError(
+          file, field,
+          fmt::format("price {} is not a number ($/GPU-hour, e.g. 2.5)", quoted_input(price.dump())));
     const double usd = price.get<double>();
     if (!(usd > 0) || usd > 1e4)
       throw InputError(file, field, fmt::format("price {} is outside (0, 10000] $/GPU-hour", usd));
@@ -107,7 +108,8 @@ PlanRequest parse_plan_request(const nlohmann::json& doc, const std::string& fil
   for (size_t i = 0; i < gpus.size(); ++i) {
     const std::string path = fmt::format("gpus[{}]", i);
     const nlohmann::json entry = gpus[i].is_string() ? nlohmann::json{{"gpu", gpus[i]}} : gpus[i];
-    if (!entry.is_object()) throw InputError(file, path, "expected {\"gpu\": id, \"usd_per_gpu_hour\": price}");
+    if (!entry.is_object())
+      throw InputError(file, path, "expected {\"gpu\": id, \"usd_per_gpu_hour\": price}");
     JsonReader g(entry, file, path);
     GpuOffer offer;
     offer.gpu = g.string("gpu");
@@ -121,7 +123,7 @@ PlanRequest parse_plan_request(const nlohmann::json& doc, const std::string& fil
       offer.usd_per_gpu_hour = p->second;
     } else {
       g.fail("usd_per_gpu_hour",
-             fmt::format("no price for {} (give it as {}:PRICE, or in a prices table)", offer.gpu, offer.gpu));
+             fmt::format("no price for {} (give its $/GPU-hour with it, or in a prices table)", offer.gpu));
     }
     g.finish();
     for (const GpuOffer& o : q.gpus)
@@ -152,7 +154,8 @@ PlanRequest parse_plan_request(const nlohmann::json& doc, const std::string& fil
   if (r.has("deadline_days")) {
     const double days = r.number("deadline_days", -1e300, 1e300);
     if (!(days > 0) || !std::isfinite(days))
-      r.fail("deadline_days", fmt::format("{} days cannot be met (a deadline is a positive number of days)", days));
+      r.fail("deadline_days",
+             fmt::format("{} days cannot be met (a deadline is a positive number of days)", days));
     q.deadline_days = days;
   }
   if (r.has("budget_usd")) {
@@ -175,8 +178,9 @@ PlanRequest parse_plan_request(const nlohmann::json& doc, const std::string& fil
       r.fail("batch_tokens", fmt::format("[{}, {}] is not a range of tokens in [1, 1e12]", q.batch_tokens_min,
                                          q.batch_tokens_max));
   }
-  if (!q.global_batch && q.batch_tokens_max == 0) q.batch_tokens_min = q.batch_tokens_max = kDefaultBatchTokens;
-  q.top_k = r.integer_or("top_k", 20, 1, 10000);
+  if (!q.global_batch && q.batch_tokens_max == 0)
+    q.batch_tokens_min = q.batch_tokens_max = kDefaultBatchTokens;
+  q.top_k = r.integer_or("top_k", kDefaultPlanTopK, 1, 10000);
   q.max_points = r.integer_or("max_points", kDefaultMaxPlanPoints, 1, int64_t(1) << 50);
 
   if (r.has("search")) {
@@ -199,13 +203,17 @@ PlanRequest parse_plan_request(const nlohmann::json& doc, const std::string& fil
   r.finish();
 
   // The model, resolved as a scenario resolves it (errors name the plan's "model" field).
-  nlohmann::json probe = {{"model", q.model}, {"cluster", {{"gpu", q.gpus.front().gpu}, {"num_gpus", 1}}}};
-  if (q.seq_len) {
-    if (probe["model"].is_string()) probe["model"] = {{"name", q.model}};
-    probe["model"]["seq_len"] = *q.seq_len;
-  }
+  const nlohmann::json probe = {{"model", scenario_model_field(q)},
+                                {"cluster", {{"gpu", q.gpus.front().gpu}, {"num_gpus", 1}}}};
   parse_scenario(probe, file, catalogs, base_dir);
   return q;
+}
+
+nlohmann::json scenario_model_field(const PlanRequest& q) {
+  if (!q.seq_len) return q.model;
+  nlohmann::json model = q.model.is_string() ? nlohmann::json{{"name", q.model}} : q.model;
+  model["seq_len"] = *q.seq_len;
+  return model;
 }
 
 nlohmann::json to_json(const PlanRequest& q) {
@@ -214,7 +222,8 @@ nlohmann::json to_json(const PlanRequest& q) {
   if (q.seq_len) j["seq_len"] = *q.seq_len;
   if (q.tokens > 0) j["tokens"] = q.tokens;
   j["gpus"] = nlohmann::json::array();
-  for (const GpuOffer& o : q.gpus) j["gpus"].push_back({{"gpu", o.gpu}, {"usd_per_gpu_hour", o.usd_per_gpu_hour}});
+  for (const GpuOffer& o : q.gpus)
+    j["gpus"].push_back({{"gpu", o.gpu}, {"usd_per_gpu_hour", o.usd_per_gpu_hour}});
   if (q.fabric) j["fabric"] = *q.fabric;
   if (q.min_gpus > 0) j["min_gpus"] = q.min_gpus;
   j["max_gpus"] = q.max_gpus;

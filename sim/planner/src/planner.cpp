@@ -36,10 +36,11 @@ int64_t kept_points(const PlanRequest& q) { return std::max<int64_t>(4 * q.top_k
 // A total order on points with equal objectives, so that every split of the space ranks alike.
 std::array<int64_t, 15> point_key(const PlanPoint& p) {
   const Layout& l = p.layout;
-  return {p.offer,          p.num_gpus,     l.tp,          l.pp,
-          l.virtual_stages, l.cp,           l.ep,          l.expert_tp,
-          l.micro_batch,    l.zero_stage,   int64_t(l.recompute), p.framework,
-          l.dp,             l.global_batch, int64_t(l.precision)};
+  return {p.offer,      p.num_gpus,           l.tp,
+          l.pp,         l.virtual_stages,     l.cp,
+          l.ep,         l.expert_tp,          l.micro_batch,
+          l.zero_stage, int64_t(l.recompute), p.framework,
+          l.dp,         l.global_batch,       int64_t(l.precision)};
 }
 
 bool better(const PlanPoint& a, const PlanPoint& b, PlanObjective o) {
@@ -64,7 +65,8 @@ void keep_best(std::vector<PlanPoint>& best, const PlanPoint& p, PlanObjective o
 }
 
 bool dominates(const PlanPoint& a, const PlanPoint& b) {
-  if (a.days <= b.days && a.cost_usd <= b.cost_usd && (a.days < b.days || a.cost_usd < b.cost_usd)) return true;
+  if (a.days <= b.days && a.cost_usd <= b.cost_usd && (a.days < b.days || a.cost_usd < b.cost_usd))
+    return true;
   return a.days == b.days && a.cost_usd == b.cost_usd && point_key(a) < point_key(b);
 }
 
@@ -82,7 +84,8 @@ void add_to_front(std::vector<PlanPoint>& front, const PlanPoint& p) {
 }
 
 void keep_if(std::optional<PlanPoint>& slot, const PlanPoint& p, double (*value)(const PlanPoint&)) {
-  if (!slot || value(p) < value(*slot) || (value(p) == value(*slot) && point_key(p) < point_key(*slot))) slot = p;
+  if (!slot || value(p) < value(*slot) || (value(p) == value(*slot) && point_key(p) < point_key(*slot)))
+    slot = p;
 }
 double days_of(const PlanPoint& p) { return p.days; }
 double cost_of(const PlanPoint& p) { return p.cost_usd; }
@@ -198,10 +201,7 @@ void search_shape(const PlanRequest& q, const PlanSpace& space, const PlanShape&
       keep_if(out.closest.least_memory, p, memory_ratio_of);
       continue;
     }
-    AnalyticOptions options;
-    options.workload = s.framework.workload;
-    options.memory = s.framework.memory;
-    const Report r = estimate(s, options);
+    const Report r = estimate(s, framework_options(s));
     ++out.evaluated;
     if (!r.memory.fits) {  // the estimate's own memory verdict is the memory model's
       ++out.pruned["memory"];
@@ -227,7 +227,8 @@ void merge_into(const PlanRequest& q, PlanPartial& into, const PlanPartial& from
   into.evaluated += from.evaluated;
   if (from.closest.fastest) keep_if(into.closest.fastest, *from.closest.fastest, days_of);
   if (from.closest.cheapest) keep_if(into.closest.cheapest, *from.closest.cheapest, cost_of);
-  if (from.closest.least_memory) keep_if(into.closest.least_memory, *from.closest.least_memory, memory_ratio_of);
+  if (from.closest.least_memory)
+    keep_if(into.closest.least_memory, *from.closest.least_memory, memory_ratio_of);
   into.interrupted = into.interrupted || from.interrupted;
 }
 
@@ -239,8 +240,8 @@ constexpr const char* kEventRefused = "event_refused";  // the scenario or the s
 // ranking if it does.
 struct EventOutcome {
   bool ran = false;
-  PlanPoint point;     // the event numbers (when not refused)
-  std::string pruned;  // empty: ranked; else kMemoryEvent, kEventRefused or a hard limit
+  PlanPoint point;      // the event numbers (when not refused)
+  std::string pruned;   // empty: ranked; else kMemoryEvent, kEventRefused or a hard limit
   std::string refusal;  // why, when refused
   bool has_numbers() const { return pruned != kMemoryEvent && pruned != kEventRefused; }
 };
@@ -252,10 +253,7 @@ EventOutcome simulate_point(const PlanRequest& q, const Catalogs& catalogs, cons
   out.point = candidate;
   try {
     const Scenario s = plan_point_scenario(q, catalogs, candidate, space.frameworks);
-    SimulateOptions options;
-    options.workload = s.framework.workload;
-    options.memory = s.framework.memory;
-    set_numbers(out.point, simulate(s, options).report);
+    set_numbers(out.point, simulate(s, framework_simulate_options(s)).report);
   } catch (const InputError& e) {
     out.pruned = kEventRefused;
     out.refusal = e.why();
@@ -275,8 +273,8 @@ std::string layout_text(const PlanPoint& p, const std::vector<std::string>& fram
   s += fmt::format(" dp {}", l.dp);
   if (l.cp > 1) s += fmt::format(" cp {}", l.cp);
   if (moe) s += fmt::format(" ep {}{}", l.ep, l.expert_tp != l.tp ? fmt::format(" etp {}", l.expert_tp) : "");
-  s += fmt::format(" mb {} gb {} zero {} recompute {} {}", l.micro_batch, l.global_batch, l.zero_stage, to_string(l.recompute),
-                   to_string(l.precision));
+  s += fmt::format(" mb {} gb {} zero {} recompute {} {}", l.micro_batch, l.global_batch, l.zero_stage,
+                   to_string(l.recompute), to_string(l.precision));
   if (frameworks.size() > 1) s += " " + frameworks[size_t(p.framework)];
   return s;
 }
@@ -305,7 +303,8 @@ std::vector<std::string> layout_differences(const PlanPoint& a, const PlanPoint&
   if (x.precision != y.precision)
     out.push_back(fmt::format("{} instead of {}", to_string(x.precision), to_string(y.precision)));
   if (a.framework != b.framework)
-    out.push_back(fmt::format("{} instead of {}", frameworks[size_t(a.framework)], frameworks[size_t(b.framework)]));
+    out.push_back(
+        fmt::format("{} instead of {}", frameworks[size_t(a.framework)], frameworks[size_t(b.framework)]));
   return out;
 }
 
@@ -323,7 +322,8 @@ PlanPartial plan_search(const PlanRequest& q, const Catalogs& catalogs, const Pl
   for (size_t i = 0; i < space.shapes.size(); ++i)
     if (int64_t(i) % control.ranks == control.rank) mine.push_back(i);
   // No more threads than shapes: each takes whole shapes.
-  const int threads = int(std::clamp<size_t>(size_t(std::max(1, control.threads)), 1, std::max<size_t>(1, mine.size())));
+  const int threads =
+      int(std::clamp<size_t>(size_t(std::max(1, control.threads)), 1, std::max<size_t>(1, mine.size())));
   std::vector<PlanPartial> partials(static_cast<size_t>(threads));
   std::atomic<size_t> next{0};
   std::atomic<int64_t> done{0};
@@ -379,7 +379,8 @@ PlanResult plan_finish(const PlanRequest& q, const Catalogs& catalogs, PlanParti
   size_t tried = 0;
   int64_t kept = 0;
   auto cancelled = [&] { return control.cancel && control.cancel->load(); };
-  if (control.progress) control.progress({merged.space_size, merged.space_size, merged.evaluated, PlanPhase::simulating});
+  if (control.progress)
+    control.progress({merged.space_size, merged.space_size, merged.evaluated, PlanPhase::simulating});
   while (kept < q.top_k && tried < candidates.size() && !cancelled()) {
     const size_t wave = std::min(candidates.size() - tried, size_t(q.top_k - kept));
     std::atomic<size_t> next{tried};
@@ -440,32 +441,35 @@ PlanResult plan_finish(const PlanRequest& q, const Catalogs& catalogs, PlanParti
     const std::string& gb = q.gpus[size_t(b.offer)].gpu;
     const double gap = b.objective(q.objective) / a.objective(q.objective) - 1;
     std::string what = q.objective == PlanObjective::cost
-                           ? fmt::format("{:.1f}% cheaper (${:.3g}M vs ${:.3g}M)", 100 * gap, a.cost_usd / 1e6,
-                                         b.cost_usd / 1e6)
+                           ? fmt::format("{:.1f}% cheaper (${:.3g}M vs ${:.3g}M)", 100 * gap,
+                                         a.cost_usd / 1e6, b.cost_usd / 1e6)
                            : fmt::format("{:.1f}% faster ({:.1f} vs {:.1f} days)", 100 * gap, a.days, b.days);
     std::string because;
     if (ga != gb) {
-      because = fmt::format("{} at ${}/GPU-hour needs {:.0f}k GPU-hours against {}'s {:.0f}k at ${} (MFU {:.0f}% vs {:.0f}%)",
-                            ga, q.gpus[size_t(a.offer)].usd_per_gpu_hour, a.gpu_hours / 1e3, gb,
-                            b.gpu_hours / 1e3, q.gpus[size_t(b.offer)].usd_per_gpu_hour, 100 * a.mfu, 100 * b.mfu);
+      because = fmt::format(
+          "{} at ${}/GPU-hour needs {:.0f}k GPU-hours against {}'s {:.0f}k at ${} (MFU {:.0f}% vs {:.0f}%)",
+          ga, q.gpus[size_t(a.offer)].usd_per_gpu_hour, a.gpu_hours / 1e3, gb, b.gpu_hours / 1e3,
+          q.gpus[size_t(b.offer)].usd_per_gpu_hour, 100 * a.mfu, 100 * b.mfu);
     } else if (a.num_gpus != b.num_gpus) {
-      because = fmt::format("{} GPUs instead of {}: {:.1f} vs {:.1f} days at MFU {:.0f}% vs {:.0f}%", a.num_gpus,
-                            b.num_gpus, a.days, b.days, 100 * a.mfu, 100 * b.mfu);
+      because = fmt::format("{} GPUs instead of {}: {:.1f} vs {:.1f} days at MFU {:.0f}% vs {:.0f}%",
+                            a.num_gpus, b.num_gpus, a.days, b.days, 100 * a.mfu, 100 * b.mfu);
     } else {
       const std::vector<std::string> diffs = layout_differences(a, b, result.frameworks);
       std::string list;
       for (const std::string& d : diffs) list += (list.empty() ? "" : ", ") + d;
       // How the runner-up's step differs, part by part.
-      because = fmt::format("{}; the runner-up's step is {:.3g} s against {:.3g} s (compute {:+.3g} s, exposed "
-                            "communication {:+.3g} s, bubble {:+.3g} s)",
-                            list, b.step_time_s, a.step_time_s, b.compute_s - a.compute_s,
-                            b.exposed_comm_s - a.exposed_comm_s, b.bubble_s - a.bubble_s);
+      because = fmt::format(
+          "{}; the runner-up's step is {:.3g} s against {:.3g} s (compute {:+.3g} s, exposed "
+          "communication {:+.3g} s, bubble {:+.3g} s)",
+          list, b.step_time_s, a.step_time_s, b.compute_s - a.compute_s, b.exposed_comm_s - a.exposed_comm_s,
+          b.bubble_s - a.bubble_s);
     }
     result.why = fmt::format("The winner ({} x {}, {}) is {} than the runner-up ({} x {}, {}): {}.", ga,
                              a.num_gpus, layout_text(a, result.frameworks, moe), what, gb, b.num_gpus,
                              layout_text(b, result.frameworks, moe), because);
     if (within_tie(a.objective(q.objective), b.objective(q.objective)))
-      result.why += fmt::format(" They are within {:.0f}%, the estimate's error: a tie.", 100 * kPlanTieTolerance);
+      result.why +=
+          fmt::format(" They are within {:.0f}%, the estimate's error: a tie.", 100 * kPlanTieTolerance);
   }
   return result;
 }
@@ -482,16 +486,19 @@ void add_warnings(const PlanRequest& q, PlanResult& r) {
         best.days));
   if (q.objective == PlanObjective::time && !q.budget_usd && r.pareto.size() > 1 &&
       best.cost_usd > 1.5 * r.pareto.back().cost_usd)
-    r.warnings.push_back(fmt::format("the fastest plan costs {:.1f}x the cheapest on the Pareto front (give a "
-                                     "budget to bound it)",
-                                     best.cost_usd / r.pareto.back().cost_usd));
+    r.warnings.push_back(
+        fmt::format("the fastest plan costs {:.1f}x the cheapest on the Pareto front (give a "
+                    "budget to bound it)",
+                    best.cost_usd / r.pareto.back().cost_usd));
   if (const auto refused = r.pruned.find(kEventRefused); refused != r.pruned.end())
-    r.warnings.push_back(fmt::format("{} of the estimate's best could not be event-simulated and left the "
-                                     "ranking; the first: {}",
-                                     refused->second, r.event_refusal));
+    r.warnings.push_back(
+        fmt::format("{} of the estimate's best could not be event-simulated and left the "
+                    "ranking; the first: {}",
+                    refused->second, r.event_refusal));
   if (r.interrupted)
-    r.warnings.push_back("interrupted: the best found so far, not the whole space (rows not event-simulated carry the "
-                         "estimate's numbers, fidelity \"analytic\")");
+    r.warnings.push_back(
+        "interrupted: the best found so far, not the whole space (rows not event-simulated carry the "
+        "estimate's numbers, fidelity \"analytic\")");
 }
 
 }  // namespace
@@ -526,11 +533,7 @@ nlohmann::json layout_json(const Layout& l) {
 nlohmann::json plan_point_scenario_json(const PlanRequest& q, const PlanPoint& p,
                                         const std::vector<std::string>& frameworks) {
   nlohmann::json doc;
-  doc["model"] = q.model;
-  if (q.seq_len) {
-    if (doc["model"].is_string()) doc["model"] = {{"name", q.model}};
-    doc["model"]["seq_len"] = *q.seq_len;
-  }
+  doc["model"] = scenario_model_field(q);
   doc["framework"] = frameworks[size_t(p.framework)];
   const GpuOffer& offer = q.gpus[size_t(p.offer)];
   doc["cluster"] = {{"gpu", offer.gpu}, {"num_gpus", p.num_gpus}};
@@ -551,8 +554,9 @@ namespace {
 // The most frequent prune reasons, e.g. "memory 1,200, tp_divides_heads 300".
 std::string top_prune_reasons(const PruneCounts& pruned, size_t n) {
   std::vector<std::pair<std::string, int64_t>> reasons(pruned.begin(), pruned.end());
-  std::sort(reasons.begin(), reasons.end(),
-            [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+  std::sort(reasons.begin(), reasons.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
   std::string out;
   for (size_t i = 0; i < std::min(n, reasons.size()); ++i)
     out += fmt::format("{}{} {}", out.empty() ? "" : ", ", reasons[i].first, reasons[i].second);
@@ -568,9 +572,11 @@ std::string memory_remedies(const PlanRequest& q, const PlanPoint& closest) {
   const auto& zero = q.axes.zero_stage;
   if (!zero.empty() && std::find(zero.begin(), zero.end(), 3) == zero.end()) out.push_back("ZeRO stage 3");
   if (!q.axes.tp.empty() || !q.axes.pp.empty()) out.push_back("more tp or pp sizes");
-  if (out.empty()) return "every remedy the space allows was searched: a GPU with more memory, or a smaller model";
+  if (out.empty())
+    return "every remedy the space allows was searched: a GPU with more memory, or a smaller model";
   std::string text = "allow ";
-  for (size_t i = 0; i < out.size(); ++i) text += (i == 0 ? "" : i + 1 == out.size() ? " or " : ", ") + out[i];
+  for (size_t i = 0; i < out.size(); ++i)
+    text += (i == 0 ? "" : i + 1 == out.size() ? " or " : ", ") + out[i];
   return text;
 }
 
@@ -585,22 +591,24 @@ std::string infeasible_text(const PlanRequest& q, const PlanResult& r) {
   const std::string reasons = top_prune_reasons(r.pruned, 3);
   if (!c.fastest) {
     if (c.least_memory)
-      return fmt::format("no layout fits in GPU memory: the closest, {}, needs {:.1f} GiB of {:.1f} GiB ({:.0f}% over); "
-                         "{} (pruned: {})",
-                         who(*c.least_memory), c.least_memory->peak_bytes_per_gpu / kGiB,
-                         c.least_memory->capacity_bytes / kGiB,
-                         100 * (c.least_memory->peak_bytes_per_gpu / c.least_memory->capacity_bytes - 1),
-                         memory_remedies(q, *c.least_memory), reasons);
+      return fmt::format(
+          "no layout fits in GPU memory: the closest, {}, needs {:.1f} GiB of {:.1f} GiB ({:.0f}% over); "
+          "{} (pruned: {})",
+          who(*c.least_memory), c.least_memory->peak_bytes_per_gpu / kGiB,
+          c.least_memory->capacity_bytes / kGiB,
+          100 * (c.least_memory->peak_bytes_per_gpu / c.least_memory->capacity_bytes - 1),
+          memory_remedies(q, *c.least_memory), reasons);
     return fmt::format("no layout of the space can run this model (pruned: {})", reasons);
   }
   std::string out;
   if (q.deadline_days && c.fastest->days > *q.deadline_days)
-    out = fmt::format("no plan meets the {:.4g}-day deadline: the fastest, {}, takes {:.1f} days ({:.1f} over)",
-                      *q.deadline_days, who(*c.fastest), c.fastest->days, c.fastest->days - *q.deadline_days);
+    out =
+        fmt::format("no plan meets the {:.4g}-day deadline: the fastest, {}, takes {:.1f} days ({:.1f} over)",
+                    *q.deadline_days, who(*c.fastest), c.fastest->days, c.fastest->days - *q.deadline_days);
   if (q.budget_usd && c.cheapest->cost_usd > *q.budget_usd)
     out += fmt::format("{}no plan fits the ${:.4g}M budget: the cheapest, {}, costs ${:.4g}M (${:.3g}M over)",
-                       out.empty() ? "" : "; ", *q.budget_usd / 1e6, who(*c.cheapest), c.cheapest->cost_usd / 1e6,
-                       (c.cheapest->cost_usd - *q.budget_usd) / 1e6);
+                       out.empty() ? "" : "; ", *q.budget_usd / 1e6, who(*c.cheapest),
+                       c.cheapest->cost_usd / 1e6, (c.cheapest->cost_usd - *q.budget_usd) / 1e6);
   if (out.empty() && q.deadline_days && q.budget_usd)
     out = "no plan meets both the deadline and the budget at once (each alone can be met: relax one)";
   if (out.empty())  // the estimate's best all left at the event phase

@@ -33,7 +33,8 @@ std::vector<int64_t> powers_of_two(int64_t max) {
 // embedding/loss accounting where pp·v divides layers + 2, else balanced (any count, 1F1B and
 // interleaved alike); nullopt where none splits (more chunks than layers).
 std::optional<PipelineSplit> best_split(int64_t layers, int64_t pp, int64_t v) {
-  for (PipelineSplit split : {PipelineSplit::even, PipelineSplit::embedding_loss_layers, PipelineSplit::balanced}) {
+  for (PipelineSplit split :
+       {PipelineSplit::even, PipelineSplit::embedding_loss_layers, PipelineSplit::balanced}) {
     if (split == PipelineSplit::embedding_loss_layers && pp == 1) continue;
     if (!split_layers(layers, pp, v, split).error) return split;
   }
@@ -82,13 +83,10 @@ std::optional<Recompute> recompute_named(const std::string& name) {
 }
 
 // The scenario document of a base: the request's model (with its sequence length), run and fabric.
-nlohmann::json base_document(const PlanRequest& q, const GpuSpec& gpu, int64_t node_gpus, double usd_per_gpu_hour) {
+nlohmann::json base_document(const PlanRequest& q, const GpuSpec& gpu, int64_t node_gpus,
+                             double usd_per_gpu_hour) {
   nlohmann::json doc;
-  doc["model"] = q.model;
-  if (q.seq_len) {
-    if (doc["model"].is_string()) doc["model"] = {{"name", q.model}};
-    doc["model"]["seq_len"] = *q.seq_len;
-  }
+  doc["model"] = scenario_model_field(q);
   doc["cluster"] = {{"gpu", gpu.id}, {"num_gpus", node_gpus}};
   if (q.fabric) doc["cluster"]["fabric"] = {{"kind", *q.fabric}};
   doc["run"] = {{"usd_per_gpu_hour", usd_per_gpu_hour}};
@@ -105,7 +103,9 @@ PlanSpace build_space(const PlanRequest& q, const Catalogs& catalogs) {
   const std::vector<std::string> precisions = or_default(a.precision, {std::string("bf16")});
   {
     const GpuSpec& gpu = catalogs.hardware.gpu(q.gpus.front().gpu, q.file, "gpus");
-    space.model = parse_scenario(base_document(q, gpu, default_gpus_per_node(gpu), 1.0), q.file, catalogs, q.base_dir).model;
+    space.model =
+        parse_scenario(base_document(q, gpu, default_gpus_per_node(gpu), 1.0), q.file, catalogs, q.base_dir)
+            .model;
   }
   for (int32_t offer = 0; offer < int32_t(q.gpus.size()); ++offer) {
     const GpuSpec& gpu = catalogs.hardware.gpu(q.gpus[size_t(offer)].gpu, q.file, "gpus");
@@ -138,7 +138,8 @@ PlanSpace build_space(const PlanRequest& q, const Catalogs& catalogs) {
     std::vector<int64_t> tps = or_default(a.tp, powers_of_two(std::min<int64_t>(8, domain)));
     const std::vector<int64_t> pps = or_default(a.pp, default_pp(m.layers));
     const std::vector<int64_t> cps = or_default(a.cp, default_cp(m.seq_len));
-    const std::vector<int64_t> eps = or_default(a.ep, m.is_moe() ? powers_of_two(m.moe->experts) : std::vector<int64_t>{1});
+    const std::vector<int64_t> eps =
+        or_default(a.ep, m.is_moe() ? powers_of_two(m.moe->experts) : std::vector<int64_t>{1});
     const std::vector<int64_t> mbs = or_default(a.micro_batch, {1, 2, 4, 8});
     // Megatron-Core's three: DDP, the distributed optimizer (ZeRO-1) and FSDP (ZeRO-3).
     const std::vector<int64_t> zeros = or_default(a.zero_stage, {0, 1, 3});

@@ -29,12 +29,7 @@ Scenario small_zero3(const std::string& framework, int64_t zero_stage = 3, const
       std::to_string(zero_stage) + extra + "}}");
 }
 
-SimulateOptions options_of(const Scenario& sc) {
-  SimulateOptions o;
-  o.workload = sc.framework.workload;
-  o.memory = sc.framework.memory;
-  return o;
-}
+SimulateOptions options_of(const Scenario& sc) { return framework_simulate_options(sc); }
 
 struct Both {
   double event = 0, analytic = 0;

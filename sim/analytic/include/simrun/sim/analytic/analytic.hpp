@@ -116,6 +116,10 @@ struct StepTimeEstimate {
 StepTimeEstimate estimate_step_time(const Scenario& s, const StepFlops& flops,
                                     const AnalyticOptions& options);
 
+// The options a scenario's framework profile sets: its workload behaviour and memory conventions
+// (the rest at their defaults). What `simrun estimate` runs before its flags, and the planner.
+AnalyticOptions framework_options(const Scenario& s);
+
 // The full analytic report (fidelity "analytic"): every Report field, warnings, explanations.
 // Throws InputError when the scenario asks for something the GPU cannot do (no peak for the
 // precision).

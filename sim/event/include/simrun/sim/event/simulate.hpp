@@ -11,10 +11,10 @@
 #include "simrun/sim/analytic/analytic.hpp"
 #include "simrun/sim/cost/calibration.hpp"
 #include "simrun/sim/cost/compute_model.hpp"
-#include "simrun/sim/memory/memory_model.hpp"
-#include "simrun/sim/report/report.hpp"
-#include "simrun/sim/memory/run_cost.hpp"
 #include "simrun/sim/event/step_executor.hpp"
+#include "simrun/sim/memory/memory_model.hpp"
+#include "simrun/sim/memory/run_cost.hpp"
+#include "simrun/sim/report/report.hpp"
 #include "simrun/sim/workload/workload.hpp"
 
 namespace simrun {
@@ -51,6 +51,10 @@ struct SimulationOutput {
 };
 
 SimulationOutput simulate(const Scenario& scenario, const SimulateOptions& options = SimulateOptions{});
+
+// The options a scenario's framework profile sets: its workload behaviour and memory conventions
+// (the rest at their defaults), as framework_options does for the estimate.
+SimulateOptions framework_simulate_options(const Scenario& scenario);
 
 // The event simulation's work grows with micro-batches x layers (the tasks of each stage program):
 // simulate refuses a step of more layer passes than this (llama3-70b with 8192 micro-batches: 672K

@@ -31,15 +31,24 @@ const char* to_string(PlanObjective o);
 struct SearchAxes {
   std::vector<int64_t> tp, pp, cp, ep, expert_tp, virtual_stages, micro_batch;
   std::vector<int64_t> zero_stage;
-  std::vector<std::string> recompute;   // "none", "selective", "full"
-  std::vector<std::string> precision;   // "bf16", "fp8", ... (default: bf16)
-  std::vector<std::string> framework;   // profile ids (default: megatron-core)
+  std::vector<std::string> recompute;  // "none", "selective", "full"
+  std::vector<std::string> precision;  // "bf16", "fp8", ... (default: bf16)
+  std::vector<std::string> framework;  // profile ids (default: megatron-core)
 };
 
+// Tokens per step when neither global_batch nor batch_tokens is given: 4M (2^22), Llama 2's
+// (Touvron et al. 2023, arXiv:2307.09288, sec. 2.2: "a global batch-size of 4M tokens").
+inline constexpr double kDefaultBatchTokens = 4194304;
+// The most points a search may hold unless max_points says otherwise.
+inline constexpr int64_t kDefaultMaxPlanPoints = 50'000'000;
+// The points re-run by the event simulation unless top_k says otherwise: a few seconds of
+// simulation against the search's minutes.
+inline constexpr int64_t kDefaultPlanTopK = 20;
+
 struct PlanRequest {
-  std::string file;     // where it was read from ("command line" when from flags alone)
+  std::string file;                // where it was read from ("command line" when from flags alone)
   std::filesystem::path base_dir;  // where the model's relative config.json path starts
-  nlohmann::json model;  // the scenario's "model" field: a catalog id or an object
+  nlohmann::json model;            // the scenario's "model" field: a catalog id or an object
   std::optional<int64_t> seq_len;
   double tokens = 0;  // 0: Chinchilla's 20 per parameter (run_cost.hpp)
   std::vector<GpuOffer> gpus;
@@ -53,16 +62,10 @@ struct PlanRequest {
   // each layout can run, docs/planner.md).
   std::optional<int64_t> global_batch;
   double batch_tokens_min = 0, batch_tokens_max = 0;  // both 0 when global_batch is given
-  int64_t top_k = 20;              // best points re-run by the event simulation
-  int64_t max_points = 50'000'000;  // a larger space is refused before the search starts
+  int64_t top_k = kDefaultPlanTopK;                   // best points re-run by the event simulation
+  int64_t max_points = kDefaultMaxPlanPoints;         // a larger space is refused before the search starts
   SearchAxes axes;
 };
-
-// Tokens per step when neither global_batch nor batch_tokens is given: 4M (2^22), Llama 2's
-// (Touvron et al. 2023, arXiv:2307.09288, sec. 2.2: "a global batch-size of 4M tokens").
-inline constexpr double kDefaultBatchTokens = 4194304;
-// The most points a search may hold unless max_points says otherwise.
-inline constexpr int64_t kDefaultMaxPlanPoints = 50'000'000;
 
 // Validates a plan document: every field typed and range-checked, the GPU ids and the model
 // resolved against the catalogs, at least one GPU type, each with a price (its own, or the
@@ -71,6 +74,9 @@ inline constexpr int64_t kDefaultMaxPlanPoints = 50'000'000;
 // Throws InputError naming `file` and the field.
 PlanRequest parse_plan_request(const nlohmann::json& doc, const std::string& file, const Catalogs& catalogs,
                                const std::filesystem::path& base_dir);
+
+// The scenario's "model" field for a request's points: its model, with seq_len written in when given.
+nlohmann::json scenario_model_field(const PlanRequest& request);
 
 // The plan document of a request (what --json echoes, and a plan file that reruns it).
 nlohmann::json to_json(const PlanRequest& request);

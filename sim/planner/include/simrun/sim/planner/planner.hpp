@@ -63,9 +63,9 @@ using PruneCounts = std::map<std::string, int64_t>;
 
 // The best point that misses the request's hard limits, per limit, for an infeasible plan's message.
 struct ClosestMiss {
-  std::optional<PlanPoint> fastest;          // fewest days among the points that fit in memory
-  std::optional<PlanPoint> cheapest;         // fewest dollars among them
-  std::optional<PlanPoint> least_memory;     // the smallest peak/capacity among those that do not fit
+  std::optional<PlanPoint> fastest;       // fewest days among the points that fit in memory
+  std::optional<PlanPoint> cheapest;      // fewest dollars among them
+  std::optional<PlanPoint> least_memory;  // the smallest peak/capacity among those that do not fit
 };
 
 struct PlanResult {
@@ -96,9 +96,9 @@ enum class PlanPhase {
 };
 
 struct PlanProgress {
-  int64_t done = 0;        // points checked (pruned or timed)
-  int64_t total = 0;       // points in the space
-  int64_t evaluated = 0;   // of which timed by the estimate
+  int64_t done = 0;       // points checked (pruned or timed)
+  int64_t total = 0;      // points in the space
+  int64_t evaluated = 0;  // of which timed by the estimate
   PlanPhase phase = PlanPhase::searching;
 };
 
