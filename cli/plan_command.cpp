@@ -185,8 +185,13 @@ nlohmann::json plan_document(const PlanArgs& a, std::vector<std::string>& given)
   if (!a.objective.empty()) set("objective", a.objective);
   if (a.deadline_days) set("deadline_days", *a.deadline_days);
   if (a.budget_usd) set("budget_usd", *a.budget_usd);
-  if (a.global_batch) set("global_batch", *a.global_batch);
+  // The two ways to give the batch: a flag's replaces the file's, whichever the file held.
+  if (a.global_batch) {
+    doc.erase("batch_tokens");
+    set("global_batch", *a.global_batch);
+  }
   if (!a.batch_tokens.empty()) {
+    doc.erase("global_batch");
     const size_t colon = a.batch_tokens.find(':');
     if (colon == std::string::npos)
       set("batch_tokens", tokens_of(a.batch_tokens));
@@ -453,15 +458,22 @@ Command add_plan_command(CLI::App& root, const CliEnv& env) {
                              "(--tp, --pp, --micro-batch, --zero-stage, --recompute, a smaller "
                              "--max-gpus or a fixed --global-batch) or raise --max-points",
                              space.points, q.max_points));
-        if (space.points == 0)
-          refuse(q.global_batch ? "global_batch" : "batch_tokens",
-                 fmt::format("the space holds no point: no whole-node cluster of {} GPUs has a data-parallel "
-                             "size that divides a global batch of {} sequences into micro-batches (give a "
-                             "range of tokens per step, other sizes or more GPUs)",
-                             q.min_gpus == q.max_gpus ? fmt::format("{}", q.max_gpus)
-                             : q.min_gpus > 0         ? fmt::format("{} to {}", q.min_gpus, q.max_gpus)
-                                                      : fmt::format("up to {}", q.max_gpus),
-                             batch_text(space)));
+        if (space.batch_min > space.batch_max)
+          refuse("batch_tokens",
+                 fmt::format("no whole number of {}-token sequences from 1 to {} lies in the range "
+                             "(give a range that holds at least one)",
+                             space.seq_len, kMaxGlobalBatch));
+        if (space.points == 0) {
+          const std::string gpus = q.min_gpus == q.max_gpus ? fmt::format("{}", q.max_gpus)
+                                   : q.min_gpus > 0         ? fmt::format("{} to {}", q.min_gpus, q.max_gpus)
+                                                            : fmt::format("up to {}", q.max_gpus);
+          refuse(q.global_batch ? "global_batch" : "max_gpus",
+                 fmt::format(
+                     "the space holds no point: no size searched (tp·pp·cp, micro-batch) leaves a "
+                     "data-parallel size that fills whole nodes of {} GPUs and divides a global batch of {} "
+                     "sequences (search other sizes, more GPUs or another batch)",
+                     gpus, batch_text(space)));
+        }
         if (a->explain_row < 0 || a->explain_row > q.top_k)
           throw InputError(
               "command line", "--explain",

@@ -204,6 +204,33 @@ TEST_CASE("plan: batch tokens: K, M, G are binary and one value rounds to whole 
   }
 }
 
+TEST_CASE("plan: a batch range reaching past the event simulation keeps the batches it can re-run") {
+  const json plan = run_json(
+      "plan --model llama3-8b --tokens 1e12 --gpu h100-sxm:2.5 --max-gpus 8 --batch-tokens "
+      "1M:128G --top-k 2 --json");
+  REQUIRE(plan.at("ranked").size() == 2);
+  for (const json& row : plan.at("ranked")) CHECK(row.at("fidelity") == "event");
+}
+
+TEST_CASE(
+    "plan: the search prunes what the workload refuses (interleaving with fewer micro-batches than pp)") {
+  const RunResult r = run_simrun(
+      "plan --model llama3-8b --gpu h100-sxm:2.5 --max-gpus 8 --global-batch 2 --tp 2 "
+      "--pp 4 --virtual-stages 2 --micro-batch 1");
+  INFO(r.err);
+  CHECK(r.exit_code == 3);
+  CHECK(r.err.find("interleaved_needs_pp_micro_batches") != std::string::npos);
+  CHECK(r.err.find("event simulation dropped") == std::string::npos);  // pruned in the search, not after
+}
+
+TEST_CASE("plan: a batch flag replaces the plan file's other way of giving the batch") {
+  const auto file = write_file("plan-batch.json", R"({"model": "llama3-8b", "gpus": ["h100-sxm"],
+                                   "prices": {"h100-sxm": 2.5}, "max_gpus": 8, "global_batch": 64})");
+  const json plan = run_json("plan " + shell_quoted(file) + " --batch-tokens 4M --tp 8 --top-k 1 --json");
+  CHECK(!plan.at("request").contains("global_batch"));
+  CHECK(plan.at("ranked").at(0).at("layout").at("global_batch") == 512);
+}
+
 TEST_CASE("plan: a dense model searches no expert TP: every row differs") {
   const json plan =
       run_json("plan --model llama3-8b --gpu h100-sxm:2.5 --max-gpus 16 --expert-tp 1,2 --top-k 20 --json");

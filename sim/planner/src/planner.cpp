@@ -19,6 +19,7 @@
 #include "simrun/sim/memory/memory_model.hpp"
 #include "simrun/sim/scenario/layout_rules.hpp"
 #include "simrun/sim/workload/schedule.hpp"
+#include "simrun/sim/workload/workload.hpp"
 
 namespace simrun {
 
@@ -174,22 +175,15 @@ void search_shape(const PlanRequest& q, const PlanSpace& space, const PlanShape&
     ++done;
     const Scenario s = planner::point_scenario(base, shape, choice);
     const Layout& l = s.layout;
-    if (const auto error = layout_error(s.model, s.cluster, l)) {
-      ++out.pruned[error->code];
-      continue;
-    }
-    if (const auto error = pipeline_engine_error(l, s.framework.workload)) {
-      ++out.pruned[error->code];
-      continue;
-    }
-    if (event_layer_passes(s.model, l) > kMaxEventLayerPasses) {  // a row that could never be simulated
+    // First what bounds the work of the checks after it (the schedule's play grows with the
+    // micro-batches): a row the event simulation could never re-run.
+    if (event_layer_passes(s.model, l) > kMaxEventLayerPasses) {
       ++out.pruned["beyond_event_simulation"];
       continue;
     }
-    const PipelineSchedule schedule = default_schedule(l);
-    if (slot_order(schedule, l.virtual_stages) == PipelineSchedule::interleaved && l.pp > 1 &&
-        !schedule_completes(schedule, l.pp, l.num_microbatches(), l.virtual_stages)) {
-      ++out.pruned["interleaved_schedule_incomplete"];
+    // The layout rules, the framework's pipeline engine and the schedule: what build_workload refuses.
+    if (const auto error = workload_layout_error(s, s.framework.workload, default_schedule(l))) {
+      ++out.pruned[error->code];
       continue;
     }
     const MemoryEstimate memory = estimate_memory(s, s.framework.memory);
@@ -313,7 +307,7 @@ std::vector<std::string> layout_differences(const PlanPoint& a, const PlanPoint&
 PlanSpaceSize plan_space_size(const PlanRequest& request, const Catalogs& catalogs) {
   const PlanSpace space = planner::build_space(request, catalogs);
   const auto [lo, hi] = planner::batch_sequences(request, space.model.seq_len);
-  return {space.size, lo, hi};
+  return {space.size, lo, hi, space.model.seq_len};
 }
 
 PlanPartial plan_search(const PlanRequest& q, const Catalogs& catalogs, const PlanControl& control) {

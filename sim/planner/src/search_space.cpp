@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "simrun/common/error.hpp"
+#include "simrun/sim/event/simulate.hpp"
 #include "simrun/sim/framework/profile.hpp"
 #include "simrun/sim/scenario/layout_rules.hpp"
 #include "simrun/sim/scenario/rank_layout.hpp"
@@ -200,16 +201,20 @@ std::vector<DataParallelChoice> data_parallel_choices(const PlanRequest& q, cons
   const int64_t node = base.node_gpus;
   const int64_t min_gpus = std::max(q.min_gpus, node);
   const auto [batch_lo, batch_hi] = batch_sequences(q, space.model.seq_len);
+  // The most micro-batches per replica the event simulation can re-run (kMaxEventLayerPasses).
+  const auto event_micro_batches = int64_t(kMaxEventLayerPasses / double(space.model.layers + 2));
   // Every replica runs at least one micro-batch per step, so dp·micro_batch is at most the batch.
   const int64_t dp_max = std::min(q.max_gpus / mp, batch_hi / shape.micro_batch);
   // Whole nodes: dp·mp a multiple of the node's GPUs.
   const int64_t step = node / std::gcd(node, mp);
   for (int64_t dp = step; dp <= dp_max; dp += step) {
     if (dp * mp < min_gpus) continue;
-    // The largest batch in the range this layout divides into micro-batches: more micro-batches
-    // per step only shrink the pipeline bubble's share.
+    // The largest batch in the range this layout divides into micro-batches (more micro-batches
+    // per step only shrink the pipeline bubble's share), within what the event simulation can
+    // re-run where the range allows (else the point is pruned as beyond it, and counted).
     const int64_t per_step = shape.micro_batch * dp;  // sequences of one micro-batch per replica
-    const int64_t batch = batch_hi / per_step * per_step;
+    const int64_t simulable = std::min(batch_hi, event_micro_batches * per_step) / per_step * per_step;
+    const int64_t batch = simulable >= batch_lo ? simulable : batch_hi / per_step * per_step;
     if (batch < batch_lo) continue;
     out.push_back({dp, batch});
   }

@@ -121,41 +121,34 @@ size_t Workload::task_count() const {
   return n;
 }
 
-namespace {
-
-// The layout's rules (layout_rules.hpp), for Scenarios built by hand too, then the schedule's own.
-void check_layout(const Scenario& sc, const WorkloadOptions& options, PipelineSchedule schedule) {
+std::optional<LayoutDiagnostic> workload_layout_error(const Scenario& sc, const WorkloadOptions& options,
+                                                      PipelineSchedule schedule) {
   const Layout& l = sc.layout;
-  const std::string& file = sc.file;
-  if (const auto error = layout_error(sc.model, sc.cluster, l))
-    throw InputError(file, error->field, error->message);
-  if (const auto error = pipeline_engine_error(l, options))
-    throw InputError(file, error->field, error->message);
+  if (auto error = layout_error(sc.model, sc.cluster, l)) return error;
+  if (auto error = pipeline_engine_error(l, options)) return error;
   const int64_t mbs = l.num_microbatches();
   SIMRUN_ASSERT(mbs >= 1, "a valid layout has a micro-batch per pipeline");
-  if (slot_order(schedule, l.virtual_stages) == PipelineSchedule::interleaved) {
-    if (l.pp < 2)
-      throw InputError(file, "layout.virtual_stages",
-                       "the interleaved schedule needs pp >= 2 (use virtual_stages = 1)");
-    if (mbs < l.pp)
-      throw InputError(file, "layout.global_batch",
-                       "the interleaved schedule needs at least pp (" + std::to_string(l.pp) +
-                           ") micro-batches per step, got " + std::to_string(mbs) +
-                           " = global_batch/(micro_batch·dp); raise global_batch or lower pp");
-    if (!schedule_completes(schedule, l.pp, mbs, l.virtual_stages)) {
-      const int64_t fits = (mbs + l.pp - 1) / l.pp * l.pp;
-      throw InputError(
-          file, "layout.global_batch",
-          fmt::format("the interleaved schedule cannot complete with {} micro-batches on pp {} "
-                      "with {} virtual stages: in Megatron's order (schedules.py table and "
-                      "warm-up) the last, partial group of {} waits on itself (use a multiple "
-                      "of pp, e.g. {} micro-batches: global_batch {})",
-                      mbs, l.pp, l.virtual_stages, mbs % l.pp, fits, fits * l.micro_batch * l.dp));
-    }
+  if (slot_order(schedule, l.virtual_stages) != PipelineSchedule::interleaved) return std::nullopt;
+  if (l.pp < 2)
+    return LayoutDiagnostic{"layout.virtual_stages", "interleaved_needs_pp",
+                            "the interleaved schedule needs pp >= 2 (use virtual_stages = 1)"};
+  if (mbs < l.pp)
+    return LayoutDiagnostic{"layout.global_batch", "interleaved_needs_pp_micro_batches",
+                            "the interleaved schedule needs at least pp (" + std::to_string(l.pp) +
+                                ") micro-batches per step, got " + std::to_string(mbs) +
+                                " = global_batch/(micro_batch·dp); raise global_batch or lower pp"};
+  if (!schedule_completes(schedule, l.pp, mbs, l.virtual_stages)) {
+    const int64_t fits = (mbs + l.pp - 1) / l.pp * l.pp;
+    return LayoutDiagnostic{
+        "layout.global_batch", "interleaved_schedule_incomplete",
+        fmt::format("the interleaved schedule cannot complete with {} micro-batches on pp {} "
+                    "with {} virtual stages: in Megatron's order (schedules.py table and "
+                    "warm-up) the last, partial group of {} waits on itself (use a multiple "
+                    "of pp, e.g. {} micro-batches: global_batch {})",
+                    mbs, l.pp, l.virtual_stages, mbs % l.pp, fits, fits * l.micro_batch * l.dp)};
   }
+  return std::nullopt;
 }
-
-}  // namespace
 
 std::vector<int32_t> prefetch_issuers(const std::vector<double>& params, double bucket_params) {
   std::vector<int32_t> issuer(params.size(), 0);
@@ -182,7 +175,8 @@ Workload build_workload(const Scenario& sc, const WorkloadOptions& options, Pipe
     schedule = PipelineSchedule::one_f_one_b;
 
   w.schedule = schedule;
-  check_layout(sc, options, schedule);
+  if (const auto error = workload_layout_error(sc, options, schedule))
+    throw InputError(sc.file, error->field, error->message);
   w.warnings = messages(layout_warnings(sc, schedule));
   const Layout& l = sc.layout;
   const int64_t v = stage_chunks(schedule, l.virtual_stages);

@@ -114,6 +114,7 @@ struct PlanControl {
 struct PlanSpaceSize {
   int64_t points = 0;
   int64_t batch_min = 0, batch_max = 0;  // the global batches the request allows, in sequences
+  int64_t seq_len = 0;                   // tokens per sequence
 };
 PlanSpaceSize plan_space_size(const PlanRequest& request, const Catalogs& catalogs);
 

@@ -56,11 +56,12 @@ enum class CpCommType {
                // over the second (AttnFuncWithCPAndKVP2P with an a2a group)
 };
 
-// Megatron's parallel layout. Sizes multiply: tp·pp·dp·cp = num_gpus (ep splits experts
-// inside the dp·cp ranks, as in Megatron-Core).
 // The most sequences one step may hold (layout.global_batch, layout.micro_batch): the scenario's
 // rule, which the planner's global_batch and batch_tokens keep to as well.
 inline constexpr int64_t kMaxGlobalBatch = int64_t(1) << 24;
+
+// Megatron's parallel layout. Sizes multiply: tp·pp·dp·cp = num_gpus (ep splits experts
+// inside the dp·cp ranks, as in Megatron-Core).
 
 struct Layout {
   int64_t tp = 1;                             // tensor-parallel size, e.g. 8 (inside a node)

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -240,6 +241,13 @@ struct EpExchange {
   std::string why;  // for --explain: the shape chosen and, where it falls back, the reason
 };
 EpExchange ep_exchange(const Scenario& scenario, const WorkloadOptions& options);
+
+// Why the workload cannot be built for this layout and schedule, or nullopt: the layout's rules
+// (layout_rules.hpp), the framework's pipeline engine, then the schedule's own (interleaving needs
+// pp >= 2 and at least pp micro-batches, and an order that completes). build_workload throws it
+// as InputError; the planner counts it as a pruning reason.
+std::optional<LayoutDiagnostic> workload_layout_error(const Scenario& scenario, const WorkloadOptions& options,
+                                                      PipelineSchedule schedule);
 
 Workload build_workload(const Scenario& scenario, const WorkloadOptions& options, PipelineSchedule schedule);
 inline Workload build_workload(const Scenario& scenario, const WorkloadOptions& options = WorkloadOptions{}) {
