@@ -7,11 +7,13 @@
 #include <algorithm>
 #include <atomic>
 #include <csignal>
+#include <exception>
 #include <iostream>
 #include <memory>
 #include <thread>
 
 #include "command.hpp"
+#include "flag_names.hpp"
 #include "plan_ranks.hpp"
 #include "progress_line.hpp"
 #include "simrun/common/echo.hpp"
@@ -367,6 +369,57 @@ Fields csv_row(const PlanRequest& q, const PlanResult& r, const PlanPoint& p, co
           {"goodput", p.goodput}};
 }
 
+// The request, every rule checked before the search starts (bad input: InputError).
+PlanRequest checked_request(const PlanArgs& a, const Catalogs& catalogs) {
+  std::vector<std::string> given;
+  PlanRequest q;
+  try {
+    const nlohmann::json doc = plan_document(a, given);
+    const std::filesystem::path base =
+        a.file.empty() ? std::filesystem::current_path() : std::filesystem::path(a.file).parent_path();
+    q = parse_plan_request(doc, a.file.empty() ? "command line" : a.file, catalogs, base);
+  } catch (const InputError& e) {
+    throw as_flag_error(e, given, !a.file.empty());
+  }
+  if (a.threads < 0 || a.threads > kMaxPlanThreads)
+    throw InputError("command line", "--threads",
+                     fmt::format("{} is outside [1, {}] (0: every core)", a.threads, kMaxPlanThreads));
+  if (a.explain_row != 0 && a.format != OutputFormat::table)
+    throw InputError("command line", "--explain",
+                     "explains a row of the table: give it without --json or --csv (simrun simulate "
+                     "--json on the row's scenario gives the report as JSON)");
+  // A field of the plan, as the flag that gave it where one did.
+  auto refuse = [&](const char* field, const std::string& why) {
+    throw as_flag_error(InputError(q.file, field, why), given, !a.file.empty());
+  };
+  const PlanSpaceSize space = plan_space_size(q, catalogs);
+  if (space.points > q.max_points)
+    refuse("max_points", fmt::format("the space holds {} points, over the {} a search may take: narrow it "
+                                     "(--tp, --pp, --micro-batch, --zero-stage, --recompute, a smaller "
+                                     "--max-gpus or a fixed --global-batch) or raise --max-points",
+                                     space.points, q.max_points));
+  if (space.batch_min > space.batch_max)
+    refuse("batch_tokens", fmt::format("no whole number of {}-token sequences from 1 to {} lies in the range "
+                                       "(give a range that holds at least one)",
+                                       space.seq_len, kMaxGlobalBatch));
+  if (space.points == 0) {
+    const std::string gpus = q.min_gpus == q.max_gpus ? fmt::format("{}", q.max_gpus)
+                             : q.min_gpus > 0         ? fmt::format("{} to {}", q.min_gpus, q.max_gpus)
+                                                      : fmt::format("up to {}", q.max_gpus);
+    refuse(
+        q.global_batch ? "global_batch" : "max_gpus",
+        fmt::format("the space holds no point: no size searched (tp·pp·cp, micro-batch) leaves a "
+                    "data-parallel size that fills whole nodes of {} GPUs and divides a global batch of {} "
+                    "sequences (search other sizes, more GPUs or another batch)",
+                    gpus, batch_text(space)));
+  }
+  if (a.explain_row < 0 || a.explain_row > q.top_k)
+    throw InputError(
+        "command line", "--explain",
+        fmt::format("row {} is not among the {} ranked rows (1 to --top-k)", a.explain_row, q.top_k));
+  return q;
+}
+
 }  // namespace
 
 Command add_plan_command(CLI::App& root, const CliEnv& env) {
@@ -424,60 +477,30 @@ Command add_plan_command(CLI::App& root, const CliEnv& env) {
   add_catalog_option(*cmd, a->catalogs);
   return {
       cmd, [a, env] {
-        const Catalogs catalogs = load_cli_catalogs(env, a->catalogs);
-        std::vector<std::string> given;
-        PlanRequest q;
-        try {
-          const nlohmann::json doc = plan_document(*a, given);
-          const std::filesystem::path base = a->file.empty() ? std::filesystem::current_path()
-                                                             : std::filesystem::path(a->file).parent_path();
-          q = parse_plan_request(doc, a->file.empty() ? "command line" : a->file, catalogs, base);
-        } catch (const InputError& e) {
-          throw as_flag_error(e, given, !a->file.empty());
-        }
-        if (a->threads < 0 || a->threads > kMaxPlanThreads)
-          throw InputError("command line", "--threads",
-                           fmt::format("{} is outside [1, {}] (0: every core)", a->threads, kMaxPlanThreads));
-        if (a->explain_row != 0 && a->format != OutputFormat::table)
-          throw InputError("command line", "--explain",
-                           "explains a row of the table: give it without --json or --csv (simrun simulate "
-                           "--json on the row's scenario gives the report as JSON)");
-        // Under mpirun the ranks on one machine share its cores (plan_ranks.hpp).
+        // Under mpirun every rank checks its own input (its files may differ); rank 0 reports the
+        // first refusal of any rank and every rank stops (plan_ranks.hpp, agree_on_input).
         const MpiLaunch launch = mpi_launch();
+        std::optional<Catalogs> catalogs;
+        PlanRequest q;
+        std::exception_ptr refused;
+        std::string refusal;
+        try {
+          catalogs = load_cli_catalogs(env, a->catalogs);
+          q = checked_request(*a, *catalogs);
+        } catch (const InputError& e) {
+          refused = std::current_exception();
+          refusal = as_command_line_error(e).what();
+        }
+        const std::string first_refusal = agree_on_input(launch, refusal);
+        if (refused) std::rethrow_exception(refused);  // rank 0 says why (main.cpp), the others leave
+        if (!first_refusal.empty()) {                  // another rank's input
+          if (launch.rank == 0) std::cerr << printable(first_refusal, kErrorLineMaxBytes) << "\n";
+          return launch.rank == 0 ? 2 : 0;
+        }
+        // Under mpirun the ranks on one machine share its cores (plan_ranks.hpp).
         const int threads =
             a->threads > 0 ? a->threads
                            : std::max(1, int(std::thread::hardware_concurrency()) / launch.ranks_on_node);
-        // A field of the plan, as the flag that gave it where one did.
-        auto refuse = [&](const char* field, const std::string& why) {
-          throw as_flag_error(InputError(q.file, field, why), given, !a->file.empty());
-        };
-        const PlanSpaceSize space = plan_space_size(q, catalogs);
-        if (space.points > q.max_points)
-          refuse("max_points",
-                 fmt::format("the space holds {} points, over the {} a search may take: narrow it "
-                             "(--tp, --pp, --micro-batch, --zero-stage, --recompute, a smaller "
-                             "--max-gpus or a fixed --global-batch) or raise --max-points",
-                             space.points, q.max_points));
-        if (space.batch_min > space.batch_max)
-          refuse("batch_tokens",
-                 fmt::format("no whole number of {}-token sequences from 1 to {} lies in the range "
-                             "(give a range that holds at least one)",
-                             space.seq_len, kMaxGlobalBatch));
-        if (space.points == 0) {
-          const std::string gpus = q.min_gpus == q.max_gpus ? fmt::format("{}", q.max_gpus)
-                                   : q.min_gpus > 0         ? fmt::format("{} to {}", q.min_gpus, q.max_gpus)
-                                                            : fmt::format("up to {}", q.max_gpus);
-          refuse(q.global_batch ? "global_batch" : "max_gpus",
-                 fmt::format(
-                     "the space holds no point: no size searched (tp·pp·cp, micro-batch) leaves a "
-                     "data-parallel size that fills whole nodes of {} GPUs and divides a global batch of {} "
-                     "sequences (search other sizes, more GPUs or another batch)",
-                     gpus, batch_text(space)));
-        }
-        if (a->explain_row < 0 || a->explain_row > q.top_k)
-          throw InputError(
-              "command line", "--explain",
-              fmt::format("row {} is not among the {} ranked rows (1 to --top-k)", a->explain_row, q.top_k));
 
         std::unique_ptr<ProgressLine> line = stderr_progress_line(progress_mode(a->progress, env.progress));
         if (launch.rank != 0) line.reset();  // rank 0 speaks for the job
@@ -505,7 +528,7 @@ Command add_plan_command(CLI::App& root, const CliEnv& env) {
           };
         const std::optional<PlanResult> on_rank = [&] {
           const InterruptScope interrupt;
-          return plan_on_ranks(launch, q, catalogs, control);
+          return plan_on_ranks(launch, q, *catalogs, control);
         }();
         if (line) line->clear();
         if (!on_rank) return 0;  // a rank other than 0: rank 0 prints the whole plan
@@ -537,7 +560,7 @@ Command add_plan_command(CLI::App& root, const CliEnv& env) {
         }
         if (a->explain_row > 0) {
           const PlanPoint& p = result.ranked[size_t(a->explain_row - 1)];
-          const Scenario s = plan_point_scenario(q, catalogs, p, result.frameworks);
+          const Scenario s = plan_point_scenario(q, *catalogs, p, result.frameworks);
           const Report report = simulate(s, framework_simulate_options(s)).report;
           std::cout << fmt::format("\nrow {}: the scenario (simrun simulate FILE reruns it)\n{}\n\n",
                                    a->explain_row, plan_point_scenario_json(q, p, result.frameworks).dump(2));

@@ -52,6 +52,28 @@ std::vector<std::string> gather_on_rank0(const std::string& text, int rank, int 
 
 }  // namespace
 
+std::string agree_on_input(const MpiLaunch& launch, const std::string& refusal) {
+  if (!launch.by_mpirun) return refusal;
+  int initialized = 0;
+  check(MPI_Initialized(&initialized), "MPI_Initialized");
+  if (!initialized) check(MPI_Init(nullptr, nullptr), "MPI_Init");
+  int rank = 0, ranks = 1;
+  check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
+  check(MPI_Comm_size(MPI_COMM_WORLD, &ranks), "MPI_Comm_size");
+  const std::vector<std::string> all = gather_on_rank0(refusal, rank, ranks);
+  std::string first;
+  for (size_t r = 0; r < all.size() && first.empty(); ++r)
+    if (!all[r].empty()) first = r == 0 ? all[r] : "rank " + std::to_string(r) + ": " + all[r];
+  // Every rank learns whether any refused (rank 0 alone prints the line).
+  int refused = first.empty() ? 0 : 1;
+  check(MPI_Bcast(&refused, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  if (refused) {
+    MPI_Finalize();
+    if (first.empty()) first = refusal.empty() ? "another rank refused its input" : refusal;
+  }
+  return first;
+}
+
 std::optional<PlanResult> plan_on_ranks(const MpiLaunch& launch, const PlanRequest& request,
                                         const Catalogs& catalogs, const PlanControl& control) {
   if (!launch.by_mpirun) return plan(request, catalogs, control);  // no MPI at all

@@ -37,6 +37,8 @@ MpiLaunch mpi_launch() {
 }
 
 #ifndef SIMRUN_HAVE_MPI
+std::string agree_on_input(const MpiLaunch&, const std::string& refusal) { return refusal; }
+
 std::optional<PlanResult> plan_on_ranks(const MpiLaunch& launch, const PlanRequest& request,
                                         const Catalogs& catalogs, const PlanControl& control) {
   if (launch.rank != 0) return std::nullopt;

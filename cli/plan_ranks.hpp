@@ -7,6 +7,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 
 #include "simrun/sim/planner/planner.hpp"
 
@@ -22,6 +23,13 @@ struct MpiLaunch {
   int ranks_on_node = 1;  // of them on this machine, which share its cores
 };
 MpiLaunch mpi_launch();
+
+// Under mpirun (built with MPI): every rank says whether its input was refused (`refusal`, its
+// error line, or empty). On rank 0 the result is the first refusal of any rank ("rank N: " before
+// another rank's); on the others it is not empty when any rank refused; empty: none did. MPI is
+// initialised for the plan to come, and finalised again where a rank refused. Without MPI, or
+// outside mpirun: `refusal` itself.
+std::string agree_on_input(const MpiLaunch& launch, const std::string& refusal);
 
 // plan() across the launch's ranks: the result on rank 0, nullopt on the others. control.threads
 // are each rank's search threads; rank 0 event-simulates the best with those of every rank on its

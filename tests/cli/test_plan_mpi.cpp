@@ -36,18 +36,20 @@ std::string why_no_mpi() {
 // Open MPI keeps allocations of its init and of plugins it unloads (ompi_op_base_op_select, MCA
 // components: frames a suppression file cannot name) past MPI_Finalize; the planner's own memory
 // is leak-checked by the single-process runs (test_plan, this file's reference run).
-RunResult run_ranks(int ranks, const std::string& args) {
+// `wrapper`, when given, starts each rank's simrun (a script that changes one rank's input).
+RunResult run_ranks(int ranks, const std::string& args, const std::filesystem::path& wrapper = {}) {
 #ifdef SIMRUN_HAVE_MPI
   const auto out = scratch_dir() / "mpi-stdout.txt", err = scratch_dir() / "mpi-stderr.txt";
   std::string cmd = "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0\" ";
   cmd += shell_quoted(SIMRUN_MPIEXEC);
   cmd += " -q --allow-run-as-root --oversubscribe -np " + std::to_string(ranks) + " ";
+  if (!wrapper.empty()) cmd += shell_quoted(wrapper) + " ";
   cmd += shell_quoted(SIMRUN_BINARY);
   cmd += " " + args + " >" + shell_quoted(out) + " 2>" + shell_quoted(err);
   const int status = std::system(cmd.c_str());
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(out), read_text(err)};
 #else
-  (void)ranks, (void)args;
+  (void)ranks, (void)args, (void)wrapper;
   return {};
 #endif
 }
@@ -98,4 +100,23 @@ TEST_CASE("plan under mpirun: bad input is one line, from rank 0, and exit 2", "
                         "is not a number");
   require_one_safe_line(run_ranks(4, "plan --model llama3-8b --max-gpus 64 --gpu h100-sxm:2.5 --tp x"),
                         "command line");
+}
+
+TEST_CASE("plan under mpirun: input one rank alone refuses stops every rank, rank 0 saying which",
+          "[cli][plan][mpi]") {
+  if (const std::string why = why_no_mpi(); !why.empty()) {
+    WARN(why);
+    return;
+  }
+  // As when a plan file or catalog differs on one node: rank 1 alone gets a bad objective. Before,
+  // rank 1 left quietly and the others waited in the gather for ever.
+  const auto wrapper =
+      write_file("rank1-refuses.sh",
+                 "#!/bin/sh\n"
+                 "if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then exec \"$@\" --objective nosuch; fi\n"
+                 "exec \"$@\"\n");
+  std::filesystem::permissions(wrapper, std::filesystem::perms::owner_all);
+  const RunResult r =
+      run_ranks(3, "plan --model llama3-8b --gpu h100-sxm:2.5 --max-gpus 8 --tp 8 --top-k 1", wrapper);
+  require_one_safe_line(r, "rank 1: command line: --objective");
 }
