@@ -327,10 +327,7 @@ void print_table(std::ostream& out, const PlanRequest& q, const PlanResult& r, b
   int64_t total = 0;
   for (const auto& [reason, n] : r.pruned) total += n;
   out << fmt::format("\npruned {} of {}", total, points_text(r.space_size));
-  std::vector<std::pair<std::string, int64_t>> reasons(r.pruned.begin(), r.pruned.end());
-  std::sort(reasons.begin(), reasons.end(), [](const auto& a, const auto& b) {
-    return a.second != b.second ? a.second > b.second : a.first < b.first;
-  });
+  const std::vector<std::pair<std::string, int64_t>> reasons = by_count(r.pruned);
   for (size_t i = 0; i < reasons.size(); ++i)
     out << fmt::format("{} {} {}", i == 0 ? ":" : ",", reasons[i].first, reasons[i].second);
   out << "\n";
@@ -541,6 +538,13 @@ Command add_plan_command(CLI::App& root, const CliEnv& env) {
           throw InputError(
               "command line", "--explain",
               fmt::format("row {} is not in the ranking ({} rows)", a->explain_row, result.ranked.size()));
+        // The explained row is simulated before anything prints: a refusal leaves no half output.
+        std::optional<Report> explained;
+        if (a->explain_row > 0) {
+          const Scenario s =
+              plan_point_scenario(q, *catalogs, result.ranked[size_t(a->explain_row - 1)], result.frameworks);
+          explained = simulate(s, framework_simulate_options(s)).report;
+        }
         switch (a->format) {
           case OutputFormat::json:
             std::cout << result_json(q, result).dump(2) << "\n";
@@ -558,13 +562,11 @@ Command add_plan_command(CLI::App& root, const CliEnv& env) {
                                          : fmt::format("{} threads", threads));
             break;
         }
-        if (a->explain_row > 0) {
+        if (explained) {
           const PlanPoint& p = result.ranked[size_t(a->explain_row - 1)];
-          const Scenario s = plan_point_scenario(q, *catalogs, p, result.frameworks);
-          const Report report = simulate(s, framework_simulate_options(s)).report;
           std::cout << fmt::format("\nrow {}: the scenario (simrun simulate FILE reruns it)\n{}\n\n",
                                    a->explain_row, plan_point_scenario_json(q, p, result.frameworks).dump(2));
-          print_report_explain(report, std::cout);
+          print_report_explain(*explained, std::cout);
         }
         return result.interrupted ? 130 : 0;
       }};

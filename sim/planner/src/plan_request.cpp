@@ -54,6 +54,13 @@ std::vector<std::string> name_list(JsonReader& r, const std::string& key,
   return out;
 }
 
+// A price per GPU-hour: positive, and at most $10,000 (beyond any list price: a typo).
+double checked_price(double usd, const std::string& file, const std::string& field) {
+  if (!(usd > 0) || usd > 1e4)
+    throw InputError(file, field, fmt::format("price {} is outside (0, 10000] $/GPU-hour", usd));
+  return usd;
+}
+
 // The "prices" table: a JSON object of GPU id → $/GPU-hour, inline or in a file.
 std::map<std::string, double> read_prices(JsonReader& top, const std::filesystem::path& base_dir) {
   std::map<std::string, double> prices;
@@ -77,10 +84,7 @@ std::map<std::string, double> read_prices(JsonReader& top, const std::filesystem
       throw InputError(
           file, field,
           fmt::format("price {} is not a number ($/GPU-hour, e.g. 2.5)", quoted_input(price.dump())));
-    const double usd = price.get<double>();
-    if (!(usd > 0) || usd > 1e4)
-      throw InputError(file, field, fmt::format("price {} is outside (0, 10000] $/GPU-hour", usd));
-    prices[id] = usd;
+    prices[id] = checked_price(price.get<double>(), file, field);
   }
   return prices;
 }
@@ -118,7 +122,8 @@ PlanRequest parse_plan_request(const nlohmann::json& doc, const std::string& fil
       if (!g.raw("usd_per_gpu_hour").is_number())
         g.fail("usd_per_gpu_hour", fmt::format("price {} is not a number ($/GPU-hour, e.g. 2.5)",
                                                quoted_input(g.raw("usd_per_gpu_hour").dump())));
-      offer.usd_per_gpu_hour = g.number("usd_per_gpu_hour", 1e-6, 1e4);
+      offer.usd_per_gpu_hour =
+          checked_price(g.raw("usd_per_gpu_hour").get<double>(), file, g.path_of("usd_per_gpu_hour"));
     } else if (const auto p = prices.find(offer.gpu); p != prices.end()) {
       offer.usd_per_gpu_hour = p->second;
     } else {

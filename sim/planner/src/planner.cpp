@@ -304,6 +304,14 @@ std::vector<std::string> layout_differences(const PlanPoint& a, const PlanPoint&
 
 }  // namespace
 
+std::vector<std::pair<std::string, int64_t>> by_count(const PruneCounts& pruned) {
+  std::vector<std::pair<std::string, int64_t>> reasons(pruned.begin(), pruned.end());
+  std::sort(reasons.begin(), reasons.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
+  return reasons;
+}
+
 PlanSpaceSize plan_space_size(const PlanRequest& request, const Catalogs& catalogs) {
   const PlanSpace space = planner::build_space(request, catalogs);
   const auto [lo, hi] = planner::batch_sequences(request, space.model.seq_len);
@@ -389,6 +397,7 @@ PlanResult plan_finish(const PlanRequest& q, const Catalogs& catalogs, PlanParti
       ++result.simulated;
       if (!o.pruned.empty()) {
         ++result.pruned[o.pruned];
+        ++result.event_pruned[o.pruned];
         if (o.pruned == kEventRefused && result.event_refusal.empty()) result.event_refusal = o.refusal;
         continue;
       }
@@ -547,10 +556,7 @@ namespace {
 
 // The most frequent prune reasons, e.g. "memory 1,200, tp_divides_heads 300".
 std::string top_prune_reasons(const PruneCounts& pruned, size_t n) {
-  std::vector<std::pair<std::string, int64_t>> reasons(pruned.begin(), pruned.end());
-  std::sort(reasons.begin(), reasons.end(), [](const auto& a, const auto& b) {
-    return a.second != b.second ? a.second > b.second : a.first < b.first;
-  });
+  const std::vector<std::pair<std::string, int64_t>> reasons = by_count(pruned);
   std::string out;
   for (size_t i = 0; i < std::min(n, reasons.size()); ++i)
     out += fmt::format("{}{} {}", out.empty() ? "" : ", ", reasons[i].first, reasons[i].second);
@@ -606,7 +612,8 @@ std::string infeasible_text(const PlanRequest& q, const PlanResult& r) {
   if (out.empty() && q.deadline_days && q.budget_usd)
     out = "no plan meets both the deadline and the budget at once (each alone can be met: relax one)";
   if (out.empty())  // the estimate's best all left at the event phase
-    out = fmt::format("the event simulation dropped every one of the estimate's best (pruned: {}{})", reasons,
+    out = fmt::format("the event simulation dropped every one of the estimate's best ({}{})",
+                      top_prune_reasons(r.event_pruned, 3),
                       r.event_refusal.empty() ? "" : "; the first refusal: " + r.event_refusal);
   return out;
 }

@@ -139,8 +139,9 @@ PlanSpace build_space(const PlanRequest& q, const Catalogs& catalogs) {
     std::vector<int64_t> tps = or_default(a.tp, powers_of_two(std::min<int64_t>(8, domain)));
     const std::vector<int64_t> pps = or_default(a.pp, default_pp(m.layers));
     const std::vector<int64_t> cps = or_default(a.cp, default_cp(m.seq_len));
+    // EP and expert TP: a dense model has no experts to split, whatever the axes say.
     const std::vector<int64_t> eps =
-        or_default(a.ep, m.is_moe() ? powers_of_two(m.moe->experts) : std::vector<int64_t>{1});
+        m.is_moe() ? or_default(a.ep, powers_of_two(m.moe->experts)) : std::vector<int64_t>{1};
     const std::vector<int64_t> mbs = or_default(a.micro_batch, {1, 2, 4, 8});
     // Megatron-Core's three: DDP, the distributed optimizer (ZeRO-1) and FSDP (ZeRO-3).
     const std::vector<int64_t> zeros = or_default(a.zero_stage, {0, 1, 3});

@@ -60,6 +60,8 @@ struct PlanPoint {
 // Why a point left the search, counted per reason (e.g. "memory", "tp_divides_heads",
 // "over_deadline"; from the event phase "memory_event" and "event_refused").
 using PruneCounts = std::map<std::string, int64_t>;
+// The reasons, most frequent first (equal counts by name).
+std::vector<std::pair<std::string, int64_t>> by_count(const PruneCounts& pruned);
 
 // The best point that misses the request's hard limits, per limit, for an infeasible plan's message.
 struct ClosestMiss {
@@ -72,9 +74,10 @@ struct PlanResult {
   std::vector<PlanPoint> ranked;  // the top_k, event-simulated, best first
   std::vector<PlanPoint> pareto;  // days against dollars, fewest days first
   PruneCounts pruned;
-  int64_t space_size = 0;  // points in the space
-  int64_t evaluated = 0;   // points timed by the closed-form estimate
-  int64_t simulated = 0;   // points re-run by the event simulation
+  PruneCounts event_pruned;  // of them, the event phase's (the estimate's best it dropped)
+  int64_t space_size = 0;    // points in the space
+  int64_t evaluated = 0;     // points timed by the closed-form estimate
+  int64_t simulated = 0;     // points re-run by the event simulation
   ClosestMiss closest;
   std::vector<std::string> frameworks;  // profile ids, indexed by PlanPoint::framework
   ModelSpec model;                      // as the request's scenarios resolve it
