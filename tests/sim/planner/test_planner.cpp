@@ -1,0 +1,69 @@
+// The planner's ranking, ties and Pareto front on a real search (sim/planner/src/planner.cpp,
+// docs/planner.md "The search"), and the prune reasons' order.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "simrun/sim/planner/planner.hpp"
+#include "workload_test_util.hpp"
+
+using namespace simrun;
+using simrun::test::catalogs;
+
+namespace {
+
+PlanResult small_plan(PlanObjective objective) {
+  const nlohmann::json doc = {
+      {"model", "llama3-8b"},
+      {"tokens", 1e12},
+      {"gpus",
+       {{{"gpu", "h100-sxm"}, {"usd_per_gpu_hour", 2.5}}, {{"gpu", "a100-80gb"}, {"usd_per_gpu_hour", 1.5}}}},
+      {"max_gpus", 32},
+      {"objective", to_string(objective)},
+      {"top_k", 12},
+      {"search", {{"zero_stage", {1}}, {"recompute", {"none"}}, {"micro_batch", {1, 2}}}}};
+  const PlanRequest q = parse_plan_request(doc, "t.json", catalogs(), ".");
+  PlanControl control;
+  control.threads = 2;
+  return plan(q, catalogs(), control);
+}
+
+}  // namespace
+
+TEST_CASE("plan ranking: best first, every row event-simulated, ranks counted with the tie tolerance") {
+  for (const PlanObjective objective : {PlanObjective::cost, PlanObjective::time}) {
+    const PlanResult r = small_plan(objective);
+    REQUIRE(r.ranked.size() == 12);
+    CHECK(r.simulated >= int64_t(r.ranked.size()));
+    CHECK(r.ranked.front().rank == 1);
+    for (size_t i = 0; i < r.ranked.size(); ++i) {
+      const PlanPoint& p = r.ranked[i];
+      CHECK(p.fidelity == "event");
+      if (i > 0) CHECK(r.ranked[i - 1].objective(objective) <= p.objective(objective));
+      // One more than the rows better by more than the tolerance: ties share a rank and are not
+      // transitive (a row may tie the one before it and still rank below the first).
+      int64_t ahead = 0;
+      for (const PlanPoint& o : r.ranked)
+        if (o.objective(objective) < p.objective(objective) * (1 - kPlanTieTolerance)) ++ahead;
+      CHECK(p.rank == ahead + 1);
+    }
+  }
+}
+
+TEST_CASE("plan ranking: the Pareto front is fewest days first and no point on it dominates another") {
+  const PlanResult r = small_plan(PlanObjective::cost);
+  REQUIRE(r.pareto.size() >= 2);
+  for (size_t i = 1; i < r.pareto.size(); ++i) {
+    CHECK(r.pareto[i - 1].days <= r.pareto[i].days);
+    CHECK(r.pareto[i - 1].cost_usd > r.pareto[i].cost_usd);  // more days only for fewer dollars
+  }
+  for (const PlanPoint& p : r.pareto) CHECK(p.peak_bytes_per_gpu <= p.capacity_bytes);
+}
+
+TEST_CASE("plan ranking: prune reasons by count, most first, equal counts by name") {
+  const PruneCounts pruned = {{"memory", 5}, {"tp_divides_heads", 9}, {"over_budget", 5}};
+  const auto reasons = by_count(pruned);
+  REQUIRE(reasons.size() == 3);
+  CHECK(reasons[0].first == "tp_divides_heads");
+  CHECK(reasons[1].first == "memory");
+  CHECK(reasons[2].first == "over_budget");
+}
