@@ -415,7 +415,8 @@ PlanResult plan_finish(const PlanRequest& q, const Catalogs& catalogs, PlanParti
     }
   std::sort(result.ranked.begin(), result.ranked.end(),
             [&](const PlanPoint& a, const PlanPoint& b) { return better(a, b, q.objective); });
-  // Competition ranking with a tolerance: a row's rank is one more than the rows it does not tie.
+  // Competition ranking with a tolerance: a row's rank is one more than the rows better than it by
+  // more than kPlanTieTolerance (the rows it does not tie).
   for (PlanPoint& p : result.ranked) {
     int64_t ahead = 0;
     for (const PlanPoint& o : result.ranked)
