@@ -230,6 +230,10 @@ void merge_into(const PlanRequest& q, PlanPartial& into, const PlanPartial& from
 constexpr const char* kMemoryEvent = "memory_event";  // the schedule the simulation ran holds more in flight
 constexpr const char* kEventRefused = "event_refused";  // the scenario or the simulation refused the point
 
+// The layer passes the event phase simulates at once, in all: four simulations at the bound
+// (kMaxEventLayerPasses, ~2.5 GB each: simulate.hpp), any number of small ones.
+constexpr double kEventPassesAtOnce = 4 * kMaxEventLayerPasses;
+
 // A point of the estimate's best, event-simulated: its event numbers, and the reason it leaves the
 // ranking if it does.
 struct EventOutcome {
@@ -390,7 +394,13 @@ PlanResult plan_finish(const PlanRequest& q, const Catalogs& catalogs, PlanParti
       for (size_t i = next++; i < tried + wave && !stop && !cancelled(); i = next++)
         outcomes[i] = simulate_point(q, catalogs, space, candidates[i]);
     };
-    run_pool(int(std::min<size_t>(size_t(std::max(1, control.threads)), wave)), work, nullptr);
+    // As many at once as the threads, the rows and the memory allow (each simulation's memory
+    // grows with its layer passes).
+    double largest = 1;
+    for (size_t i = tried; i < tried + wave; ++i)
+      largest = std::max(largest, event_layer_passes(space.model, candidates[i].layout));
+    const auto by_memory = size_t(std::max(1.0, kEventPassesAtOnce / largest));
+    run_pool(int(std::min({size_t(std::max(1, control.threads)), wave, by_memory})), work, nullptr);
     for (size_t i = tried; i < tried + wave; ++i) {
       const EventOutcome& o = outcomes[i];
       if (!o.ran) continue;
