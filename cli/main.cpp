@@ -31,10 +31,10 @@ void print_error_line(const std::string& line) {
 // Set by main when the command is `simrun plan` (the one command that splits across mpirun ranks).
 bool g_planning = false;
 
-// Bad input: one line, exit 2. A plan under mpirun has every rank read the same command line and
-// files and fail alike: rank 0 alone says so and exits 2; the others leave quietly with 0, so that
-// mpirun, which stops the whole job when a rank fails, cannot stop rank 0 before it has said why.
-// Other commands under mpirun are independent copies: each rank says why.
+// Bad input: one line, exit 2. A plan under mpirun has its ranks agree on their input first
+// (plan_ranks.hpp, agree_on_input): rank 0 alone says why and exits 2; the others leave quietly
+// with 0, so that mpirun, which stops the whole job when a rank fails, cannot stop rank 0 before
+// it has said why. Other commands under mpirun are independent copies: each rank says why.
 int input_error_exit(const std::string& line) {
   if (g_planning && simrun::cli::mpi_launch().rank != 0) return 0;
   print_error_line(line);
