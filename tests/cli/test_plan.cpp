@@ -257,8 +257,8 @@ TEST_CASE("plan: rows beyond the event simulation are pruned before the estimate
 
 // A search long enough to outlast the progress line's one-second delay.
 const std::string kLongPlan =
-    "plan --model llama3-70b --tokens 15e12 --gpu h100-sxm:2.5 --gpu b200:5.5 --max-gpus 8192 --threads 1 "
-    "--top-k 1";
+    "plan --model llama3-405b --tokens 15e12 --gpu h100-sxm:2.5 --gpu b200:5.5 --gpu mi300x:2.2 --max-gpus 16384 "
+    "--threads 1 --top-k 20";
 
 TEST_CASE("plan: on a terminal the progress line shows points, rate and ETA") {
   // script(1) runs the command on a pseudo-terminal; the plan is stopped once the line has shown.

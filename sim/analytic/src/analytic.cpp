@@ -176,7 +176,19 @@ AnalyticOptions framework_options(const Scenario& s) {
 
 Report estimate(const Scenario& s) { return estimate(s, AnalyticOptions{}); }
 
-Report estimate(const Scenario& sc, const AnalyticOptions& options) {
+namespace {
+
+// An estimate's numbers and what its warnings and explanations read.
+struct Estimated {
+  Report report;
+  StepFlops flops;
+  StepTimeEstimate time;
+  RunTotals run;
+  double peak = 0;
+};
+
+Estimated estimate_numbers_of(const Scenario& sc, const AnalyticOptions& options,
+                              const MemoryEstimate& memory) {
   const ModelSpec& m = sc.model;
   const Layout& l = sc.layout;
   if (l.num_microbatches() < 1)
@@ -185,42 +197,53 @@ Report estimate(const Scenario& sc, const AnalyticOptions& options) {
         fmt::format("global_batch {} is smaller than micro_batch·dp = {} (make it a multiple of it)",
                     l.global_batch, l.micro_batch * l.dp));
 
-  Report r;
+  Estimated e;
+  Report& r = e.report;
   r.fidelity = "analytic";
   const ParamCounts counts = count_params(m);
   r.params = counts.total();
   r.active_params = counts.active(m);
 
-  const StepFlops flops = step_flops(m, l, options.flop_convention);
-  const double peak = training_peak_flops_per_s(sc);
+  e.flops = step_flops(m, l, options.flop_convention);
+  e.peak = training_peak_flops_per_s(sc);
   const double n_gpus = double(l.world_size());
-
-  const MemoryEstimate memory = estimate_memory(sc, options.memory);
   r.memory = memory.report;
 
-  const StepTimeEstimate time = estimate_step_time(sc, flops, options);
-  double step_time_s = time.step_time_s;
+  e.time = estimate_step_time(sc, e.flops, options);
+  double step_time_s = e.time.step_time_s;
   if (sc.run.assumed_mfu) {
-    step_time_s = flops.model / (n_gpus * peak * *sc.run.assumed_mfu);
+    step_time_s = e.flops.model / (n_gpus * e.peak * *sc.run.assumed_mfu);
     r.breakdown = BreakdownReport{};
     r.breakdown.compute_s = step_time_s;
   } else {
-    r.breakdown = time.breakdown;
+    r.breakdown = e.time.breakdown;
     r.degraded = describe_degraded(sc, options.stragglers, options.slow_links);
   }
-  fill_step_rates(sc, step_time_s, {flops.model, flops.hardware, options.flop_convention}, r);
+  fill_step_rates(sc, step_time_s, {e.flops.model, e.flops.hardware, options.flop_convention}, r);
 
   // Run totals. The checkpoint holds weights and optimizer states (not gradients).
-  const RunTotals run = fill_run_report(sc, bytes_per_param(l, options.memory.convention), options.run, r);
+  e.run = fill_run_report(sc, bytes_per_param(l, options.memory.convention), options.run, r);
+  return e;
+}
 
-  add_estimate_warnings(sc, options, memory.worst_stage, run, r);
+}  // namespace
+
+Report estimate_numbers(const Scenario& sc, const AnalyticOptions& options, const MemoryEstimate& memory) {
+  return estimate_numbers_of(sc, options, memory).report;
+}
+
+Report estimate(const Scenario& sc, const AnalyticOptions& options) {
+  const MemoryEstimate memory = estimate_memory(sc, options.memory);
+  Estimated e = estimate_numbers_of(sc, options, memory);
+  Report& r = e.report;
+  add_estimate_warnings(sc, options, memory.worst_stage, e.run, r);
   if (auto outside = agreement_warning(sc, options, r)) r.warnings.push_back(*outside);
-  explain_step_time(sc, options, flops, time, peak, r);
+  explain_step_time(sc, options, e.flops, e.time, e.peak, r);
   detail::explain_ep_exchange(sc, options.workload, r);
-  detail::explain_throughput(sc, flops.per_sequence, options.flop_convention, peak, r);
+  detail::explain_throughput(sc, e.flops.per_sequence, options.flop_convention, e.peak, r);
   detail::explain_memory(sc, memory.stages[size_t(memory.worst_stage)], options.memory, r);
-  detail::explain_run(sc, run, options.run, r);
-  return r;
+  detail::explain_run(sc, e.run, options.run, r);
+  return std::move(r);
 }
 
 namespace detail {

@@ -227,6 +227,76 @@ ProbeTimes time_probe(const StageProgram& prog, const ProgramCost& cost, const G
 
 }  // namespace
 
+ProbePrograms probe_programs(const Scenario& sc, const WorkloadOptions& wo, const ComputeModel& compute) {
+  ProbePrograms out;
+  const ModelSpec& m = sc.model;
+  if (m.dense_layers() > 0 || m.moe_layers() == 0) {
+    Scenario dense = sc;
+    dense.model.moe.reset();
+    out.dense = probe_micro_batch(dense, wo);
+    out.dense_cost = cost_program(*out.dense, compute);
+  }
+  if (m.moe_layers() > 0) {
+    Scenario routed = sc;
+    routed.model.moe->first_dense_layers = 0;
+    out.moe = probe_micro_batch(routed, wo);
+    out.moe_cost = cost_program(*out.moe, compute);
+  }
+  return out;
+}
+
+ChunkSplit split_chunks(int64_t layers, const Layout& l, PipelineSchedule schedule, int64_t v_chunks) {
+  ChunkSplit out;
+  const bool dualpipe = schedule == PipelineSchedule::dualpipe && l.pp > 1;
+  out.split_v = v_chunks;
+  LayerSplit split = split_layers(layers, l.pp, dualpipe ? 1 : out.split_v, l.pipeline_split);
+  if (split.error) {
+    out.split_v = dualpipe ? 2 : 1;
+    split.layers_per_chunk = near_even_layers(layers, l.pp);
+  }
+  out.layers_per_chunk = std::move(split.layers_per_chunk);
+  if (dualpipe) {
+    // Chunk 1 of stage s holds the layers of stage pp − 1 − s (the workload's copy).
+    const std::vector<int64_t> own_first = chunk_first_layers(out.layers_per_chunk, l.pp, 1);
+    out.layers_per_chunk = dualpipe_layers_per_chunk(out.layers_per_chunk);
+    for (int64_t s = 0; s < l.pp; ++s) {
+      out.first_layer.push_back(own_first[size_t(s)]);
+      out.first_layer.push_back(own_first[size_t(l.pp - 1 - s)]);
+    }
+    return out;
+  }
+  out.first_layer = chunk_first_layers(out.layers_per_chunk, l.pp, out.split_v);
+  return out;
+}
+
+StagePieces stage_pieces(const Probes& probes, const ChunkSplit& split, int64_t first_moe,
+                         PipelineSchedule schedule, int64_t stage, int64_t pp) {
+  StagePieces out;
+  std::vector<PieceTime>& chunks = out.chunks;
+  chunks.resize(size_t(split.split_v));
+  for (int64_t c = 0; c < split.split_v; ++c) {
+    const size_t idx = size_t(stage * split.split_v + c);
+    for (int64_t k = 0; k < split.layers_per_chunk[idx]; ++k) {
+      const int64_t id = split.first_layer[idx] + k;
+      const ProbeTimes& probe = id >= first_moe ? probes.moe : probes.dense;
+      chunks[size_t(c)].add(probe.layer[size_t(std::min<int64_t>(id % 2, probe.layers - 1))]);
+    }
+  }
+  if (schedule == PipelineSchedule::dualpipe && split.split_v == 2) {
+    for (int64_t c = 0; c < 2; ++c) {
+      const ChunkPlace at = chunk_place(schedule, stage, c, pp, 2);
+      if (at.position == 0) chunks[size_t(c)].add(probes.dense.embedding);
+      if (at.position == at.last) chunks[size_t(c)].add(probes.dense.head);
+    }
+  } else {
+    if (stage == 0) chunks.front().add(probes.dense.embedding);
+    if (stage == pp - 1) chunks.back().add(probes.dense.head);
+  }
+  for (const PieceTime& c : chunks) out.micro_batch.add(c);
+  if (schedule == PipelineSchedule::dualpipe) out.micro_batch.scale(0.5);
+  return out;
+}
+
 size_t CollectiveTimes::CallHash::operator()(const Call& c) const {
   size_t h = std::hash<double>()(c.bytes);
   h = h * 31 + std::hash<int64_t>()(c.n);
@@ -335,22 +405,8 @@ void StepTimeEstimator::probe_micro_batch_pieces() {
                          m_ep_link,       l.ep,
                          m_ep_intra_link, m_ep_inter_link,
                          l.ep_intra(),    l.ep_inter()};
-  const int64_t dense_layers = m_model.dense_layers();
   const int64_t moe_layers = m_model.moe_layers();
-  std::optional<StageProgram> dense_program, moe_program;
-  std::optional<ProgramCost> dense_cost, moe_cost;
-  if (dense_layers > 0 || moe_layers == 0) {
-    Scenario dense = m_sc;
-    dense.model.moe.reset();
-    dense_program = probe_micro_batch(dense, m_wo);
-    dense_cost = cost_program(*dense_program, m_compute);
-  }
-  if (moe_layers > 0) {
-    Scenario routed = m_sc;
-    routed.model.moe->first_dense_layers = 0;
-    moe_program = probe_micro_batch(routed, m_wo);
-    moe_cost = cost_program(*moe_program, m_compute);
-  }
+  const ProbePrograms programs = probe_programs(m_sc, m_wo, m_compute);
   // Pairing (combined 1F1B, DualPipe): two micro-batches of the MoE slice, the first's backward
   // beside the second's forward, against one after the other.
   std::optional<StageProgram> sequential_pair, paired_pair;
@@ -369,8 +425,9 @@ void StepTimeEstimator::probe_micro_batch_pieces() {
   for (const StageCondition& condition : m_stage_condition) {
     if (m_probes.count(condition)) continue;
     Probes& probes = m_probes[condition];
-    if (dense_program)
-      probes.dense = time_probe(*dense_program, *dense_cost, links, condition, m_wo.host, m_collectives);
+    if (programs.dense)
+      probes.dense =
+          time_probe(*programs.dense, *programs.dense_cost, links, condition, m_wo.host, m_collectives);
     if (paired_pair) {
       const ProbeTimes sequential =
           time_probe(*sequential_pair, *sequential_cost, links, condition, m_wo.host, m_collectives);
@@ -379,9 +436,9 @@ void StepTimeEstimator::probe_micro_batch_pieces() {
       probes.paired_saving_per_moe_layer_s =
           std::max(0.0, exposed_s(sequential) - exposed_s(paired)) / double(paired.layers);
     }
-    if (moe_program) {
-      probes.moe = time_probe(*moe_program, *moe_cost, links, condition, m_wo.host, m_collectives);
-      if (!dense_program) {
+    if (programs.moe) {
+      probes.moe = time_probe(*programs.moe, *programs.moe_cost, links, condition, m_wo.host, m_collectives);
+      if (!programs.dense) {
         probes.dense.embedding = probes.moe.embedding;
         probes.dense.head = probes.moe.head;
       }
@@ -390,29 +447,8 @@ void StepTimeEstimator::probe_micro_batch_pieces() {
   m_first_moe = m_model.is_moe() ? m_model.moe->first_dense_layers : m_model.layers;
 }
 
-// Layers per stage as the workload splits them (pipeline_split); where that split cannot be
-// made (the event simulation refuses the layout) the memory model's near-even split.
 void StepTimeEstimator::split_into_chunks() {
-  const Layout& l = m_layout;
-  const bool dualpipe = m_schedule == PipelineSchedule::dualpipe && l.pp > 1;
-  m_split_v = m_v_chunks;
-  LayerSplit split = split_layers(m_model.layers, l.pp, dualpipe ? 1 : m_split_v, l.pipeline_split);
-  if (split.error) {
-    m_split_v = dualpipe ? 2 : 1;
-    split.layers_per_chunk = near_even_layers(m_model.layers, l.pp);
-  }
-  m_layers_per_chunk = std::move(split.layers_per_chunk);
-  if (dualpipe) {
-    // Chunk 1 of stage s holds the layers of stage pp − 1 − s (the workload's copy).
-    const std::vector<int64_t> own_first = chunk_first_layers(m_layers_per_chunk, l.pp, 1);
-    m_layers_per_chunk = dualpipe_layers_per_chunk(m_layers_per_chunk);
-    for (int64_t s = 0; s < l.pp; ++s) {
-      m_first_layer.push_back(own_first[size_t(s)]);
-      m_first_layer.push_back(own_first[size_t(l.pp - 1 - s)]);
-    }
-    return;
-  }
-  m_first_layer = chunk_first_layers(m_layers_per_chunk, l.pp, m_split_v);
+  m_split = split_chunks(m_model.layers, m_layout, m_schedule, m_v_chunks);
 }
 
 // Each stage's micro-batch (its chunks' layers, the embedding on the first, the head on the
@@ -426,30 +462,9 @@ void StepTimeEstimator::time_stages() {
     st.compute_slowdown = condition.slowdown;
     st.scale_up_fraction = condition.scale_up;
     st.scale_out_fraction = condition.scale_out;
-    std::vector<PieceTime>& chunks = m_chunk_pieces.emplace_back(size_t(m_split_v));
-    const Probes& probes = probes_of(i);
-    for (int64_t c = 0; c < m_split_v; ++c) {
-      const size_t idx = size_t(i * m_split_v + c);
-      for (int64_t k = 0; k < m_layers_per_chunk[idx]; ++k) {
-        const int64_t id = m_first_layer[idx] + k;
-        const ProbeTimes& probe = id >= m_first_moe ? probes.moe : probes.dense;
-        chunks[size_t(c)].add(probe.layer[size_t(std::min<int64_t>(id % 2, probe.layers - 1))]);
-      }
-    }
-    if (m_schedule == PipelineSchedule::dualpipe && m_split_v == 2) {
-      for (int64_t c = 0; c < 2; ++c) {
-        const ChunkPlace at = chunk_place(m_schedule, i, c, l.pp, 2);
-        if (at.position == 0) chunks[size_t(c)].add(probes.dense.embedding);
-        if (at.position == at.last) chunks[size_t(c)].add(probes.dense.head);
-      }
-    } else {
-      if (i == 0) chunks.front().add(probes.dense.embedding);
-      if (i == l.pp - 1) chunks.back().add(probes.dense.head);
-    }
-    PieceTime sum;
-    for (const PieceTime& c : chunks) sum.add(c);
-    // DualPipe: a micro-batch runs through one of the stage's two chunks (half of them each way).
-    if (m_schedule == PipelineSchedule::dualpipe) sum.scale(0.5);
+    StagePieces pieces = stage_pieces(probes_of(i), m_split, m_first_moe, m_schedule, i, l.pp);
+    m_chunk_pieces.push_back(std::move(pieces.chunks));
+    PieceTime& sum = pieces.micro_batch;
     // Pairing hides EP all-to-alls (paired_saving_s): the stage's share, per micro-batch.
     sum.ep_exposed_s = std::max(0.0, sum.ep_exposed_s - stage_paired_saving_s(i) / m_out.microbatches);
     st.gemm_flops = sum.gemm_flops;
@@ -467,7 +482,8 @@ void StepTimeEstimator::time_stages() {
     st.forward_exposed_s = sum.forward_exposed_s;
 
     // Optimizer: the stage's own optimizer program (grad-norm, fused Adam, host overhead).
-    const StageProgram opt = optimizer_program(m_sc, m_wo, m_layers_per_chunk, m_split_v, i, m_schedule);
+    const StageProgram opt =
+        optimizer_program(m_sc, m_wo, m_split.layers_per_chunk, m_split.split_v, i, m_schedule);
     const ProgramCost opt_cost = cost_program(opt, m_compute);
     for (const Task& t : opt.tasks)
       if (t.kind == TaskKind::compute && t.phase == Phase::optimizer)
@@ -520,9 +536,10 @@ void StepTimeEstimator::time_pipeline_sends() {
     const int64_t next = (b + 1) % l.pp;
     // The healthy pairs of each kind (all alike), then the pairs with a slow GPU. Megatron's
     // order puts the stage outermost: stage s holds ranks s·stage_size onwards.
+    // Whether a pair crosses a domain's end repeats with the rank every domain's worth of ranks.
     double hop = 0;
     bool inside = false, across = false;
-    for (int64_t r = 0; r < stage_size && !(inside && across); ++r)
+    for (int64_t r = 0; r < std::min(stage_size, domain) && !(inside && across); ++r)
       (across_domains(b * stage_size + r, next * stage_size + r) ? across : inside) = true;
     if (inside) hop = m_collectives.collective_s(CollectiveOp::send_recv, send_bytes, 2, m_pp_link_inside);
     if (across)
@@ -614,8 +631,8 @@ double StepTimeEstimator::fill_drain_hops_s() const {
 // middle stage, m + 2(p − 1) for an end stage.
 double StepTimeEstimator::slot_paired_saving_s(int64_t stage, const PipelineSlot& slot) const {
   if (!slot.paired_with_next) return 0.0;
-  const size_t idx = size_t(stage * m_split_v + std::min<int64_t>(slot.chunk, m_split_v - 1));
-  const int64_t first = m_first_layer[idx], last = first + m_layers_per_chunk[idx];
+  const size_t idx = size_t(stage * m_split.split_v + std::min<int64_t>(slot.chunk, m_split.split_v - 1));
+  const int64_t first = m_split.first_layer[idx], last = first + m_split.layers_per_chunk[idx];
   const int64_t moe = std::max<int64_t>(0, last - std::max(first, m_first_moe));
   return double(moe) * probes_of(stage).paired_saving_per_moe_layer_s;
 }
@@ -646,7 +663,7 @@ void StepTimeEstimator::spread_reduction_slowdown() {
   const Layout& l = m_layout;
   m_reduce_slowdown_s.clear();
   if (l.pp <= 1 || !m_interleaved || l.zero_stage >= 3 || m_wo.grad_reduce != GradReduceOverlap::bucketed ||
-      !m_wo.one_bucket_after_first_chunk || m_split_v != m_v_chunks)
+      !m_wo.one_bucket_after_first_chunk || m_split.split_v != m_v_chunks)
     return;
   const int64_t m = std::max<int64_t>(1, l.num_microbatches());
   for (int64_t stage = 0; stage < l.pp; ++stage) {
@@ -686,8 +703,8 @@ double StepTimeEstimator::chunk_step_s(int64_t stage, const PipelineSlot& slot) 
   const ChunkStep& c = m_chunk_steps[size_t(stage)][size_t(slot.chunk)];
   if (slot.forward && slot.micro_batch == 0 && m_fsdp_pipeline) {
     const std::vector<double>& spans = m_first_forward_spans[size_t(stage)];
-    return m_split_v == m_v_chunks ? spans[size_t(slot.chunk)]
-                                   : std::accumulate(spans.begin(), spans.end(), 0.0) / m_v;
+    return m_split.split_v == m_v_chunks ? spans[size_t(slot.chunk)]
+                                         : std::accumulate(spans.begin(), spans.end(), 0.0) / m_v;
   }
   const double beside_reductions =
       m_reduce_slowdown_s.empty() ? 0.0 : m_reduce_slowdown_s[size_t(stage)][slot_key(slot)];
@@ -739,7 +756,7 @@ void StepTimeEstimator::time_fill_and_drain() {
       return ChunkStep{share * p.forward_s, share * p.forward_exposed_s,
                        share * (p.backward_s + p.recompute_s), share * (p.exposed_s() - p.forward_exposed_s)};
     };
-    if (m_split_v == m_v_chunks) {
+    if (m_split.split_v == m_v_chunks) {
       for (const PieceTime& c : chunks) steps.push_back(step_of(c, 1.0));
     } else {  // the split cannot be made (the event refuses the layout): 1/v of the stage each
       PieceTime whole;
@@ -843,7 +860,88 @@ void StepTimeEstimator::fill_breakdown() {
   m_out.step_time_s = b.compute_s + b.exposed_comm_s + b.bubble_s;
 }
 
+namespace {
+
+// A probe's compute kernels, each at its own time, booked to its piece: what no overlap or wait
+// shortens.
+ProbeTimes kernel_times(const StageProgram& prog, const ProgramCost& cost) {
+  ProbeTimes out;
+  for (const Task& t : prog.tasks) {
+    PieceTime* piece = piece_of(out, t);
+    if (piece && t.kind == TaskKind::compute) book_compute(*piece, prog, t, cost.of(t).seconds());
+  }
+  return out;
+}
+
+}  // namespace
 }  // namespace detail
+
+struct StepTimeFloor::Kernels {
+  detail::Probes probes;  // kernel times only
+  int64_t layers = 0, first_moe = 0;
+  std::optional<PipelineSchedule> schedule;
+};
+
+StepTimeFloor::StepTimeFloor(const Scenario& sc, const AnalyticOptions& options) {
+  auto k = std::make_shared<Kernels>();
+  const detail::ProbePrograms programs =
+      detail::probe_programs(sc, options.workload, analytic_compute_model(sc, options));
+  if (programs.dense) k->probes.dense = detail::kernel_times(*programs.dense, *programs.dense_cost);
+  if (programs.moe) {
+    k->probes.moe = detail::kernel_times(*programs.moe, *programs.moe_cost);
+    if (!programs.dense) {
+      k->probes.dense.embedding = k->probes.moe.embedding;
+      k->probes.dense.head = k->probes.moe.head;
+    }
+  }
+  k->layers = sc.model.layers;
+  k->first_moe = sc.model.is_moe() ? sc.model.moe->first_dense_layers : sc.model.layers;
+  k->schedule = options.schedule;
+  m_kernels = std::move(k);
+}
+
+StepTimeFloor::Pipeline StepTimeFloor::pipeline(const Layout& l) const {
+  const Kernels& k = *m_kernels;
+  Pipeline out;
+  out.schedule = k.schedule.value_or(default_schedule(l));
+  out.virtual_stages = l.virtual_stages;
+  const int64_t v_chunks = l.pp > 1 ? stage_chunks(out.schedule, l.virtual_stages) : 1;
+  const detail::ChunkSplit split = detail::split_chunks(k.layers, l, out.schedule, v_chunks);
+  // A paired slot runs shorter than its kernels (the estimate takes off what the pairing hides),
+  // DualPipe's micro-batches enter from both ends, and a split the workload cannot make has no
+  // schedule to follow: the stage's own kernels alone.
+  out.chained = l.pp > 1 && !pairs_forward_and_backward(out.schedule) &&
+                out.schedule != PipelineSchedule::dualpipe && split.split_v == v_chunks;
+  auto kernels = [](const detail::PieceTime& p) { return p.forward_s + p.backward_s + p.recompute_s; };
+  for (int64_t stage = 0; stage < l.pp; ++stage) {
+    const detail::StagePieces p =
+        detail::stage_pieces(k.probes, split, k.first_moe, out.schedule, stage, l.pp);
+    out.stage_s.push_back(kernels(p.micro_batch));
+    out.entry_s.push_back(kernels(p.chunks.front()));
+  }
+  return out;
+}
+
+// Stage j runs its m micro-batches' kernels after the first one's forward through the stages
+// before it (entering each by its first chunk) and before the last one's backward back through
+// them (leaving each by its first chunk, the last to run a micro-batch's backward): a path of
+// the schedule the estimate plays (time_fill_and_drain), each chunk-step at its kernels alone.
+// Equal stages: (m + p − 1) stage-steps, Narayanan's 1F1B.
+double StepTimeFloor::step_time_s(const Pipeline& p, int64_t microbatches) {
+  const int64_t pp = int64_t(p.stage_s.size());
+  const int64_t m = std::max<int64_t>(1, microbatches);
+  const bool chained = p.chained && schedule_completes(p.schedule, pp, m, p.virtual_stages);
+  double floor = 0, before = 0;
+  for (int64_t j = 0; j < pp; ++j) {
+    floor = std::max(floor, (chained ? before : 0.0) + double(m) * p.stage_s[size_t(j)]);
+    before += p.entry_s[size_t(j)];
+  }
+  return floor;
+}
+
+double StepTimeFloor::step_time_s(const Layout& l) const {
+  return step_time_s(pipeline(l), l.num_microbatches());
+}
 
 StepTimeEstimate estimate_step_time(const Scenario& sc, const StepFlops& flops,
                                     const AnalyticOptions& options) {

@@ -241,7 +241,7 @@ double StepTimeEstimator::forward_shared_waits_s(const PieceTime& piece, double 
 // overlap_slowdown.
 std::vector<double> StepTimeEstimator::gathered_forward_spans(int64_t stage, FirstGather first,
                                                               OverlapSlowdown slowdown) const {
-  std::vector<double> spans(size_t(m_split_v), 0.0);
+  std::vector<double> spans(size_t(m_split.split_v), 0.0);
   const std::vector<StageProgram::FsdpUnit>& units = m_stage_units[size_t(stage)];
   const std::vector<UnitTraffic>& traffic = m_unit_traffic[size_t(stage)];
   std::vector<double> starts;   // the chunk's units' start times, from the chunk's start
@@ -359,7 +359,7 @@ void StepTimeEstimator::time_data_parallel() {
 // 0), its units in reverse, evenly over it.
 double StepTimeEstimator::fsdp_reduce_tail_s(const StageTime& st) const {
   const std::vector<StageProgram::FsdpUnit>& units = m_stage_units[size_t(st.stage)];
-  const double chunk_backward = last_backward_s(st) / double(m_split_v);
+  const double chunk_backward = last_backward_s(st) / double(m_split.split_v);
   std::map<int64_t, double> chunk_units, passed;
   for (const StageProgram::FsdpUnit& u : units) chunk_units[u.chunk] += 1;
   std::vector<std::pair<double, double>> ready;  // (ready time, duration); 0 = last backward ends

@@ -111,6 +111,15 @@ class CollectiveTimes {
   std::unordered_map<Call, double, CallHash> m_seconds;
 };
 
+// The probes' programs with their costs: one micro-batch of the model's first two layers as dense
+// layers, and as MoE layers (where the model has layers of that kind), each with the embedding
+// and the head.
+struct ProbePrograms {
+  std::optional<StageProgram> dense, moe;
+  std::optional<ProgramCost> dense_cost, moe_cost;
+};
+ProbePrograms probe_programs(const Scenario& sc, const WorkloadOptions& wo, const ComputeModel& compute);
+
 // One micro-batch of one dense layer and of one MoE layer (each with the embedding and the head).
 struct Probes {
   ProbeTimes dense, moe;
@@ -118,6 +127,25 @@ struct Probes {
   // their exposed communication (two micro-batches' probe, paired against one after the other).
   double paired_saving_per_moe_layer_s = 0;
 };
+
+// Layers per chunk, [stage·split_v + chunk], as the workload splits them (pipeline_split), and each
+// chunk's first layer. Where that split cannot be made (the event simulation refuses the layout),
+// the memory model's near-even split, one chunk per stage (DualPipe's two).
+struct ChunkSplit {
+  std::vector<int64_t> layers_per_chunk, first_layer;
+  int64_t split_v = 1;  // chunks per stage the split holds
+};
+ChunkSplit split_chunks(int64_t layers, const Layout& l, PipelineSchedule schedule, int64_t v_chunks);
+
+// What one micro-batch runs on a stage: each chunk (its layers' pieces, the embedding on the chunk
+// the micro-batch enters by, the head on the one it leaves by), and the stage's per micro-batch
+// (DualPipe: half its chunks', each micro-batch running through one of the two).
+struct StagePieces {
+  std::vector<PieceTime> chunks;
+  PieceTime micro_batch;
+};
+StagePieces stage_pieces(const Probes& probes, const ChunkSplit& split, int64_t first_moe,
+                         PipelineSchedule schedule, int64_t stage, int64_t pp);
 
 // ZeRO-3 / FSDP traffic of one unit (a layer, the embedding, the head), one call each way (two
 // where it holds routed experts: one over DP, one over expert-DP), or of a stage's units summed.
@@ -247,9 +275,7 @@ class StepTimeEstimator {
   std::map<StageCondition, Probes> m_probes;
   int64_t m_first_moe = 0;  // the first MoE layer's id (layers when there is none)
 
-  // Layers per chunk, [stage·split_v + chunk], as the workload splits them, and each chunk's first.
-  std::vector<int64_t> m_layers_per_chunk, m_first_layer;
-  int64_t m_split_v = 1;
+  ChunkSplit m_split;
 
   std::vector<std::vector<PieceTime>> m_chunk_pieces;                      // [stage][chunk], per micro-batch
   std::vector<std::vector<StageProgram::GradBucketSize>> m_stage_buckets;  // Megatron DDP's, ZeRO 0-2

@@ -147,14 +147,17 @@ namespace {
 // The parameters one copy of pipeline stage `stage` holds (its layers as the workload splits
 // them, the embedding on the first, the output layer on the last).
 StageParams one_stage_params(const ModelSpec& m, const ParamCounts& counts, const Layout& layout,
-                             int64_t stage) {
+                             const LayerPlacement& placement, int64_t stage) {
   SIMRUN_ASSERT(stage >= 0 && stage < layout.pp, "stage out of range");
-  const std::vector<int64_t> held = stage_layers(m, layout, stage);  // as the workload splits them
-  const auto count = int64_t(held.size());
-  // MoE layers are those at index ≥ first_dense_layers.
+  // Its layers as the workload splits them; MoE layers are those at index ≥ first_dense_layers.
   const int64_t first_moe = m.is_moe() ? m.moe->first_dense_layers : m.layers;
-  const auto moe_here =
-      int64_t(std::count_if(held.begin(), held.end(), [&](int64_t id) { return id >= first_moe; }));
+  int64_t count = 0, moe_here = 0;
+  for (int64_t c = 0; c < placement.v; ++c) {
+    const size_t idx = size_t(stage * placement.v + c);
+    const int64_t first = placement.first_layer[idx], end = first + placement.layers_per_chunk[idx];
+    count += end - first;
+    moe_here += std::max<int64_t>(0, end - std::max(first, first_moe));
+  }
 
   const double L = double(m.layers);
   const double attention_per_layer = counts.attention / L;
@@ -196,12 +199,17 @@ StageParams one_stage_params(const ModelSpec& m, const ParamCounts& counts, cons
 }  // namespace
 
 StageParams stage_params(const ModelSpec& m, const ParamCounts& counts, const Layout& layout, int64_t stage) {
-  StageParams p = one_stage_params(m, counts, layout, stage);
+  return stage_params(m, counts, layout, layer_placement(m, layout), stage);
+}
+
+StageParams stage_params(const ModelSpec& m, const ParamCounts& counts, const Layout& layout,
+                         const LayerPlacement& placement, int64_t stage) {
+  StageParams p = one_stage_params(m, counts, layout, placement, stage);
   if (default_schedule(layout) != PipelineSchedule::dualpipe) return p;
   // DualPipe: each rank also holds its mirror's stage, pp − 1 − stage, for the micro-batches fed
   // from the other end: "2×" parameters (arXiv:2412.19437 Table 2), with their gradients and
   // optimizer states (each copy's over its DP group).
-  const StageParams mirror = one_stage_params(m, counts, layout, layout.pp - 1 - stage);
+  const StageParams mirror = one_stage_params(m, counts, layout, placement, layout.pp - 1 - stage);
   p.layers += mirror.layers;
   p.moe_layers += mirror.moe_layers;
   p.dense += mirror.dense;
@@ -394,9 +402,10 @@ MemoryEstimate estimate_memory(const Scenario& sc, const MemoryDefaults& default
   const double v = double(std::max<int64_t>(1, scheduled_chunks(l)));
   const double microbatches = double(std::max<int64_t>(1, l.num_microbatches()));
 
+  const LayerPlacement placement = layer_placement(m, l);
   MemoryEstimate out;
   for (int64_t i = 0; i < l.pp; ++i) {
-    const StageParams params = stage_params(m, counts, l, i);
+    const StageParams params = stage_params(m, counts, l, placement, i);
     const double ahead = p - double(i);  // micro-batches stage i has started but not finished
     // Megatron's interleaved factor assumes the warm-up fills; a stage cannot hold more
     // micro-batches than the step has (Megatron applies the same cap to plain 1F1B).

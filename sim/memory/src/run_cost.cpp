@@ -61,22 +61,28 @@ RunTotals run_totals(const RunInputs& in, const RunDefaults& d) {
   return r;
 }
 
-RunTotals fill_run_report(const Scenario& sc, const BytesPerParam& bpp, const RunDefaults& defaults,
-                          Report& r) {
+RunInputs run_inputs(const Scenario& sc, const BytesPerParam& bpp, double params, double step_time_s,
+                     double busy_fraction) {
   const Layout& l = sc.layout;
   RunInputs in;
-  in.params = r.params;
+  in.params = params;
   in.tokens = sc.run.tokens;
   in.tokens_per_step = double(l.global_batch) * double(sc.model.seq_len);
-  in.step_time_s = r.step_time_s;
-  in.busy_fraction = std::clamp(r.breakdown.compute_s / r.step_time_s, 0.0, 1.0);
+  in.step_time_s = step_time_s;
+  in.busy_fraction = std::clamp(busy_fraction, 0.0, 1.0);
   in.num_gpus = l.world_size();
   in.num_nodes = sc.cluster.num_nodes();
-  in.checkpoint_bytes = r.params * (bpp.weights + bpp.optimizer);
+  in.checkpoint_bytes = params * (bpp.weights + bpp.optimizer);
   in.usd_per_gpu_hour = sc.run.usd_per_gpu_hour;
   in.gpu_mtbf_hours = sc.run.gpu_mtbf_hours;
   in.interval_s = sc.run.checkpoint_interval_min ? *sc.run.checkpoint_interval_min * 60.0 : 0.0;
   in.tdp_w = sc.cluster.gpu.tdp_w;
+  return in;
+}
+
+RunTotals fill_run_report(const Scenario& sc, const BytesPerParam& bpp, const RunDefaults& defaults,
+                          Report& r) {
+  const RunInputs in = run_inputs(sc, bpp, r.params, r.step_time_s, r.breakdown.compute_s / r.step_time_s);
   const RunTotals run = run_totals(in, defaults);
   r.run.tokens = run.tokens;
   r.run.days = run.days;

@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <array>
+#include <barrier>
 #include <chrono>
 #include <cmath>
 #include <exception>
 #include <functional>
 #include <thread>
+#include <tuple>
 
 #include "search_space.hpp"
 #include "simrun/common/error.hpp"
@@ -17,6 +19,7 @@
 #include "simrun/sim/analytic/analytic.hpp"
 #include "simrun/sim/event/simulate.hpp"
 #include "simrun/sim/memory/memory_model.hpp"
+#include "simrun/sim/memory/run_cost.hpp"
 #include "simrun/sim/scenario/layout_rules.hpp"
 #include "simrun/sim/workload/schedule.hpp"
 #include "simrun/sim/workload/workload.hpp"
@@ -29,6 +32,10 @@ using planner::PlanShape;
 using planner::PlanSpace;
 
 namespace {
+
+// Candidates estimated between two updates of what the search holds (bounded_out): a fixed count,
+// so that what is estimated does not depend on the threads.
+constexpr size_t kEstimateBatch = 512;
 
 // The points kept per search beyond top_k, so that the event simulation's re-ranking has
 // candidates the estimate placed a little lower.
@@ -161,9 +168,38 @@ void run_pool(int threads, const std::function<void(int, const std::atomic<bool>
     if (e) std::rethrow_exception(e);
 }
 
-// One shape's points: layout rules, schedule, memory, then the closed-form estimate.
-void search_shape(const PlanRequest& q, const PlanSpace& space, const PlanShape& shape, PlanPartial& out,
-                  std::atomic<int64_t>& done) {
+// A point that passed the layout rules and the memory model, waiting for the estimate, with the
+// floor of its days and dollars: StepTimeFloor's step through the run totals (which grow with the
+// step time), so no more than its own.
+struct Candidate {
+  uint32_t shape = 0;  // in PlanSpace::shapes
+  DataParallelChoice choice;
+  double floor_days = 0, floor_cost = 0;
+  double floor_objective(PlanObjective o) const { return o == PlanObjective::time ? floor_days : floor_cost; }
+};
+
+// One thread's step floors, one per set of per-layer costs: a base and every layout dimension but
+// the pipeline and the data-parallel size (what StepTimeFloor holds for).
+class FloorCache {
+ public:
+  const StepTimeFloor& floor(const PlanShape& shape, const Scenario& s) {
+    const Key key{shape.base,      shape.tp,          shape.cp,         shape.ep,
+                  shape.expert_tp, shape.micro_batch, shape.zero_stage, shape.recompute};
+    auto it = m_floors.find(key);
+    if (it == m_floors.end()) it = m_floors.emplace(key, StepTimeFloor(s, framework_options(s))).first;
+    return it->second;
+  }
+
+ private:
+  using Key = std::tuple<int32_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, Recompute>;
+  std::map<Key, StepTimeFloor> m_floors;
+};
+
+// One shape's points through the layout rules, the schedule and the memory model: the survivors
+// become candidates, with their floors.
+void check_shape(const PlanRequest& q, const PlanSpace& space, uint32_t shape_index, FloorCache& floors,
+                 PlanPartial& out, std::vector<Candidate>& candidates, std::atomic<int64_t>& done) {
+  const PlanShape& shape = space.shapes[shape_index];
   const PlanBase& base = space.bases[size_t(shape.base)];
   const std::vector<DataParallelChoice> choices = planner::data_parallel_choices(q, space, shape);
   if (!base.scenario) {
@@ -171,47 +207,86 @@ void search_shape(const PlanRequest& q, const PlanSpace& space, const PlanShape&
     done += int64_t(choices.size());
     return;
   }
+  std::optional<StepTimeFloor::Pipeline> floor;  // the same for every point of the shape
+  const RunDefaults run_defaults = framework_options(*base.scenario).run;
   for (const DataParallelChoice& choice : choices) {
-    ++done;
     const Scenario s = planner::point_scenario(base, shape, choice);
     const Layout& l = s.layout;
     // First what bounds the work of the checks after it (the schedule's play grows with the
     // micro-batches): a row the event simulation could never re-run.
+    std::string pruned;
     if (event_layer_passes(s.model, l) > kMaxEventLayerPasses) {
-      ++out.pruned["beyond_event_simulation"];
-      continue;
-    }
-    // The layout rules, the framework's pipeline engine and the schedule: what build_workload refuses.
-    if (const auto error = workload_layout_error(s, s.framework.workload, default_schedule(l))) {
-      ++out.pruned[error->code];
-      continue;
-    }
-    const MemoryEstimate memory = estimate_memory(s, s.framework.memory);
-    if (!memory.report.fits) {
-      ++out.pruned["memory"];
+      pruned = "beyond_event_simulation";
+    } else if (const auto error = workload_layout_error(s, s.framework.workload, default_schedule(l))) {
+      // The layout rules, the framework's pipeline engine and the schedule: what build_workload refuses.
+      pruned = error->code;
+    } else if (const MemoryEstimate memory = estimate_memory(s, s.framework.memory); !memory.report.fits) {
+      pruned = "memory";
       PlanPoint p = point_at(base, s);
       p.peak_bytes_per_gpu = memory.report.peak_bytes_per_gpu;
       p.capacity_bytes = memory.report.capacity_bytes;
       keep_if(out.closest.least_memory, p, memory_ratio_of);
+    }
+    if (!pruned.empty()) {
+      ++out.pruned[pruned];
+      ++done;
       continue;
     }
-    const Report r = estimate(s, framework_options(s));
-    ++out.evaluated;
-    if (!r.memory.fits) {  // the estimate's own memory verdict is the memory model's
-      ++out.pruned["memory"];
-      continue;
-    }
-    PlanPoint p = point_at(base, s);
-    set_numbers(p, r);
-    keep_if(out.closest.fastest, p, days_of);
-    keep_if(out.closest.cheapest, p, cost_of);
-    add_to_front(out.front, p);
-    if (const char* broken = limit_broken(q, p)) {
-      ++out.pruned[broken];
-      continue;
-    }
-    keep_best(out.best, p, q.objective, kept_points(q));
+    if (!floor) floor = floors.floor(shape, s).pipeline(l);
+    const double step_floor_s = StepTimeFloor::step_time_s(*floor, l.num_microbatches());
+    const RunTotals run = run_totals(
+        run_inputs(s, bytes_per_param(l, s.framework.memory.convention), space.params, step_floor_s, 1.0),
+        run_defaults);
+    candidates.push_back({shape_index, choice, run.days, run.cost_usd});
   }
+}
+
+// A candidate timed by the closed-form estimate, into the thread's partial.
+void estimate_candidate(const PlanRequest& q, const PlanSpace& space, const Candidate& c, PlanPartial& out) {
+  const PlanShape& shape = space.shapes[c.shape];
+  const PlanBase& base = space.bases[size_t(shape.base)];
+  const Scenario s = planner::point_scenario(base, shape, c.choice);
+  const AnalyticOptions options = framework_options(s);
+  const Report r = estimate_numbers(s, options, estimate_memory(s, options.memory));
+  ++out.evaluated;
+  if (!r.memory.fits) {  // the estimate's own memory verdict is the memory model's
+    ++out.pruned["memory"];
+    return;
+  }
+  PlanPoint p = point_at(base, s);
+  set_numbers(p, r);
+  keep_if(out.closest.fastest, p, days_of);
+  keep_if(out.closest.cheapest, p, cost_of);
+  add_to_front(out.front, p);
+  if (const char* broken = limit_broken(q, p)) {
+    ++out.pruned[broken];
+    return;
+  }
+  keep_best(out.best, p, q.objective, kept_points(q));
+}
+
+// The prune reason of candidates whose floor cannot rank.
+constexpr const char* kOutranked = "outranked";
+
+// Why a candidate need not be estimated, judged on its floor against what the search holds: it
+// can be neither the fastest nor the cheapest point, a front point beats it in both days and
+// dollars, and it is past a hard limit or behind every kept point. nullptr: it must be estimated.
+// Each test is strict, so that a point the estimate would tie is estimated: the search finds what
+// estimating every point finds.
+const char* bounded_out(const PlanRequest& q, const PlanPartial& known, const Candidate& c) {
+  const ClosestMiss& k = known.closest;
+  if (!k.fastest || c.floor_days <= k.fastest->days || c.floor_cost <= k.cheapest->cost_usd) return nullptr;
+  const bool dominated = std::any_of(known.front.begin(), known.front.end(), [&](const PlanPoint& f) {
+    return f.days <= c.floor_days && f.cost_usd <= c.floor_cost &&
+           (f.days < c.floor_days || f.cost_usd < c.floor_cost);
+  });
+  if (!dominated) return nullptr;
+  if (q.deadline_days && c.floor_days > *q.deadline_days) return "over_deadline";
+  if (q.budget_usd && c.floor_cost > *q.budget_usd) return "over_budget";
+  if (int64_t(known.best.size()) >= kept_points(q) &&
+      c.floor_objective(q.objective) > known.best.back().objective(q.objective))
+    return kOutranked;
+  return nullptr;
 }
 
 void merge_into(const PlanRequest& q, PlanPartial& into, const PlanPartial& from) {
@@ -324,37 +399,104 @@ PlanSpaceSize plan_space_size(const PlanRequest& request, const Catalogs& catalo
 
 PlanPartial plan_search(const PlanRequest& q, const Catalogs& catalogs, const PlanControl& control) {
   const PlanSpace space = planner::build_space(q, catalogs);
-  std::vector<size_t> mine;
+  std::vector<uint32_t> mine;
   for (size_t i = 0; i < space.shapes.size(); ++i)
-    if (int64_t(i) % control.ranks == control.rank) mine.push_back(i);
-  // No more threads than shapes: each takes whole shapes.
-  const int threads =
-      int(std::clamp<size_t>(size_t(std::max(1, control.threads)), 1, std::max<size_t>(1, mine.size())));
-  std::vector<PlanPartial> partials(static_cast<size_t>(threads));
-  std::atomic<size_t> next{0};
+    if (int64_t(i) % control.ranks == control.rank) mine.push_back(uint32_t(i));
   std::atomic<int64_t> done{0};
   std::atomic<int64_t> evaluated{0};
   auto cancelled = [&] { return control.cancel && control.cancel->load(); };
-  auto work = [&](int t, const std::atomic<bool>& stop) {
-    PlanPartial& out = partials[size_t(t)];
-    for (size_t i = next++; i < mine.size() && !stop; i = next++) {
-      if (cancelled()) {
-        out.interrupted = true;
-        break;
-      }
-      const int64_t before = out.evaluated;
-      search_shape(q, space, space.shapes[mine[i]], out, done);
-      evaluated += out.evaluated - before;
-    }
-  };
   std::function<void()> report;
   if (control.progress)
     report = [&] { control.progress({done.load(), space.size, evaluated.load(), PlanPhase::searching}); };
-  run_pool(threads, work, report);
-  PlanPartial merged;
-  for (const PlanPartial& p : partials) merge_into(q, merged, p);
-  merged.space_size = space.size;
-  return merged;
+
+  // The layout rules and the memory model, shape by shape (no more threads than shapes).
+  PlanPartial known;
+  std::vector<Candidate> candidates;
+  {
+    const int threads =
+        int(std::clamp<size_t>(size_t(std::max(1, control.threads)), 1, std::max<size_t>(1, mine.size())));
+    std::vector<PlanPartial> partials(static_cast<size_t>(threads));
+    std::vector<std::vector<Candidate>> found(static_cast<size_t>(threads));
+    std::atomic<size_t> next{0};
+    run_pool(
+        threads,
+        [&](int t, const std::atomic<bool>& stop) {
+          FloorCache floors;
+          for (size_t i = next++; i < mine.size() && !stop; i = next++) {
+            if (cancelled()) {
+              partials[size_t(t)].interrupted = true;
+              break;
+            }
+            check_shape(q, space, mine[i], floors, partials[size_t(t)], found[size_t(t)], done);
+          }
+        },
+        report);
+    for (const PlanPartial& p : partials) merge_into(q, known, p);
+    for (std::vector<Candidate>& f : found) candidates.insert(candidates.end(), f.begin(), f.end());
+  }
+
+  // The estimate, lowest floor first, in batches of a fixed size: each candidate judged against
+  // what the batches before its own found (bounded_out), so that what is estimated does not depend
+  // on the threads. Without the bound (control.bound false) every candidate is estimated.
+  std::sort(candidates.begin(), candidates.end(), [&](const Candidate& a, const Candidate& b) {
+    const double x = a.floor_objective(q.objective), y = b.floor_objective(q.objective);
+    if (x != y) return x < y;
+    return std::tie(a.shape, a.choice.dp) < std::tie(b.shape, b.choice.dp);
+  });
+  {
+    const int threads = int(std::clamp<size_t>(size_t(std::max(1, control.threads)), 1,
+                                               std::max<size_t>(1, candidates.size() / 64)));
+    std::vector<PlanPartial> partials(static_cast<size_t>(threads));
+    std::vector<std::exception_ptr> errors(static_cast<size_t>(threads));
+    std::atomic<bool> failed{false};
+    // The batch [batch_begin, batch_end): set between batches, while every thread waits.
+    size_t batch_begin = 0, batch_end = std::min(candidates.size(), kEstimateBatch);
+    std::atomic<size_t> next{0};  // the next candidate of the batch to take
+    std::barrier sync(threads, [&]() noexcept {
+      for (PlanPartial& p : partials) {
+        merge_into(q, known, p);
+        p = PlanPartial{};
+      }
+      if (cancelled() || failed) {
+        known.interrupted = known.interrupted || cancelled();
+        batch_begin = batch_end = candidates.size();
+        return;
+      }
+      next = batch_begin = batch_end;
+      batch_end = std::min(candidates.size(), batch_end + kEstimateBatch);
+    });
+    run_pool(
+        threads,
+        [&](int t, const std::atomic<bool>&) {
+          PlanPartial& out = partials[size_t(t)];
+          while (batch_begin < candidates.size()) {
+            try {
+              // The first batch runs whole: a search interrupted before it still ranks the lowest
+              // floors it found.
+              for (size_t i = next++; i < batch_end && !failed && !(cancelled() && batch_begin > 0);
+                   i = next++) {
+                const Candidate& c = candidates[i];
+                if (const char* skip = control.bound ? bounded_out(q, known, c) : nullptr) {
+                  ++out.pruned[skip];
+                } else {
+                  const int64_t before = out.evaluated;
+                  estimate_candidate(q, space, c, out);
+                  evaluated += out.evaluated - before;
+                }
+                ++done;
+              }
+            } catch (...) {
+              errors[size_t(t)] = std::current_exception();
+              failed = true;
+            }
+            sync.arrive_and_wait();
+          }
+          if (errors[size_t(t)]) std::rethrow_exception(errors[size_t(t)]);
+        },
+        report);
+  }
+  known.space_size = space.size;
+  return known;
 }
 
 PlanPartial merge_partials(const PlanRequest& q, std::vector<PlanPartial> partials) {

@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "simrun/common/error.hpp"
+#include "simrun/models/counts.hpp"
 #include "simrun/sim/event/simulate.hpp"
 #include "simrun/sim/framework/profile.hpp"
 #include "simrun/sim/scenario/layout_rules.hpp"
@@ -107,6 +108,7 @@ PlanSpace build_space(const PlanRequest& q, const Catalogs& catalogs) {
     space.model =
         parse_scenario(base_document(q, gpu, default_gpus_per_node(gpu), 1.0), q.file, catalogs, q.base_dir)
             .model;
+    space.params = count_params(space.model).total();
   }
   for (int32_t offer = 0; offer < int32_t(q.gpus.size()); ++offer) {
     const GpuSpec& gpu = catalogs.hardware.gpu(q.gpus[size_t(offer)].gpu, q.file, "gpus");

@@ -44,6 +44,7 @@ struct DataParallelChoice {
 
 struct PlanSpace {
   ModelSpec model;                      // as the request's scenarios resolve it
+  double params = 0;                    // the model's parameters (count_params)
   std::vector<std::string> frameworks;  // profile ids as the request gives them
   std::vector<PlanBase> bases;
   std::vector<PlanShape> shapes;

@@ -422,11 +422,22 @@ int64_t scheduled_chunks(const Layout& layout) {
              : 1;
 }
 
+LayerPlacement layer_placement(const ModelSpec& model, const Layout& layout) {
+  LayerPlacement out;
+  out.v = scheduled_chunks(layout);
+  LayerSplit s = split_layers(model.layers, layout.pp, out.v, layout.pipeline_split);
+  if (s.error) {
+    out.v = 1;
+    s.layers_per_chunk = near_even_layers(model.layers, layout.pp);
+  }
+  out.layers_per_chunk = std::move(s.layers_per_chunk);
+  out.first_layer = chunk_first_layers(out.layers_per_chunk, layout.pp, out.v);
+  return out;
+}
+
 std::vector<int64_t> stage_layers(const ModelSpec& model, const Layout& layout, int64_t stage) {
-  const int64_t v = scheduled_chunks(layout);
-  const LayerSplit s = split_layers(model.layers, layout.pp, v, layout.pipeline_split);
-  if (!s.error) return stage_layer_ids(s.layers_per_chunk, layout.pp, v, stage);
-  return stage_layer_ids(near_even_layers(model.layers, layout.pp), layout.pp, 1, stage);
+  const LayerPlacement p = layer_placement(model, layout);
+  return stage_layer_ids(p.layers_per_chunk, layout.pp, p.v, stage);
 }
 
 std::vector<int64_t> chunk_first_layers(const std::vector<int64_t>& layers_per_chunk, int64_t pp, int64_t v) {

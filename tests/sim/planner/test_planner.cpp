@@ -67,3 +67,76 @@ TEST_CASE("plan ranking: prune reasons by count, most first, equal counts by nam
   CHECK(reasons[1].first == "memory");
   CHECK(reasons[2].first == "over_budget");
 }
+
+namespace {
+
+PlanPartial search(const nlohmann::json& doc, bool bound) {
+  const PlanRequest q = parse_plan_request(doc, "t.json", catalogs(), ".");
+  PlanControl control;
+  control.threads = 2;
+  control.bound = bound;
+  return plan_search(q, catalogs(), control);
+}
+
+void check_same_point(const std::optional<PlanPoint>& a, const std::optional<PlanPoint>& b) {
+  REQUIRE(a.has_value() == b.has_value());
+  if (a) CHECK(*a == *b);
+}
+
+}  // namespace
+
+TEST_CASE("plan bound: skipping the points whose floor cannot rank finds what estimating every point finds") {
+  const std::vector<nlohmann::json> requests = {
+      // Cost, no limit: the front spans every size.
+      {{"model", "llama3-70b"},
+       {"tokens", 1.4e12},
+       {"gpus",
+        {{{"gpu", "h100-sxm"}, {"usd_per_gpu_hour", 2.5}}, {{"gpu", "b200"}, {"usd_per_gpu_hour", 5.5}}}},
+       {"max_gpus", 512},
+       {"objective", "cost"},
+       {"top_k", 3},
+       {"search",
+        {{"tp", {2, 4, 8}},
+         {"pp", {1, 2, 4, 8}},
+         {"zero_stage", {1, 3}},
+         {"recompute", {"none", "full"}},
+         {"micro_batch", {1, 2}}}}},
+      // MoE, time under a deadline and a budget.
+      {{"model", "mixtral-8x7b"},
+       {"tokens", 1e12},
+       {"gpus", {{{"gpu", "h100-sxm"}, {"usd_per_gpu_hour", 2.5}}}},
+       {"max_gpus", 128},
+       {"objective", "time"},
+       {"deadline_days", 30},
+       {"budget_usd", 3e6},
+       {"top_k", 3},
+       {"search", {{"zero_stage", {1}}, {"recompute", {"none", "selective"}}}}},
+      // A deadline nothing meets: the closest misses are what the message reads.
+      {{"model", "llama3-8b"},
+       {"tokens", 1e13},
+       {"gpus", {{{"gpu", "a100-80gb"}, {"usd_per_gpu_hour", 1.5}}}},
+       {"max_gpus", 64},
+       {"objective", "cost"},
+       {"deadline_days", 1},
+       {"top_k", 3},
+       {"search", {{"zero_stage", {1}}, {"recompute", {"none"}}}}}};
+  for (const nlohmann::json& doc : requests) {
+    INFO(doc.dump());
+    const PlanPartial bounded = search(doc, true);
+    const PlanPartial every = search(doc, false);
+    CHECK(bounded.best == every.best);
+    CHECK(bounded.front == every.front);
+    check_same_point(bounded.closest.fastest, every.closest.fastest);
+    check_same_point(bounded.closest.cheapest, every.closest.cheapest);
+    check_same_point(bounded.closest.least_memory, every.closest.least_memory);
+    CHECK(bounded.evaluated < every.evaluated);
+    CHECK(every.pruned.count("outranked") == 0);
+    // What the layout rules and the memory model prune is the same; of the rest, some were not
+    // estimated (outranked, or past a limit on their floor alone).
+    for (const auto& [reason, n] : bounded.pruned)
+      if (reason != "outranked" && reason != "over_deadline" && reason != "over_budget")
+        CHECK(n == every.pruned.at(reason));
+    const int64_t outranked = bounded.pruned.count("outranked") ? bounded.pruned.at("outranked") : 0;
+    CHECK(bounded.evaluated + outranked <= every.evaluated);
+  }
+}

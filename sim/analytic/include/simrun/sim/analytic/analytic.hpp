@@ -6,6 +6,7 @@
 // Korthikanti et al. 2022, arXiv:2205.05198), are in docs/model.md "The closed-form estimate".
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -116,6 +117,37 @@ struct StepTimeEstimate {
 StepTimeEstimate estimate_step_time(const Scenario& s, const StepFlops& flops,
                                     const AnalyticOptions& options);
 
+// A floor under estimate(...).step_time_s: the kernels of one micro-batch, each at its time alone
+// (no wait, exposed communication, optimizer or host bound on top; a straggler only slows them),
+// m times on the stage with the most of them and, through a pipeline, after the first
+// micro-batch's forward through the stages before it and before its backward back through them
+// (docs/planner.md "Bounds"). Built once from a scenario (its probes: the costliest part of an
+// estimate), it holds for every scenario that differs from that one only in the data-parallel
+// size, the pipeline (pp, virtual stages, split), the global batch and the GPU count: what the
+// planner varies within one set of per-layer costs, and skips points on when even their floor
+// cannot rank.
+class StepTimeFloor {
+ public:
+  StepTimeFloor(const Scenario& sc, const AnalyticOptions& options);
+
+  // The kernels of one micro-batch, stage by stage, of a layout's pipeline: what the floor reads
+  // of it, for every global batch and data-parallel size.
+  struct Pipeline {
+    std::vector<double> stage_s;  // each stage's, per micro-batch
+    std::vector<double> entry_s;  // each stage's chunk a micro-batch enters by (its first)
+    PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+    int64_t virtual_stages = 1;
+    bool chained = false;  // the fill and drain count: stage by stage, nothing paired
+  };
+  Pipeline pipeline(const Layout& layout) const;
+  static double step_time_s(const Pipeline& pipeline, int64_t microbatches);
+  double step_time_s(const Layout& layout) const;
+
+ private:
+  struct Kernels;
+  std::shared_ptr<const Kernels> m_kernels;
+};
+
 // The options a scenario's framework profile sets: its workload behaviour and memory conventions
 // (the rest at their defaults). What `simrun estimate` runs before its flags, and the planner.
 AnalyticOptions framework_options(const Scenario& s);
@@ -125,6 +157,10 @@ AnalyticOptions framework_options(const Scenario& s);
 // precision).
 Report estimate(const Scenario& s);
 Report estimate(const Scenario& s, const AnalyticOptions& options);
+// estimate()'s numbers alone (step time, rates, breakdown, memory, run totals: the same), without
+// its warnings and explanations, for a sweep that has estimated the memory (estimate_memory with
+// options.memory) already: what the planner reads of each point.
+Report estimate_numbers(const Scenario& s, const AnalyticOptions& options, const MemoryEstimate& memory);
 
 // The compute model both fidelities time kernels with: default_compute_params(gpu) (or
 // options.compute) with the calibration's overrides for the GPU kind.

@@ -50,6 +50,7 @@
 #include "simrun/models/counts.hpp"
 #include "simrun/sim/framework/framework_options.hpp"
 #include "simrun/sim/report/report.hpp"
+#include "simrun/sim/scenario/layout_rules.hpp"
 #include "simrun/sim/scenario/scenario.hpp"
 
 namespace simrun {
@@ -126,6 +127,9 @@ struct StageParams {
 };
 
 StageParams stage_params(const ModelSpec& m, const ParamCounts& counts, const Layout& layout, int64_t stage);
+// The same with the layers' placement (layer_placement) worked out once for every stage.
+StageParams stage_params(const ModelSpec& m, const ParamCounts& counts, const Layout& layout,
+                         const LayerPlacement& placement, int64_t stage);
 
 // What ZeRO-3 / FSDP holds unsharded on one pipeline rank while it works (zero otherwise):
 // gathered 16-bit parameters and one layer's full gradient; with pp > 1 (torchtitan's FSDP+PP)

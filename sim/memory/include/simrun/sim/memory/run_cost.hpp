@@ -82,9 +82,15 @@ struct RunTotals {
 
 RunTotals run_totals(const RunInputs& in, const RunDefaults& defaults = {});
 
+// A scenario's run inputs for a step of `step_time_s` with `busy_fraction` of it computing; the
+// checkpoint holds `params` weights and optimizer states (not gradients) at `bpp`. Days and dollars
+// grow with the step time (run_totals: the wall time is proportional to steps · step time).
+RunInputs run_inputs(const Scenario& scenario, const BytesPerParam& bpp, double params, double step_time_s,
+                     double busy_fraction);
+
 // Fills report.run from a finished step estimate (report.params, step_time_s and
-// breakdown.compute_s) and the scenario's run section; the checkpoint holds weights and
-// optimizer states (not gradients) at `bpp`. Shared by the analytic and event paths.
+// breakdown.compute_s) and the scenario's run section (run_inputs). Shared by the analytic and
+// event paths.
 RunTotals fill_run_report(const Scenario& scenario, const BytesPerParam& bpp, const RunDefaults& defaults,
                           Report& report);
 

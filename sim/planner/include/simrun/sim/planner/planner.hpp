@@ -111,6 +111,10 @@ struct PlanControl {
   std::function<void(const PlanProgress&)> progress;
   const std::atomic<bool>* cancel = nullptr;  // set (e.g. by SIGINT): stop, keep the best so far
   int rank = 0, ranks = 1;                    // this process's share of the shapes (MPI)
+  // Skip the points whose floor cannot rank (docs/planner.md "Bounds"; counted "outranked", or
+  // past a hard limit): the ranking, the front and the closest misses are those of estimating
+  // every point. False: every point that fits is estimated, each prune reason exact.
+  bool bound = true;
 };
 
 // The size of the space, before it is searched (for the too-large and the empty checks).

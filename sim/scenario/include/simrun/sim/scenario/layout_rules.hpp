@@ -70,6 +70,14 @@ std::vector<int64_t> near_even_layers(int64_t layers, int64_t pp);
 // the interleaved schedule; near_even_layers where that split cannot be made).
 std::vector<int64_t> stage_layers(const ModelSpec& model, const Layout& layout, int64_t stage);
 
+// That split for every stage at once: layers per chunk (index stage·v + chunk) and each chunk's
+// first layer, v being the chunks per stage it holds.
+struct LayerPlacement {
+  std::vector<int64_t> layers_per_chunk, first_layer;
+  int64_t v = 1;
+};
+LayerPlacement layer_placement(const ModelSpec& model, const Layout& layout);
+
 // The first global layer of each model chunk (index stage·v + chunk): virtual stage
 // chunk·pp + stage takes the layers after those of the virtual stages before it.
 std::vector<int64_t> chunk_first_layers(const std::vector<int64_t>& layers_per_chunk, int64_t pp, int64_t v);
