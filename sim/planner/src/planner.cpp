@@ -209,8 +209,9 @@ void check_shape(const PlanRequest& q, const PlanSpace& space, uint32_t shape_in
   }
   std::optional<StepTimeFloor::Pipeline> floor;  // the same for every point of the shape
   const RunDefaults run_defaults = framework_options(*base.scenario).run;
+  Scenario s = *base.scenario;
   for (const DataParallelChoice& choice : choices) {
-    const Scenario s = planner::point_scenario(base, shape, choice);
+    planner::set_point(s, shape, choice);
     const Layout& l = s.layout;
     // First what bounds the work of the checks after it (the schedule's play grows with the
     // micro-batches): a row the event simulation could never re-run.

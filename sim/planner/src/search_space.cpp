@@ -224,8 +224,7 @@ std::vector<DataParallelChoice> data_parallel_choices(const PlanRequest& q, cons
   return out;
 }
 
-Scenario point_scenario(const PlanBase& base, const PlanShape& shape, const DataParallelChoice& choice) {
-  Scenario s = *base.scenario;
+void set_point(Scenario& s, const PlanShape& shape, const DataParallelChoice& choice) {
   s.cluster.num_gpus = shape.model_parallel() * choice.dp;
   Layout& l = s.layout;
   l.tp = shape.tp;
@@ -242,6 +241,11 @@ Scenario point_scenario(const PlanBase& base, const PlanShape& shape, const Data
   l.global_batch = choice.global_batch;
   l.recompute = shape.recompute;
   l.ep_intra_level = ep_domain_level(s.cluster, l);
+}
+
+Scenario point_scenario(const PlanBase& base, const PlanShape& shape, const DataParallelChoice& choice) {
+  Scenario s = *base.scenario;
+  set_point(s, shape, choice);
   return s;
 }
 

@@ -66,5 +66,8 @@ std::vector<DataParallelChoice> data_parallel_choices(const PlanRequest& request
 // scenario parser's derived fields included: sequence parallelism with tp > 1, the EP all-to-all's
 // NVLink level).
 Scenario point_scenario(const PlanBase& base, const PlanShape& shape, const DataParallelChoice& choice);
+// The same in place: `s`, its base's scenario or an earlier point's of the same base, becomes the
+// point's (a copy of the base per point is the costliest part of checking it).
+void set_point(Scenario& s, const PlanShape& shape, const DataParallelChoice& choice);
 
 }  // namespace simrun::planner

@@ -70,10 +70,10 @@ TEST_CASE("plan ranking: prune reasons by count, most first, equal counts by nam
 
 namespace {
 
-PlanPartial search(const nlohmann::json& doc, bool bound) {
+PlanPartial search(const nlohmann::json& doc, bool bound, int threads = 2) {
   const PlanRequest q = parse_plan_request(doc, "t.json", catalogs(), ".");
   PlanControl control;
-  control.threads = 2;
+  control.threads = threads;
   control.bound = bound;
   return plan_search(q, catalogs(), control);
 }
@@ -138,5 +138,12 @@ TEST_CASE("plan bound: skipping the points whose floor cannot rank finds what es
         CHECK(n == every.pruned.at(reason));
     const int64_t outranked = bounded.pruned.count("outranked") ? bounded.pruned.at("outranked") : 0;
     CHECK(bounded.evaluated + outranked <= every.evaluated);
+    // The candidates go in batches of a fixed size: what is estimated does not depend on the threads.
+    for (const int threads : {1, 3}) {
+      const PlanPartial other = search(doc, true, threads);
+      CHECK(other.pruned == bounded.pruned);
+      CHECK(other.evaluated == bounded.evaluated);
+      CHECK(other.best == bounded.best);
+    }
   }
 }
