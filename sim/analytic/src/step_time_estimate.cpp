@@ -724,16 +724,14 @@ std::optional<double> StepTimeEstimator::makespan(const std::vector<double>& hop
                                                   std::vector<double>* stage_ends) const {
   const Layout& l = m_layout;
   const int64_t m = std::max<int64_t>(1, l.num_microbatches());
-  slot_s.resize(size_t(l.pp * 2 * m_v_chunks * m), -1.0);
-  const auto finish = schedule_finish_times(
-      m_schedule, l.pp, m, m_v_chunks,
-      [&](int64_t stage, const PipelineSlot& slot) {
-        // Each chunk-step's time (-1: not yet), worked out on the first play, read on the next.
-        double& known = slot_s[size_t(stage * 2 * m_v_chunks * m) + slot_key(slot)];
-        if (known < 0) known = chunk_step_s(stage, slot);
-        return known;
-      },
-      hop_s);
+  if (slot_s.empty()) {  // each chunk-step's time, worked out for the first play, read by the next
+    slot_s.assign(size_t(l.pp * 2 * m_v_chunks * m), 0.0);
+    const auto slots = schedule_slots(m_schedule, l.pp, m, m_v_chunks);
+    for (int64_t stage = 0; stage < l.pp; ++stage)
+      for (const PipelineSlot& slot : (*slots)[size_t(stage)])
+        slot_s[schedule_slot_index(m_schedule, m, m_v_chunks, stage, slot)] = chunk_step_s(stage, slot);
+  }
+  const auto finish = schedule_finish_times(m_schedule, l.pp, m, m_v_chunks, slot_s, hop_s);
   if (!finish) return std::nullopt;
   // Each stage's optimizer runs after its own last backward: the step ends with the stage whose
   // last backward and optimizer end last, counted here against the longest optimizer (which the

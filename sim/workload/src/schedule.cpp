@@ -180,12 +180,13 @@ bool schedule_completes(PipelineSchedule kind, int64_t pp, int64_t m, int64_t v)
 
 namespace {
 
-// The schedule's slots and where their end times live: [forward][stage·chunks + chunk][micro-batch].
+// The schedule's slots and where their end times (and durations, in a table) live:
+// [stage][forward][chunk][micro-batch], as schedule_slot_index.
 struct ScheduleShape {
   PipelineSchedule kind;
   int64_t pp, m, v, chunks;
   size_t end_index(bool forward, int64_t stage, int64_t chunk, int64_t mb) const {
-    return size_t(((forward ? 1 : 0) * pp * chunks + stage * chunks + chunk) * m + mb);
+    return size_t(stage * 2 * chunks * m + ((forward ? 1 : 0) * chunks + chunk) * m + mb);
   }
   size_t end_count() const { return size_t(2 * pp * chunks * m); }
 };
@@ -233,6 +234,7 @@ struct PlayedSlot {
   size_t slot = 0;
   bool paired = false;
   SlotInput input, partner_input;
+  size_t at = 0, partner_at = 0;  // the slot's and its partner's end_index
 };
 
 // The schedule of (kind, pp, m, v): each stage's slots, and the order playing it out runs them in
@@ -274,13 +276,16 @@ std::optional<std::vector<double>> play(const ScheduleShape& sh,
           if (partner < 0) break;
           ready = std::max(ready, partner);
         }
-        if (order) order->push_back(PlayedSlot{s, k, paired, input, partner_input});
+        const size_t at = sh.end_index(slot.forward, s, slot.chunk, slot.micro_batch);
+        const size_t partner_at =
+            paired ? sh.end_index(own[k + 1].forward, s, own[k + 1].chunk, own[k + 1].micro_batch) : at;
+        if (order) order->push_back(PlayedSlot{s, k, paired, input, partner_input, at, partner_at});
         double& clock = free[size_t(s)];
         clock = std::max(clock, ready) + duration(s, slot) + (paired ? duration(s, own[k + 1]) : 0.0);
-        end[sh.end_index(slot.forward, s, slot.chunk, slot.micro_batch)] = clock;
+        end[at] = clock;
         if (paired) {
           ++k;
-          end[sh.end_index(own[k].forward, s, own[k].chunk, own[k].micro_batch)] = clock;
+          end[partner_at] = clock;
         }
         progress = true;
       }
@@ -313,11 +318,29 @@ std::optional<std::vector<double>> replay(const SchedulePlay& p, const Duration&
     double& clock = free[size_t(step.stage)];
     clock = std::max(clock, ready) + duration(step.stage, slot) +
             (step.paired ? duration(step.stage, own[step.slot + 1]) : 0.0);
-    end[sh.end_index(slot.forward, step.stage, slot.chunk, slot.micro_batch)] = clock;
+    end[step.at] = clock;
+    if (step.paired) end[step.partner_at] = clock;
+  }
+  return free;
+}
+
+// `replay` with each slot's duration read from a table indexed as the end times.
+std::optional<std::vector<double>> replay_table(const SchedulePlay& p, const std::vector<double>& durations,
+                                                const std::vector<double>& hop_s) {
+  std::vector<double> end(p.shape.end_count(), -1.0);
+  std::vector<double> free(size_t(p.shape.pp), 0.0);
+  for (const PlayedSlot& step : p.order) {
+    double ready = start_of(step.input, end, hop_s);
+    if (ready < 0) return std::nullopt;
     if (step.paired) {
-      const PipelineSlot& partner = own[step.slot + 1];
-      end[sh.end_index(partner.forward, step.stage, partner.chunk, partner.micro_batch)] = clock;
+      const double partner = start_of(step.partner_input, end, hop_s);
+      if (partner < 0) return std::nullopt;
+      ready = std::max(ready, partner);
     }
+    double& clock = free[size_t(step.stage)];
+    clock = std::max(clock, ready) + durations[step.at] + (step.paired ? durations[step.partner_at] : 0.0);
+    end[step.at] = clock;
+    if (step.paired) end[step.partner_at] = clock;
   }
   return free;
 }
@@ -364,6 +387,34 @@ std::shared_ptr<const SchedulePlay> remembered_play(PipelineSchedule kind, int64
 }
 
 }  // namespace
+
+size_t schedule_slot_index(PipelineSchedule kind, int64_t m, int64_t v, int64_t stage, const PipelineSlot& slot) {
+  return shape_of(kind, 1, m, v).end_index(slot.forward, stage, slot.chunk, slot.micro_batch);
+}
+
+std::shared_ptr<const std::vector<std::vector<PipelineSlot>>> schedule_slots(PipelineSchedule kind, int64_t pp,
+                                                                            int64_t m, int64_t v) {
+  if (std::shared_ptr<const SchedulePlay> p = remembered_play(kind, pp, m, v))
+    return std::shared_ptr<const std::vector<std::vector<PipelineSlot>>>(p, &p->slots);
+  return std::make_shared<const std::vector<std::vector<PipelineSlot>>>(slots_of(kind, pp, m, v));
+}
+
+std::optional<std::vector<double>> schedule_finish_times(PipelineSchedule kind, int64_t pp, int64_t m, int64_t v,
+                                                         const std::vector<double>& durations,
+                                                         const std::vector<double>& hop_s) {
+  const ScheduleShape sh = shape_of(kind, pp, m, v);
+  SIMRUN_ASSERT(durations.size() == sh.end_count(), "a duration for every slot");
+  if (const std::shared_ptr<const SchedulePlay> p = remembered_play(kind, pp, m, v)) {
+    if (!p->completes) return std::nullopt;
+    if (auto finish = replay_table(*p, durations, hop_s)) return finish;
+  }
+  return play(
+      sh, slots_of(kind, pp, m, v),
+      [&](int64_t stage, const PipelineSlot& slot) {
+        return durations[sh.end_index(slot.forward, stage, slot.chunk, slot.micro_batch)];
+      },
+      hop_s, nullptr);
+}
 
 std::optional<std::vector<double>> schedule_finish_times(PipelineSchedule kind, int64_t pp, int64_t m,
                                                          int64_t v, const Duration& duration,

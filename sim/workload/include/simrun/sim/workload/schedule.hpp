@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -63,5 +64,16 @@ std::optional<std::vector<double>> schedule_finish_times(
     PipelineSchedule kind, int64_t pp, int64_t m, int64_t v,
     const std::function<double(int64_t stage, const PipelineSlot& slot)>& duration,
     const std::vector<double>& hop_s = {});
+
+// The same with every slot's duration in a table, durations[schedule_slot_index(…)] (2·pp·c·m
+// entries, c = stage_chunks(kind, v)): what the estimate plays twice per layout.
+std::optional<std::vector<double>> schedule_finish_times(PipelineSchedule kind, int64_t pp, int64_t m, int64_t v,
+                                                         const std::vector<double>& durations,
+                                                         const std::vector<double>& hop_s = {});
+// Where a slot of `stage` sits in that table: [stage][forward][chunk][micro-batch].
+size_t schedule_slot_index(PipelineSchedule kind, int64_t m, int64_t v, int64_t stage, const PipelineSlot& slot);
+// Each stage's slots, as stage_schedule gives them, remembered per thread with the plays.
+std::shared_ptr<const std::vector<std::vector<PipelineSlot>>> schedule_slots(PipelineSchedule kind, int64_t pp,
+                                                                            int64_t m, int64_t v);
 
 }  // namespace simrun
