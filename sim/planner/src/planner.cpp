@@ -398,104 +398,126 @@ PlanSpaceSize plan_space_size(const PlanRequest& request, const Catalogs& catalo
   return {space.size, lo, hi, space.model.seq_len};
 }
 
-PlanPartial plan_search(const PlanRequest& q, const Catalogs& catalogs, const PlanControl& control) {
-  const PlanSpace space = planner::build_space(q, catalogs);
-  std::vector<uint32_t> mine;
-  for (size_t i = 0; i < space.shapes.size(); ++i)
-    if (int64_t(i) % control.ranks == control.rank) mine.push_back(uint32_t(i));
-  std::atomic<int64_t> done{0};
-  std::atomic<int64_t> evaluated{0};
-  auto cancelled = [&] { return control.cancel && control.cancel->load(); };
-  std::function<void()> report;
-  if (control.progress)
-    report = [&] { control.progress({done.load(), space.size, evaluated.load(), PlanPhase::searching}); };
+namespace {
 
-  // The layout rules and the memory model, shape by shape (no more threads than shapes).
-  PlanPartial known;
-  std::vector<Candidate> candidates;
-  {
-    const int threads =
-        int(std::clamp<size_t>(size_t(std::max(1, control.threads)), 1, std::max<size_t>(1, mine.size())));
-    std::vector<PlanPartial> partials(static_cast<size_t>(threads));
-    std::vector<std::vector<Candidate>> found(static_cast<size_t>(threads));
-    std::atomic<size_t> next{0};
-    run_pool(
-        threads,
-        [&](int t, const std::atomic<bool>& stop) {
-          FloorCache floors;
-          for (size_t i = next++; i < mine.size() && !stop; i = next++) {
-            if (cancelled()) {
-              partials[size_t(t)].interrupted = true;
-              break;
-            }
-            check_shape(q, space, mine[i], floors, partials[size_t(t)], found[size_t(t)], done);
+// What the search's two passes share: the space, this rank's shapes, the counters the progress
+// line reads, and the cancel flag.
+struct SearchState {
+  const PlanRequest& q;
+  const PlanControl& control;
+  const PlanSpace& space;
+  std::atomic<int64_t> done{0};       // points settled
+  std::atomic<int64_t> evaluated{0};  // of them, estimated
+  bool cancelled() const { return control.cancel && control.cancel->load(); }
+};
+
+// The first pass: this rank's shapes through the layout rules and the memory model, the survivors
+// as candidates with their floors (no more threads than shapes).
+std::vector<Candidate> check_shapes(SearchState& st, const std::vector<uint32_t>& mine, PlanPartial& known,
+                                    const std::function<void()>& report) {
+  const int threads =
+      int(std::clamp<size_t>(size_t(std::max(1, st.control.threads)), 1, std::max<size_t>(1, mine.size())));
+  std::vector<PlanPartial> partials(static_cast<size_t>(threads));
+  std::vector<std::vector<Candidate>> found(static_cast<size_t>(threads));
+  std::atomic<size_t> next{0};
+  run_pool(
+      threads,
+      [&](int t, const std::atomic<bool>& stop) {
+        FloorCache floors;
+        for (size_t i = next++; i < mine.size() && !stop; i = next++) {
+          if (st.cancelled()) {
+            partials[size_t(t)].interrupted = true;
+            break;
           }
-        },
-        report);
-    for (const PlanPartial& p : partials) merge_into(q, known, p);
-    for (std::vector<Candidate>& f : found) candidates.insert(candidates.end(), f.begin(), f.end());
-  }
+          check_shape(st.q, st.space, mine[i], floors, partials[size_t(t)], found[size_t(t)], st.done);
+        }
+      },
+      report);
+  for (const PlanPartial& p : partials) merge_into(st.q, known, p);
+  std::vector<Candidate> candidates;
+  for (std::vector<Candidate>& f : found) candidates.insert(candidates.end(), f.begin(), f.end());
+  return candidates;
+}
 
-  // The estimate, lowest floor first, in batches of a fixed size: each candidate judged against
-  // what the batches before its own found (bounded_out), so that what is estimated does not depend
-  // on the threads. Without the bound (control.bound false) every candidate is estimated.
+// The second pass: the candidates estimated lowest floor first, in batches of a fixed size, each
+// judged against what the batches before its own found (bounded_out), so that what is estimated
+// does not depend on the threads. Without the bound (PlanControl::bound false) every candidate is
+// estimated.
+void estimate_candidates(SearchState& st, std::vector<Candidate> candidates, PlanPartial& known,
+                         const std::function<void()>& report) {
+  const PlanRequest& q = st.q;
   std::sort(candidates.begin(), candidates.end(), [&](const Candidate& a, const Candidate& b) {
     const double x = a.floor_objective(q.objective), y = b.floor_objective(q.objective);
     if (x != y) return x < y;
     return std::tie(a.shape, a.choice.dp) < std::tie(b.shape, b.choice.dp);
   });
-  {
-    const int threads = int(std::clamp<size_t>(size_t(std::max(1, control.threads)), 1,
-                                               std::max<size_t>(1, candidates.size() / 64)));
-    std::vector<PlanPartial> partials(static_cast<size_t>(threads));
-    std::vector<std::exception_ptr> errors(static_cast<size_t>(threads));
-    std::atomic<bool> failed{false};
-    // The batch [batch_begin, batch_end): set between batches, while every thread waits.
-    size_t batch_begin = 0, batch_end = std::min(candidates.size(), kEstimateBatch);
-    std::atomic<size_t> next{0};  // the next candidate of the batch to take
-    std::barrier sync(threads, [&]() noexcept {
-      for (PlanPartial& p : partials) {
-        merge_into(q, known, p);
-        p = PlanPartial{};
-      }
-      if (cancelled() || failed) {
-        known.interrupted = known.interrupted || cancelled();
-        batch_begin = batch_end = candidates.size();
-        return;
-      }
-      next = batch_begin = batch_end;
-      batch_end = std::min(candidates.size(), batch_end + kEstimateBatch);
-    });
-    run_pool(
-        threads,
-        [&](int t, const std::atomic<bool>&) {
-          PlanPartial& out = partials[size_t(t)];
-          while (batch_begin < candidates.size()) {
-            try {
-              // The first batch runs whole: a search interrupted before it still ranks the lowest
-              // floors it found.
-              for (size_t i = next++; i < batch_end && !failed && !(cancelled() && batch_begin > 0);
-                   i = next++) {
-                const Candidate& c = candidates[i];
-                if (const char* skip = control.bound ? bounded_out(q, known, c) : nullptr) {
-                  ++out.pruned[skip];
-                } else {
-                  const int64_t before = out.evaluated;
-                  estimate_candidate(q, space, c, out);
-                  evaluated += out.evaluated - before;
-                }
-                ++done;
+  const int threads = int(std::clamp<size_t>(size_t(std::max(1, st.control.threads)), 1,
+                                             std::max<size_t>(1, candidates.size() / 64)));
+  std::vector<PlanPartial> partials(static_cast<size_t>(threads));
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(threads));
+  std::atomic<bool> failed{false};
+  // The batch [batch_begin, batch_end): set between batches, while every thread waits.
+  size_t batch_begin = 0, batch_end = std::min(candidates.size(), kEstimateBatch);
+  std::atomic<size_t> next{0};  // the next candidate of the batch to take
+  std::barrier sync(threads, [&]() noexcept {
+    for (PlanPartial& p : partials) {
+      merge_into(q, known, p);
+      p = PlanPartial{};
+    }
+    if (st.cancelled() || failed) {
+      known.interrupted = known.interrupted || st.cancelled();
+      batch_begin = batch_end = candidates.size();
+      return;
+    }
+    next = batch_begin = batch_end;
+    batch_end = std::min(candidates.size(), batch_end + kEstimateBatch);
+  });
+  run_pool(
+      threads,
+      [&](int t, const std::atomic<bool>&) {
+        PlanPartial& out = partials[size_t(t)];
+        while (batch_begin < candidates.size()) {
+          try {
+            // The first batch runs whole: a search interrupted before it still ranks the lowest
+            // floors it found.
+            for (size_t i = next++; i < batch_end && !failed && !(st.cancelled() && batch_begin > 0);
+                 i = next++) {
+              const Candidate& c = candidates[i];
+              if (const char* skip = st.control.bound ? bounded_out(q, known, c) : nullptr) {
+                ++out.pruned[skip];
+              } else {
+                const int64_t before = out.evaluated;
+                estimate_candidate(q, st.space, c, out);
+                st.evaluated += out.evaluated - before;
               }
-            } catch (...) {
-              errors[size_t(t)] = std::current_exception();
-              failed = true;
+              ++st.done;
             }
-            sync.arrive_and_wait();
+          } catch (...) {
+            errors[size_t(t)] = std::current_exception();
+            failed = true;
           }
-          if (errors[size_t(t)]) std::rethrow_exception(errors[size_t(t)]);
-        },
-        report);
-  }
+          sync.arrive_and_wait();  // every thread, every batch: none may leave the barrier waiting
+        }
+        if (errors[size_t(t)]) std::rethrow_exception(errors[size_t(t)]);
+      },
+      report);
+}
+
+}  // namespace
+
+PlanPartial plan_search(const PlanRequest& q, const Catalogs& catalogs, const PlanControl& control) {
+  const PlanSpace space = planner::build_space(q, catalogs);
+  std::vector<uint32_t> mine;
+  for (size_t i = 0; i < space.shapes.size(); ++i)
+    if (int64_t(i) % control.ranks == control.rank) mine.push_back(uint32_t(i));
+  SearchState st{q, control, space};
+  std::function<void()> report;
+  if (control.progress)
+    report = [&] {
+      control.progress({st.done.load(), space.size, st.evaluated.load(), PlanPhase::searching});
+    };
+  PlanPartial known;
+  estimate_candidates(st, check_shapes(st, mine, known, report), known, report);
   known.space_size = space.size;
   return known;
 }
