@@ -228,13 +228,20 @@ double start_of(const SlotInput& in, const std::vector<double>& end, const std::
 }
 
 // One step of the schedule played out: a slot (with its partner when paired), what it reads and
-// where its end goes.
+// where its end goes (end_index). 32-bit fields, a remembered play being at most
+// kRememberedSlots slots: the replay streams through them, so their size is its speed.
 struct PlayedSlot {
-  int64_t stage = 0;
-  size_t slot = 0;
+  struct Input {
+    int32_t read = int32_t(kReadyAtStart), boundary = int32_t(kNoHop);
+    Input() = default;
+    explicit Input(const SlotInput& in) : read(int32_t(in.read)), boundary(int32_t(in.boundary)) {}
+    operator SlotInput() const { return SlotInput{read, boundary}; }
+  };
+  int32_t stage = 0;
+  uint32_t slot = 0;
+  Input input, partner_input;
+  uint32_t at = 0, partner_at = 0;
   bool paired = false;
-  SlotInput input, partner_input;
-  size_t at = 0, partner_at = 0;  // the slot's and its partner's end_index
 };
 
 // The schedule of (kind, pp, m, v): each stage's slots, and the order playing it out runs them in
@@ -279,7 +286,10 @@ std::optional<std::vector<double>> play(const ScheduleShape& sh,
         const size_t at = sh.end_index(slot.forward, s, slot.chunk, slot.micro_batch);
         const size_t partner_at =
             paired ? sh.end_index(own[k + 1].forward, s, own[k + 1].chunk, own[k + 1].micro_batch) : at;
-        if (order) order->push_back(PlayedSlot{s, k, paired, input, partner_input, at, partner_at});
+        if (order)
+          order->push_back(PlayedSlot{int32_t(s), uint32_t(k), PlayedSlot::Input(input),
+                                      PlayedSlot::Input(partner_input), uint32_t(at), uint32_t(partner_at),
+                                      paired});
         double& clock = free[size_t(s)];
         clock = std::max(clock, ready) + duration(s, slot) + (paired ? duration(s, own[k + 1]) : 0.0);
         end[at] = clock;
@@ -359,6 +369,7 @@ std::vector<std::vector<PipelineSlot>> slots_of(PipelineSchedule kind, int64_t p
 // in all (about 40 bytes each): the estimate plays the same few schedules again and again (twice
 // per layout), the planner a few hundred over a search.
 constexpr int64_t kRememberedSlots = int64_t(1) << 20;
+static_assert(2 * kRememberedSlots < (int64_t(1) << 31), "PlayedSlot indexes a remembered play in 32 bits");
 
 // The play of (kind, pp, m, v), remembered per thread; null where it is too large to keep.
 std::shared_ptr<const SchedulePlay> remembered_play(PipelineSchedule kind, int64_t pp, int64_t m, int64_t v) {
@@ -388,19 +399,21 @@ std::shared_ptr<const SchedulePlay> remembered_play(PipelineSchedule kind, int64
 
 }  // namespace
 
-size_t schedule_slot_index(PipelineSchedule kind, int64_t m, int64_t v, int64_t stage, const PipelineSlot& slot) {
+size_t schedule_slot_index(PipelineSchedule kind, int64_t m, int64_t v, int64_t stage,
+                           const PipelineSlot& slot) {
   return shape_of(kind, 1, m, v).end_index(slot.forward, stage, slot.chunk, slot.micro_batch);
 }
 
-std::shared_ptr<const std::vector<std::vector<PipelineSlot>>> schedule_slots(PipelineSchedule kind, int64_t pp,
-                                                                            int64_t m, int64_t v) {
+std::shared_ptr<const std::vector<std::vector<PipelineSlot>>> schedule_slots(PipelineSchedule kind,
+                                                                             int64_t pp, int64_t m,
+                                                                             int64_t v) {
   if (std::shared_ptr<const SchedulePlay> p = remembered_play(kind, pp, m, v))
     return std::shared_ptr<const std::vector<std::vector<PipelineSlot>>>(p, &p->slots);
   return std::make_shared<const std::vector<std::vector<PipelineSlot>>>(slots_of(kind, pp, m, v));
 }
 
-std::optional<std::vector<double>> schedule_finish_times(PipelineSchedule kind, int64_t pp, int64_t m, int64_t v,
-                                                         const std::vector<double>& durations,
+std::optional<std::vector<double>> schedule_finish_times(PipelineSchedule kind, int64_t pp, int64_t m,
+                                                         int64_t v, const std::vector<double>& durations,
                                                          const std::vector<double>& hop_s) {
   const ScheduleShape sh = shape_of(kind, pp, m, v);
   SIMRUN_ASSERT(durations.size() == sh.end_count(), "a duration for every slot");
