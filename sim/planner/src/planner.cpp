@@ -179,19 +179,21 @@ struct Candidate {
 };
 
 // One thread's step floors, one per set of per-layer costs: a base and every layout dimension but
-// the pipeline and the data-parallel size (what StepTimeFloor holds for).
+// the pipeline and the data-parallel size (what StepTimeFloor holds for), with the EP all-to-all's
+// NVLink level (which the data-parallel size can change: ep_domain_level).
 class FloorCache {
  public:
   const StepTimeFloor& floor(const PlanShape& shape, const Scenario& s) {
-    const Key key{shape.base,      shape.tp,          shape.cp,         shape.ep,
-                  shape.expert_tp, shape.micro_batch, shape.zero_stage, shape.recompute};
+    const Key key{shape.base,       shape.tp,        shape.cp,
+                  shape.ep,         shape.expert_tp, shape.micro_batch,
+                  shape.zero_stage, shape.recompute, s.layout.ep_intra_level};
     auto it = m_floors.find(key);
     if (it == m_floors.end()) it = m_floors.emplace(key, StepTimeFloor(s, framework_options(s))).first;
     return it->second;
   }
 
  private:
-  using Key = std::tuple<int32_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, Recompute>;
+  using Key = std::tuple<int32_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, Recompute, int64_t>;
   std::map<Key, StepTimeFloor> m_floors;
 };
 
@@ -207,7 +209,9 @@ void check_shape(const PlanRequest& q, const PlanSpace& space, uint32_t shape_in
     done += int64_t(choices.size());
     return;
   }
-  std::optional<StepTimeFloor::Pipeline> floor;  // the same for every point of the shape
+  // The same for every point of the shape with the same EP level (FloorCache).
+  std::optional<StepTimeFloor::Pipeline> floor;
+  int64_t floor_ep_level = 0;
   const RunDefaults run_defaults = framework_options(*base.scenario).run;
   Scenario s = *base.scenario;
   for (const DataParallelChoice& choice : choices) {
@@ -233,7 +237,10 @@ void check_shape(const PlanRequest& q, const PlanSpace& space, uint32_t shape_in
       ++done;
       continue;
     }
-    if (!floor) floor = floors.floor(shape, s).pipeline(l);
+    if (!floor || floor_ep_level != l.ep_intra_level) {
+      floor = floors.floor(shape, s).pipeline(l);
+      floor_ep_level = l.ep_intra_level;
+    }
     const double step_floor_s = StepTimeFloor::step_time_s(*floor, l.num_microbatches());
     const RunTotals run = run_totals(
         run_inputs(s, bytes_per_param(l, s.framework.memory.convention), space.params, step_floor_s, 1.0),
