@@ -68,16 +68,14 @@ int main(int argc, char** argv) {
     const auto t3 = clock::now();
     const double search_s = seconds(t0, t1), finish_s = seconds(t1, t2), every_s = seconds(t2, t3);
     const int64_t space = searched.space_size;
-    int64_t by_rules =
-        0;  // the layout rules and the memory model: what the exhaustive search prunes before it estimates
+    // The layout rules and the memory model: what the exhaustive search prunes before it estimates.
+    int64_t by_rules = 0;
     for (const auto& [reason, n] : every.pruned)
       if (reason != "over_deadline" && reason != "over_budget") by_rules += n;
     const int64_t candidates = space - by_rules;
-    fmt::print(
-        "plan_speed: {} on 15T tokens, h100-sxm + b200 + mi300x, 8 to {} GPUs, top {} event-simulated, {} "
-        "threads "
-        "({} cores here)\n",
-        model, max_gpus, top_k, threads, std::thread::hardware_concurrency());
+    fmt::print("plan_speed: {} on 15T tokens, h100-sxm + b200 + mi300x, 8 to {} GPUs, top {} event-simulated",
+               model, max_gpus, top_k);
+    fmt::print(", {} threads ({} cores here)\n", threads, std::thread::hardware_concurrency());
     fmt::print("  space                   {} points\n", space);
     fmt::print("  layout rules, memory    {} pruned (memory {})\n", by_rules,
                every.pruned.count("memory") ? every.pruned.at("memory") : 0);
@@ -90,9 +88,13 @@ int main(int argc, char** argv) {
     fmt::print("  total                   {:.2f} s (goal: under 60 s on 2 cores)\n", search_s + finish_s);
     fmt::print(
         "  estimating every point  {} estimates in {:.2f} s ({:.0f} per second per thread): {:.1f}x the "
-        "search; same best points and front: {}\n",
+        "search; same best points, front and closest: {}\n",
         every.evaluated, every_s, double(every.evaluated) / every_s / threads, every_s / search_s,
-        every.best == searched.best && every.front == searched.front ? "yes" : "NO");
+        every.best == searched.best && every.front == searched.front &&
+                every.closest.fastest == searched.closest.fastest &&
+                every.closest.cheapest == searched.closest.cheapest
+            ? "yes"
+            : "NO");
     if (!result.ranked.empty())
       fmt::print("  best                    {} x {}: {:.2f} s/step, {:.1f} days, ${:.3g}M\n",
                  request.gpus[size_t(result.ranked[0].offer)].gpu, result.ranked[0].num_gpus,

@@ -10,6 +10,7 @@
 #include <exception>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "command.hpp"
@@ -505,13 +506,19 @@ Command add_plan_command(CLI::App& root, const CliEnv& env) {
         control.threads = threads;
         control.cancel = &g_interrupted;
         const auto start = std::chrono::steady_clock::now();
+        std::optional<std::chrono::steady_clock::time_point> simulating_since;
         if (line)
           control.progress = [&](const PlanProgress& p) {
-            const double elapsed =
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            const auto now = std::chrono::steady_clock::now();
+            const double elapsed = std::chrono::duration<double>(now - start).count();
             std::string text;
             if (p.phase == PlanPhase::simulating) {
-              text = fmt::format("simrun plan: event-simulating the best {}", q.top_k);
+              if (!simulating_since) simulating_since = now;
+              const double since = std::chrono::duration<double>(now - *simulating_since).count();
+              text = fmt::format("simrun plan: event-simulating the best, {} of {} points", p.done, p.total);
+              if (since > 0) text += fmt::format(", {:.2g}/s", double(p.done) / since);
+              if (p.done > 0 && p.done < p.total)
+                text += ", ETA " + duration_text(since * double(p.total - p.done) / double(p.done));
             } else {
               const double done = p.total > 0 ? double(p.done) / double(p.total) : 0;
               const double rate = elapsed > 0 ? double(p.done) / elapsed : 0;

@@ -32,17 +32,19 @@ std::optional<std::string> agreement_warning(const Scenario& s, const AnalyticOp
   if (!options.slow_links.empty() && l.pp > 1 && congested(s, estimate))
     reasons.push_back(
         "a slow link under a congested pipeline: measured up to 14.9% apart with a slow NIC under "
-        "interleaving (the event's step longer) and 22.7% on a mesh with most of a GPU's links slowed (shorter)");
+        "interleaving (the event's step longer) and 22.7% on a mesh with most of a GPU's links slowed "
+        "(shorter)");
   if (l.zero_stage == 3 && l.pp > 1 && l.num_microbatches() < l.pp)
-    reasons.push_back(fmt::format(
-        "ZeRO-3 over a pipeline with {} micro-batch{} for {} stages, a step of fill and drain: measured up to "
-        "5.7% apart",
-        l.num_microbatches(), l.num_microbatches() == 1 ? "" : "es", l.pp));
+    reasons.push_back(
+        fmt::format("ZeRO-3 over a pipeline with {} micro-batch{} for {} stages, a step of fill and drain: "
+                    "measured up to "
+                    "5.7% apart",
+                    l.num_microbatches(), l.num_microbatches() == 1 ? "" : "es", l.pp));
   if (reasons.empty()) return std::nullopt;
   std::string why;
   for (const std::string& r : reasons) why += (why.empty() ? "" : "; ") + r;
-  return "the closed-form estimate and the event simulation may land more than 5% apart on this layout (" + why +
-         "; docs/agreement.md): compare the two before relying on either";
+  return "the closed-form estimate and the event simulation may land more than 5% apart on this layout (" +
+         why + "; docs/agreement.md): compare the two before relying on either";
 }
 
 }  // namespace simrun

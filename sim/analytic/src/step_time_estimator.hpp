@@ -120,6 +120,10 @@ struct ProbePrograms {
 };
 ProbePrograms probe_programs(const Scenario& sc, const WorkloadOptions& wo, const ComputeModel& compute);
 
+// A probe's compute kernels, each at its own time, booked to its piece: what no overlap or wait
+// shortens (StepTimeFloor's).
+ProbeTimes kernel_times(const StageProgram& prog, const ProgramCost& cost);
+
 // One micro-batch of one dense layer and of one MoE layer (each with the embedding and the head).
 struct Probes {
   ProbeTimes dense, moe;

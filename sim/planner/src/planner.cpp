@@ -128,10 +128,13 @@ PlanPoint point_at(const PlanBase& base, const Scenario& s) {
 }
 
 // Within the request's hard limits, or the name of the one it breaks.
-const char* limit_broken(const PlanRequest& q, const PlanPoint& p) {
-  if (q.deadline_days && p.days > *q.deadline_days) return "over_deadline";
-  if (q.budget_usd && p.cost_usd > *q.budget_usd) return "over_budget";
+const char* limit_broken(const PlanRequest& q, double days, double cost_usd) {
+  if (q.deadline_days && days > *q.deadline_days) return "over_deadline";
+  if (q.budget_usd && cost_usd > *q.budget_usd) return "over_budget";
   return nullptr;
+}
+const char* limit_broken(const PlanRequest& q, const PlanPoint& p) {
+  return limit_broken(q, p.days, p.cost_usd);
 }
 
 // work(t, stop) on `threads` threads; the calling thread calls `report` (if any) about every
@@ -174,8 +177,10 @@ void run_pool(int threads, const std::function<void(int, const std::atomic<bool>
 struct Candidate {
   uint32_t shape = 0;  // in PlanSpace::shapes
   DataParallelChoice choice;
-  double floor_days = 0, floor_cost = 0;
-  double floor_objective(PlanObjective o) const { return o == PlanObjective::time ? floor_days : floor_cost; }
+  double floor_days = 0, floor_cost_usd = 0;
+  double floor_objective(PlanObjective o) const {
+    return o == PlanObjective::time ? floor_days : floor_cost_usd;
+  }
 };
 
 // One thread's step floors, one per set of per-layer costs: a base and every layout dimension but
@@ -263,6 +268,10 @@ void estimate_candidate(const PlanRequest& q, const PlanSpace& space, const Cand
   }
   PlanPoint p = point_at(base, s);
   set_numbers(p, r);
+  // What the bound's exactness rests on (docs/planner.md "Bounds"): an estimator change that
+  // breaks it fails here rather than changing the ranking unseen.
+  SIMRUN_ASSERT(c.floor_days <= p.days * (1 + 1e-12) && c.floor_cost_usd <= p.cost_usd * (1 + 1e-12),
+                "the step floor lies under the estimate");
   keep_if(out.closest.fastest, p, days_of);
   keep_if(out.closest.cheapest, p, cost_of);
   add_to_front(out.front, p);
@@ -283,14 +292,14 @@ constexpr const char* kOutranked = "outranked";
 // estimating every point finds.
 const char* bounded_out(const PlanRequest& q, const PlanPartial& known, const Candidate& c) {
   const ClosestMiss& k = known.closest;
-  if (!k.fastest || c.floor_days <= k.fastest->days || c.floor_cost <= k.cheapest->cost_usd) return nullptr;
+  if (!k.fastest || c.floor_days <= k.fastest->days || c.floor_cost_usd <= k.cheapest->cost_usd)
+    return nullptr;
   const bool dominated = std::any_of(known.front.begin(), known.front.end(), [&](const PlanPoint& f) {
-    return f.days <= c.floor_days && f.cost_usd <= c.floor_cost &&
-           (f.days < c.floor_days || f.cost_usd < c.floor_cost);
+    return f.days <= c.floor_days && f.cost_usd <= c.floor_cost_usd &&
+           (f.days < c.floor_days || f.cost_usd < c.floor_cost_usd);
   });
   if (!dominated) return nullptr;
-  if (q.deadline_days && c.floor_days > *q.deadline_days) return "over_deadline";
-  if (q.budget_usd && c.floor_cost > *q.budget_usd) return "over_budget";
+  if (const char* broken = limit_broken(q, c.floor_days, c.floor_cost_usd)) return broken;
   if (int64_t(known.best.size()) >= kept_points(q) &&
       c.floor_objective(q.objective) > known.best.back().objective(q.objective))
     return kOutranked;
@@ -441,8 +450,11 @@ std::vector<Candidate> check_shapes(SearchState& st, const std::vector<uint32_t>
       },
       report);
   for (const PlanPartial& p : partials) merge_into(st.q, known, p);
-  std::vector<Candidate> candidates;
-  for (std::vector<Candidate>& f : found) candidates.insert(candidates.end(), f.begin(), f.end());
+  std::vector<Candidate> candidates = std::move(found.front());
+  for (size_t t = 1; t < found.size(); ++t) {
+    candidates.insert(candidates.end(), found[t].begin(), found[t].end());
+    std::vector<Candidate>().swap(found[t]);  // freed as it goes: candidates are most of the search's memory
+  }
   return candidates;
 }
 
@@ -557,14 +569,24 @@ PlanResult plan_finish(const PlanRequest& q, const Catalogs& catalogs, PlanParti
   size_t tried = 0;
   int64_t kept = 0;
   auto cancelled = [&] { return control.cancel && control.cancel->load(); };
+  // Progress: the simulations finished of the top_k (more where rows drop out).
+  std::atomic<int64_t> finished{0};
+  std::function<void()> report;
   if (control.progress)
-    control.progress({merged.space_size, merged.space_size, merged.evaluated, PlanPhase::simulating});
+    report = [&] {
+      const int64_t n = finished.load();
+      control.progress({n, std::max<int64_t>(n, std::min<int64_t>(q.top_k, int64_t(candidates.size()))),
+                        merged.evaluated, PlanPhase::simulating});
+    };
+  if (report) report();
   while (kept < q.top_k && tried < candidates.size() && !cancelled()) {
     const size_t wave = std::min(candidates.size() - tried, size_t(q.top_k - kept));
     std::atomic<size_t> next{tried};
     auto work = [&](int, const std::atomic<bool>& stop) {
-      for (size_t i = next++; i < tried + wave && !stop && !cancelled(); i = next++)
+      for (size_t i = next++; i < tried + wave && !stop && !cancelled(); i = next++) {
         outcomes[i] = simulate_point(q, catalogs, space, candidates[i]);
+        ++finished;
+      }
     };
     // As many at once as the threads, the rows and the memory allow (each simulation's memory
     // grows with its layer passes).
@@ -572,7 +594,7 @@ PlanResult plan_finish(const PlanRequest& q, const Catalogs& catalogs, PlanParti
     for (size_t i = tried; i < tried + wave; ++i)
       largest = std::max(largest, event_layer_passes(space.model, candidates[i].layout));
     const auto by_memory = size_t(std::max(1.0, kEventPassesAtOnce / largest));
-    run_pool(int(std::min({size_t(std::max(1, control.threads)), wave, by_memory})), work, nullptr);
+    run_pool(int(std::min({size_t(std::max(1, control.threads)), wave, by_memory})), work, report);
     for (size_t i = tried; i < tried + wave; ++i) {
       const EventOutcome& o = outcomes[i];
       if (!o.ran) continue;

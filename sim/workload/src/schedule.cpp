@@ -366,7 +366,7 @@ std::vector<std::vector<PipelineSlot>> slots_of(PipelineSchedule kind, int64_t p
 }
 
 // Plays of at most this many slots are remembered, and each thread keeps at most this many slots
-// in all (about 40 bytes each): the estimate plays the same few schedules again and again (twice
+// in all (about 70 bytes each: the slot and its played step): the estimate plays the same few schedules again and again (twice
 // per layout), the planner a few hundred over a search.
 constexpr int64_t kRememberedSlots = int64_t(1) << 20;
 static_assert(2 * kRememberedSlots < (int64_t(1) << 31), "PlayedSlot indexes a remembered play in 32 bits");

@@ -94,3 +94,11 @@ TEST_CASE("the step floor lies under the estimate for every pipeline and data-pa
     CHECK(checked >= 12);
   }
 }
+
+TEST_CASE("the step floor is 0 where the step is set from an assumed MFU, not timed", "[sim][analytic]") {
+  Scenario s = *layout_of({"llama3-8b", "h100-sxm", 1, 1, 1, 1, 1, "none"}, 1, 1, 8, 4);
+  s.run.assumed_mfu = 0.9;
+  const AnalyticOptions options = framework_options(s);
+  CHECK(StepTimeFloor(s, options).step_time_s(s.layout) == 0);
+  CHECK(estimate(s, options).step_time_s > 0);
+}

@@ -125,7 +125,7 @@ StepTimeEstimate estimate_step_time(const Scenario& s, const StepFlops& flops,
 // estimate), it holds for every scenario that differs from that one only in the data-parallel
 // size, the pipeline (pp, virtual stages, split), the global batch and the GPU count: what the
 // planner varies within one set of per-layer costs, and skips points on when even their floor
-// cannot rank.
+// cannot rank. With run.assumed_mfu the step is set, not timed: the floor is 0.
 class StepTimeFloor {
  public:
   StepTimeFloor(const Scenario& sc, const AnalyticOptions& options);
@@ -136,7 +136,7 @@ class StepTimeFloor {
     std::vector<double> stage_s;  // each stage's, per micro-batch
     std::vector<double> entry_s;  // each stage's chunk a micro-batch enters by (its first)
     PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
-    int64_t virtual_stages = 1;
+    int64_t chunks = 1;  // per stage, as the schedule plays them (stage_chunks)
     bool chained = false;  // the fill and drain count: stage by stage, nothing paired
   };
   Pipeline pipeline(const Layout& layout) const;

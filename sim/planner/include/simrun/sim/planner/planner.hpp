@@ -98,10 +98,12 @@ enum class PlanPhase {
   simulating,  // the estimate's best, by the event simulation
 };
 
+// Searching: points settled of the space. Simulating: simulations finished of those planned
+// (top_k, more where rows drop out).
 struct PlanProgress {
-  int64_t done = 0;       // points checked (pruned or timed)
-  int64_t total = 0;      // points in the space
-  int64_t evaluated = 0;  // of which timed by the estimate
+  int64_t done = 0;       // points settled (pruned, skipped or timed); simulations finished
+  int64_t total = 0;      // points in the space; simulations planned
+  int64_t evaluated = 0;  // points timed by the estimate
   PlanPhase phase = PlanPhase::searching;
 };
 
