@@ -493,9 +493,10 @@ void estimate_candidates(SearchState& st, std::vector<Candidate> candidates, Pla
   });
   run_pool(
       threads,
-      [&](int t, const std::atomic<bool>&) {
+      [&](int t, const std::atomic<bool>& stop) {
         PlanPartial& out = partials[size_t(t)];
         while (batch_begin < candidates.size()) {
+          if (stop) failed = true;  // the progress report threw: end after this batch
           try {
             // The first batch runs whole: a search interrupted before it still ranks the lowest
             // floors it found.
