@@ -235,3 +235,52 @@ TEST_CASE("AdamW: the first two steps in closed form, decay decoupled", "[kernel
     CHECK(p[i] == Approx(p2).epsilon(1e-12));
   }
 }
+
+TEST_CASE("LayerNorm: (x − mean) / sqrt(var + eps) · w + b, and its backward against finite differences",
+          "[kernels][ref]") {
+  const int64_t rows = 3, h = 11;
+  const double eps = 1e-5;
+  const auto x = random_values(size_t(rows * h), 31, 2.0), w = random_values(size_t(h), 32),
+             b = random_values(size_t(h), 33), dy = random_values(size_t(rows * h), 34);
+  std::vector<double> y(x.size()), mean(static_cast<size_t>(rows)), rstd(static_cast<size_t>(rows));
+  layernorm_forward<double>(x, w, b, rows, h, eps, y, mean, rstd);
+  for (int64_t r = 0; r < rows; ++r) {
+    double mu = 0, var = 0;
+    for (int64_t i = 0; i < h; ++i) mu += x[size_t(r * h + i)] / double(h);
+    for (int64_t i = 0; i < h; ++i) var += std::pow(x[size_t(r * h + i)] - mu, 2) / double(h);
+    for (int64_t i = 0; i < h; ++i)
+      CHECK(y[size_t(r * h + i)] ==
+            Approx((x[size_t(r * h + i)] - mu) / std::sqrt(var + eps) * w[size_t(i)] + b[size_t(i)]));
+  }
+  std::vector<double> dx(x.size(), NAN), dw(static_cast<size_t>(h), 0.0), db(static_cast<size_t>(h), 0.0);
+  layernorm_backward<double>(dy, x, w, mean, rstd, rows, h, dx, dw, db);
+  auto loss = [&](const std::vector<double>& xx, const std::vector<double>& ww,
+                  const std::vector<double>& bb) {
+    std::vector<double> out(xx.size()), m(static_cast<size_t>(rows)), r(static_cast<size_t>(rows));
+    layernorm_forward<double>(xx, ww, bb, rows, h, eps, out, m, r);
+    return weighted_sum(dy, out);
+  };
+  CHECK(max_abs_diff(dx, numeric_gradient(x, [&](const auto& xx) { return loss(xx, w, b); })) < 1e-7);
+  CHECK(max_abs_diff(dw, numeric_gradient(w, [&](const auto& ww) { return loss(x, ww, b); })) < 1e-7);
+  CHECK(max_abs_diff(db, numeric_gradient(b, [&](const auto& bb) { return loss(x, w, bb); })) < 1e-7);
+}
+
+TEST_CASE("GELU (tanh): known values, and its backward against finite differences", "[kernels][ref]") {
+  // GELU(0) = 0, GELU(x) → x for large x, → 0 for very negative x; GELU(1) ≈ 0.841192 (tanh form).
+  const std::vector<double> points = {0.0, 1.0, 8.0, -8.0};
+  std::vector<double> out(points.size());
+  gelu_forward<double>(points, out);
+  CHECK(out[0] == 0.0);
+  CHECK(out[1] == Approx(0.841192).epsilon(1e-6));
+  CHECK(out[2] == Approx(8.0).epsilon(1e-12));
+  CHECK(std::abs(out[3]) < 1e-12);
+  const auto x = random_values(37, 41, 3.0), dout = random_values(37, 42);
+  std::vector<double> dx(37, NAN);
+  gelu_backward<double>(dout, x, dx);
+  const auto numeric = numeric_gradient(x, [&](const std::vector<double>& xx) {
+    std::vector<double> o(37);
+    gelu_forward<double>(xx, o);
+    return weighted_sum(dout, o);
+  });
+  CHECK(max_abs_diff(dx, numeric) < 1e-7);
+}

@@ -21,6 +21,25 @@ void rmsnorm_backward(std::span<const T> dy, std::span<const T> x, std::span<con
                       std::span<const T> rstd, int64_t rows, int64_t h, std::span<T> dx,
                       std::span<T> dweight);
 
+// LayerNorm (Ba et al. 2016, arXiv:1607.06450): y = (x − mean) · rstd · w + b over the last
+// dimension h, rstd = 1 / sqrt(var + eps) (the biased variance, as torch.nn.LayerNorm); mean and
+// rstd per row kept for the backward.
+template <class T>
+void layernorm_forward(std::span<const T> x, std::span<const T> weight, std::span<const T> bias, int64_t rows,
+                       int64_t h, T eps, std::span<T> y, std::span<T> mean, std::span<T> rstd);
+// dx, and dweight and dbias accumulated (+=) over the rows.
+template <class T>
+void layernorm_backward(std::span<const T> dy, std::span<const T> x, std::span<const T> weight,
+                        std::span<const T> mean, std::span<const T> rstd, int64_t rows, int64_t h,
+                        std::span<T> dx, std::span<T> dweight, std::span<T> dbias);
+
+// GELU, tanh approximation (Hendrycks & Gimpel 2016, arXiv:1606.08415; GPT-2's and Megatron's
+// gelu_impl): 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³))), elementwise.
+template <class T>
+void gelu_forward(std::span<const T> x, std::span<T> out);
+template <class T>
+void gelu_backward(std::span<const T> dout, std::span<const T> x, std::span<T> dx);
+
 // SwiGLU's gating (Shazeer 2020, arXiv:2002.05202): out = silu(gate) · up, elementwise.
 template <class T>
 void swiglu_forward(std::span<const T> gate, std::span<const T> up, std::span<T> out);
