@@ -111,6 +111,7 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env);
 Command add_textbook_command(CLI::App& root, const CliEnv& env);
 Command add_accuracy_command(CLI::App& root, const CliEnv& env);
 Command add_plan_command(CLI::App& root, const CliEnv& env);
+Command add_validate_command(CLI::App& root, const CliEnv& env);
 // `simrun completion bash|zsh`: a completion script made by walking `root`'s subcommands and
 // options (cli/completion_command.cpp); add it last, so it sees the others.
 Command add_completion_command(CLI::App& root, const CliEnv& env);

@@ -19,7 +19,7 @@ const HardwareCatalog& catalog() {
 
 const std::vector<std::string> kContractGpus = {"a100-40gb", "a100-80gb", "h100-sxm", "h100-pcie", "h800",
                                                 "h200",      "gh200",     "b200",     "gb200",     "b300",
-                                                "gb300",     "mi300x",    "mi325x",   "mi355x"};
+                                                "gb300",     "mi300x",    "mi325x",   "mi355x",   "cpu-host"};
 const std::vector<std::string> kContractFabrics = {"ib-hdr", "ib-ndr", "ib-xdr", "roce-400g"};
 
 }  // namespace

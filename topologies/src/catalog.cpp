@@ -57,7 +57,7 @@ GpuSpec read_gpu(JsonReader& r, const std::string& id) {
   GpuSpec g;
   g.id = id;
   g.name = r.string("name");
-  g.vendor = r.choice_or("vendor", "NVIDIA", {"NVIDIA", "AMD"});
+  g.vendor = r.choice_or("vendor", "NVIDIA", {"NVIDIA", "AMD", "CPU"});
   g.architecture = r.string("architecture");
   g.hbm_bytes = r.number("hbm_gb", 0.001, kMaxMemoryGb) * kGB;
   if (r.has("hbm_usable_gib") && r.has("hbm_usable_gb"))

@@ -23,6 +23,20 @@ LinkCalibration read_link(JsonReader& r) {
   return l;
 }
 
+DeviceCalibration read_device(JsonReader& r) {
+  DeviceCalibration d;
+  if (r.has("dense_tflops")) {
+    JsonReader peaks = r.object("dense_tflops");
+    if (const auto v = peaks.optional_number("fp32", 1e-6, 1e6)) d.fp32_flops_per_s = *v * 1e12;
+    if (const auto v = peaks.optional_number("bf16", 1e-6, 1e6)) d.bf16_flops_per_s = *v * 1e12;
+    peaks.finish();
+  }
+  if (const auto v = r.optional_number("hbm_tb_per_s", 1e-6, 1e3)) d.hbm_bytes_per_s = *v * 1e12;
+  d.source = r.string_or("source", "");
+  r.finish();
+  return d;
+}
+
 GpuCalibration read_gpu(JsonReader& r) {
   GpuCalibration g;
   g.gemm_max = r.optional_number("gemm_max", 0.01, 1.0);
@@ -49,8 +63,54 @@ GpuCalibration read_gpu(JsonReader& r) {
     }
     links.finish();
   }
+  if (r.has("device")) {
+    JsonReader device = r.object("device");
+    g.device = read_device(device);
+  }
   r.finish();
   return g;
+}
+
+void put(nlohmann::json& j, const char* key, const std::optional<double>& v, double scale = 1) {
+  if (v) j[key] = *v / scale;
+}
+
+nlohmann::json link_json(const LinkCalibration& l) {
+  nlohmann::json j = nlohmann::json::object();
+  put(j, "alpha_s", l.alpha_s);
+  put(j, "beta_s_per_byte", l.beta_s_per_byte);
+  return j;
+}
+
+nlohmann::json gpu_json(const GpuCalibration& g) {
+  nlohmann::json j = nlohmann::json::object();
+  put(j, "gemm_max", g.gemm_max);
+  put(j, "gemm_dim_half", g.gemm_dim_half);
+  put(j, "fp8_gemm_max", g.fp8_gemm_max);
+  put(j, "fp4_gemm_max", g.fp4_gemm_max);
+  put(j, "attn_fwd_max", g.attn_fwd_max);
+  put(j, "attn_bwd_max", g.attn_bwd_max);
+  put(j, "attn_fa2_fwd_max", g.attn_fa2_fwd_max);
+  put(j, "attn_fa2_bwd_max", g.attn_fa2_bwd_max);
+  put(j, "attn_seq_half", g.attn_seq_half);
+  put(j, "attn_head_dim_half", g.attn_head_dim_half);
+  put(j, "mem_bw_fraction", g.mem_bw_fraction);
+  put(j, "launch_overhead_s", g.launch_overhead_s);
+  nlohmann::json links = nlohmann::json::object();
+  if (g.scale_up.alpha_s || g.scale_up.beta_s_per_byte) links["scale_up"] = link_json(g.scale_up);
+  if (g.scale_out.alpha_s || g.scale_out.beta_s_per_byte) links["scale_out"] = link_json(g.scale_out);
+  if (!links.empty()) j["links"] = links;
+  if (!g.device.empty()) {
+    nlohmann::json d = nlohmann::json::object();
+    nlohmann::json peaks = nlohmann::json::object();
+    put(peaks, "fp32", g.device.fp32_flops_per_s, 1e12);
+    put(peaks, "bf16", g.device.bf16_flops_per_s, 1e12);
+    if (!peaks.empty()) d["dense_tflops"] = peaks;
+    put(d, "hbm_tb_per_s", g.device.hbm_bytes_per_s, 1e12);
+    if (!g.device.source.empty()) d["source"] = g.device.source;
+    j["device"] = d;
+  }
+  return j;
 }
 
 void apply(std::optional<double> v, double& target) {
@@ -79,6 +139,25 @@ Calibration Calibration::parse(const nlohmann::json& doc, const std::string& fil
 
 Calibration Calibration::load(const std::filesystem::path& path) {
   return parse(load_json_file(path), path.string());
+}
+
+nlohmann::json Calibration::to_json() const {
+  nlohmann::json j = nlohmann::json::object();
+  if (!m_source.empty()) j["source"] = m_source;
+  nlohmann::json gpus = nlohmann::json::object();
+  for (const auto& [id, g] : m_gpus) gpus[id] = gpu_json(g);
+  j["gpus"] = gpus;
+  return j;
+}
+
+GpuSpec Calibration::calibrated_device(GpuSpec gpu) const {
+  const auto it = m_gpus.find(gpu.id);
+  if (it == m_gpus.end()) return gpu;
+  const DeviceCalibration& d = it->second.device;
+  apply(d.fp32_flops_per_s, gpu.fp32_flops_per_s);
+  apply(d.bf16_flops_per_s, gpu.bf16_flops_per_s);
+  apply(d.hbm_bytes_per_s, gpu.hbm_bytes_per_s);
+  return gpu;
 }
 
 ComputeParams Calibration::compute_params(const std::string& gpu_id, ComputeParams p) const {

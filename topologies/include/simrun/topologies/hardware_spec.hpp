@@ -21,7 +21,7 @@ enum class ScaleUpKind {
 struct GpuSpec {
   std::string id;               // catalog id, e.g. "h100-sxm"
   std::string name;             // e.g. "NVIDIA H100 SXM5 80GB"
-  std::string vendor;           // "NVIDIA" | "AMD"
+  std::string vendor;           // "NVIDIA" | "AMD" | "CPU" (a host simrun validate measures)
   std::string architecture;     // e.g. "Hopper"
   double hbm_bytes = 0;         // vendor capacity, e.g. 80e9
   double hbm_usable_bytes = 0;  // what the runtime reports, e.g. 85.0e9 (torch total_memory)

@@ -9,6 +9,8 @@
 //         "attn_fwd_max": 0.62, "attn_bwd_max": 0.50, "attn_fa2_fwd_max": 0.33, "attn_fa2_bwd_max": 0.30,
 //         "attn_seq_half": 128, "attn_head_dim_half": 16,
 //         "mem_bw_fraction": 0.82, "launch_overhead_s": 3e-6,
+//         "device": {"dense_tflops": {"fp32": 0.061, "bf16": 0.061}, "hbm_tb_per_s": 0.0093,
+//                    "source": "simrun validate host microbenchmark"},  // measured figures
 //         "links": {
 //           "scale_up":  {"alpha_s": 6e-6,  "beta_s_per_byte": 2.8e-12},   // NVLink/xGMI domain
 //           "scale_out": {"alpha_s": 12e-6, "beta_s_per_byte": 2.2e-11}    // NIC fabric
@@ -41,6 +43,16 @@ struct LinkCalibration {
   std::optional<double> beta_s_per_byte;  // 1 / achieved bus bandwidth per GPU, e.g. 2.8e-12
 };
 
+// A device's own measured figures, in the GPU catalog's field names (topologies/gpus/*.json):
+// they replace the catalog entry's dense peaks and memory bandwidth (apply_device). `simrun
+// validate` measures its host this way (exec/host_device.hpp), so a CPU is described like any GPU.
+struct DeviceCalibration {
+  std::optional<double> fp32_flops_per_s, bf16_flops_per_s;  // e.g. 61e9
+  std::optional<double> hbm_bytes_per_s;                     // e.g. 9.3e9
+  std::string source;
+  bool empty() const { return !fp32_flops_per_s && !bf16_flops_per_s && !hbm_bytes_per_s; }
+};
+
 struct GpuCalibration {
   // Compute-model overrides, same names as ComputeParams.
   std::optional<double> gemm_max, gemm_dim_half, fp8_gemm_max, fp4_gemm_max;
@@ -48,6 +60,7 @@ struct GpuCalibration {
       attn_head_dim_half;
   std::optional<double> mem_bw_fraction, launch_overhead_s;
   LinkCalibration scale_up, scale_out;
+  DeviceCalibration device;
 };
 
 class Calibration {
@@ -56,6 +69,8 @@ class Calibration {
 
   static Calibration load(const std::filesystem::path& path);
   static Calibration parse(const nlohmann::json& doc, const std::string& file);
+  // The file's JSON (parse reads it back to an equal calibration).
+  nlohmann::json to_json() const;
 
   // The defaults with this GPU kind's overrides applied.
   ComputeParams compute_params(const std::string& gpu_id, ComputeParams defaults = ComputeParams{}) const;
@@ -75,12 +90,16 @@ class Calibration {
     return cost;
   }
   bool has_gpu(const std::string& gpu_id) const { return m_gpus.count(gpu_id) != 0; }
+  // `gpu` with this calibration's measured device figures for its kind (DeviceCalibration); the
+  // command line applies it to the scenario's GPU, so that peaks, MFU and every time agree.
+  GpuSpec calibrated_device(GpuSpec gpu) const;
   // A warning when a calibration file was given but holds nothing for `gpu_id` (its keys name
   // other GPUs, or a misspelling of this one): every default then applies, silently otherwise.
   std::optional<std::string> unmatched_warning(const std::string& gpu_id) const;
   const std::string& source() const { return m_source; }
 
   void set_gpu(const std::string& gpu_id, const GpuCalibration& c) { m_gpus[gpu_id] = c; }
+  void set_source(std::string source) { m_source = std::move(source); }
 
  private:
   std::string m_source;

@@ -1,0 +1,84 @@
+// The cpu backend of `simrun validate`: the compute tasks of a stage program run on this rank's
+// CPU thread. GEMMs with Eigen (single-threaded: one core per rank), attention, norms,
+// activations, the loss and AdamW with the plain C++ references of kernels/ref, every other
+// memory-bound op (residual adds, rotary, embedding, router, permutes) as a stream over exactly
+// the bytes the workload gives it. Buffers are fp32 (the scenario's fp32, or bf16 emulated in
+// fp32), of the task's own shape, allocated once per shape before the first step and reused.
+//
+// The ops do not feed each other's outputs: the step is run to be timed, and each kernel's
+// arithmetic is tested against its oracle in tests/kernels. A memory-bound op's shape is read
+// back from its bytes and the model (kernel_plan): a norm over `hidden`, a loss over the local
+// vocabulary, AdamW over bytes / 28 parameters.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "simrun/kernels/ref.hpp"
+#include "simrun/sim/scenario/scenario.hpp"
+#include "simrun/sim/workload/workload.hpp"
+
+namespace simrun::exec {
+
+// Which code runs a compute task.
+enum class KernelKind : uint8_t {
+  gemm,
+  attention_fwd,
+  attention_bwd,
+  rmsnorm_fwd,
+  rmsnorm_bwd,
+  layernorm_fwd,
+  layernorm_bwd,
+  swiglu_fwd,
+  swiglu_bwd,
+  gelu_fwd,
+  gelu_bwd,
+  cross_entropy_fwd,
+  cross_entropy_bwd,
+  adamw,
+  stream,  // y += a·x over the op's bytes (read x, y; write y: 12 B per element)
+  host,    // host work the stream waits for: the task's host_s, slept
+};
+const char* to_string(KernelKind k);
+
+// A compute task as the backend runs it: the kernel, its dimensions and its fp32 buffers.
+struct KernelPlan {
+  KernelKind kind = KernelKind::stream;
+  int64_t m = 0, n = 0, k = 0, batch = 1;  // gemm: C[m×n] = A[m×k]·B[k×n], batch times
+  int64_t rows = 0, width = 0;             // norms, loss: rows × width; elementwise: rows·width elements
+  kernels::ref::AttentionShape attention;  // attention
+  double host_s = 0;                       // host
+  std::vector<int64_t> buffers;            // floats per buffer, in the order run() uses them
+  double bytes() const;                    // of every buffer together
+};
+
+// How `task` (a compute task of `program`) runs on the cpu backend.
+KernelPlan kernel_plan(const Scenario& scenario, const StageProgram& program, const Task& task);
+
+class CpuBackend {
+ public:
+  // Plans every compute task of `program` and allocates the buffers of each distinct plan.
+  CpuBackend(const Scenario& scenario, const StageProgram& program);
+
+  // Bytes the backend's buffers take for `program`: what the constructor allocates (the memory
+  // check before any work starts).
+  static double footprint_bytes(const Scenario& scenario, const StageProgram& program);
+
+  // Runs compute task `index` of the program once.
+  void run(uint32_t index);
+
+ private:
+  struct Buffers {
+    KernelPlan plan;
+    std::vector<std::vector<float>> data;
+    std::vector<int32_t> targets;  // cross-entropy's labels
+  };
+  const StageProgram& m_program;
+  std::vector<int32_t> m_buffers_of;  // per task: index into m_buffers, -1 for non-compute tasks
+  std::vector<Buffers> m_buffers;
+  int64_t m_adam_step = 0;
+};
+
+}  // namespace simrun::exec

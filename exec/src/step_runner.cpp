@@ -1,0 +1,245 @@
+// The step runner (step_runner.hpp).
+#include "step_runner.hpp"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "simrun/common/error.hpp"
+
+namespace simrun::exec {
+namespace {
+
+// How long a rank with nothing to do sleeps between two tests of its requests.
+constexpr std::chrono::microseconds kWaitPoll{20};
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void check(int code, const char* call) {
+  if (code != MPI_SUCCESS) throw std::runtime_error(std::string(call) + " failed");
+}
+
+// Elements of fp32 a buffer of `bytes` holds (bf16 buffers are emulated in fp32 at their byte
+// count: the same bytes move), at least one.
+int count_of(double bytes) {
+  const double floats = std::max(1.0, std::ceil(bytes / 4.0));
+  if (floats > double(INT_MAX)) throw std::runtime_error("a message of over 8 GiB: MPI counts are int");
+  return int(floats);
+}
+
+int group_size(MPI_Comm comm) {
+  int n = 1;
+  MPI_Comm_size(comm, &n);
+  return n;
+}
+
+}  // namespace
+
+StepRunner::StepRunner(const StageProgram& program, const ProcessGroups& groups, CpuBackend& backend,
+                       Watchdog& watchdog, InjectedFault fault)
+    : m_program(program),
+      m_groups(groups),
+      m_backend(backend),
+      m_watchdog(watchdog),
+      m_fault(fault),
+      m_queue(kStreamCount),
+      m_dependents(program.tasks.size()),
+      m_stream_buffer(kStreamCount),
+      m_recv_buffer(program.tasks.size()) {
+  for (uint32_t i = 0; i < program.tasks.size(); ++i) {
+    const Task& t = program.tasks[i];
+    for (uint16_t d = 0; d < t.dep_count; ++d) m_dependents[program.dep(t, d)].push_back(i);
+    if (t.kind == TaskKind::recv) {
+      m_recvs.push_back(i);
+      m_recv_buffer[i].resize(size_t(count_of(t.comm_bytes)));
+    } else {
+      m_queue[size_t(t.stream)].push_back(i);
+    }
+    if (t.kind == TaskKind::compute) ++m_compute_tasks;
+    if (t.kind == TaskKind::collective || t.kind == TaskKind::send) {
+      const double bytes = t.coll == CollectiveOp::all_to_all ? 2 * t.comm_bytes : t.comm_bytes;
+      std::vector<float>& b = m_stream_buffer[size_t(t.stream)];
+      b.resize(std::max(b.size(), size_t(count_of(bytes)) + 1));
+    }
+  }
+  int flag = 0;
+  int* tag_ub = nullptr;
+  check(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag), "MPI_Comm_get_attr");
+  if (flag && tag_ub && int64_t(program.tasks.size()) > int64_t(*tag_ub))
+    throw std::runtime_error("a stage program has more tasks than MPI tags (MPI_TAG_UB)");
+}
+
+float* StepRunner::buffer(Stream stream, double) { return m_stream_buffer[size_t(stream)].data(); }
+
+void StepRunner::start_comm(uint32_t i, int64_t t0) {
+  const Task& t = m_program.tasks[i];
+  MPI_Request request = MPI_REQUEST_NULL;
+  m_times.start_ns[i] = now_ns() - t0;
+  if (t.kind == TaskKind::recv) {
+    const int source = m_groups.stage_peer(t.peer_stage);
+    std::vector<float>& b = m_recv_buffer[i];
+    check(MPI_Irecv(b.data(), int(b.size()), MPI_FLOAT, source, int(i), MPI_COMM_WORLD, &request), "MPI_Irecv");
+  } else if (t.kind == TaskKind::send) {
+    const int dest = m_groups.stage_peer(t.peer_stage);
+    check(MPI_Isend(buffer(t.stream, t.comm_bytes), count_of(t.comm_bytes), MPI_FLOAT, dest, int(t.peer_task),
+                    MPI_COMM_WORLD, &request),
+          "MPI_Isend");
+  } else {
+    MPI_Comm comm = m_groups.comm(t.group, t.stream);
+    const int n = group_size(comm);
+    float* b = buffer(t.stream, t.comm_bytes);
+    const int count = count_of(t.comm_bytes);
+    const int per_rank = std::max(1, count / n);  // all-gather output, reduce-scatter input: n shares
+    switch (t.coll) {
+      case CollectiveOp::all_reduce:
+        check(MPI_Iallreduce(MPI_IN_PLACE, b, count, MPI_FLOAT, MPI_SUM, comm, &request), "MPI_Iallreduce");
+        break;
+      case CollectiveOp::all_gather:
+        check(MPI_Iallgather(MPI_IN_PLACE, per_rank, MPI_FLOAT, b, per_rank, MPI_FLOAT, comm, &request),
+              "MPI_Iallgather");
+        break;
+      case CollectiveOp::reduce_scatter:
+        check(MPI_Ireduce_scatter_block(MPI_IN_PLACE, b, per_rank, MPI_FLOAT, MPI_SUM, comm, &request),
+              "MPI_Ireduce_scatter_block");
+        break;
+      case CollectiveOp::all_to_all:
+        check(MPI_Ialltoall(b, per_rank, MPI_FLOAT, b + size_t(per_rank) * size_t(n), per_rank, MPI_FLOAT, comm,
+                            &request),
+              "MPI_Ialltoall");
+        break;
+      case CollectiveOp::broadcast:
+        check(MPI_Ibcast(b, count, MPI_FLOAT, 0, comm, &request), "MPI_Ibcast");
+        break;
+      case CollectiveOp::reduce: {
+        int me = 0;
+        MPI_Comm_rank(comm, &me);
+        check(MPI_Ireduce(me == 0 ? MPI_IN_PLACE : b, b, count, MPI_FLOAT, MPI_SUM, 0, comm, &request), "MPI_Ireduce");
+        break;
+      }
+      case CollectiveOp::send_recv:
+        throw std::runtime_error("a send_recv collective outside a send and a recv task");
+    }
+  }
+  m_started[i] = true;
+  if (t.kind != TaskKind::recv) m_stream_busy[size_t(t.stream)] = true;
+  m_requests.push_back(request);
+  m_request_task.push_back(i);
+}
+
+void StepRunner::finish(uint32_t i, int64_t t0) {
+  const Task& t = m_program.tasks[i];
+  m_times.end_ns[i] = now_ns() - t0;
+  m_times.finish_ns = std::max(m_times.finish_ns, m_times.end_ns[i]);
+  if (t.kind != TaskKind::recv) {
+    m_stream_busy[size_t(t.stream)] = false;
+    ++m_next[size_t(t.stream)];
+  }
+  for (uint32_t d : m_dependents[i]) --m_deps_left[d];
+  ++m_done;
+  m_watchdog.progressed();
+}
+
+StepTimes StepRunner::run(int64_t step) {
+  const size_t n = m_program.tasks.size();
+  m_times = StepTimes{std::vector<int64_t>(n, 0), std::vector<int64_t>(n, 0), 0};
+  m_deps_left.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) m_deps_left[i] = m_program.tasks[i].dep_count;
+  m_next.assign(kStreamCount, 0);
+  m_stream_busy.assign(kStreamCount, false);
+  m_started.assign(n, false);
+  m_requests.clear();
+  m_request_task.clear();
+  m_done = 0;
+  int64_t computed = 0;
+  std::vector<int> completed(n + 1);
+  std::vector<MPI_Request> requests;
+
+  const int64_t t0 = now_ns();
+  while (m_done < int64_t(n)) {
+    bool progress = false;
+    // Post what can start: receives whose dependencies are met, each comm stream's head.
+    for (uint32_t r : m_recvs)
+      if (!m_started[r] && m_deps_left[r] == 0) {
+        start_comm(r, t0);
+        progress = true;
+      }
+    for (int s = 0; s < kStreamCount; ++s) {
+      if (s == int(Stream::compute) || m_stream_busy[size_t(s)] || m_next[size_t(s)] >= m_queue[size_t(s)].size())
+        continue;
+      const uint32_t head = m_queue[size_t(s)][m_next[size_t(s)]];
+      if (m_deps_left[head] == 0 && !m_started[head]) {
+        start_comm(head, t0);
+        progress = true;
+      }
+    }
+    // Collect what finished.
+    auto collect = [&](bool block) {
+      if (m_requests.empty()) return;
+      int done = 0;
+      if (block) {
+        check(MPI_Waitsome(int(m_requests.size()), m_requests.data(), &done, completed.data(), MPI_STATUSES_IGNORE),
+              "MPI_Waitsome");
+      } else {
+        check(MPI_Testsome(int(m_requests.size()), m_requests.data(), &done, completed.data(), MPI_STATUSES_IGNORE),
+              "MPI_Testsome");
+      }
+      if (done == MPI_UNDEFINED || done == 0) return;
+      for (int k = 0; k < done; ++k) finish(m_request_task[size_t(completed[size_t(k)])], t0);
+      // Drop the completed requests (MPI set them to MPI_REQUEST_NULL).
+      size_t keep = 0;
+      for (size_t k = 0; k < m_requests.size(); ++k)
+        if (m_requests[k] != MPI_REQUEST_NULL) {
+          m_requests[keep] = m_requests[k];
+          m_request_task[keep] = m_request_task[k];
+          ++keep;
+        }
+      m_requests.resize(keep);
+      m_request_task.resize(keep);
+      progress = true;
+    };
+    collect(false);
+    // The compute stream's head, when its dependencies are met.
+    const std::vector<uint32_t>& compute = m_queue[size_t(Stream::compute)];
+    const size_t head_index = m_next[size_t(Stream::compute)];
+    if (head_index < compute.size()) {
+      const uint32_t head = compute[head_index];
+      const Task& t = m_program.tasks[head];
+      if (m_deps_left[head] == 0) {
+        m_watchdog.at(step, head, RankActivity::computing);
+        if (m_fault.kind != InjectedFault::Kind::none && m_fault.step == step && computed == m_compute_tasks / 2) {
+          if (m_fault.kind == InjectedFault::Kind::kill) raise(SIGKILL);
+          for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+        }
+        m_times.start_ns[head] = now_ns() - t0;
+        m_stream_busy[size_t(Stream::compute)] = true;
+        if (t.kind == TaskKind::compute) m_backend.run(head);
+        ++computed;
+        finish(head, t0);
+        continue;
+      }
+      m_watchdog.at(step, head, RankActivity::waiting);
+    }
+    if (!progress) {
+      if (m_requests.empty())
+        throw std::runtime_error("the stage program cannot go on: no task can start and none is in flight");
+      // Nothing to do but wait: test, then sleep briefly, so that a waiting rank gives its core to
+      // the ranks that compute (MPI's own blocking wait polls, which steals it where ranks
+      // outnumber the cores).
+      collect(false);
+      if (!progress) std::this_thread::sleep_for(kWaitPoll);
+    }
+  }
+  m_watchdog.at(step, -1, RankActivity::finished);
+  return m_times;
+}
+
+}  // namespace simrun::exec

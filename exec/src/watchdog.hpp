@@ -1,0 +1,63 @@
+// The watchdog of a validation rank (exec/, private): a rank that dies or hangs must not leave the
+// others waiting in a collective forever.
+//
+// Each rank's watchdog thread writes a heartbeat once a second, a one-line file
+// DIR/heartbeat/rank-N: its pid, the step, the task it is at, whether it computes or waits on
+// communication, how long since its last task finished, and the time. When its own rank has
+// finished no task for `timeout_s`, it reads every rank's heartbeat and names the ranks that
+// stand out: a heartbeat that stopped (the process died or froze), or a rank stuck in compute
+// while the others wait for it. It prints one line and ends the process with exit code 1
+// (_exit: the rank's main thread may be inside MPI); mpirun then stops the whole job. A rank
+// that dies outright is also reported by mpirun itself, which stops the job at once.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace simrun::exec {
+
+enum class RankActivity : int { starting, computing, waiting, finished };
+
+class Watchdog {
+ public:
+  // `labels[i]` names task i for the messages (the trace's event names).
+  Watchdog(std::filesystem::path dir, int rank, int ranks, double timeout_s);
+  ~Watchdog();
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  void set_labels(std::vector<std::string> labels);
+  // Called by the rank's main thread as it goes (cheap: atomics).
+  void at(int64_t step, int64_t task, RankActivity activity) {
+    m_step.store(step, std::memory_order_relaxed);
+    m_task.store(task, std::memory_order_relaxed);
+    m_activity.store(static_cast<int>(activity), std::memory_order_relaxed);
+  }
+  void progressed();  // a task finished
+  void stop();        // the run is over: no more checks
+
+ private:
+  void loop();
+  void write_heartbeat(double since_progress_s);
+  [[noreturn]] void fire(double since_progress_s);
+
+  std::filesystem::path m_dir;
+  int m_rank, m_ranks;
+  double m_timeout_s;
+  std::vector<std::string> m_labels;
+  std::atomic<int64_t> m_step{-1}, m_task{-1};
+  std::atomic<int> m_activity{0};
+  std::atomic<int64_t> m_last_progress_ns{0};
+  std::mutex m_mutex;
+  std::condition_variable m_wake;
+  bool m_stopping = false;
+  std::thread m_thread;
+};
+
+}  // namespace simrun::exec
