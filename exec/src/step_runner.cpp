@@ -2,6 +2,7 @@
 #include "step_runner.hpp"
 
 #include <signal.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -18,6 +19,12 @@ namespace {
 
 // How long a rank with nothing to do sleeps between two tests of its requests.
 constexpr std::chrono::microseconds kWaitPoll{20};
+
+int64_t thread_cpu_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
 
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -150,7 +157,7 @@ void StepRunner::finish(uint32_t i, int64_t t0) {
 
 StepTimes StepRunner::run(int64_t step) {
   const size_t n = m_program.tasks.size();
-  m_times = StepTimes{std::vector<int64_t>(n, 0), std::vector<int64_t>(n, 0), 0};
+  m_times = StepTimes{std::vector<int64_t>(n, 0), std::vector<int64_t>(n, 0), std::vector<int64_t>(n, 0), 0};
   m_deps_left.assign(n, 0);
   for (size_t i = 0; i < n; ++i) m_deps_left[i] = m_program.tasks[i].dep_count;
   m_next.assign(kStreamCount, 0);
@@ -221,7 +228,9 @@ StepTimes StepRunner::run(int64_t step) {
         }
         m_times.start_ns[head] = now_ns() - t0;
         m_stream_busy[size_t(Stream::compute)] = true;
+        const int64_t cpu0 = thread_cpu_ns();
         if (t.kind == TaskKind::compute) m_backend.run(head);
+        m_times.cpu_ns[head] = thread_cpu_ns() - cpu0;
         ++computed;
         finish(head, t0);
         continue;

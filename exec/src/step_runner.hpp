@@ -20,7 +20,11 @@ namespace simrun::exec {
 
 struct StepTimes {
   std::vector<int64_t> start_ns, end_ns;  // per task of the program
-  int64_t finish_ns = 0;                  // this rank's last task end
+  // Compute tasks: the thread's CPU time the kernel took (CLOCK_THREAD_CPUTIME_ID). Where ranks
+  // outnumber the cores, a kernel's wall time holds the slices the scheduler gave other ranks;
+  // its CPU time is what it costs on a core (0 for the other tasks).
+  std::vector<int64_t> cpu_ns;
+  int64_t finish_ns = 0;  // this rank's last task end
 };
 
 // A fault to inject for the tests (SIMRUN_VALIDATE_FAULT=kill|hang:RANK:STEP): this rank, at that

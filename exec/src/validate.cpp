@@ -142,12 +142,13 @@ struct MeasuredSpans {
 std::vector<MeasuredSpans> unpack_spans(const std::vector<std::vector<double>>& all, size_t steps) {
   std::vector<MeasuredSpans> out(all.size());
   for (size_t r = 0; r < all.size(); ++r) {
-    const size_t tasks = all[r].size() / (2 * steps);
+    const size_t tasks = all[r].size() / (3 * steps);
     for (size_t s = 0; s < steps; ++s) {
-      StepTimes t{std::vector<int64_t>(tasks), std::vector<int64_t>(tasks), 0};
+      StepTimes t{std::vector<int64_t>(tasks), std::vector<int64_t>(tasks), std::vector<int64_t>(tasks), 0};
       for (size_t i = 0; i < tasks; ++i) {
-        t.start_ns[i] = int64_t(all[r][2 * (s * tasks + i)]);
-        t.end_ns[i] = int64_t(all[r][2 * (s * tasks + i) + 1]);
+        t.start_ns[i] = int64_t(all[r][3 * (s * tasks + i)]);
+        t.end_ns[i] = int64_t(all[r][3 * (s * tasks + i) + 1]);
+        t.cpu_ns[i] = int64_t(all[r][3 * (s * tasks + i) + 2]);
       }
       out[r].steps.push_back(std::move(t));
     }
@@ -155,8 +156,9 @@ std::vector<MeasuredSpans> unpack_spans(const std::vector<std::vector<double>>& 
   return out;
 }
 
-// Seconds per task per rank, the median over the measured steps. A compute task or a send: its end
-// less its start. A collective: its end less the last member's start, the time the collective
+// Seconds per task per rank, the median over the measured steps. A compute task: the CPU time its
+// kernel took (StepTimes::cpu_ns). A send: its end less its start. A collective: its end less the
+// last member's start, the time the collective
 // itself took once every member had reached it (the wait for a late member is that member's
 // compute, which the step's other tasks account for); each rank's times count from its own start
 // of the step, right after a barrier.
@@ -171,6 +173,10 @@ TaskSeconds measured_durations(const Workload& w, const RankLayout& layout, cons
       const std::vector<int64_t> members =
           t.kind == TaskKind::collective ? layout.group(t.group, int64_t(r)) : std::vector<int64_t>{int64_t(r)};
       for (size_t s = 0; s < m[r].steps.size(); ++s) {
+        if (t.kind == TaskKind::compute) {
+          per_step[s] = double(m[r].steps[s].cpu_ns[i]) * 1e-9;
+          continue;
+        }
         int64_t last_start = 0;
         for (int64_t g : members) last_start = std::max(last_start, m[size_t(g)].steps[s].start_ns[i]);
         per_step[s] = double(std::max<int64_t>(0, m[r].steps[s].end_ns[i] - last_start)) * 1e-9;
@@ -421,6 +427,7 @@ int validate(const Run& run) {
     for (size_t i = 0; i < program.tasks.size(); ++i) {
       spans.push_back(double(t.start_ns[i]));
       spans.push_back(double(t.end_ns[i]));
+      spans.push_back(double(t.cpu_ns[i]));
     }
   const std::vector<std::vector<double>> all_spans = gather_on_rank0(spans, w);
   if (w.rank != 0) return 0;
