@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <fmt/format.h>
@@ -34,8 +35,23 @@ const char* activity_name(int a) {
   return "?";
 }
 
+// How often the watchdog looks (its heartbeat is written every kHeartbeatTicks looks).
+constexpr std::chrono::milliseconds kTick{200};
+constexpr int kHeartbeatTicks = 5;
+
+// Set by SIGTERM (mpirun stopping the job, e.g. because a rank died): the watchdog says why first.
+std::atomic<bool> g_terminated{false};
+extern "C" void on_sigterm(int) { g_terminated.store(true); }
+
+std::string host_name() {
+  char name[256] = {};
+  gethostname(name, sizeof(name) - 1);
+  return name;
+}
+
 struct Heartbeat {
   bool found = false;
+  std::string host;
   long pid = 0;
   int64_t step = -1, task = -1;
   int activity = 0;
@@ -46,7 +62,7 @@ struct Heartbeat {
 Heartbeat read_heartbeat(const std::filesystem::path& file) {
   Heartbeat h;
   std::ifstream in(file);
-  if (in >> h.pid >> h.step >> h.task >> h.activity >> h.since_progress_s >> h.written_ns) h.found = true;
+  if (in >> h.host >> h.pid >> h.step >> h.task >> h.activity >> h.since_progress_s >> h.written_ns) h.found = true;
   return h;
 }
 
@@ -57,6 +73,10 @@ Watchdog::Watchdog(std::filesystem::path dir, int rank, int ranks, double timeou
   std::error_code ec;
   std::filesystem::create_directories(m_dir, ec);
   m_last_progress_ns.store(now_ns());
+  struct sigaction action {};
+  action.sa_handler = on_sigterm;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGTERM, &action, nullptr);
   m_thread = std::thread([this] { loop(); });
 }
 
@@ -86,7 +106,7 @@ void Watchdog::write_heartbeat(double since_progress_s) {
   const std::filesystem::path temporary = m_dir / fmt::format(".rank-{}.tmp", m_rank);
   {
     std::ofstream out(temporary);
-    out << long(getpid()) << ' ' << m_step.load() << ' ' << m_task.load() << ' ' << m_activity.load() << ' '
+    out << host_name() << ' ' << long(getpid()) << ' ' << m_step.load() << ' ' << m_task.load() << ' ' << m_activity.load() << ' '
         << since_progress_s << ' ' << now_ns() << '\n';
   }
   std::error_code ec;
@@ -95,26 +115,40 @@ void Watchdog::write_heartbeat(double since_progress_s) {
 
 void Watchdog::loop() {
   std::unique_lock<std::mutex> lock(m_mutex);
-  while (!m_stopping) {
-    m_wake.wait_for(lock, std::chrono::seconds(1));
+  const std::string host = host_name();
+  for (int tick = 0; !m_stopping; ++tick) {
+    m_wake.wait_for(lock, kTick);
     if (m_stopping) break;
     const double since = double(now_ns() - m_last_progress_ns.load()) * 1e-9;
+    if (g_terminated.load()) fire(since, "stopped by mpirun (SIGTERM)", true);
+    if (tick % kHeartbeatTicks != 0) continue;
     write_heartbeat(since);
-    if (since > m_timeout_s) fire(since);
+    // A rank on this machine whose process is gone: say so at once.
+    for (int r = 0; r < m_ranks; ++r) {
+      if (r == m_rank) continue;
+      const Heartbeat h = read_heartbeat(m_dir / fmt::format("rank-{}", r));
+      if (h.found && h.host == host && static_cast<RankActivity>(h.activity) != RankActivity::finished &&
+          kill(pid_t(h.pid), 0) != 0 && errno == ESRCH)
+        fire(since, fmt::format("rank {} (pid {}) died: its process is gone", r, h.pid), false);
+    }
+    if (since > m_timeout_s) fire(since, "", true);
   }
 }
 
-void Watchdog::fire(double since_progress_s) {
+void Watchdog::fire(double since_progress_s, const std::string& cause, bool look_for_fault) {
   const int64_t task = m_task.load();
   const std::string label =
       task >= 0 && size_t(task) < m_labels.size() ? m_labels[size_t(task)] : fmt::format("task {}", task);
   std::string suspects;
   const int64_t now = now_ns();
+  const std::string host = host_name();
   for (int r = 0; r < m_ranks; ++r) {
     if (r == m_rank) continue;
     const Heartbeat h = read_heartbeat(m_dir / fmt::format("rank-{}", r));
     std::string why;
     if (!h.found) why = "no heartbeat";
+    else if (h.host == host && kill(pid_t(h.pid), 0) != 0 && errno == ESRCH)
+      why = fmt::format("pid {} is gone: it died", h.pid);
     else if (double(now - h.written_ns) * 1e-9 > kStaleHeartbeatS)
       why = fmt::format("its heartbeat stopped {:.0f} s ago (pid {} died or froze)", double(now - h.written_ns) * 1e-9,
                         h.pid);
@@ -123,12 +157,21 @@ void Watchdog::fire(double since_progress_s) {
     if (!why.empty()) suspects += fmt::format("{}rank {} ({})", suspects.empty() ? "" : "; ", r, why);
   }
   const bool self_stuck = static_cast<RankActivity>(m_activity.load()) == RankActivity::computing;
-  std::string line = fmt::format(
-      "simrun validate: rank {}: no task finished for {:.0f} s (--timeout {:.0f}), {} at '{}' of step {}", m_rank,
-      since_progress_s, m_timeout_s, activity_name(m_activity.load()), label, m_step.load());
-  if (!suspects.empty()) line += "; the rank at fault: " + suspects;
-  else if (self_stuck) line += "; this rank is the one stuck";
-  else line += "; no other rank stands out (every heartbeat is fresh and waiting)";
+  std::string line =
+      cause.empty()
+          ? fmt::format("simrun validate: rank {}: no task finished for {:.0f} s (--timeout {:.0f}), {} at '{}' of "
+                        "step {}",
+                        m_rank, since_progress_s, m_timeout_s, activity_name(m_activity.load()), label, m_step.load())
+          : fmt::format("simrun validate: rank {}: {}, while this rank was {} at '{}' of step {}", m_rank, cause,
+                        activity_name(m_activity.load()), label, m_step.load());
+  if (!look_for_fault) {
+  } else if (!suspects.empty()) {
+    line += "; the rank at fault: " + suspects;
+  } else if (self_stuck) {
+    line += "; this rank is the one stuck";
+  } else {
+    line += "; no other rank stands out (every heartbeat is fresh and waiting)";
+  }
   line += "; stopping the job";
   std::cerr << printable(line, kErrorLineMaxBytes) << std::endl;
   _exit(1);

@@ -2,13 +2,16 @@
 // others waiting in a collective forever.
 //
 // Each rank's watchdog thread writes a heartbeat once a second, a one-line file
-// DIR/heartbeat/rank-N: its pid, the step, the task it is at, whether it computes or waits on
-// communication, how long since its last task finished, and the time. When its own rank has
-// finished no task for `timeout_s`, it reads every rank's heartbeat and names the ranks that
-// stand out: a heartbeat that stopped (the process died or froze), or a rank stuck in compute
-// while the others wait for it. It prints one line and ends the process with exit code 1
-// (_exit: the rank's main thread may be inside MPI); mpirun then stops the whole job. A rank
-// that dies outright is also reported by mpirun itself, which stops the job at once.
+// DIR/heartbeat/rank-N: its host and pid, the step, the task it is at, whether it computes or
+// waits on communication, how long since its last task finished, and the time. It ends its
+// process with one line on stderr and exit code 1 (_exit: the rank's main thread may be inside
+// MPI), after which mpirun stops the whole job, when
+//   - a rank on the same machine is gone (its pid no longer exists): it names it;
+//   - mpirun stops this rank (SIGTERM, e.g. because another rank died): it says so, naming the
+//     rank whose process is gone where it can see one;
+//   - its own rank has finished no task for `timeout_s`: it names the ranks that stand out, a
+//     heartbeat that stopped (the process died or froze), or a rank stuck computing while the
+//     others wait for it.
 #pragma once
 
 #include <atomic>
@@ -45,7 +48,9 @@ class Watchdog {
  private:
   void loop();
   void write_heartbeat(double since_progress_s);
-  [[noreturn]] void fire(double since_progress_s);
+  // Prints the line (`cause`: what happened; empty: the timeout), with the ranks that stand out
+  // when `look_for_fault`, and ends the process.
+  [[noreturn]] void fire(double since_progress_s, const std::string& cause, bool look_for_fault);
 
   std::filesystem::path m_dir;
   int m_rank, m_ranks;

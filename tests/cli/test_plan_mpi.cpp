@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli_run.hpp"
+#include "mpi_run.hpp"
 
 using namespace simrun::test;
 using nlohmann::json;
@@ -20,41 +21,6 @@ const std::string kChapterPlan =
     "plan --model llama3-70b --tokens 1.4e12 --gpu h100-sxm:5 --max-gpus 1024 "
     "--tp 2,4,8 --pp 1,2,4 --zero-stage 1,3 --recompute none,selective --micro-batch 1,2 --top-k 4 --threads "
     "1";
-
-// Why the MPI runs cannot be tested here, or empty.
-std::string why_no_mpi() {
-#ifndef SIMRUN_HAVE_MPI
-  return "simrun was built without MPI (CMake found none): the mpirun tests are skipped";
-#else
-  std::error_code ec;
-  if (!std::filesystem::exists(SIMRUN_MPIEXEC, ec))
-    return std::string("mpirun (") + SIMRUN_MPIEXEC + ") is not there: the mpirun tests are skipped";
-  return "";
-#endif
-}
-
-// `mpirun -np N simrun ARGS`, as root too, more ranks than cores allowed; -q: without mpirun's own
-// banner about a rank's non-zero exit. Under the sanitizers the ranks run without LeakSanitizer:
-// Open MPI keeps allocations of its init and of plugins it unloads (ompi_op_base_op_select, MCA
-// components: frames a suppression file cannot name) past MPI_Finalize; the planner's own memory
-// is leak-checked by the single-process runs (test_plan, this file's reference run).
-// `wrapper`, when given, starts each rank's simrun (a script that changes one rank's input).
-RunResult run_ranks(int ranks, const std::string& args, const std::filesystem::path& wrapper = {}) {
-#ifdef SIMRUN_HAVE_MPI
-  const auto out = scratch_dir() / "mpi-stdout.txt", err = scratch_dir() / "mpi-stderr.txt";
-  std::string cmd = "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0\" ";
-  cmd += shell_quoted(SIMRUN_MPIEXEC);
-  cmd += " -q --allow-run-as-root --oversubscribe -np " + std::to_string(ranks) + " ";
-  if (!wrapper.empty()) cmd += shell_quoted(wrapper) + " ";
-  cmd += shell_quoted(SIMRUN_BINARY);
-  cmd += " " + args + " >" + shell_quoted(out) + " 2>" + shell_quoted(err);
-  const int status = std::system(cmd.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(out), read_text(err)};
-#else
-  (void)ranks, (void)args, (void)wrapper;
-  return {};
-#endif
-}
 
 json plan_json(const RunResult& r) {
   INFO("stderr: " << r.err);
