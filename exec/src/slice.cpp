@@ -18,12 +18,12 @@ void slice_data_parallel(Slice& s, const SliceLimits& limits) {
   const int64_t replica = l.tp * l.cp * l.pp;
   if (limits.ranks < replica)
     throw InputError(file, "layout",
-                     fmt::format("one model replica needs tp·cp·pp = {} ranks and mpirun started {} (run "
+                     fmt::format("one model replica needs tp x cp x pp = {} ranks and mpirun started {} (run "
                                  "with -np {}; fewer ranks than a replica cannot keep its shapes)",
                                  replica, limits.ranks, replica));
   if (limits.ranks % replica != 0)
     throw InputError(file, "layout",
-                     fmt::format("{} ranks do not form whole replicas of tp·cp·pp = {} ranks (run with -np "
+                     fmt::format("{} ranks do not form whole replicas of tp x cp x pp = {} ranks (run with -np "
                                  "a multiple of {})",
                                  limits.ranks, replica, replica));
   const int64_t dp = limits.ranks / replica;

@@ -19,10 +19,20 @@ const HardwareCatalog& catalog() {
 
 const std::vector<std::string> kContractGpus = {"a100-40gb", "a100-80gb", "h100-sxm", "h100-pcie", "h800",
                                                 "h200",      "gh200",     "b200",     "gb200",     "b300",
-                                                "gb300",     "mi300x",    "mi325x",   "mi355x",   "cpu-host"};
+                                                "gb300",     "mi300x",    "mi325x",   "mi355x"};
 const std::vector<std::string> kContractFabrics = {"ib-hdr", "ib-ndr", "ib-xdr", "roce-400g"};
 
 }  // namespace
+
+TEST_CASE("cpu-host stands for the host simrun validate measures, as a GPU kind", "[topologies][catalog]") {
+  const GpuSpec& g = catalog().gpu("cpu-host", "test", "cluster.gpu");
+  CHECK(g.vendor == "CPU");
+  CHECK(g.fp32_flops_per_s > 0);
+  CHECK(g.bf16_flops_per_s == g.fp32_flops_per_s);  // bf16 emulated in fp32
+  CHECK(g.hbm_bytes_per_s > 0);
+  CHECK_FALSE(g.nvls);
+  CHECK(g.compute_defaults.gemm_max);
+}
 
 TEST_CASE("every contract GPU id exists with positive core figures", "[topologies][catalog]") {
   for (const auto& id : kContractGpus) {
@@ -52,7 +62,8 @@ TEST_CASE("every contract GPU id exists with positive core figures", "[topologie
     if (g.fp8_flops_per_s > 0) CHECK(g.fp8_flops_per_s >= g.bf16_flops_per_s);
     if (g.fp4_flops_per_s > 0) CHECK(g.fp4_flops_per_s >= g.fp8_flops_per_s);
   }
-  CHECK(catalog().gpu_ids().size() == kContractGpus.size());
+  // Every catalog GPU is a contract GPU, and cpu-host (simrun validate's host, tested below).
+  CHECK(catalog().gpu_ids().size() == kContractGpus.size() + 1);
 }
 
 TEST_CASE("GPU figures match the reference datasheets", "[topologies][catalog]") {

@@ -1,0 +1,140 @@
+// `simrun validate` under mpirun -np 4 (exec/validate.hpp): the whole loop on the shipped small
+// example, TP 2 x PP 2 and a DP 4 variant (measure, compare, fit calibration.json; then
+// `simrun simulate --calibration` predicts the measured step within 15%, one retry allowed on a
+// loaded machine); the refusals; a rank killed or hung mid-step stops the job within 60 s, named.
+// Skipped, with a warning, in a build without MPI or where mpirun is not there.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "cli_run.hpp"
+#include "mpi_run.hpp"
+
+using namespace simrun::test;
+using nlohmann::json;
+
+namespace {
+
+const std::string kExample = std::string(SIMRUN_SOURCE_DIR) + "/examples/validate-small.json";
+// The bound on the calibrated prediction of the measured step.
+constexpr double kStepTolerance = 0.15;
+
+json read_json(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  REQUIRE(in.good());
+  return json::parse(in);
+}
+
+std::set<std::string> slice_names(const json& trace) {
+  std::set<std::string> names;
+  for (const json& e : trace["traceEvents"])
+    if (e.value("ph", "") == "X") names.insert(e["name"].get<std::string>());
+  return names;
+}
+
+struct LoopResult {
+  double measured_s = 0, simulated_s = 0;
+  double error() const { return (simulated_s - measured_s) / measured_s; }
+};
+
+// validate, then simulate with the calibration it wrote; checks the files on the way.
+LoopResult run_loop(const std::string& layout_flags, const std::filesystem::path& out) {
+  std::filesystem::remove_all(out);
+  const RunResult v = run_ranks(4, "validate " + shell_quoted(kExample) + " " + layout_flags +
+                                       " --steps 4 --warmup 1 --out " + shell_quoted(out));
+  INFO("validate stdout: " << v.out << "\nstderr: " << v.err);
+  REQUIRE(v.exit_code == 0);
+  CHECK_THAT(v.out, Catch::Contains("op ") && Catch::Contains("predicted") && Catch::Contains("measured"));
+  const json report = read_json(out / "report.json");
+  for (const char* key : {"predicted_s", "measured_s", "error", "calibrated_s"}) CHECK(report["step"].contains(key));
+  REQUIRE_FALSE(report["ops"].empty());
+  for (const char* key : {"name", "shape", "predicted_s", "measured_s", "error"}) CHECK(report["ops"][0].contains(key));
+  const json measured_trace = read_json(out / "trace-measured.json"), simulated = read_json(out / "trace-simulated.json");
+  CHECK(slice_names(measured_trace) == slice_names(simulated));  // side by side in Perfetto, the same names
+  CHECK(read_json(out / "calibration.json")["gpus"].contains("cpu-host"));
+
+  const RunResult s = run_simrun("simulate " + shell_quoted(kExample) + " " + layout_flags + " --calibration " +
+                                 shell_quoted(out / "calibration.json") + " --json");
+  INFO("simulate stderr: " << s.err);
+  REQUIRE(s.exit_code == 0);
+  return {report["step"]["measured_s"].get<double>(), json::parse(s.out)["step_time_s"].get<double>()};
+}
+
+void check_loop(const std::string& layout_flags, const std::string& name) {
+  LoopResult r = run_loop(layout_flags, scratch_dir() / name);
+  if (std::abs(r.error()) > kStepTolerance) {
+    WARN("measured " << r.measured_s << " s, simulated " << r.simulated_s << " s: retrying once (a loaded machine)");
+    r = run_loop(layout_flags, scratch_dir() / name);
+  }
+  INFO("measured " << r.measured_s << " s, simulated with the calibration " << r.simulated_s << " s");
+  CHECK(std::abs(r.error()) <= kStepTolerance);
+}
+
+}  // namespace
+
+TEST_CASE("validate under mpirun: TP 2 x PP 2 runs, compares, calibrates, and simulate then predicts it",
+          "[exec][validate][mpi]") {
+  if (const std::string why = why_no_mpi(); !why.empty()) {
+    WARN(why);
+    return;
+  }
+  check_loop("", "loop-tp2pp2");
+}
+
+TEST_CASE("validate under mpirun: the DP 4 variant likewise", "[exec][validate][mpi]") {
+  if (const std::string why = why_no_mpi(); !why.empty()) {
+    WARN(why);
+    return;
+  }
+  check_loop("--tp 1 --pp 1 --dp 4", "loop-dp4");
+}
+
+TEST_CASE("validate under mpirun: too few ranks for a replica is one line before any work, exit 2",
+          "[exec][validate][mpi]") {
+  if (const std::string why = why_no_mpi(); !why.empty()) {
+    WARN(why);
+    return;
+  }
+  const RunResult r = run_ranks(3, "validate " + shell_quoted(kExample) + " --out " + shell_quoted(scratch_dir() / "few"));
+  require_one_safe_line(r, "one model replica needs tp x cp x pp = 4 ranks and mpirun started 3");
+  CHECK(r.exit_code == 2);
+  const RunResult bad = run_ranks(4, "validate " + shell_quoted(kExample) + " --steps 0");
+  require_one_safe_line(bad, "--steps: must be 1 to 1000");
+}
+
+TEST_CASE("validate under mpirun: a rank killed mid-step stops the others within 60 s, named",
+          "[exec][validate][mpi]") {
+  if (const std::string why = why_no_mpi(); !why.empty()) {
+    WARN(why);
+    return;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const RunResult r = run_ranks(4, "validate " + shell_quoted(kExample) + " --out " + shell_quoted(scratch_dir() / "kill"),
+                                {}, "SIMRUN_VALIDATE_FAULT=kill:1:2");
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO("stderr: " << r.err);
+  CHECK(r.exit_code != 0);
+  CHECK(elapsed < 60);
+  CHECK_THAT(r.err, Catch::Contains("rank 1 (pid") && Catch::Contains("died"));
+}
+
+TEST_CASE("validate under mpirun: a rank hung mid-step stops the others after --timeout, named",
+          "[exec][validate][mpi]") {
+  if (const std::string why = why_no_mpi(); !why.empty()) {
+    WARN(why);
+    return;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const RunResult r =
+      run_ranks(4, "validate " + shell_quoted(kExample) + " --timeout 10 --out " + shell_quoted(scratch_dir() / "hang"),
+                {}, "SIMRUN_VALIDATE_FAULT=hang:2:2");
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO("stderr: " << r.err);
+  CHECK(r.exit_code != 0);
+  CHECK(elapsed < 60);
+  CHECK_THAT(r.err, Catch::Contains("no task finished for") && Catch::Contains("rank 2"));
+}

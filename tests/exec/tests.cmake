@@ -1,0 +1,15 @@
+# exec/: the cpu backend, the faithful slice, the calibration fit and the comparison in-process;
+# the whole `simrun validate` loop, its refusals and its watchdog under mpirun (skipped, with a
+# warning, without MPI).
+simrun_add_test_exe(test_exec
+  SOURCES exec/test_calibration_fit.cpp exec/test_slice.cpp exec/test_cpu_backend.cpp exec/test_comparison.cpp
+  LIBS simrun_exec simrun_test_fixtures)
+# Its runs time the machine: they run alone (RUN_SERIAL), not beside other tests.
+simrun_add_test_exe(test_validate_mpi SOURCES exec/test_validate_mpi.cpp
+  LIBS nlohmann_json::nlohmann_json simrun_test_fixtures PROPERTIES RUN_SERIAL TRUE)
+target_compile_definitions(test_validate_mpi PRIVATE SIMRUN_BINARY="$<TARGET_FILE:simrun>"
+                                                     SIMRUN_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+if(SIMRUN_HAVE_MPI)
+  target_compile_definitions(test_validate_mpi PRIVATE SIMRUN_HAVE_MPI SIMRUN_MPIEXEC="${MPIEXEC_EXECUTABLE}")
+endif()
+add_dependencies(test_validate_mpi simrun)
