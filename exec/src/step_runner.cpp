@@ -73,7 +73,10 @@ StepRunner::StepRunner(const StageProgram& program, const ProcessGroups& groups,
     }
     if (t.kind == TaskKind::compute) ++m_compute_tasks;
     if (t.kind == TaskKind::collective || t.kind == TaskKind::send) {
-      const double bytes = t.coll == CollectiveOp::all_to_all ? 2 * t.comm_bytes : t.comm_bytes;
+      // All-to-all and a ring step send from the first half and receive into the second.
+      const bool two = t.kind == TaskKind::collective &&
+                       (t.coll == CollectiveOp::all_to_all || t.coll == CollectiveOp::send_recv);
+      const double bytes = two ? 2 * t.comm_bytes : t.comm_bytes;
       std::vector<float>& b = m_stream_buffer[size_t(t.stream)];
       b.resize(std::max(b.size(), size_t(count_of(bytes)) + 1));
     }
@@ -85,11 +88,11 @@ StepRunner::StepRunner(const StageProgram& program, const ProcessGroups& groups,
     throw std::runtime_error("a stage program has more tasks than MPI tags (MPI_TAG_UB)");
 }
 
-float* StepRunner::buffer(Stream stream, double) { return m_stream_buffer[size_t(stream)].data(); }
+float* StepRunner::buffer(Stream stream) { return m_stream_buffer[size_t(stream)].data(); }
 
 void StepRunner::start_comm(uint32_t i, int64_t t0) {
   const Task& t = m_program.tasks[i];
-  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_Request request = MPI_REQUEST_NULL, second = MPI_REQUEST_NULL;
   m_times.start_ns[i] = now_ns() - t0;
   if (t.kind == TaskKind::recv) {
     const int source = m_groups.stage_peer(t.peer_stage);
@@ -97,13 +100,13 @@ void StepRunner::start_comm(uint32_t i, int64_t t0) {
     check(MPI_Irecv(b.data(), int(b.size()), MPI_FLOAT, source, int(i), MPI_COMM_WORLD, &request), "MPI_Irecv");
   } else if (t.kind == TaskKind::send) {
     const int dest = m_groups.stage_peer(t.peer_stage);
-    check(MPI_Isend(buffer(t.stream, t.comm_bytes), count_of(t.comm_bytes), MPI_FLOAT, dest, int(t.peer_task),
+    check(MPI_Isend(buffer(t.stream), count_of(t.comm_bytes), MPI_FLOAT, dest, int(t.peer_task),
                     MPI_COMM_WORLD, &request),
           "MPI_Isend");
   } else {
     MPI_Comm comm = m_groups.comm(t.group, t.stream);
     const int n = group_size(comm);
-    float* b = buffer(t.stream, t.comm_bytes);
+    float* b = buffer(t.stream);
     const int count = count_of(t.comm_bytes);
     const int per_rank = std::max(1, count / n);  // all-gather output, reduce-scatter input: n shares
     switch (t.coll) {
@@ -132,14 +135,26 @@ void StepRunner::start_comm(uint32_t i, int64_t t0) {
         check(MPI_Ireduce(me == 0 ? MPI_IN_PLACE : b, b, count, MPI_FLOAT, MPI_SUM, 0, comm, &request), "MPI_Ireduce");
         break;
       }
-      case CollectiveOp::send_recv:
-        throw std::runtime_error("a send_recv collective outside a send and a recv task");
+      case CollectiveOp::send_recv: {
+        // A ring step (the CP ring's K,V): this rank's bytes to the next member, the previous
+        // member's into the buffer's second half. One tag: the stream's steps match in order.
+        int me = 0;
+        MPI_Comm_rank(comm, &me);
+        float* in = b + size_t(count_of(t.comm_bytes));
+        check(MPI_Irecv(in, count, MPI_FLOAT, (me + n - 1) % n, 0, comm, &second), "MPI_Irecv");
+        check(MPI_Isend(b, count, MPI_FLOAT, (me + 1) % n, 0, comm, &request), "MPI_Isend");
+        break;
+      }
     }
   }
   m_started[i] = true;
   if (t.kind != TaskKind::recv) m_stream_busy[size_t(t.stream)] = true;
-  m_requests.push_back(request);
-  m_request_task.push_back(i);
+  for (MPI_Request r : {request, second})
+    if (r != MPI_REQUEST_NULL) {
+      m_requests.push_back(r);
+      m_request_task.push_back(i);
+      ++m_open[i];
+    }
 }
 
 void StepRunner::finish(uint32_t i, int64_t t0) {
@@ -163,12 +178,12 @@ StepTimes StepRunner::run(int64_t step) {
   m_next.assign(kStreamCount, 0);
   m_stream_busy.assign(kStreamCount, false);
   m_started.assign(n, false);
+  m_open.assign(n, 0);
   m_requests.clear();
   m_request_task.clear();
   m_done = 0;
   int64_t computed = 0;
-  std::vector<int> completed(n + 1);
-  std::vector<MPI_Request> requests;
+  std::vector<int> completed(2 * n + 1);  // at most two requests per task
 
   const int64_t t0 = now_ns();
   while (m_done < int64_t(n)) {
@@ -189,18 +204,16 @@ StepTimes StepRunner::run(int64_t step) {
       }
     }
     // Collect what finished.
-    auto collect = [&](bool block) {
+    auto collect = [&] {
       if (m_requests.empty()) return;
       int done = 0;
-      if (block) {
-        check(MPI_Waitsome(int(m_requests.size()), m_requests.data(), &done, completed.data(), MPI_STATUSES_IGNORE),
-              "MPI_Waitsome");
-      } else {
-        check(MPI_Testsome(int(m_requests.size()), m_requests.data(), &done, completed.data(), MPI_STATUSES_IGNORE),
-              "MPI_Testsome");
-      }
+      check(MPI_Testsome(int(m_requests.size()), m_requests.data(), &done, completed.data(), MPI_STATUSES_IGNORE),
+            "MPI_Testsome");
       if (done == MPI_UNDEFINED || done == 0) return;
-      for (int k = 0; k < done; ++k) finish(m_request_task[size_t(completed[size_t(k)])], t0);
+      for (int k = 0; k < done; ++k) {
+        const uint32_t task = m_request_task[size_t(completed[size_t(k)])];
+        if (--m_open[task] == 0) finish(task, t0);
+      }
       // Drop the completed requests (MPI set them to MPI_REQUEST_NULL).
       size_t keep = 0;
       for (size_t k = 0; k < m_requests.size(); ++k)
@@ -213,7 +226,7 @@ StepTimes StepRunner::run(int64_t step) {
       m_request_task.resize(keep);
       progress = true;
     };
-    collect(false);
+    collect();
     // The compute stream's head, when its dependencies are met.
     const std::vector<uint32_t>& compute = m_queue[size_t(Stream::compute)];
     const size_t head_index = m_next[size_t(Stream::compute)];
@@ -243,7 +256,7 @@ StepTimes StepRunner::run(int64_t step) {
       // Nothing to do but wait: test, then sleep briefly, so that a waiting rank gives its core to
       // the ranks that compute (MPI's own blocking wait polls, which steals it where ranks
       // outnumber the cores).
-      collect(false);
+      collect();
       if (!progress) std::this_thread::sleep_for(kWaitPoll);
     }
   }

@@ -2,9 +2,9 @@
 // the event simulation (sim/event/step_executor.hpp) on real processes: each stream runs its tasks
 // one at a time in program order, a task also waits for its dependencies; compute tasks run on
 // this thread through the backend, collectives and pipeline sends as non-blocking MPI calls on
-// their group's communicator for that stream, receives posted as soon as their dependencies
-// allow. MPI progresses whenever the rank calls it: between kernels, and in MPI_Waitsome when
-// nothing else can start. Every task's start and end are recorded, in ns from the step's start.
+// their group's communicator for that stream (a CP ring step as a send to the next member and a
+// receive from the previous), receives posted as soon as their dependencies allow. MPI progresses
+// whenever the rank calls it: between kernels, and while it waits with nothing else to start. Every task's start and end are recorded, in ns from the step's start.
 #pragma once
 
 #include <mpi.h>
@@ -43,7 +43,7 @@ class StepRunner {
  private:
   void start_comm(uint32_t task, int64_t t0);
   void finish(uint32_t task, int64_t t0);
-  float* buffer(Stream stream, double bytes);
+  float* buffer(Stream stream);
 
   const StageProgram& m_program;
   const ProcessGroups& m_groups;
@@ -62,8 +62,9 @@ class StepRunner {
   std::vector<size_t> m_next;        // per stream: index into m_queue
   std::vector<bool> m_stream_busy;   // per stream
   std::vector<bool> m_started;       // per task
-  std::vector<MPI_Request> m_requests;
-  std::vector<uint32_t> m_request_task;
+  std::vector<MPI_Request> m_requests;  // in flight
+  std::vector<uint32_t> m_request_task;  // the task of each
+  std::vector<int> m_open;               // per task: its requests in flight
   int64_t m_done = 0;
 };
 
