@@ -30,8 +30,9 @@ exec::ValidateRequest request_of(const ValidateArgs& a, const CliEnv& env) {
   try {
     if (a.backend != "cpu")
       throw InputError("command line", "--backend",
-                       "\"" + a.backend + "\" is not a backend of this build (cpu: Eigen, the reference kernels "
-                       "and MPI; the cuda backend is not built yet)");
+                       "\"" + a.backend +
+                           "\" is not a backend of this build (cpu: Eigen, the reference kernels "
+                           "and MPI; the cuda backend is not built yet)");
     if (a.steps < 1 || a.steps > 1000)
       throw InputError("command line", "--steps", "must be 1 to 1000 measured steps");
     if (a.warmup < 0 || a.warmup > 1000)
@@ -44,7 +45,8 @@ exec::ValidateRequest request_of(const ValidateArgs& a, const CliEnv& env) {
     exec::ValidateRequest r;
     r.scenario = resolve_scenario(a.scenario, catalogs);
     r.options = framework_simulate_options(r.scenario);
-    apply_framework_options(a.framework, r.scenario, r.options.workload, r.options.memory, r.options.schedule);
+    apply_framework_options(a.framework, r.scenario, r.options.workload, r.options.memory,
+                            r.options.schedule);
     r.host_nominal = catalogs.hardware.gpu("cpu-host", "topologies/gpus", "cpu-host");
     r.steps = a.steps;
     r.warmup = a.warmup;
@@ -61,18 +63,20 @@ exec::ValidateRequest request_of(const ValidateArgs& a, const CliEnv& env) {
 
 Command add_validate_command(CLI::App& root, const CliEnv& env) {
   auto args = std::make_shared<ValidateArgs>();
-  CLI::App* cmd = root.add_subcommand(
-      "validate",
-      "Run the scenario's step for real under mpirun (cpu backend: one process per rank), compare it op by op "
-      "with the simulation and fit calibration.json (docs/validation.md)");
+  CLI::App* cmd = root.add_subcommand("validate",
+                                      "Run the scenario's step for real under mpirun (cpu backend: one "
+                                      "process per rank), compare it op by op "
+                                      "with the simulation and fit calibration.json (docs/validation.md)");
   add_scenario_options(*cmd, args->scenario);
   add_framework_options(*cmd, args->framework);
   cmd->add_option("--backend", args->backend, "Where the ranks run: cpu (Eigen, the reference kernels, MPI)");
   cmd->add_option("--steps", args->steps, "Steps measured, after the warm-up (default 5)");
   cmd->add_option("--warmup", args->warmup, "Warm-up steps, not measured (default 2)");
-  cmd->add_option("--out", args->out, "Folder for report.json, calibration.json and the two traces (default validate-out)");
-  cmd->add_option("--timeout", args->timeout_s,
-                  "Seconds a rank may finish no task before the job stops, naming the rank at fault (default 60)");
+  cmd->add_option("--out", args->out,
+                  "Folder for report.json, calibration.json and the two traces (default validate-out)");
+  cmd->add_option(
+      "--timeout", args->timeout_s,
+      "Seconds a rank may finish no task before the job stops, naming the rank at fault (default 60)");
   cmd->add_option("--step-budget", args->step_budget_s,
                   "Seconds a step may be predicted to take on this machine; a longer one runs fewer layers "
                   "(default 120)");

@@ -1,11 +1,12 @@
 // The calibration fit (calibration_fit.hpp).
 #include "simrun/exec/calibration_fit.hpp"
 
+#include <fmt/format.h>
+
 #include <Eigen/Dense>
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <fmt/format.h>
 #include <limits>
 
 namespace simrun::exec {
@@ -15,21 +16,26 @@ namespace {
 constexpr double kMinEfficiency = 0.01, kMaxEfficiency = 1.0;
 
 enum Unknown { gemm, attn_fwd, attn_bwd, memory, kUnknowns };
-constexpr std::array<const char*, kUnknowns> kUnknownNames = {"gemm", "attention_fwd", "attention_bwd", "memory"};
+constexpr std::array<const char*, kUnknowns> kUnknownNames = {"gemm", "attention_fwd", "attention_bwd",
+                                                              "memory"};
 
 Unknown unknown_of(OpClass c) {
   switch (c) {
-    case OpClass::gemm: return gemm;
-    case OpClass::attention_fwd: return attn_fwd;
-    case OpClass::attention_bwd: return attn_bwd;
-    default: return memory;
+    case OpClass::gemm:
+      return gemm;
+    case OpClass::attention_fwd:
+      return attn_fwd;
+    case OpClass::attention_bwd:
+      return attn_bwd;
+    default:
+      return memory;
   }
 }
 
 // The compute model with every efficiency 1 (and, for compute-bound classes, HBM traffic free),
 // no launch cost, and the grid point's half-saturations: x_i of the fit.
-ComputeModel unit_model(const GpuSpec& device, const ComputeParams& defaults, double gemm_half, double seq_half,
-                        bool memory_free) {
+ComputeModel unit_model(const GpuSpec& device, const ComputeParams& defaults, double gemm_half,
+                        double seq_half, bool memory_free) {
   ComputeParams p = defaults;
   p.gemm_max = p.fp8_gemm_max = p.fp4_gemm_max = 1;
   p.attn_fwd_max = p.attn_bwd_max = p.attn_fa2_fwd_max = p.attn_fa2_bwd_max = 1;
@@ -81,8 +87,8 @@ Solution solve(const std::vector<KernelSample>& samples, const std::vector<doubl
 double relative_error(double predicted, double measured) { return (predicted - measured) / measured; }
 
 // weights: each sample's calls per step; the rms weights each relative error by the time it takes.
-FitResidual residual_of(std::string what, const std::vector<double>& predicted, const std::vector<double>& measured,
-                        const std::vector<double>& calls) {
+FitResidual residual_of(std::string what, const std::vector<double>& predicted,
+                        const std::vector<double>& measured, const std::vector<double>& calls) {
   FitResidual r{std::move(what), int64_t(measured.size()), 0, 0};
   double sum = 0, total = 0;
   for (size_t i = 0; i < measured.size(); ++i) {
@@ -120,6 +126,22 @@ void fit_compute(const GpuSpec& device, const ComputeParams& defaults, const std
       if (s.cost < best.cost) best = s;
     }
 
+  // Each class's total time per step kept: least squares shaped the curves (the half-saturations,
+  // the launch cost); each efficiency is then the one whose ops take, together, the measured time.
+  {
+    const ComputeModel compute = unit_model(device, defaults, best.gemm_half, best.seq_half, true);
+    const ComputeModel bandwidth = unit_model(device, defaults, best.gemm_half, best.seq_half, false);
+    std::array<double, kUnknowns> unit_total{}, measured_total{};
+    for (const KernelSample& s : samples) {
+      const size_t k = size_t(unknown_of(s.shape.cls));
+      unit_total[k] += s.calls * (s.shape.cls == OpClass::memory ? bandwidth : compute).op_seconds(s.shape);
+      measured_total[k] += s.calls * (s.measured_s - best.launch_s);
+    }
+    for (size_t k = 0; k < kUnknowns; ++k)
+      if (best.inverse_efficiency[k] > 0 && unit_total[k] > 0 && measured_total[k] > 0)
+        best.inverse_efficiency[k] = measured_total[k] / unit_total[k];
+  }
+
   // Efficiencies over 1: the device's peak (bandwidth) was low; raise it, keep eff at 1.
   GpuSpec corrected = device;
   std::array<double, kUnknowns>& u = best.inverse_efficiency;
@@ -136,8 +158,9 @@ void fit_compute(const GpuSpec& device, const ComputeParams& defaults, const std
   if (u[memory] > 0 && u[memory] < 1) {
     corrected.hbm_bytes_per_s /= u[memory];
     u[memory] = 1;
-    fit.notes.push_back(fmt::format("memory-bound ops ran faster than the measured bandwidth: raised to {:.1f} GB/s",
-                                    corrected.hbm_bytes_per_s / 1e9));
+    fit.notes.push_back(
+        fmt::format("memory-bound ops ran faster than the measured bandwidth: raised to {:.1f} GB/s",
+                    corrected.hbm_bytes_per_s / 1e9));
   }
   GpuCalibration& c = fit.calibration;
   auto efficiency = [&](Unknown k) -> std::optional<double> {
@@ -205,8 +228,17 @@ void fit_links(const std::vector<CollectiveSample>& all, LinkClass link, Calibra
     fit.notes.push_back(fmt::format("{} collectives: no positive bandwidth term fits; α-β kept", name));
     return;
   }
+  // The collectives' total time per step kept, as the kernels' (fit_compute).
+  double predicted_total = 0, measured_total = 0;
+  for (const CollectiveSample& s : samples) {
+    const AlphaBetaTerms t = alpha_beta_terms(s.op, s.ranks, s.bytes);
+    predicted_total += s.calls * (t.alpha * alpha + t.beta * beta);
+    measured_total += s.calls * s.measured_s;
+  }
+  alpha *= measured_total / predicted_total;
+  beta *= measured_total / predicted_total;
   LinkCalibration& l = link == LinkClass::scale_up ? fit.calibration.scale_up : fit.calibration.scale_out;
-  l.alpha_s = std::clamp(alpha, 0.0, 1e-2);                // calibration.json's bounds
+  l.alpha_s = std::clamp(alpha, 0.0, 1e-2);  // calibration.json's bounds
   l.beta_s_per_byte = std::clamp(beta, 1e-15, 1e-6);
   std::vector<double> predicted, measured, calls;
   for (const CollectiveSample& s : samples) {

@@ -1,8 +1,9 @@
 // The comparison (comparison.hpp).
 #include "simrun/exec/comparison.hpp"
 
-#include <algorithm>
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <map>
 #include <ostream>
 
@@ -22,8 +23,10 @@ std::string shape_label(const StageProgram& program, const Task& task, int64_t g
     case OpClass::attention_fwd:
     case OpClass::attention_bwd:
       return fmt::format("attention t{} s{} h{} d{}", s.tokens, s.seq_kv, s.heads, s.head_dim);
-    case OpClass::memory: return fmt::format("{:.3g} MB", (s.bytes + s.serial_bytes) / 1e6);
-    case OpClass::host: return fmt::format("host {:.3g} ms", s.host_s * 1e3);
+    case OpClass::memory:
+      return fmt::format("{:.3g} MB", (s.bytes + s.serial_bytes) / 1e6);
+    case OpClass::host:
+      return fmt::format("host {:.3g} ms", s.host_s * 1e3);
   }
   return "";
 }
@@ -72,8 +75,8 @@ std::string percent(double e) { return fmt::format("{:+.1f}%", e * 100); }
 void print_comparison(const Comparison& c, std::ostream& out, size_t max_rows) {
   out << fmt::format("{:<22} {:<30} {:>6} {:>11} {:>11} {:>8} {:>11} {:>8}\n", "op", "shape", "calls",
                      "predicted", "measured", "error", "calibrated", "error");
-  out << fmt::format("{:<22} {:<30} {:>6} {:>11} {:>11} {:>8} {:>11} {:>8}\n", "", "", "", "ms/call", "ms/call", "",
-                     "ms/call", "");
+  out << fmt::format("{:<22} {:<30} {:>6} {:>11} {:>11} {:>8} {:>11} {:>8}\n", "", "", "", "ms/call",
+                     "ms/call", "", "ms/call", "");
   for (size_t i = 0; i < c.ops.size() && i < max_rows; ++i) {
     const ComparisonRow& r = c.ops[i];
     out << fmt::format("{:<22} {:<30} {:>6} {:>11} {:>11} {:>8} {:>11} {:>8}\n", r.name, r.shape, r.calls,

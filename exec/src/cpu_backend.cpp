@@ -52,16 +52,19 @@ KernelPlan memory_plan(const Scenario& sc, const OpShape& shape, const Task& tas
                  : (backward ? KernelKind::layernorm_bwd : KernelKind::layernorm_fwd);
     set_rows(p, shape.bytes / (backward ? kNormBwdBytes : kNormFwdBytes), m.hidden);
     const int64_t x = p.rows * p.width, w = p.width, r = p.rows;
-    if (rms) p.buffers = backward ? std::vector<int64_t>{x, x, w, r, x, w} : std::vector<int64_t>{x, w, x, r};
-    else p.buffers = backward ? std::vector<int64_t>{x, x, w, r, r, x, w, w} : std::vector<int64_t>{x, w, w, x, r, r};
+    if (rms)
+      p.buffers = backward ? std::vector<int64_t>{x, x, w, r, x, w} : std::vector<int64_t>{x, w, x, r};
+    else
+      p.buffers =
+          backward ? std::vector<int64_t>{x, x, w, r, r, x, w, w} : std::vector<int64_t>{x, w, w, x, r, r};
     return p;
   }
   if (task.op == OpName::act || task.op == OpName::expert_act) {
     const bool swiglu = m.ffn_act == FfnActivation::swiglu;
     p.kind = swiglu ? (backward ? KernelKind::swiglu_bwd : KernelKind::swiglu_fwd)
                     : (backward ? KernelKind::gelu_bwd : KernelKind::gelu_fwd);
-    const double per = swiglu ? (backward ? kSwigluBwdBytes : kSwigluFwdBytes)
-                              : (backward ? kGeluBwdBytes : kGeluFwdBytes);
+    const double per =
+        swiglu ? (backward ? kSwigluBwdBytes : kSwigluFwdBytes) : (backward ? kGeluBwdBytes : kGeluFwdBytes);
     set_rows(p, shape.bytes / per, m.ffn_hidden);
     const int64_t x = p.rows * p.width;
     p.buffers = std::vector<int64_t>(swiglu ? (backward ? 5 : 3) : 3, x);
@@ -101,16 +104,18 @@ KernelPlan attention_plan(const Scenario& sc, const OpShape& shape) {
   a.kv_heads = a.q_heads % group == 0 ? a.q_heads / group : a.q_heads;
   const int64_t q = a.batch * a.q_heads * a.seq * a.head_dim, kv = a.batch * a.kv_heads * a.seq * a.head_dim;
   const int64_t lse = a.batch * a.q_heads * a.seq;
-  if (p.kind == KernelKind::attention_fwd) p.buffers = {q, kv, kv, q, lse};
-  else p.buffers = {q, q, kv, kv, q, lse, q, kv, kv};  // dO, Q, K, V, O, lse, dQ, dK, dV
+  if (p.kind == KernelKind::attention_fwd)
+    p.buffers = {q, kv, kv, q, lse};
+  else
+    p.buffers = {q, q, kv, kv, q, lse, q, kv, kv};  // dO, Q, K, V, O, lse, dQ, dK, dV
   return p;
 }
 
 // The identity of a plan: plans equal in it share buffers.
 std::vector<int64_t> plan_key(const KernelPlan& p) {
   const ref::AttentionShape& a = p.attention;
-  return {int64_t(p.kind), p.m,         p.n,       p.k,          p.batch, p.rows, p.width, a.batch,
-          a.q_heads,       a.kv_heads,  a.seq,     a.head_dim,   a.causal, llround(p.host_s * 1e9)};
+  return {int64_t(p.kind), p.m,       p.n,        p.k,   p.batch,    p.rows,   p.width,
+          a.batch,         a.q_heads, a.kv_heads, a.seq, a.head_dim, a.causal, llround(p.host_s * 1e9)};
 }
 
 template <class F>
@@ -126,22 +131,38 @@ std::span<float> out(std::vector<float>& v) { return {v.data(), v.size()}; }
 
 const char* to_string(KernelKind k) {
   switch (k) {
-    case KernelKind::gemm: return "gemm";
-    case KernelKind::attention_fwd: return "attention_fwd";
-    case KernelKind::attention_bwd: return "attention_bwd";
-    case KernelKind::rmsnorm_fwd: return "rmsnorm_fwd";
-    case KernelKind::rmsnorm_bwd: return "rmsnorm_bwd";
-    case KernelKind::layernorm_fwd: return "layernorm_fwd";
-    case KernelKind::layernorm_bwd: return "layernorm_bwd";
-    case KernelKind::swiglu_fwd: return "swiglu_fwd";
-    case KernelKind::swiglu_bwd: return "swiglu_bwd";
-    case KernelKind::gelu_fwd: return "gelu_fwd";
-    case KernelKind::gelu_bwd: return "gelu_bwd";
-    case KernelKind::cross_entropy_fwd: return "cross_entropy_fwd";
-    case KernelKind::cross_entropy_bwd: return "cross_entropy_bwd";
-    case KernelKind::adamw: return "adamw";
-    case KernelKind::stream: return "stream";
-    case KernelKind::host: return "host";
+    case KernelKind::gemm:
+      return "gemm";
+    case KernelKind::attention_fwd:
+      return "attention_fwd";
+    case KernelKind::attention_bwd:
+      return "attention_bwd";
+    case KernelKind::rmsnorm_fwd:
+      return "rmsnorm_fwd";
+    case KernelKind::rmsnorm_bwd:
+      return "rmsnorm_bwd";
+    case KernelKind::layernorm_fwd:
+      return "layernorm_fwd";
+    case KernelKind::layernorm_bwd:
+      return "layernorm_bwd";
+    case KernelKind::swiglu_fwd:
+      return "swiglu_fwd";
+    case KernelKind::swiglu_bwd:
+      return "swiglu_bwd";
+    case KernelKind::gelu_fwd:
+      return "gelu_fwd";
+    case KernelKind::gelu_bwd:
+      return "gelu_bwd";
+    case KernelKind::cross_entropy_fwd:
+      return "cross_entropy_fwd";
+    case KernelKind::cross_entropy_bwd:
+      return "cross_entropy_bwd";
+    case KernelKind::adamw:
+      return "adamw";
+    case KernelKind::stream:
+      return "stream";
+    case KernelKind::host:
+      return "host";
   }
   return "?";
 }
@@ -167,8 +188,10 @@ KernelPlan kernel_plan(const Scenario& sc, const StageProgram& program, const Ta
       return p;
     }
     case OpClass::attention_fwd:
-    case OpClass::attention_bwd: return attention_plan(sc, shape);
-    case OpClass::memory: return memory_plan(sc, shape, task);
+    case OpClass::attention_bwd:
+      return attention_plan(sc, shape);
+    case OpClass::memory:
+      return memory_plan(sc, shape, task);
     case OpClass::host: {
       KernelPlan p;
       p.kind = KernelKind::host;
@@ -181,7 +204,8 @@ KernelPlan kernel_plan(const Scenario& sc, const StageProgram& program, const Ta
 
 double CpuBackend::footprint_bytes(const Scenario& sc, const StageProgram& program) {
   std::map<std::vector<int64_t>, double> distinct;
-  for_each_plan(sc, program, [&](uint32_t, const KernelPlan& p) { distinct.emplace(plan_key(p), p.bytes()); });
+  for_each_plan(sc, program,
+                [&](uint32_t, const KernelPlan& p) { distinct.emplace(plan_key(p), p.bytes()); });
   double bytes = 0;
   for (const auto& [key, b] : distinct) bytes += b;
   return bytes;
@@ -242,22 +266,29 @@ void CpuBackend::run(uint32_t index) {
       ref::rmsnorm_forward<float>(in(d[0]), in(d[1]), p.rows, p.width, 1e-5f, out(d[2]), out(d[3]));
       return;
     case KernelKind::rmsnorm_bwd:
-      ref::rmsnorm_backward<float>(in(d[0]), in(d[1]), in(d[2]), in(d[3]), p.rows, p.width, out(d[4]), out(d[5]));
+      ref::rmsnorm_backward<float>(in(d[0]), in(d[1]), in(d[2]), in(d[3]), p.rows, p.width, out(d[4]),
+                                   out(d[5]));
       return;
     case KernelKind::layernorm_fwd:
-      ref::layernorm_forward<float>(in(d[0]), in(d[1]), in(d[2]), p.rows, p.width, 1e-5f, out(d[3]), out(d[4]),
-                                    out(d[5]));
+      ref::layernorm_forward<float>(in(d[0]), in(d[1]), in(d[2]), p.rows, p.width, 1e-5f, out(d[3]),
+                                    out(d[4]), out(d[5]));
       return;
     case KernelKind::layernorm_bwd:
-      ref::layernorm_backward<float>(in(d[0]), in(d[1]), in(d[2]), in(d[3]), in(d[4]), p.rows, p.width, out(d[5]),
-                                     out(d[6]), out(d[7]));
+      ref::layernorm_backward<float>(in(d[0]), in(d[1]), in(d[2]), in(d[3]), in(d[4]), p.rows, p.width,
+                                     out(d[5]), out(d[6]), out(d[7]));
       return;
-    case KernelKind::swiglu_fwd: ref::swiglu_forward<float>(in(d[0]), in(d[1]), out(d[2])); return;
+    case KernelKind::swiglu_fwd:
+      ref::swiglu_forward<float>(in(d[0]), in(d[1]), out(d[2]));
+      return;
     case KernelKind::swiglu_bwd:
       ref::swiglu_backward<float>(in(d[0]), in(d[1]), in(d[2]), out(d[3]), out(d[4]));
       return;
-    case KernelKind::gelu_fwd: ref::gelu_forward<float>(in(d[0]), out(d[1])); return;
-    case KernelKind::gelu_bwd: ref::gelu_backward<float>(in(d[0]), in(d[1]), out(d[2])); return;
+    case KernelKind::gelu_fwd:
+      ref::gelu_forward<float>(in(d[0]), out(d[1]));
+      return;
+    case KernelKind::gelu_bwd:
+      ref::gelu_backward<float>(in(d[0]), in(d[1]), out(d[2]));
+      return;
     case KernelKind::cross_entropy_fwd:
       ref::cross_entropy_forward<float>(in(d[0]), b.targets, p.rows, p.width, out(d[1]));
       return;

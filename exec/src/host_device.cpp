@@ -1,13 +1,13 @@
 // The host's device entry and its single-rank microbenchmarks (host_device.hpp).
 #include "simrun/exec/host_device.hpp"
 
+#include <fmt/format.h>
 #include <time.h>
 
 #include <Eigen/Core>
 #include <algorithm>
-#include <cmath>
 #include <chrono>
-#include <fmt/format.h>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -113,10 +113,11 @@ GpuSpec host_device(const GpuSpec& nominal, const HostMeasurement& m, int64_t ra
   g.hbm_bytes_per_s = m.memory_bytes_per_s * share;
   if (m.link.beta_s_per_byte) g.scale_up_bytes_per_s = g.pcie_bytes_per_s = 1 / *m.link.beta_s_per_byte;
   g.scale_up_domain = std::max<int64_t>(g.scale_up_domain, ranks_per_node);
-  g.source = fmt::format("simrun validate's microbenchmark on this host: Eigen fp32 GEMM 256^3 and 512^3 {:.1f} GFLOP/s and "
-                         "a triad {:.1f} GB/s on one core, times {:.3g}, a rank's share of a core ({} ranks on {} "
-                         "cores); MPI all-reduce alpha-beta",
-                         m.gemm_flops_per_s / 1e9, m.memory_bytes_per_s / 1e9, share, ranks_per_node, m.cores);
+  g.source = fmt::format(
+      "simrun validate's microbenchmark on this host: Eigen fp32 GEMM 256^3 and 512^3 {:.1f} GFLOP/s and "
+      "a triad {:.1f} GB/s on one core, times {:.3g}, a rank's share of a core ({} ranks on {} "
+      "cores); MPI all-reduce alpha-beta",
+      m.gemm_flops_per_s / 1e9, m.memory_bytes_per_s / 1e9, share, ranks_per_node, m.cores);
   return g;
 }
 

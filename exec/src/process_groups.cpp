@@ -4,6 +4,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "mpi_world.hpp"
 #include "simrun/common/error.hpp"
 
 namespace simrun::exec {
@@ -19,8 +20,7 @@ ProcessGroups::ProcessGroups(const Workload& workload, const RankLayout& layout,
     MPI_Comm comm = MPI_COMM_NULL;
     const int color = static_cast<int>(layout.group_id(group, rank));
     const int key = static_cast<int>(layout.index_in_group(group, rank));
-    if (MPI_Comm_split(MPI_COMM_WORLD, color, key, &comm) != MPI_SUCCESS)
-      throw std::runtime_error("MPI_Comm_split failed");
+    check(MPI_Comm_split(MPI_COMM_WORLD, color, key, &comm), "MPI_Comm_split");
     m_comms[{group, stream}] = comm;
   }
 }

@@ -1,9 +1,10 @@
 // The faithful slice (slice.hpp).
 #include "simrun/exec/slice.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 
 #include "simrun/common/error.hpp"
 
@@ -22,10 +23,11 @@ void slice_data_parallel(Slice& s, const SliceLimits& limits) {
                                  "with -np {}; fewer ranks than a replica cannot keep its shapes)",
                                  replica, limits.ranks, replica));
   if (limits.ranks % replica != 0)
-    throw InputError(file, "layout",
-                     fmt::format("{} ranks do not form whole replicas of tp x cp x pp = {} ranks (run with -np "
-                                 "a multiple of {})",
-                                 limits.ranks, replica, replica));
+    throw InputError(
+        file, "layout",
+        fmt::format("{} ranks do not form whole replicas of tp x cp x pp = {} ranks (run with -np "
+                    "a multiple of {})",
+                    limits.ranks, replica, replica));
   const int64_t dp = limits.ranks / replica;
   if (dp > l.dp)
     throw InputError(file, "layout.dp",
@@ -37,9 +39,10 @@ void slice_data_parallel(Slice& s, const SliceLimits& limits) {
   std::string change = fmt::format("dp {} -> {} (global batch {} -> {}: {} micro-batches per pipeline kept)",
                                    l.dp, dp, l.global_batch, global_batch, micro_batches);
   if (l.zero_stage > 0)
-    change += fmt::format("; ZeRO-{} shards over {} ranks instead of {}, so each rank's optimizer step and "
-                          "data-parallel collectives are {}x larger",
-                          l.zero_stage, dp, l.dp, l.dp / dp);
+    change += fmt::format(
+        "; ZeRO-{} shards over {} ranks instead of {}, so each rank's optimizer step and "
+        "data-parallel collectives are {}x larger",
+        l.zero_stage, dp, l.dp, l.dp / dp);
   if (l.ep > 1 && (l.tp * l.cp * dp) % (l.ep * l.expert_tp) != 0)
     throw InputError(file, "layout.ep",
                      fmt::format("ep {} x expert tp {} does not divide the {} ranks of a stage once dp is {} "
@@ -64,19 +67,21 @@ void slice_cluster(Slice& s, const SliceLimits& limits) {
   s.scenario.layout.ep_intra_level = 0;  // one level inside one machine
 }
 
-void check_memory(const Slice& s, const SliceLimits& limits, const std::function<double(const Scenario&)>& footprint) {
+void check_memory(const Slice& s, const SliceLimits& limits,
+                  const std::function<double(const Scenario&)>& footprint) {
   const double per_rank = footprint(s.scenario);
   const double need = per_rank * double(limits.ranks_per_node);
   if (limits.memory_bytes > 0 && need > limits.memory_bytes)
-    throw InputError(s.scenario.file, "layout",
-                     fmt::format("the buffers of one rank's shapes take {:.2f} GiB and {} ranks on this machine "
-                                 "need {:.2f} GiB; it has {:.2f} GiB to give (run fewer ranks per machine, or a "
-                                 "smaller micro-batch or sequence: the shapes cannot shrink faithfully)",
-                                 per_rank / kGiB, limits.ranks_per_node, need / kGiB,
-                                 limits.memory_bytes / kGiB));
+    throw InputError(
+        s.scenario.file, "layout",
+        fmt::format("the buffers of one rank's shapes take {:.2f} GiB and {} ranks on this machine "
+                    "need {:.2f} GiB; it has {:.2f} GiB to give (run fewer ranks per machine, or a "
+                    "smaller micro-batch or sequence: the shapes cannot shrink faithfully)",
+                    per_rank / kGiB, limits.ranks_per_node, need / kGiB, limits.memory_bytes / kGiB));
 }
 
-void slice_layers(Slice& s, const SliceLimits& limits, const std::function<double(const Scenario&)>& predict_step) {
+void slice_layers(Slice& s, const SliceLimits& limits,
+                  const std::function<double(const Scenario&)>& predict_step) {
   ModelSpec& m = s.scenario.model;
   const Layout& l = s.scenario.layout;
   const int64_t chunks = l.pp * l.virtual_stages;
@@ -84,13 +89,15 @@ void slice_layers(Slice& s, const SliceLimits& limits, const std::function<doubl
   if (step_s <= limits.step_budget_s || m.layers <= chunks) return;
   // Layers a chunk keeps: as many as the budget allows, at least one.
   const int64_t per_chunk = m.layers / chunks;
-  const int64_t keep = std::clamp<int64_t>(int64_t(std::floor(double(per_chunk) * limits.step_budget_s / step_s)),
-                                           1, std::max<int64_t>(1, per_chunk - 1));
+  const int64_t keep =
+      std::clamp<int64_t>(int64_t(std::floor(double(per_chunk) * limits.step_budget_s / step_s)), 1,
+                          std::max<int64_t>(1, per_chunk - 1));
   const int64_t layers = keep * chunks;
   if (layers >= m.layers) return;
-  s.scaled.push_back(fmt::format("layers {} -> {} ({} per model chunk: a step was predicted at {:.0f} s on this "
-                                 "machine, over the step budget of {:.0f} s)",
-                                 m.layers, layers, keep, step_s, limits.step_budget_s));
+  s.scaled.push_back(
+      fmt::format("layers {} -> {} ({} per model chunk: a step was predicted at {:.0f} s on this "
+                  "machine, over the step budget of {:.0f} s)",
+                  m.layers, layers, keep, step_s, limits.step_budget_s));
   if (m.moe) m.moe->first_dense_layers = std::min(m.moe->first_dense_layers, layers);
   m.layers = layers;
   s.scenario.layout.pipeline_split = PipelineSplit::even;

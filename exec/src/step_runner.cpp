@@ -12,13 +12,17 @@
 #include <string>
 #include <thread>
 
+#include "mpi_world.hpp"
 #include "simrun/common/error.hpp"
 
 namespace simrun::exec {
 namespace {
 
 // How long a rank with nothing to do sleeps between two tests of its requests.
+// From kWaitPoll, doubling while nothing arrives, up to kWaitPollMax: each wake-up costs a context
+// switch, which where ranks outnumber the cores is taken from a rank that computes.
 constexpr std::chrono::microseconds kWaitPoll{20};
+constexpr std::chrono::microseconds kWaitPollMax{1000};
 
 int64_t thread_cpu_ns() {
   timespec t{};
@@ -27,12 +31,9 @@ int64_t thread_cpu_ns() {
 }
 
 int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-void check(int code, const char* call) {
-  if (code != MPI_SUCCESS) throw std::runtime_error(std::string(call) + " failed");
 }
 
 // Elements of fp32 a buffer of `bytes` holds (bf16 buffers are emulated in fp32 at their byte
@@ -97,7 +98,8 @@ void StepRunner::start_comm(uint32_t i, int64_t t0) {
   if (t.kind == TaskKind::recv) {
     const int source = m_groups.stage_peer(t.peer_stage);
     std::vector<float>& b = m_recv_buffer[i];
-    check(MPI_Irecv(b.data(), int(b.size()), MPI_FLOAT, source, int(i), MPI_COMM_WORLD, &request), "MPI_Irecv");
+    check(MPI_Irecv(b.data(), int(b.size()), MPI_FLOAT, source, int(i), MPI_COMM_WORLD, &request),
+          "MPI_Irecv");
   } else if (t.kind == TaskKind::send) {
     const int dest = m_groups.stage_peer(t.peer_stage);
     check(MPI_Isend(buffer(t.stream), count_of(t.comm_bytes), MPI_FLOAT, dest, int(t.peer_task),
@@ -122,8 +124,8 @@ void StepRunner::start_comm(uint32_t i, int64_t t0) {
               "MPI_Ireduce_scatter_block");
         break;
       case CollectiveOp::all_to_all:
-        check(MPI_Ialltoall(b, per_rank, MPI_FLOAT, b + size_t(per_rank) * size_t(n), per_rank, MPI_FLOAT, comm,
-                            &request),
+        check(MPI_Ialltoall(b, per_rank, MPI_FLOAT, b + size_t(per_rank) * size_t(n), per_rank, MPI_FLOAT,
+                            comm, &request),
               "MPI_Ialltoall");
         break;
       case CollectiveOp::broadcast:
@@ -132,7 +134,8 @@ void StepRunner::start_comm(uint32_t i, int64_t t0) {
       case CollectiveOp::reduce: {
         int me = 0;
         MPI_Comm_rank(comm, &me);
-        check(MPI_Ireduce(me == 0 ? MPI_IN_PLACE : b, b, count, MPI_FLOAT, MPI_SUM, 0, comm, &request), "MPI_Ireduce");
+        check(MPI_Ireduce(me == 0 ? MPI_IN_PLACE : b, b, count, MPI_FLOAT, MPI_SUM, 0, comm, &request),
+              "MPI_Ireduce");
         break;
       }
       case CollectiveOp::send_recv: {
@@ -186,6 +189,7 @@ StepTimes StepRunner::run(int64_t step) {
   std::vector<int> completed(2 * n + 1);  // at most two requests per task
 
   const int64_t t0 = now_ns();
+  std::chrono::microseconds wait = kWaitPoll;
   while (m_done < int64_t(n)) {
     bool progress = false;
     // Post what can start: receives whose dependencies are met, each comm stream's head.
@@ -195,7 +199,8 @@ StepTimes StepRunner::run(int64_t step) {
         progress = true;
       }
     for (int s = 0; s < kStreamCount; ++s) {
-      if (s == int(Stream::compute) || m_stream_busy[size_t(s)] || m_next[size_t(s)] >= m_queue[size_t(s)].size())
+      if (s == int(Stream::compute) || m_stream_busy[size_t(s)] ||
+          m_next[size_t(s)] >= m_queue[size_t(s)].size())
         continue;
       const uint32_t head = m_queue[size_t(s)][m_next[size_t(s)]];
       if (m_deps_left[head] == 0 && !m_started[head]) {
@@ -207,7 +212,8 @@ StepTimes StepRunner::run(int64_t step) {
     auto collect = [&] {
       if (m_requests.empty()) return;
       int done = 0;
-      check(MPI_Testsome(int(m_requests.size()), m_requests.data(), &done, completed.data(), MPI_STATUSES_IGNORE),
+      check(MPI_Testsome(int(m_requests.size()), m_requests.data(), &done, completed.data(),
+                         MPI_STATUSES_IGNORE),
             "MPI_Testsome");
       if (done == MPI_UNDEFINED || done == 0) return;
       for (int k = 0; k < done; ++k) {
@@ -235,7 +241,8 @@ StepTimes StepRunner::run(int64_t step) {
       const Task& t = m_program.tasks[head];
       if (m_deps_left[head] == 0) {
         m_watchdog.at(step, head, RankActivity::computing);
-        if (m_fault.kind != InjectedFault::Kind::none && m_fault.step == step && computed == m_compute_tasks / 2) {
+        if (m_fault.kind != InjectedFault::Kind::none && m_fault.step == step &&
+            computed == m_compute_tasks / 2) {
           if (m_fault.kind == InjectedFault::Kind::kill) raise(SIGKILL);
           for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
         }
@@ -257,8 +264,13 @@ StepTimes StepRunner::run(int64_t step) {
       // the ranks that compute (MPI's own blocking wait polls, which steals it where ranks
       // outnumber the cores).
       collect();
-      if (!progress) std::this_thread::sleep_for(kWaitPoll);
+      if (!progress) {
+        std::this_thread::sleep_for(wait);
+        wait = std::min(wait * 2, kWaitPollMax);
+        continue;
+      }
     }
+    wait = kWaitPoll;
   }
   m_watchdog.at(step, -1, RankActivity::finished);
   return m_times;

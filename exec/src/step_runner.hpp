@@ -4,7 +4,8 @@
 // this thread through the backend, collectives and pipeline sends as non-blocking MPI calls on
 // their group's communicator for that stream (a CP ring step as a send to the next member and a
 // receive from the previous), receives posted as soon as their dependencies allow. MPI progresses
-// whenever the rank calls it: between kernels, and while it waits with nothing else to start. Every task's start and end are recorded, in ns from the step's start.
+// whenever the rank calls it: between kernels, and while it waits with nothing else to start. Every task's
+// start and end are recorded, in ns from the step's start.
 #pragma once
 
 #include <mpi.h>
@@ -36,8 +37,8 @@ struct InjectedFault {
 
 class StepRunner {
  public:
-  StepRunner(const StageProgram& program, const ProcessGroups& groups, CpuBackend& backend, Watchdog& watchdog,
-             InjectedFault fault);
+  StepRunner(const StageProgram& program, const ProcessGroups& groups, CpuBackend& backend,
+             Watchdog& watchdog, InjectedFault fault);
   StepTimes run(int64_t step);
 
  private:
@@ -50,7 +51,7 @@ class StepRunner {
   CpuBackend& m_backend;
   Watchdog& m_watchdog;
   InjectedFault m_fault;
-  std::vector<std::vector<uint32_t>> m_queue;      // per stream: its tasks in program order (recvs not)
+  std::vector<std::vector<uint32_t>> m_queue;       // per stream: its tasks in program order (recvs not)
   std::vector<std::vector<uint32_t>> m_dependents;  // per task
   std::vector<uint32_t> m_recvs;
   std::vector<std::vector<float>> m_stream_buffer;  // per stream: one in-flight task's buffer
@@ -59,10 +60,10 @@ class StepRunner {
   // Per step.
   StepTimes m_times;
   std::vector<uint32_t> m_deps_left;
-  std::vector<size_t> m_next;        // per stream: index into m_queue
-  std::vector<bool> m_stream_busy;   // per stream
-  std::vector<bool> m_started;       // per task
-  std::vector<MPI_Request> m_requests;  // in flight
+  std::vector<size_t> m_next;            // per stream: index into m_queue
+  std::vector<bool> m_stream_busy;       // per stream
+  std::vector<bool> m_started;           // per task
+  std::vector<MPI_Request> m_requests;   // in flight
   std::vector<uint32_t> m_request_task;  // the task of each
   std::vector<int> m_open;               // per task: its requests in flight
   int64_t m_done = 0;

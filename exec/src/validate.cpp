@@ -1,19 +1,20 @@
 // `simrun validate` under MPI (validate.hpp): measure the host, slice, predict, run, compare, fit.
 #include "simrun/exec/validate.hpp"
 
+#include <fmt/format.h>
 #include <mpi.h>
-#include <sched.h>
 
 #include <algorithm>
-#include <thread>
 #include <cstdio>
 #include <cstdlib>
-#include <fmt/format.h>
 #include <fstream>
 #include <iostream>
 #include <numeric>
 #include <stdexcept>
 
+#include "host_bench.hpp"
+#include "measurement.hpp"
+#include "mpi_world.hpp"
 #include "process_groups.hpp"
 #include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
@@ -32,76 +33,6 @@ namespace {
 // Share of MemAvailable the ranks' buffers may take (the rest: MPI's buffers, the simulator's
 // own workload and the page cache).
 constexpr double kUsableMemoryFraction = 0.8;
-// The microbenchmark's all-reduce sizes (bytes) and the time each of its measurements takes.
-constexpr double kAllReduceSizes[] = {4096, 65536, 1 << 20, 4 << 20, 16 << 20};
-constexpr double kBenchSeconds = 0.3;
-
-void check(int code, const char* call) {
-  if (code != MPI_SUCCESS) throw std::runtime_error(std::string(call) + " failed");
-}
-
-struct World {
-  int rank = 0, ranks = 1, ranks_per_node = 1;
-  MPI_Comm node = MPI_COMM_NULL;  // the ranks on this machine
-};
-
-// The cores this machine's ranks may run on: the union of their CPU affinities (mpirun may bind
-// each to its own), bounded by a cgroup quota.
-int64_t machine_cores(const World& w) {
-  cpu_set_t mine;
-  CPU_ZERO(&mine);
-  if (sched_getaffinity(0, sizeof(mine), &mine) != 0) return std::max(1u, std::thread::hardware_concurrency());
-  cpu_set_t all;
-  CPU_ZERO(&all);
-  check(MPI_Allreduce(&mine, &all, int(sizeof(cpu_set_t)), MPI_BYTE, MPI_BOR, w.node), "MPI_Allreduce");
-  int64_t cores = CPU_COUNT(&all);
-  if (const int64_t limit = cgroup_core_limit(); limit > 0) cores = std::min(cores, limit);
-  return std::max<int64_t>(1, cores);
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// Every rank's value, on every rank.
-std::vector<double> all_gather(double x, const World& w) {
-  std::vector<double> all(size_t(w.ranks));
-  check(MPI_Allgather(&x, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, MPI_COMM_WORLD), "MPI_Allgather");
-  return all;
-}
-
-// Every rank runs the microbenchmark at once, as the step will; medians over ranks.
-HostMeasurement measure_host(const World& w) {
-  HostMeasurement m;
-  m.cpu = cpu_model_name();
-  m.cores = machine_cores(w);
-  check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
-  m.gemm_flops_per_s = median(all_gather(measure_gemm_flops_per_s(kBenchSeconds), w));
-  check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
-  m.memory_bytes_per_s = median(all_gather(measure_memory_bytes_per_s(kBenchSeconds), w));
-  if (w.ranks > 1) {
-    for (double bytes : kAllReduceSizes) {
-      std::vector<float> buffer(size_t(bytes / 4), 1.0f);
-      std::vector<double> times;
-      for (int rep = 0; rep < 7; ++rep) {
-        check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
-        const double t = MPI_Wtime();
-        check(MPI_Allreduce(MPI_IN_PLACE, buffer.data(), int(buffer.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
-              "MPI_Allreduce");
-        double elapsed = MPI_Wtime() - t, slowest = 0;
-        check(MPI_Allreduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
-        times.push_back(slowest);
-      }
-      m.all_reduce.push_back({CollectiveOp::all_reduce, w.ranks, bytes, LinkClass::scale_up, median(times)});
-    }
-    const CalibrationFit links = fit_calibration(GpuSpec{}, ComputeParams{}, {}, m.all_reduce);
-    m.link = links.calibration.scale_up;
-  }
-  return m;
-}
 
 // Whether any rank refused its input; rank 0 prints the first refusal.
 bool agree_on_refusal(const std::string& refusal, const World& w, std::ostream& err) {
@@ -114,97 +45,6 @@ bool agree_on_refusal(const std::string& refusal, const World& w, std::ostream& 
                      kErrorLineMaxBytes)
         << std::endl;
   return true;
-}
-
-// Each rank's doubles, concatenated on rank 0 in rank order (empty elsewhere).
-std::vector<std::vector<double>> gather_on_rank0(const std::vector<double>& mine, const World& w) {
-  int count = int(mine.size());
-  std::vector<int> counts(size_t(w.ranks));
-  check(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Gather");
-  std::vector<int> offsets(size_t(w.ranks), 0);
-  for (size_t r = 1; r < counts.size(); ++r) offsets[r] = offsets[r - 1] + counts[r - 1];
-  std::vector<double> all(w.rank == 0 ? size_t(offsets.back() + counts.back()) : 0);
-  check(MPI_Gatherv(mine.data(), count, MPI_DOUBLE, all.data(), counts.data(), offsets.data(), MPI_DOUBLE, 0,
-                    MPI_COMM_WORLD),
-        "MPI_Gatherv");
-  std::vector<std::vector<double>> per_rank;
-  if (w.rank == 0)
-    for (size_t r = 0; r < counts.size(); ++r)
-      per_rank.emplace_back(all.begin() + offsets[r], all.begin() + offsets[r] + counts[r]);
-  return per_rank;
-}
-
-// One rank's measured steps, as rank 0 gathered them.
-struct MeasuredSpans {
-  std::vector<StepTimes> steps;
-};
-
-std::vector<MeasuredSpans> unpack_spans(const std::vector<std::vector<double>>& all, size_t steps) {
-  std::vector<MeasuredSpans> out(all.size());
-  for (size_t r = 0; r < all.size(); ++r) {
-    const size_t tasks = all[r].size() / (3 * steps);
-    for (size_t s = 0; s < steps; ++s) {
-      StepTimes t{std::vector<int64_t>(tasks), std::vector<int64_t>(tasks), std::vector<int64_t>(tasks), 0};
-      for (size_t i = 0; i < tasks; ++i) {
-        t.start_ns[i] = int64_t(all[r][3 * (s * tasks + i)]);
-        t.end_ns[i] = int64_t(all[r][3 * (s * tasks + i) + 1]);
-        t.cpu_ns[i] = int64_t(all[r][3 * (s * tasks + i) + 2]);
-      }
-      out[r].steps.push_back(std::move(t));
-    }
-  }
-  return out;
-}
-
-// Seconds per task per rank, the median over the measured steps. A compute task: the CPU time its
-// kernel took (StepTimes::cpu_ns). A send: its end less its start. A collective: its end less the
-// last member's start, the time the collective
-// itself took once every member had reached it (the wait for a late member is that member's
-// compute, which the step's other tasks account for); each rank's times count from its own start
-// of the step, right after a barrier.
-TaskSeconds measured_durations(const Workload& w, const RankLayout& layout, const std::vector<MeasuredSpans>& m) {
-  TaskSeconds out(m.size());
-  for (size_t r = 0; r < m.size(); ++r) {
-    const StageProgram& p = w.stages[size_t(layout.coord_of(int64_t(r)).pp)];
-    out[r].assign(p.tasks.size(), 0.0);
-    std::vector<double> per_step(m[r].steps.size());
-    for (uint32_t i = 0; i < p.tasks.size(); ++i) {
-      const Task& t = p.tasks[i];
-      const std::vector<int64_t> members =
-          t.kind == TaskKind::collective ? layout.group(t.group, int64_t(r)) : std::vector<int64_t>{int64_t(r)};
-      for (size_t s = 0; s < m[r].steps.size(); ++s) {
-        if (t.kind == TaskKind::compute) {
-          per_step[s] = double(m[r].steps[s].cpu_ns[i]) * 1e-9;
-          continue;
-        }
-        int64_t last_start = 0;
-        for (int64_t g : members) last_start = std::max(last_start, m[size_t(g)].steps[s].start_ns[i]);
-        per_step[s] = double(std::max<int64_t>(0, m[r].steps[s].end_ns[i] - last_start)) * 1e-9;
-      }
-      out[r][i] = median(per_step);
-    }
-  }
-  return out;
-}
-
-// Seconds per task per rank of a simulated step (every rank traced).
-TaskSeconds simulated_durations(const Workload& w, const RankLayout& layout, const StepResult& step) {
-  TaskSeconds out(size_t(layout.world_size()));
-  for (int64_t r = 0; r < layout.world_size(); ++r)
-    out[size_t(r)].assign(w.stages[size_t(layout.coord_of(r).pp)].tasks.size(), 0.0);
-  for (const TaskSpan& s : step.spans) out[size_t(s.rank)][s.task] = (s.end - s.start).seconds();
-  return out;
-}
-
-// `simulated` with every compute task's time replaced by its kernel's alone on `kernels`' device.
-TaskSeconds with_kernel_times(const Workload& w, const std::vector<int64_t>& stage_of, const ComputeModel& kernels,
-                              TaskSeconds simulated) {
-  for (size_t r = 0; r < stage_of.size(); ++r) {
-    const StageProgram& p = w.stages[size_t(stage_of[r])];
-    for (uint32_t i = 0; i < p.tasks.size(); ++i)
-      if (p.tasks[i].kind == TaskKind::compute) simulated[r][i] = kernels.op_seconds(p.shape(p.tasks[i]));
-  }
-  return simulated;
 }
 
 SimulateOptions traced_options(SimulateOptions o, const Calibration& calibration, int64_t ranks) {
@@ -258,29 +98,6 @@ SharedStep predict_on_shared_cores(const Scenario& sc, const GpuSpec& core, cons
   return step;
 }
 
-// The kernels and collectives of the measured step as the fit's samples: one per distinct shape
-// (or collective and size), its median over the ranks and tasks that ran it.
-void fit_samples(const Workload& w, const RankLayout& layout, const TaskSeconds& measured,
-                 std::vector<KernelSample>& kernels, std::vector<CollectiveSample>& collectives) {
-  std::map<OpShape, std::vector<double>> by_shape;
-  std::map<std::tuple<int, int64_t, double>, std::vector<double>> by_collective;
-  for (size_t r = 0; r < measured.size(); ++r) {
-    const StageProgram& p = w.stages[size_t(layout.coord_of(int64_t(r)).pp)];
-    for (uint32_t i = 0; i < p.tasks.size(); ++i) {
-      const Task& t = p.tasks[i];
-      if (t.kind == TaskKind::compute) by_shape[p.shape(t)].push_back(measured[r][i]);
-      else if (t.kind == TaskKind::collective)
-        by_collective[{int(t.coll), layout.group_size(t.group), t.comm_bytes}].push_back(measured[r][i]);
-      else if (t.kind == TaskKind::send)
-        by_collective[{int(CollectiveOp::send_recv), 2, t.comm_bytes}].push_back(measured[r][i]);
-    }
-  }
-  for (const auto& [shape, times] : by_shape) kernels.push_back({shape, median(times), double(times.size())});
-  for (const auto& [key, times] : by_collective)
-    collectives.push_back({CollectiveOp(std::get<0>(key)), std::get<1>(key), std::get<2>(key), LinkClass::scale_up,
-                           median(times), double(times.size())});
-}
-
 void write_file(const std::filesystem::path& path, const std::string& text) {
   std::ofstream out(path);
   out << text;
@@ -303,13 +120,13 @@ void print_fit(const CalibrationFit& fit, const GpuCalibration& c, std::ostream&
   auto v = [](const std::optional<double>& x, double scale, const char* unit) {
     return x ? fmt::format("{:.3g}{}", *x * scale, unit) : std::string("-");
   };
-  out << fmt::format("fit      gemm_max {} (half at {} elements), attention fwd {} bwd {}, memory-bound {}, "
-                     "launch {}; scale_up alpha {} beta {}\n",
-                     v(c.gemm_max, 1, ""), v(c.gemm_dim_half, 1, ""), v(c.attn_fwd_max, 1, ""),
-                     v(c.attn_bwd_max, 1, ""), v(c.mem_bw_fraction, 1, ""), v(c.launch_overhead_s, 1e6, " us"),
-                     v(c.scale_up.alpha_s, 1e6, " us"),
-                     c.scale_up.beta_s_per_byte ? fmt::format("{:.3g} GB/s", 1e-9 / *c.scale_up.beta_s_per_byte)
-                                                : std::string("-"));
+  out << fmt::format(
+      "fit      gemm_max {} (half at {} elements), attention fwd {} bwd {}, memory-bound {}, "
+      "launch {}; scale_up alpha {} beta {}\n",
+      v(c.gemm_max, 1, ""), v(c.gemm_dim_half, 1, ""), v(c.attn_fwd_max, 1, ""), v(c.attn_bwd_max, 1, ""),
+      v(c.mem_bw_fraction, 1, ""), v(c.launch_overhead_s, 1e6, " us"), v(c.scale_up.alpha_s, 1e6, " us"),
+      c.scale_up.beta_s_per_byte ? fmt::format("{:.3g} GB/s", 1e-9 / *c.scale_up.beta_s_per_byte)
+                                 : std::string("-"));
   std::string residuals;
   for (const FitResidual& r : fit.residuals)
     residuals += fmt::format("{}{} rms {} max {} ({} samples)", residuals.empty() ? "" : "; ", r.what,
@@ -332,7 +149,8 @@ int validate(const Run& run) {
   const HostMeasurement host = measure_host(w);
   const GpuSpec core = host_device(req.host_nominal, host, w.ranks_per_node, 1.0);  // a kernel as it runs
   // A rank over a step, every rank computing (the slice's budget; the predictions refine the share).
-  const GpuSpec device = host_device(req.host_nominal, host, w.ranks_per_node, core_share(host.cores, w.ranks_per_node));
+  const GpuSpec device =
+      host_device(req.host_nominal, host, w.ranks_per_node, core_share(host.cores, w.ranks_per_node));
   GpuCalibration measured_device;  // what the microbenchmark alone says: peaks are the GEMM and triad rates
   measured_device.gemm_max = 1;
   measured_device.mem_bw_fraction = 1;
@@ -365,23 +183,25 @@ int validate(const Run& run) {
   const Scenario& sc = slice.scenario;
 
   // 3. The prediction, every rank traced.
-  const SharedStep predicted_step = predict_on_shared_cores(sc, core, measured_device, req.options, host.cores,
-                                                            w.ranks_per_node, w.ranks);
+  const SharedStep predicted_step =
+      predict_on_shared_cores(sc, core, measured_device, req.options, host.cores, w.ranks_per_node, w.ranks);
   const SimulationOutput& predicted = predicted_step.out;
   const Workload& wl = predicted.workload;
   const RankLayout layout(sc.layout, sc.cluster.gpus_per_node);
   const StageProgram& program = wl.stages[size_t(layout.coord_of(w.rank).pp)];
 
   if (w.rank == 0) {
-    run.out << fmt::format("simrun validate — {} on {} ranks of this host (cpu backend), tp {} pp {} dp {} cp {}, {} "
-                           "micro-batches per pipeline, {}\n",
-                           sc.model.name, w.ranks, sc.layout.tp, sc.layout.pp, sc.layout.dp, sc.layout.cp,
-                           sc.layout.num_microbatches(), to_string(schedule));
-    run.out << fmt::format("host     {}, {} cores for {} ranks: GEMM {:.1f} GFLOP/s and memory {:.1f} GB/s per core; "
-                           "MPI all-reduce alpha {:.1f} us, {:.2f} GB/s\n",
-                           host.cpu.empty() ? "CPU" : host.cpu, host.cores, w.ranks_per_node, host.gemm_flops_per_s / 1e9,
-                           host.memory_bytes_per_s / 1e9, host.link.alpha_s.value_or(0) * 1e6,
-                           host.link.beta_s_per_byte ? 1e-9 / *host.link.beta_s_per_byte : 0.0);
+    run.out << fmt::format(
+        "simrun validate — {} on {} ranks of this host (cpu backend), tp {} pp {} dp {} cp {}, {} "
+        "micro-batches per pipeline, {}\n",
+        sc.model.name, w.ranks, sc.layout.tp, sc.layout.pp, sc.layout.dp, sc.layout.cp,
+        sc.layout.num_microbatches(), to_string(schedule));
+    run.out << fmt::format(
+        "host     {}, {} cores for {} ranks: GEMM {:.1f} GFLOP/s and memory {:.1f} GB/s per core; "
+        "MPI all-reduce alpha {:.1f} us, {:.2f} GB/s\n",
+        host.cpu.empty() ? "CPU" : host.cpu, host.cores, w.ranks_per_node, host.gemm_flops_per_s / 1e9,
+        host.memory_bytes_per_s / 1e9, host.link.alpha_s.value_or(0) * 1e6,
+        host.link.beta_s_per_byte ? 1e-9 / *host.link.beta_s_per_byte : 0.0);
     if (slice.scaled.empty()) run.out << "scaled   nothing: the layout runs as the scenario gives it\n";
     for (const std::string& s : slice.scaled) run.out << "scaled   " << s << "\n";
     run.out.flush();
@@ -398,7 +218,7 @@ int validate(const Run& run) {
     int rank = -1;
     long step = -1;
     if (std::sscanf(f, "%7[a-z]:%d:%ld", kind, &rank, &step) == 3 && rank == w.rank) {
-      fault.kind = std::string(kind) == "kill" ? InjectedFault::Kind::kill
+      fault.kind = std::string(kind) == "kill"   ? InjectedFault::Kind::kill
                    : std::string(kind) == "hang" ? InjectedFault::Kind::hang
                                                  : InjectedFault::Kind::none;
       fault.step = step;
@@ -422,14 +242,7 @@ int validate(const Run& run) {
   watchdog.stop();
 
   // 5. Gather every measured step's spans on rank 0.
-  std::vector<double> spans;
-  for (const StepTimes& t : steps)
-    for (size_t i = 0; i < program.tasks.size(); ++i) {
-      spans.push_back(double(t.start_ns[i]));
-      spans.push_back(double(t.end_ns[i]));
-      spans.push_back(double(t.cpu_ns[i]));
-    }
-  const std::vector<std::vector<double>> all_spans = gather_on_rank0(spans, w);
+  const std::vector<std::vector<double>> all_spans = gather_on_rank0(pack_spans(steps), w);
   if (w.rank != 0) return 0;
   const std::vector<MeasuredSpans> measured_spans = unpack_spans(all_spans, steps.size());
   std::vector<size_t> order(step_s.size());
@@ -444,36 +257,30 @@ int validate(const Run& run) {
   std::vector<CollectiveSample> collectives;
   fit_samples(wl, layout, measured, kernels, collectives);
   const ComputeParams base_params = base.compute_params(core.id, default_compute_params(core));
-  // Where ranks outnumber the cores, a collective's time in the step is mostly the wait for a
-  // descheduled member to run again: the scheduler's, not the link's. α-β then come from the
-  // microbenchmark's all-reduces, every rank in them.
-  const bool oversubscribed = w.ranks_per_node > host.cores;
-  CalibrationFit fit = fit_calibration(core, default_compute_params(core), kernels,
-                                       oversubscribed ? std::vector<CollectiveSample>{} : collectives);
+  CalibrationFit fit = fit_calibration(core, default_compute_params(core), kernels, collectives);
   if (!fit.calibration.scale_up.beta_s_per_byte) {
     fit.calibration.scale_up = host.link;
-    fit.notes.push_back(oversubscribed ? "alpha-beta from the microbenchmark's all-reduces: with more ranks than "
-                                         "cores the step's collectives time the scheduler"
-                                       : "the step's collectives did not determine alpha-beta: the microbenchmark's "
-                                         "all-reduce fit kept");
+    fit.notes.push_back("the step's collectives did not determine alpha-beta: the microbenchmark's all-reduce fit kept");
   }
   fit.calibration.device.source =
-      core.source + "; the fitted core times each rank's share of it by processor sharing (exec/src/validate.cpp)";
+      core.source +
+      "; the fitted core times each rank's share of it by processor sharing (exec/src/validate.cpp)";
   const ComputeModel fitted_kernels = [&] {
     Calibration c;
     c.set_gpu(core.id, fit.calibration);
     return calibrated_compute_model(c.calibrated_device(core), c, default_compute_params(core));
   }();
-  const SharedStep calibrated_step = predict_on_shared_cores(sc, core, fit.calibration, req.options, host.cores,
-                                                             w.ranks_per_node, w.ranks);
+  const SharedStep calibrated_step =
+      predict_on_shared_cores(sc, core, fit.calibration, req.options, host.cores, w.ranks_per_node, w.ranks);
   const SimulationOutput& calibrated = calibrated_step.out;
   Calibration calibration = calibrated_step.calibration;
-  calibration.set_source(fmt::format("simrun validate on {} ({} ranks on {} cores, cpu backend), {}", host.cpu,
-                                     w.ranks, host.cores, sc.file));
+  calibration.set_source(fmt::format("simrun validate on {} ({} ranks on {} cores, cpu backend), {}",
+                                     host.cpu, w.ranks, host.cores, sc.file));
   if (calibrated_step.share < 1)
-    fit.notes.push_back(fmt::format("{} ranks share {} cores: each rank's device is {:.3g} of the fitted core "
-                                    "(processor sharing: the cores over the ranks computing at a time)",
-                                    w.ranks_per_node, host.cores, calibrated_step.share));
+    fit.notes.push_back(
+        fmt::format("{} ranks share {} cores: each rank's device is {:.3g} of the fitted core "
+                    "(processor sharing: the cores over the ranks computing at a time)",
+                    w.ranks_per_node, host.cores, calibrated_step.share));
 
   std::vector<int64_t> stage_of;
   for (int64_t r = 0; r < w.ranks; ++r) stage_of.push_back(layout.coord_of(r).pp);
@@ -481,15 +288,16 @@ int validate(const Run& run) {
   for (int g = 0; g < kGroupKindCount; ++g) group_sizes[size_t(g)] = layout.group_size(GroupKind(g));
   Comparison comparison = compare_ops(
       wl, stage_of, group_sizes,
-      with_kernel_times(wl, stage_of, ComputeModel(core, base_params), simulated_durations(wl, layout, predicted.step)),
+      with_kernel_times(wl, stage_of, ComputeModel(core, base_params),
+                        simulated_durations(wl, layout, predicted.step)),
       measured,
       with_kernel_times(wl, stage_of, fitted_kernels, simulated_durations(wl, layout, calibrated.step)));
   comparison.step = {predicted.report.step_time_s, step_s[median_step], calibrated.report.step_time_s};
 
   std::string measured_steps;
   for (double s : step_s) measured_steps += fmt::format(" {:.3f}", s);
-  run.out << fmt::format("steps    {} warm-up, {} measured (s):{}; median {:.3f} s\n\n", req.warmup, req.steps,
-                         measured_steps, comparison.step.measured_s);
+  run.out << fmt::format("steps    {} warm-up, {} measured (s):{}; median {:.3f} s\n\n", req.warmup,
+                         req.steps, measured_steps, comparison.step.measured_s);
   print_comparison(comparison, run.out, 25);
   run.out << "\n";
   print_fit(fit, fit.calibration, run.out);
@@ -520,9 +328,10 @@ int validate(const Run& run) {
   report["fit"] = fit_json(fit);
   write_file(req.out_dir / "report.json", report.dump(2) + "\n");
   write_file(req.out_dir / "calibration.json", calibration.to_json().dump(2) + "\n");
-  run.out << fmt::format("wrote    {0}/report.json, {0}/calibration.json, {0}/trace-measured.json, "
-                         "{0}/trace-simulated.json\n",
-                         req.out_dir.string());
+  run.out << fmt::format(
+      "wrote    {0}/report.json, {0}/calibration.json, {0}/trace-measured.json, "
+      "{0}/trace-simulated.json\n",
+      req.out_dir.string());
   return 0;
 }
 
@@ -533,7 +342,8 @@ bool validate_available() { return true; }
 int run_validate(const std::function<ValidateRequest()>& make_request, std::ostream& out, std::ostream& err) {
   int provided = 0, initialized = 0;
   check(MPI_Initialized(&initialized), "MPI_Initialized");
-  if (!initialized) check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+  if (!initialized)
+    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
   World w;
   check(MPI_Comm_rank(MPI_COMM_WORLD, &w.rank), "MPI_Comm_rank");
   check(MPI_Comm_size(MPI_COMM_WORLD, &w.ranks), "MPI_Comm_size");
@@ -572,7 +382,8 @@ int run_validate(const std::function<ValidateRequest()>& make_request, std::ostr
     MPI_Finalize();
     return 2;
   } catch (const std::exception& e) {
-    err << printable(fmt::format("simrun validate: rank {}: internal error: {}", w.rank, e.what()), kErrorLineMaxBytes)
+    err << printable(fmt::format("simrun validate: rank {}: internal error: {}", w.rank, e.what()),
+                     kErrorLineMaxBytes)
         << std::endl;
     MPI_Abort(MPI_COMM_WORLD, 1);
   }

@@ -1,13 +1,13 @@
 // The watchdog (watchdog.hpp).
 #include "watchdog.hpp"
 
+#include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <fmt/format.h>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -21,16 +21,21 @@ namespace {
 constexpr double kStaleHeartbeatS = 5;
 
 int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
 const char* activity_name(int a) {
   switch (static_cast<RankActivity>(a)) {
-    case RankActivity::starting: return "starting";
-    case RankActivity::computing: return "computing";
-    case RankActivity::waiting: return "waiting on communication";
-    case RankActivity::finished: return "finished";
+    case RankActivity::starting:
+      return "starting";
+    case RankActivity::computing:
+      return "computing";
+    case RankActivity::waiting:
+      return "waiting on communication";
+    case RankActivity::finished:
+      return "finished";
   }
   return "?";
 }
@@ -62,7 +67,8 @@ struct Heartbeat {
 Heartbeat read_heartbeat(const std::filesystem::path& file) {
   Heartbeat h;
   std::ifstream in(file);
-  if (in >> h.host >> h.pid >> h.step >> h.task >> h.activity >> h.since_progress_s >> h.written_ns) h.found = true;
+  if (in >> h.host >> h.pid >> h.step >> h.task >> h.activity >> h.since_progress_s >> h.written_ns)
+    h.found = true;
   return h;
 }
 
@@ -106,8 +112,8 @@ void Watchdog::write_heartbeat(double since_progress_s) {
   const std::filesystem::path temporary = m_dir / fmt::format(".rank-{}.tmp", m_rank);
   {
     std::ofstream out(temporary);
-    out << host_name() << ' ' << long(getpid()) << ' ' << m_step.load() << ' ' << m_task.load() << ' ' << m_activity.load() << ' '
-        << since_progress_s << ' ' << now_ns() << '\n';
+    out << host_name() << ' ' << long(getpid()) << ' ' << m_step.load() << ' ' << m_task.load() << ' '
+        << m_activity.load() << ' ' << since_progress_s << ' ' << now_ns() << '\n';
   }
   std::error_code ec;
   std::filesystem::rename(temporary, file, ec);  // readers never see half a line
@@ -146,24 +152,28 @@ void Watchdog::fire(double since_progress_s, const std::string& cause, bool look
     if (r == m_rank) continue;
     const Heartbeat h = read_heartbeat(m_dir / fmt::format("rank-{}", r));
     std::string why;
-    if (!h.found) why = "no heartbeat";
+    if (!h.found)
+      why = "no heartbeat";
     else if (h.host == host && kill(pid_t(h.pid), 0) != 0 && errno == ESRCH)
       why = fmt::format("pid {} is gone: it died", h.pid);
     else if (double(now - h.written_ns) * 1e-9 > kStaleHeartbeatS)
-      why = fmt::format("its heartbeat stopped {:.0f} s ago (pid {} died or froze)", double(now - h.written_ns) * 1e-9,
-                        h.pid);
-    else if (static_cast<RankActivity>(h.activity) == RankActivity::computing && h.since_progress_s > m_timeout_s / 2)
-      why = fmt::format("stuck computing task {} of step {} for {:.0f} s", h.task, h.step, h.since_progress_s);
+      why = fmt::format("its heartbeat stopped {:.0f} s ago (pid {} died or froze)",
+                        double(now - h.written_ns) * 1e-9, h.pid);
+    else if (static_cast<RankActivity>(h.activity) == RankActivity::computing &&
+             h.since_progress_s > m_timeout_s / 2)
+      why =
+          fmt::format("stuck computing task {} of step {} for {:.0f} s", h.task, h.step, h.since_progress_s);
     if (!why.empty()) suspects += fmt::format("{}rank {} ({})", suspects.empty() ? "" : "; ", r, why);
   }
   const bool self_stuck = static_cast<RankActivity>(m_activity.load()) == RankActivity::computing;
   std::string line =
       cause.empty()
-          ? fmt::format("simrun validate: rank {}: no task finished for {:.0f} s (--timeout {:.0f}), {} at '{}' of "
-                        "step {}",
-                        m_rank, since_progress_s, m_timeout_s, activity_name(m_activity.load()), label, m_step.load())
-          : fmt::format("simrun validate: rank {}: {}, while this rank was {} at '{}' of step {}", m_rank, cause,
-                        activity_name(m_activity.load()), label, m_step.load());
+          ? fmt::format(
+                "simrun validate: rank {}: no task finished for {:.0f} s (--timeout {:.0f}), {} at '{}' of "
+                "step {}",
+                m_rank, since_progress_s, m_timeout_s, activity_name(m_activity.load()), label, m_step.load())
+          : fmt::format("simrun validate: rank {}: {}, while this rank was {} at '{}' of step {}", m_rank,
+                        cause, activity_name(m_activity.load()), label, m_step.load());
   if (!look_for_fault) {
   } else if (!suspects.empty()) {
     line += "; the rank at fault: " + suspects;

@@ -569,7 +569,8 @@ TEST_CASE("simrun --version prints the CMake project version and exits 0", "[cli
   CHECK(r.err.empty());
 }
 
-TEST_CASE("every subcommand is listed in --help, and validate's bad input is one line, exit 2", "[cli][errors]") {
+TEST_CASE("every subcommand is listed in --help, and validate's bad input is one line, exit 2",
+          "[cli][errors]") {
   const RunResult help = run_simrun("--help");
   CHECK(help.exit_code == 0);
   for (const char* name :
@@ -579,10 +580,12 @@ TEST_CASE("every subcommand is listed in --help, and validate's bad input is one
   // Outside mpirun the input is read before MPI starts (exec/validate.hpp; the runs: tests/exec).
   require_one_line_error(run_simrun("validate x.json --out dir"), "x.json: cannot open file");
   require_one_line_error(run_simrun("--validate x.json"), "x.json: cannot open file");
-  const std::string example = shell_quoted(std::filesystem::path(SIMRUN_DATA_DIR) / "examples" / "validate-small.json");
+  const std::string example =
+      shell_quoted(std::filesystem::path(SIMRUN_DATA_DIR) / "examples" / "validate-small.json");
   require_one_line_error(run_simrun("validate " + example + " --backend cuda"),
                          "command line: --backend: \"cuda\" is not a backend of this build");
-  require_one_line_error(run_simrun("validate " + example + " --steps 0"), "command line: --steps: must be 1 to 1000");
+  require_one_line_error(run_simrun("validate " + example + " --steps 0"),
+                         "command line: --steps: must be 1 to 1000");
 }
 
 TEST_CASE("the scenario is positional everywhere, --scenario still read where it was", "[cli]") {

@@ -87,7 +87,8 @@ TEST_CASE("fit: an efficiency over 1 raises the device's peak instead", "[exec][
   faster.fp32_flops_per_s *= 1.5;  // the kernels ran 1.5x the entry's peak
   const ComputeModel model(faster, truth);
   std::vector<KernelSample> samples;
-  for (double m : {128.0, 512.0, 2048.0}) samples.push_back({gemm(m, 512, 512), model.op_seconds(gemm(m, 512, 512)), 1});
+  for (double m : {128.0, 512.0, 2048.0})
+    samples.push_back({gemm(m, 512, 512), model.op_seconds(gemm(m, 512, 512)), 1});
 
   const CalibrationFit fit = fit_calibration(host(), default_compute_params(host()), samples, {});
   CHECK(*fit.calibration.gemm_max == Approx(1));
@@ -103,7 +104,8 @@ TEST_CASE("fit: a negative launch cost is refitted as none", "[exec][fit]") {
   const ComputeModel model(host(), truth);
   std::vector<KernelSample> samples;
   // Small ops a little faster than the line through the large ones: least squares would put launch below 0.
-  for (double b : {1e4, 1e5, 1e7, 1e8}) samples.push_back({memory(b), model.op_seconds(memory(b)) * (b < 1e6 ? 0.8 : 1.0), 1});
+  for (double b : {1e4, 1e5, 1e7, 1e8})
+    samples.push_back({memory(b), model.op_seconds(memory(b)) * (b < 1e6 ? 0.8 : 1.0), 1});
   const CalibrationFit fit = fit_calibration(host(), default_compute_params(host()), samples, {});
   CHECK(*fit.calibration.launch_overhead_s == 0);
   CHECK(*fit.calibration.mem_bw_fraction > 0.45);
@@ -123,7 +125,8 @@ TEST_CASE("fit: alpha-beta of a link class from collectives of several sizes", "
   CHECK(*fit.calibration.scale_up.beta_s_per_byte == Approx(beta).epsilon(1e-6));
   CHECK_FALSE(fit.calibration.scale_out.alpha_s);
 
-  // The terms are the α-β forms': a ring all-reduce over 4 ranks takes 2(n-1) steps and 2(n-1)/n of the bytes.
+  // The terms are the α-β forms': a ring all-reduce over 4 ranks takes 2(n-1) steps and 2(n-1)/n of the
+  // bytes.
   const AlphaBetaTerms ring = alpha_beta_terms(CollectiveOp::all_reduce, 4, 1e6);
   CHECK(ring.alpha == Approx(6));
   CHECK(ring.beta == Approx(1.5e6));
@@ -150,7 +153,8 @@ TEST_CASE("fit: the calibration it writes reads back the same", "[exec][fit]") {
   CHECK(device.hbm_bytes_per_s == Approx(9e9));
   CHECK(read.compute_params("cpu-host").gemm_max == Approx(0.9));
   // Another GPU kind keeps its catalog figures.
-  CHECK(read.calibrated_device(test::gpu("h100-sxm")).fp32_flops_per_s == test::gpu("h100-sxm").fp32_flops_per_s);
+  CHECK(read.calibrated_device(test::gpu("h100-sxm")).fp32_flops_per_s ==
+        test::gpu("h100-sxm").fp32_flops_per_s);
   // The device entry is read strictly, as the rest of the file.
   nlohmann::json bad = written.to_json();
   bad["gpus"]["cpu-host"]["device"]["hbm_tb_per_sec"] = 1;

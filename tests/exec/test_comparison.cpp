@@ -25,7 +25,8 @@ TEST_CASE("comparison: ops grouped by name and shape, per call, largest first", 
   }
   // One GEMM task measured 10x longer on rank 1: its row holds the mean of its calls.
   uint32_t first_gemm = 0;
-  while (p.tasks[first_gemm].kind != TaskKind::compute || p.shape(p.tasks[first_gemm]).cls != OpClass::gemm) ++first_gemm;
+  while (p.tasks[first_gemm].kind != TaskKind::compute || p.shape(p.tasks[first_gemm]).cls != OpClass::gemm)
+    ++first_gemm;
   measured[1][first_gemm] = 20e-3;
 
   const Comparison c = compare_ops(w, stage_of, group_sizes, predicted, measured, calibrated);
@@ -40,10 +41,12 @@ TEST_CASE("comparison: ops grouped by name and shape, per call, largest first", 
   for (const Task& t : p.tasks) non_recv += t.kind != TaskKind::recv;
   CHECK(calls == 2 * non_recv);
   for (size_t i = 1; i < c.ops.size(); ++i)
-    CHECK(c.ops[i - 1].measured_s * double(c.ops[i - 1].calls) >= c.ops[i].measured_s * double(c.ops[i].calls));
+    CHECK(c.ops[i - 1].measured_s * double(c.ops[i - 1].calls) >=
+          c.ops[i].measured_s * double(c.ops[i].calls));
   const std::string shape = shape_label(p, p.tasks[first_gemm], 2);
   CHECK_THAT(shape, Catch::StartsWith("gemm "));
-  const auto row = std::find_if(c.ops.begin(), c.ops.end(), [&](const ComparisonRow& r) { return r.shape == shape; });
+  const auto row =
+      std::find_if(c.ops.begin(), c.ops.end(), [&](const ComparisonRow& r) { return r.shape == shape; });
   REQUIRE(row != c.ops.end());
   CHECK(row->measured_s > 2e-3);
   const nlohmann::json j = comparison_json(c);

@@ -12,7 +12,8 @@ namespace {
 
 Scenario small(const std::string& act, const std::string& layout) {
   return test::parse_scenario_text(R"({"model": {"name": "s", "layers": 2, "hidden": 128, "heads": 4,
-    "kv_heads": 2, "ffn_hidden": 256, "ffn_act": ")" + act + R"(", "vocab": 512, "seq_len": 64},
+    "kv_heads": 2, "ffn_hidden": 256, "ffn_act": ")" +
+                                   act + R"(", "vocab": 512, "seq_len": 64},
     "framework": "simrun-cpu", "cluster": {"gpu": "cpu-host", "num_gpus": 4, "gpus_per_node": 4},
     "layout": )" + layout + "}");
 }
@@ -56,7 +57,8 @@ TEST_CASE("cpu backend: a plan keeps its task's shape", "[exec][backend]") {
   CHECK(attention > 0);
 }
 
-TEST_CASE("cpu backend: the norm, activation, loss and optimizer ops run their reference kernels", "[exec][backend]") {
+TEST_CASE("cpu backend: the norm, activation, loss and optimizer ops run their reference kernels",
+          "[exec][backend]") {
   const Scenario sc = small("gelu", R"({"tp": 1, "pp": 1, "dp": 4, "global_batch": 4, "precision": "fp32"})");
   const Workload w = build_workload(sc);
   std::set<KernelKind> kinds;
@@ -73,8 +75,9 @@ TEST_CASE("cpu backend: the norm, activation, loss and optimizer ops run their r
   CHECK((kinds.count(KernelKind::rmsnorm_fwd) == 1 || kinds.count(KernelKind::layernorm_fwd) == 1));
 }
 
-TEST_CASE("cpu backend: every compute task of every stage runs, in buffers the footprint counts", "[exec][backend]") {
-  for (const std::string& act : {"swiglu", "gelu"}) {
+TEST_CASE("cpu backend: every compute task of every stage runs, in buffers the footprint counts",
+          "[exec][backend]") {
+  for (const char* act : {"swiglu", "gelu"}) {
     const Scenario sc = small(act, R"({"tp": 2, "pp": 2, "global_batch": 4, "precision": "fp32"})");
     const Workload w = build_workload(sc);
     for (const StageProgram& p : w.stages) {

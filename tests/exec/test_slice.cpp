@@ -11,7 +11,8 @@ using namespace simrun::exec;
 namespace {
 
 Scenario llama_70b() {
-  return test::parse_scenario_text(R"({"model": "llama3-70b", "cluster": {"gpu": "h100-sxm", "num_gpus": 1024},
+  return test::parse_scenario_text(
+      R"({"model": "llama3-70b", "cluster": {"gpu": "h100-sxm", "num_gpus": 1024},
     "layout": {"tp": 2, "pp": 2, "dp": 256, "global_batch": 1024, "zero_stage": 1}})");
 }
 
@@ -30,7 +31,8 @@ double fast_step(const Scenario&) { return 1; }
 
 }  // namespace
 
-TEST_CASE("slice: data parallelism and the cluster shrink to the ranks, the replica's shapes stay", "[exec][slice]") {
+TEST_CASE("slice: data parallelism and the cluster shrink to the ranks, the replica's shapes stay",
+          "[exec][slice]") {
   const Scenario full = llama_70b();
   const Slice s = faithful_slice(full, four_ranks(), no_buffers, fast_step);
   CHECK(s.scenario.layout.tp == 2);
@@ -58,7 +60,8 @@ TEST_CASE("slice: a layout that already fits is left as it is", "[exec][slice]")
   CHECK(s.scenario.layout == small.layout);
 }
 
-TEST_CASE("slice: a step over the budget keeps fewer layers, a multiple of the model chunks", "[exec][slice]") {
+TEST_CASE("slice: a step over the budget keeps fewer layers, a multiple of the model chunks",
+          "[exec][slice]") {
   SliceLimits limits = four_ranks();
   limits.step_budget_s = 60;
   // 80 layers predicted at 800 s: 40 per stage x 60/800 = 3 per stage.

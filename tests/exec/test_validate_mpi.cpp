@@ -50,15 +50,18 @@ LoopResult run_loop(const std::string& layout_flags, const std::filesystem::path
   REQUIRE(v.exit_code == 0);
   CHECK_THAT(v.out, Catch::Contains("op ") && Catch::Contains("predicted") && Catch::Contains("measured"));
   const json report = read_json(out / "report.json");
-  for (const char* key : {"predicted_s", "measured_s", "error", "calibrated_s"}) CHECK(report["step"].contains(key));
+  for (const char* key : {"predicted_s", "measured_s", "error", "calibrated_s"})
+    CHECK(report["step"].contains(key));
   REQUIRE_FALSE(report["ops"].empty());
-  for (const char* key : {"name", "shape", "predicted_s", "measured_s", "error"}) CHECK(report["ops"][0].contains(key));
-  const json measured_trace = read_json(out / "trace-measured.json"), simulated = read_json(out / "trace-simulated.json");
+  for (const char* key : {"name", "shape", "predicted_s", "measured_s", "error"})
+    CHECK(report["ops"][0].contains(key));
+  const json measured_trace = read_json(out / "trace-measured.json"),
+             simulated = read_json(out / "trace-simulated.json");
   CHECK(slice_names(measured_trace) == slice_names(simulated));  // side by side in Perfetto, the same names
   CHECK(read_json(out / "calibration.json")["gpus"].contains("cpu-host"));
 
-  const RunResult s = run_simrun("simulate " + shell_quoted(kExample) + " " + layout_flags + " --calibration " +
-                                 shell_quoted(out / "calibration.json") + " --json");
+  const RunResult s = run_simrun("simulate " + shell_quoted(kExample) + " " + layout_flags +
+                                 " --calibration " + shell_quoted(out / "calibration.json") + " --json");
   INFO("simulate stderr: " << s.err);
   REQUIRE(s.exit_code == 0);
   return {report["step"]["measured_s"].get<double>(), json::parse(s.out)["step_time_s"].get<double>()};
@@ -67,7 +70,8 @@ LoopResult run_loop(const std::string& layout_flags, const std::filesystem::path
 void check_loop(const std::string& layout_flags, const std::string& name) {
   LoopResult r = run_loop(layout_flags, scratch_dir() / name);
   if (std::abs(r.error()) > kStepTolerance) {
-    WARN("measured " << r.measured_s << " s, simulated " << r.simulated_s << " s: retrying once (a loaded machine)");
+    WARN("measured " << r.measured_s << " s, simulated " << r.simulated_s
+                     << " s: retrying once (a loaded machine)");
     r = run_loop(layout_flags, scratch_dir() / name);
   }
   INFO("measured " << r.measured_s << " s, simulated with the calibration " << r.simulated_s << " s");
@@ -99,7 +103,8 @@ TEST_CASE("validate under mpirun: too few ranks for a replica is one line before
     WARN(why);
     return;
   }
-  const RunResult r = run_ranks(3, "validate " + shell_quoted(kExample) + " --out " + shell_quoted(scratch_dir() / "few"));
+  const RunResult r =
+      run_ranks(3, "validate " + shell_quoted(kExample) + " --out " + shell_quoted(scratch_dir() / "few"));
   require_one_safe_line(r, "one model replica needs tp x cp x pp = 4 ranks and mpirun started 3");
   CHECK(r.exit_code == 2);
   const RunResult bad = run_ranks(4, "validate " + shell_quoted(kExample) + " --steps 0");
@@ -113,8 +118,9 @@ TEST_CASE("validate under mpirun: a rank killed mid-step stops the others within
     return;
   }
   const auto start = std::chrono::steady_clock::now();
-  const RunResult r = run_ranks(4, "validate " + shell_quoted(kExample) + " --out " + shell_quoted(scratch_dir() / "kill"),
-                                {}, "SIMRUN_VALIDATE_FAULT=kill:1:2");
+  const RunResult r =
+      run_ranks(4, "validate " + shell_quoted(kExample) + " --out " + shell_quoted(scratch_dir() / "kill"),
+                {}, "SIMRUN_VALIDATE_FAULT=kill:1:2");
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   INFO("stderr: " << r.err);
   CHECK(r.exit_code != 0);
@@ -129,9 +135,9 @@ TEST_CASE("validate under mpirun: a rank hung mid-step stops the others after --
     return;
   }
   const auto start = std::chrono::steady_clock::now();
-  const RunResult r =
-      run_ranks(4, "validate " + shell_quoted(kExample) + " --timeout 10 --out " + shell_quoted(scratch_dir() / "hang"),
-                {}, "SIMRUN_VALIDATE_FAULT=hang:2:2");
+  const RunResult r = run_ranks(
+      4, "validate " + shell_quoted(kExample) + " --timeout 10 --out " + shell_quoted(scratch_dir() / "hang"),
+      {}, "SIMRUN_VALIDATE_FAULT=hang:2:2");
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   INFO("stderr: " << r.err);
   CHECK(r.exit_code != 0);

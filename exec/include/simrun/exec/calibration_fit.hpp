@@ -8,10 +8,13 @@
 //   t_i ≈ x_i / eff_class(i) + launch
 // over every op together, each op's relative error weighted by its share of the step's time
 // (minimise Σ calls·t · ((pred − t)/t)²: a kernel that takes a third of the step counts for a
-// third, a hundred tiny ones for what they take); the grid point with the least residual wins. An efficiency over 1 means the device entry's peak (or
-// bandwidth) was low: the peak is raised to match and the efficiency set to 1. Efficiencies are
-// kept within calibration.json's bounds [0.01, 1]; a negative launch cost is refitted as 0.
-// Collectives: t_i ≈ c_α,i·α + c_β,i·β with c_α, c_β the α-β forms' own coefficients
+// third, a hundred tiny ones for what they take); the grid point with the least residual wins.
+// The curves so shaped, each class's efficiency is set so that its ops' total time per step is
+// the measured total (the step's time is a sum of them: a fit that shrank a class's total would
+// shrink the step). An efficiency
+// over 1 means the device entry's peak (or bandwidth) was low: the peak is raised to match and the efficiency
+// set to 1. Efficiencies are kept within calibration.json's bounds [0.01, 1]; a negative launch cost is
+// refitted as 0. Collectives: t_i ≈ c_α,i·α + c_β,i·β with c_α, c_β the α-β forms' own coefficients
 // (collective_cost.hpp), per link class.
 #pragma once
 

@@ -21,8 +21,8 @@
 namespace simrun::exec {
 
 struct HostMeasurement {
-  double gemm_flops_per_s = 0;    // one rank's fp32 GEMM rate (median over ranks), e.g. 40e9
-  double memory_bytes_per_s = 0;  // one rank's streaming bandwidth (median over ranks), e.g. 8e9
+  double gemm_flops_per_s = 0;               // one rank's fp32 GEMM rate (median over ranks), e.g. 40e9
+  double memory_bytes_per_s = 0;             // one rank's streaming bandwidth (median over ranks), e.g. 8e9
   std::vector<CollectiveSample> all_reduce;  // world all-reduces of 4 KiB .. 16 MiB
   LinkCalibration link;                      // α-β fitted on them
   std::string cpu;                           // /proc/cpuinfo's model name, e.g. "AMD EPYC 7B13"

@@ -20,11 +20,11 @@
 namespace simrun::exec {
 
 struct SliceLimits {
-  int64_t ranks = 1;             // processes mpirun started, e.g. 4
-  int64_t ranks_per_node = 1;    // of which on one machine
-  GpuSpec device;                // what the ranks run on (the cpu backend: cpu-host, as measured)
-  double memory_bytes = 0;       // memory this machine can give the ranks on it, e.g. 0.8 · MemAvailable
-  double step_budget_s = 120;    // a longer predicted step takes fewer layers
+  int64_t ranks = 1;           // processes mpirun started, e.g. 4
+  int64_t ranks_per_node = 1;  // of which on one machine
+  GpuSpec device;              // what the ranks run on (the cpu backend: cpu-host, as measured)
+  double memory_bytes = 0;     // memory this machine can give the ranks on it, e.g. 0.8 · MemAvailable
+  double step_budget_s = 120;  // a longer predicted step takes fewer layers
 };
 
 struct Slice {

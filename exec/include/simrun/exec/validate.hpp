@@ -29,8 +29,8 @@ struct ValidateRequest {
   int64_t steps = 5;        // measured, after the warm-up
   int64_t warmup = 2;
   std::filesystem::path out_dir = "validate-out";
-  double timeout_s = 60;        // the watchdog: no task finished on a rank for this long
-  double step_budget_s = 120;   // a slice's predicted step on this machine stays under it
+  double timeout_s = 60;       // the watchdog: no task finished on a rank for this long
+  double step_budget_s = 120;  // a slice's predicted step on this machine stays under it
 };
 
 // True when simrun was built with MPI (validate needs it).
