@@ -40,12 +40,10 @@ Command add_estimate_command(CLI::App& root, const CliEnv& env) {
   add_fault_options(*cmd, args->faults, false);
   return {cmd, [args, env] {
             const Catalogs catalogs = load_cli_catalogs(env, args->scenario.catalogs);
-            Scenario scenario = resolve_scenario(args->scenario, catalogs);
+            const Scenario scenario = resolve_scenario(args->scenario, catalogs);
             AnalyticOptions options = framework_options(scenario);
             if (!args->calibration_file.empty())
               options.calibration = Calibration::load(args->calibration_file);
-            // A calibration's measured device figures replace the catalog's (calibration.hpp).
-            scenario.cluster.gpu = options.calibration.calibrated_device(scenario.cluster.gpu);
             apply_framework_options(args->framework, scenario, options.workload, options.memory,
                                     options.schedule);
             options.stragglers = stragglers_of(args->faults, scenario);

@@ -268,10 +268,8 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
         if (!(args->trace_max_mb >= 0))
           throw InputError("command line", "--trace-max-mb",
                            fmt::format("must be 0 (no cap) or more, got {:g}", args->trace_max_mb));
-        Scenario scenario = resolve_scenario(args->scenario, catalogs);
+        const Scenario scenario = resolve_scenario(args->scenario, catalogs);
         SimulateOptions options = simulate_options_of(*args, scenario);
-        // A calibration's measured device figures replace the catalog's (calibration.hpp).
-        scenario.cluster.gpu = options.calibration.calibrated_device(scenario.cluster.gpu);
 
         // The line is blanked before anything else is printed (or the error line, by unwinding).
         std::unique_ptr<ProgressLine> progress = stderr_progress_line(progress_shown);

@@ -3,6 +3,7 @@
 // rank: runs the scenario's own per-rank task graph for real, compares it op by op with the
 // simulation and writes DIR/{report,calibration,trace-measured,trace-simulated}.json
 // (exec/include/simrun/exec/validate.hpp; docs/validation.md "Validate on your machine").
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 
@@ -44,6 +45,15 @@ exec::ValidateRequest request_of(const ValidateArgs& a, const CliEnv& env) {
     const Catalogs catalogs = load_cli_catalogs(env, a.scenario.catalogs);
     exec::ValidateRequest r;
     r.scenario = resolve_scenario(a.scenario, catalogs);
+    // The cpu backend runs its own framework behaviour (no overlaps, no framework host work): the
+    // simulation it is compared with must assume the same.
+    const FrameworkProfile& cpu =
+        catalogs.frameworks.resolve(exec::kCpuBackendFramework, "sim/framework/profiles", "framework");
+    if (r.scenario.framework.id != cpu.id) {
+      r.notes.push_back("framework " + r.scenario.framework.id + " -> " + cpu.id + " (" + cpu.name +
+                        ": what the cpu backend runs)");
+      r.scenario.framework = cpu;
+    }
     r.options = framework_simulate_options(r.scenario);
     apply_framework_options(a.framework, r.scenario, r.options.workload, r.options.memory,
                             r.options.schedule);
@@ -53,6 +63,8 @@ exec::ValidateRequest request_of(const ValidateArgs& a, const CliEnv& env) {
     r.out_dir = a.out;
     r.timeout_s = a.timeout_s;
     r.step_budget_s = a.step_budget_s;
+    if (const char* fault = std::getenv("SIMRUN_VALIDATE_FAULT"))
+      r.fault = fault;  // the tests' fault injection
     return r;
   } catch (const InputError& e) {
     throw as_command_line_error(e);

@@ -126,6 +126,10 @@ void fit_compute(const GpuSpec& device, const ComputeParams& defaults, const std
       if (s.cost < best.cost) best = s;
     }
 
+  if (!std::isfinite(best.cost)) {
+    fit.notes.push_back("the kernels' times fit no compute model (no finite least squares): defaults kept");
+    return;
+  }
   // Each class's total time per step kept: least squares shaped the curves (the half-saturations,
   // the launch cost); each efficiency is then the one whose ops take, together, the measured time.
   {
@@ -164,7 +168,12 @@ void fit_compute(const GpuSpec& device, const ComputeParams& defaults, const std
   }
   GpuCalibration& c = fit.calibration;
   auto efficiency = [&](Unknown k) -> std::optional<double> {
-    if (u[size_t(k)] <= 0) return std::nullopt;
+    if (u[size_t(k)] == 0) return std::nullopt;  // no samples of the class
+    if (u[size_t(k)] < 0) {
+      fit.notes.push_back(fmt::format("{}: no positive efficiency fits its kernels: the default kept",
+                                      kUnknownNames[size_t(k)]));
+      return std::nullopt;
+    }
     const double eff = 1 / u[size_t(k)];
     if (eff < kMinEfficiency)
       fit.notes.push_back(fmt::format("{} efficiency {:.4f} is under calibration.json's floor {}: kept at it",

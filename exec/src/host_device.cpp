@@ -19,12 +19,6 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-double thread_cpu_s() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
-}
-
 // The best of repeated timings of `f` within `seconds` of wall time, in seconds of this thread's
 // CPU time: what `f` costs on a core, as the step's kernels are measured (step_runner.hpp), with
 // the slices the scheduler gives other ranks left out.
@@ -34,14 +28,20 @@ double best_time(double seconds, F&& f) {
   double best = 1e30;
   const auto start = std::chrono::steady_clock::now();
   do {
-    const double t = thread_cpu_s();
+    const int64_t t = thread_cpu_ns();
     f();
-    best = std::min(best, thread_cpu_s() - t);
+    best = std::min(best, double(thread_cpu_ns() - t) * 1e-9);
   } while (seconds_since(start) < seconds);
   return best;
 }
 
 }  // namespace
+
+int64_t thread_cpu_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
 
 double measure_gemm_flops_per_s(double seconds) {
   // Square GEMMs of 256 and 512: Eigen's blocked kernel at its asymptotic rate on one core; the

@@ -86,26 +86,31 @@ TaskSeconds with_kernel_times(const Workload& w, const std::vector<int64_t>& sta
   return simulated;
 }
 
-void fit_samples(const Workload& w, const RankLayout& layout, const TaskSeconds& measured,
+void fit_samples(const Workload& w, const ClusterSpec& cluster, const TaskSeconds& measured,
                  std::vector<KernelSample>& kernels, std::vector<CollectiveSample>& collectives) {
+  const RankLayout layout(w.layout, cluster.gpus_per_node);
   std::map<OpShape, std::vector<double>> by_shape;
-  std::map<std::tuple<int, int64_t, double>, std::vector<double>> by_collective;
+  std::map<std::tuple<int, int64_t, double, int>, std::vector<double>> by_collective;
   for (size_t r = 0; r < measured.size(); ++r) {
     const StageProgram& p = w.stages[size_t(layout.coord_of(int64_t(r)).pp)];
     for (uint32_t i = 0; i < p.tasks.size(); ++i) {
       const Task& t = p.tasks[i];
-      if (t.kind == TaskKind::compute)
+      if (t.kind == TaskKind::compute) {
         by_shape[p.shape(t)].push_back(measured[r][i]);
-      else if (t.kind == TaskKind::collective)
-        by_collective[{int(t.coll), layout.group_size(t.group), t.comm_bytes}].push_back(measured[r][i]);
-      else if (t.kind == TaskKind::send)
-        by_collective[{int(CollectiveOp::send_recv), 2, t.comm_bytes}].push_back(measured[r][i]);
+      } else if (t.kind == TaskKind::collective) {
+        const bool inside = group_inside_scale_up(cluster, rank_group(w.layout, t.group));
+        const LinkClass link = inside ? LinkClass::scale_up : LinkClass::scale_out;
+        by_collective[{int(t.coll), layout.group_size(t.group), t.comm_bytes, int(link)}].push_back(
+            measured[r][i]);
+      }
+      // Sends are left out: a send's end is seen at the rank's next test, after the kernel it
+      // overlapped (step_runner.hpp), so its time is not the link's.
     }
   }
   for (const auto& [shape, times] : by_shape) kernels.push_back({shape, median(times), double(times.size())});
   for (const auto& [key, times] : by_collective)
     collectives.push_back({CollectiveOp(std::get<0>(key)), std::get<1>(key), std::get<2>(key),
-                           LinkClass::scale_up, median(times), double(times.size())});
+                           LinkClass(std::get<3>(key)), median(times), double(times.size())});
 }
 
 }  // namespace simrun::exec

@@ -42,8 +42,9 @@ TaskSeconds with_kernel_times(const Workload& w, const std::vector<int64_t>& sta
                               const ComputeModel& kernels, TaskSeconds simulated);
 
 // The kernels and collectives of the measured step as the fit's samples: one per distinct shape
-// (or collective and size), its median over the ranks and tasks that ran it, weighted by its calls.
-void fit_samples(const Workload& w, const RankLayout& layout, const TaskSeconds& measured,
+// (or collective, size and link class on `cluster`), its median over the ranks and tasks that ran
+// it, weighted by its calls. Pipeline sends are left out (their end is seen late).
+void fit_samples(const Workload& w, const ClusterSpec& cluster, const TaskSeconds& measured,
                  std::vector<KernelSample>& kernels, std::vector<CollectiveSample>& collectives);
 
 }  // namespace simrun::exec

@@ -14,25 +14,9 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 void slice_data_parallel(Slice& s, const SliceLimits& limits) {
+  check_ranks(s.scenario, limits.ranks);
   Layout& l = s.scenario.layout;
-  const std::string& file = s.scenario.file;
-  const int64_t replica = l.tp * l.cp * l.pp;
-  if (limits.ranks < replica)
-    throw InputError(file, "layout",
-                     fmt::format("one model replica needs tp x cp x pp = {} ranks and mpirun started {} (run "
-                                 "with -np {}; fewer ranks than a replica cannot keep its shapes)",
-                                 replica, limits.ranks, replica));
-  if (limits.ranks % replica != 0)
-    throw InputError(
-        file, "layout",
-        fmt::format("{} ranks do not form whole replicas of tp x cp x pp = {} ranks (run with -np "
-                    "a multiple of {})",
-                    limits.ranks, replica, replica));
-  const int64_t dp = limits.ranks / replica;
-  if (dp > l.dp)
-    throw InputError(file, "layout.dp",
-                     fmt::format("the layout runs on {} ranks and mpirun started {} (run with -np {})",
-                                 l.world_size(), limits.ranks, l.world_size()));
+  const int64_t dp = limits.ranks / (l.tp * l.cp * l.pp);
   if (dp == l.dp) return;
   const int64_t micro_batches = l.num_microbatches();
   const int64_t global_batch = l.micro_batch * dp * micro_batches;
@@ -43,15 +27,41 @@ void slice_data_parallel(Slice& s, const SliceLimits& limits) {
         "; ZeRO-{} shards over {} ranks instead of {}, so each rank's optimizer step and "
         "data-parallel collectives are {}x larger",
         l.zero_stage, dp, l.dp, l.dp / dp);
+  l.dp = dp;
+  l.global_batch = global_batch;
+  s.scaled.push_back(change);
+}
+
+}  // namespace
+
+void check_ranks(const Scenario& scenario, int64_t ranks) {
+  const Layout& l = scenario.layout;
+  const std::string& file = scenario.file;
+  const int64_t replica = l.tp * l.cp * l.pp;
+  if (ranks < replica)
+    throw InputError(file, "layout",
+                     fmt::format("one model replica needs tp x cp x pp = {} ranks and mpirun started {} (run "
+                                 "with -np {}; fewer ranks than a replica cannot keep its shapes)",
+                                 replica, ranks, replica));
+  if (ranks % replica != 0)
+    throw InputError(
+        file, "layout",
+        fmt::format("{} ranks do not form whole replicas of tp x cp x pp = {} ranks (run with -np "
+                    "a multiple of {})",
+                    ranks, replica, replica));
+  const int64_t dp = ranks / replica;
+  if (dp > l.dp)
+    throw InputError(file, "layout.dp",
+                     fmt::format("the layout runs on {} ranks and mpirun started {} (run with -np {})",
+                                 l.world_size(), ranks, l.world_size()));
   if (l.ep > 1 && (l.tp * l.cp * dp) % (l.ep * l.expert_tp) != 0)
     throw InputError(file, "layout.ep",
                      fmt::format("ep {} x expert tp {} does not divide the {} ranks of a stage once dp is {} "
                                  "(run with -np {})",
                                  l.ep, l.expert_tp, l.tp * l.cp * dp, dp, l.world_size()));
-  l.dp = dp;
-  l.global_batch = global_batch;
-  s.scaled.push_back(change);
 }
+
+namespace {
 
 void slice_cluster(Slice& s, const SliceLimits& limits) {
   ClusterSpec& c = s.scenario.cluster;

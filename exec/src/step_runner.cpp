@@ -14,6 +14,7 @@
 
 #include "mpi_world.hpp"
 #include "simrun/common/error.hpp"
+#include "simrun/exec/host_device.hpp"
 
 namespace simrun::exec {
 namespace {
@@ -23,12 +24,6 @@ namespace {
 // switch, which where ranks outnumber the cores is taken from a rank that computes.
 constexpr std::chrono::microseconds kWaitPoll{20};
 constexpr std::chrono::microseconds kWaitPollMax{1000};
-
-int64_t thread_cpu_ns() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
-}
 
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -42,6 +37,36 @@ int count_of(double bytes) {
   const double floats = std::max(1.0, std::ceil(bytes / 4.0));
   if (floats > double(INT_MAX)) throw std::runtime_error("a message of over 8 GiB: MPI counts are int");
   return int(floats);
+}
+
+// A message's fp32 elements as a task moves it over a group of n (group_size).
+struct MessageShape {
+  int count = 1;        // the whole buffer
+  int per_rank = 1;     // each member's share: all-gather output, reduce-scatter input, all-to-all
+  size_t elements = 1;  // the buffer it needs: all-to-all and a ring step send one half, receive the other
+};
+
+MessageShape message_shape(const Task& t, int n) {
+  MessageShape m;
+  m.count = count_of(t.comm_bytes);
+  m.per_rank = std::max(1, m.count / n);
+  const size_t shares = size_t(m.per_rank) * size_t(n);
+  m.elements = size_t(m.count);
+  if (t.kind == TaskKind::collective) switch (t.coll) {
+      case CollectiveOp::all_gather:
+      case CollectiveOp::reduce_scatter:
+        m.elements = std::max(m.elements, shares);
+        break;
+      case CollectiveOp::all_to_all:
+        m.elements = 2 * shares;
+        break;
+      case CollectiveOp::send_recv:
+        m.elements = 2 * size_t(m.count);
+        break;
+      default:
+        break;
+    }
+  return m;
 }
 
 int group_size(MPI_Comm comm) {
@@ -68,18 +93,15 @@ StepRunner::StepRunner(const StageProgram& program, const ProcessGroups& groups,
     for (uint16_t d = 0; d < t.dep_count; ++d) m_dependents[program.dep(t, d)].push_back(i);
     if (t.kind == TaskKind::recv) {
       m_recvs.push_back(i);
-      m_recv_buffer[i].resize(size_t(count_of(t.comm_bytes)));
+      m_recv_buffer[i].resize(message_shape(t, 2).elements);
     } else {
       m_queue[size_t(t.stream)].push_back(i);
     }
     if (t.kind == TaskKind::compute) ++m_compute_tasks;
     if (t.kind == TaskKind::collective || t.kind == TaskKind::send) {
-      // All-to-all and a ring step send from the first half and receive into the second.
-      const bool two = t.kind == TaskKind::collective &&
-                       (t.coll == CollectiveOp::all_to_all || t.coll == CollectiveOp::send_recv);
-      const double bytes = two ? 2 * t.comm_bytes : t.comm_bytes;
+      const int n = t.kind == TaskKind::collective ? group_size(groups.comm(t.group, t.stream)) : 2;
       std::vector<float>& b = m_stream_buffer[size_t(t.stream)];
-      b.resize(std::max(b.size(), size_t(count_of(bytes)) + 1));
+      b.resize(std::max(b.size(), message_shape(t, n).elements));
     }
   }
   int flag = 0;
@@ -87,6 +109,21 @@ StepRunner::StepRunner(const StageProgram& program, const ProcessGroups& groups,
   check(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag), "MPI_Comm_get_attr");
   if (flag && tag_ub && int64_t(program.tasks.size()) > int64_t(*tag_ub))
     throw std::runtime_error("a stage program has more tasks than MPI tags (MPI_TAG_UB)");
+}
+
+double StepRunner::buffer_bytes(const StageProgram& program, const RankLayout& layout) {
+  std::vector<size_t> stream_elements(kStreamCount, 0);
+  size_t recv_elements = 0;
+  for (const Task& t : program.tasks) {
+    if (t.kind == TaskKind::recv) recv_elements += message_shape(t, 2).elements;
+    if (t.kind != TaskKind::collective && t.kind != TaskKind::send) continue;
+    const int n = t.kind == TaskKind::collective ? int(layout.group_size(t.group)) : 2;
+    size_t& e = stream_elements[size_t(t.stream)];
+    e = std::max(e, message_shape(t, n).elements);
+  }
+  size_t elements = recv_elements;
+  for (size_t e : stream_elements) elements += e;
+  return double(elements) * sizeof(float);
 }
 
 float* StepRunner::buffer(Stream stream) { return m_stream_buffer[size_t(stream)].data(); }
@@ -102,15 +139,15 @@ void StepRunner::start_comm(uint32_t i, int64_t t0) {
           "MPI_Irecv");
   } else if (t.kind == TaskKind::send) {
     const int dest = m_groups.stage_peer(t.peer_stage);
-    check(MPI_Isend(buffer(t.stream), count_of(t.comm_bytes), MPI_FLOAT, dest, int(t.peer_task),
+    check(MPI_Isend(buffer(t.stream), message_shape(t, 2).count, MPI_FLOAT, dest, int(t.peer_task),
                     MPI_COMM_WORLD, &request),
           "MPI_Isend");
   } else {
     MPI_Comm comm = m_groups.comm(t.group, t.stream);
     const int n = group_size(comm);
     float* b = buffer(t.stream);
-    const int count = count_of(t.comm_bytes);
-    const int per_rank = std::max(1, count / n);  // all-gather output, reduce-scatter input: n shares
+    const MessageShape shape = message_shape(t, n);
+    const int count = shape.count, per_rank = shape.per_rank;
     switch (t.coll) {
       case CollectiveOp::all_reduce:
         check(MPI_Iallreduce(MPI_IN_PLACE, b, count, MPI_FLOAT, MPI_SUM, comm, &request), "MPI_Iallreduce");
@@ -143,7 +180,7 @@ void StepRunner::start_comm(uint32_t i, int64_t t0) {
         // member's into the buffer's second half. One tag: the stream's steps match in order.
         int me = 0;
         MPI_Comm_rank(comm, &me);
-        float* in = b + size_t(count_of(t.comm_bytes));
+        float* in = b + size_t(count);
         check(MPI_Irecv(in, count, MPI_FLOAT, (me + n - 1) % n, 0, comm, &second), "MPI_Irecv");
         check(MPI_Isend(b, count, MPI_FLOAT, (me + 1) % n, 0, comm, &request), "MPI_Isend");
         break;
@@ -250,7 +287,10 @@ StepTimes StepRunner::run(int64_t step) {
         m_stream_busy[size_t(Stream::compute)] = true;
         const int64_t cpu0 = thread_cpu_ns();
         if (t.kind == TaskKind::compute) m_backend.run(head);
-        m_times.cpu_ns[head] = thread_cpu_ns() - cpu0;
+        // Host work is slept, so its time is the wall clock's.
+        m_times.cpu_ns[head] = m_program.shape(t).cls == OpClass::host
+                                   ? now_ns() - t0 - m_times.start_ns[head]
+                                   : thread_cpu_ns() - cpu0;
         ++computed;
         finish(head, t0);
         continue;

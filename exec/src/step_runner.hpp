@@ -41,6 +41,10 @@ class StepRunner {
              Watchdog& watchdog, InjectedFault fault);
   StepTimes run(int64_t step);
 
+  // Bytes of the communication buffers the runner allocates for `program` (a buffer per stream,
+  // one per receive), for the memory check before any work starts.
+  static double buffer_bytes(const StageProgram& program, const RankLayout& layout);
+
  private:
   void start_comm(uint32_t task, int64_t t0);
   void finish(uint32_t task, int64_t t0);

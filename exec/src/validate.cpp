@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 #include <numeric>
+#include <sstream>
 #include <stdexcept>
 
 #include "host_bench.hpp"
@@ -33,18 +34,37 @@ namespace {
 // Share of MemAvailable the ranks' buffers may take (the rest: MPI's buffers, the simulator's
 // own workload and the page cache).
 constexpr double kUsableMemoryFraction = 0.8;
+// The watchdog's timeout is at least this many times the longest kernel the prediction holds.
+constexpr double kTimeoutPerKernel = 3;
 
-// Whether any rank refused its input; rank 0 prints the first refusal.
+// Whether any rank refused; rank 0 prints the first refusal, "rank N: " before another rank's.
 bool agree_on_refusal(const std::string& refusal, const World& w, std::ostream& err) {
   int mine = refusal.empty() ? 0 : 1, any = 0;
   check(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
   if (!any) return false;
-  // Every rank reads the same input, so rank 0's line is the line; where only another refused, say so.
-  if (w.rank == 0)
-    err << printable(refusal.empty() ? "simrun validate: another rank refused its input" : refusal,
-                     kErrorLineMaxBytes)
-        << std::endl;
+  const std::vector<std::string> all = gather_text_on_rank0(refusal, w);
+  for (size_t r = 0; r < all.size(); ++r)
+    if (!all[r].empty()) {
+      err << printable(r == 0 ? all[r] : fmt::format("rank {}: {}", r, all[r]), kErrorLineMaxBytes)
+          << std::endl;
+      break;
+    }
   return true;
+}
+
+// The fault a test injects (ValidateRequest::fault, "kill|hang:RANK:STEP") if it is this rank's.
+InjectedFault fault_of(const std::string& text, int rank) {
+  InjectedFault fault;
+  char kind[8] = {};
+  int at_rank = -1;
+  long step = -1;
+  if (std::sscanf(text.c_str(), "%7[a-z]:%d:%ld", kind, &at_rank, &step) == 3 && at_rank == rank) {
+    fault.kind = std::string(kind) == "kill"   ? InjectedFault::Kind::kill
+                 : std::string(kind) == "hang" ? InjectedFault::Kind::hang
+                                               : InjectedFault::Kind::none;
+    fault.step = step;
+  }
+  return fault;
 }
 
 SimulateOptions traced_options(SimulateOptions o, const Calibration& calibration, int64_t ranks) {
@@ -83,11 +103,9 @@ SharedStep predict_on_shared_cores(const Scenario& sc, const GpuSpec& core, cons
     c.device.hbm_bytes_per_s = c.device.hbm_bytes_per_s.value_or(core.hbm_bytes_per_s) * share;
     step.calibration = Calibration{};
     step.calibration.set_gpu(core.id, c);
-    Scenario shared = sc;
-    shared.cluster.gpu = step.calibration.calibrated_device(core);
-    step.out = simulate(shared, traced_options(options, step.calibration, ranks));
+    step.out = simulate(sc, traced_options(options, step.calibration, ranks));  // sc's GPU: core's kind
     step.share = share;
-    if (ranks_per_node <= cores || step.out.stages.empty()) break;
+    if (ranks_per_node <= cores || step.out.stages.empty() || !(step.out.report.step_time_s > 0)) break;
     double busy = 0;
     for (const StageReport& stage : step.out.stages) busy += stage.time.compute_s();
     busy /= double(step.out.stages.size()) * step.out.report.step_time_s;
@@ -138,14 +156,24 @@ void print_fit(const CalibrationFit& fit, const GpuCalibration& c, std::ostream&
 struct Run {
   World world;
   const ValidateRequest& request;
-  std::ostream& out;
+  std::ostream& out;  // the report, written whole once the run has succeeded
+  std::ostream& err;  // one-line refusals, progress
 };
 
 int validate(const Run& run) {
   const World& w = run.world;
   const ValidateRequest& req = run.request;
+  std::ostream& err = run.err;
+  std::ostringstream report_text;  // stdout holds nothing until the run has succeeded
 
-  // 1. The host, described like a GPU kind.
+  // 1. The host, described like a GPU kind; every machine holding as many ranks.
+  const bool even = all_min(w.ranks_per_node) == all_max(w.ranks_per_node);
+  if (agree_on_refusal(even ? ""
+                            : req.scenario.file + ": cluster: mpirun placed different numbers of ranks on "
+                                                  "the machines (place as many on each)",
+                       w, err))
+    return 2;
+  if (w.rank == 0) err << "simrun validate: measuring the host (GEMM, memory, MPI all-reduce)" << std::endl;
   const HostMeasurement host = measure_host(w);
   const GpuSpec core = host_device(req.host_nominal, host, w.ranks_per_node, 1.0);  // a kernel as it runs
   // A rank over a step, every rank computing (the slice's budget; the predictions refine the share).
@@ -163,15 +191,16 @@ int validate(const Run& run) {
   limits.ranks = w.ranks;
   limits.ranks_per_node = w.ranks_per_node;
   limits.device = device;
-  double memory = memory_available_bytes() * kUsableMemoryFraction;
-  check(MPI_Bcast(&memory, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD), "MPI_Bcast");
-  limits.memory_bytes = memory;
+  // Every rank slices alike: the least memory of any machine.
+  limits.memory_bytes = all_min(memory_available_bytes() * kUsableMemoryFraction);
   limits.step_budget_s = req.step_budget_s;
   const PipelineSchedule schedule = req.options.schedule.value_or(default_schedule(req.scenario.layout));
   auto footprint = [&](const Scenario& sc) {
     const Workload wl = build_workload(sc, req.options.workload, schedule);
+    const RankLayout layout(sc.layout, sc.cluster.gpus_per_node);
     double most = 0;
-    for (const StageProgram& p : wl.stages) most = std::max(most, CpuBackend::footprint_bytes(sc, p));
+    for (const StageProgram& p : wl.stages)
+      most = std::max(most, CpuBackend::footprint_bytes(sc, p) + StepRunner::buffer_bytes(p, layout));
     return most;
   };
   auto predict = [&](const Scenario& sc) {
@@ -179,7 +208,15 @@ int validate(const Run& run) {
     o.calibration = base;
     return simulate(sc, o).report.step_time_s;
   };
-  const Slice slice = faithful_slice(req.scenario, limits, footprint, predict);
+  std::string refusal;
+  std::optional<Slice> sliced;
+  try {
+    sliced = faithful_slice(req.scenario, limits, footprint, predict);
+  } catch (const InputError& e) {
+    refusal = e.what();
+  }
+  if (agree_on_refusal(refusal, w, err)) return 2;
+  const Slice& slice = *sliced;
   const Scenario& sc = slice.scenario;
 
   // 3. The prediction, every rank traced.
@@ -191,39 +228,42 @@ int validate(const Run& run) {
   const StageProgram& program = wl.stages[size_t(layout.coord_of(w.rank).pp)];
 
   if (w.rank == 0) {
-    run.out << fmt::format(
+    report_text << fmt::format(
         "simrun validate — {} on {} ranks of this host (cpu backend), tp {} pp {} dp {} cp {}, {} "
         "micro-batches per pipeline, {}\n",
         sc.model.name, w.ranks, sc.layout.tp, sc.layout.pp, sc.layout.dp, sc.layout.cp,
         sc.layout.num_microbatches(), to_string(schedule));
-    run.out << fmt::format(
+    report_text << fmt::format(
         "host     {}, {} cores for {} ranks: GEMM {:.1f} GFLOP/s and memory {:.1f} GB/s per core; "
         "MPI all-reduce alpha {:.1f} us, {:.2f} GB/s\n",
         host.cpu.empty() ? "CPU" : host.cpu, host.cores, w.ranks_per_node, host.gemm_flops_per_s / 1e9,
         host.memory_bytes_per_s / 1e9, host.link.alpha_s.value_or(0) * 1e6,
         host.link.beta_s_per_byte ? 1e-9 / *host.link.beta_s_per_byte : 0.0);
-    if (slice.scaled.empty()) run.out << "scaled   nothing: the layout runs as the scenario gives it\n";
-    for (const std::string& s : slice.scaled) run.out << "scaled   " << s << "\n";
-    run.out.flush();
+    if (slice.scaled.empty() && req.notes.empty())
+      report_text << "scaled   nothing: the layout runs as the scenario gives it\n";
+    for (const std::string& s : req.notes) report_text << "scaled   " << s << "\n";
+    for (const std::string& s : slice.scaled) report_text << "scaled   " << s << "\n";
   }
 
-  // 4. The real step.
+  if (w.rank == 0)
+    err << fmt::format("simrun validate: running {} warm-up and {} measured steps on {} ranks", req.warmup,
+                       req.steps, w.ranks)
+        << std::endl;
+  // 4. The real step. The watchdog waits at least a few times the longest kernel predicted.
+  double longest_kernel_s = 0;
+  for (const ProgramCost& stage : predicted.cost.stages)
+    for (TimeNs t : stage.shape_time) longest_kernel_s = std::max(longest_kernel_s, t.seconds());
+  const double timeout_s = std::max(req.timeout_s, kTimeoutPerKernel * longest_kernel_s);
+  if (w.rank == 0 && timeout_s > req.timeout_s)
+    err << fmt::format(
+        "simrun validate: the watchdog waits {:.0f} s, not --timeout {:.0f}: a kernel of this slice "
+        "is predicted at {:.0f} s\n",
+        timeout_s, req.timeout_s, longest_kernel_s);
   std::vector<std::string> labels;
   for (const Task& t : program.tasks) labels.push_back(task_event_name(t));
-  Watchdog watchdog(req.out_dir / "heartbeat", w.rank, w.ranks, req.timeout_s);
+  Watchdog watchdog(req.out_dir / "heartbeat", w.rank, w.ranks, timeout_s);
   watchdog.set_labels(std::move(labels));
-  InjectedFault fault;
-  if (const char* f = std::getenv("SIMRUN_VALIDATE_FAULT")) {  // kill|hang:RANK:STEP, for the tests
-    char kind[8] = {};
-    int rank = -1;
-    long step = -1;
-    if (std::sscanf(f, "%7[a-z]:%d:%ld", kind, &rank, &step) == 3 && rank == w.rank) {
-      fault.kind = std::string(kind) == "kill"   ? InjectedFault::Kind::kill
-                   : std::string(kind) == "hang" ? InjectedFault::Kind::hang
-                                                 : InjectedFault::Kind::none;
-      fault.step = step;
-    }
-  }
+  const InjectedFault fault = fault_of(req.fault, w.rank);
   const ProcessGroups groups(wl, layout, w.rank);
   CpuBackend backend(sc, program);
   StepRunner runner(program, groups, backend, watchdog, fault);
@@ -255,12 +295,13 @@ int validate(const Run& run) {
   // compare (compute ops: the kernel alone on the core, as measured; the rest: the simulated spans).
   std::vector<KernelSample> kernels;
   std::vector<CollectiveSample> collectives;
-  fit_samples(wl, layout, measured, kernels, collectives);
+  fit_samples(wl, sc.cluster, measured, kernels, collectives);
   const ComputeParams base_params = base.compute_params(core.id, default_compute_params(core));
   CalibrationFit fit = fit_calibration(core, default_compute_params(core), kernels, collectives);
   if (!fit.calibration.scale_up.beta_s_per_byte) {
     fit.calibration.scale_up = host.link;
-    fit.notes.push_back("the step's collectives did not determine alpha-beta: the microbenchmark's all-reduce fit kept");
+    fit.notes.push_back(
+        "the step's collectives did not determine alpha-beta: the microbenchmark's all-reduce fit kept");
   }
   fit.calibration.device.source =
       core.source +
@@ -296,11 +337,11 @@ int validate(const Run& run) {
 
   std::string measured_steps;
   for (double s : step_s) measured_steps += fmt::format(" {:.3f}", s);
-  run.out << fmt::format("steps    {} warm-up, {} measured (s):{}; median {:.3f} s\n\n", req.warmup,
-                         req.steps, measured_steps, comparison.step.measured_s);
-  print_comparison(comparison, run.out, 25);
-  run.out << "\n";
-  print_fit(fit, fit.calibration, run.out);
+  report_text << fmt::format("steps    {} warm-up, {} measured (s):{}; median {:.3f} s\n\n", req.warmup,
+                             req.steps, measured_steps, comparison.step.measured_s);
+  print_comparison(comparison, report_text, 25);
+  report_text << "\n";
+  print_fit(fit, fit.calibration, report_text);
 
   // The measured step's trace: the median step, every rank, in the simulated trace's names.
   StepResult measured_step;
@@ -318,7 +359,9 @@ int validate(const Run& run) {
   nlohmann::json report = comparison_json(comparison);
   report["scenario"] = sc.file;
   report["ranks"] = w.ranks;
-  report["scaled"] = slice.scaled;
+  std::vector<std::string> scaled = req.notes;
+  scaled.insert(scaled.end(), slice.scaled.begin(), slice.scaled.end());
+  report["scaled"] = scaled;
   report["steps"] = {{"warmup", req.warmup}, {"measured_s", step_s}};
   report["host"] = {{"cpu", host.cpu},
                     {"gemm_flops_per_s", host.gemm_flops_per_s},
@@ -328,10 +371,11 @@ int validate(const Run& run) {
   report["fit"] = fit_json(fit);
   write_file(req.out_dir / "report.json", report.dump(2) + "\n");
   write_file(req.out_dir / "calibration.json", calibration.to_json().dump(2) + "\n");
-  run.out << fmt::format(
+  report_text << fmt::format(
       "wrote    {0}/report.json, {0}/calibration.json, {0}/trace-measured.json, "
       "{0}/trace-simulated.json\n",
       req.out_dir.string());
+  run.out << report_text.str();
   return 0;
 }
 
@@ -344,6 +388,8 @@ int run_validate(const std::function<ValidateRequest()>& make_request, std::ostr
   check(MPI_Initialized(&initialized), "MPI_Initialized");
   if (!initialized)
     check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+  // Errors come back to check() (mpi_world.hpp), which names them, rather than aborting inside MPI.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   World w;
   check(MPI_Comm_rank(MPI_COMM_WORLD, &w.rank), "MPI_Comm_rank");
   check(MPI_Comm_size(MPI_COMM_WORLD, &w.ranks), "MPI_Comm_size");
@@ -357,12 +403,14 @@ int run_validate(const std::function<ValidateRequest()>& make_request, std::ostr
   std::optional<ValidateRequest> request;
   try {
     request = make_request();
-    if (w.rank == 0) {  // the out folder, before any rank starts work
+    check_ranks(request->scenario, w.ranks);
+    if (w.rank == 0) {  // the out folder, before any rank starts work; no heartbeat of an earlier run in it
       std::error_code ec;
       std::filesystem::create_directories(request->out_dir, ec);
       if (ec || !std::filesystem::is_directory(request->out_dir))
         throw InputError("command line", "out",
                          "cannot create the folder " + request->out_dir.string() + " (give a writable path)");
+      std::filesystem::remove_all(request->out_dir / "heartbeat", ec);
     }
   } catch (const InputError& e) {
     refusal = e.what();
@@ -374,13 +422,7 @@ int run_validate(const std::function<ValidateRequest()>& make_request, std::ostr
   }
   int code = 0;
   try {
-    code = validate(Run{w, *request, out});
-  } catch (const InputError& e) {
-    // Every rank slices the same input the same way, so each refuses alike: rank 0 says why.
-    if (w.rank == 0) err << printable(e.what(), kErrorLineMaxBytes) << std::endl;
-    MPI_Comm_free(&node);
-    MPI_Finalize();
-    return 2;
+    code = validate(Run{w, *request, out, err});
   } catch (const std::exception& e) {
     err << printable(fmt::format("simrun validate: rank {}: internal error: {}", w.rank, e.what()),
                      kErrorLineMaxBytes)

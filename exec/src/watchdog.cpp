@@ -20,7 +20,7 @@ namespace {
 // A heartbeat older than this means its process stopped writing it (the writer ticks every second).
 constexpr double kStaleHeartbeatS = 5;
 
-int64_t now_ns() {
+int64_t wall_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -78,11 +78,11 @@ Watchdog::Watchdog(std::filesystem::path dir, int rank, int ranks, double timeou
     : m_dir(std::move(dir)), m_rank(rank), m_ranks(ranks), m_timeout_s(timeout_s) {
   std::error_code ec;
   std::filesystem::create_directories(m_dir, ec);
-  m_last_progress_ns.store(now_ns());
+  m_last_progress_ns.store(wall_ns());
   struct sigaction action {};
   action.sa_handler = on_sigterm;
   sigemptyset(&action.sa_mask);
-  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGTERM, &action, &m_previous_sigterm);
   m_thread = std::thread([this] { loop(); });
 }
 
@@ -93,7 +93,7 @@ void Watchdog::set_labels(std::vector<std::string> labels) {
   m_labels = std::move(labels);
 }
 
-void Watchdog::progressed() { m_last_progress_ns.store(now_ns(), std::memory_order_relaxed); }
+void Watchdog::progressed() { m_last_progress_ns.store(wall_ns(), std::memory_order_relaxed); }
 
 void Watchdog::stop() {
   {
@@ -105,6 +105,7 @@ void Watchdog::stop() {
   m_wake.notify_all();
   if (m_thread.joinable()) m_thread.join();
   write_heartbeat(0);
+  sigaction(SIGTERM, &m_previous_sigterm, nullptr);  // mpirun may stop the rank as usual again
 }
 
 void Watchdog::write_heartbeat(double since_progress_s) {
@@ -113,7 +114,7 @@ void Watchdog::write_heartbeat(double since_progress_s) {
   {
     std::ofstream out(temporary);
     out << host_name() << ' ' << long(getpid()) << ' ' << m_step.load() << ' ' << m_task.load() << ' '
-        << m_activity.load() << ' ' << since_progress_s << ' ' << now_ns() << '\n';
+        << m_activity.load() << ' ' << since_progress_s << ' ' << wall_ns() << '\n';
   }
   std::error_code ec;
   std::filesystem::rename(temporary, file, ec);  // readers never see half a line
@@ -125,7 +126,7 @@ void Watchdog::loop() {
   for (int tick = 0; !m_stopping; ++tick) {
     m_wake.wait_for(lock, kTick);
     if (m_stopping) break;
-    const double since = double(now_ns() - m_last_progress_ns.load()) * 1e-9;
+    const double since = double(wall_ns() - m_last_progress_ns.load()) * 1e-9;
     if (g_terminated.load()) fire(since, "stopped by mpirun (SIGTERM)", true);
     if (tick % kHeartbeatTicks != 0) continue;
     write_heartbeat(since);
@@ -146,7 +147,7 @@ void Watchdog::fire(double since_progress_s, const std::string& cause, bool look
   const std::string label =
       task >= 0 && size_t(task) < m_labels.size() ? m_labels[size_t(task)] : fmt::format("task {}", task);
   std::string suspects;
-  const int64_t now = now_ns();
+  const int64_t now = wall_ns();
   const std::string host = host_name();
   for (int r = 0; r < m_ranks; ++r) {
     if (r == m_rank) continue;

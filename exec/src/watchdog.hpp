@@ -14,6 +14,8 @@
 //     others wait for it.
 #pragma once
 
+#include <signal.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -29,12 +31,14 @@ enum class RankActivity : int { starting, computing, waiting, finished };
 
 class Watchdog {
  public:
-  // `labels[i]` names task i for the messages (the trace's event names).
+  // Heartbeats in `dir`; `timeout_s` without a finished task stops the job. Installs its SIGTERM
+  // handler until stop().
   Watchdog(std::filesystem::path dir, int rank, int ranks, double timeout_s);
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
+  // `labels[i]` names task i in the messages (the trace's event names).
   void set_labels(std::vector<std::string> labels);
   // Called by the rank's main thread as it goes (cheap: atomics).
   void at(int64_t step, int64_t task, RankActivity activity) {
@@ -62,6 +66,7 @@ class Watchdog {
   std::mutex m_mutex;
   std::condition_variable m_wake;
   bool m_stopping = false;
+  struct sigaction m_previous_sigterm {};
   std::thread m_thread;
 };
 

@@ -144,3 +144,30 @@ TEST_CASE("validate under mpirun: a rank hung mid-step stops the others after --
   CHECK(elapsed < 60);
   CHECK_THAT(r.err, Catch::Contains("no task finished for") && Catch::Contains("rank 2"));
 }
+
+TEST_CASE("validate under mpirun: a CP ring, Ulysses all-to-alls and an MoE layer's EP all-to-alls run",
+          "[exec][validate][mpi]") {
+  if (const std::string why = why_no_mpi(); !why.empty()) {
+    WARN(why);
+    return;
+  }
+  const std::string moe = shell_quoted(write_file("moe.json", R"({"model": {"name": "tiny-moe", "layers": 2,
+    "hidden": 128, "heads": 4, "kv_heads": 2, "ffn_hidden": 256, "vocab": 1024, "seq_len": 128,
+    "moe": {"experts": 4, "top_k": 2, "expert_ffn_hidden": 128}}, "framework": "simrun-cpu",
+    "cluster": {"gpu": "cpu-host", "num_gpus": 4, "gpus_per_node": 4},
+    "layout": {"tp": 1, "pp": 1, "dp": 4, "ep": 4, "global_batch": 8, "precision": "fp32"}})"));
+  const std::vector<std::pair<std::string, std::string>> runs = {
+      {shell_quoted(kExample), "--tp 1 --pp 1 --cp 2 --dp 2"},                     // ring: send_recv steps
+      {shell_quoted(kExample), "--tp 1 --pp 1 --cp 4 --dp 1 --cp-comm-type a2a"},  // Ulysses all-to-alls
+      {moe, ""}};                                                                  // EP dispatch and combine
+  for (const auto& [file, flags] : runs) {
+    const auto out = scratch_dir() / "paths";
+    std::filesystem::remove_all(out);
+    const RunResult r =
+        run_ranks(4, "validate " + file + " " + flags + " --steps 1 --warmup 0 --out " + shell_quoted(out));
+    INFO(flags << "\nstdout: " << r.out << "\nstderr: " << r.err);
+    CHECK(r.exit_code == 0);
+    const json report = read_json(out / "report.json");
+    CHECK(report["step"]["measured_s"].get<double>() > 0);
+  }
+}

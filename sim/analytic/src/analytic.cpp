@@ -232,7 +232,8 @@ Report estimate_numbers(const Scenario& sc, const AnalyticOptions& options, cons
   return estimate_numbers_of(sc, options, memory).report;
 }
 
-Report estimate(const Scenario& sc, const AnalyticOptions& options) {
+Report estimate(const Scenario& given, const AnalyticOptions& options) {
+  const Scenario sc = calibrated_scenario(given, options.calibration);
   const MemoryEstimate memory = estimate_memory(sc, options.memory);
   Estimated e = estimate_numbers_of(sc, options, memory);
   Report& r = e.report;

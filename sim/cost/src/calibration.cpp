@@ -185,6 +185,12 @@ LinkCalibration Calibration::link(const std::string& gpu_id, CalibratedLink link
   return link == CalibratedLink::scale_up ? it->second.scale_up : it->second.scale_out;
 }
 
+Scenario calibrated_scenario(const Scenario& scenario, const Calibration& calibration) {
+  Scenario s = scenario;
+  s.cluster.gpu = calibration.calibrated_device(s.cluster.gpu);
+  return s;
+}
+
 ComputeModel calibrated_compute_model(const GpuSpec& gpu, const Calibration& calibration,
                                       const std::optional<ComputeParams>& base) {
   return ComputeModel(gpu, calibration.compute_params(gpu.id, base.value_or(default_compute_params(gpu))));

@@ -231,8 +231,9 @@ SimulateOptions framework_simulate_options(const Scenario& sc) {
   return options;
 }
 
-SimulationOutput simulate(const Scenario& sc, const SimulateOptions& options) {
+SimulationOutput simulate(const Scenario& given, const SimulateOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
+  const Scenario sc = calibrated_scenario(given, options.calibration);
   const Layout& l = sc.layout;
   const GpuSpec& gpu = sc.cluster.gpu;
   const double peak = training_peak_flops_per_s(sc);

@@ -26,7 +26,8 @@ struct HostMeasurement {
   std::vector<CollectiveSample> all_reduce;  // world all-reduces of 4 KiB .. 16 MiB
   LinkCalibration link;                      // α-β fitted on them
   std::string cpu;                           // /proc/cpuinfo's model name, e.g. "AMD EPYC 7B13"
-  int64_t cores = 1;                         // usable_cores() on this machine
+  int64_t cores =
+      1;  // the cores this machine's ranks may run on (validate: their CPU affinities, a cgroup quota)
 };
 
 // The nominal entry (topologies/gpus/cpu-host.json) with the measured figures, each rank holding
@@ -43,6 +44,10 @@ int64_t cgroup_core_limit();
 std::string cpu_model_name();
 // Bytes of memory this machine can give: /proc/meminfo MemAvailable (0 when unknown).
 double memory_available_bytes();
+
+// This thread's CPU time so far, ns (CLOCK_THREAD_CPUTIME_ID): what kernels are timed by, here and
+// in the step (a kernel's cost on a core, without the slices the scheduler gives other ranks).
+int64_t thread_cpu_ns();
 
 // One rank's GEMM rate and streaming bandwidth, timed on this thread (each at least `seconds`).
 double measure_gemm_flops_per_s(double seconds);

@@ -32,6 +32,11 @@ struct Slice {
   std::vector<std::string> scaled;  // each change, e.g. "dp 32 -> 4 (global batch 1024 -> 128, ...)"
 };
 
+// The refusals that need nothing measured (InputError): fewer ranks than one model replica, ranks
+// that do not form whole replicas, more ranks than the layout, an EP group that no longer divides a
+// stage. faithful_slice checks them first; validate checks them before it measures the host.
+void check_ranks(const Scenario& scenario, int64_t ranks);
+
 // `footprint(scenario)`: the bytes one rank's buffers take for the busiest stage (CpuBackend);
 // `predict_step(scenario)`: the step time the simulator predicts on `limits.device`.
 Slice faithful_slice(const Scenario& scenario, const SliceLimits& limits,

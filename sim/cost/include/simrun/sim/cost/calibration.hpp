@@ -32,6 +32,7 @@
 
 #include "simrun/sim/collectives/collective_cost.hpp"
 #include "simrun/sim/cost/compute_model.hpp"
+#include "simrun/sim/scenario/scenario.hpp"
 
 namespace simrun {
 
@@ -90,8 +91,7 @@ class Calibration {
     return cost;
   }
   bool has_gpu(const std::string& gpu_id) const { return m_gpus.count(gpu_id) != 0; }
-  // `gpu` with this calibration's measured device figures for its kind (DeviceCalibration); the
-  // command line applies it to the scenario's GPU, so that peaks, MFU and every time agree.
+  // `gpu` with this calibration's measured device figures for its kind (DeviceCalibration).
   GpuSpec calibrated_device(GpuSpec gpu) const;
   // A warning when a calibration file was given but holds nothing for `gpu_id` (its keys name
   // other GPUs, or a misspelling of this one): every default then applies, silently otherwise.
@@ -106,6 +106,11 @@ class Calibration {
   std::string m_file;  // the file parsed, "" for a calibration built in code
   std::map<std::string, GpuCalibration> m_gpus;
 };
+
+// `scenario` on its GPU as `calibration` describes it (Calibration::calibrated_device): what
+// simulate() and estimate() run, so that peaks, MFU and every time agree with the device entry
+// whoever calls them.
+Scenario calibrated_scenario(const Scenario& scenario, const Calibration& calibration);
 
 // The compute model both fidelities time kernels with: `base` (default: default_compute_params(gpu),
 // or the caller's override) with `calibration`'s parameters for this GPU kind applied on top.
