@@ -13,7 +13,8 @@ case "$mode" in run|test) ;; *) echo "usage: $0 [test]" >&2; exit 2 ;; esac
 
 packages=(cmake ninja-build g++ pkg-config
           nlohmann-json3-dev libfmt-dev libcli11-dev libboost-graph-dev libeigen3-dev catch2
-          libopenmpi-dev openmpi-bin)  # MPI: optional to CMake, `simrun plan` under mpirun
+          libopenmpi-dev openmpi-bin   # MPI: optional to CMake; simrun validate, simrun plan under mpirun
+          libimgui-dev libglfw3-dev libgl-dev xvfb xauth)  # simrun-gui and its headless tests (optional to CMake)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
