@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 
 #include "app.hpp"
 #include "simrun/common/echo.hpp"
@@ -34,7 +35,8 @@ int bad_input(const std::string& line) {
 
 int run(int argc, char** argv) {
   CLI::App cli{"simrun-gui: the what-if explorer of simrun (docs/gui.md)"};
-  std::string scenario, screenshot, view, dump_state;
+  std::string scenario, screenshot, view, dump_state, plan_file;
+  bool pin = false;
   std::vector<std::string> sets;
   int frames = 3, width = 1600, height = 1000;
   cli.add_option("--scenario", scenario, "Scenario file to open (the same file simrun reads)");
@@ -43,6 +45,9 @@ int run(int argc, char** argv) {
       ->check(CLI::Range(1, 10000));
   cli.add_option("--view", view, "The view shown: results, memory, timeline, compare or plan");
   cli.add_option("--set", sets, "A scenario field by its path, e.g. layout.tp=4 (repeatable)");
+  cli.add_flag("--pin", pin, "Pin the scenario as loaded as A (the compare view), before --set changes it");
+  cli.add_option("--plan", plan_file,
+                 "Run this plan request (a plan file, docs/planner.md) in the plan view");
   cli.add_option("--dump-state", dump_state, "Headless: write the state (scenario, figures) as JSON");
   cli.add_option("--size", width, "Window width in pixels (default 1600)")->check(CLI::Range(320, 8192));
   try {
@@ -55,6 +60,10 @@ int run(int argc, char** argv) {
 
   GuiState state(simrun::load_catalogs(data_dir()), data_dir());
   if (!scenario.empty() && !state.load(scenario) && headless) return bad_input(state.load_error());
+  if (pin) {
+    state.wait_for_worker(kHeadlessWaitS);  // A with its refined figures
+    state.pin();
+  }
   for (const std::string& s : sets) {
     const size_t eq = s.find('=');
     if (eq == std::string::npos || eq == 0)
@@ -69,6 +78,13 @@ int run(int argc, char** argv) {
     state.view = *v;
   }
   if (headless && !state.error().empty()) return bad_input(state.error());
+  if (!plan_file.empty()) {
+    std::ifstream in(plan_file);
+    if (!in) return bad_input(plan_file + ": cannot open file (does it exist and is it readable?)");
+    state.plan_text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    state.start_plan();
+    if (headless && !state.plan_error.empty()) return bad_input(state.plan_error);
+  }
 
   App app(state, width, height, !headless);
   if (!headless) {

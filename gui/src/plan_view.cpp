@@ -76,8 +76,18 @@ void PlanView::draw(GuiState& state) {
   };
   draw->AddRect(ImVec2(o.x + m, o.y + m / 2), ImVec2(o.x + size.x - m / 2, o.y + size.y - m),
                 IM_COL32(90, 90, 90, 255));
-  draw->AddText(ImVec2(o.x + size.x / 2 - 20, o.y + size.y - m + 10), IM_COL32(200, 200, 200, 255), "days");
-  draw->AddText(ImVec2(o.x + 2, o.y + m / 2), IM_COL32(200, 200, 200, 255), "$");
+  const ImU32 text = IM_COL32(200, 200, 200, 255);
+  draw->AddText(ImVec2(o.x + size.x / 2 - 20, o.y + size.y - m + 10), text, "days");
+  draw->AddText(ImVec2(x_of(d0) - 10, o.y + size.y - m + 10), text, fmt::format("{:.1f}", d0).c_str());
+  draw->AddText(ImVec2(x_of(d1) - 30, o.y + size.y - m + 10), text, fmt::format("{:.1f}", d1).c_str());
+  draw->AddText(ImVec2(o.x + 2, y_of(c1) - 7), text, fmt::format("${:.2f}M", c1 / 1e6).c_str());
+  draw->AddText(ImVec2(o.x + 2, y_of(c0) - 7), text, fmt::format("${:.2f}M", c0 / 1e6).c_str());
+  // The legend: a colour per GPU type of the request.
+  for (size_t g = 0; g < state.plan_request->gpus.size(); ++g) {
+    const ImVec2 at(o.x + size.x - 160, o.y + m / 2 + 10 + 18 * float(g));
+    draw->AddCircleFilled(ImVec2(at.x, at.y + 7), 5, colour_of(int(g)));
+    draw->AddText(ImVec2(at.x + 10, at.y), text, state.plan_request->gpus[g].gpu.c_str());
+  }
   for (const PlanPoint& p : r.pareto) {
     const ImVec2 at(x_of(p.days), y_of(p.cost_usd));
     draw->AddCircleFilled(at, 6, colour_of(p.offer));
