@@ -39,15 +39,16 @@ int main(int argc, char** argv) {
   int frames = 120;
   for (int i = 1; i + 1 < argc; ++i)
     if (std::strcmp(argv[i], "--frames") == 0) frames = std::max(10, std::atoi(argv[i + 1]));
-  GuiState state(load_catalogs(SIMRUN_DATA_DIR), SIMRUN_DATA_DIR);
-  if (!state.load(std::string(SIMRUN_DATA_DIR) + "/examples/llama3-405b-16k-h100.json")) {
+  GuiState state(load_catalogs(SIMRUN_DATA_DIR), SIMRUN_DATA_DIR,
+                 std::string(SIMRUN_DATA_DIR) + "/examples/llama3-405b-16k-h100.json");
+  if (!state.load_error().empty()) {
     fmt::print(stderr, "gui_frames: {}\n", state.load_error());
     return 1;
   }
   App app(state, 1600, 1000, false);
   app.frame();
 
-  // The sweep: each frame moves a "slider" (the micro-batch count via the global batch, then TP),
+  // The sweep: each frame moves a "slider" (the global batch, so the micro-batches per pipeline),
   // as a drag does, and draws.
   std::vector<double> sweep;
   const std::vector<int> batches = {1024, 1536, 2048, 3072, 4096};
@@ -71,7 +72,7 @@ int main(int argc, char** argv) {
   TimelineView& timeline = app.timeline();
   const double width = timeline.t1 - timeline.t0;
   std::vector<double> pan;
-  double spans = 0;
+  int64_t drawn = 0;
   for (int i = 0; i < frames; ++i) {
     const double shift = width * 0.01 * ((i / 50) % 2 == 0 ? 1 : -1);
     timeline.t0 += shift;
@@ -79,17 +80,17 @@ int main(int argc, char** argv) {
     const auto t = Clock::now();
     app.frame();
     pan.push_back(ms_since(t));
-    spans = std::max(spans, timeline.last_frame_spans);
+    drawn = std::max(drawn, timeline.last_frame_spans);
   }
   const Percentiles p = percentiles(pan);
-  const size_t lanes = state.event() ? state.event()->step.spans.size() : 0;
+  const size_t spans = state.event() ? state.event()->step.spans.size() : 0;
   fmt::print("simrun-gui frame times, llama3-405b on 16,384 H100 (tp 8, pp 16), {} frames each\n", frames);
   fmt::print("  slider sweep (edit + estimate + frame): median {:.2f} ms, p95 {:.2f} ms\n", s.median_ms,
              s.p95_ms);
   fmt::print(
-      "  timeline pan: median {:.2f} ms, p95 {:.2f} ms; {} spans in the step, at most {:.0f} drawn per "
+      "  timeline pan: median {:.2f} ms, p95 {:.2f} ms; {} spans in the step, at most {} drawn per "
       "frame\n",
-      p.median_ms, p.p95_ms, lanes, spans);
+      p.median_ms, p.p95_ms, spans, drawn);
   fmt::print("  (event simulation on the worker after the sweep: {:.1f} s)\n", simulated_s);
   return 0;
 }

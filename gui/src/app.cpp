@@ -9,6 +9,7 @@
 #include <imgui.h>
 #include <stb_image_write.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <vector>
 
@@ -18,6 +19,8 @@ namespace {
 // Frames drawn after an event before the loop sleeps again: ImGui settles hover and focus over a
 // couple of frames.
 constexpr int kSettleFrames = 3;
+// A frame's pace while something moves (the worker running, input settling).
+constexpr double kBusyFrameS = 0.05;
 constexpr float kSideWidth = 390;
 
 }  // namespace
@@ -56,12 +59,17 @@ App::~App() {
 
 bool App::busy() const { return m_frames_to_draw > 0 || m_state.refining() || m_state.planning(); }
 
-void App::wait(double seconds) {
-  if (busy())
-    glfwWaitEventsTimeout(std::min(seconds, 0.05));
-  else
-    glfwWaitEventsTimeout(seconds);
-  m_frames_to_draw = std::max(m_frames_to_draw, 1);
+void App::wait() {
+  if (m_frames_to_draw > 0) {  // still settling: the next frame at once
+    glfwPollEvents();
+    return;
+  }
+  if (m_state.refining() || m_state.planning()) {
+    glfwWaitEventsTimeout(kBusyFrameS);  // the spinner's pace
+  } else {
+    glfwWaitEvents();  // asleep until input, or the worker's wake
+  }
+  m_frames_to_draw = kSettleFrames;
 }
 
 bool App::frame() {
@@ -87,12 +95,13 @@ bool App::frame() {
     m_screenshot_written = stbi_write_png(m_pending_screenshot.c_str(), w, h, 4, pixels.data(), w * 4) != 0;
     m_pending_screenshot.clear();
   }
-  if (m_export.screenshot.empty()) {
-    glfwSwapBuffers(m_window);
-  } else {  // the menu asked: the next frame is written
+  glfwSwapBuffers(m_window);
+  if (!m_export.screenshot.empty()) {  // the menu asked: the next frame is written
     m_pending_screenshot = m_export.screenshot;
     m_export.screenshot.clear();
-    glfwSwapBuffers(m_window);
+    m_frames_to_draw = std::max(m_frames_to_draw, 1);
+  } else if (m_screenshot_written && m_export.status.empty()) {
+    m_export.status = "wrote the screenshot";
   }
   if (m_frames_to_draw > 0) --m_frames_to_draw;
   return true;

@@ -25,8 +25,8 @@ class App {
 
   // Draws one frame; false once the window was closed.
   bool frame();
-  // Sleeps until input or a worker result arrives (at most `seconds`).
-  void wait(double seconds);
+  // Sleeps until input or a worker result arrives (a frame's pace while something moves).
+  void wait();
   // Draws a frame and writes it as a PNG; false when it could not be written.
   bool screenshot(const std::filesystem::path& path);
   // Frames the app still wants drawn before it sleeps (input settles over a few frames).
@@ -39,7 +39,7 @@ class App {
 
   GuiState& m_state;
   GLFWwindow* m_window = nullptr;
-  int m_frames_to_draw = 3;
+  int m_frames_to_draw = 1;
   ScenarioPanel m_scenario;
   LayoutPanel m_layout;
   ResultsPanel m_results;

@@ -35,7 +35,7 @@ void ComparePanel::draw(GuiState& state) {
     return;
   }
   if (!state.figures()) {
-    ImGui::TextColored(ImVec4(1, 0.35f, 0.35f, 1), "B: %s", state.error().c_str());
+    ImGui::TextColored(kErrorColour, "B: %s", state.error().c_str());
     return;
   }
   const Report& a = state.pinned()->best();

@@ -45,24 +45,26 @@ std::optional<View> view_named(const std::string& name) {
   return std::nullopt;
 }
 
-GuiState::GuiState(Catalogs catalogs, std::filesystem::path data_dir)
+GuiState::GuiState(Catalogs catalogs, std::filesystem::path data_dir, const std::filesystem::path& scenario)
     : m_catalogs(std::move(catalogs)), m_data_dir(std::move(data_dir)) {
   m_doc = {{"model", "llama3-70b"},
            {"cluster", {{"gpu", "h100-sxm"}, {"num_gpus", 1024}}},
            {"layout", {{"tp", 8}, {"pp", 4}, {"global_batch", 1024}}},
            {"run", {{"tokens", 1.4e12}, {"usd_per_gpu_hour", 2.5}}}};
   m_file = "untitled.json";
-  evaluate();
+  if (scenario.empty() || !load(scenario)) evaluate();
 }
 
 bool GuiState::load(const std::filesystem::path& path) {
+  nlohmann::json doc;
   try {
-    m_doc = load_json_file(path);
-    if (!m_doc.is_object()) throw InputError(path.string(), "(top level)", "expected a JSON object");
+    doc = load_json_file(path);
+    if (!doc.is_object()) throw InputError(path.string(), "(top level)", "expected a JSON object");
   } catch (const std::exception& e) {
     m_load_error = one_line(e.what());
     return false;
   }
+  m_doc = std::move(doc);
   m_file = path.string();
   m_load_error.clear();
   evaluate();
@@ -76,7 +78,14 @@ void GuiState::save(const std::filesystem::path& path) const {
 }
 
 void GuiState::set(const std::string& path, const nlohmann::json& value) {
-  m_doc[pointer_of(path)] = value;
+  nlohmann::json doc = m_doc;
+  try {
+    doc[pointer_of(path)] = value;
+  } catch (const nlohmann::json::exception&) {
+    throw InputError("command line", path,
+                     "is not a field a value can be set at (a path through objects, e.g. layout.tp)");
+  }
+  m_doc = std::move(doc);
   evaluate();
 }
 
@@ -92,8 +101,8 @@ nlohmann::json GuiState::get(const std::string& path) const {
 
 std::optional<std::string> GuiState::why_invalid(const std::string& path, const nlohmann::json& value) const {
   nlohmann::json doc = m_doc;
-  doc[pointer_of(path)] = value;
   try {
+    doc[pointer_of(path)] = value;
     parse_scenario(doc, m_file, m_catalogs, std::filesystem::path(m_file).parent_path());
   } catch (const InputError& e) {
     return one_line(e.why());
@@ -101,6 +110,12 @@ std::optional<std::string> GuiState::why_invalid(const std::string& path, const 
     return one_line(e.what());
   }
   return std::nullopt;
+}
+
+void GuiState::set_degraded(std::vector<Straggler> stragglers, std::vector<SlowLink> slow_links) {
+  m_stragglers = std::move(stragglers);
+  m_slow_links = std::move(slow_links);
+  evaluate();
 }
 
 void GuiState::evaluate() {
@@ -116,7 +131,10 @@ void GuiState::evaluate() {
     return;
   }
   try {
-    m_figures = Figures{estimate(*m_scenario, framework_options(*m_scenario)), std::nullopt};
+    AnalyticOptions estimate_options = framework_options(*m_scenario);
+    estimate_options.stragglers = m_stragglers;
+    estimate_options.slow_links = m_slow_links;
+    m_figures = Figures{estimate(*m_scenario, estimate_options), std::nullopt};
   } catch (const std::exception& e) {
     m_figures.reset();
     m_error = one_line(e.what());
@@ -124,6 +142,9 @@ void GuiState::evaluate() {
   }
   SimulateOptions options = framework_simulate_options(*m_scenario);
   options.step.record_trace = true;
+  options.step.stragglers = m_stragglers;
+  options.step.slow_links = m_slow_links;
+  if (!m_stragglers.empty() || !m_slow_links.empty()) options.step.scope = SimulationScope::full;
   m_worker.simulate(m_generation, *m_scenario, options);
 }
 
@@ -133,18 +154,22 @@ bool GuiState::poll() {
     if (r->output && m_figures) {
       m_event = r->output;
       m_figures->event = r->output->report;
+      if (m_pinned && m_pinned_generation == m_generation) m_pinned->event = r->output->report;
     } else if (!r->error.empty()) {
       m_error = "event simulation: " + one_line(r->error);
     }
     changed = true;
   }
-  std::string plan_error;
-  if (std::optional<PlanResult> p = m_worker.take_plan(plan_error)) {
+  std::string failed;
+  if (std::optional<PlanResult> p = m_worker.take_plan(failed)) {
     plan_result = std::move(p);
+    plan_request = std::move(m_plan_running);  // the result and its own request, together
+    m_plan_running.reset();
     changed = true;
   }
-  if (!plan_error.empty()) {
-    this->plan_error = one_line(plan_error);
+  if (!failed.empty()) {
+    plan_error = one_line(failed);
+    m_plan_running.reset();
     changed = true;
   }
   return changed;
@@ -160,14 +185,18 @@ void GuiState::wait_for_worker(double seconds) {
 void GuiState::pin() {
   m_pinned_doc = m_doc;
   m_pinned = m_figures;
+  m_pinned_generation = m_generation;
 }
 
 void GuiState::start_plan() {
   plan_error.clear();
   try {
-    const nlohmann::json doc = nlohmann::json::parse(plan_text);
-    plan_request = parse_plan_request(doc, "plan", m_catalogs, ".");
-    m_worker.plan(*plan_request, m_catalogs);
+    const nlohmann::json doc = nlohmann::json::parse(plan_text, nullptr, false);
+    if (doc.is_discarded())
+      throw InputError(plan_file, "(top level)", "not JSON (a plan file: docs/planner.md)");
+    m_plan_running =
+        parse_plan_request(doc, plan_file, m_catalogs, std::filesystem::path(plan_file).parent_path());
+    m_worker.plan(*m_plan_running, m_catalogs);
   } catch (const std::exception& e) {
     plan_error = one_line(e.what());
   }
@@ -189,6 +218,15 @@ nlohmann::json GuiState::dump() const {
     if (m_figures->event) j["event"] = to_json(*m_figures->event);
   }
   if (m_pinned) j["pinned"] = to_json(m_pinned->best());
+  for (const Straggler& s : m_stragglers)
+    j["stragglers"].push_back({{"rank", s.rank}, {"slowdown", s.slowdown}});
+  for (const SlowLink& l : m_slow_links)
+    j["slow_links"].push_back({{"rank", l.rank},
+                               {"fraction", l.bandwidth_fraction},
+                               {"link", l.link == LinkClass::scale_up ? "scale-up" : "nic"}});
+  if (!plan_error.empty()) j["plan_error"] = plan_error;
+  if (plan_result)
+    j["plan"] = {{"evaluated", plan_result->evaluated}, {"pareto", plan_result->pareto.size()}};
   return j;
 }
 

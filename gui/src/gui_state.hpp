@@ -2,8 +2,9 @@
 // scenario file holds (the GUI edits a copy; the simulator never sees a half-edited one), what it
 // parses to or why it does not, the closed-form estimate of it (recomputed within the frame that
 // changed it), the event simulation's refinement when the worker has it, the pinned scenario A
-// of the compare view, and the plan view's last result. Panels read and edit it; only
-// GuiState::edited() starts new work.
+// of the compare view, and the plan view's last result. Panels read and edit it; each edit
+// (set, load, set_degraded) re-evaluates: parse, estimate, and the event simulation handed to the
+// worker.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,7 @@
 #include "simrun/sim/analytic/analytic.hpp"
 #include "simrun/sim/event/simulate.hpp"
 #include "simrun/sim/planner/planner.hpp"
+#include "simrun/sim/scenario/degraded.hpp"
 #include "simrun/sim/scenario/scenario_parser.hpp"
 
 namespace simrun::gui {
@@ -36,7 +38,8 @@ struct Figures {
 
 class GuiState {
  public:
-  GuiState(Catalogs catalogs, std::filesystem::path data_dir);
+  // Opens `scenario` (load_error() says why when it cannot), or a default scenario when empty.
+  GuiState(Catalogs catalogs, std::filesystem::path data_dir, const std::filesystem::path& scenario = {});
 
   const Catalogs& catalogs() const { return m_catalogs; }
   const std::filesystem::path& data_dir() const { return m_data_dir; }
@@ -50,7 +53,8 @@ class GuiState {
   const std::string& load_error() const { return m_load_error; }
   void save(const std::filesystem::path& path) const;
 
-  // Sets a field by its dotted path ("layout.tp", "cluster.gpu") to `value` and re-evaluates.
+  // Sets a field by its dotted path ("layout.tp", "cluster.gpu") to `value` and re-evaluates;
+  // InputError (one line) for a path through a value that is not an object.
   void set(const std::string& path, const nlohmann::json& value);
   // `set` with a value written as on the command line: JSON where it parses ("4", "true",
   // "\"h100-sxm\""), else the text itself as a string ("h100-sxm").
@@ -60,6 +64,13 @@ class GuiState {
   // Why the document with `path` set to `value` would not parse (one line), or nullopt: what the
   // layout panel offers and greys out.
   std::optional<std::string> why_invalid(const std::string& path, const nlohmann::json& value) const;
+
+  // What-ifs of degraded hardware (the command line's --straggler and --slow-link): a GPU whose
+  // kernels run slower, a link below its rate. Set, they re-evaluate; the event simulation then
+  // runs every rank (as --full), which a large cluster takes longer over.
+  const std::vector<Straggler>& stragglers() const { return m_stragglers; }
+  const std::vector<SlowLink>& slow_links() const { return m_slow_links; }
+  void set_degraded(std::vector<Straggler> stragglers, std::vector<SlowLink> slow_links);
 
   // The parsed scenario, or why the document does not parse (one line).
   const std::optional<Scenario>& scenario() const { return m_scenario; }
@@ -86,10 +97,11 @@ class GuiState {
   void set_wake(std::function<void()> wake) { m_worker.set_wake(std::move(wake)); }
 
   View view = View::results;
-  // The plan view's request and last result (the worker runs it).
+  // The plan view's request text and last result with the request it answers (the worker runs it).
   std::string plan_text;
+  std::string plan_file = "plan";  // names the request in its errors; its folder resolves its paths
   std::optional<PlanResult> plan_result;
-  std::optional<PlanRequest> plan_request;
+  std::optional<PlanRequest> plan_request;  // of plan_result
   std::string plan_error;
   void start_plan();
   PlanProgress plan_progress() const { return m_worker.plan_progress(); }
@@ -113,8 +125,12 @@ class GuiState {
   std::optional<Figures> m_figures;
   std::shared_ptr<const SimulationOutput> m_event;
   uint64_t m_generation = 0;  // of the document; the worker's results carry the one they ran
+  std::vector<Straggler> m_stragglers;
+  std::vector<SlowLink> m_slow_links;
   std::optional<nlohmann::json> m_pinned_doc;
   std::optional<Figures> m_pinned;
+  uint64_t m_pinned_generation = 0;           // its refinement, when it comes, is A's too
+  std::optional<PlanRequest> m_plan_running;  // the request the worker is planning
   SimWorker m_worker;
 };
 

@@ -2,6 +2,8 @@
 #include <fmt/format.h>
 #include <imgui.h>
 
+#include <algorithm>
+
 #include "panels.hpp"
 
 namespace simrun::gui {
@@ -72,6 +74,31 @@ void LayoutPanel::combo(GuiState& state, const char* label, const std::string& f
   state.set("layout", layout_with(state, field, *picked, derives_dp));
 }
 
+void LayoutPanel::draw_degraded(GuiState& state) {
+  if (!ImGui::TreeNode("What if: a slow GPU or link")) return;
+  const int64_t gpus = state.scenario() ? state.scenario()->cluster.num_gpus : 1;
+  ImGui::InputInt("rank", &m_degraded_rank);
+  m_degraded_rank = std::clamp<int>(m_degraded_rank, 0, int(std::max<int64_t>(0, gpus - 1)));
+  ImGui::SliderFloat("kernels slower (x)", &m_slowdown, 1.0f, 3.0f, "%.2f");
+  ImGui::SliderFloat("link rate (fraction)", &m_link_fraction, 0.05f, 1.0f, "%.2f");
+  ImGui::Combo("link", &m_link_class, "NIC\0scale-up\0");
+  if (ImGui::Button("Apply")) {
+    std::vector<Straggler> stragglers;
+    std::vector<SlowLink> links;
+    if (m_slowdown > 1.0f) stragglers.push_back({m_degraded_rank, m_slowdown});
+    if (m_link_fraction < 1.0f)
+      links.push_back(
+          {m_degraded_rank, m_link_fraction, m_link_class == 0 ? LinkClass::scale_out : LinkClass::scale_up});
+    state.set_degraded(std::move(stragglers), std::move(links));
+  }
+  ImGui::SameLine();
+  if (ImGui::Button("Healthy")) state.set_degraded({}, {});
+  for (const std::string& d :
+       state.figures() ? state.figures()->estimate.degraded : std::vector<std::string>{})
+    ImGui::TextWrapped("%s", d.c_str());
+  ImGui::TreePop();
+}
+
 void LayoutPanel::draw(GuiState& state) {
   const int64_t gpus = state.scenario() ? state.scenario()->cluster.num_gpus : 1024;
   combo(state, "TP", "tp", powers_of_two(std::min<int64_t>(gpus, 64)), true);
@@ -92,10 +119,11 @@ void LayoutPanel::draw(GuiState& state) {
   combo(state, "recompute", "recompute", names({"none", "selective", "full"}));
   combo(state, "precision", "precision", names({"bf16", "fp16", "fp8", "fp32"}));
   combo(state, "sequence parallel", "sequence_parallel", {true, false});
+  draw_degraded(state);
   if (!state.error().empty()) {
     ImGui::Separator();
     ImGui::PushTextWrapPos(0);
-    ImGui::TextColored(ImVec4(1, 0.35f, 0.35f, 1), "%s", state.error().c_str());
+    ImGui::TextColored(kErrorColour, "%s", state.error().c_str());
     ImGui::PopTextWrapPos();
   }
 }

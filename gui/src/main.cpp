@@ -58,8 +58,8 @@ int run(int argc, char** argv) {
   }
   const bool headless = !screenshot.empty() || !dump_state.empty();
 
-  GuiState state(simrun::load_catalogs(data_dir()), data_dir());
-  if (!scenario.empty() && !state.load(scenario) && headless) return bad_input(state.load_error());
+  GuiState state(simrun::load_catalogs(data_dir()), data_dir(), scenario);
+  if (!state.load_error().empty() && headless) return bad_input(state.load_error());
   if (pin) {
     state.wait_for_worker(kHeadlessWaitS);  // A with its refined figures
     state.pin();
@@ -82,17 +82,25 @@ int run(int argc, char** argv) {
     std::ifstream in(plan_file);
     if (!in) return bad_input(plan_file + ": cannot open file (does it exist and is it readable?)");
     state.plan_text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    state.plan_file = plan_file;
     state.start_plan();
     if (headless && !state.plan_error.empty()) return bad_input(state.plan_error);
   }
 
   App app(state, width, height, !headless);
   if (!headless) {
-    while (app.frame()) app.wait(1.0);
+    while (app.frame()) app.wait();
     return 0;
   }
   for (int i = 0; i < frames; ++i) app.frame();
   state.wait_for_worker(kHeadlessWaitS);
+  // What the worker refused is bad input too (a plan request's field); a simulation that failed is
+  // simrun's.
+  if (!state.plan_error.empty()) return bad_input(state.plan_error);
+  if (!state.error().empty()) {
+    std::cerr << simrun::printable("simrun-gui: " + state.error(), simrun::kErrorLineMaxBytes) << "\n";
+    return 1;
+  }
   for (int i = 0; i < 3; ++i) app.frame();  // the refined figures, settled
   if (!screenshot.empty() && !app.screenshot(screenshot)) {
     std::cerr << "simrun-gui: could not write " << screenshot << "\n";

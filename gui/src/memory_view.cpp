@@ -31,7 +31,7 @@ std::array<double, 5> parts_of(const MemoryReport& m) {
 
 void MemoryView::draw(GuiState& state) {
   if (!state.figures()) {
-    ImGui::TextColored(ImVec4(1, 0.35f, 0.35f, 1), "%s", state.error().c_str());
+    ImGui::TextColored(kErrorColour, "%s", state.error().c_str());
     return;
   }
   // Per stage from the event simulation (its real in-flight micro-batches); until then the

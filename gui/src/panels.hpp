@@ -2,6 +2,8 @@
 // GuiState inside the current ImGui window; none owns simulator state.
 #pragma once
 
+#include <imgui.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -12,18 +14,27 @@
 
 namespace simrun::gui {
 
+// The colour of an error line in every panel.
+inline const ImVec4 kErrorColour(1.0f, 0.35f, 0.35f, 1.0f);
+
 // Model, GPU, nodes, fabric, framework, price and tokens; load and save the scenario file.
 struct ScenarioPanel {
-  std::string path_text;  // the file name box
+  std::string path_text;   // the file name box
+  std::string hf_config;   // the config.json box
+  std::string save_error;  // why the last save failed
   void draw(GuiState& state);
 };
 
 // The parallel layout: only values the layout rules accept are selectable, the others greyed
-// with the rule's reason on hover.
+// with the rule's reason on hover; and degraded hardware as a what-if.
 struct LayoutPanel {
   void draw(GuiState& state);
 
  private:
+  void draw_degraded(GuiState& state);
+  int m_degraded_rank = 0;
+  float m_slowdown = 1.3f, m_link_fraction = 1.0f;
+  int m_link_class = 0;  // 0: NIC, 1: scale-up
   struct Choice {
     nlohmann::json value;
     std::string label;
@@ -55,10 +66,10 @@ struct TimelineView {
   void draw(GuiState& state);
   // The visible window, seconds (the bench pans it).
   double t0 = 0, t1 = 0;
-  double last_frame_spans = 0;  // spans drawn in the last frame (after culling and merging)
+  int64_t last_frame_spans = 0;  // rectangles drawn in the last frame (after culling and merging)
 
  private:
-  const SimulationOutput* m_source = nullptr;
+  std::shared_ptr<const SimulationOutput> m_source;  // what m_timeline was built from
   Timeline m_timeline;
   std::vector<DrawSpan> m_draw;
 };

@@ -49,8 +49,7 @@ void PlanView::draw(GuiState& state) {
                                    p.done, p.total)
                            .c_str());
   }
-  if (!state.plan_error.empty())
-    ImGui::TextColored(ImVec4(1, 0.35f, 0.35f, 1), "%s", state.plan_error.c_str());
+  if (!state.plan_error.empty()) ImGui::TextColored(kErrorColour, "%s", state.plan_error.c_str());
   if (!state.plan_result || !state.plan_request) return;
   const PlanResult& r = *state.plan_result;
   ImGui::Text("%lld points, %lld estimated, %lld simulated; Pareto front of %zu (click a point to load it)",

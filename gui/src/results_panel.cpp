@@ -35,7 +35,7 @@ void row(const char* name, const std::string& value, const Report& estimate, con
 
 void ResultsPanel::draw(GuiState& state) {
   if (!state.figures()) {
-    ImGui::TextColored(ImVec4(1, 0.35f, 0.35f, 1), "%s", state.error().c_str());
+    ImGui::TextColored(kErrorColour, "%s", state.error().c_str());
     return;
   }
   const Figures& f = *state.figures();

@@ -51,8 +51,7 @@ void ScenarioPanel::draw(GuiState& state) {
       ImGui::OpenPopup("save failed");
     }
   }
-  if (!state.load_error().empty())
-    ImGui::TextColored(ImVec4(1, 0.35f, 0.35f, 1), "%s", state.load_error().c_str());
+  if (!state.load_error().empty()) ImGui::TextColored(kErrorColour, "%s", state.load_error().c_str());
   ImGui::Separator();
 
   const Catalogs& c = state.catalogs();
@@ -62,7 +61,6 @@ void ScenarioPanel::draw(GuiState& state) {
   } else {
     ImGui::Text("model: %s", model.contains("name") ? model["name"].dump().c_str() : "(object)");
   }
-  static std::string hf_config;
   ImGui::InputText("config.json", &hf_config);
   ImGui::SameLine();
   if (ImGui::SmallButton("use") && !hf_config.empty()) state.set("model", {{"hf_config", hf_config}});

@@ -13,6 +13,7 @@ SimWorker::~SimWorker() {
   {
     std::lock_guard<std::mutex> lock(m_mutex);
     m_stopping = true;
+    m_cancel_plan = true;
   }
   m_cv.notify_all();
   m_thread.join();
@@ -38,6 +39,7 @@ void SimWorker::plan(const PlanRequest& request, const Catalogs& catalogs) {
     m_plan_job = PlanJob{request, &catalogs};
     m_progress = PlanProgress{};
     m_planning = true;
+    m_cancel_plan = true;  // a plan running now gives way; the loop clears the flag for the new one
   }
   m_cv.notify_all();
 }
@@ -87,9 +89,11 @@ void SimWorker::loop() {
     } else {
       PlanJob job = std::move(*m_plan_job);
       m_plan_job.reset();
+      m_cancel_plan = false;  // under the lock: a plan() from now on cancels this one
       lock.unlock();
       PlanControl control;
       control.threads = 1;
+      control.cancel = &m_cancel_plan;
       control.progress = [this](const PlanProgress& p) {
         std::lock_guard<std::mutex> progress_lock(m_mutex);
         m_progress = p;
@@ -103,9 +107,11 @@ void SimWorker::loop() {
         error = e.what();
       }
       lock.lock();
-      m_plan_result = std::move(result);
-      m_plan_error = error;
-      m_planning = false;
+      if (!m_plan_job) {  // not superseded while it ran
+        m_plan_result = std::move(result);
+        m_plan_error = error;
+        m_planning = false;
+      }
     }
     if (m_wake) m_wake();
   }

@@ -1,8 +1,10 @@
 // The GUI's worker thread (gui/): the event simulation of the scenario being edited, and a plan,
-// run off the frame loop, so that a frame never waits for the simulator. One job of each kind at
-// a time; a newer simulation request replaces one not yet started (the slider moved on), and a
-// result carries the generation of the document it ran so that a late one is dropped. The worker
-// wakes the frame loop when a result is ready (`wake`, e.g. glfwPostEmptyEvent).
+// run off the frame loop, so that a frame never waits for the simulator. One thread runs one job
+// at a time, simulations before plans; a newer simulation request replaces one not yet started
+// (the slider moved on), and a result carries the generation of the document it ran so that a late
+// one is dropped. A plan is cancelled by a newer plan and when the worker goes (the window
+// closes). The worker wakes the frame loop when a result is ready (`wake`, e.g. glfwPostEmptyEvent,
+// called with the worker's lock held: it must not call back into the worker).
 #pragma once
 
 #include <atomic>
@@ -66,6 +68,7 @@ class SimWorker {
   std::string m_plan_error;
   PlanProgress m_progress;
   std::atomic<bool> m_busy{false}, m_planning{false};
+  std::atomic<bool> m_cancel_plan{false};
   bool m_stopping = false;
   std::thread m_thread;
 };

@@ -5,6 +5,7 @@
 
 #include "cli_run.hpp"
 #include "gui_state.hpp"
+#include "simrun/common/error.hpp"
 
 using namespace simrun;
 using namespace simrun::gui;
@@ -51,4 +52,10 @@ TEST_CASE("gui state: a file it cannot load is one line, and the shown scenario 
   CHECK(state.load_error().find('\x01') == std::string::npos);
   CHECK(state.doc() == doc);
   CHECK_FALSE(state.load("/nonexistent/scenario.json"));
+  CHECK_FALSE(state.load(simrun::test::write_file("array.json", "[1, 2]")));  // JSON, not a scenario object
+  CHECK(state.doc() == doc);
+  // A field under a value that is not an object: one InputError, the document kept.
+  REQUIRE(state.doc()["model"].is_string());
+  CHECK_THROWS_AS(state.set("model.layers", 80), simrun::InputError);
+  CHECK(state.doc() == doc);
 }
