@@ -45,7 +45,7 @@ struct LinkCalibration {
 };
 
 // A device's own measured figures, in the GPU catalog's field names (topologies/gpus/*.json):
-// they replace the catalog entry's dense peaks and memory bandwidth (apply_device). `simrun
+// they replace the catalog entry's dense peaks and memory bandwidth (calibrated_device). `simrun
 // validate` measures its host this way (exec/host_device.hpp), so a CPU is described like any GPU.
 struct DeviceCalibration {
   std::optional<double> fp32_flops_per_s, bf16_flops_per_s;  // e.g. 61e9
