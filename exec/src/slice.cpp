@@ -7,11 +7,10 @@
 #include <cmath>
 
 #include "simrun/common/error.hpp"
+#include "simrun/common/units.hpp"
 
 namespace simrun::exec {
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 void slice_data_parallel(Slice& s, const SliceLimits& limits) {
   check_ranks(s.scenario, limits.ranks);

@@ -3,6 +3,7 @@
 #include <imgui.h>
 
 #include "panels.hpp"
+#include "simrun/common/units.hpp"
 
 namespace simrun::gui {
 namespace {
@@ -21,8 +22,7 @@ const Figure kFigures[] = {
     {"GPU-hours", [](const Report& r) { return r.run.gpu_hours; }, "{:.4g}"},
     {"cost ($M)", [](const Report& r) { return r.run.cost_usd / 1e6; }, "{:.3f}"},
     {"energy (MWh)", [](const Report& r) { return r.run.energy_kwh / 1e3; }, "{:.1f}"},
-    {"peak memory (GiB)", [](const Report& r) { return r.memory.peak_bytes_per_gpu / 1073741824.0; },
-     "{:.1f}"},
+    {"peak memory (GiB)", [](const Report& r) { return r.memory.peak_bytes_per_gpu / kGiB; }, "{:.1f}"},
 };
 
 }  // namespace

@@ -7,11 +7,10 @@
 #include <cmath>
 
 #include "panels.hpp"
+#include "simrun/common/units.hpp"
 
 namespace simrun::gui {
 namespace {
-
-constexpr double kGiB = 1073741824.0;
 
 struct Part {
   const char* name;

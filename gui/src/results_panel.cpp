@@ -3,6 +3,7 @@
 #include <imgui.h>
 
 #include "panels.hpp"
+#include "simrun/common/units.hpp"
 
 namespace simrun::gui {
 namespace {
@@ -57,8 +58,8 @@ void ResultsPanel::draw(GuiState& state) {
     row("energy", fmt::format("{:.1f} MWh", r.run.energy_kwh / 1e3), f.estimate, "run.energy_kwh");
     row("goodput", fmt::format("{:.1f} %", r.run.goodput * 100), f.estimate, "run.goodput");
     row("memory",
-        fmt::format("{:.1f} / {:.1f} GiB{}", r.memory.peak_bytes_per_gpu / 1073741824.0,
-                    r.memory.capacity_bytes / 1073741824.0, r.memory.fits ? "" : "  does not fit"),
+        fmt::format("{:.1f} / {:.1f} GiB{}", r.memory.peak_bytes_per_gpu / kGiB,
+                    r.memory.capacity_bytes / kGiB, r.memory.fits ? "" : "  does not fit"),
         f.estimate, "memory.peak_bytes_per_gpu");
     ImGui::EndTable();
   }

@@ -3,6 +3,7 @@
 
 #include "simrun/common/echo.hpp"
 #include "simrun/common/json_reader.hpp"
+#include "simrun/common/units.hpp"
 
 namespace simrun {
 
@@ -27,11 +28,11 @@ DeviceCalibration read_device(JsonReader& r) {
   DeviceCalibration d;
   if (r.has("dense_tflops")) {
     JsonReader peaks = r.object("dense_tflops");
-    if (const auto v = peaks.optional_number("fp32", 1e-6, 1e6)) d.fp32_flops_per_s = *v * 1e12;
-    if (const auto v = peaks.optional_number("bf16", 1e-6, 1e6)) d.bf16_flops_per_s = *v * 1e12;
+    if (const auto v = peaks.optional_number("fp32", 1e-6, 1e6)) d.fp32_flops_per_s = *v * kTera;
+    if (const auto v = peaks.optional_number("bf16", 1e-6, 1e6)) d.bf16_flops_per_s = *v * kTera;
     peaks.finish();
   }
-  if (const auto v = r.optional_number("hbm_tb_per_s", 1e-6, 1e3)) d.hbm_bytes_per_s = *v * 1e12;
+  if (const auto v = r.optional_number("hbm_tb_per_s", 1e-6, 1e3)) d.hbm_bytes_per_s = *v * kTera;
   d.source = r.string_or("source", "");
   r.finish();
   return d;
@@ -103,10 +104,10 @@ nlohmann::json gpu_json(const GpuCalibration& g) {
   if (!g.device.empty()) {
     nlohmann::json d = nlohmann::json::object();
     nlohmann::json peaks = nlohmann::json::object();
-    put(peaks, "fp32", g.device.fp32_flops_per_s, 1e12);
-    put(peaks, "bf16", g.device.bf16_flops_per_s, 1e12);
+    put(peaks, "fp32", g.device.fp32_flops_per_s, kTera);
+    put(peaks, "bf16", g.device.bf16_flops_per_s, kTera);
     if (!peaks.empty()) d["dense_tflops"] = peaks;
-    put(d, "hbm_tb_per_s", g.device.hbm_bytes_per_s, 1e12);
+    put(d, "hbm_tb_per_s", g.device.hbm_bytes_per_s, kTera);
     if (!g.device.source.empty()) d["source"] = g.device.source;
     j["device"] = d;
   }
