@@ -1,4 +1,4 @@
-// `simrun validate SCENARIO.json [--backend cpu] [--steps N] [--warmup N] [--out DIR] [--timeout S]
+// `simrun validate SCENARIO.json [--backend cpu|cuda] [--steps N] [--warmup N] [--out DIR] [--timeout S]
 //  [--step-budget S]` (and `simrun --validate ...`), started by mpirun (or srun), one process per
 // rank: runs the scenario's own per-rank task graph for real, compares it op by op with the
 // simulation and writes DIR/{report,calibration,trace-measured,trace-simulated}.json
@@ -10,6 +10,7 @@
 #include "command.hpp"
 #include "flag_names.hpp"
 #include "plan_ranks.hpp"
+#include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/exec/validate.hpp"
 #ifdef SIMRUN_HAVE_CUDA_KERNELS
@@ -30,28 +31,49 @@ struct ValidateArgs {
   double step_budget_s = 120;
 };
 
-// Why --backend cuda cannot run here: no CUDA Toolkit at build time, no device, or (with both)
-// the cuda step runner, which is not written yet (issue 27: the kernels exist, cuBLASLt and NCCL
-// do not).
-std::string cuda_backend_refusal() {
+// The cuda backend's request: the GPU this machine has, as the catalog knows it (its cuda_names),
+// and bf16 where the scenario asked for fp32 (the kernels are bf16); InputError where it cannot
+// run here (no CUDA Toolkit, NCCL or device; a GPU the catalog does not name).
+void apply_cuda_backend(exec::ValidateRequest& r, const Catalogs& catalogs) {
 #ifdef SIMRUN_HAVE_CUDA_KERNELS
+  if (!exec::cuda_backend_available())
+    throw InputError("command line", "--backend",
+                     "this simrun was built without NCCL or MPI, which the cuda backend needs (--backend cpu "
+                     "runs here)");
   if (kernels::cuda::device_count() == 0)
-    return "no CUDA device on this machine (the cuda backend needs a GPU; --backend cpu runs here)";
-  return "the cuda backend's step runner (cuBLASLt GEMMs, NCCL) is not written yet; " +
-         kernels::cuda::device_name() + " runs --backend cpu meanwhile";
+    throw InputError(
+        "command line", "--backend",
+        "no CUDA device on this machine (the cuda backend needs a GPU; --backend cpu runs here)");
+  const std::string name = kernels::cuda::device_cuda_name();
+  const GpuSpec* gpu = catalogs.hardware.gpu_named_by_cuda(name);
+  if (!gpu)
+    throw InputError(
+        "command line", "--backend",
+        "the GPU here, " + quoted_input(name) +
+            ", is in no catalog entry's cuda_names (add it to its GPU's file, docs/catalogs.md)");
+  r.backend = exec::Backend::cuda;
+  r.gpu = *gpu;
+  if (r.scenario.layout.precision == Precision::fp32) {
+    r.scenario.layout.precision = Precision::bf16;
+    r.notes.push_back("precision fp32 -> bf16 (the cuda backend's kernels are bf16)");
+  }
 #else
-  return "this simrun was built without the CUDA Toolkit (the cuda backend needs it and a GPU; --backend cpu "
-         "runs here)";
+  (void)r;
+  (void)catalogs;
+  throw InputError("command line", "--backend",
+                   "this simrun was built without the CUDA Toolkit (the cuda backend needs it and a GPU; "
+                   "--backend cpu runs here)");
 #endif
 }
 
 exec::ValidateRequest request_of(const ValidateArgs& a, const CliEnv& env) {
   try {
-    if (a.backend == "cuda") throw InputError("command line", "--backend", cuda_backend_refusal());
-    if (a.backend != "cpu")
+    if (a.backend != "cpu" && a.backend != "cuda")
       throw InputError(
           "command line", "--backend",
-          "\"" + a.backend + "\" is not a backend (cpu: Eigen, the reference kernels and MPI; cuda)");
+          "\"" + a.backend +
+              "\" is not a backend (cpu: Eigen, the reference kernels and MPI; cuda: cuBLASLt, our CUDA "
+              "kernels and NCCL)");
     if (a.steps < 1 || a.steps > 1000)
       throw InputError("command line", "--steps", "must be 1 to 1000 measured steps");
     if (a.warmup < 0 || a.warmup > 1000)
@@ -63,14 +85,20 @@ exec::ValidateRequest request_of(const ValidateArgs& a, const CliEnv& env) {
     const Catalogs catalogs = load_cli_catalogs(env, a.scenario.catalogs);
     exec::ValidateRequest r;
     r.scenario = resolve_scenario(a.scenario, catalogs);
-    // The cpu backend runs its own framework behaviour (no overlaps, no framework host work): the
-    // simulation it is compared with must assume the same.
-    const FrameworkProfile& cpu =
-        catalogs.frameworks.resolve(exec::kCpuBackendFramework, "sim/framework/profiles", "framework");
-    if (r.scenario.framework.id != cpu.id) {
-      r.notes.push_back("framework " + r.scenario.framework.id + " -> " + cpu.id + " (" + cpu.name +
-                        ": what the cpu backend runs)");
-      r.scenario.framework = cpu;
+    if (a.backend == "cuda") {
+      // The cuda backend runs the program the scenario's own framework profile gives (its streams
+      // and overlaps as CUDA streams, its host syncs as host waits).
+      apply_cuda_backend(r, catalogs);
+    } else {
+      // The cpu backend runs its own framework behaviour (no overlaps, no framework host work):
+      // the simulation it is compared with must assume the same.
+      const FrameworkProfile& cpu =
+          catalogs.frameworks.resolve(exec::kCpuBackendFramework, "sim/framework/profiles", "framework");
+      if (r.scenario.framework.id != cpu.id) {
+        r.notes.push_back("framework " + r.scenario.framework.id + " -> " + cpu.id + " (" + cpu.name +
+                          ": what the cpu backend runs)");
+        r.scenario.framework = cpu;
+      }
     }
     r.options = framework_simulate_options(r.scenario);
     apply_framework_options(a.framework, r.scenario, r.options.workload, r.options.memory,
@@ -94,12 +122,14 @@ exec::ValidateRequest request_of(const ValidateArgs& a, const CliEnv& env) {
 Command add_validate_command(CLI::App& root, const CliEnv& env) {
   auto args = std::make_shared<ValidateArgs>();
   CLI::App* cmd = root.add_subcommand("validate",
-                                      "Run the scenario's step for real under mpirun (cpu backend: one "
-                                      "process per rank), compare it op by op "
+                                      "Run the scenario's step for real under mpirun (one process per "
+                                      "rank, on its CPU core or GPU), compare it op by op "
                                       "with the simulation and fit calibration.json (docs/validation.md)");
   add_scenario_options(*cmd, args->scenario);
   add_framework_options(*cmd, args->framework);
-  cmd->add_option("--backend", args->backend, "Where the ranks run: cpu (Eigen, the reference kernels, MPI)");
+  cmd->add_option("--backend", args->backend,
+                  "Where the ranks run: cpu (Eigen, the reference kernels, MPI) or cuda (a GPU per rank: "
+                  "cuBLASLt, simrun's CUDA kernels, NCCL)");
   cmd->add_option("--steps", args->steps, "Steps measured, after the warm-up (default 5)");
   cmd->add_option("--warmup", args->warmup, "Warm-up steps, not measured (default 2)");
   cmd->add_option("--out", args->out,

@@ -24,6 +24,9 @@ class ProcessGroups {
   ProcessGroups& operator=(const ProcessGroups&) = delete;
 
   MPI_Comm comm(GroupKind group, Stream stream) const;
+  // Every (group, stream) communicator, in the same order on every rank (the cuda backend's NCCL
+  // communicators are made from them, nccl_groups.hpp).
+  const std::map<std::pair<GroupKind, Stream>, MPI_Comm>& comms() const { return m_comms; }
   // The world rank holding this rank's place in pipeline stage `stage`.
   int stage_peer(int64_t stage) const;
 

@@ -26,6 +26,7 @@
 #include "simrun/exec/slice.hpp"
 #include "simrun/sim/event/trace.hpp"
 #include "step_runner.hpp"
+#include "validate_backend.hpp"
 #include "watchdog.hpp"
 
 namespace simrun::exec {
@@ -153,6 +154,48 @@ void print_fit(const CalibrationFit& fit, const GpuCalibration& c, std::ostream&
   for (const std::string& note : fit.notes) out << "note     " << note << "\n";
 }
 
+// The cpu backend's machine: the host, measured, described like a GPU kind.
+Machine cpu_machine(const ValidateRequest& req, const World& w) {
+  const HostMeasurement host = measure_host(w);
+  Machine m;
+  m.backend = "cpu";
+  m.core = host_device(req.host_nominal, host, w.ranks_per_node, 1.0);  // a kernel as it runs
+  // A rank over a step, every rank computing (the slice's budget; the predictions refine the share).
+  m.device = host_device(req.host_nominal, host, w.ranks_per_node, core_share(host.cores, w.ranks_per_node));
+  m.measured.gemm_max = 1;  // what the microbenchmark alone says: peaks are the GEMM and triad rates
+  m.measured.mem_bw_fraction = 1;
+  m.measured.scale_up = host.link;
+  m.processors = host.cores;
+  // Every rank slices alike: the least memory of any machine.
+  m.memory_bytes = all_min(memory_available_bytes() * kUsableMemoryFraction);
+  m.link = host.link;
+  m.line = fmt::format(
+      "host     {}, {} cores for {} ranks: GEMM {:.1f} GFLOP/s and memory {:.1f} GB/s per core; "
+      "MPI all-reduce alpha {:.1f} us, {:.2f} GB/s\n",
+      host.cpu.empty() ? "CPU" : host.cpu, host.cores, w.ranks_per_node, host.gemm_flops_per_s / 1e9,
+      host.memory_bytes_per_s / 1e9, host.link.alpha_s.value_or(0) * 1e6,
+      host.link.beta_s_per_byte ? 1e-9 / *host.link.beta_s_per_byte : 0.0);
+  m.source = fmt::format("{} ({} ranks on {} cores, cpu backend)", host.cpu, w.ranks, host.cores);
+  m.json = {{"cpu", host.cpu},
+            {"gemm_flops_per_s", host.gemm_flops_per_s},
+            {"memory_bytes_per_s", host.memory_bytes_per_s},
+            {"all_reduce_alpha_s", host.link.alpha_s.value_or(0)},
+            {"all_reduce_beta_s_per_byte", host.link.beta_s_per_byte.value_or(0)}};
+  return m;
+}
+
+class CpuRunner final : public RankRunner {
+ public:
+  CpuRunner(const Scenario& sc, const StageProgram& program, const ProcessGroups& groups, Watchdog& watchdog,
+            InjectedFault fault)
+      : m_backend(sc, program), m_runner(program, groups, m_backend, watchdog, fault) {}
+  StepTimes run(int64_t step) override { return m_runner.run(step); }
+
+ private:
+  CpuBackend m_backend;
+  StepRunner m_runner;
+};
+
 struct Run {
   World world;
   const ValidateRequest& request;
@@ -173,26 +216,27 @@ int validate(const Run& run) {
                                                   "the machines (place as many on each)",
                        w, err))
     return 2;
-  if (w.rank == 0) err << "simrun validate: measuring the host (GEMM, memory, MPI all-reduce)" << std::endl;
-  const HostMeasurement host = measure_host(w);
-  const GpuSpec core = host_device(req.host_nominal, host, w.ranks_per_node, 1.0);  // a kernel as it runs
-  // A rank over a step, every rank computing (the slice's budget; the predictions refine the share).
-  const GpuSpec device =
-      host_device(req.host_nominal, host, w.ranks_per_node, core_share(host.cores, w.ranks_per_node));
-  GpuCalibration measured_device;  // what the microbenchmark alone says: peaks are the GEMM and triad rates
-  measured_device.gemm_max = 1;
-  measured_device.mem_bw_fraction = 1;
-  measured_device.scale_up = host.link;
+  const bool cuda = req.backend == Backend::cuda;
+  if (w.rank == 0 && !cuda)
+    err << "simrun validate: measuring the host (GEMM, memory, MPI all-reduce)" << std::endl;
+#ifdef SIMRUN_HAVE_CUDA_BACKEND
+  if (agree_on_refusal(cuda ? cuda_rank_refusal(w) : "", w, err)) return 2;
+  const Machine machine = cuda ? cuda_machine(req, w) : cpu_machine(req, w);
+#else
+  SIMRUN_ASSERT(!cuda, "the cuda backend in a build without it");
+  const Machine machine = cpu_machine(req, w);
+#endif
+  const GpuSpec& core = machine.core;
+  const GpuCalibration& measured_device = machine.measured;
   Calibration base;
-  base.set_gpu(device.id, measured_device);
+  base.set_gpu(machine.device.id, measured_device);
 
   // 2. The slice this machine holds.
   SliceLimits limits;
   limits.ranks = w.ranks;
   limits.ranks_per_node = w.ranks_per_node;
-  limits.device = device;
-  // Every rank slices alike: the least memory of any machine.
-  limits.memory_bytes = all_min(memory_available_bytes() * kUsableMemoryFraction);
+  limits.device = machine.device;
+  limits.memory_bytes = machine.memory_bytes;
   limits.step_budget_s = req.step_budget_s;
   const PipelineSchedule schedule = req.options.schedule.value_or(default_schedule(req.scenario.layout));
   auto footprint = [&](const Scenario& sc) {
@@ -200,7 +244,11 @@ int validate(const Run& run) {
     const RankLayout layout(sc.layout, sc.cluster.gpus_per_node);
     double most = 0;
     for (const StageProgram& p : wl.stages)
-      most = std::max(most, CpuBackend::footprint_bytes(sc, p) + StepRunner::buffer_bytes(p, layout));
+#ifdef SIMRUN_HAVE_CUDA_BACKEND
+      most = std::max(most, cuda ? cuda_footprint_bytes(sc, p, layout) : cpu_footprint_bytes(sc, p, layout));
+#else
+      most = std::max(most, cpu_footprint_bytes(sc, p, layout));
+#endif
     return most;
   };
   auto predict = [&](const Scenario& sc) {
@@ -220,25 +268,23 @@ int validate(const Run& run) {
   const Scenario& sc = slice.scenario;
 
   // 3. The prediction, every rank traced.
-  const SharedStep predicted_step =
-      predict_on_shared_cores(sc, core, measured_device, req.options, host.cores, w.ranks_per_node, w.ranks);
+  const SharedStep predicted_step = predict_on_shared_cores(sc, core, measured_device, req.options,
+                                                            machine.processors, w.ranks_per_node, w.ranks);
   const SimulationOutput& predicted = predicted_step.out;
   const Workload& wl = predicted.workload;
   const RankLayout layout(sc.layout, sc.cluster.gpus_per_node);
   const StageProgram& program = wl.stages[size_t(layout.coord_of(w.rank).pp)];
+#ifdef SIMRUN_HAVE_CUDA_BACKEND
+  if (agree_on_refusal(cuda ? cuda_refusal(sc, wl) : "", w, err)) return 2;
+#endif
 
   if (w.rank == 0) {
     report_text << fmt::format(
-        "simrun validate — {} on {} ranks of this host (cpu backend), tp {} pp {} dp {} cp {}, {} "
+        "simrun validate — {} on {} ranks of this host ({} backend), tp {} pp {} dp {} cp {}, {} "
         "micro-batches per pipeline, {}\n",
-        sc.model.name, w.ranks, sc.layout.tp, sc.layout.pp, sc.layout.dp, sc.layout.cp,
+        sc.model.name, w.ranks, machine.backend, sc.layout.tp, sc.layout.pp, sc.layout.dp, sc.layout.cp,
         sc.layout.num_microbatches(), to_string(schedule));
-    report_text << fmt::format(
-        "host     {}, {} cores for {} ranks: GEMM {:.1f} GFLOP/s and memory {:.1f} GB/s per core; "
-        "MPI all-reduce alpha {:.1f} us, {:.2f} GB/s\n",
-        host.cpu.empty() ? "CPU" : host.cpu, host.cores, w.ranks_per_node, host.gemm_flops_per_s / 1e9,
-        host.memory_bytes_per_s / 1e9, host.link.alpha_s.value_or(0) * 1e6,
-        host.link.beta_s_per_byte ? 1e-9 / *host.link.beta_s_per_byte : 0.0);
+    report_text << machine.line;
     if (slice.scaled.empty() && req.notes.empty())
       report_text << "scaled   nothing: the layout runs as the scenario gives it\n";
     for (const std::string& s : req.notes) report_text << "scaled   " << s << "\n";
@@ -265,13 +311,19 @@ int validate(const Run& run) {
   watchdog.set_labels(std::move(labels));
   const InjectedFault fault = fault_of(req.fault, w.rank);
   const ProcessGroups groups(wl, layout, w.rank);
-  CpuBackend backend(sc, program);
-  StepRunner runner(program, groups, backend, watchdog, fault);
+#ifdef SIMRUN_HAVE_CUDA_BACKEND
+  const std::unique_ptr<RankRunner> runner =
+      cuda ? make_cuda_runner(sc, wl, program, layout, groups, w.rank, watchdog, fault)
+           : std::make_unique<CpuRunner>(sc, program, groups, watchdog, fault);
+#else
+  const std::unique_ptr<RankRunner> runner =
+      std::make_unique<CpuRunner>(sc, program, groups, watchdog, fault);
+#endif
   std::vector<StepTimes> steps;
   std::vector<double> step_s;
   for (int64_t s = 0; s < req.warmup + req.steps; ++s) {
     check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
-    StepTimes t = runner.run(s);
+    StepTimes t = runner->run(s);
     double mine = double(t.finish_ns) * 1e-9, slowest = 0;
     check(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
     if (s >= req.warmup) {
@@ -298,8 +350,8 @@ int validate(const Run& run) {
   fit_samples(wl, sc.cluster, measured, kernels, collectives);
   const ComputeParams base_params = base.compute_params(core.id, default_compute_params(core));
   CalibrationFit fit = fit_calibration(core, default_compute_params(core), kernels, collectives);
-  if (!fit.calibration.scale_up.beta_s_per_byte) {
-    fit.calibration.scale_up = host.link;
+  if (!fit.calibration.scale_up.beta_s_per_byte && machine.link) {
+    fit.calibration.scale_up = *machine.link;
     fit.notes.push_back(
         "the step's collectives did not determine alpha-beta: the microbenchmark's all-reduce fit kept");
   }
@@ -311,17 +363,16 @@ int validate(const Run& run) {
     c.set_gpu(core.id, fit.calibration);
     return calibrated_compute_model(c.calibrated_device(core), c, default_compute_params(core));
   }();
-  const SharedStep calibrated_step =
-      predict_on_shared_cores(sc, core, fit.calibration, req.options, host.cores, w.ranks_per_node, w.ranks);
+  const SharedStep calibrated_step = predict_on_shared_cores(sc, core, fit.calibration, req.options,
+                                                             machine.processors, w.ranks_per_node, w.ranks);
   const SimulationOutput& calibrated = calibrated_step.out;
   Calibration calibration = calibrated_step.calibration;
-  calibration.set_source(fmt::format("simrun validate on {} ({} ranks on {} cores, cpu backend), {}",
-                                     host.cpu, w.ranks, host.cores, sc.file));
+  calibration.set_source(fmt::format("simrun validate on {}, {}", machine.source, sc.file));
   if (calibrated_step.share < 1)
     fit.notes.push_back(
         fmt::format("{} ranks share {} cores: each rank's device is {:.3g} of the fitted core "
                     "(processor sharing: the cores over the ranks computing at a time)",
-                    w.ranks_per_node, host.cores, calibrated_step.share));
+                    w.ranks_per_node, machine.processors, calibrated_step.share));
 
   std::vector<int64_t> stage_of;
   for (int64_t r = 0; r < w.ranks; ++r) stage_of.push_back(layout.coord_of(r).pp);
@@ -363,11 +414,8 @@ int validate(const Run& run) {
   scaled.insert(scaled.end(), slice.scaled.begin(), slice.scaled.end());
   report["scaled"] = scaled;
   report["steps"] = {{"warmup", req.warmup}, {"measured_s", step_s}};
-  report["host"] = {{"cpu", host.cpu},
-                    {"gemm_flops_per_s", host.gemm_flops_per_s},
-                    {"memory_bytes_per_s", host.memory_bytes_per_s},
-                    {"all_reduce_alpha_s", host.link.alpha_s.value_or(0)},
-                    {"all_reduce_beta_s_per_byte", host.link.beta_s_per_byte.value_or(0)}};
+  report["backend"] = machine.backend;
+  report[cuda ? "device" : "host"] = machine.json;
   report["fit"] = fit_json(fit);
   write_file(req.out_dir / "report.json", report.dump(2) + "\n");
   write_file(req.out_dir / "calibration.json", calibration.to_json().dump(2) + "\n");
@@ -382,6 +430,18 @@ int validate(const Run& run) {
 }  // namespace
 
 bool validate_available() { return true; }
+
+double cpu_footprint_bytes(const Scenario& sc, const StageProgram& program, const RankLayout& layout) {
+  return CpuBackend::footprint_bytes(sc, program) + StepRunner::buffer_bytes(program, layout);
+}
+
+bool cuda_backend_available() {
+#ifdef SIMRUN_HAVE_CUDA_BACKEND
+  return true;
+#else
+  return false;
+#endif
+}
 
 int run_validate(const std::function<ValidateRequest()>& make_request, std::ostream& out, std::ostream& err) {
   int provided = 0, initialized = 0;

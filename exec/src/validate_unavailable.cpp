@@ -5,6 +5,7 @@
 namespace simrun::exec {
 
 bool validate_available() { return false; }
+bool cuda_backend_available() { return false; }
 
 int run_validate(const std::function<ValidateRequest()>&, std::ostream&, std::ostream&) {
   throw InputError("command line", "validate",

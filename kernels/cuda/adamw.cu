@@ -2,7 +2,8 @@
 // table; block b walks chunk b of the concatenated tensors, so many small tensors take one launch
 // (as apex / Transformer Engine's multi_tensor_apply). Math as ref::adamw_step (torch.optim.AdamW):
 // p -= lr·wd·p; m = β1·m + (1−β1)·g; v = β2·v + (1−β2)·g²; p -= lr·m̂/(sqrt(v̂)+eps). Test:
-// tests/kernels/test_cuda_kernels.cpp. Throughput: not measured yet (no device lent).
+// tests/kernels/test_cuda_kernels.cpp. Throughput: not measured yet (no device lent). AdamWTensors
+// uploads the tables once, for a step runner that steps the same tensors every step without a sync.
 #include <cmath>
 #include <vector>
 
@@ -37,19 +38,33 @@ __global__ void adamw_kernel(const AdamWTensor* tensors, const int64_t* chunk_te
 
 }  // namespace
 
-void adamw_step(const std::vector<AdamWTensor>& tensors, double lr, double beta1, double beta2, double eps,
-                double weight_decay, int64_t step, void* stream) {
+AdamWTensors::AdamWTensors(const std::vector<AdamWTensor>& tensors) {
   std::vector<int64_t> chunk_tensor, chunk_start;
   for (size_t t = 0; t < tensors.size(); ++t)
     for (int64_t s = 0; s < tensors[t].n; s += kChunk) {
       chunk_tensor.push_back(int64_t(t));
       chunk_start.push_back(s);
     }
-  if (chunk_tensor.empty()) return;
-  using detail::DeviceBuffer;
-  DeviceBuffer<AdamWTensor> table(tensors.data(), tensors.size());
-  DeviceBuffer<int64_t> which(chunk_tensor.data(), chunk_tensor.size()),
-      start(chunk_start.data(), chunk_start.size());
+  m_chunks = int64_t(chunk_tensor.size());
+  if (m_chunks == 0) return;
+  auto upload = [](void** to, const void* from, size_t bytes) {
+    detail::check(cudaMalloc(to, bytes), "cudaMalloc");
+    detail::check(cudaMemcpy(*to, from, bytes, cudaMemcpyHostToDevice), "cudaMemcpy to the device");
+  };
+  upload(&m_table, tensors.data(), sizeof(AdamWTensor) * tensors.size());
+  upload(&m_chunk_tensor, chunk_tensor.data(), sizeof(int64_t) * chunk_tensor.size());
+  upload(&m_chunk_start, chunk_start.data(), sizeof(int64_t) * chunk_start.size());
+}
+
+AdamWTensors::~AdamWTensors() {
+  cudaFree(m_table);
+  cudaFree(m_chunk_tensor);
+  cudaFree(m_chunk_start);
+}
+
+void AdamWTensors::step(double lr, double beta1, double beta2, double eps, double weight_decay, int64_t step,
+                        void* stream) const {
+  if (m_chunks == 0) return;
   const Coefficients c{float(lr),
                        float(beta1),
                        float(beta2),
@@ -57,9 +72,16 @@ void adamw_step(const std::vector<AdamWTensor>& tensors, double lr, double beta1
                        float(weight_decay),
                        float(1 - std::pow(beta1, double(step))),
                        float(1 - std::pow(beta2, double(step)))};
-  adamw_kernel<<<unsigned(chunk_tensor.size()), kThreads, 0, detail::as_stream(stream)>>>(
-      table.ptr, which.ptr, start.ptr, c);
+  adamw_kernel<<<unsigned(m_chunks), kThreads, 0, detail::as_stream(stream)>>>(
+      static_cast<const AdamWTensor*>(m_table), static_cast<const int64_t*>(m_chunk_tensor),
+      static_cast<const int64_t*>(m_chunk_start), c);
   detail::check(cudaGetLastError(), "adamw_step launch");
+}
+
+void adamw_step(const std::vector<AdamWTensor>& tensors, double lr, double beta1, double beta2, double eps,
+                double weight_decay, int64_t step, void* stream) {
+  const AdamWTensors table(tensors);
+  table.step(lr, beta1, beta2, eps, weight_decay, step, stream);
   // The tables are freed when this returns: wait for the kernel that reads them.
   detail::check(cudaStreamSynchronize(detail::as_stream(stream)), "adamw_step");
 }

@@ -16,6 +16,13 @@ int device_count() {
   return n;
 }
 
+std::string device_cuda_name() {
+  if (device_count() == 0) return "";
+  cudaDeviceProp p{};
+  if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) return "";
+  return p.name;
+}
+
 std::string device_name() {
   if (device_count() == 0) return "";
   cudaDeviceProp p{};

@@ -3,7 +3,9 @@
 # warning, without MPI).
 simrun_add_test_exe(test_exec
   SOURCES exec/test_calibration_fit.cpp exec/test_slice.cpp exec/test_cpu_backend.cpp exec/test_comparison.cpp
+          exec/test_launch_order.cpp
   LIBS simrun_exec simrun_test_fixtures)
+target_include_directories(test_exec PRIVATE ${CMAKE_SOURCE_DIR}/exec/src)  # launch_order.hpp
 # Its runs time the machine: they run alone (RUN_SERIAL), not beside other tests.
 simrun_add_test_exe(test_validate_mpi SOURCES exec/test_validate_mpi.cpp
   LIBS nlohmann_json::nlohmann_json simrun_test_fixtures PROPERTIES RUN_SERIAL TRUE)

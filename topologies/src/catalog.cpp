@@ -57,6 +57,16 @@ GpuSpec read_gpu(JsonReader& r, const std::string& id) {
   GpuSpec g;
   g.id = id;
   g.name = r.string("name");
+  if (r.has("cuda_names")) {
+    const nlohmann::json& list = r.raw("cuda_names");
+    if (!list.is_array()) r.fail("cuda_names", "expected a list of the names CUDA reports for this part");
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (!list[i].is_string() || list[i].get<std::string>().empty() ||
+          list[i].get<std::string>().size() > 256)
+        r.fail("cuda_names[" + std::to_string(i) + "]", "is not a name (a string of 1 to 256 bytes)");
+      g.cuda_names.push_back(list[i].get<std::string>());
+    }
+  }
   g.vendor = r.choice_or("vendor", "NVIDIA", {"NVIDIA", "AMD", "CPU"});
   g.architecture = r.string("architecture");
   g.hbm_bytes = r.number("hbm_gb", 0.001, kMaxMemoryGb) * kGB;
@@ -159,6 +169,13 @@ const GpuSpec& HardwareCatalog::gpu(const std::string& id, const std::string& fi
 const FabricSpec& HardwareCatalog::fabric(const std::string& id, const std::string& file,
                                           const std::string& field) const {
   return find_or_throw(m_fabrics, m_fabric_aliases, id, "fabric", file, field);
+}
+
+const GpuSpec* HardwareCatalog::gpu_named_by_cuda(const std::string& cuda_name) const {
+  for (const auto& [id, g] : m_gpus)
+    for (const std::string& n : g.cuda_names)
+      if (n == cuda_name) return &g;
+  return nullptr;
 }
 
 std::vector<std::string> HardwareCatalog::gpu_ids() const {

@@ -16,46 +16,11 @@
 #include <utility>
 #include <vector>
 
-#include "simrun/kernels/ref.hpp"
+#include "simrun/exec/kernel_plan.hpp"
 #include "simrun/sim/scenario/scenario.hpp"
 #include "simrun/sim/workload/workload.hpp"
 
 namespace simrun::exec {
-
-// Which code runs a compute task.
-enum class KernelKind : uint8_t {
-  gemm,
-  attention_fwd,
-  attention_bwd,
-  rmsnorm_fwd,
-  rmsnorm_bwd,
-  layernorm_fwd,
-  layernorm_bwd,
-  swiglu_fwd,
-  swiglu_bwd,
-  gelu_fwd,
-  gelu_bwd,
-  cross_entropy_fwd,
-  cross_entropy_bwd,
-  adamw,
-  stream,  // y += a·x over the op's bytes (read x, y; write y: 12 B per element)
-  host,    // host work the stream waits for: the task's host_s, slept
-};
-const char* to_string(KernelKind k);
-
-// A compute task as the backend runs it: the kernel, its dimensions and its fp32 buffers.
-struct KernelPlan {
-  KernelKind kind = KernelKind::stream;
-  int64_t m = 0, n = 0, k = 0, batch = 1;  // gemm: C[m×n] = A[m×k]·B[k×n], batch times
-  int64_t rows = 0, width = 0;             // norms, loss: rows × width; elementwise: rows·width elements
-  kernels::ref::AttentionShape attention;  // attention
-  double host_s = 0;                       // host
-  std::vector<int64_t> buffers;            // floats per buffer, in the order run() uses them
-  double bytes() const;                    // of every buffer together
-};
-
-// How `task` (a compute task of `program`) runs on the cpu backend.
-KernelPlan kernel_plan(const Scenario& scenario, const StageProgram& program, const Task& task);
 
 class CpuBackend {
  public:

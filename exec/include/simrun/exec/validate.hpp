@@ -27,10 +27,16 @@ namespace simrun::exec {
 // command line puts it in the scenario, saying so when the scenario named another.
 inline constexpr const char* kCpuBackendFramework = "simrun-cpu";
 
+// What runs the tasks: the cpu backend (Eigen, the reference kernels, MPI) or the cuda backend
+// (cuBLASLt, the kernels of kernels/cuda, NCCL; one GPU per rank).
+enum class Backend : uint8_t { cpu, cuda };
+
 struct ValidateRequest {
+  Backend backend = Backend::cpu;
   Scenario scenario;
   SimulateOptions options;  // the scenario's framework profile, with any flags applied
-  GpuSpec host_nominal;     // the catalog's cpu-host entry, before the microbenchmark
+  GpuSpec host_nominal;     // cpu: the catalog's cpu-host entry, before the microbenchmark
+  GpuSpec gpu;              // cuda: the catalog's entry of the GPU the ranks run on
   int64_t steps = 5;        // measured, after the warm-up
   int64_t warmup = 2;
   std::filesystem::path out_dir = "validate-out";
@@ -44,6 +50,8 @@ struct ValidateRequest {
 
 // True when simrun was built with MPI (validate needs it).
 bool validate_available();
+// True when simrun was built with the CUDA Toolkit, NCCL and MPI (the cuda backend needs them).
+bool cuda_backend_available();
 
 // Every rank of the job calls it. `make_request` reads the input on each rank; an InputError it
 // (or the slice) throws is printed once, by rank 0, on `err`, and every rank returns 2. The report

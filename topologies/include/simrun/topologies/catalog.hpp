@@ -32,6 +32,8 @@ class HardwareCatalog {
   // (by id or alias).
   const GpuSpec& gpu(const std::string& id, const std::string& file, const std::string& field) const;
   const FabricSpec& fabric(const std::string& id, const std::string& file, const std::string& field) const;
+  // The entry whose cuda_names hold `cuda_name` (cudaDeviceProp::name), or nullptr.
+  const GpuSpec* gpu_named_by_cuda(const std::string& cuda_name) const;
   std::vector<std::string> gpu_ids() const;
   std::vector<std::string> fabric_ids() const;
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace simrun {
 
@@ -19,8 +20,11 @@ enum class ScaleUpKind {
 };
 
 struct GpuSpec {
-  std::string id;               // catalog id, e.g. "h100-sxm"
-  std::string name;             // e.g. "NVIDIA H100 SXM5 80GB"
+  std::string id;    // catalog id, e.g. "h100-sxm"
+  std::string name;  // e.g. "NVIDIA H100 SXM5 80GB"
+  // What the CUDA runtime calls this part (cudaDeviceProp::name, nvidia-smi's name), e.g.
+  // "NVIDIA H100 80GB HBM3": how `simrun validate --backend cuda` knows the GPU it runs on.
+  std::vector<std::string> cuda_names;
   std::string vendor;           // "NVIDIA" | "AMD" | "CPU" (a host simrun validate measures)
   std::string architecture;     // e.g. "Hopper"
   double hbm_bytes = 0;         // vendor capacity, e.g. 80e9

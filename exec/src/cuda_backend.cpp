@@ -1,0 +1,373 @@
+// The cuda backend (cuda_backend.hpp): plans, device buffers, launches.
+#include "cuda_backend.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <random>
+#include <stdexcept>
+#include <thread>
+
+#include "simrun/common/error.hpp"
+#include "simrun/kernels/bf16.hpp"
+
+namespace simrun::exec {
+namespace {
+
+namespace cuda = kernels::cuda;
+
+constexpr double kBf16 = 2;  // bytes of an activation element on the cuda backend
+constexpr float kNormEps = 1e-5f;
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+enum class Element : uint8_t { bf16, f32, fp8, i32, bytes };
+double size_of(Element e) {
+  switch (e) {
+    case Element::bf16:
+      return 2;
+    case Element::f32:
+    case Element::i32:
+      return 4;
+    case Element::fp8:
+    case Element::bytes:
+      return 1;
+  }
+  return 1;
+}
+
+// What a buffer holds before the first step: random values in [-1, 1] (finite, no denormals),
+// ones (a norm's rstd), halves (AdamW's second moment, ≥ 0), labels inside the vocabulary, or
+// nothing (outputs and workspaces).
+enum class Fill : uint8_t { random, ones, halves, labels, none };
+
+struct BufferSpec {
+  Element element = Element::bf16;
+  int64_t count = 0;
+  Fill fill = Fill::random;
+};
+
+Element operand_element(GemmPrecision p) {
+  return p == GemmPrecision::fp8 ? Element::fp8 : p == GemmPrecision::fp32 ? Element::f32 : Element::bf16;
+}
+
+cuda::AttentionDims dims_of(const kernels::ref::AttentionShape& a) {
+  return {a.batch, a.q_heads, a.kv_heads, a.seq, a.head_dim, a.causal};
+}
+
+// The buffers of a plan, in the order enqueue() reads them.
+std::vector<BufferSpec> buffers_of(const KernelPlan& p, GemmPrecision precision) {
+  using E = Element;
+  using F = Fill;
+  const int64_t x = p.rows * p.width, w = p.width, r = p.rows;
+  switch (p.kind) {
+    case KernelKind::gemm: {
+      const E in = operand_element(precision), out = precision == GemmPrecision::fp32 ? E::f32 : E::bf16;
+      return {{in, p.m * p.k * p.batch}, {in, p.k * p.n * p.batch}, {out, p.m * p.n * p.batch, F::none}};
+    }
+    case KernelKind::attention_fwd: {
+      const auto& a = p.attention;
+      const int64_t q = a.batch * a.q_heads * a.seq * a.head_dim,
+                    kv = a.batch * a.kv_heads * a.seq * a.head_dim;
+      return {{E::bf16, q},
+              {E::bf16, kv},
+              {E::bf16, kv},
+              {E::bf16, q, F::none},
+              {E::f32, q / a.head_dim, F::none}};
+    }
+    case KernelKind::attention_bwd: {
+      const auto& a = p.attention;
+      const int64_t q = a.batch * a.q_heads * a.seq * a.head_dim,
+                    kv = a.batch * a.kv_heads * a.seq * a.head_dim;
+      const int64_t workspace = int64_t(cuda::flash_attention_backward_workspace_bytes(dims_of(a)));
+      // dO, Q, K, V, O, lse (a plausible log-sum-exp: ones), dQ, dK, dV, workspace
+      return {{E::bf16, q},           {E::bf16, q},
+              {E::bf16, kv},          {E::bf16, kv},
+              {E::bf16, q},           {E::f32, q / a.head_dim, F::ones},
+              {E::bf16, q, F::none},  {E::bf16, kv, F::none},
+              {E::bf16, kv, F::none}, {E::bytes, workspace, F::none}};
+    }
+    case KernelKind::rmsnorm_fwd:  // x, residual, weight, y, residual_out, rstd
+      return {{E::bf16, x},          {E::bf16, x},          {E::bf16, w},
+              {E::bf16, x, F::none}, {E::bf16, x, F::none}, {E::f32, r, F::none}};
+    case KernelKind::rmsnorm_bwd:  // dy, d_residual_next, residual_out, weight, rstd, d_sum, dweight,
+                                   // workspace
+      return {{E::bf16, x},
+              {E::bf16, x},
+              {E::bf16, x},
+              {E::bf16, w},
+              {E::f32, r, F::ones},
+              {E::bf16, x, F::none},
+              {E::f32, w, F::none},
+              {E::bytes, int64_t(cuda::residual_rmsnorm_backward_workspace_bytes(r, w)), F::none}};
+    case KernelKind::layernorm_fwd:  // x, residual, weight, bias, y, residual_out, mean, rstd
+      return {{E::bf16, x},          {E::bf16, x},          {E::bf16, w},         {E::bf16, w},
+              {E::bf16, x, F::none}, {E::bf16, x, F::none}, {E::f32, r, F::none}, {E::f32, r, F::none}};
+    case KernelKind::layernorm_bwd:
+      // dy, d_residual_next, residual_out, weight, mean, rstd, d_sum, dweight, dbias, workspace
+      return {{E::bf16, x},
+              {E::bf16, x},
+              {E::bf16, x},
+              {E::bf16, w},
+              {E::f32, r},
+              {E::f32, r, F::ones},
+              {E::bf16, x, F::none},
+              {E::f32, w, F::none},
+              {E::f32, w, F::none},
+              {E::bytes, int64_t(cuda::residual_layernorm_backward_workspace_bytes(r, w)), F::none}};
+    case KernelKind::swiglu_fwd:  // gate, up, out
+      return {{E::bf16, x}, {E::bf16, x}, {E::bf16, x, F::none}};
+    case KernelKind::swiglu_bwd:  // dout, gate, up, dgate, dup
+      return {{E::bf16, x}, {E::bf16, x}, {E::bf16, x}, {E::bf16, x, F::none}, {E::bf16, x, F::none}};
+    case KernelKind::gelu_fwd:  // x, bias, out
+      return {{E::bf16, x}, {E::bf16, w}, {E::bf16, x, F::none}};
+    case KernelKind::gelu_bwd:  // dout, x, bias, dx, dbias, workspace
+      return {
+          {E::bf16, x},         {E::bf16, x},
+          {E::bf16, w},         {E::bf16, x, F::none},
+          {E::f32, w, F::none}, {E::bytes, int64_t(cuda::bias_gelu_backward_workspace_bytes(r, w)), F::none}};
+    case KernelKind::cross_entropy_fwd:  // logits, labels, losses
+      return {{E::bf16, x}, {E::i32, r, F::labels}, {E::f32, r, F::none}};
+    case KernelKind::cross_entropy_bwd:  // dlosses, logits, labels, dlogits
+      return {{E::f32, r}, {E::bf16, x}, {E::i32, r, F::labels}, {E::bf16, x, F::none}};
+    case KernelKind::adamw:  // params, grads, m, v
+      return {{E::f32, x}, {E::f32, x}, {E::f32, x}, {E::f32, x, F::halves}};
+    case KernelKind::stream:  // x, y
+      return {{E::bf16, x}, {E::bf16, x}};
+    case KernelKind::host:
+      return {};
+  }
+  return {};
+}
+
+// The identity of a plan: plans equal in it share buffers.
+std::vector<int64_t> plan_key(const KernelPlan& p) {
+  const kernels::ref::AttentionShape& a = p.attention;
+  return {int64_t(p.kind), p.m,       p.n,        p.k,   p.batch,    p.rows,   p.width,
+          a.batch,         a.q_heads, a.kv_heads, a.seq, a.head_dim, a.causal, llround(p.host_s * 1e9)};
+}
+
+template <class F>
+void for_each_plan(const Scenario& sc, const StageProgram& program, F&& f) {
+  for (uint32_t i = 0; i < program.tasks.size(); ++i)
+    if (program.tasks[i].kind == TaskKind::compute) f(i, kernel_plan(sc, program, program.tasks[i], kBf16));
+}
+
+// A random pattern of `bytes`, in `element`, copied over the buffer by repetition.
+std::vector<uint8_t> pattern(Element element, Fill fill, int64_t vocab, size_t bytes, std::mt19937& rng) {
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<uint8_t> out(bytes);
+  auto put = [&](size_t i, const void* v, size_t n) {
+    std::copy_n(static_cast<const uint8_t*>(v), n, &out[i]);
+  };
+  for (size_t i = 0; i + size_t(size_of(element)) <= bytes; i += size_t(size_of(element))) {
+    const float f = fill == Fill::ones ? 1.0f : fill == Fill::halves ? 0.5f : uniform(rng);
+    switch (element) {
+      case Element::bf16: {
+        const uint16_t h = kernels::to_bf16(f);
+        put(i, &h, 2);
+        break;
+      }
+      case Element::f32:
+        put(i, &f, 4);
+        break;
+      case Element::i32: {
+        const int32_t label = int32_t(rng() % uint32_t(std::max<int64_t>(1, vocab)));
+        put(i, &label, 4);
+        break;
+      }
+      case Element::fp8:  // e4m3 bytes below 2^1 in magnitude: never NaN (0x7f, 0xff)
+        out[i] = uint8_t(rng() & 0xb7);
+        break;
+      case Element::bytes:
+        out[i] = 0;
+        break;
+    }
+  }
+  return out;
+}
+
+void CUDART_CB sleep_on_host(void* seconds) {
+  std::this_thread::sleep_for(std::chrono::duration<double>(*static_cast<const double*>(seconds)));
+}
+
+}  // namespace
+
+struct CudaBackend::Plan {
+  KernelPlan plan;
+  std::vector<void*> buffers;
+  std::unique_ptr<LtGemm> gemm;
+  std::unique_ptr<cuda::AdamWTensors> adam;
+  ~Plan() {
+    for (void* p : buffers) cudaFree(p);
+  }
+  template <class T = uint16_t>
+  T* at(size_t i) const {
+    return static_cast<T*>(buffers[i]);
+  }
+};
+
+GemmPrecision cuda_gemm_precision(const Scenario& sc, int major, int minor, std::string& note) {
+  note.clear();
+  switch (sc.layout.precision) {
+    case Precision::fp32:
+      return GemmPrecision::fp32;
+    case Precision::fp8:
+    case Precision::fp4:
+      if (major * 10 + minor >= 89) {
+        if (sc.layout.precision == Precision::fp4)
+          note = "fp4 GEMMs run as fp8 e4m3 (the cuda backend has no fp4 GEMM yet)";
+        return GemmPrecision::fp8;
+      }
+      note = "fp8 GEMMs run in bf16: this GPU (sm_" + std::to_string(major * 10 + minor) +
+             ") has no fp8 tensor cores";
+      return GemmPrecision::bf16;
+    default:
+      return GemmPrecision::bf16;
+  }
+}
+
+std::string cuda_backend_refusal(const Scenario& sc, const StageProgram& program) {
+  std::string refusal;
+  for_each_plan(sc, program, [&](uint32_t, const KernelPlan& p) {
+    if (!refusal.empty() || (p.kind != KernelKind::attention_fwd && p.kind != KernelKind::attention_bwd))
+      return;
+    try {  // the kernel's own shape rules, checked before any CUDA call
+      cuda::flash_attention_backward_workspace_bytes(dims_of(p.attention));
+    } catch (const std::invalid_argument& e) {
+      refusal = std::string(e.what()) + " (the cuda backend's attention)";
+    }
+  });
+  return refusal;
+}
+
+double CudaBackend::footprint_bytes(const Scenario& sc, const StageProgram& program,
+                                    GemmPrecision precision) {
+  std::map<std::vector<int64_t>, double> distinct;
+  for_each_plan(sc, program, [&](uint32_t, const KernelPlan& p) {
+    double bytes = 0;
+    for (const BufferSpec& b : buffers_of(p, precision)) bytes += double(b.count) * size_of(b.element);
+    distinct.emplace(plan_key(p), bytes);
+  });
+  double bytes = double(LtGemm::kWorkspaceBytes);
+  for (const auto& [key, b] : distinct) bytes += b;
+  return bytes;
+}
+
+CudaBackend::CudaBackend(const Scenario& sc, const StageProgram& program, GemmPrecision precision)
+    : m_program(program), m_plan_of(program.tasks.size(), -1) {
+  check_cublas(cublasLtCreate(&m_lt), "cublasLtCreate");
+  check(cudaMalloc(&m_gemm_workspace, LtGemm::kWorkspaceBytes), "cudaMalloc");
+  std::map<std::vector<int64_t>, int32_t> index;
+  std::mt19937 rng(12345);
+  constexpr size_t kPatternBytes = size_t(1) << 22;
+  for_each_plan(sc, program, [&](uint32_t task, const KernelPlan& p) {
+    const auto [it, added] = index.emplace(plan_key(p), int32_t(m_plans.size()));
+    m_plan_of[task] = it->second;
+    if (!added) return;
+    auto plan = std::make_unique<Plan>();
+    plan->plan = p;
+    for (const BufferSpec& b : buffers_of(p, precision)) {
+      const size_t bytes = size_t(std::max<int64_t>(1, b.count)) * size_t(size_of(b.element));
+      void* ptr = nullptr;
+      check(cudaMalloc(&ptr, bytes), "cudaMalloc");
+      plan->buffers.push_back(ptr);
+      if (b.fill == Fill::none) {
+        check(cudaMemset(ptr, 0, bytes), "cudaMemset");
+        continue;
+      }
+      const std::vector<uint8_t> fill =
+          pattern(b.element, b.fill, p.width, std::min(bytes, kPatternBytes), rng);
+      for (size_t at = 0; at < bytes; at += fill.size())
+        check(cudaMemcpy(static_cast<uint8_t*>(ptr) + at, fill.data(), std::min(fill.size(), bytes - at),
+                         cudaMemcpyHostToDevice),
+              "cudaMemcpy to the device");
+    }
+    if (p.kind == KernelKind::gemm)
+      plan->gemm = std::make_unique<LtGemm>(m_lt, p.m, p.n, p.k, p.batch, precision);
+    if (p.kind == KernelKind::adamw)
+      plan->adam = std::make_unique<cuda::AdamWTensors>(
+          std::vector<cuda::AdamWTensor>{{plan->at<float>(0), plan->at<float>(1), plan->at<float>(2),
+                                          plan->at<float>(3), p.rows * p.width}});
+    m_plans.push_back(std::move(plan));
+  });
+  check(cudaDeviceSynchronize(), "the cuda backend's buffers");
+}
+
+CudaBackend::~CudaBackend() {
+  m_plans.clear();
+  cudaFree(m_gemm_workspace);
+  if (m_lt) cublasLtDestroy(m_lt);
+}
+
+void CudaBackend::enqueue(uint32_t index, cudaStream_t stream) {
+  SIMRUN_ASSERT(index < m_plan_of.size() && m_plan_of[index] >= 0, "enqueue of a task that is not compute");
+  Plan& b = *m_plans[size_t(m_plan_of[index])];
+  const KernelPlan& p = b.plan;
+  const int64_t rows = p.rows, width = p.width, n = p.rows * p.width;
+  void* s = stream;
+  switch (p.kind) {
+    case KernelKind::gemm:
+      b.gemm->run(b.buffers[0], b.buffers[1], b.buffers[2], nullptr, m_gemm_workspace, stream);
+      return;
+    case KernelKind::attention_fwd:
+      cuda::flash_attention_forward(dims_of(p.attention), b.at(0), b.at(1), b.at(2), b.at(3), b.at<float>(4),
+                                    s);
+      return;
+    case KernelKind::attention_bwd:
+      cuda::flash_attention_backward(dims_of(p.attention), b.at(0), b.at(1), b.at(2), b.at(3), b.at(4),
+                                     b.at<float>(5), b.at(6), b.at(7), b.at(8), b.at<float>(9), s);
+      return;
+    case KernelKind::rmsnorm_fwd:
+      cuda::residual_rmsnorm_forward(b.at(0), b.at(1), b.at(2), rows, width, kNormEps, b.at(3), b.at(4),
+                                     b.at<float>(5), s);
+      return;
+    case KernelKind::rmsnorm_bwd:
+      cuda::residual_rmsnorm_backward(b.at(0), b.at(1), b.at(2), b.at(3), b.at<float>(4), rows, width,
+                                      b.at(5), b.at<float>(6), b.at<float>(7), s);
+      return;
+    case KernelKind::layernorm_fwd:
+      cuda::residual_layernorm_forward(b.at(0), b.at(1), b.at(2), b.at(3), rows, width, kNormEps, b.at(4),
+                                       b.at(5), b.at<float>(6), b.at<float>(7), s);
+      return;
+    case KernelKind::layernorm_bwd:
+      cuda::residual_layernorm_backward(b.at(0), b.at(1), b.at(2), b.at(3), b.at<float>(4), b.at<float>(5),
+                                        rows, width, b.at(6), b.at<float>(7), b.at<float>(8), b.at<float>(9),
+                                        s);
+      return;
+    case KernelKind::swiglu_fwd:
+      cuda::swiglu_forward(b.at(0), b.at(1), n, b.at(2), s);
+      return;
+    case KernelKind::swiglu_bwd:
+      cuda::swiglu_backward(b.at(0), b.at(1), b.at(2), n, b.at(3), b.at(4), s);
+      return;
+    case KernelKind::gelu_fwd:
+      cuda::bias_gelu_forward(b.at(0), b.at(1), rows, width, b.at(2), s);
+      return;
+    case KernelKind::gelu_bwd:
+      cuda::bias_gelu_backward(b.at(0), b.at(1), b.at(2), rows, width, b.at(3), b.at<float>(4),
+                               b.at<float>(5), s);
+      return;
+    case KernelKind::cross_entropy_fwd:
+      cuda::cross_entropy_forward(b.at(0), b.at<int32_t>(1), rows, width, b.at<float>(2), s);
+      return;
+    case KernelKind::cross_entropy_bwd:
+      cuda::cross_entropy_backward(b.at<float>(0), b.at(1), b.at<int32_t>(2), rows, width, b.at(3), s);
+      return;
+    case KernelKind::adamw: {
+      const kernels::ref::AdamW opt;
+      b.adam->step(opt.lr, opt.beta1, opt.beta2, opt.eps, opt.weight_decay, ++m_adam_step, s);
+      return;
+    }
+    case KernelKind::stream:
+      cuda::stream_update(b.at(0), n, b.at(1), s);
+      return;
+    case KernelKind::host:
+      check(cudaLaunchHostFunc(stream, sleep_on_host, &b.plan.host_s), "cudaLaunchHostFunc");
+      return;
+  }
+}
+
+}  // namespace simrun::exec

@@ -1,0 +1,188 @@
+// Kernel plans (kernel_plan.hpp): a compute task's kernel and dimensions, read from its shape.
+#include "simrun/exec/kernel_plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "simrun/common/error.hpp"
+
+namespace simrun::exec {
+namespace {
+
+namespace ref = kernels::ref;
+
+constexpr double kFloat = 4;  // bytes of an fp32 element
+// Tensors a kernel moves per element of its main tensor, as kernel_plan reads an op's element
+// count back from the workload's bytes (workload_builder.cpp memory_op, in the activations'
+// element size): a norm forward reads x and writes y; its backward reads dy and x and writes dx;
+// SwiGLU reads gate and up and writes the output (backward: reads dout, gate, up, writes dgate,
+// dup); GELU reads and writes one each (backward: reads dout, x, writes dx); cross-entropy reads
+// the logits for its max, sum and target passes and writes the loss (backward: reads them, writes
+// dlogits); a stream reads x, y and writes y. AdamW reads p, g, m, v and writes p, m, v, in fp32
+// whatever the activations' element.
+constexpr double kNormFwdTensors = 2, kNormBwdTensors = 3;
+constexpr double kSwigluFwdTensors = 3, kSwigluBwdTensors = 5;
+constexpr double kGeluFwdTensors = 2, kGeluBwdTensors = 3;
+constexpr double kLossFwdTensors = 3, kLossBwdTensors = 2;
+constexpr double kStreamTensors = 3;
+constexpr double kAdamBytes = 7 * kFloat;
+
+int64_t at_least_one(double x) { return std::max<int64_t>(1, static_cast<int64_t>(std::llround(x))); }
+
+// rows × width covering `elements`, width the op's natural row length where it has one.
+void set_rows(KernelPlan& p, double elements, int64_t width) {
+  p.width = std::max<int64_t>(1, std::min<int64_t>(width, at_least_one(elements)));
+  p.rows = at_least_one(elements / double(p.width));
+}
+
+bool is_norm(OpName op) {
+  return op == OpName::ln_attn || op == OpName::ln_mlp || op == OpName::final_ln || op == OpName::mla_norm;
+}
+
+KernelPlan memory_plan(const Scenario& sc, const OpShape& shape, const Task& task, double element_bytes) {
+  const ModelSpec& m = sc.model;
+  const double e = element_bytes;
+  const bool backward = task.phase == Phase::backward;
+  KernelPlan p;
+  if (is_norm(task.op)) {
+    const bool rms = m.norm == NormKind::rmsnorm;
+    p.kind = rms ? (backward ? KernelKind::rmsnorm_bwd : KernelKind::rmsnorm_fwd)
+                 : (backward ? KernelKind::layernorm_bwd : KernelKind::layernorm_fwd);
+    set_rows(p, shape.bytes / ((backward ? kNormBwdTensors : kNormFwdTensors) * e), m.hidden);
+    const int64_t x = p.rows * p.width, w = p.width, r = p.rows;
+    if (rms)
+      p.buffers = backward ? std::vector<int64_t>{x, x, w, r, x, w} : std::vector<int64_t>{x, w, x, r};
+    else
+      p.buffers =
+          backward ? std::vector<int64_t>{x, x, w, r, r, x, w, w} : std::vector<int64_t>{x, w, w, x, r, r};
+    return p;
+  }
+  if (task.op == OpName::act || task.op == OpName::expert_act) {
+    const bool swiglu = m.ffn_act == FfnActivation::swiglu;
+    p.kind = swiglu ? (backward ? KernelKind::swiglu_bwd : KernelKind::swiglu_fwd)
+                    : (backward ? KernelKind::gelu_bwd : KernelKind::gelu_fwd);
+    const double tensors = swiglu ? (backward ? kSwigluBwdTensors : kSwigluFwdTensors)
+                                  : (backward ? kGeluBwdTensors : kGeluFwdTensors);
+    set_rows(p, shape.bytes / (tensors * e), m.ffn_hidden);
+    const int64_t x = p.rows * p.width;
+    p.buffers = std::vector<int64_t>(swiglu ? (backward ? 5 : 3) : 3, x);
+    return p;
+  }
+  if (task.op == OpName::loss) {
+    p.kind = backward ? KernelKind::cross_entropy_bwd : KernelKind::cross_entropy_fwd;
+    const int64_t vocab_local = std::max<int64_t>(1, m.vocab / std::max<int64_t>(1, sc.layout.tp));
+    set_rows(p, shape.bytes / ((backward ? kLossBwdTensors : kLossFwdTensors) * e), vocab_local);
+    const int64_t x = p.rows * p.width, r = p.rows;
+    p.buffers = backward ? std::vector<int64_t>{r, x, x} : std::vector<int64_t>{x, r};
+    return p;
+  }
+  if (task.op == OpName::optimizer) {
+    p.kind = KernelKind::adamw;
+    set_rows(p, shape.bytes / kAdamBytes, int64_t(1) << 20);
+    p.buffers = std::vector<int64_t>(4, p.rows * p.width);
+    return p;
+  }
+  p.kind = KernelKind::stream;
+  set_rows(p, shape.bytes / (kStreamTensors * e), int64_t(1) << 20);
+  p.buffers = std::vector<int64_t>(2, p.rows * p.width);
+  return p;
+}
+
+KernelPlan attention_plan(const Scenario& sc, const OpShape& shape) {
+  KernelPlan p;
+  p.kind = shape.cls == OpClass::attention_bwd ? KernelKind::attention_bwd : KernelKind::attention_fwd;
+  ref::AttentionShape& a = p.attention;
+  a.seq = at_least_one(shape.seq_kv);
+  a.batch = at_least_one(shape.tokens / shape.seq_kv);
+  a.q_heads = at_least_one(shape.heads);
+  a.head_dim = at_least_one(shape.head_dim);
+  a.causal = shape.causal;
+  // The model's query heads per K/V head (grouped-query attention), where it divides the local heads.
+  const int64_t group = sc.model.kv_heads > 0 ? std::max<int64_t>(1, sc.model.heads / sc.model.kv_heads) : 1;
+  a.kv_heads = a.q_heads % group == 0 ? a.q_heads / group : a.q_heads;
+  const int64_t q = a.batch * a.q_heads * a.seq * a.head_dim, kv = a.batch * a.kv_heads * a.seq * a.head_dim;
+  const int64_t lse = a.batch * a.q_heads * a.seq;
+  if (p.kind == KernelKind::attention_fwd)
+    p.buffers = {q, kv, kv, q, lse};
+  else
+    p.buffers = {q, q, kv, kv, q, lse, q, kv, kv};  // dO, Q, K, V, O, lse, dQ, dK, dV
+  return p;
+}
+
+}  // namespace
+
+const char* to_string(KernelKind k) {
+  switch (k) {
+    case KernelKind::gemm:
+      return "gemm";
+    case KernelKind::attention_fwd:
+      return "attention_fwd";
+    case KernelKind::attention_bwd:
+      return "attention_bwd";
+    case KernelKind::rmsnorm_fwd:
+      return "rmsnorm_fwd";
+    case KernelKind::rmsnorm_bwd:
+      return "rmsnorm_bwd";
+    case KernelKind::layernorm_fwd:
+      return "layernorm_fwd";
+    case KernelKind::layernorm_bwd:
+      return "layernorm_bwd";
+    case KernelKind::swiglu_fwd:
+      return "swiglu_fwd";
+    case KernelKind::swiglu_bwd:
+      return "swiglu_bwd";
+    case KernelKind::gelu_fwd:
+      return "gelu_fwd";
+    case KernelKind::gelu_bwd:
+      return "gelu_bwd";
+    case KernelKind::cross_entropy_fwd:
+      return "cross_entropy_fwd";
+    case KernelKind::cross_entropy_bwd:
+      return "cross_entropy_bwd";
+    case KernelKind::adamw:
+      return "adamw";
+    case KernelKind::stream:
+      return "stream";
+    case KernelKind::host:
+      return "host";
+  }
+  return "?";
+}
+
+double KernelPlan::bytes() const {
+  double floats = 0;
+  for (int64_t b : buffers) floats += double(b);
+  return floats * kFloat;
+}
+
+KernelPlan kernel_plan(const Scenario& sc, const StageProgram& program, const Task& task,
+                       double element_bytes) {
+  SIMRUN_ASSERT(task.kind == TaskKind::compute, "kernel_plan of a task that is not compute");
+  const OpShape& shape = program.shape(task);
+  switch (shape.cls) {
+    case OpClass::gemm: {
+      KernelPlan p;
+      p.kind = KernelKind::gemm;
+      p.m = at_least_one(shape.m);
+      p.n = at_least_one(shape.n);
+      p.k = at_least_one(shape.k);
+      p.batch = at_least_one(shape.batch);
+      p.buffers = {p.m * p.k, p.k * p.n, p.m * p.n};
+      return p;
+    }
+    case OpClass::attention_fwd:
+    case OpClass::attention_bwd:
+      return attention_plan(sc, shape);
+    case OpClass::memory:
+      return memory_plan(sc, shape, task, element_bytes);
+    case OpClass::host: {
+      KernelPlan p;
+      p.kind = KernelKind::host;
+      p.host_s = shape.host_s;
+      return p;
+    }
+  }
+  return {};
+}
+
+}  // namespace simrun::exec

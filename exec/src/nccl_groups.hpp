@@ -1,0 +1,42 @@
+// The cuda backend's NCCL communicators (exec/, private), as nccl-tests makes them: the first
+// member of a group calls ncclGetUniqueId and broadcasts the id over MPI, every member then calls
+// ncclCommInitRank. One per process group and stream, from the MPI communicators of
+// process_groups.hpp (so that a stream's collectives never have to match another's in order), and
+// one per pipeline direction between two stages (sender first, receiver second), each used by one
+// GPU stream only.
+#pragma once
+
+#include <mpi.h>
+#include <nccl.h>
+
+#include <map>
+#include <utility>
+
+#include "process_groups.hpp"
+#include "simrun/sim/scenario/rank_layout.hpp"
+#include "simrun/sim/workload/workload.hpp"
+
+namespace simrun::exec {
+
+// Throws std::runtime_error naming the NCCL error.
+void check_nccl(ncclResult_t result, const char* what);
+
+class NcclGroups {
+ public:
+  // Collective over MPI_COMM_WORLD: every rank calls it with the same workload.
+  NcclGroups(const Workload& workload, const RankLayout& layout, const ProcessGroups& groups, int rank);
+  ~NcclGroups();
+  NcclGroups(const NcclGroups&) = delete;
+  NcclGroups& operator=(const NcclGroups&) = delete;
+
+  ncclComm_t comm(GroupKind group, Stream stream) const;
+  // This rank's communicator for its pipeline traffic to (send) or from (receive) `peer_stage`;
+  // the peer is rank 1 of a send's communicator and rank 0 of a receive's.
+  ncclComm_t pipeline(bool send, int64_t peer_stage) const;
+
+ private:
+  std::map<std::pair<GroupKind, Stream>, ncclComm_t> m_comms;
+  std::map<std::pair<bool, int64_t>, ncclComm_t> m_pipeline;
+};
+
+}  // namespace simrun::exec
