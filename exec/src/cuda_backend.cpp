@@ -16,7 +16,6 @@ namespace {
 
 namespace cuda = kernels::cuda;
 
-constexpr double kBf16 = 2;  // bytes of an activation element on the cuda backend
 constexpr float kNormEps = 1e-5f;
 
 void check(cudaError_t e, const char* what) {
@@ -152,7 +151,7 @@ std::vector<int64_t> plan_key(const KernelPlan& p) {
 template <class F>
 void for_each_plan(const Scenario& sc, const StageProgram& program, F&& f) {
   for (uint32_t i = 0; i < program.tasks.size(); ++i)
-    if (program.tasks[i].kind == TaskKind::compute) f(i, kernel_plan(sc, program, program.tasks[i], kBf16));
+    if (program.tasks[i].kind == TaskKind::compute) f(i, kernel_plan(sc, program, program.tasks[i], CudaBackend::kElementBytes));
 }
 
 // A random pattern of `bytes`, in `element`, copied over the buffer by repetition.
@@ -243,14 +242,17 @@ std::string cuda_backend_refusal(const Scenario& sc, const StageProgram& program
   return refusal;
 }
 
+double CudaBackend::plan_bytes(const KernelPlan& plan, GemmPrecision precision) {
+  double bytes = 0;
+  for (const BufferSpec& b : buffers_of(plan, precision)) bytes += double(b.count) * size_of(b.element);
+  return bytes;
+}
+
 double CudaBackend::footprint_bytes(const Scenario& sc, const StageProgram& program,
                                     GemmPrecision precision) {
   std::map<std::vector<int64_t>, double> distinct;
-  for_each_plan(sc, program, [&](uint32_t, const KernelPlan& p) {
-    double bytes = 0;
-    for (const BufferSpec& b : buffers_of(p, precision)) bytes += double(b.count) * size_of(b.element);
-    distinct.emplace(plan_key(p), bytes);
-  });
+  for_each_plan(sc, program,
+                [&](uint32_t, const KernelPlan& p) { distinct.emplace(plan_key(p), plan_bytes(p, precision)); });
   double bytes = double(LtGemm::kWorkspaceBytes);
   for (const auto& [key, b] : distinct) bytes += b;
   return bytes;

@@ -46,6 +46,10 @@ class CudaBackend {
   static double footprint_bytes(const Scenario& scenario, const StageProgram& program,
                                 GemmPrecision precision);
 
+  // Device bytes of one plan's buffers (its kernel plan read in bf16 elements, kElementBytes).
+  static double plan_bytes(const KernelPlan& plan, GemmPrecision precision);
+  static constexpr double kElementBytes = 2;
+
   // Launches compute task `index` of the program on `stream`.
   void enqueue(uint32_t index, cudaStream_t stream);
 
