@@ -53,9 +53,20 @@ void apply_cuda_backend(exec::ValidateRequest& r, const Catalogs& catalogs) {
             ", is in no catalog entry's cuda_names (add it to its GPU's file, docs/catalogs.md)");
   r.backend = exec::Backend::cuda;
   r.gpu = *gpu;
-  if (r.scenario.layout.precision == Precision::fp32) {
-    r.scenario.layout.precision = Precision::bf16;
-    r.notes.push_back("precision fp32 -> bf16 (the cuda backend's kernels are bf16)");
+  // What the cuda backend's GEMMs run, said as the slice's other changes are (cuda_backend.hpp).
+  Precision& precision = r.scenario.layout.precision;
+  if (precision == Precision::fp32 || precision == Precision::tf32 || precision == Precision::fp16) {
+    r.notes.push_back(std::string("precision ") + to_string(precision) +
+                      " -> bf16 (the cuda backend's kernels are bf16)");
+    precision = Precision::bf16;
+  }
+  if (precision == Precision::fp4) {
+    r.notes.push_back("precision fp4 -> fp8 (the cuda backend has no fp4 GEMM)");
+    precision = Precision::fp8;
+  }
+  if (precision == Precision::fp8 && !(gpu->fp8_flops_per_s > 0)) {
+    r.notes.push_back("precision fp8 -> bf16 (" + gpu->id + " has no fp8 tensor cores)");
+    precision = Precision::bf16;
   }
 #else
   (void)r;

@@ -17,11 +17,47 @@ namespace ref = kernels::ref;
 
 constexpr double kFloat = 4;  // bytes of an fp32 element
 
-// The identity of a plan: plans equal in it share buffers.
-std::vector<int64_t> plan_key(const KernelPlan& p) {
-  const ref::AttentionShape& a = p.attention;
-  return {int64_t(p.kind), p.m,       p.n,        p.k,   p.batch,    p.rows,   p.width,
-          a.batch,         a.q_heads, a.kv_heads, a.seq, a.head_dim, a.causal, llround(p.host_s * 1e9)};
+// The fp32 buffers of a plan (floats each), in the order run() reads them.
+std::vector<int64_t> fp32_buffers(const KernelPlan& p) {
+  const int64_t x = p.rows * p.width, w = p.width, r = p.rows;
+  switch (p.kind) {
+    case KernelKind::gemm:
+      return {p.m * p.k, p.k * p.n, p.m * p.n};
+    case KernelKind::attention_fwd:
+    case KernelKind::attention_bwd: {
+      const ref::AttentionShape& a = p.attention;
+      const int64_t q = a.batch * a.q_heads * a.seq * a.head_dim,
+                    kv = a.batch * a.kv_heads * a.seq * a.head_dim;
+      const int64_t lse = a.batch * a.q_heads * a.seq;
+      if (p.kind == KernelKind::attention_fwd) return {q, kv, kv, q, lse};
+      return {q, q, kv, kv, q, lse, q, kv, kv};  // dO, Q, K, V, O, lse, dQ, dK, dV
+    }
+    case KernelKind::rmsnorm_fwd:
+      return {x, w, x, r};
+    case KernelKind::rmsnorm_bwd:
+      return {x, x, w, r, x, w};
+    case KernelKind::layernorm_fwd:
+      return {x, w, w, x, r, r};
+    case KernelKind::layernorm_bwd:
+      return {x, x, w, r, r, x, w, w};
+    case KernelKind::swiglu_fwd:
+    case KernelKind::gelu_fwd:
+    case KernelKind::gelu_bwd:
+      return std::vector<int64_t>(3, x);
+    case KernelKind::swiglu_bwd:
+      return std::vector<int64_t>(5, x);
+    case KernelKind::cross_entropy_fwd:
+      return {x, r};
+    case KernelKind::cross_entropy_bwd:
+      return {r, x, x};
+    case KernelKind::adamw:
+      return std::vector<int64_t>(4, x);
+    case KernelKind::stream:
+      return std::vector<int64_t>(2, x);
+    case KernelKind::host:
+      return {};
+  }
+  return {};
 }
 
 template <class F>
@@ -35,10 +71,16 @@ std::span<float> out(std::vector<float>& v) { return {v.data(), v.size()}; }
 
 }  // namespace
 
+double CpuBackend::plan_bytes(const KernelPlan& plan) {
+  double floats = 0;
+  for (int64_t b : fp32_buffers(plan)) floats += double(b);
+  return floats * kFloat;
+}
+
 double CpuBackend::footprint_bytes(const Scenario& sc, const StageProgram& program) {
   std::map<std::vector<int64_t>, double> distinct;
   for_each_plan(sc, program,
-                [&](uint32_t, const KernelPlan& p) { distinct.emplace(plan_key(p), p.bytes()); });
+                [&](uint32_t, const KernelPlan& p) { distinct.emplace(plan_identity(p), plan_bytes(p)); });
   double bytes = 0;
   for (const auto& [key, b] : distinct) bytes += b;
   return bytes;
@@ -50,12 +92,12 @@ CpuBackend::CpuBackend(const Scenario& sc, const StageProgram& program)
   std::mt19937 rng(12345);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   for_each_plan(sc, program, [&](uint32_t task, const KernelPlan& p) {
-    const auto [it, added] = index.emplace(plan_key(p), int32_t(m_buffers.size()));
+    const auto [it, added] = index.emplace(plan_identity(p), int32_t(m_buffers.size()));
     m_buffers_of[task] = it->second;
     if (!added) return;
     Buffers b;
     b.plan = p;
-    for (int64_t floats : p.buffers) {
+    for (int64_t floats : fp32_buffers(p)) {
       std::vector<float> v(static_cast<size_t>(floats));
       for (float& x : v) x = uniform(rng);  // finite, and no denormals to slow a kernel down
       b.data.push_back(std::move(v));

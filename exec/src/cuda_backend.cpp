@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "cuda_check.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/kernels/bf16.hpp"
 
@@ -17,10 +18,6 @@ namespace {
 namespace cuda = kernels::cuda;
 
 constexpr float kNormEps = 1e-5f;
-
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
-}
 
 enum class Element : uint8_t { bf16, f32, fp8, i32, bytes };
 double size_of(Element e) {
@@ -48,9 +45,7 @@ struct BufferSpec {
   Fill fill = Fill::random;
 };
 
-Element operand_element(GemmPrecision p) {
-  return p == GemmPrecision::fp8 ? Element::fp8 : p == GemmPrecision::fp32 ? Element::f32 : Element::bf16;
-}
+Element operand_element(GemmPrecision p) { return p == GemmPrecision::fp8 ? Element::fp8 : Element::bf16; }
 
 cuda::AttentionDims dims_of(const kernels::ref::AttentionShape& a) {
   return {a.batch, a.q_heads, a.kv_heads, a.seq, a.head_dim, a.causal};
@@ -63,8 +58,9 @@ std::vector<BufferSpec> buffers_of(const KernelPlan& p, GemmPrecision precision)
   const int64_t x = p.rows * p.width, w = p.width, r = p.rows;
   switch (p.kind) {
     case KernelKind::gemm: {
-      const E in = operand_element(precision), out = precision == GemmPrecision::fp32 ? E::f32 : E::bf16;
-      return {{in, p.m * p.k * p.batch}, {in, p.k * p.n * p.batch}, {out, p.m * p.n * p.batch, F::none}};
+      const GemmPrecision runs = gemm_precision_for(precision, p.m, p.n, p.k);
+      const E in = operand_element(runs);
+      return {{in, p.m * p.k * p.batch}, {in, p.k * p.n * p.batch}, {E::bf16, p.m * p.n * p.batch, F::none}};
     }
     case KernelKind::attention_fwd: {
       const auto& a = p.attention;
@@ -141,17 +137,11 @@ std::vector<BufferSpec> buffers_of(const KernelPlan& p, GemmPrecision precision)
   return {};
 }
 
-// The identity of a plan: plans equal in it share buffers.
-std::vector<int64_t> plan_key(const KernelPlan& p) {
-  const kernels::ref::AttentionShape& a = p.attention;
-  return {int64_t(p.kind), p.m,       p.n,        p.k,   p.batch,    p.rows,   p.width,
-          a.batch,         a.q_heads, a.kv_heads, a.seq, a.head_dim, a.causal, llround(p.host_s * 1e9)};
-}
-
 template <class F>
 void for_each_plan(const Scenario& sc, const StageProgram& program, F&& f) {
   for (uint32_t i = 0; i < program.tasks.size(); ++i)
-    if (program.tasks[i].kind == TaskKind::compute) f(i, kernel_plan(sc, program, program.tasks[i], CudaBackend::kElementBytes));
+    if (program.tasks[i].kind == TaskKind::compute)
+      f(i, kernel_plan(sc, program, program.tasks[i], CudaBackend::kElementBytes));
 }
 
 // A random pattern of `bytes`, in `element`, copied over the buffer by repetition.
@@ -208,24 +198,10 @@ struct CudaBackend::Plan {
   }
 };
 
-GemmPrecision cuda_gemm_precision(const Scenario& sc, int major, int minor, std::string& note) {
-  note.clear();
-  switch (sc.layout.precision) {
-    case Precision::fp32:
-      return GemmPrecision::fp32;
-    case Precision::fp8:
-    case Precision::fp4:
-      if (major * 10 + minor >= 89) {
-        if (sc.layout.precision == Precision::fp4)
-          note = "fp4 GEMMs run as fp8 e4m3 (the cuda backend has no fp4 GEMM yet)";
-        return GemmPrecision::fp8;
-      }
-      note = "fp8 GEMMs run in bf16: this GPU (sm_" + std::to_string(major * 10 + minor) +
-             ") has no fp8 tensor cores";
-      return GemmPrecision::bf16;
-    default:
-      return GemmPrecision::bf16;
-  }
+GemmPrecision cuda_gemm_precision(const Scenario& sc, int major, int minor) {
+  // fp8 tensor cores from sm_89 (Ada, Hopper, Blackwell).
+  return sc.layout.precision == Precision::fp8 && major * 10 + minor >= 89 ? GemmPrecision::fp8
+                                                                           : GemmPrecision::bf16;
 }
 
 std::string cuda_backend_refusal(const Scenario& sc, const StageProgram& program) {
@@ -251,8 +227,9 @@ double CudaBackend::plan_bytes(const KernelPlan& plan, GemmPrecision precision) 
 double CudaBackend::footprint_bytes(const Scenario& sc, const StageProgram& program,
                                     GemmPrecision precision) {
   std::map<std::vector<int64_t>, double> distinct;
-  for_each_plan(sc, program,
-                [&](uint32_t, const KernelPlan& p) { distinct.emplace(plan_key(p), plan_bytes(p, precision)); });
+  for_each_plan(sc, program, [&](uint32_t, const KernelPlan& p) {
+    distinct.emplace(plan_identity(p), plan_bytes(p, precision));
+  });
   double bytes = double(LtGemm::kWorkspaceBytes);
   for (const auto& [key, b] : distinct) bytes += b;
   return bytes;
@@ -260,49 +237,65 @@ double CudaBackend::footprint_bytes(const Scenario& sc, const StageProgram& prog
 
 CudaBackend::CudaBackend(const Scenario& sc, const StageProgram& program, GemmPrecision precision)
     : m_program(program), m_plan_of(program.tasks.size(), -1) {
-  check_cublas(cublasLtCreate(&m_lt), "cublasLtCreate");
-  check(cudaMalloc(&m_gemm_workspace, LtGemm::kWorkspaceBytes), "cudaMalloc");
-  std::map<std::vector<int64_t>, int32_t> index;
-  std::mt19937 rng(12345);
-  constexpr size_t kPatternBytes = size_t(1) << 22;
-  for_each_plan(sc, program, [&](uint32_t task, const KernelPlan& p) {
-    const auto [it, added] = index.emplace(plan_key(p), int32_t(m_plans.size()));
-    m_plan_of[task] = it->second;
-    if (!added) return;
-    auto plan = std::make_unique<Plan>();
-    plan->plan = p;
-    for (const BufferSpec& b : buffers_of(p, precision)) {
-      const size_t bytes = size_t(std::max<int64_t>(1, b.count)) * size_t(size_of(b.element));
-      void* ptr = nullptr;
-      check(cudaMalloc(&ptr, bytes), "cudaMalloc");
-      plan->buffers.push_back(ptr);
-      if (b.fill == Fill::none) {
-        check(cudaMemset(ptr, 0, bytes), "cudaMemset");
-        continue;
+  try {
+    SIMRUN_CUBLAS_CHECK(cublasLtCreate(&m_lt));
+    SIMRUN_CUDA_CHECK(cudaMalloc(&m_gemm_workspace, LtGemm::kWorkspaceBytes));
+    std::map<std::vector<int64_t>, int32_t> index;
+    std::vector<uint32_t> first_task;  // per plan
+    std::mt19937 rng(12345);
+    constexpr size_t kPatternBytes = size_t(1) << 22;
+    for_each_plan(sc, program, [&](uint32_t task, const KernelPlan& p) {
+      const auto [it, added] = index.emplace(plan_identity(p), int32_t(m_plans.size()));
+      m_plan_of[task] = it->second;
+      if (!added) return;
+      first_task.push_back(task);
+      m_plans.push_back(std::make_unique<Plan>());
+      Plan& plan = *m_plans.back();
+      plan.plan = p;
+      for (const BufferSpec& b : buffers_of(p, precision)) {
+        const size_t bytes = size_t(std::max<int64_t>(1, b.count)) * size_t(size_of(b.element));
+        plan.buffers.push_back(nullptr);
+        SIMRUN_CUDA_CHECK(cudaMalloc(&plan.buffers.back(), bytes));
+        void* ptr = plan.buffers.back();
+        if (b.fill == Fill::none) {
+          SIMRUN_CUDA_CHECK(cudaMemset(ptr, 0, bytes));
+          continue;
+        }
+        const std::vector<uint8_t> fill =
+            pattern(b.element, b.fill, p.width, std::min(bytes, kPatternBytes), rng);
+        for (size_t at = 0; at < bytes; at += fill.size())
+          SIMRUN_CUDA_CHECK(cudaMemcpy(static_cast<uint8_t*>(ptr) + at, fill.data(),
+                                       std::min(fill.size(), bytes - at), cudaMemcpyHostToDevice));
       }
-      const std::vector<uint8_t> fill =
-          pattern(b.element, b.fill, p.width, std::min(bytes, kPatternBytes), rng);
-      for (size_t at = 0; at < bytes; at += fill.size())
-        check(cudaMemcpy(static_cast<uint8_t*>(ptr) + at, fill.data(), std::min(fill.size(), bytes - at),
-                         cudaMemcpyHostToDevice),
-              "cudaMemcpy to the device");
-    }
-    if (p.kind == KernelKind::gemm)
-      plan->gemm = std::make_unique<LtGemm>(m_lt, p.m, p.n, p.k, p.batch, precision);
-    if (p.kind == KernelKind::adamw)
-      plan->adam = std::make_unique<cuda::AdamWTensors>(
-          std::vector<cuda::AdamWTensor>{{plan->at<float>(0), plan->at<float>(1), plan->at<float>(2),
-                                          plan->at<float>(3), p.rows * p.width}});
-    m_plans.push_back(std::move(plan));
-  });
-  check(cudaDeviceSynchronize(), "the cuda backend's buffers");
+      if (p.kind == KernelKind::gemm)
+        plan.gemm = std::make_unique<LtGemm>(m_lt, p.m, p.n, p.k, p.batch,
+                                             gemm_precision_for(precision, p.m, p.n, p.k));
+      if (p.kind == KernelKind::adamw)
+        plan.adam = std::make_unique<cuda::AdamWTensors>(std::vector<cuda::AdamWTensor>{
+            {plan.at<float>(0), plan.at<float>(1), plan.at<float>(2), plan.at<float>(3), p.rows * p.width}});
+    });
+    // Every kernel once, before any NCCL kernel runs beside it: CUDA loads a module at its first
+    // launch (lazy loading, CUDA 12's default), which may wait for the kernels running on other
+    // streams; an NCCL kernel waiting for its peers would then wait forever.
+    for (size_t p = 0; p < m_plans.size(); ++p)
+      if (m_plans[p]->plan.kind != KernelKind::host) enqueue(first_task[p], nullptr);
+    SIMRUN_CUDA_CHECK(cudaDeviceSynchronize());
+    m_adam_step = 0;
+  } catch (...) {
+    release();
+    throw;
+  }
 }
 
-CudaBackend::~CudaBackend() {
+void CudaBackend::release() {
   m_plans.clear();
-  cudaFree(m_gemm_workspace);
+  if (m_gemm_workspace) cudaFree(m_gemm_workspace);
   if (m_lt) cublasLtDestroy(m_lt);
+  m_gemm_workspace = nullptr;
+  m_lt = nullptr;
 }
+
+CudaBackend::~CudaBackend() { release(); }
 
 void CudaBackend::enqueue(uint32_t index, cudaStream_t stream) {
   SIMRUN_ASSERT(index < m_plan_of.size() && m_plan_of[index] >= 0, "enqueue of a task that is not compute");
@@ -312,7 +305,7 @@ void CudaBackend::enqueue(uint32_t index, cudaStream_t stream) {
   void* s = stream;
   switch (p.kind) {
     case KernelKind::gemm:
-      b.gemm->run(b.buffers[0], b.buffers[1], b.buffers[2], nullptr, m_gemm_workspace, stream);
+      b.gemm->run(b.buffers[0], b.buffers[1], b.buffers[2], m_gemm_workspace, stream);
       return;
     case KernelKind::attention_fwd:
       cuda::flash_attention_forward(dims_of(p.attention), b.at(0), b.at(1), b.at(2), b.at(3), b.at<float>(4),
@@ -367,7 +360,7 @@ void CudaBackend::enqueue(uint32_t index, cudaStream_t stream) {
       cuda::stream_update(b.at(0), n, b.at(1), s);
       return;
     case KernelKind::host:
-      check(cudaLaunchHostFunc(stream, sleep_on_host, &b.plan.host_s), "cudaLaunchHostFunc");
+      SIMRUN_CUDA_CHECK(cudaLaunchHostFunc(stream, sleep_on_host, &b.plan.host_s));
       return;
   }
 }

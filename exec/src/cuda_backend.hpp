@@ -1,7 +1,7 @@
 // The cuda backend of `simrun validate` (exec/, private): the compute tasks of a stage program as
 // a training framework runs them on a GPU. GEMMs through cuBLASLt (cublaslt_gemm.hpp) in the
-// scenario's precision (bf16; fp8 e4m3 where the scenario's GEMMs are fp8 or fp4 and the GPU has
-// fp8 tensor cores, sm_89 and up; fp32 for fp32); attention, the fused residual-add + norms,
+// scenario's precision (bf16; fp8 e4m3 where the scenario's GEMMs are fp8 and the GPU has fp8
+// tensor cores, sm_89 and up); attention, the fused residual-add + norms,
 // SwiGLU, bias + GELU, the loss and the multi-tensor AdamW step with the kernels of kernels/cuda;
 // every other memory-bound op as kernels::cuda::stream_update over exactly its bytes. Activations
 // are bf16, the optimizer's state fp32. The plans are the cpu backend's (kernel_plan.hpp), read in
@@ -27,16 +27,20 @@
 namespace simrun::exec {
 
 // The GEMM precision the cuda backend runs for `scenario` on a GPU of compute capability
-// `major`.`minor`; `note` says where it differs from the scenario's.
-GemmPrecision cuda_gemm_precision(const Scenario& scenario, int major, int minor, std::string& note);
+// `major`.`minor`: fp8 where the scenario's GEMMs are fp8 and the GPU has fp8 tensor cores, else
+// bf16 (validate's command line has already turned fp32 into bf16, fp4 into fp8, and fp8 on a GPU
+// without it into bf16, saying so). A GEMM whose shape fp8 cannot take runs in bf16
+// (gemm_precision_for).
+GemmPrecision cuda_gemm_precision(const Scenario& scenario, int major, int minor);
 
-// Why the cuda backend cannot run `program` (a head_dim its flash attention does not take), or "".
+// Why the cuda backend's kernels cannot run `program` (a head_dim its flash attention does not
+// take), or "".
 std::string cuda_backend_refusal(const Scenario& scenario, const StageProgram& program);
 
 class CudaBackend {
  public:
   // Plans every compute task of `program`, allocates and fills the buffers of each distinct plan
-  // on the current device, creates the GEMMs' cuBLASLt descriptors.
+  // on the current device, creates the GEMMs' cuBLASLt descriptors, and runs every plan once.
   CudaBackend(const Scenario& scenario, const StageProgram& program, GemmPrecision precision);
   ~CudaBackend();
   CudaBackend(const CudaBackend&) = delete;
@@ -55,6 +59,7 @@ class CudaBackend {
 
  private:
   struct Plan;
+  void release();
   const StageProgram& m_program;
   cublasLtHandle_t m_lt = nullptr;
   void* m_gemm_workspace = nullptr;

@@ -9,70 +9,69 @@
 #include <string>
 #include <thread>
 
+#include "cuda_check.hpp"
+#include "message_shape.hpp"
 #include "simrun/common/error.hpp"
 
 namespace simrun::exec {
 namespace {
 
 constexpr double kElement = 2;  // bytes of a bf16 element: NCCL moves the messages as bf16
-// How long the host sleeps between two polls of the end events while the GPU works.
+// How long the host sleeps between two polls of the end events while the GPU works, and how many
+// polls between two asks of NCCL for an asynchronous error (a peer gone, a network failure).
 constexpr std::chrono::microseconds kPoll{100};
+constexpr int kPollsPerErrorCheck = 100;
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
-}
-
-size_t count_of(double bytes) { return size_t(std::max(1.0, std::ceil(bytes / kElement))); }
-
-// bf16 elements of a task's message over a group of n, and of the buffer it needs: an all-gather's
-// output and a reduce-scatter's input are n shares; an all-to-all and a ring step send one buffer
-// and receive into a second.
-struct Message {
-  size_t count = 1, per_rank = 1, elements = 1;
-};
-
-Message message_of(const Task& t, size_t n) {
-  Message m;
-  m.count = count_of(t.comm_bytes);
-  m.per_rank = std::max<size_t>(1, m.count / n);
-  m.elements = m.count;
-  if (t.kind == TaskKind::collective) switch (t.coll) {
-      case CollectiveOp::all_gather:
-      case CollectiveOp::reduce_scatter:
-        m.elements = std::max(m.elements, m.per_rank * n);
-        break;
-      case CollectiveOp::all_to_all:
-        m.elements = 2 * m.per_rank * n;
-        break;
-      case CollectiveOp::send_recv:
-        m.elements = 2 * m.count;
-        break;
-      default:
-        break;
-    }
-  return m;
-}
-
+// Members of the group a communication task runs over (2 for a pipeline send or receive).
 size_t group_size_of(const Task& t, const RankLayout& layout) {
   return t.kind == TaskKind::collective ? size_t(layout.group_size(t.group)) : 2;
 }
 
+// Per lane: the bf16 elements of its largest message's buffer.
+std::vector<size_t> lane_elements(const StageProgram& program, const Lanes& lanes, const RankLayout& layout) {
+  std::vector<size_t> elements(size_t(lanes.count), 0);
+  for (uint32_t i = 0; i < program.tasks.size(); ++i) {
+    const Task& t = program.tasks[i];
+    if (t.kind == TaskKind::compute) continue;
+    size_t& e = elements[size_t(lanes.lane_of[i])];
+    e = std::max(e, message_shape(t, group_size_of(t, layout), kElement).elements);
+  }
+  return elements;
+}
+
 int nccl_size(ncclComm_t comm) {
   int n = 1;
-  check_nccl(ncclCommCount(comm, &n), "ncclCommCount");
+  SIMRUN_NCCL_CHECK(ncclCommCount(comm, &n));
   return n;
 }
 
 int nccl_rank(ncclComm_t comm) {
   int r = 0;
-  check_nccl(ncclCommUserRank(comm, &r), "ncclCommUserRank");
+  SIMRUN_NCCL_CHECK(ncclCommUserRank(comm, &r));
   return r;
 }
 
+// ncclGroupStart … ncclGroupEnd, the end also where a call between them throws.
+class NcclGroupCall {
+ public:
+  NcclGroupCall() { SIMRUN_NCCL_CHECK(ncclGroupStart()); }
+  ~NcclGroupCall() {
+    if (m_open) ncclGroupEnd();
+  }
+  void end() {
+    m_open = false;
+    SIMRUN_NCCL_CHECK(ncclGroupEnd());
+  }
+
+ private:
+  bool m_open = true;
+};
+
 }  // namespace
 
-CudaStepRunner::CudaStepRunner(const StageProgram& program, const NcclGroups& groups, CudaBackend& backend,
-                               Watchdog& watchdog, InjectedFault fault)
+CudaStepRunner::CudaStepRunner(const StageProgram& program, const RankLayout& layout,
+                               const NcclGroups& groups, CudaBackend& backend, Watchdog& watchdog,
+                               InjectedFault fault)
     : m_program(program),
       m_groups(groups),
       m_backend(backend),
@@ -80,54 +79,49 @@ CudaStepRunner::CudaStepRunner(const StageProgram& program, const NcclGroups& gr
       m_fault(fault),
       m_lanes(launch_lanes(program)),
       m_order(launch_order(program, m_lanes)) {
-  if (const std::string why = pipeline_order_mismatch(program, m_order); !why.empty())
-    throw std::runtime_error("the cuda backend cannot match this pipeline's messages in order: " + why);
-  m_streams.assign(size_t(m_lanes.count), nullptr);
-  for (cudaStream_t& s : m_streams)
-    check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
-  std::vector<size_t> elements(size_t(m_lanes.count), 0);
-  for (uint32_t i = 0; i < program.tasks.size(); ++i) {
-    const Task& t = program.tasks[i];
-    if (t.kind == TaskKind::compute) {
-      ++m_compute_tasks;
-      continue;
-    }
-    const size_t n = t.kind == TaskKind::collective ? size_t(nccl_size(groups.comm(t.group, t.stream))) : 2;
-    size_t& e = elements[size_t(m_lanes.lane_of[i])];
-    e = std::max(e, message_of(t, n).elements);
+  try {
+    m_streams.assign(size_t(m_lanes.count), nullptr);
+    for (cudaStream_t& s : m_streams) SIMRUN_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    const std::vector<size_t> elements = lane_elements(program, m_lanes, layout);
+    m_lane_buffer.assign(elements.size(), nullptr);
+    for (size_t l = 0; l < elements.size(); ++l)
+      if (elements[l] > 0) {
+        SIMRUN_CUDA_CHECK(cudaMalloc(&m_lane_buffer[l], elements[l] * size_t(kElement)));
+        SIMRUN_CUDA_CHECK(cudaMemset(m_lane_buffer[l], 0, elements[l] * size_t(kElement)));
+      }
+    m_start.assign(program.tasks.size(), nullptr);
+    m_end.assign(program.tasks.size(), nullptr);
+    for (auto* events : {&m_start, &m_end})
+      for (cudaEvent_t& e : *events) SIMRUN_CUDA_CHECK(cudaEventCreate(&e));
+    SIMRUN_CUDA_CHECK(cudaEventCreate(&m_step_start));
+  } catch (...) {
+    release();
+    throw;
   }
-  m_lane_buffer.assign(size_t(m_lanes.count), nullptr);
-  for (size_t l = 0; l < elements.size(); ++l)
-    if (elements[l] > 0) {
-      check(cudaMalloc(&m_lane_buffer[l], elements[l] * size_t(kElement)), "cudaMalloc");
-      check(cudaMemset(m_lane_buffer[l], 0, elements[l] * size_t(kElement)), "cudaMemset");
-    }
-  m_start.assign(program.tasks.size(), nullptr);
-  m_end.assign(program.tasks.size(), nullptr);
-  for (auto* events : {&m_start, &m_end})
-    for (cudaEvent_t& e : *events) check(cudaEventCreate(&e), "cudaEventCreate");
-  check(cudaEventCreate(&m_step_start), "cudaEventCreate");
+  for (const Task& t : program.tasks)
+    if (t.kind == TaskKind::compute) ++m_compute_tasks;
 }
 
-CudaStepRunner::~CudaStepRunner() {
+void CudaStepRunner::release() {
   for (auto* events : {&m_start, &m_end})
-    for (cudaEvent_t e : *events) cudaEventDestroy(e);
-  cudaEventDestroy(m_step_start);
+    for (cudaEvent_t e : *events)
+      if (e) cudaEventDestroy(e);
+  if (m_step_start) cudaEventDestroy(m_step_start);
   for (void* b : m_lane_buffer) cudaFree(b);
-  for (cudaStream_t s : m_streams) cudaStreamDestroy(s);
+  for (cudaStream_t s : m_streams)
+    if (s) cudaStreamDestroy(s);
+  m_start.clear();
+  m_end.clear();
+  m_step_start = nullptr;
+  m_lane_buffer.clear();
+  m_streams.clear();
 }
+
+CudaStepRunner::~CudaStepRunner() { release(); }
 
 double CudaStepRunner::buffer_bytes(const StageProgram& program, const RankLayout& layout) {
-  const Lanes lanes = launch_lanes(program);
-  std::vector<size_t> elements(size_t(lanes.count), 0);
-  for (uint32_t i = 0; i < program.tasks.size(); ++i) {
-    const Task& t = program.tasks[i];
-    if (t.kind == TaskKind::compute) continue;
-    size_t& e = elements[size_t(lanes.lane_of[i])];
-    e = std::max(e, message_of(t, group_size_of(t, layout)).elements);
-  }
   double bytes = 0;
-  for (size_t e : elements) bytes += double(e) * kElement;
+  for (size_t e : lane_elements(program, launch_lanes(program), layout)) bytes += double(e) * kElement;
   return bytes;
 }
 
@@ -135,53 +129,53 @@ void CudaStepRunner::launch_comm(uint32_t i, cudaStream_t stream) {
   const Task& t = m_program.tasks[i];
   auto* b = static_cast<uint16_t*>(m_lane_buffer[size_t(m_lanes.lane_of[i])]);
   if (t.kind == TaskKind::send || t.kind == TaskKind::recv) {
-    const bool send = t.kind == TaskKind::send;
-    const size_t count = message_of(t, 2).count;
-    ncclComm_t comm = m_groups.pipeline(send, t.peer_stage);
-    check_nccl(send ? ncclSend(b, count, ncclBfloat16, 1, comm, stream)
-                    : ncclRecv(b, count, ncclBfloat16, 0, comm, stream),
-               send ? "ncclSend" : "ncclRecv");
+    const size_t count = message_shape(t, 2, kElement).count;
+    if (t.kind == TaskKind::send)
+      SIMRUN_NCCL_CHECK(
+          ncclSend(b, count, ncclBfloat16, 1, m_groups.pipeline(Direction::send, t.peer_stage), stream));
+    else
+      SIMRUN_NCCL_CHECK(
+          ncclRecv(b, count, ncclBfloat16, 0, m_groups.pipeline(Direction::receive, t.peer_stage), stream));
     return;
   }
   ncclComm_t comm = m_groups.comm(t.group, t.stream);
   const int n = nccl_size(comm), me = nccl_rank(comm);
-  const Message m = message_of(t, size_t(n));
+  const MessageShape m = message_shape(t, size_t(n), kElement);
   switch (t.coll) {
     case CollectiveOp::all_reduce:
-      check_nccl(ncclAllReduce(b, b, m.count, ncclBfloat16, ncclSum, comm, stream), "ncclAllReduce");
+      SIMRUN_NCCL_CHECK(ncclAllReduce(b, b, m.count, ncclBfloat16, ncclSum, comm, stream));
       return;
     case CollectiveOp::all_gather:  // in place: this rank's share sits at its offset of the output
-      check_nccl(ncclAllGather(b + size_t(me) * m.per_rank, b, m.per_rank, ncclBfloat16, comm, stream),
-                 "ncclAllGather");
+      SIMRUN_NCCL_CHECK(
+          ncclAllGather(b + size_t(me) * m.per_rank, b, m.per_rank, ncclBfloat16, comm, stream));
       return;
     case CollectiveOp::reduce_scatter:
-      check_nccl(
-          ncclReduceScatter(b, b + size_t(me) * m.per_rank, m.per_rank, ncclBfloat16, ncclSum, comm, stream),
-          "ncclReduceScatter");
+      SIMRUN_NCCL_CHECK(
+          ncclReduceScatter(b, b + size_t(me) * m.per_rank, m.per_rank, ncclBfloat16, ncclSum, comm, stream));
       return;
     case CollectiveOp::all_to_all: {
       uint16_t* in = b + m.per_rank * size_t(n);
-      check_nccl(ncclGroupStart(), "ncclGroupStart");
+      NcclGroupCall group;
       for (int peer = 0; peer < n; ++peer) {
-        check_nccl(ncclSend(b + size_t(peer) * m.per_rank, m.per_rank, ncclBfloat16, peer, comm, stream),
-                   "ncclSend");
-        check_nccl(ncclRecv(in + size_t(peer) * m.per_rank, m.per_rank, ncclBfloat16, peer, comm, stream),
-                   "ncclRecv");
+        SIMRUN_NCCL_CHECK(
+            ncclSend(b + size_t(peer) * m.per_rank, m.per_rank, ncclBfloat16, peer, comm, stream));
+        SIMRUN_NCCL_CHECK(
+            ncclRecv(in + size_t(peer) * m.per_rank, m.per_rank, ncclBfloat16, peer, comm, stream));
       }
-      check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+      group.end();
       return;
     }
     case CollectiveOp::broadcast:
-      check_nccl(ncclBroadcast(b, b, m.count, ncclBfloat16, 0, comm, stream), "ncclBroadcast");
+      SIMRUN_NCCL_CHECK(ncclBroadcast(b, b, m.count, ncclBfloat16, 0, comm, stream));
       return;
     case CollectiveOp::reduce:
-      check_nccl(ncclReduce(b, b, m.count, ncclBfloat16, ncclSum, 0, comm, stream), "ncclReduce");
+      SIMRUN_NCCL_CHECK(ncclReduce(b, b, m.count, ncclBfloat16, ncclSum, 0, comm, stream));
       return;
     case CollectiveOp::send_recv: {  // a ring step: to the next member, from the previous
-      check_nccl(ncclGroupStart(), "ncclGroupStart");
-      check_nccl(ncclSend(b, m.count, ncclBfloat16, (me + 1) % n, comm, stream), "ncclSend");
-      check_nccl(ncclRecv(b + m.count, m.count, ncclBfloat16, (me + n - 1) % n, comm, stream), "ncclRecv");
-      check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+      NcclGroupCall group;
+      SIMRUN_NCCL_CHECK(ncclSend(b, m.count, ncclBfloat16, (me + 1) % n, comm, stream));
+      SIMRUN_NCCL_CHECK(ncclRecv(b + m.count, m.count, ncclBfloat16, (me + n - 1) % n, comm, stream));
+      group.end();
       return;
     }
   }
@@ -190,9 +184,9 @@ void CudaStepRunner::launch_comm(uint32_t i, cudaStream_t stream) {
 StepTimes CudaStepRunner::run(int64_t step) {
   const size_t n = m_program.tasks.size();
   cudaStream_t main = m_streams[size_t(Stream::compute)];
-  check(cudaEventRecord(m_step_start, main), "cudaEventRecord");
+  SIMRUN_CUDA_CHECK(cudaEventRecord(m_step_start, main));
   for (cudaStream_t s : m_streams)
-    if (s != main) check(cudaStreamWaitEvent(s, m_step_start, 0), "cudaStreamWaitEvent");
+    if (s != main) SIMRUN_CUDA_CHECK(cudaStreamWaitEvent(s, m_step_start, 0));
   int64_t launched_compute = 0;
   for (uint32_t i : m_order) {
     const Task& t = m_program.tasks[i];
@@ -200,12 +194,12 @@ StepTimes CudaStepRunner::run(int64_t step) {
     if (t.host_syncs > 0) {  // the host waits for the GPU, then launches
       m_watchdog.at(step, i, RankActivity::waiting);
       for (uint16_t d = 0; d < t.dep_count; ++d)
-        check(cudaEventSynchronize(m_end[m_program.dep(t, d)]), "cudaEventSynchronize");
+        SIMRUN_CUDA_CHECK(cudaEventSynchronize(m_end[m_program.dep(t, d)]));
     }
     for (uint16_t d = 0; d < t.dep_count; ++d) {
       const uint32_t dep = m_program.dep(t, d);
       if (m_lanes.lane_of[dep] != m_lanes.lane_of[i])
-        check(cudaStreamWaitEvent(stream, m_end[dep], 0), "cudaStreamWaitEvent");
+        SIMRUN_CUDA_CHECK(cudaStreamWaitEvent(stream, m_end[dep], 0));
     }
     if (t.kind == TaskKind::compute) {
       m_watchdog.at(step, i, RankActivity::computing);
@@ -216,15 +210,16 @@ StepTimes CudaStepRunner::run(int64_t step) {
       }
       ++launched_compute;
     }
-    check(cudaEventRecord(m_start[i], stream), "cudaEventRecord");
+    SIMRUN_CUDA_CHECK(cudaEventRecord(m_start[i], stream));
     if (t.kind == TaskKind::compute)
       m_backend.enqueue(i, stream);
     else
       launch_comm(i, stream);
-    check(cudaEventRecord(m_end[i], stream), "cudaEventRecord");
+    SIMRUN_CUDA_CHECK(cudaEventRecord(m_end[i], stream));
   }
   // The GPU works: tell the watchdog as tasks finish (in launch order, which is each lane's).
   size_t done = 0;
+  int polls = 0;
   m_watchdog.at(step, -1, RankActivity::waiting);
   while (done < n) {
     const cudaError_t e = cudaEventQuery(m_end[m_order[done]]);
@@ -233,20 +228,23 @@ StepTimes CudaStepRunner::run(int64_t step) {
       m_watchdog.progressed();
       continue;
     }
-    if (e != cudaErrorNotReady) check(e, "the step on the GPU");
+    if (e != cudaErrorNotReady) SIMRUN_CUDA_CHECK(e);
+    if (++polls % kPollsPerErrorCheck == 0) m_groups.throw_async_error();
     std::this_thread::sleep_for(kPoll);
   }
   StepTimes times{std::vector<int64_t>(n, 0), std::vector<int64_t>(n, 0), std::vector<int64_t>(n, 0), 0};
   auto ns_since_start = [&](cudaEvent_t e) {
     float ms = 0;
-    check(cudaEventElapsedTime(&ms, m_step_start, e), "cudaEventElapsedTime");
+    SIMRUN_CUDA_CHECK(cudaEventElapsedTime(&ms, m_step_start, e));
     return int64_t(double(ms) * 1e6);
   };
   for (size_t i = 0; i < n; ++i) {
     times.start_ns[i] = ns_since_start(m_start[i]);
     times.end_ns[i] = ns_since_start(m_end[i]);
-    // A kernel's own time: between its two events on its stream (the cpu backend's CPU time).
-    if (m_program.tasks[i].kind == TaskKind::compute) times.cpu_ns[i] = times.end_ns[i] - times.start_ns[i];
+    // A kernel's own time: between its two events on its stream (it shares the SMs with the NCCL
+    // kernels running beside it, as in training).
+    if (m_program.tasks[i].kind == TaskKind::compute)
+      times.kernel_ns[i] = times.end_ns[i] - times.start_ns[i];
     times.finish_ns = std::max(times.finish_ns, times.end_ns[i]);
   }
   m_watchdog.at(step, -1, RankActivity::finished);

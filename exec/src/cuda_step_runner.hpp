@@ -29,10 +29,10 @@ namespace simrun::exec {
 
 class CudaStepRunner {
  public:
-  // Throws std::runtime_error where the program's pipeline traffic cannot be matched in launch
-  // order (launch_order.hpp).
-  CudaStepRunner(const StageProgram& program, const NcclGroups& groups, CudaBackend& backend,
-                 Watchdog& watchdog, InjectedFault fault);
+  // The program's pipeline traffic must match in launch order (pipeline_order_mismatch empty:
+  // validate refuses it before any work).
+  CudaStepRunner(const StageProgram& program, const RankLayout& layout, const NcclGroups& groups,
+                 CudaBackend& backend, Watchdog& watchdog, InjectedFault fault);
   ~CudaStepRunner();
   CudaStepRunner(const CudaStepRunner&) = delete;
   CudaStepRunner& operator=(const CudaStepRunner&) = delete;
@@ -44,6 +44,7 @@ class CudaStepRunner {
 
  private:
   void launch_comm(uint32_t task, cudaStream_t stream);
+  void release();
 
   const StageProgram& m_program;
   const NcclGroups& m_groups;

@@ -28,16 +28,16 @@ double best_time(double seconds, F&& f) {
   double best = 1e30;
   const auto start = std::chrono::steady_clock::now();
   do {
-    const int64_t t = thread_cpu_ns();
+    const int64_t t = thread_kernel_ns();
     f();
-    best = std::min(best, double(thread_cpu_ns() - t) * 1e-9);
+    best = std::min(best, double(thread_kernel_ns() - t) * 1e-9);
   } while (seconds_since(start) < seconds);
   return best;
 }
 
 }  // namespace
 
-int64_t thread_cpu_ns() {
+int64_t thread_kernel_ns() {
   timespec t{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec;

@@ -49,12 +49,6 @@ KernelPlan memory_plan(const Scenario& sc, const OpShape& shape, const Task& tas
     p.kind = rms ? (backward ? KernelKind::rmsnorm_bwd : KernelKind::rmsnorm_fwd)
                  : (backward ? KernelKind::layernorm_bwd : KernelKind::layernorm_fwd);
     set_rows(p, shape.bytes / ((backward ? kNormBwdTensors : kNormFwdTensors) * e), m.hidden);
-    const int64_t x = p.rows * p.width, w = p.width, r = p.rows;
-    if (rms)
-      p.buffers = backward ? std::vector<int64_t>{x, x, w, r, x, w} : std::vector<int64_t>{x, w, x, r};
-    else
-      p.buffers =
-          backward ? std::vector<int64_t>{x, x, w, r, r, x, w, w} : std::vector<int64_t>{x, w, w, x, r, r};
     return p;
   }
   if (task.op == OpName::act || task.op == OpName::expert_act) {
@@ -64,27 +58,21 @@ KernelPlan memory_plan(const Scenario& sc, const OpShape& shape, const Task& tas
     const double tensors = swiglu ? (backward ? kSwigluBwdTensors : kSwigluFwdTensors)
                                   : (backward ? kGeluBwdTensors : kGeluFwdTensors);
     set_rows(p, shape.bytes / (tensors * e), m.ffn_hidden);
-    const int64_t x = p.rows * p.width;
-    p.buffers = std::vector<int64_t>(swiglu ? (backward ? 5 : 3) : 3, x);
     return p;
   }
   if (task.op == OpName::loss) {
     p.kind = backward ? KernelKind::cross_entropy_bwd : KernelKind::cross_entropy_fwd;
     const int64_t vocab_local = std::max<int64_t>(1, m.vocab / std::max<int64_t>(1, sc.layout.tp));
     set_rows(p, shape.bytes / ((backward ? kLossBwdTensors : kLossFwdTensors) * e), vocab_local);
-    const int64_t x = p.rows * p.width, r = p.rows;
-    p.buffers = backward ? std::vector<int64_t>{r, x, x} : std::vector<int64_t>{x, r};
     return p;
   }
   if (task.op == OpName::optimizer) {
     p.kind = KernelKind::adamw;
     set_rows(p, shape.bytes / kAdamBytes, int64_t(1) << 20);
-    p.buffers = std::vector<int64_t>(4, p.rows * p.width);
     return p;
   }
   p.kind = KernelKind::stream;
   set_rows(p, shape.bytes / (kStreamTensors * e), int64_t(1) << 20);
-  p.buffers = std::vector<int64_t>(2, p.rows * p.width);
   return p;
 }
 
@@ -100,12 +88,6 @@ KernelPlan attention_plan(const Scenario& sc, const OpShape& shape) {
   // The model's query heads per K/V head (grouped-query attention), where it divides the local heads.
   const int64_t group = sc.model.kv_heads > 0 ? std::max<int64_t>(1, sc.model.heads / sc.model.kv_heads) : 1;
   a.kv_heads = a.q_heads % group == 0 ? a.q_heads / group : a.q_heads;
-  const int64_t q = a.batch * a.q_heads * a.seq * a.head_dim, kv = a.batch * a.kv_heads * a.seq * a.head_dim;
-  const int64_t lse = a.batch * a.q_heads * a.seq;
-  if (p.kind == KernelKind::attention_fwd)
-    p.buffers = {q, kv, kv, q, lse};
-  else
-    p.buffers = {q, q, kv, kv, q, lse, q, kv, kv};  // dO, Q, K, V, O, lse, dQ, dK, dV
   return p;
 }
 
@@ -149,12 +131,6 @@ const char* to_string(KernelKind k) {
   return "?";
 }
 
-double KernelPlan::bytes() const {
-  double floats = 0;
-  for (int64_t b : buffers) floats += double(b);
-  return floats * kFloat;
-}
-
 KernelPlan kernel_plan(const Scenario& sc, const StageProgram& program, const Task& task,
                        double element_bytes) {
   SIMRUN_ASSERT(task.kind == TaskKind::compute, "kernel_plan of a task that is not compute");
@@ -167,7 +143,6 @@ KernelPlan kernel_plan(const Scenario& sc, const StageProgram& program, const Ta
       p.n = at_least_one(shape.n);
       p.k = at_least_one(shape.k);
       p.batch = at_least_one(shape.batch);
-      p.buffers = {p.m * p.k, p.k * p.n, p.m * p.n};
       return p;
     }
     case OpClass::attention_fwd:
@@ -183,6 +158,12 @@ KernelPlan kernel_plan(const Scenario& sc, const StageProgram& program, const Ta
     }
   }
   return {};
+}
+
+std::vector<int64_t> plan_identity(const KernelPlan& p) {
+  const ref::AttentionShape& a = p.attention;
+  return {int64_t(p.kind), p.m,       p.n,        p.k,   p.batch,    p.rows,   p.width,
+          a.batch,         a.q_heads, a.kv_heads, a.seq, a.head_dim, a.causal, llround(p.host_s * 1e9)};
 }
 
 }  // namespace simrun::exec

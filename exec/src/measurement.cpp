@@ -20,7 +20,7 @@ std::vector<double> pack_spans(const std::vector<StepTimes>& steps) {
     for (size_t i = 0; i < t.start_ns.size(); ++i) {
       out.push_back(double(t.start_ns[i]));
       out.push_back(double(t.end_ns[i]));
-      out.push_back(double(t.cpu_ns[i]));
+      out.push_back(double(t.kernel_ns[i]));
     }
   return out;
 }
@@ -34,7 +34,7 @@ std::vector<MeasuredSpans> unpack_spans(const std::vector<std::vector<double>>& 
       for (size_t i = 0; i < tasks; ++i) {
         t.start_ns[i] = int64_t(all[r][3 * (s * tasks + i)]);
         t.end_ns[i] = int64_t(all[r][3 * (s * tasks + i) + 1]);
-        t.cpu_ns[i] = int64_t(all[r][3 * (s * tasks + i) + 2]);
+        t.kernel_ns[i] = int64_t(all[r][3 * (s * tasks + i) + 2]);
       }
       out[r].steps.push_back(std::move(t));
     }
@@ -55,7 +55,7 @@ TaskSeconds measured_durations(const Workload& w, const RankLayout& layout,
                                                                           : std::vector<int64_t>{int64_t(r)};
       for (size_t s = 0; s < m[r].steps.size(); ++s) {
         if (t.kind == TaskKind::compute) {
-          per_step[s] = double(m[r].steps[s].cpu_ns[i]) * 1e-9;
+          per_step[s] = double(m[r].steps[s].kernel_ns[i]) * 1e-9;
           continue;
         }
         int64_t last_start = 0;

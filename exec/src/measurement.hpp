@@ -26,8 +26,8 @@ std::vector<MeasuredSpans> unpack_spans(const std::vector<std::vector<double>>& 
 // The same three numbers of every task of every step, for unpack_spans on rank 0.
 std::vector<double> pack_spans(const std::vector<StepTimes>& steps);
 
-// Seconds per task per rank, the median over the measured steps. A compute task: the CPU time its
-// kernel took (StepTimes::cpu_ns). A send: its end less its start. A collective: its end less the
+// Seconds per task per rank, the median over the measured steps. A compute task: its kernel's own
+// time (StepTimes::kernel_ns). A send: its end less its start. A collective: its end less the
 // last member's start, the time the collective itself took once every member had reached it (the
 // wait for a late member is that member's compute, which the step's other tasks account for);
 // each rank's times count from its own start of the step, right after a barrier.

@@ -18,8 +18,8 @@
 
 namespace simrun::exec {
 
-// Throws std::runtime_error naming the NCCL error.
-void check_nccl(ncclResult_t result, const char* what);
+// Which way a pipeline communicator carries this rank's messages.
+enum class Direction : uint8_t { send, receive };
 
 class NcclGroups {
  public:
@@ -32,11 +32,19 @@ class NcclGroups {
   ncclComm_t comm(GroupKind group, Stream stream) const;
   // This rank's communicator for its pipeline traffic to (send) or from (receive) `peer_stage`;
   // the peer is rank 1 of a send's communicator and rank 0 of a receive's.
-  ncclComm_t pipeline(bool send, int64_t peer_stage) const;
+  ncclComm_t pipeline(Direction direction, int64_t peer_stage) const;
+
+  // Throws std::runtime_error naming the first communicator's asynchronous error (a peer gone, a
+  // network failure: ncclCommGetAsyncError), if any.
+  void throw_async_error() const;
+  // Aborts every communicator's operations in flight (ncclCommAbort), so that freeing memory
+  // afterwards does not wait on an NCCL kernel whose peer is gone; the destructor then has
+  // nothing left to destroy. For unwinding after an error.
+  void abort();
 
  private:
   std::map<std::pair<GroupKind, Stream>, ncclComm_t> m_comms;
-  std::map<std::pair<bool, int64_t>, ncclComm_t> m_pipeline;
+  std::map<std::pair<Direction, int64_t>, ncclComm_t> m_pipeline;
 };
 
 }  // namespace simrun::exec

@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "message_shape.hpp"
 #include "mpi_world.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/exec/host_device.hpp"
@@ -31,42 +32,18 @@ int64_t now_ns() {
       .count();
 }
 
-// Elements of fp32 a buffer of `bytes` holds (bf16 buffers are emulated in fp32 at their byte
-// count: the same bytes move), at least one.
-int count_of(double bytes) {
-  const double floats = std::max(1.0, std::ceil(bytes / 4.0));
-  if (floats > double(INT_MAX)) throw std::runtime_error("a message of over 8 GiB: MPI counts are int");
-  return int(floats);
-}
+constexpr double kFloat = 4;  // messages move as fp32 (bf16 ones at their byte count: the same bytes)
 
-// A message's fp32 elements as a task moves it over a group of n (group_size).
-struct MessageShape {
-  int count = 1;        // the whole buffer
-  int per_rank = 1;     // each member's share: all-gather output, reduce-scatter input, all-to-all
-  size_t elements = 1;  // the buffer it needs: all-to-all and a ring step send one half, receive the other
+// A message's shape in fp32 elements, its counts as MPI's int counts.
+struct MpiMessage {
+  int count = 1, per_rank = 1;
+  size_t elements = 1;
 };
 
-MessageShape message_shape(const Task& t, int n) {
-  MessageShape m;
-  m.count = count_of(t.comm_bytes);
-  m.per_rank = std::max(1, m.count / n);
-  const size_t shares = size_t(m.per_rank) * size_t(n);
-  m.elements = size_t(m.count);
-  if (t.kind == TaskKind::collective) switch (t.coll) {
-      case CollectiveOp::all_gather:
-      case CollectiveOp::reduce_scatter:
-        m.elements = std::max(m.elements, shares);
-        break;
-      case CollectiveOp::all_to_all:
-        m.elements = 2 * shares;
-        break;
-      case CollectiveOp::send_recv:
-        m.elements = 2 * size_t(m.count);
-        break;
-      default:
-        break;
-    }
-  return m;
+MpiMessage mpi_message(const Task& t, int n) {
+  const MessageShape m = message_shape(t, size_t(n), kFloat);
+  if (m.count > size_t(INT_MAX)) throw std::runtime_error("a message of over 8 GiB: MPI counts are int");
+  return {int(m.count), int(m.per_rank), m.elements};
 }
 
 int group_size(MPI_Comm comm) {
@@ -93,7 +70,7 @@ StepRunner::StepRunner(const StageProgram& program, const ProcessGroups& groups,
     for (uint16_t d = 0; d < t.dep_count; ++d) m_dependents[program.dep(t, d)].push_back(i);
     if (t.kind == TaskKind::recv) {
       m_recvs.push_back(i);
-      m_recv_buffer[i].resize(message_shape(t, 2).elements);
+      m_recv_buffer[i].resize(mpi_message(t, 2).elements);
     } else {
       m_queue[size_t(t.stream)].push_back(i);
     }
@@ -101,7 +78,7 @@ StepRunner::StepRunner(const StageProgram& program, const ProcessGroups& groups,
     if (t.kind == TaskKind::collective || t.kind == TaskKind::send) {
       const int n = t.kind == TaskKind::collective ? group_size(groups.comm(t.group, t.stream)) : 2;
       std::vector<float>& b = m_stream_buffer[size_t(t.stream)];
-      b.resize(std::max(b.size(), message_shape(t, n).elements));
+      b.resize(std::max(b.size(), mpi_message(t, n).elements));
     }
   }
   int flag = 0;
@@ -115,11 +92,11 @@ double StepRunner::buffer_bytes(const StageProgram& program, const RankLayout& l
   std::vector<size_t> stream_elements(kStreamCount, 0);
   size_t recv_elements = 0;
   for (const Task& t : program.tasks) {
-    if (t.kind == TaskKind::recv) recv_elements += message_shape(t, 2).elements;
+    if (t.kind == TaskKind::recv) recv_elements += mpi_message(t, 2).elements;
     if (t.kind != TaskKind::collective && t.kind != TaskKind::send) continue;
     const int n = t.kind == TaskKind::collective ? int(layout.group_size(t.group)) : 2;
     size_t& e = stream_elements[size_t(t.stream)];
-    e = std::max(e, message_shape(t, n).elements);
+    e = std::max(e, mpi_message(t, n).elements);
   }
   size_t elements = recv_elements;
   for (size_t e : stream_elements) elements += e;
@@ -139,14 +116,14 @@ void StepRunner::start_comm(uint32_t i, int64_t t0) {
           "MPI_Irecv");
   } else if (t.kind == TaskKind::send) {
     const int dest = m_groups.stage_peer(t.peer_stage);
-    check(MPI_Isend(buffer(t.stream), message_shape(t, 2).count, MPI_FLOAT, dest, int(t.peer_task),
+    check(MPI_Isend(buffer(t.stream), mpi_message(t, 2).count, MPI_FLOAT, dest, int(t.peer_task),
                     MPI_COMM_WORLD, &request),
           "MPI_Isend");
   } else {
     MPI_Comm comm = m_groups.comm(t.group, t.stream);
     const int n = group_size(comm);
     float* b = buffer(t.stream);
-    const MessageShape shape = message_shape(t, n);
+    const MpiMessage shape = mpi_message(t, n);
     const int count = shape.count, per_rank = shape.per_rank;
     switch (t.coll) {
       case CollectiveOp::all_reduce:
@@ -285,12 +262,12 @@ StepTimes StepRunner::run(int64_t step) {
         }
         m_times.start_ns[head] = now_ns() - t0;
         m_stream_busy[size_t(Stream::compute)] = true;
-        const int64_t cpu0 = thread_cpu_ns();
+        const int64_t cpu0 = thread_kernel_ns();
         if (t.kind == TaskKind::compute) m_backend.run(head);
         // Host work is slept, so its time is the wall clock's.
-        m_times.cpu_ns[head] = m_program.shape(t).cls == OpClass::host
-                                   ? now_ns() - t0 - m_times.start_ns[head]
-                                   : thread_cpu_ns() - cpu0;
+        m_times.kernel_ns[head] = m_program.shape(t).cls == OpClass::host
+                                      ? now_ns() - t0 - m_times.start_ns[head]
+                                      : thread_kernel_ns() - cpu0;
         ++computed;
         finish(head, t0);
         continue;

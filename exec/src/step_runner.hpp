@@ -21,10 +21,11 @@ namespace simrun::exec {
 
 struct StepTimes {
   std::vector<int64_t> start_ns, end_ns;  // per task of the program
-  // Compute tasks: the thread's CPU time the kernel took (CLOCK_THREAD_CPUTIME_ID). Where ranks
-  // outnumber the cores, a kernel's wall time holds the slices the scheduler gave other ranks;
-  // its CPU time is what it costs on a core (0 for the other tasks).
-  std::vector<int64_t> cpu_ns;
+  // Compute tasks: the kernel's own time (0 for the other tasks). The cpu backend: the thread's
+  // CPU time (CLOCK_THREAD_CPUTIME_ID): where ranks outnumber the cores, a kernel's wall time
+  // holds the slices the scheduler gave other ranks, its CPU time is what it costs on a core. The
+  // cuda backend: between the kernel's two CUDA events on its stream.
+  std::vector<int64_t> kernel_ns;
   int64_t finish_ns = 0;  // this rank's last task end
 };
 

@@ -90,7 +90,7 @@ struct BiasGeluGrad {
 void swiglu_forward(const uint16_t* gate, const uint16_t* up, int64_t n, uint16_t* out, void* stream) {
   if (n == 0) return;
   swiglu_kernel<<<blocks_for(n), kThreads, 0, detail::as_stream(stream)>>>(bf(gate), bf(up), n, bf(out));
-  detail::check(cudaGetLastError(), "swiglu_forward launch");
+  SIMRUN_CUDA_CHECK(cudaGetLastError());
 }
 
 void bias_gelu_forward(const uint16_t* x, const uint16_t* bias, int64_t rows, int64_t cols, uint16_t* out,
@@ -98,7 +98,7 @@ void bias_gelu_forward(const uint16_t* x, const uint16_t* bias, int64_t rows, in
   if (rows * cols == 0) return;
   bias_gelu_kernel<<<blocks_for(rows * cols), kThreads, 0, detail::as_stream(stream)>>>(bf(x), bf(bias), rows,
                                                                                         cols, bf(out));
-  detail::check(cudaGetLastError(), "bias_gelu_forward launch");
+  SIMRUN_CUDA_CHECK(cudaGetLastError());
 }
 
 void swiglu_backward(const uint16_t* dout, const uint16_t* gate, const uint16_t* up, int64_t n,
@@ -106,7 +106,7 @@ void swiglu_backward(const uint16_t* dout, const uint16_t* gate, const uint16_t*
   if (n == 0) return;
   swiglu_backward_kernel<<<blocks_for(n), kThreads, 0, detail::as_stream(stream)>>>(
       bf(dout), bf(gate), bf(up), n, bf(dgate), bf(dup));
-  detail::check(cudaGetLastError(), "swiglu_backward launch");
+  SIMRUN_CUDA_CHECK(cudaGetLastError());
 }
 
 size_t bias_gelu_backward_workspace_bytes(int64_t rows, int64_t cols) {
@@ -116,8 +116,7 @@ size_t bias_gelu_backward_workspace_bytes(int64_t rows, int64_t cols) {
 void bias_gelu_backward(const uint16_t* dout, const uint16_t* x, const uint16_t* bias, int64_t rows,
                         int64_t cols, uint16_t* dx, float* dbias, void* workspace, void* stream) {
   detail::column_sums<1>(BiasGeluGrad{bf(dout), bf(x), bf(bias), cols, bf(dx)}, rows, cols,
-                         static_cast<float*>(workspace), {dbias}, detail::as_stream(stream),
-                         "bias_gelu_backward launch");
+                         static_cast<float*>(workspace), {dbias}, detail::as_stream(stream));
 }
 
 std::vector<uint16_t> swiglu_forward_on_host(const std::vector<uint16_t>& gate,
@@ -126,7 +125,7 @@ std::vector<uint16_t> swiglu_forward_on_host(const std::vector<uint16_t>& gate,
   DeviceBuffer<uint16_t> dg(gate.data(), gate.size()), du(up.data(), up.size()), dout(gate.size());
   dout.poison();
   swiglu_forward(dg.ptr, du.ptr, int64_t(gate.size()), dout.ptr, nullptr);
-  detail::check(cudaDeviceSynchronize(), "swiglu_forward");
+  SIMRUN_CUDA_CHECK(cudaDeviceSynchronize());
   return dout.to_host();
 }
 
@@ -137,7 +136,7 @@ std::vector<uint16_t> bias_gelu_forward_on_host(const std::vector<uint16_t>& x,
   DeviceBuffer<uint16_t> dx(x.data(), x.size()), db(bias.data(), bias.size()), dout(x.size());
   dout.poison();
   bias_gelu_forward(dx.ptr, db.ptr, rows, cols, dout.ptr, nullptr);
-  detail::check(cudaDeviceSynchronize(), "bias_gelu_forward");
+  SIMRUN_CUDA_CHECK(cudaDeviceSynchronize());
   return dout.to_host();
 }
 
@@ -149,7 +148,7 @@ SwigluGrads swiglu_backward_on_host(const std::vector<uint16_t>& dout, const std
   dgate.poison();
   dup.poison();
   swiglu_backward(dd.ptr, dg.ptr, du.ptr, int64_t(n), dgate.ptr, dup.ptr, nullptr);
-  detail::check(cudaDeviceSynchronize(), "swiglu_backward");
+  SIMRUN_CUDA_CHECK(cudaDeviceSynchronize());
   return {dgate.to_host(), dup.to_host()};
 }
 
@@ -164,7 +163,7 @@ BiasGeluGrads bias_gelu_backward_on_host(const std::vector<uint16_t>& dout, cons
   dbias.poison();
   workspace.poison();  // every partial read must have been written
   bias_gelu_backward(dd.ptr, dx_in.ptr, db.ptr, rows, cols, dx.ptr, dbias.ptr, workspace.ptr, nullptr);
-  detail::check(cudaDeviceSynchronize(), "bias_gelu_backward");
+  SIMRUN_CUDA_CHECK(cudaDeviceSynchronize());
   return {dx.to_host(), dbias.to_host()};
 }
 

@@ -48,8 +48,8 @@ AdamWTensors::AdamWTensors(const std::vector<AdamWTensor>& tensors) {
   m_chunks = int64_t(chunk_tensor.size());
   if (m_chunks == 0) return;
   auto upload = [](void** to, const void* from, size_t bytes) {
-    detail::check(cudaMalloc(to, bytes), "cudaMalloc");
-    detail::check(cudaMemcpy(*to, from, bytes, cudaMemcpyHostToDevice), "cudaMemcpy to the device");
+    SIMRUN_CUDA_CHECK(cudaMalloc(to, bytes));
+    SIMRUN_CUDA_CHECK(cudaMemcpy(*to, from, bytes, cudaMemcpyHostToDevice));
   };
   upload(&m_table, tensors.data(), sizeof(AdamWTensor) * tensors.size());
   upload(&m_chunk_tensor, chunk_tensor.data(), sizeof(int64_t) * chunk_tensor.size());
@@ -75,7 +75,7 @@ void AdamWTensors::step(double lr, double beta1, double beta2, double eps, doubl
   adamw_kernel<<<unsigned(m_chunks), kThreads, 0, detail::as_stream(stream)>>>(
       static_cast<const AdamWTensor*>(m_table), static_cast<const int64_t*>(m_chunk_tensor),
       static_cast<const int64_t*>(m_chunk_start), c);
-  detail::check(cudaGetLastError(), "adamw_step launch");
+  SIMRUN_CUDA_CHECK(cudaGetLastError());
 }
 
 void adamw_step(const std::vector<AdamWTensor>& tensors, double lr, double beta1, double beta2, double eps,
@@ -83,7 +83,7 @@ void adamw_step(const std::vector<AdamWTensor>& tensors, double lr, double beta1
   const AdamWTensors table(tensors);
   table.step(lr, beta1, beta2, eps, weight_decay, step, stream);
   // The tables are freed when this returns: wait for the kernel that reads them.
-  detail::check(cudaStreamSynchronize(detail::as_stream(stream)), "adamw_step");
+  SIMRUN_CUDA_CHECK(cudaStreamSynchronize(detail::as_stream(stream)));
 }
 
 void adamw_step_on_host(std::vector<float>& params, const std::vector<float>& grads, std::vector<float>& m,

@@ -1,4 +1,5 @@
-// CUDA error checks of the kernels' launch and host code (kernels/cuda, private).
+// The kernels' host helpers (kernels/cuda, private): device copies of host data, poisoned
+// outputs, the stream cast; errors through SIMRUN_CUDA_CHECK (simrun/kernels/cuda_check.hpp).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -7,11 +8,9 @@
 #include <string>
 #include <vector>
 
-namespace simrun::kernels::cuda::detail {
+#include "simrun/kernels/cuda_check.hpp"
 
-inline void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
-}
+namespace simrun::kernels::cuda::detail {
 
 // A device copy of a host span, freed with it.
 template <class T>
@@ -19,19 +18,19 @@ struct DeviceBuffer {
   T* ptr = nullptr;
   size_t n = 0;
   explicit DeviceBuffer(size_t count) : n(count) {
-    check(cudaMalloc(&ptr, sizeof(T) * (count ? count : 1)), "cudaMalloc");
+    SIMRUN_CUDA_CHECK(cudaMalloc(&ptr, sizeof(T) * (count ? count : 1)));
   }
   DeviceBuffer(const T* host, size_t count) : DeviceBuffer(count) {
-    check(cudaMemcpy(ptr, host, sizeof(T) * count, cudaMemcpyHostToDevice), "cudaMemcpy to the device");
+    SIMRUN_CUDA_CHECK(cudaMemcpy(ptr, host, sizeof(T) * count, cudaMemcpyHostToDevice));
   }
   ~DeviceBuffer() { cudaFree(ptr); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   // Poisoned (0xff bytes: NaN in fp32 and bf16) so that an element a kernel leaves unwritten shows.
-  void poison() { check(cudaMemset(ptr, 0xff, sizeof(T) * n), "cudaMemset"); }
+  void poison() { SIMRUN_CUDA_CHECK(cudaMemset(ptr, 0xff, sizeof(T) * n)); }
   std::vector<T> to_host() const {
     std::vector<T> out(n);
-    check(cudaMemcpy(out.data(), ptr, sizeof(T) * n, cudaMemcpyDeviceToHost), "cudaMemcpy to the host");
+    SIMRUN_CUDA_CHECK(cudaMemcpy(out.data(), ptr, sizeof(T) * n, cudaMemcpyDeviceToHost));
     return out;
   }
 };

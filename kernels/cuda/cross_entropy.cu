@@ -87,7 +87,7 @@ void cross_entropy_forward(const uint16_t* logits, const int32_t* targets, int64
   if (rows == 0) return;
   cross_entropy_forward_kernel<<<unsigned(rows), kThreads, 0, detail::as_stream(stream)>>>(
       reinterpret_cast<const __nv_bfloat16*>(logits), targets, vocab, losses);
-  detail::check(cudaGetLastError(), "cross_entropy_forward launch");
+  SIMRUN_CUDA_CHECK(cudaGetLastError());
 }
 
 void cross_entropy_backward(const float* dlosses, const uint16_t* logits, const int32_t* targets,
@@ -96,7 +96,7 @@ void cross_entropy_backward(const float* dlosses, const uint16_t* logits, const 
   cross_entropy_backward_kernel<<<unsigned(rows), kThreads, 0, detail::as_stream(stream)>>>(
       dlosses, reinterpret_cast<const __nv_bfloat16*>(logits), targets, vocab,
       reinterpret_cast<__nv_bfloat16*>(dlogits));
-  detail::check(cudaGetLastError(), "cross_entropy_backward launch");
+  SIMRUN_CUDA_CHECK(cudaGetLastError());
 }
 
 std::vector<float> cross_entropy_forward_on_host(const std::vector<uint16_t>& logits,
@@ -108,7 +108,7 @@ std::vector<float> cross_entropy_forward_on_host(const std::vector<uint16_t>& lo
   DeviceBuffer<float> out(targets.size());
   out.poison();
   cross_entropy_forward(dl.ptr, dt.ptr, rows, vocab, out.ptr, nullptr);
-  detail::check(cudaDeviceSynchronize(), "cross_entropy_forward");
+  SIMRUN_CUDA_CHECK(cudaDeviceSynchronize());
   return out.to_host();
 }
 
@@ -122,7 +122,7 @@ std::vector<uint16_t> cross_entropy_backward_on_host(const std::vector<float>& d
   DeviceBuffer<int32_t> dt(targets.data(), targets.size());
   out.poison();
   cross_entropy_backward(dd.ptr, dl.ptr, dt.ptr, rows, vocab, out.ptr, nullptr);
-  detail::check(cudaDeviceSynchronize(), "cross_entropy_backward");
+  SIMRUN_CUDA_CHECK(cudaDeviceSynchronize());
   return out.to_host();
 }
 

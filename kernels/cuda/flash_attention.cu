@@ -431,7 +431,7 @@ void with_padded_dim(int64_t head_dim, F&& f) {
 
 template <class Kernel>
 void allow_shared_bytes(Kernel kernel, size_t bytes, const char* what) {
-  detail::check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)), what);
+  SIMRUN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
 }
 
 const bf16* bf(const uint16_t* ptr) { return reinterpret_cast<const bf16*>(ptr); }
@@ -462,7 +462,7 @@ void flash_attention_forward(const AttentionDims& dims, const uint16_t* q, const
     flash_forward_kernel<kDim>
         <<<grid, kThreads, bytes, detail::as_stream(stream)>>>(p, bf(q), bf(k), bf(v), bf(o), lse);
   });
-  detail::check(cudaGetLastError(), "flash_attention_forward launch");
+  SIMRUN_CUDA_CHECK(cudaGetLastError());
 }
 
 size_t flash_attention_backward_workspace_bytes(const AttentionDims& dims) {
@@ -482,10 +482,10 @@ void flash_attention_backward(const AttentionDims& dims, const uint16_t* d_o, co
   float* dq_accum = workspace;
   float* delta = workspace + n_q;
 
-  detail::check(cudaMemsetAsync(dq_accum, 0, sizeof(float) * n_q, s), "flash_attention_backward memset");
+  SIMRUN_CUDA_CHECK(cudaMemsetAsync(dq_accum, 0, sizeof(float) * n_q, s));
   attention_delta_kernel<<<unsigned((rows + kWarps - 1) / kWarps), kThreads, 0, s>>>(bf(d_o), bf(o), rows,
                                                                                      p.head_dim, delta);
-  detail::check(cudaGetLastError(), "flash_attention_backward D launch");
+  SIMRUN_CUDA_CHECK(cudaGetLastError());
   const dim3 grid(unsigned(dims.batch * dims.kv_heads), tiles(dims.seq));
   with_padded_dim(dims.head_dim, [&](auto dim) {
     constexpr int kDim = decltype(dim)::value;
@@ -494,12 +494,12 @@ void flash_attention_backward(const AttentionDims& dims, const uint16_t* d_o, co
     flash_backward_kernel<kDim>
         <<<grid, kThreads, bytes, s>>>(p, bf(d_o), bf(q), bf(k), bf(v), lse, delta, dq_accum, bf(dk), bf(dv));
   });
-  detail::check(cudaGetLastError(), "flash_attention_backward launch");
+  SIMRUN_CUDA_CHECK(cudaGetLastError());
   constexpr int kConvertThreads = 256;
   const auto convert_blocks =
       unsigned(std::min<int64_t>((int64_t(n_q) + kConvertThreads - 1) / kConvertThreads, 65535 * 8));
   dq_convert_kernel<<<convert_blocks, kConvertThreads, 0, s>>>(dq_accum, int64_t(n_q), p.scale, bf(dq));
-  detail::check(cudaGetLastError(), "flash_attention_backward dq launch");
+  SIMRUN_CUDA_CHECK(cudaGetLastError());
 }
 
 FlashAttentionOut flash_attention_forward_on_host(const AttentionDims& dims, const std::vector<uint16_t>& q,
@@ -516,7 +516,7 @@ FlashAttentionOut flash_attention_forward_on_host(const AttentionDims& dims, con
   d_out.poison();
   d_lse.poison();
   flash_attention_forward(dims, dq.ptr, dk.ptr, dv.ptr, d_out.ptr, d_lse.ptr, nullptr);
-  detail::check(cudaDeviceSynchronize(), "flash_attention_forward");
+  SIMRUN_CUDA_CHECK(cudaDeviceSynchronize());
   return {d_out.to_host(), d_lse.to_host()};
 }
 
@@ -543,7 +543,7 @@ FlashAttentionGrads flash_attention_backward_on_host(
   workspace.poison();  // the backward zeroes its accumulator itself
   flash_attention_backward(dims, ddo.ptr, dq_in.ptr, dk_in.ptr, dv_in.ptr, d_out.ptr, d_lse.ptr, dq.ptr,
                            dk.ptr, dv.ptr, workspace.ptr, nullptr);
-  detail::check(cudaDeviceSynchronize(), "flash_attention_backward");
+  SIMRUN_CUDA_CHECK(cudaDeviceSynchronize());
   return {dq.to_host(), dk.to_host(), dv.to_host()};
 }
 

@@ -67,11 +67,11 @@ unsigned blocks_for(int64_t n) { return unsigned(std::min<int64_t>((n + kThreads
 void fp8_cast_per_tensor(const float* x, int64_t n, uint8_t* q, float* scale, void* stream) {
   if (n == 0) return;
   detail::DeviceBuffer<unsigned> amax(1);
-  detail::check(cudaMemsetAsync(amax.ptr, 0, sizeof(unsigned), detail::as_stream(stream)), "cudaMemsetAsync");
+  SIMRUN_CUDA_CHECK(cudaMemsetAsync(amax.ptr, 0, sizeof(unsigned), detail::as_stream(stream)));
   amax_kernel<<<blocks_for(n), kThreads, 0, detail::as_stream(stream)>>>(x, n, amax.ptr);
   cast_kernel<<<blocks_for(n), kThreads, 0, detail::as_stream(stream)>>>(x, n, amax.ptr, q, scale);
-  detail::check(cudaGetLastError(), "fp8_cast_per_tensor launch");
-  detail::check(cudaStreamSynchronize(detail::as_stream(stream)), "fp8_cast_per_tensor");  // amax is freed
+  SIMRUN_CUDA_CHECK(cudaGetLastError());
+  SIMRUN_CUDA_CHECK(cudaStreamSynchronize(detail::as_stream(stream)));  // amax is freed
 }
 
 void fp8_cast_per_block(const float* x, int64_t n, uint8_t* q, float* scales, void* stream) {
@@ -79,7 +79,7 @@ void fp8_cast_per_block(const float* x, int64_t n, uint8_t* q, float* scales, vo
   const int64_t blocks = (n + kFp8BlockSize - 1) / kFp8BlockSize;
   block_cast_kernel<<<unsigned(blocks), unsigned(kFp8BlockSize), 0, detail::as_stream(stream)>>>(x, n, q,
                                                                                                  scales);
-  detail::check(cudaGetLastError(), "fp8_cast_per_block launch");
+  SIMRUN_CUDA_CHECK(cudaGetLastError());
 }
 
 Fp8Out fp8_cast_on_host(const std::vector<float>& x, bool per_block) {
@@ -94,7 +94,7 @@ Fp8Out fp8_cast_on_host(const std::vector<float>& x, bool per_block) {
     fp8_cast_per_block(dx.ptr, n, dq.ptr, ds.ptr, nullptr);
   else
     fp8_cast_per_tensor(dx.ptr, n, dq.ptr, ds.ptr, nullptr);
-  detail::check(cudaDeviceSynchronize(), "fp8_cast");
+  SIMRUN_CUDA_CHECK(cudaDeviceSynchronize());
   return {dq.to_host(), ds.to_host()};
 }
 

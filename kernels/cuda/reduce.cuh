@@ -93,23 +93,23 @@ static __global__ void sum_chunks_kernel(const float* partials, int64_t chunks, 
 // called once for each (row, col) (it may write that element's output too). No rows: zero sums.
 template <int kOutputs, class Term>
 void column_sums(const Term& term, int64_t rows, int64_t cols, float* workspace,
-                 const std::array<float*, kOutputs>& sums, cudaStream_t stream, const char* what) {
+                 const std::array<float*, kOutputs>& sums, cudaStream_t stream) {
   if (cols == 0) return;
   if (rows == 0) {
-    for (float* s : sums) check(cudaMemsetAsync(s, 0, sizeof(float) * size_t(cols), stream), what);
+    for (float* s : sums) SIMRUN_CUDA_CHECK(cudaMemsetAsync(s, 0, sizeof(float) * size_t(cols), stream));
     return;
   }
   const int64_t chunks = row_chunks(rows), per_chunk = (rows + chunks - 1) / chunks;
   const dim3 grid(unsigned((cols + kTileCols - 1) / kTileCols), unsigned(chunks));
   column_partials_kernel<kOutputs>
       <<<grid, dim3(kTileCols, kTileRows), 0, stream>>>(term, rows, cols, per_chunk, workspace);
-  check(cudaGetLastError(), what);
+  SIMRUN_CUDA_CHECK(cudaGetLastError());
   constexpr int kThreads = 256;
   const unsigned blocks = unsigned(std::min<int64_t>((cols + kThreads - 1) / kThreads, 65535));
   for (int k = 0; k < kOutputs; ++k) {
     sum_chunks_kernel<<<blocks, kThreads, 0, stream>>>(workspace + k * chunks * cols, chunks, cols,
                                                        sums[size_t(k)]);
-    check(cudaGetLastError(), what);
+    SIMRUN_CUDA_CHECK(cudaGetLastError());
   }
 }
 

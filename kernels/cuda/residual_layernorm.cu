@@ -108,7 +108,7 @@ void residual_layernorm_forward(const uint16_t* x, const uint16_t* residual, con
   if (rows == 0 || h == 0) return;
   residual_layernorm_kernel<<<unsigned(rows), kThreads, 0, detail::as_stream(stream)>>>(
       bf(x), bf(residual), bf(weight), bf(bias), h, eps, bf(y), bf(residual_out), mean, rstd);
-  detail::check(cudaGetLastError(), "residual_layernorm_forward launch");
+  SIMRUN_CUDA_CHECK(cudaGetLastError());
 }
 
 size_t residual_layernorm_backward_workspace_bytes(int64_t rows, int64_t h) {
@@ -123,12 +123,11 @@ void residual_layernorm_backward(const uint16_t* dy, const uint16_t* d_residual_
   const cudaStream_t s = detail::as_stream(stream);
   // dweight and dbias first: they read dy and residual_out, which d_sum may then overwrite in place.
   detail::column_sums<2>(LayernormParamGrad{bf(dy), bf(residual_out), mean, rstd, h}, rows, h,
-                         static_cast<float*>(workspace), {dweight, dbias}, s,
-                         "residual_layernorm_backward launch");
+                         static_cast<float*>(workspace), {dweight, dbias}, s);
   if (rows == 0) return;
   residual_layernorm_backward_kernel<<<unsigned(rows), kThreads, 0, s>>>(
       bf(dy), bf(d_residual_next), bf(residual_out), bf(weight), mean, rstd, h, bf(d_sum));
-  detail::check(cudaGetLastError(), "residual_layernorm_backward launch");
+  SIMRUN_CUDA_CHECK(cudaGetLastError());
 }
 
 ResidualLayernormOut residual_layernorm_forward_on_host(const std::vector<uint16_t>& x,
@@ -147,7 +146,7 @@ ResidualLayernormOut residual_layernorm_forward_on_host(const std::vector<uint16
   drstd.poison();
   residual_layernorm_forward(dx.ptr, dr.ptr, dw.ptr, db.ptr, rows, h, eps, dy.ptr, ds.ptr, dmean.ptr,
                              drstd.ptr, nullptr);
-  detail::check(cudaDeviceSynchronize(), "residual_layernorm_forward");
+  SIMRUN_CUDA_CHECK(cudaDeviceSynchronize());
   return {dy.to_host(), ds.to_host(), dmean.to_host(), drstd.to_host()};
 }
 
@@ -170,7 +169,7 @@ ResidualLayernormGrads residual_layernorm_backward_on_host(
   workspace.poison();  // every partial read must have been written
   residual_layernorm_backward(ddy.ptr, dnext ? dnext->ptr : nullptr, dsum_in.ptr, dw.ptr, dmean.ptr,
                               drstd.ptr, rows, h, dsum.ptr, dweight.ptr, dbias.ptr, workspace.ptr, nullptr);
-  detail::check(cudaDeviceSynchronize(), "residual_layernorm_backward");
+  SIMRUN_CUDA_CHECK(cudaDeviceSynchronize());
   return {dsum.to_host(), dweight.to_host(), dbias.to_host()};
 }
 

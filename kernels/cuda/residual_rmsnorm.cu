@@ -89,7 +89,7 @@ void residual_rmsnorm_forward(const uint16_t* x, const uint16_t* residual, const
   if (rows == 0) return;
   residual_rmsnorm_kernel<<<unsigned(rows), kThreads, 0, detail::as_stream(stream)>>>(
       bf(x), bf(residual), bf(weight), h, eps, bf(y), bf(residual_out), rstd);
-  detail::check(cudaGetLastError(), "residual_rmsnorm_forward launch");
+  SIMRUN_CUDA_CHECK(cudaGetLastError());
 }
 
 size_t residual_rmsnorm_backward_workspace_bytes(int64_t rows, int64_t h) {
@@ -104,11 +104,11 @@ void residual_rmsnorm_backward(const uint16_t* dy, const uint16_t* d_residual_ne
   const cudaStream_t s = detail::as_stream(stream);
   // dweight first: it reads dy and residual_out, which d_sum may then overwrite in place.
   detail::column_sums<1>(RmsnormWeightGrad{bf(dy), bf(residual_out), rstd, h}, rows, h,
-                         static_cast<float*>(workspace), {dweight}, s, "residual_rmsnorm_backward launch");
+                         static_cast<float*>(workspace), {dweight}, s);
   if (rows == 0) return;
   residual_rmsnorm_backward_kernel<<<unsigned(rows), kThreads, 0, s>>>(
       bf(dy), bf(d_residual_next), bf(residual_out), bf(weight), rstd, h, bf(d_sum));
-  detail::check(cudaGetLastError(), "residual_rmsnorm_backward launch");
+  SIMRUN_CUDA_CHECK(cudaGetLastError());
 }
 
 ResidualRmsnormOut residual_rmsnorm_forward_on_host(const std::vector<uint16_t>& x,
@@ -124,7 +124,7 @@ ResidualRmsnormOut residual_rmsnorm_forward_on_host(const std::vector<uint16_t>&
   ds.poison();
   drstd.poison();
   residual_rmsnorm_forward(dx.ptr, dr.ptr, dw.ptr, rows, h, eps, dy.ptr, ds.ptr, drstd.ptr, nullptr);
-  detail::check(cudaDeviceSynchronize(), "residual_rmsnorm_forward");
+  SIMRUN_CUDA_CHECK(cudaDeviceSynchronize());
   return {dy.to_host(), ds.to_host(), drstd.to_host()};
 }
 
@@ -147,7 +147,7 @@ ResidualRmsnormGrads residual_rmsnorm_backward_on_host(const std::vector<uint16_
   workspace.poison();  // every partial read must have been written
   residual_rmsnorm_backward(ddy.ptr, dnext ? dnext->ptr : nullptr, dsum_in.ptr, dw.ptr, drstd.ptr, rows, h,
                             dsum.ptr, dweight.ptr, workspace.ptr, nullptr);
-  detail::check(cudaDeviceSynchronize(), "residual_rmsnorm_backward");
+  SIMRUN_CUDA_CHECK(cudaDeviceSynchronize());
   return {dsum.to_host(), dweight.to_host()};
 }
 

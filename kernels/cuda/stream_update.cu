@@ -50,14 +50,14 @@ void stream_update(const uint16_t* x, int64_t n, uint16_t* y, void* stream) {
   const int64_t blocks = std::min<int64_t>((n / 8 + kThreads - 1) / kThreads + 1, 65535 * 8);
   stream_update_kernel<<<unsigned(blocks), kThreads, 0, detail::as_stream(stream)>>>(
       reinterpret_cast<const __nv_bfloat16*>(x), n, reinterpret_cast<__nv_bfloat16*>(y));
-  detail::check(cudaGetLastError(), "stream_update launch");
+  SIMRUN_CUDA_CHECK(cudaGetLastError());
 }
 
 std::vector<uint16_t> stream_update_on_host(const std::vector<uint16_t>& x, const std::vector<uint16_t>& y) {
   using detail::DeviceBuffer;
   DeviceBuffer<uint16_t> dx(x.data(), x.size()), dy(y.data(), y.size());
   stream_update(dx.ptr, int64_t(x.size()), dy.ptr, nullptr);
-  detail::check(cudaDeviceSynchronize(), "stream_update");
+  SIMRUN_CUDA_CHECK(cudaDeviceSynchronize());
   return dy.to_host();
 }
 

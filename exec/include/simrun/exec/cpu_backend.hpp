@@ -27,6 +27,8 @@ class CpuBackend {
   // Plans every compute task of `program` and allocates the buffers of each distinct plan.
   CpuBackend(const Scenario& scenario, const StageProgram& program);
 
+  // Bytes of one plan's fp32 buffers.
+  static double plan_bytes(const KernelPlan& plan);
   // Bytes the backend's buffers take for `program`: what the constructor allocates (the memory
   // check before any work starts).
   static double footprint_bytes(const Scenario& scenario, const StageProgram& program);

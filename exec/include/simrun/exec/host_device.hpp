@@ -47,7 +47,7 @@ double memory_available_bytes();
 
 // This thread's CPU time so far, ns (CLOCK_THREAD_CPUTIME_ID): what kernels are timed by, here and
 // in the step (a kernel's cost on a core, without the slices the scheduler gives other ranks).
-int64_t thread_cpu_ns();
+int64_t thread_kernel_ns();
 
 // One rank's GEMM rate and streaming bandwidth, timed on this thread (each at least `seconds`).
 double measure_gemm_flops_per_s(double seconds);

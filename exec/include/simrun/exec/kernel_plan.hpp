@@ -38,21 +38,24 @@ enum class KernelKind : uint8_t {
 };
 const char* to_string(KernelKind k);
 
-// A compute task as the backend runs it: the kernel, its dimensions and its fp32 buffers.
+// A compute task as a backend runs it: the kernel and its dimensions (each backend derives its
+// buffers from them: CpuBackend::plan_bytes, CudaBackend::plan_bytes).
 struct KernelPlan {
   KernelKind kind = KernelKind::stream;
   int64_t m = 0, n = 0, k = 0, batch = 1;  // gemm: C[m×n] = A[m×k]·B[k×n], batch times
   int64_t rows = 0, width = 0;             // norms, loss: rows × width; elementwise: rows·width elements
   kernels::ref::AttentionShape attention;  // attention
   double host_s = 0;                       // host
-  std::vector<int64_t> buffers;            // floats per buffer, in the order run() uses them
-  double bytes() const;                    // of every buffer together
 };
 
 // How `task` (a compute task of `program`) runs, its memory-bound ops' element counts read back
 // from the workload's bytes in elements of `element_bytes` (the cpu backend's fp32: 4; the cuda
-// backend's bf16: 2). `buffers` holds the cpu backend's fp32 buffers.
+// backend's bf16: 2).
 KernelPlan kernel_plan(const Scenario& scenario, const StageProgram& program, const Task& task,
                        double element_bytes = 4);
+
+// The identity of a plan: plans equal in it are the same kernel on the same shapes, and a backend
+// gives them one set of buffers.
+std::vector<int64_t> plan_identity(const KernelPlan& plan);
 
 }  // namespace simrun::exec
