@@ -284,3 +284,34 @@ TEST_CASE("GELU (tanh): known values, and its backward against finite difference
   });
   CHECK(max_abs_diff(dx, numeric) < 1e-7);
 }
+
+TEST_CASE("fp8 e4m3: known bytes, ties to even, saturation, and every byte decodes back to itself",
+          "[kernels][ref]") {
+  CHECK(fp8_e4m3_encode(1.0f) == 0x38);  // exponent 7 (bias 7), mantissa 0
+  CHECK(fp8_e4m3_encode(-2.0f) == 0xc0);
+  CHECK(fp8_e4m3_encode(448.0f) == 0x7e);  // the largest finite
+  CHECK(fp8_e4m3_encode(1e6f) == 0x7e);    // saturates (satfinite)
+  CHECK(fp8_e4m3_encode(-1e6f) == 0xfe);
+  CHECK(fp8_e4m3_encode(1.0625f) == 0x38);                // halfway between 1 and 1.125: to the even mantissa
+  CHECK(fp8_e4m3_encode(1.1875f) == 0x3a);                // halfway between 1.125 and 1.25: to 1.25
+  CHECK(fp8_e4m3_encode(std::ldexp(1.0f, -9)) == 0x01);   // the smallest subnormal
+  CHECK(fp8_e4m3_encode(std::ldexp(1.0f, -10)) == 0x00);  // its half: a tie, to even (zero)
+  CHECK(fp8_e4m3_encode(std::ldexp(0.9375f, -6)) == 0x08);  // 7.5 subnormal steps round up to 2^-6
+  CHECK(std::isnan(fp8_e4m3_decode(fp8_e4m3_encode(std::nanf("")))));
+  for (int b = 0; b < 256; ++b) {
+    const auto q = uint8_t(b);
+    if ((q & 0x7f) == 0x7f) continue;  // NaN
+    INFO(b);
+    CHECK(fp8_e4m3_encode(fp8_e4m3_decode(q)) == (q == 0x80 ? 0x80 : q));
+  }
+  // Scaled per block: each block's amax lands on 448.
+  std::vector<float> x = {1, -2, 0.5f, 4, 0, 0, 0, 0, 8};
+  std::vector<uint8_t> q(x.size());
+  std::vector<float> scales(3);
+  fp8_cast(x, 4, q, scales);
+  CHECK(scales[0] == 448.0f / 4);
+  CHECK(scales[1] == 1.0f);  // all zeros
+  CHECK(scales[2] == 448.0f / 8);
+  CHECK(q[3] == 0x7e);
+  CHECK(q[8] == 0x7e);
+}

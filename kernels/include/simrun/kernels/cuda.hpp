@@ -211,7 +211,6 @@ struct Fp8Out {
   std::vector<float> scales;
 };
 Fp8Out fp8_cast_on_host(const std::vector<float>& x, bool per_block);
-// An e4m3 byte's value (for the tests' dequantisation).
 std::vector<float> cross_entropy_forward_on_host(const std::vector<uint16_t>& logits,
                                                  const std::vector<int32_t>& targets, int64_t vocab);
 std::vector<uint16_t> cross_entropy_backward_on_host(const std::vector<float>& dlosses,
@@ -219,7 +218,6 @@ std::vector<uint16_t> cross_entropy_backward_on_host(const std::vector<float>& d
                                                      const std::vector<int32_t>& targets, int64_t vocab);
 // y updated: the returned vector is 0.5·y + x.
 std::vector<uint16_t> stream_update_on_host(const std::vector<uint16_t>& x, const std::vector<uint16_t>& y);
-float fp8_e4m3_value(uint8_t q);
 
 struct FlashAttentionOut {
   std::vector<uint16_t> o;

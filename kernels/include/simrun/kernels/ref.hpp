@@ -89,4 +89,13 @@ template <class T>
 void adamw_step(const AdamW& opt, int64_t step, std::span<T> params, std::span<const T> grads, std::span<T> m,
                 std::span<T> v);
 
+// fp8 E4M3 (OCP 8-bit floating point, 2023; largest finite 448): a float rounded to nearest even
+// and saturated to ±448 (NaN stays NaN), and a byte's value.
+inline constexpr float kFp8E4m3Max = 448.0f;
+uint8_t fp8_e4m3_encode(float x);
+float fp8_e4m3_decode(uint8_t q);
+// The scaled cast Transformer Engine runs: per block of `block` consecutive values (0: the whole
+// tensor), scale = 448 / amax (1 where amax is 0), q = e4m3(x · scale); `scales` one per block.
+void fp8_cast(std::span<const float> x, int64_t block, std::span<uint8_t> q, std::span<float> scales);
+
 }  // namespace simrun::kernels::ref
