@@ -3,8 +3,7 @@
 // as integers for non-negative floats), a second scales by 448 / amax and casts, saturating
 // (__nv_fp8_e4m3 rounds to nearest, saturates to finite). Per block: one block of 128 threads per
 // 128 values, its own amax and scale. Test: tests/kernels/test_cuda_kernels.cpp (byte for byte
-// against ref::fp8_cast). Throughput: not
-// measured yet (no device lent).
+// against ref::fp8_cast). Throughput: not measured yet (no device lent).
 #include <cuda_fp8.h>
 
 #include <cmath>
