@@ -60,12 +60,6 @@ std::vector<int64_t> fp32_buffers(const KernelPlan& p) {
   return {};
 }
 
-template <class F>
-void for_each_plan(const Scenario& sc, const StageProgram& program, F&& f) {
-  for (uint32_t i = 0; i < program.tasks.size(); ++i)
-    if (program.tasks[i].kind == TaskKind::compute) f(i, kernel_plan(sc, program, program.tasks[i], kFloat));
-}
-
 std::span<const float> in(const std::vector<float>& v) { return {v.data(), v.size()}; }
 std::span<float> out(std::vector<float>& v) { return {v.data(), v.size()}; }
 
@@ -79,8 +73,9 @@ double CpuBackend::plan_bytes(const KernelPlan& plan) {
 
 double CpuBackend::footprint_bytes(const Scenario& sc, const StageProgram& program) {
   std::map<std::vector<int64_t>, double> distinct;
-  for_each_plan(sc, program,
-                [&](uint32_t, const KernelPlan& p) { distinct.emplace(plan_identity(p), plan_bytes(p)); });
+  for_each_compute_plan(sc, program, kFloat, [&](uint32_t, const KernelPlan& p) {
+    distinct.emplace(plan_identity(p), plan_bytes(p));
+  });
   double bytes = 0;
   for (const auto& [key, b] : distinct) bytes += b;
   return bytes;
@@ -91,7 +86,7 @@ CpuBackend::CpuBackend(const Scenario& sc, const StageProgram& program)
   std::map<std::vector<int64_t>, int32_t> index;
   std::mt19937 rng(12345);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  for_each_plan(sc, program, [&](uint32_t task, const KernelPlan& p) {
+  for_each_compute_plan(sc, program, kFloat, [&](uint32_t task, const KernelPlan& p) {
     const auto [it, added] = index.emplace(plan_identity(p), int32_t(m_buffers.size()));
     m_buffers_of[task] = it->second;
     if (!added) return;

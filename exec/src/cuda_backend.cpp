@@ -137,13 +137,6 @@ std::vector<BufferSpec> buffers_of(const KernelPlan& p, GemmPrecision precision)
   return {};
 }
 
-template <class F>
-void for_each_plan(const Scenario& sc, const StageProgram& program, F&& f) {
-  for (uint32_t i = 0; i < program.tasks.size(); ++i)
-    if (program.tasks[i].kind == TaskKind::compute)
-      f(i, kernel_plan(sc, program, program.tasks[i], CudaBackend::kElementBytes));
-}
-
 // A random pattern of `bytes`, in `element`, copied over the buffer by repetition.
 std::vector<uint8_t> pattern(Element element, Fill fill, int64_t vocab, size_t bytes, std::mt19937& rng) {
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
@@ -206,7 +199,7 @@ GemmPrecision cuda_gemm_precision(const Scenario& sc, int major, int minor) {
 
 std::string cuda_backend_refusal(const Scenario& sc, const StageProgram& program) {
   std::string refusal;
-  for_each_plan(sc, program, [&](uint32_t, const KernelPlan& p) {
+  for_each_compute_plan(sc, program, CudaBackend::kElementBytes, [&](uint32_t, const KernelPlan& p) {
     if (!refusal.empty() || (p.kind != KernelKind::attention_fwd && p.kind != KernelKind::attention_bwd))
       return;
     try {  // the kernel's own shape rules, checked before any CUDA call
@@ -227,7 +220,7 @@ double CudaBackend::plan_bytes(const KernelPlan& plan, GemmPrecision precision) 
 double CudaBackend::footprint_bytes(const Scenario& sc, const StageProgram& program,
                                     GemmPrecision precision) {
   std::map<std::vector<int64_t>, double> distinct;
-  for_each_plan(sc, program, [&](uint32_t, const KernelPlan& p) {
+  for_each_compute_plan(sc, program, CudaBackend::kElementBytes, [&](uint32_t, const KernelPlan& p) {
     distinct.emplace(plan_identity(p), plan_bytes(p, precision));
   });
   double bytes = double(LtGemm::kWorkspaceBytes);
@@ -244,7 +237,7 @@ CudaBackend::CudaBackend(const Scenario& sc, const StageProgram& program, GemmPr
     std::vector<uint32_t> first_task;  // per plan
     std::mt19937 rng(12345);
     constexpr size_t kPatternBytes = size_t(1) << 22;
-    for_each_plan(sc, program, [&](uint32_t task, const KernelPlan& p) {
+    for_each_compute_plan(sc, program, CudaBackend::kElementBytes, [&](uint32_t task, const KernelPlan& p) {
       const auto [it, added] = index.emplace(plan_identity(p), int32_t(m_plans.size()));
       m_plan_of[task] = it->second;
       if (!added) return;

@@ -13,62 +13,16 @@
 #include <string>
 #include <vector>
 
+#include "cuda_test_util.hpp"
 #include "simrun/kernels/bf16.hpp"
 #include "simrun/kernels/cuda.hpp"
 #include "simrun/kernels/ref.hpp"
 
 using namespace simrun::kernels;
 
+using namespace simrun::kernels::test;
+
 namespace {
-
-bool no_device() {
-  if (cuda::device_count() > 0) return false;
-  WARN("no CUDA device: the GPU kernel tests are skipped (they run on a lent GPU, exec/gpu_check.sh)");
-  return true;
-}
-
-std::vector<uint16_t> random_bf16(size_t n, std::mt19937& rng) {
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<uint16_t> v(n);
-  for (uint16_t& x : v) x = to_bf16(normal(rng));
-  return v;
-}
-
-std::vector<double> widen(const std::vector<uint16_t>& v) {
-  std::vector<double> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = from_bf16(v[i]);
-  return out;
-}
-
-std::vector<float> widen_float(const std::vector<uint16_t>& v) {
-  std::vector<float> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = from_bf16(v[i]);
-  return out;
-}
-
-// A plain bf16 implementation's result: the float computation's value rounded to bf16.
-std::vector<double> bf16_rounded(const std::vector<float>& v) {
-  std::vector<double> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = from_bf16(to_bf16(v[i]));
-  return out;
-}
-
-template <class A>
-double relative_error(const A& out, const std::vector<double>& ref) {
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    diff += (double(out[i]) - ref[i]) * (double(out[i]) - ref[i]);
-    norm += ref[i] * ref[i];
-  }
-  return std::sqrt(diff / std::max(norm, 1e-300));
-}
-
-// The bound of the tests' header: below `limit`, and at most twice the plain implementation's.
-void check_error(double kernel, double plain, double limit) {
-  INFO("kernel " << kernel << ", plain same-precision " << plain);
-  CHECK(kernel < limit);
-  CHECK(kernel <= 2 * plain + 1e-7);
-}
 
 ref::AttentionShape shape_of(const cuda::AttentionDims& d) {
   return {d.batch, d.q_heads, d.kv_heads, d.seq, d.head_dim, d.causal};
@@ -105,8 +59,7 @@ TEST_CASE("cuda: FlashAttention forward matches its reference", "[kernels][gpu]"
     std::vector<double> o(q.size()), lse(lse_size(dims));
     std::vector<float> plain_o(q.size()), plain_lse(lse_size(dims));
     ref::attention_forward<double>(shape_of(dims), widen(q), widen(k), widen(v), o, lse);
-    ref::attention_forward<float>(shape_of(dims), widen_float(q), widen_float(k), widen_float(v), plain_o,
-                                  plain_lse);
+    ref::attention_forward<float>(shape_of(dims), floats(q), floats(k), floats(v), plain_o, plain_lse);
     check_error(relative_error(widen(out.o), o), relative_error(bf16_rounded(plain_o), o), 1e-2);
     CHECK(relative_error(out.lse, lse) < 1e-5);
   }
@@ -133,8 +86,8 @@ TEST_CASE("cuda: FlashAttention backward matches its reference", "[kernels][gpu]
     ref::attention_backward<double>(shape_of(dims), widen(d_o), widen(q), widen(k), widen(v), widen(o),
                                     std::vector<double>(lse.begin(), lse.end()), dq, dk, dv);
     std::vector<float> plain_dq(q.size()), plain_dk(k.size()), plain_dv(v.size());
-    ref::attention_backward<float>(shape_of(dims), widen_float(d_o), widen_float(q), widen_float(k),
-                                   widen_float(v), widen_float(o), lse, plain_dq, plain_dk, plain_dv);
+    ref::attention_backward<float>(shape_of(dims), floats(d_o), floats(q), floats(k), floats(v), floats(o),
+                                   lse, plain_dq, plain_dk, plain_dv);
     {
       INFO("dq");
       check_error(relative_error(widen(out.dq), dq), relative_error(bf16_rounded(plain_dq), dq), 1e-2);

@@ -54,6 +54,16 @@ struct KernelPlan {
 KernelPlan kernel_plan(const Scenario& scenario, const StageProgram& program, const Task& task,
                        double element_bytes = 4);
 
+// f(task index, plan) for every compute task of `program`, in program order, its plan read in
+// elements of `element_bytes`.
+template <class F>
+void for_each_compute_plan(const Scenario& scenario, const StageProgram& program, double element_bytes,
+                           F&& f) {
+  for (uint32_t i = 0; i < program.tasks.size(); ++i)
+    if (program.tasks[i].kind == TaskKind::compute)
+      f(i, kernel_plan(scenario, program, program.tasks[i], element_bytes));
+}
+
 // The identity of a plan: plans equal in it are the same kernel on the same shapes, and a backend
 // gives them one set of buffers.
 std::vector<int64_t> plan_identity(const KernelPlan& plan);
