@@ -22,6 +22,10 @@ namespace {
 const std::string kExample = std::string(SIMRUN_SOURCE_DIR) + "/examples/validate-small.json";
 // The issue's bound on the calibrated prediction of the measured step.
 constexpr double kStepTolerance = 0.15;
+// A faulty run must stop, not hang: the job ends within this many seconds (the host's
+// microbenchmark, the steps before the fault, the watchdog's --timeout 10 and the shutdown; under
+// ASan on a 2-core machine the steps alone took about 30 s). A bound on stopping, not on speed.
+constexpr double kStopBound_s = 120;
 
 json read_json(const std::filesystem::path& p) {
   std::ifstream in(p);
@@ -124,7 +128,7 @@ TEST_CASE("validate under mpirun: a rank killed mid-step stops the others within
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   INFO("stderr: " << r.err);
   CHECK(r.exit_code != 0);
-  CHECK(elapsed < 60);
+  CHECK(elapsed < kStopBound_s);
   CHECK_THAT(r.err, Catch::Contains("rank 1 (pid") && Catch::Contains("died"));
 }
 
@@ -137,11 +141,11 @@ TEST_CASE("validate under mpirun: a rank hung mid-step stops the others after --
   const auto start = std::chrono::steady_clock::now();
   const RunResult r = run_ranks(
       4, "validate " + shell_quoted(kExample) + " --timeout 10 --out " + shell_quoted(scratch_dir() / "hang"),
-      {}, "SIMRUN_VALIDATE_FAULT=hang:2:2");
+      {}, "SIMRUN_VALIDATE_FAULT=hang:2:1");
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   INFO("stderr: " << r.err);
   CHECK(r.exit_code != 0);
-  CHECK(elapsed < 60);
+  CHECK(elapsed < kStopBound_s);
   CHECK_THAT(r.err, Catch::Contains("no task finished for") && Catch::Contains("rank 2"));
 }
 
