@@ -314,7 +314,7 @@ void FrameworkCatalog::read_dir(const std::filesystem::path& dir, bool required)
     if (!split_id(id, family, version))
       throw InputError(path.string(), "",
                        "the file name must be a profile id, " + std::string(kCatalogIdRule) +
-                           ", optionally followed by @ and a version such as 0.14 (e.g. deepspeed@0.5.json)");
+                           ", optionally followed by @ and a version such as 0.14 (e.g. deepspeed@0.3.12.json)");
     if (m_profiles.count(id))
       throw InputError(path.string(), "",
                        "the framework profile " + quoted_input(id) +

@@ -88,7 +88,8 @@ TEST_CASE(
 
   const Both d = step_of(ds), f = step_of(fsdp), v05 = step_of(old);
   INFO("fsdp2 " << f.event << " / " << f.analytic << " s, deepspeed " << d.event << " / " << d.analytic
-                << " s, deepspeed@0.5 " << v05.event << " / " << v05.analytic << " s (event / analytic)");
+                << " s, deepspeed@0.5 (deepspeed@0.3.12) " << v05.event << " / " << v05.analytic
+                << " s (event / analytic)");
   CHECK(d.event > f.event);
   CHECK(d.analytic > f.analytic);
   CHECK(v05.event > d.event);

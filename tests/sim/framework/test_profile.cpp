@@ -162,6 +162,16 @@ TEST_CASE("id@version takes the newest profile not above the version asked for",
              Catch::Contains("s.json: framework: \"x@v1\" is not a framework id"));
 }
 
+TEST_CASE("the shipped DeepSpeed files are named by the first version they describe", "[sim][framework]") {
+  // deepspeed@0.3.12.json holds ZeRO-3 as v0.3.12 (its first release) to v0.5.4 ran it, so v0.4
+  // and v0.5 resolve there, not to today's unversioned file.
+  for (const char* v : {"deepspeed@0.3.12", "deepspeed@0.4", "deepspeed@0.5", "deepspeed@0.5.4"})
+    CHECK(shipped().resolve(v, "t", "framework").id == "deepspeed@0.3.12");
+  CHECK(shipped().resolve("deepspeed@0.6", "t", "framework").id == "deepspeed@0.6");
+  CHECK(shipped().resolve("deepspeed@0.14", "t", "framework").id == "deepspeed@0.6");
+  CHECK(shipped().resolve("deepspeed", "t", "framework").id == "deepspeed@0.6");
+}
+
 TEST_CASE("an unknown framework lists the known ones and suggests the nearest", "[sim][framework]") {
   const std::string e = error_of([] { shipped().resolve("deepspeedd", "s.json", "framework"); });
   CHECK_THAT(e, Catch::StartsWith("s.json: framework: unknown framework \"deepspeedd\" (known: composer, "));

@@ -26,7 +26,7 @@ struct ProfileField {
 };
 
 struct FrameworkProfile {
-  std::string id = kDefaultFramework;      // the file stem, e.g. "megatron-core" or "deepspeed@0.5"
+  std::string id = kDefaultFramework;      // the file stem, e.g. "megatron-core" or "deepspeed@0.3.12"
   std::string family = kDefaultFramework;  // the id before '@', e.g. "deepspeed"
   std::string version;                     // after '@', e.g. "0.5"; empty for an unversioned profile
   std::string name = "Megatron-Core";      // e.g. "Megatron-Core"
