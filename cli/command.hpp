@@ -78,8 +78,9 @@ struct FrameworkArgs {
   std::string schedule;  // gpipe | 1f1b | interleaved; empty: from virtual_stages
   bool tp_comm_overlap = false, no_tp_comm_overlap = false;
   bool moe_shared_expert_overlap = false;
-  std::string kernels;    // fused | eager; empty: the framework profile's
-  std::string selective;  // attention | every-other-layer; empty: the framework profile's
+  std::string moe_dispatcher;  // alltoall | allgather | flex; empty: the framework profile's
+  std::string kernels;         // fused | eager; empty: the framework profile's
+  std::string selective;       // attention | every-other-layer; empty: the framework profile's
   // Megatron's --overlap-grad-reduce / --overlap-param-gather (simrun's defaults) and their --no-.
   bool overlap_grad_reduce = false, no_overlap_grad_reduce = false;
   bool overlap_param_gather = false, no_overlap_param_gather = false;

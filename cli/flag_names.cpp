@@ -107,6 +107,9 @@ const std::vector<MegatronArgument> kMegatronArguments = {
     {"--tp-comm-overlap", "--tp-comm-overlap", "", "", "TP collectives overlapped with their GEMMs"},
     {"--moe-shared-expert-overlap", "--moe-shared-expert-overlap", "", "",
      "shared experts beside the dispatch and combine all-to-alls"},
+    {"--moe-token-dispatcher-type", "--moe-token-dispatcher-type", "", "",
+     "alltoall | allgather | flex (DeepEP / HybridEP): the MoE token dispatcher, in place of the framework "
+     "profile's"},
 };
 
 // Typed options (source, field: a list's elements too) and the flag that fills each.

@@ -21,6 +21,12 @@ void add_framework_options(CLI::App& cmd, FrameworkArgs& args) {
   cmd.add_flag("--moe-shared-expert-overlap", args.moe_shared_expert_overlap,
                "Run the MoE shared experts beside the dispatch and combine all-to-alls (Megatron-Core "
                "--moe-shared-expert-overlap)");
+  cmd.add_option(
+         "--moe-token-dispatcher-type", args.moe_dispatcher,
+         "MoE token dispatcher (Megatron-Core --moe-token-dispatcher-type): alltoall (NCCL all-to-all, "
+         "permutation kernels around it) | allgather | flex (DeepEP / HybridEP kernels, one copy per "
+         "destination node across nodes)")
+      ->check(CLI::IsMember({"alltoall", "allgather", "flex"}));
   cmd.add_option("--kernels", args.kernels,
                  "Kernel stack: fused (Transformer Engine / Megatron, default) | eager (PyTorch eager + "
                  "FlashAttention-2)")
@@ -59,6 +65,14 @@ void apply_framework_options(const FrameworkArgs& args, const Scenario& scenario
                            " has no shared experts to overlap (an MoE model with moe.shared_experts >= 1, "
                            "e.g. deepseek-v3)");
     workload.moe_shared_expert_overlap = true;
+  }
+  if (!args.moe_dispatcher.empty()) {
+    if (!scenario.model.is_moe())
+      throw InputError("command line", "--moe-token-dispatcher-type",
+                       scenario.model.name + " has no experts to dispatch tokens to (a dense model)");
+    workload.host.moe_dispatcher = args.moe_dispatcher == "flex"        ? MoeDispatcher::flex
+                                   : args.moe_dispatcher == "allgather" ? MoeDispatcher::allgather
+                                                                        : MoeDispatcher::alltoall;
   }
   if (args.overlap_grad_reduce) workload.grad_reduce = GradReduceOverlap::bucketed;
   if (args.no_overlap_grad_reduce) workload.grad_reduce = GradReduceOverlap::after_backward;

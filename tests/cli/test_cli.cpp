@@ -562,6 +562,26 @@ TEST_CASE("the shared-expert overlap flag moves both fidelities, and needs a mod
                          "command line: --moe-shared-expert-overlap: llama3-8b has no shared experts");
 }
 
+TEST_CASE("the dispatcher flag replaces the profile's, in both fidelities, and needs an MoE model",
+          "[cli][errors]") {
+  // Megatron-Bridge docs/training/moe-optimization.md (shared/reference measured-microbenchmarks.md):
+  // Qwen3-30B-A3B on 16 H100, BF16, TP1 PP1 EP16, MBS1, GBS1024, seq 4096: 45.65 s per step with the
+  // alltoall dispatcher, 20.15 s with HybridEP (flex). Across two nodes flex sends a token once per
+  // destination node; the flex figure is the one simrun reproduces (docs/validation.md, outliers).
+  const std::string layout =
+      "--model qwen3-30b-a3b --gpu h100-sxm --gpus 16 --tp 1 --pp 1 --ep 16 --micro-batch 1 "
+      "--global-batch 1024 --seq-len 4096 --framework nemo --moe-token-dispatcher-type ";
+  for (const std::string command : {"estimate", "simulate"}) {
+    const double alltoall = json_step_time(command + " " + layout + "alltoall");
+    const double flex = json_step_time(command + " " + layout + "flex");
+    CHECK(flex < alltoall);
+    CHECK(flex == Approx(20.15).epsilon(0.15));
+  }
+  require_one_line_error(
+      run_simrun("estimate --model llama3-8b --gpu h100-sxm --gpus 8 --moe-token-dispatcher-type flex"),
+      "command line: --moe-token-dispatcher-type: llama3-8b has no experts to dispatch tokens to");
+}
+
 TEST_CASE("simrun --version prints the CMake project version and exits 0", "[cli]") {
   const RunResult r = run_simrun("--version");
   CHECK(r.exit_code == 0);
