@@ -1,5 +1,6 @@
 // Private to the workload builder: one StageBuilder assembles one stage's program from the
-// pipeline schedule's slots (workload_builder.cpp).
+// pipeline schedule's slots (workload_builder.cpp: the layers; workload_builder_moe.cpp: the MoE
+// layer; workload_builder_step.cpp: the step around them).
 #pragma once
 
 #include <array>
@@ -19,6 +20,9 @@ struct ParamCounts;
 }
 
 namespace simrun::detail {
+
+// Precision of the GEMMs Transformer Engine leaves outside fp8 (output layer, MoE router).
+Precision outside_fp8(Precision p);
 
 class StageBuilder {
  public:
