@@ -304,6 +304,12 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
   layout.precision = parse_precision(r.choice_or("precision", "bf16", kPrecisionNames));
   layout.fp8_recipe = *parse_precision_recipe(
       r.choice_or("fp8_recipe", to_string(default_recipe(layout.precision)), precision_recipe_names()));
+  // A recipe written for a 16/32-bit run would be silently unused (delayed, the field's default,
+  // passes the layout rule below): refused where it is written.
+  if (r.has("fp8_recipe") && layout.precision != Precision::fp8 && layout.precision != Precision::fp4)
+    r.fail("fp8_recipe", std::string(to_string(layout.fp8_recipe)) + " scales fp8/fp4 GEMMs; precision " +
+                             to_string(layout.precision) +
+                             " runs none (set precision to fp8 or fp4, or leave " + "fp8_recipe out)");
   layout.fp8_param_gather = r.boolean_or("fp8_param_gather", false);
   layout.flash_attention = r.boolean_or("flash_attention", framework.flash_attention);
   r.finish();
