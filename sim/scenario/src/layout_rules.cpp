@@ -268,7 +268,6 @@ std::optional<LayoutDiagnostic> pipeline_engine_error(const Layout& layout, cons
 
 std::vector<LayoutDiagnostic> layout_warnings(const Scenario& sc, PipelineSchedule schedule) {
   const Layout& l = sc.layout;
-  const ModelSpec& m = sc.model;
   const ClusterSpec& cluster = sc.cluster;
   const GpuSpec& gpu = cluster.gpu;
   std::vector<LayoutDiagnostic> out;
@@ -319,10 +318,6 @@ std::vector<LayoutDiagnostic> layout_warnings(const Scenario& sc, PipelineSchedu
   if (slot_order(schedule, l.virtual_stages) != PipelineSchedule::interleaved && l.virtual_stages > 1)
     out.push_back(diag("layout.virtual_stages", "virtual_stages_ignored",
                        fmt::format("virtual_stages ignored by the {} schedule", to_string(schedule))));
-  if (l.pp > 1 && m.layers % l.pp != 0)
-    out.push_back(diag("layout.pp", "uneven_stages",
-                       fmt::format("pp={} does not divide {} layers: stages get {} or {} layers", l.pp,
-                                   m.layers, m.layers / l.pp, m.layers / l.pp + 1)));
   if (l.zero_stage == 3 && l.pp > 1)
     out.push_back(
         diag("layout.zero_stage", "fsdp_with_pipeline",
