@@ -22,6 +22,12 @@ void add_scenario_options(CLI::App& cmd, ScenarioArgs& a) {
   cmd.add_option("--gpus", o.gpus, "Number of GPUs (cluster.num_gpus)");
   cmd.add_option("--gpus-per-node", o.gpus_per_node, "GPUs per node (cluster.gpus_per_node)");
   cmd.add_option("--fabric", o.fabric, "Inter-node fabric id, e.g. ib-ndr");
+  cmd.add_option("--nics-per-node", o.nics_per_node,
+                 "Fabric NICs per node (cluster.fabric.nics_per_node; default one per GPU)");
+  cmd.add_option("--topology", o.topology,
+                 "Fabric shape (cluster.fabric.topology): rail-optimized (default) or fat-tree");
+  cmd.add_option("--oversubscription", o.oversubscription,
+                 "Leaf down:up bandwidth ratio (cluster.fabric.oversubscription; default 1, non-blocking)");
   cmd.add_option(option_names("--tp"), o.tp, "Tensor-parallel size");
   cmd.add_option(option_names("--pp"), o.pp, "Pipeline-parallel size");
   cmd.add_option("--dp", o.dp, "Data-parallel size (default: gpus/(tp*pp*cp))");

@@ -524,6 +524,23 @@ TEST_CASE("a2a+p2p takes its two levels from --hierarchical-cp-sizes, and a bad 
                          "command line: --hierarchical-cp-sizes");
 }
 
+TEST_CASE("estimate and simulate take the fabric's NICs, shape and oversubscription from flags", "[cli]") {
+  // ZeRO-3 over 128 nodes gathers and reduces over the NICs: fewer NICs or thinner uplinks slow it.
+  const std::string example = std::string("'") + SIMRUN_DATA_DIR + "/examples/llama3-70b-h100.json' ";
+  const std::string base = example + "--zero-stage 3 ";
+  for (const std::string command : {"estimate", "simulate"}) {
+    const double full = json_step_time(command + " " + base);
+    CHECK(json_step_time(command + " " + base + "--nics-per-node 2") > full);
+    CHECK(json_step_time(command + " " + base + "--oversubscription 4 --topology fat-tree") > full);
+  }
+  require_one_line_error(run_simrun("estimate " + example + "--nics-per-node 0"),
+                         "command line: --nics-per-node: 0 is out of range");
+  require_one_line_error(run_simrun("simulate " + example + "--topology torus"),
+                         "command line: --topology: \"torus\" is not one of rail-optimized|fat-tree");
+  require_one_line_error(run_simrun("estimate " + example + "--oversubscription 0.5"),
+                         "command line: --oversubscription: 0.5 is out of range");
+}
+
 TEST_CASE("cluster flags are range-checked on one node too, where the fabric goes unused", "[cli][errors]") {
   require_one_line_error(run_simrun("collective --nics-per-node 0"), "command line: --nics-per-node");
   require_one_line_error(run_simrun("topology --oversubscription nan"), "command line: --oversubscription");

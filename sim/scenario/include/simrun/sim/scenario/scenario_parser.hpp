@@ -24,6 +24,9 @@ struct ScenarioOverrides {
   std::optional<int64_t> gpus;                                // cluster.num_gpus, e.g. 1024
   std::optional<int64_t> gpus_per_node;                       // cluster.gpus_per_node, e.g. 8
   std::optional<std::string> fabric;                          // cluster.fabric.kind, e.g. "ib-ndr"
+  std::optional<int64_t> nics_per_node;                       // cluster.fabric.nics_per_node, e.g. 4
+  std::optional<std::string> topology;                        // cluster.fabric.topology, e.g. "fat-tree"
+  std::optional<double> oversubscription;                     // cluster.fabric.oversubscription, e.g. 2
   std::optional<int64_t> tp, pp, dp, cp, ep, expert_tp;       // layout.tp ... layout.expert_tp
   std::optional<std::string> cp_comm_type;                    // layout.cp_comm_type, e.g. "a2a"
   std::optional<std::vector<int64_t>> hierarchical_cp_sizes;  // layout.hierarchical_context_parallel_sizes
