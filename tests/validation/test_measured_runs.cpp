@@ -149,6 +149,14 @@ TEST_CASE("measured runs: other files' rows pick their framework by their own fi
   // "deepspeed" is the newest DeepSpeed profile (deepspeed@0.6: v0.6 to HEAD).
   CHECK(framework_of_row("b", {{"group", "zero3"}, {"source", "DeepSpeed ZeRO-3 blog, 2021"}}).framework ==
         "deepspeed@0.6");
+  // Megatron-DeepSpeed (BLOOM's fork) before DeepSpeed, and its default: no sequence parallelism.
+  const MeasuredRun bloom = framework_of_row(
+      "mds", {{"group", "t"},
+              {"source", "bigscience-workshop/Megatron-DeepSpeed, BLOOM training logs"},
+              {"layout", {{"tp", 4}, {"pp", 1}, {"dp", 4}, {"micro_batch", 1}, {"global_batch", 64}}}});
+  CHECK(bloom.framework == "megatron-deepspeed");
+  CHECK_FALSE(bloom.scenario.layout.sequence_parallel);
+  CHECK_FALSE(bloom.scenario.layout.flash_attention);
   CHECK(framework_of_row("c", {{"group", "t"}, {"source", "pytorch/torchtitan docs"}}).framework ==
         "torchtitan");
   CHECK(framework_of_row("d", {{"group", "t"}, {"source", "PyTorch FSDP2 tutorial"}}).framework == "fsdp2");

@@ -119,7 +119,8 @@ std::string framework_of(const json& row, const std::string& architecture) {
   if (group == "torchtitan") return "torchtitan";
   if (group == "nemo2407" || group == "bridge" || group == "nemo_cp" || group == "mcore_moe") return "nemo";
   const std::string text = lower(group + " " + opt_str(row, "source"));
-  if (has(text, "deepspeed")) return "deepspeed";  // DeepSpeed, Megatron-DeepSpeed (its pipeline engine)
+  if (has(text, "megatron-deepspeed")) return "megatron-deepspeed";  // Megatron's model on DeepSpeed
+  if (has(text, "deepspeed")) return "deepspeed";
   if (has(text, "torchtitan")) return "torchtitan";
   if (has(text, "llm-foundry") || has(text, "composer") || has(text, "mosaic")) return "composer";
   if (has(text, "megatron-bridge") && blackwell) return "megatron-bridge-blackwell";
@@ -297,8 +298,8 @@ void set_layout(Layout& l, const json& lj, const ModelSpec& m, const FrameworkPr
   }
   l.global_batch = opt_int(lj, "global_batch").value_or(l.micro_batch * l.dp);
   const std::string sp = opt_str(lj, "sp");
-  if (sp.empty()) note("sp=(tp>1)");
-  l.sequence_parallel = sp.empty() ? l.tp > 1 : sp == "true";
+  if (sp.empty()) note(f.sequence_parallel_with_tp ? "sp=(tp>1)" : "sp=off (" + f.id + ")");
+  l.sequence_parallel = sp.empty() ? f.sequence_parallel_with_tp && l.tp > 1 : sp == "true";
   if (auto z = opt_int(lj, "zero_stage")) {
     l.zero_stage = static_cast<int>(*z);
   } else {
@@ -437,7 +438,8 @@ std::string measured_run_defaults_text() {
          "megatron-core-perf; nemo2407, bridge, nemo_cp, mcore_moe → nemo (bridge on Blackwell → "
          "megatron-bridge-blackwell); mosaic → composer; torchtitan → torchtitan; other rows: their "
          "\"framework\" "
-         "field, else the framework their source names (DeepSpeed, torchtitan, llm-foundry/Composer, "
+         "field, else the framework their source names (Megatron-DeepSpeed, DeepSpeed, torchtitan, "
+         "llm-foundry/Composer, "
          "NeMo/Megatron-Bridge, FSDP/FSDP2, Megatron-LM of 2019-2021), else megatron-core\n"
          "Megatron-LM 2021: fp16 grads, TP backward overlap, no FlashAttention, dropout 0.1\n"
          "Megatron-Core (README H100): fp32 main grads in memory, bf16 reduce-scatter, TP comm overlap\n"

@@ -224,6 +224,10 @@ const std::vector<FieldRule>& field_rules() {
          p.workload.host.cuda_graphs = scopes;
        }},
       {"flash_attention", [](JsonReader& f, FrameworkProfile& p) { p.flash_attention = boolean(f); }},
+      {"sequence_parallel",
+       [](JsonReader& f, FrameworkProfile& p) {
+         p.sequence_parallel_with_tp = choice(f, {"with_tp", "off"}) == "with_tp";
+       }},
       {"gpt_tied_embeddings", [](JsonReader& f, FrameworkProfile& p) { p.gpt_tied_embeddings = boolean(f); }},
   };
   return kRules;
@@ -312,9 +316,10 @@ void FrameworkCatalog::read_dir(const std::filesystem::path& dir, bool required)
     const std::string id = path.stem().string();
     std::string family, version;
     if (!split_id(id, family, version))
-      throw InputError(path.string(), "",
-                       "the file name must be a profile id, " + std::string(kCatalogIdRule) +
-                           ", optionally followed by @ and a version such as 0.14 (e.g. deepspeed@0.3.12.json)");
+      throw InputError(
+          path.string(), "",
+          "the file name must be a profile id, " + std::string(kCatalogIdRule) +
+              ", optionally followed by @ and a version such as 0.14 (e.g. deepspeed@0.3.12.json)");
     if (m_profiles.count(id))
       throw InputError(path.string(), "",
                        "the framework profile " + quoted_input(id) +

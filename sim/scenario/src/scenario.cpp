@@ -296,7 +296,8 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
   if (r.has("pipeline_schedule"))
     layout.pipeline_schedule =
         parse_pipeline_schedule(r.choice_or("pipeline_schedule", "1f1b", kPipelineScheduleNames));
-  layout.sequence_parallel = r.boolean_or("sequence_parallel", layout.tp > 1);
+  layout.sequence_parallel =
+      r.boolean_or("sequence_parallel", framework.sequence_parallel_with_tp && layout.tp > 1);
   layout.zero_stage = static_cast<int>(r.integer_or("zero_stage", 1, 0, 3));
   layout.micro_batch = r.integer_or("micro_batch", 1, 1, kMaxGlobalBatch);
   layout.global_batch = r.integer_or("global_batch", layout.micro_batch * layout.dp, 1, kMaxGlobalBatch);

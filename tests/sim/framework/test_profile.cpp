@@ -116,6 +116,16 @@ TEST_CASE("every shipped profile gives every field, each with its source", "[sim
   CHECK(profiles.at("torchtitan").memory.selective == SelectiveKeeps::every_other_layer);
   CHECK(profiles.at("nemo").memory.convention == StateConvention::zero_paper);
   CHECK_FALSE(profiles.at("megatron-lm-2021").flash_attention);
+  CHECK(profiles.at("megatron-core").sequence_parallel_with_tp);
+  CHECK_FALSE(profiles.at("megatron-lm-2021").sequence_parallel_with_tp);  // SP came with v3.0 (2022)
+  // Megatron-DeepSpeed (frameworks.md 2.4): Megatron's fused kernels and synchronous TP on DeepSpeed's
+  // pipeline engine, without FlashAttention or sequence parallelism by default.
+  const FrameworkProfile& mds = profiles.at("megatron-deepspeed");
+  CHECK(mds.workload.kernels == KernelStack::fused);
+  CHECK(mds.workload.pipeline_engine == PipelineEngine::deepspeed);
+  CHECK(mds.workload.tp_overlap == TpCommOverlap::none);
+  CHECK_FALSE(mds.flash_attention);
+  CHECK_FALSE(mds.sequence_parallel_with_tp);
   CHECK(profiles.at("megatron-lm-2021").memory.dropout == Dropout::masks);
   // Megatron-Bridge's GB200 recipes: HybridEP through the flex dispatcher, CUDA graphs.
   const HostOverhead& blackwell = profiles.at("megatron-bridge-blackwell").workload.host;

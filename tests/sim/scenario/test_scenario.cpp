@@ -124,6 +124,19 @@ TEST_CASE("dp is derived as num_gpus / (tp*pp*cp) when omitted", "[sim][scenario
   CHECK(s.layout.sequence_parallel);  // Megatron practice: SP on with TP
 }
 
+TEST_CASE("the framework profile gives sequence parallelism's default; the scenario's value wins",
+          "[sim][scenario]") {
+  const std::string layout = R"(, "cluster": {"gpu": "a100-80gb", "num_gpus": 64}, "layout": {"tp": 4)";
+  auto sp = [&](const std::string& framework, const std::string& extra) {
+    return parse(R"({"model": "llama2-13b", "framework": ")" + framework + "\"" + layout + extra + "}}")
+        .layout.sequence_parallel;
+  };
+  CHECK(sp("megatron-core", ""));
+  CHECK_FALSE(sp("megatron-deepspeed", ""));  // frameworks.md 2.4: no SP path unless asked
+  CHECK_FALSE(sp("megatron-lm-2021", ""));    // SP came with Megatron-LM v3.0
+  CHECK(sp("megatron-deepspeed", R"(, "sequence_parallel": true)"));
+}
+
 TEST_CASE("overrides replace file fields, and a new GPU count re-derives dp", "[sim][scenario]") {
   ScenarioOverrides o;
   o.gpus = 2048;

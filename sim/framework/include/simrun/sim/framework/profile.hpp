@@ -35,6 +35,8 @@ struct FrameworkProfile {
   WorkloadOptions workload;
   MemoryDefaults memory;
   bool flash_attention = true;       // layout.flash_attention where the scenario does not say
+  // layout.sequence_parallel where the scenario does not say: on with tp > 1 ("with_tp"), or off.
+  bool sequence_parallel_with_tp = true;
   bool gpt_tied_embeddings = false;  // a GPT model built from its shape alone (measured runs) ties
                                      // its input and output embeddings
   std::vector<ProfileField> fields;  // every field, in the schema's order
