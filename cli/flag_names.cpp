@@ -108,7 +108,7 @@ const std::vector<MegatronArgument> kMegatronArguments = {
     {"--moe-shared-expert-overlap", "--moe-shared-expert-overlap", "", "",
      "shared experts beside the dispatch and combine all-to-alls"},
     {"--moe-token-dispatcher-type", "--moe-token-dispatcher-type", "", "",
-     "alltoall | allgather | flex (DeepEP / HybridEP): the MoE token dispatcher, in place of the framework "
+     "alltoall, allgather or flex (DeepEP / HybridEP): the MoE token dispatcher, in place of the framework "
      "profile's"},
 };
 

@@ -24,8 +24,8 @@ std::string layout_line(const Scenario& s) {
   if (l.cp > 1) cp_comm = fmt::format(" {}", to_string(l.cp_comm_type));
   if (l.cp_comm_type == CpCommType::a2a_p2p) cp_comm += fmt::format(" [{}, {}]", l.cp_a2a(), l.cp_ring());
   std::string precision = to_string(l.precision);
-  if (l.precision == Precision::fp8 || l.precision == Precision::fp4)
-    precision += fmt::format(" {}{}", to_string(l.fp8_recipe), l.fp8_param_gather ? ", fp8 params" : "");
+  if (l.low_precision())
+    precision += fmt::format(" {}{}", to_string(l.recipe()), l.fp8_param_gather ? ", fp8 params" : "");
   return fmt::format(
       "tp {} pp {} dp {} cp {}{} ep {}{}{} | micro-batch {} global batch {} | recompute {} | {} | "
       "zero {}{}{}",

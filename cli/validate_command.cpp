@@ -68,6 +68,10 @@ void apply_cuda_backend(exec::ValidateRequest& r, const Catalogs& catalogs) {
     r.notes.push_back("precision fp8 -> bf16 (" + gpu->id + " has no fp8 tensor cores)");
     precision = Precision::bf16;
   }
+  // A recipe written for the precision replaced no longer applies (layout_rules refuses it).
+  Layout& l = r.scenario.layout;
+  if (l.fp8_recipe && precision_recipe(*l.fp8_recipe).gemm_precision != precision) l.fp8_recipe.reset();
+  if (!l.low_precision()) l.fp8_param_gather = false;
 #else
   (void)r;
   (void)catalogs;

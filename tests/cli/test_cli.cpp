@@ -541,6 +541,16 @@ TEST_CASE("estimate and simulate take the fabric's NICs, shape and oversubscript
                          "command line: --oversubscription: 0.5 is out of range");
 }
 
+TEST_CASE("a precision flag replaces the file's precision and the recipe written for it", "[cli]") {
+  // The DeepSeek-V3 example trains in fp8 with the blockwise recipe; bf16 from the flag drops it,
+  // a recipe given beside it is kept and checked.
+  const std::string example = std::string("'") + SIMRUN_DATA_DIR + "/examples/deepseek-v3-2048-h800.json' ";
+  CHECK(json_step_time("estimate " + example + "--precision bf16") > json_step_time("estimate " + example));
+  require_one_line_error(
+      run_simrun("estimate " + example + "--precision bf16 --fp8-recipe delayed"),
+      "command line: --fp8-recipe: delayed scales fp8/fp4 GEMMs; precision bf16 runs none");
+}
+
 TEST_CASE("cluster flags are range-checked on one node too, where the fabric goes unused", "[cli][errors]") {
   require_one_line_error(run_simrun("collective --nics-per-node 0"), "command line: --nics-per-node");
   require_one_line_error(run_simrun("topology --oversubscription nan"), "command line: --oversubscription");

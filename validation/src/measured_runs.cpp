@@ -390,7 +390,8 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
   l.ep_intra_level = ep_domain_level(sc.cluster, l);
   const std::string precision = opt_str(lj, "precision");
   if (const auto p = measured_precision(precision)) {
-    std::tie(l.precision, l.fp8_recipe) = *p;
+    l.precision = p->first;
+    if (l.low_precision()) l.fp8_recipe = p->second;  // a 16-bit row names no recipe
   } else {
     c.no_scenario =
         "layout.precision: " + quoted_input(precision) +

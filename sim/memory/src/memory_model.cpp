@@ -323,8 +323,8 @@ ActivationConfig activation_config(const Scenario& sc, const MemoryDefaults& def
   ac.recompute = l.recompute;
   ac.element_bytes = activation_element_bytes(l.precision);
   ac.dropout = defaults.dropout;
-  if (l.precision == Precision::fp8 || l.precision == Precision::fp4)
-    ac.saved_gemm_input_bytes = precision_recipe(l.fp8_recipe).saved_input_bytes_per_element;
+  if (l.low_precision())
+    ac.saved_gemm_input_bytes = precision_recipe(l.recipe()).saved_input_bytes_per_element;
   ac.selective = defaults.selective;
   ac.moe_load = l.moe_load();
   return ac;

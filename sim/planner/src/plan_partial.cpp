@@ -83,7 +83,7 @@ nlohmann::json full_layout_json(const Layout& l) {
       {"global_batch", global_batch},
       {"recompute", enum_number(recompute)},
       {"precision", enum_number(precision)},
-      {"fp8_recipe", enum_number(fp8_recipe)},
+      {"fp8_recipe", fp8_recipe ? enum_number(*fp8_recipe) : nlohmann::json(nullptr)},
       {"fp8_param_gather", fp8_param_gather},
       {"flash_attention", flash_attention}};
 }
@@ -116,7 +116,7 @@ Layout layout_of(const nlohmann::json& j) {
   l.global_batch = int_of(j, "global_batch");
   l.recompute = enum_of<Recompute>(j, "recompute");
   l.precision = enum_of<Precision>(j, "precision");
-  l.fp8_recipe = enum_of<LowPrecisionRecipe>(j, "fp8_recipe");
+  if (!member(j, "fp8_recipe").is_null()) l.fp8_recipe = enum_of<LowPrecisionRecipe>(j, "fp8_recipe");
   l.fp8_param_gather = bool_of(j, "fp8_param_gather");
   l.flash_attention = bool_of(j, "flash_attention");
   return l;

@@ -73,8 +73,7 @@ Fields layout_fields(const Layout& l) {
       {"layout.global_batch", l.global_batch},
       {"layout.recompute", to_string(l.recompute)},
       {"layout.precision", to_string(l.precision)},
-      {"layout.fp8_recipe",
-       l.precision == Precision::fp8 || l.precision == Precision::fp4 ? to_string(l.fp8_recipe) : "none"},
+      {"layout.fp8_recipe", l.low_precision() ? to_string(l.recipe()) : "none"},
       {"layout.fp8_param_gather", l.fp8_param_gather},
       {"layout.flash_attention", l.flash_attention},
   };

@@ -131,12 +131,13 @@ namespace {
 // The recipe must match the precision (fp8 recipes for fp8, nvfp4 for fp4) and run natively on
 // the GPU (block-scaled formats need Blackwell-class tensor cores).
 std::optional<LayoutDiagnostic> precision_recipe_error(const Layout& layout, const GpuSpec& gpu) {
-  const bool low = layout.precision == Precision::fp8 || layout.precision == Precision::fp4;
-  const PrecisionRecipeSpec& recipe = precision_recipe(layout.fp8_recipe);
-  if (!low && layout.fp8_recipe != LowPrecisionRecipe::delayed)
+  const bool low = layout.low_precision();
+  const PrecisionRecipeSpec& recipe = precision_recipe(layout.recipe());
+  // Written for a 16/32-bit run, a recipe (delayed, the fp8 default, too) would go unused.
+  if (!low && layout.fp8_recipe)
     return diag("layout.fp8_recipe", "recipe_needs_low_precision",
                 std::string(recipe.name) + " scales fp8/fp4 GEMMs; precision " + to_string(layout.precision) +
-                    " runs none (set precision to fp8 or fp4)");
+                    " runs none (set precision to fp8 or fp4, or leave the recipe out)");
   if (!low && layout.fp8_param_gather)
     return diag(
         "layout.fp8_param_gather", "param_gather_needs_fp8",

@@ -303,14 +303,8 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
   layout.global_batch = r.integer_or("global_batch", layout.micro_batch * layout.dp, 1, kMaxGlobalBatch);
   layout.recompute = parse_recompute(r.choice_or("recompute", "none", kRecomputeNames));
   layout.precision = parse_precision(r.choice_or("precision", "bf16", kPrecisionNames));
-  layout.fp8_recipe = *parse_precision_recipe(
-      r.choice_or("fp8_recipe", to_string(default_recipe(layout.precision)), precision_recipe_names()));
-  // A recipe written for a 16/32-bit run would be silently unused (delayed, the field's default,
-  // passes the layout rule below): refused where it is written.
-  if (r.has("fp8_recipe") && layout.precision != Precision::fp8 && layout.precision != Precision::fp4)
-    r.fail("fp8_recipe", std::string(to_string(layout.fp8_recipe)) + " scales fp8/fp4 GEMMs; precision " +
-                             to_string(layout.precision) +
-                             " runs none (set precision to fp8 or fp4, or leave " + "fp8_recipe out)");
+  if (r.has("fp8_recipe"))
+    layout.fp8_recipe = *parse_precision_recipe(r.choice_or("fp8_recipe", "", precision_recipe_names()));
   layout.fp8_param_gather = r.boolean_or("fp8_param_gather", false);
   layout.flash_attention = r.boolean_or("flash_attention", framework.flash_attention);
   r.finish();
@@ -492,6 +486,12 @@ void ScenarioOverrides::apply_to(nlohmann::json& doc) const {
       node = child.is_object() ? &child : nullptr;  // another type: parse_scenario reports it
     }
     if (node) (*node)[keys.back()] = *f.value;
+  }
+  // A precision given replaces the file's, and with it the file's recipe and fp8 parameters,
+  // unless those are given too (they would otherwise be refused as unused or mismatched).
+  if (precision && doc.contains("layout") && doc["layout"].is_object()) {
+    if (!fp8_recipe) doc["layout"].erase("fp8_recipe");
+    if (!fp8_param_gather) doc["layout"].erase("fp8_param_gather");
   }
   // A changed GPU count or model-parallel size invalidates a file's dp unless dp was given too:
   // derive it again from the GPU count, as Megatron-LM does (dp = world / (tp·pp·cp)).

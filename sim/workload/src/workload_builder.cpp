@@ -69,7 +69,7 @@ StageBuilder::Shared::Shared(const Scenario& scenario, const WorkloadOptions& o,
   layernorm = md.norm == NormKind::layernorm;
   gemm_precision = gemm_precision_of(l.precision);
   const bool low = gemm_precision == Precision::fp8 || gemm_precision == Precision::fp4;
-  recipe = &precision_recipe(l.fp8_recipe);
+  recipe = &precision_recipe(l.recipe());
   first_bf16_layer =
       low ? md.layers - std::llround(recipe->bf16_last_layers_fraction * d(md.layers)) : md.layers;
   norm_emits_fp8 = o.kernels == KernelStack::fused && low && recipe->norm_emits_quantized;

@@ -103,8 +103,9 @@ struct Layout {
   int64_t global_batch = 1;  // sequences per optimizer step, e.g. 1024
   Recompute recompute = Recompute::none;
   Precision precision = Precision::bf16;  // GEMM precision; fp8 keeps the rest in bf16
-  // How fp8 / fp4 GEMMs are scaled (precision_recipe.hpp); read when precision is fp8 or fp4.
-  LowPrecisionRecipe fp8_recipe = LowPrecisionRecipe::delayed;
+  // How fp8 / fp4 GEMMs are scaled (precision_recipe.hpp), as the scenario writes it; unset: the
+  // precision's default. A 16/32-bit layout leaves it unset (layout_rules). Read through recipe().
+  std::optional<LowPrecisionRecipe> fp8_recipe;
   // Megatron-LM --fp8-param-gather: parameters kept in fp8 and gathered in fp8 (1 byte each);
   // fp8 recipes only.
   bool fp8_param_gather = false;
@@ -130,6 +131,10 @@ struct Layout {
   // Token copies each expert takes, as a multiple of its balanced share (1 when dropless).
   double moe_load() const { return moe_capacity_factor > 0 ? moe_capacity_factor : 1.0; }
 
+  // fp8 or fp4 GEMMs: a low-precision recipe applies.
+  bool low_precision() const { return precision == Precision::fp8 || precision == Precision::fp4; }
+  // The recipe the low-precision GEMMs run: the written one, else the precision's default.
+  LowPrecisionRecipe recipe() const { return fp8_recipe.value_or(default_recipe(precision)); }
   bool operator==(const Layout&) const = default;  // every member (the planner's partials round-trip)
 };
 
