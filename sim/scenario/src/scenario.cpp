@@ -32,7 +32,8 @@ constexpr double kMaxStepSecondsAtPeak = 1e6;
 const std::vector<std::string> kRecomputeNames = {"none", "selective", "full"};
 // "nvfp4" is fp4 under its one recipe, as users write it.
 const std::vector<std::string> kPrecisionNames = {"bf16", "fp16", "fp8", "fp4", "nvfp4", "fp32"};
-const std::vector<std::string> kTopologyNames = {"rail-optimized", "fat-tree"};
+// The hyphenated spellings first; the snake_case ones that collective and topology take also read.
+const std::vector<std::string> kTopologyNames = {"rail-optimized", "fat-tree", "rail_optimized", "fat_tree"};
 // snake_case is canonical; the spellings after it are older ones, still read.
 const std::vector<std::string> kPipelineSplitNames = {"even", "embedding_loss_layers", "balanced",
                                                       "embedding-loss-layers"};
@@ -237,7 +238,8 @@ ClusterSpec read_cluster(JsonReader& top, const Catalogs& catalogs) {
     spec.fabric = read_fabric_kind(fabric, catalogs);
     spec.nics_per_node = fabric.integer_or("nics_per_node", spec.gpus_per_node, 1, 72);
     const std::string topology = fabric.choice_or("topology", "rail-optimized", kTopologyNames);
-    spec.topology = topology == "fat-tree" ? FabricTopology::fat_tree : FabricTopology::rail_optimized;
+    spec.topology = topology == "fat-tree" || topology == "fat_tree" ? FabricTopology::fat_tree
+                                                                     : FabricTopology::rail_optimized;
     spec.oversubscription = fabric.number_or("oversubscription", 1.0, 1.0, 64.0);
     fabric.finish();
   } else {
