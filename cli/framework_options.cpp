@@ -26,7 +26,7 @@ void add_framework_options(CLI::App& cmd, FrameworkArgs& args) {
          "MoE token dispatcher (Megatron-Core --moe-token-dispatcher-type): alltoall (NCCL all-to-all, "
          "permutation kernels around it) | allgather | flex (DeepEP / HybridEP kernels, one copy per "
          "destination node across nodes)")
-      ->check(CLI::IsMember({"alltoall", "allgather", "flex"}));
+      ->check(CLI::IsMember(moe_dispatcher_names()));
   cmd.add_option("--kernels", args.kernels,
                  "Kernel stack: fused (Transformer Engine / Megatron, default) | eager (PyTorch eager + "
                  "FlashAttention-2)")
@@ -70,9 +70,7 @@ void apply_framework_options(const FrameworkArgs& args, const Scenario& scenario
     if (!scenario.model.is_moe())
       throw InputError("command line", "--moe-token-dispatcher-type",
                        scenario.model.name + " has no experts to dispatch tokens to (a dense model)");
-    workload.host.moe_dispatcher = args.moe_dispatcher == "flex"        ? MoeDispatcher::flex
-                                   : args.moe_dispatcher == "allgather" ? MoeDispatcher::allgather
-                                                                        : MoeDispatcher::alltoall;
+    workload.host.moe_dispatcher = *moe_dispatcher_named(args.moe_dispatcher);
   }
   if (args.overlap_grad_reduce) workload.grad_reduce = GradReduceOverlap::bucketed;
   if (args.no_overlap_grad_reduce) workload.grad_reduce = GradReduceOverlap::after_backward;

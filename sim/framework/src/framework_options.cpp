@@ -63,6 +63,20 @@ const char* to_string(MoeDispatcher d) {
   }
   return "alltoall";
 }
+namespace {
+constexpr MoeDispatcher kMoeDispatchers[] = {MoeDispatcher::alltoall, MoeDispatcher::allgather,
+                                             MoeDispatcher::flex};
+}  // namespace
+std::vector<std::string> moe_dispatcher_names() {
+  std::vector<std::string> names;
+  for (MoeDispatcher d : kMoeDispatchers) names.emplace_back(to_string(d));
+  return names;
+}
+std::optional<MoeDispatcher> moe_dispatcher_named(const std::string& name) {
+  for (MoeDispatcher d : kMoeDispatchers)
+    if (name == to_string(d)) return d;
+  return std::nullopt;
+}
 const char* to_string(CudaGraphScope s) {
   switch (s) {
     case CudaGraphScope::attn:

@@ -194,13 +194,7 @@ const std::vector<FieldRule>& field_rules() {
        [](JsonReader& f, FrameworkProfile& p) { p.workload.host.sync_s = number(f, 0, 1e-2); }},
       {"moe_token_dispatcher",
        [](JsonReader& f, FrameworkProfile& p) {
-         const std::string d =
-             choice(f, {to_string(MoeDispatcher::alltoall), to_string(MoeDispatcher::allgather),
-                        to_string(MoeDispatcher::flex)});
-         p.workload.host.moe_dispatcher = d == to_string(MoeDispatcher::flex) ? MoeDispatcher::flex
-                                          : d == to_string(MoeDispatcher::allgather)
-                                              ? MoeDispatcher::allgather
-                                              : MoeDispatcher::alltoall;
+         p.workload.host.moe_dispatcher = *moe_dispatcher_named(choice(f, moe_dispatcher_names()));
        }},
       {"cuda_graph_scope",
        [](JsonReader& f, FrameworkProfile& p) {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -259,6 +260,9 @@ const char* to_string(SelectiveRecompute s);
 const char* to_string(FsdpBackwardPrefetch p);
 const char* to_string(KernelStack k);
 const char* to_string(MoeDispatcher d);
+// Every dispatcher's name (to_string), and the dispatcher a name spells (nullopt: none).
+std::vector<std::string> moe_dispatcher_names();
+std::optional<MoeDispatcher> moe_dispatcher_named(const std::string& name);
 const char* to_string(CudaGraphScope s);
 // "none", or the scopes joined by '+', e.g. "attn+moe_router+moe_preprocess".
 std::string to_string(CudaGraphScopes s);
