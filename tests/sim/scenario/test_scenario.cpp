@@ -124,7 +124,7 @@ TEST_CASE("dp is derived as num_gpus / (tp*pp*cp) when omitted", "[sim][scenario
   CHECK(s.layout.sequence_parallel);  // Megatron practice: SP on with TP
 }
 
-TEST_CASE("the framework profile gives sequence parallelism's default; the scenario's value wins",
+TEST_CASE("the framework profile gives sequence parallelism's default, and the scenario's value wins",
           "[sim][scenario]") {
   const std::string layout = R"(, "cluster": {"gpu": "a100-80gb", "num_gpus": 64}, "layout": {"tp": 4)";
   auto sp = [&](const std::string& framework, const std::string& extra) {
