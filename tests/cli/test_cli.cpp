@@ -532,9 +532,20 @@ TEST_CASE("estimate and simulate take the fabric's NICs, shape and oversubscript
     const double full = json_step_time(command + " " + base);
     CHECK(json_step_time(command + " " + base + "--nics-per-node 2") > full);
     CHECK(json_step_time(command + " " + base + "--oversubscription 4 --topology fat-tree") > full);
+    // The run's inputs name what the flags set.
+    const RunResult r = run_simrun(command + " " + base +
+                                   "--nics-per-node 4 --topology fat_tree --oversubscription 2 --json");
+    REQUIRE(r.exit_code == 0);
+    const nlohmann::json fabric = nlohmann::json::parse(r.out)["inputs"]["cluster"]["fabric"];
+    CHECK(fabric["nics_per_node"] == 4);
+    CHECK(fabric["topology"] == "fat-tree");
+    CHECK(fabric["oversubscription"] == 2.0);
   }
   require_one_line_error(run_simrun("estimate " + example + "--nics-per-node 0"),
                          "command line: --nics-per-node: 0 is out of range");
+  // The cluster graph's rules hold for every subcommand, not only where a graph is built.
+  require_one_line_error(run_simrun("estimate " + example + "--nics-per-node 3"),
+                         "command line: --nics-per-node: 3 NICs cannot be shared evenly by 8 GPUs per node");
   require_one_line_error(run_simrun("simulate " + example + "--topology torus"),
                          "command line: --topology: \"torus\" is not one of rail-optimized|fat-tree");
   require_one_line_error(run_simrun("estimate " + example + "--oversubscription 0.5"),

@@ -6,19 +6,6 @@
 
 namespace simrun {
 
-ClusterGraphSpec cluster_graph_spec(const ClusterSpec& c) {
-  ClusterGraphSpec s;
-  s.gpu = c.gpu;
-  s.fabric = c.fabric;
-  s.num_gpus = c.num_gpus;
-  s.gpus_per_node = c.gpus_per_node;
-  s.nics_per_node = c.nics_per_node;
-  s.shape =
-      c.topology == FabricTopology::rail_optimized ? FabricShape::rail_optimized : FabricShape::fat_tree;
-  s.oversubscription = c.oversubscription;
-  return s;
-}
-
 double collective_alone_s(std::shared_ptr<const ClusterGraph> graph, const CollectiveRequest& request) {
   return collective_among_s(std::move(graph), {request});
 }

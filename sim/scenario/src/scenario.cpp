@@ -222,6 +222,18 @@ FabricSpec read_fabric_kind(JsonReader& fabric, const Catalogs& catalogs) {
   return catalogs.hardware.fabric(fabric.string_or("kind", "ib-ndr"), fabric.file(), fabric.path_of("kind"));
 }
 
+// A cluster whose graph cannot be built, named by the scenario field that breaks the rule
+// (ClusterGraph::check holds the rules: whole nodes, NICs shared evenly, switch tiers).
+void check_cluster_graph(const ClusterSpec& spec, const JsonReader& cluster) {
+  std::string field;
+  const auto why = ClusterGraph::check(cluster_graph_spec(spec), &field);
+  if (!why) return;
+  const std::string key = field == "nics_per_node" || field == "oversubscription" ? "fabric." + field
+                          : field == "fabric"                                     ? "fabric.kind"
+                                                                                  : field;
+  cluster.fail(key, *why);
+}
+
 ClusterSpec read_cluster(JsonReader& top, const Catalogs& catalogs) {
   JsonReader cluster = top.object("cluster");
   ClusterSpec spec;
@@ -229,9 +241,6 @@ ClusterSpec read_cluster(JsonReader& top, const Catalogs& catalogs) {
   spec.num_gpus = cluster.integer_or("num_gpus", 8, 1, kMaxGpus);
   const int64_t default_per_node = std::min<int64_t>(default_gpus_per_node(spec.gpu), spec.num_gpus);
   spec.gpus_per_node = cluster.integer_or("gpus_per_node", default_per_node, 1, 72);
-  if (spec.num_gpus > spec.gpus_per_node && spec.num_gpus % spec.gpus_per_node != 0)
-    cluster.fail("num_gpus", std::to_string(spec.num_gpus) + " GPUs do not fill whole nodes of " +
-                                 std::to_string(spec.gpus_per_node) + " (use a multiple of gpus_per_node)");
   spec.nics_per_node = spec.gpus_per_node;
   if (cluster.has("fabric")) {
     JsonReader fabric = cluster.object("fabric");
@@ -246,6 +255,7 @@ ClusterSpec read_cluster(JsonReader& top, const Catalogs& catalogs) {
     spec.fabric = catalogs.hardware.fabric("ib-ndr", top.file(), "cluster.fabric.kind");
   }
   cluster.finish();
+  check_cluster_graph(spec, cluster);
   return spec;
 }
 
@@ -586,6 +596,19 @@ Catalogs load_catalogs(const std::filesystem::path& data_dir,
     c.frameworks.add(dir / "frameworks");
   }
   return c;
+}
+
+ClusterGraphSpec cluster_graph_spec(const ClusterSpec& c) {
+  ClusterGraphSpec s;
+  s.gpu = c.gpu;
+  s.fabric = c.fabric;
+  s.num_gpus = c.num_gpus;
+  s.gpus_per_node = c.gpus_per_node;
+  s.nics_per_node = c.nics_per_node;
+  s.shape =
+      c.topology == FabricTopology::rail_optimized ? FabricShape::rail_optimized : FabricShape::fat_tree;
+  s.oversubscription = c.oversubscription;
+  return s;
 }
 
 }  // namespace simrun

@@ -324,6 +324,22 @@ TEST_CASE("description is free text: a string, or an input error", "[sim][scenar
   }
 }
 
+TEST_CASE("a cluster whose graph cannot be built is refused at the field that breaks the rule",
+          "[sim][scenario][errors]") {
+  auto error_with = [](const std::string& cluster) {
+    return error_of(R"({"model": "llama3-8b", "cluster": )" + cluster + "}");
+  };
+  CHECK_THAT(error_with(R"({"gpu": "h100-sxm", "num_gpus": 12})"),
+             Catch::Contains("t.json: cluster.num_gpus: 12 GPUs do not fill whole nodes of 8"));
+  CHECK_THAT(
+      error_with(R"({"gpu": "h100-sxm", "num_gpus": 16, "fabric": {"kind": "ib-ndr", "nics_per_node": 3}})"),
+      Catch::Contains(
+          "t.json: cluster.fabric.nics_per_node: 3 NICs cannot be shared evenly by 8 GPUs per node"));
+  CHECK_THAT(error_with(R"({"gpu": "h100-sxm", "num_gpus": 16, "gpus_per_node": 16})"),
+             Catch::Contains(
+                 "t.json: cluster.gpus_per_node: 16 GPUs per node exceed the h100-sxm NVLink domain of 8"));
+}
+
 TEST_CASE("an inline GPU or fabric is read by the catalog's reader into the same spec",
           "[sim][scenario][catalog]") {
   const std::filesystem::path hw = std::filesystem::path(SIMRUN_DATA_DIR) / "topologies";

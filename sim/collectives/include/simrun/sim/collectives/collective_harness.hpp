@@ -31,9 +31,6 @@ struct SimulationOptions {
   CollectiveModel collectives;
 };
 
-// The graph-building view of a scenario's cluster.
-ClusterGraphSpec cluster_graph_spec(const ClusterSpec& cluster);
-
 // Seconds one collective takes alone on the cluster graph (a fresh simulation, tuner's choice).
 double collective_alone_s(std::shared_ptr<const ClusterGraph> graph, const CollectiveRequest& request);
 // Time of `requests[0]` with the others started at the same instant on the same graph (their

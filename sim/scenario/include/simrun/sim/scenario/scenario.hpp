@@ -10,6 +10,7 @@
 #include "simrun/models/model_spec.hpp"
 #include "simrun/sim/framework/profile.hpp"
 #include "simrun/sim/scenario/precision_recipe.hpp"
+#include "simrun/topologies/cluster_graph.hpp"
 #include "simrun/topologies/hardware_spec.hpp"
 
 namespace simrun {
@@ -153,6 +154,10 @@ struct ClusterSpec {
     return fabric.port_bytes_per_s * double(nics_per_node) / double(gpus_per_node);
   }
 };
+
+// The graph-building view of a scenario's cluster. The scenario reader refuses a cluster whose
+// graph cannot be built (ClusterGraph::check), so every subcommand holds the same rules.
+ClusterGraphSpec cluster_graph_spec(const ClusterSpec& cluster);
 
 struct RunSpec {
   double tokens = 0;                              // training tokens; 0 = Chinchilla 20 per parameter
