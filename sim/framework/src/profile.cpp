@@ -258,6 +258,24 @@ bool version_less(const std::string& a, const std::string& b) {
   return version_parts(a) < version_parts(b);
 }
 
+// The id among `ids` that family@version names: the family's highest version not above the one
+// asked for, or its newest where none is asked ("deepspeed@0.5" → "deepspeed@0.3.12"). Empty
+// where the family has none.
+std::string best_version_id(const std::string& family, const std::string& version,
+                            const std::vector<std::string>& ids) {
+  std::string best, best_version;
+  for (const std::string& id : ids) {
+    std::string f, v;
+    if (!split_id(id, f, v) || f != family) continue;
+    if (!version.empty() && version_less(version, v)) continue;
+    if (best.empty() || version_less(best_version, v)) {
+      best = id;
+      best_version = v;
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 const ProfileField* FrameworkProfile::field(const std::string& key) const {
@@ -332,9 +350,13 @@ void FrameworkCatalog::read_dir(const std::filesystem::path& dir, bool required)
     JsonReader r(doc, path.string());
     FrameworkProfile p;
     if (r.has("extends")) {
-      const std::string base = r.string("extends");
+      // A profile's own id, else id@version resolved as --framework resolves it.
+      const std::string asked = r.string("extends");
+      std::string base = asked, family, version;
       if (!docs.count(base) && !m_profiles.count(base))
-        r.fail("extends", "unknown profile " + quoted_input(base) + " (known: " + join_names(known) + ")");
+        base = split_id(asked, family, version) ? best_version_id(family, version, known) : "";
+      if (base.empty())
+        r.fail("extends", "unknown profile " + quoted_input(asked) + " (known: " + join_names(known) + ")");
       if (!reading.insert(id).second || reading.count(base))
         r.fail("extends", "profiles extend each other in a cycle (" + quoted_input(id) + " and " +
                               quoted_input(base) + ")");
@@ -407,15 +429,11 @@ const FrameworkProfile& FrameworkCatalog::resolve(const std::string& requested, 
                      quoted_input(requested) +
                          " is not a framework id (an id such as \"megatron-core\", or id@version such as "
                          "\"deepspeed@0.5\")");
-  const FrameworkProfile* best = nullptr;
+  const std::string best = best_version_id(family, version, ids());
+  if (!best.empty()) return m_profiles.at(best);
   std::vector<std::string> versions;
-  for (const auto& [id, p] : m_profiles) {
-    if (p.family != family) continue;
-    versions.push_back(id);
-    if (!version.empty() && version_less(version, p.version)) continue;
-    if (!best || version_less(best->version, p.version)) best = &p;
-  }
-  if (best) return *best;
+  for (const auto& [id, p] : m_profiles)
+    if (p.family == family) versions.push_back(id);
   if (!versions.empty())
     throw InputError(file, field,
                      "no profile of " + quoted_input(family) + " for version " + printable(version) +

@@ -249,6 +249,11 @@ TEST_CASE("a user catalog's profile may extend a shipped one, not replace it", "
   const FrameworkProfile& mine = c.resolve("my-fsdp", "t", "framework");
   CHECK(mine.workload.step_overhead_s == 0.1);
   CHECK(mine.memory.convention == StateConvention::fsdp);
+  // A version in "extends" resolves as --framework does: DeepSpeed 0.5 is deepspeed@0.3.12's era.
+  c.add(folder_with("user-versioned",
+                    {{"my-deepspeed.json",
+                      small_profile("deepspeed@0.5", R"("step_overhead_s": {"value": 0.2, "source": "our logs"})")}}));
+  CHECK(c.resolve("my-deepspeed", "t", "framework").extends == "deepspeed@0.3.12");
   c.add(fs::path("/nonexistent/simrun/frameworks"));  // an absent folder adds nothing
   CHECK_THAT(error_of([&] {
                c.add(folder_with("dup", {{"nemo.json", megatron_core_text()}}));
