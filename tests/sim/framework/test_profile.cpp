@@ -250,9 +250,8 @@ TEST_CASE("a user catalog's profile may extend a shipped one, not replace it", "
   CHECK(mine.workload.step_overhead_s == 0.1);
   CHECK(mine.memory.convention == StateConvention::fsdp);
   // A version in "extends" resolves as --framework does: DeepSpeed 0.5 is deepspeed@0.3.12's era.
-  c.add(folder_with("user-versioned",
-                    {{"my-deepspeed.json",
-                      small_profile("deepspeed@0.5", R"("step_overhead_s": {"value": 0.2, "source": "our logs"})")}}));
+  const std::string overhead = R"("step_overhead_s": {"value": 0.2, "source": "our logs"})";
+  c.add(folder_with("user-versioned", {{"my-deepspeed.json", small_profile("deepspeed@0.5", overhead)}}));
   CHECK(c.resolve("my-deepspeed", "t", "framework").extends == "deepspeed@0.3.12");
   c.add(fs::path("/nonexistent/simrun/frameworks"));  // an absent folder adds nothing
   CHECK_THAT(error_of([&] {
