@@ -68,7 +68,7 @@ Comparison compare_ops(const Workload& workload, const std::vector<int64_t>& sta
 namespace {
 
 std::string ms(double s) { return fmt::format("{:.3f}", s * 1e3); }
-std::string percent(double e) { return fmt::format("{:+.1f}%", e * 100); }
+std::string signed_percent(double e) { return fmt::format("{:+.1f}%", e * 100); }
 
 }  // namespace
 
@@ -80,14 +80,14 @@ void print_comparison(const Comparison& c, std::ostream& out, size_t max_rows) {
   for (size_t i = 0; i < c.ops.size() && i < max_rows; ++i) {
     const ComparisonRow& r = c.ops[i];
     out << fmt::format("{:<22} {:<30} {:>6} {:>11} {:>11} {:>8} {:>11} {:>8}\n", r.name, r.shape, r.calls,
-                       ms(r.predicted_s), ms(r.measured_s), percent(r.error()), ms(r.calibrated_s),
-                       percent(r.calibrated_error()));
+                       ms(r.predicted_s), ms(r.measured_s), signed_percent(r.error()), ms(r.calibrated_s),
+                       signed_percent(r.calibrated_error()));
   }
   if (c.ops.size() > max_rows)
     out << fmt::format("({} more op kinds in report.json)\n", c.ops.size() - max_rows);
   out << fmt::format("{:<22} {:<30} {:>6} {:>11} {:>11} {:>8} {:>11} {:>8}\n", "step", "(slowest rank)", "",
-                     ms(c.step.predicted_s), ms(c.step.measured_s), percent(c.step.error()),
-                     ms(c.step.calibrated_s), percent(c.step.calibrated_error()));
+                     ms(c.step.predicted_s), ms(c.step.measured_s), signed_percent(c.step.error()),
+                     ms(c.step.calibrated_s), signed_percent(c.step.calibrated_error()));
 }
 
 nlohmann::json comparison_json(const Comparison& c) {

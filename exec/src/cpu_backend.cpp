@@ -15,8 +15,6 @@ namespace {
 
 namespace ref = kernels::ref;
 
-constexpr double kFloat = 4;  // bytes of an fp32 element
-
 // The fp32 buffers of a plan (floats each), in the order run() reads them.
 std::vector<int64_t> fp32_buffers(const KernelPlan& p) {
   const int64_t x = p.rows * p.width, w = p.width, r = p.rows;
@@ -68,12 +66,12 @@ std::span<float> out(std::vector<float>& v) { return {v.data(), v.size()}; }
 double CpuBackend::plan_bytes(const KernelPlan& plan) {
   double floats = 0;
   for (int64_t b : fp32_buffers(plan)) floats += double(b);
-  return floats * kFloat;
+  return floats * kFp32Bytes;
 }
 
 double CpuBackend::footprint_bytes(const Scenario& sc, const StageProgram& program) {
   std::map<std::vector<int64_t>, double> distinct;
-  for_each_compute_plan(sc, program, kFloat, [&](uint32_t, const KernelPlan& p) {
+  for_each_compute_plan(sc, program, kFp32Bytes, [&](uint32_t, const KernelPlan& p) {
     distinct.emplace(plan_identity(p), plan_bytes(p));
   });
   double bytes = 0;
@@ -86,7 +84,7 @@ CpuBackend::CpuBackend(const Scenario& sc, const StageProgram& program)
   std::map<std::vector<int64_t>, int32_t> index;
   std::mt19937 rng(12345);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  for_each_compute_plan(sc, program, kFloat, [&](uint32_t task, const KernelPlan& p) {
+  for_each_compute_plan(sc, program, kFp32Bytes, [&](uint32_t task, const KernelPlan& p) {
     const auto [it, added] = index.emplace(plan_identity(p), int32_t(m_buffers.size()));
     m_buffers_of[task] = it->second;
     if (!added) return;

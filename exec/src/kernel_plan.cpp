@@ -11,7 +11,6 @@ namespace {
 
 namespace ref = kernels::ref;
 
-constexpr double kFloat = 4;  // bytes of an fp32 element
 // Tensors a kernel moves per element of its main tensor, as kernel_plan reads an op's element
 // count back from the workload's bytes (workload_builder.cpp memory_op, in the activations'
 // element size): a norm forward reads x and writes y; its backward reads dy and x and writes dx;
@@ -25,7 +24,7 @@ constexpr double kSwigluFwdTensors = 3, kSwigluBwdTensors = 5;
 constexpr double kGeluFwdTensors = 2, kGeluBwdTensors = 3;
 constexpr double kLossFwdTensors = 3, kLossBwdTensors = 2;
 constexpr double kStreamTensors = 3;
-constexpr double kAdamBytes = 7 * kFloat;
+constexpr double kAdamBytes = 7 * kFp32Bytes;
 
 int64_t at_least_one(double x) { return std::max<int64_t>(1, static_cast<int64_t>(std::llround(x))); }
 

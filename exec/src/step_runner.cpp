@@ -32,7 +32,8 @@ int64_t now_ns() {
       .count();
 }
 
-constexpr double kFloat = 4;  // messages move as fp32 (bf16 ones at their byte count: the same bytes)
+constexpr double kMessageElemBytes =
+    4;  // messages move as fp32 (bf16 ones at their byte count: the same bytes)
 
 // A message's shape in fp32 elements, its counts as MPI's int counts.
 struct MpiMessage {
@@ -41,7 +42,7 @@ struct MpiMessage {
 };
 
 MpiMessage mpi_message(const Task& t, int n) {
-  const MessageShape m = message_shape(t, size_t(n), kFloat);
+  const MessageShape m = message_shape(t, size_t(n), kMessageElemBytes);
   if (m.count > size_t(INT_MAX)) throw std::runtime_error("a message of over 8 GiB: MPI counts are int");
   return {int(m.count), int(m.per_rank), m.elements};
 }

@@ -28,13 +28,6 @@ const std::string kChapterPlan =
     "plan --model llama3-70b --tokens 1.4e12 --gpu h100-sxm:5 --min-gpus 1024 --max-gpus 1024 "
     "--tp 2,4,8 --pp 1,2,4 --zero-stage 1,3 --recompute none,selective --micro-batch 1,2 --top-k 4";
 
-json run_json(const std::string& args) {
-  const RunResult r = run_simrun(args);
-  INFO("simrun " << args << "\nstderr: " << r.err);
-  REQUIRE(r.exit_code == 0);
-  return json::parse(r.out);
-}
-
 // The scenario file of a ranked row: what a user writes to simulate it.
 json scenario_of(const json& row, const std::string& model, double tokens) {
   return {{"model", model},
@@ -47,7 +40,7 @@ json scenario_of(const json& row, const std::string& model, double tokens) {
 }  // namespace
 
 TEST_CASE("plan: the chapter's example, its best row simulated, gives the row's step time, days and cost") {
-  const json plan = run_json(kChapterPlan + " --threads 2 --json");
+  const json plan = run_simrun_json(kChapterPlan + " --threads 2 --json");
   for (const char* key : {"ranked", "pareto", "pruned", "evaluated"}) CHECK(plan.contains(key));
   REQUIRE(!plan.at("ranked").empty());
   const json& best = plan.at("ranked").at(0);
@@ -69,7 +62,7 @@ TEST_CASE("plan: the chapter's example, its best row simulated, gives the row's 
     previous_rank = row.at("rank").get<int64_t>();
   }
   const auto file = write_file("best-row.json", scenario_of(best, "llama3-70b", 1.4e12).dump());
-  const json sim = run_json("simulate " + shell_quoted(file) + " --json");
+  const json sim = run_simrun_json("simulate " + shell_quoted(file) + " --json");
   CHECK(sim.at("step_time_s").get<double>() == Approx(best.at("step_time_s").get<double>()).epsilon(1e-9));
   CHECK(sim.at("run").at("days").get<double>() == Approx(best.at("days").get<double>()).epsilon(1e-9));
   CHECK(sim.at("run").at("cost_usd").get<double>() ==
@@ -77,10 +70,10 @@ TEST_CASE("plan: the chapter's example, its best row simulated, gives the row's 
 }
 
 TEST_CASE("plan: a plan file holds the same as the flags, and the table, JSON and CSV carry the same rows") {
-  const json flags = run_json(kChapterPlan + " --threads 2 --json");
+  const json flags = run_simrun_json(kChapterPlan + " --threads 2 --json");
   const json request = flags.at("request");
   const auto file = write_file("plan.json", request.dump());
-  const json from_file = run_json("plan " + shell_quoted(file) + " --threads 1 --json");
+  const json from_file = run_simrun_json("plan " + shell_quoted(file) + " --threads 1 --json");
   CHECK(from_file.at("ranked") == flags.at("ranked"));
   CHECK(from_file.at("pruned") == flags.at("pruned"));
   CHECK(from_file.at("request") == request);
@@ -99,15 +92,15 @@ TEST_CASE("plan: a plan file holds the same as the flags, and the table, JSON an
 }
 
 TEST_CASE("plan: the threads split the space without changing the ranking") {
-  const json one = run_json(kChapterPlan + " --json --threads 1");
-  const json four = run_json(kChapterPlan + " --json --threads 4");
+  const json one = run_simrun_json(kChapterPlan + " --json --threads 1");
+  const json four = run_simrun_json(kChapterPlan + " --json --threads 4");
   CHECK(one.at("ranked") == four.at("ranked"));
   CHECK(one.at("pareto") == four.at("pareto"));
   CHECK(one.at("pruned") == four.at("pruned"));
 }
 
 TEST_CASE("plan: a deadline and a budget bound the rows, and objective time ranks by days") {
-  const json plan = run_json(
+  const json plan = run_simrun_json(
       "plan --model llama3-8b --tokens 1e12 --gpu h100-sxm:2.5 --gpu a100-80gb:1.5 --max-gpus 256 "
       "--objective time "
       "--budget-usd 2e6 --deadline-days 60 --tp 1,2 --pp 1,2 --zero-stage 1 --recompute none --top-k 5 "
@@ -198,14 +191,14 @@ TEST_CASE("plan: batch tokens: K, M, G are binary and one value rounds to whole 
       "--recompute none --top-k 2 --json ";
   // llama3-8b's sequences are 8,192 tokens: 4M = 4,194,304 = 512 sequences; 4e6 is 488.3 of them.
   for (const auto& [tokens, batch] : {std::pair{"4M", 512}, std::pair{"4e6", 488}}) {
-    const json plan = run_json(base + "--batch-tokens " + tokens);
+    const json plan = run_simrun_json(base + "--batch-tokens " + tokens);
     REQUIRE(!plan.at("ranked").empty());
     for (const json& row : plan.at("ranked")) CHECK(row.at("layout").at("global_batch") == batch);
   }
 }
 
 TEST_CASE("plan: a batch range reaching past the event simulation keeps the batches it can re-run") {
-  const json plan = run_json(
+  const json plan = run_simrun_json(
       "plan --model llama3-8b --tokens 1e12 --gpu h100-sxm:2.5 --max-gpus 8 --batch-tokens "
       "1M:128G --top-k 2 --json");
   REQUIRE(plan.at("ranked").size() == 2);
@@ -226,14 +219,15 @@ TEST_CASE(
 TEST_CASE("plan: a batch flag replaces the plan file's other way of giving the batch") {
   const auto file = write_file("plan-batch.json", R"({"model": "llama3-8b", "gpus": ["h100-sxm"],
                                    "prices": {"h100-sxm": 2.5}, "max_gpus": 8, "global_batch": 64})");
-  const json plan = run_json("plan " + shell_quoted(file) + " --batch-tokens 4M --tp 8 --top-k 1 --json");
+  const json plan =
+      run_simrun_json("plan " + shell_quoted(file) + " --batch-tokens 4M --tp 8 --top-k 1 --json");
   CHECK(!plan.at("request").contains("global_batch"));
   CHECK(plan.at("ranked").at(0).at("layout").at("global_batch") == 512);
 }
 
 TEST_CASE("plan: a dense model searches no expert TP: every row differs") {
-  const json plan =
-      run_json("plan --model llama3-8b --gpu h100-sxm:2.5 --max-gpus 16 --expert-tp 1,2 --top-k 20 --json");
+  const json plan = run_simrun_json(
+      "plan --model llama3-8b --gpu h100-sxm:2.5 --max-gpus 16 --expert-tp 1,2 --top-k 20 --json");
   REQUIRE(plan.at("ranked").size() == 20);
   std::set<std::string> rows;
   for (const json& row : plan.at("ranked")) {
@@ -257,7 +251,8 @@ TEST_CASE("plan: rows beyond the event simulation are pruned before the estimate
 
 // A search long enough to outlast the progress line's one-second delay.
 const std::string kLongPlan =
-    "plan --model llama3-405b --tokens 15e12 --gpu h100-sxm:2.5 --gpu b200:5.5 --gpu mi300x:2.2 --max-gpus 16384 "
+    "plan --model llama3-405b --tokens 15e12 --gpu h100-sxm:2.5 --gpu b200:5.5 --gpu mi300x:2.2 --max-gpus "
+    "16384 "
     "--threads 1 --top-k 20";
 
 TEST_CASE("plan: on a terminal the progress line shows points, rate and ETA") {

@@ -21,13 +21,6 @@ namespace {
 const fs::path kExample = fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-70b-h100.json";
 const fs::path kShippedBands = fs::path(SIMRUN_VALIDATION_DATA_DIR) / "prediction-bands.json";
 
-json run_json(const std::string& args) {
-  const RunResult r = run_simrun(args);
-  INFO("simrun " << args << "\nstderr: " << r.err);
-  REQUIRE(r.exit_code == 0);
-  return json::parse(r.out);
-}
-
 // The shipped signed errors of the runs of these profiles on this architecture, sorted.
 std::vector<double> shipped_errors(const std::vector<std::string>& frameworks,
                                    const std::string& architecture) {
@@ -60,7 +53,7 @@ TEST_CASE("estimate and simulate give the example's step time a band from its fa
   REQUIRE(errors.size() >= 10);
   for (const char* command : {"estimate", "simulate"}) {
     INFO(command);
-    const json report = run_json(std::string(command) + " " + shell_quoted(kExample) + " --json");
+    const json report = run_simrun_json(std::string(command) + " " + shell_quoted(kExample) + " --json");
     REQUIRE(report.contains("step_time_band_s"));
     const json& band = report.at("step_time_band_s");
     const double step = report.at("step_time_s");
@@ -92,7 +85,7 @@ TEST_CASE("a family without measured runs says so in the table, the JSON and --e
   REQUIRE(table.exit_code == 0);
   CHECK_THAT(table.out, Catch::Contains("(no measured runs of this family: deepspeed@0.6 on Hopper)"));
 
-  const json band = run_json(args + " --json").at("step_time_band_s");
+  const json band = run_simrun_json(args + " --json").at("step_time_band_s");
   CHECK(band.at("runs") == 0);
   CHECK(band.at("low").is_null());
   CHECK(band.at("high").is_null());
@@ -120,7 +113,7 @@ TEST_CASE("simrun accuracy --write-bands writes the supported runs' residuals",
   fs::remove(bands);
 
   const json report =
-      run_json("accuracy " + shell_quoted(runs) + " --json --write-bands " + shell_quoted(bands));
+      run_simrun_json("accuracy " + shell_quoted(runs) + " --json --write-bands " + shell_quoted(bands));
   const json written = json::parse(read_text(bands));
   CHECK_THAT(written.at("generated_by").get<std::string>(), Catch::StartsWith("simrun accuracy "));
   REQUIRE(written.at("residuals").size() == 1);

@@ -22,6 +22,16 @@ namespace {
 const std::string kExample = std::string(SIMRUN_SOURCE_DIR) + "/examples/validate-small.json";
 // The issue's bound on the calibrated prediction of the measured step.
 constexpr double kStepTolerance = 0.15;
+#ifdef SIMRUN_SANITIZED
+// Under ASan + UBSan the loop runs for its memory and its files, not its timing: the
+// instrumentation slows each kernel by its loads, not its FLOPs (GEMMs about 10x), and four ranks
+// share two cores, so the calibrated bound is the Release run's check, and two steps do here.
+constexpr bool kChecksTiming = false;
+constexpr const char* kLoopSteps = "--steps 2 --warmup 0";
+#else
+constexpr bool kChecksTiming = true;
+constexpr const char* kLoopSteps = "--steps 4 --warmup 1";
+#endif
 // A faulty run must stop, not hang: the job ends within this many seconds (the host's
 // microbenchmark, the steps before the fault, the watchdog's --timeout 10 and the shutdown; under
 // ASan on a 2-core machine the steps alone took about 30 s). A bound on stopping, not on speed.
@@ -48,8 +58,8 @@ struct LoopResult {
 // validate, then simulate with the calibration it wrote; checks the files on the way.
 LoopResult run_loop(const std::string& layout_flags, const std::filesystem::path& out) {
   std::filesystem::remove_all(out);
-  const RunResult v = run_ranks(4, "validate " + shell_quoted(kExample) + " " + layout_flags +
-                                       " --steps 4 --warmup 1 --out " + shell_quoted(out));
+  const RunResult v = run_ranks(4, "validate " + shell_quoted(kExample) + " " + layout_flags + " " +
+                                       kLoopSteps + " --out " + shell_quoted(out));
   INFO("validate stdout: " << v.out << "\nstderr: " << v.err);
   REQUIRE(v.exit_code == 0);
   CHECK_THAT(v.out, Catch::Contains("op ") && Catch::Contains("predicted") && Catch::Contains("measured"));
@@ -73,6 +83,9 @@ LoopResult run_loop(const std::string& layout_flags, const std::filesystem::path
 
 void check_loop(const std::string& layout_flags, const std::string& name) {
   LoopResult r = run_loop(layout_flags, scratch_dir() / name);
+  CHECK(r.measured_s > 0);
+  CHECK(r.simulated_s > 0);
+  if (!kChecksTiming) return;
   if (std::abs(r.error()) > kStepTolerance) {
     WARN("measured " << r.measured_s << " s, simulated " << r.simulated_s
                      << " s: retrying once (a loaded machine)");
@@ -124,7 +137,7 @@ TEST_CASE("validate under mpirun: a rank killed mid-step stops the others within
   const auto start = std::chrono::steady_clock::now();
   const RunResult r =
       run_ranks(4, "validate " + shell_quoted(kExample) + " --out " + shell_quoted(scratch_dir() / "kill"),
-                {}, "SIMRUN_VALIDATE_FAULT=kill:1:2");
+                {}, "SIMRUN_VALIDATE_FAULT=kill:1:1");
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   INFO("stderr: " << r.err);
   CHECK(r.exit_code != 0);

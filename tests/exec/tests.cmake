@@ -15,6 +15,9 @@ if(SIMRUN_HAVE_MPI)
   target_compile_definitions(test_validate_mpi PRIVATE SIMRUN_HAVE_MPI SIMRUN_MPIEXEC="${MPIEXEC_EXECUTABLE}")
 endif()
 add_dependencies(test_validate_mpi simrun)
+if(SIMRUN_SANITIZE)  # its loop checks files, not timing, under the sanitizers
+  target_compile_definitions(test_validate_mpi PRIVATE SIMRUN_SANITIZED)
+endif()
 # The cuda backend's host-side rules, where it is built (no device needed).
 if(TARGET simrun_kernels_cuda AND SIMRUN_HAVE_MPI AND SIMRUN_NCCL_LIBRARY)
   simrun_add_test_exe(test_cuda_backend SOURCES exec/test_cuda_backend.cpp

@@ -2,20 +2,15 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
+#include "model_catalog_fixture.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/models/catalog.hpp"
 #include "simrun/models/counts.hpp"
 
 using namespace simrun;
+using simrun::test::shipped_model_catalog;
 
 namespace {
-
-const std::filesystem::path kCatalogDir = std::filesystem::path(SIMRUN_DATA_DIR) / "models" / "catalog";
-
-const ModelCatalog& catalog() {
-  static const ModelCatalog c = ModelCatalog::load(kCatalogDir);
-  return c;
-}
 
 // Reads an inline model object; returns the InputError's dotted field ("" when none thrown).
 std::string error_field_of(const std::string& text) {
@@ -40,8 +35,8 @@ TEST_CASE("every contract model id is in the catalog", "[models][catalog]") {
                                              "llama3-405b", "mistral-7b",  "mixtral-8x7b", "deepseek-v3"};
   for (const auto& id : contract) {
     INFO(id);
-    REQUIRE(catalog().contains(id));
-    const ModelSpec& m = catalog().get(id, "test", "model");
+    REQUIRE(shipped_model_catalog().contains(id));
+    const ModelSpec& m = shipped_model_catalog().get(id, "test", "model");
     CHECK(m.name == id);
     CHECK(m.published_params > 0);
     CHECK_FALSE(m.source.empty());
@@ -49,7 +44,7 @@ TEST_CASE("every contract model id is in the catalog", "[models][catalog]") {
 }
 
 TEST_CASE("catalog shapes that other parts rely on", "[models][catalog]") {
-  const ModelSpec& l70 = catalog().get("llama3-70b", "test", "model");
+  const ModelSpec& l70 = shipped_model_catalog().get("llama3-70b", "test", "model");
   CHECK(l70.layers == 80);
   CHECK(l70.hidden == 8192);
   CHECK(l70.heads == 64);
@@ -62,12 +57,12 @@ TEST_CASE("catalog shapes that other parts rely on", "[models][catalog]") {
   CHECK_FALSE(l70.tied_embeddings);
   CHECK_FALSE(l70.is_moe());
 
-  const ModelSpec& gpt3 = catalog().get("gpt3-175b", "test", "model");
+  const ModelSpec& gpt3 = shipped_model_catalog().get("gpt3-175b", "test", "model");
   CHECK(gpt3.ffn_act == FfnActivation::gelu);
   CHECK(gpt3.norm == NormKind::layernorm);
   CHECK(gpt3.learned_position_embeddings);
 
-  const ModelSpec& ds = catalog().get("deepseek-v3", "test", "model");
+  const ModelSpec& ds = shipped_model_catalog().get("deepseek-v3", "test", "model");
   REQUIRE(ds.is_moe());
   REQUIRE(ds.mla.has_value());
   CHECK(ds.moe_layers() == 58);
@@ -77,7 +72,7 @@ TEST_CASE("catalog shapes that other parts rely on", "[models][catalog]") {
 
 TEST_CASE("an unknown model id names the known ones and suggests the nearest", "[models][catalog][errors]") {
   try {
-    catalog().get("llama3-70", "run.json", "model");
+    shipped_model_catalog().get("llama3-70", "run.json", "model");
     FAIL("no error");
   } catch (const InputError& e) {
     CHECK(e.file() == "run.json");

@@ -4,18 +4,14 @@
 #include <cmath>
 #include <map>
 
+#include "model_catalog_fixture.hpp"
 #include "simrun/models/catalog.hpp"
 #include "simrun/models/counts.hpp"
 
 using namespace simrun;
+using simrun::test::shipped_model_catalog;
 
 namespace {
-
-const ModelCatalog& catalog() {
-  static const ModelCatalog c =
-      ModelCatalog::load(std::filesystem::path(SIMRUN_DATA_DIR) / "models" / "catalog");
-  return c;
-}
 
 double rel_error(double got, double want) { return std::abs(got - want) / want; }
 
@@ -47,9 +43,9 @@ TEST_CASE("parameter counts of every catalog model are within 1% of the publishe
       {"llama3-405b", 405.9e9},  {"mistral-7b", 7.24e9},     {"mixtral-8x7b", 46.7e9}, {"deepseek-v3", 671e9},
       {"qwen3-30b-a3b", 30.5e9}, {"qwen3-235b-a22b", 235e9},
   };
-  REQUIRE(catalog().ids().size() == published.size());
+  REQUIRE(shipped_model_catalog().ids().size() == published.size());
   for (const auto& [id, want] : published) {
-    const ModelSpec& m = catalog().get(id, "test", "model");
+    const ModelSpec& m = shipped_model_catalog().get(id, "test", "model");
     const double got = count_params(m).total();
     INFO(id << ": counted " << got / 1e9 << "B, published " << want / 1e9 << "B");
     CHECK(rel_error(got, want) < 0.01);
@@ -59,16 +55,16 @@ TEST_CASE("parameter counts of every catalog model are within 1% of the publishe
 
 TEST_CASE("dense checkpoints count to the exact tensor sizes of their HF safetensors", "[models][counts]") {
   // Totals of the published checkpoints' tensors (HF safetensors metadata "total").
-  CHECK(count_params(catalog().get("llama3-8b", "t", "m")).total() == 8'030'261'248.0);
-  CHECK(count_params(catalog().get("llama3-70b", "t", "m")).total() == 70'553'706'496.0);
-  CHECK(count_params(catalog().get("llama2-7b", "t", "m")).total() == 6'738'415'616.0);
-  CHECK(count_params(catalog().get("mixtral-8x7b", "t", "m")).total() == 46'702'792'704.0);
+  CHECK(count_params(shipped_model_catalog().get("llama3-8b", "t", "m")).total() == 8'030'261'248.0);
+  CHECK(count_params(shipped_model_catalog().get("llama3-70b", "t", "m")).total() == 70'553'706'496.0);
+  CHECK(count_params(shipped_model_catalog().get("llama2-7b", "t", "m")).total() == 6'738'415'616.0);
+  CHECK(count_params(shipped_model_catalog().get("mixtral-8x7b", "t", "m")).total() == 46'702'792'704.0);
 }
 
 TEST_CASE("active parameters of MoE models match the published figures", "[models][counts][moe]") {
   // Mixtral 8x7B: "12.9B active parameters per token" (Mistral AI announcement); Mistral counts
   // the embedding and output matrices in full, as active() does.
-  const ModelSpec& mix = catalog().get("mixtral-8x7b", "t", "m");
+  const ModelSpec& mix = shipped_model_catalog().get("mixtral-8x7b", "t", "m");
   const ParamCounts mc = count_params(mix);
   CHECK(rel_error(mc.active(mix), 12.9e9) < 0.01);
 
@@ -76,7 +72,7 @@ TEST_CASE("active parameters of MoE models match the published figures", "[model
   // embedding table out of activated parameters (a token reads one row of it): that gives
   // 36.63B, which rounds to the printed 37B; counting the table in full would give 37.55B,
   // which does not. Compare to the precision printed (±0.5B).
-  const ModelSpec& ds = catalog().get("deepseek-v3", "t", "m");
+  const ModelSpec& ds = shipped_model_catalog().get("deepseek-v3", "t", "m");
   const ParamCounts dc = count_params(ds);
   const double deepseek_activated = dc.active(ds) - dc.embedding;
   INFO("activated without input embedding: " << deepseek_activated / 1e9 << "B");
@@ -89,13 +85,13 @@ TEST_CASE("active parameters of MoE models match the published figures", "[model
   CHECK(dc.mtp > 0);
 
   // Dense models: active = total.
-  const ModelSpec& l8 = catalog().get("llama3-8b", "t", "m");
+  const ModelSpec& l8 = shipped_model_catalog().get("llama3-8b", "t", "m");
   CHECK(count_params(l8).active(l8) == count_params(l8).total());
 }
 
 TEST_CASE("parameter components add up and follow the architecture", "[models][counts]") {
   SECTION("GQA shrinks K and V: llama3-70b attention = L·(h·(q+2k) + q·h)") {
-    const ModelSpec& m = catalog().get("llama3-70b", "t", "m");
+    const ModelSpec& m = shipped_model_catalog().get("llama3-70b", "t", "m");
     const ParamCounts c = count_params(m);
     const double h = 8192, q = 8192, k = 1024, L = 80;
     CHECK(c.attention == L * (h * (q + 2 * k) + q * h));
@@ -106,7 +102,7 @@ TEST_CASE("parameter components add up and follow the architecture", "[models][c
     CHECK(c.per_layer(m) == (c.attention + c.mlp_dense + 2 * L * h) / L);
   }
   SECTION("GPT-3: tied output, learned positions, LayerNorm 2h, biases") {
-    const ModelSpec& m = catalog().get("gpt3-175b", "t", "m");
+    const ModelSpec& m = shipped_model_catalog().get("gpt3-175b", "t", "m");
     const ParamCounts c = count_params(m);
     const double h = 12288, L = 96, f = 49152;
     CHECK(c.output == 0);
@@ -116,7 +112,7 @@ TEST_CASE("parameter components add up and follow the architecture", "[models][c
     CHECK(c.mlp_dense == L * (2 * h * f + f + h));
   }
   SECTION("DeepSeek-V3 MLA counts its low-rank projections and their norms") {
-    const ModelSpec& m = catalog().get("deepseek-v3", "t", "m");
+    const ModelSpec& m = shipped_model_catalog().get("deepseek-v3", "t", "m");
     const ParamCounts c = count_params(m);
     const double per_layer = 7168.0 * 1536 + 1536 + 1536.0 * 128 * 192 + 7168.0 * 576 + 512 +
                              512.0 * 128 * 256 + 128.0 * 128 * 7168;
@@ -133,9 +129,9 @@ TEST_CASE("FLOPs equal Megatron's closed form (causal, HEAD)", "[models][flops]"
   //   F = 6·s·[L·h·ffn·f + L·(h·(q+2k) + q·h) + h·V] + 6·s²·L·q
   // HEAD's score term is 3·2·q/2·2 per (token, token) pair: the /2 is the causal mask.
   const std::vector<ModelSpec> configs = {
-      catalog().get("llama3-70b", "t", "m"),
-      catalog().get("llama2-7b", "t", "m"),
-      catalog().get("gpt3-175b", "t", "m"),
+      shipped_model_catalog().get("llama3-70b", "t", "m"),
+      shipped_model_catalog().get("llama2-7b", "t", "m"),
+      shipped_model_catalog().get("gpt3-175b", "t", "m"),
       dense(7, 96, 6, 2, 200, FfnActivation::swiglu, 97, 1025),
   };
   for (const auto& m : configs) {
@@ -156,7 +152,7 @@ TEST_CASE("non-causal FLOPs match Narayanan et al.'s 72·B·s·l·h²·(1 + s/6h
   // Narayanan et al. 2021 (SC21) eq. for GPT models without recompute (their 96 includes the
   // recompute forward; 72 = 3/4 of it). Megatron core_r0.8 uses the same non-causal s² term.
   for (const char* id : {"gpt3-175b", "mt-nlg-530b"}) {
-    const ModelSpec& m = catalog().get(id, "t", "m");
+    const ModelSpec& m = shipped_model_catalog().get(id, "t", "m");
     const double s = m.seq_len, l = m.layers, h = m.hidden, V = m.vocab;
     const double narayanan = 72 * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
     INFO(id);
@@ -164,7 +160,7 @@ TEST_CASE("non-causal FLOPs match Narayanan et al.'s 72·B·s·l·h²·(1 + s/6h
           Approx(narayanan).epsilon(1e-12));
   }
   // The two conventions differ by exactly half the non-causal score term.
-  const ModelSpec& m = catalog().get("llama3-8b", "t", "m");
+  const ModelSpec& m = shipped_model_catalog().get("llama3-8b", "t", "m");
   const double nc = count_flops_per_sequence(m, AttentionFlops::non_causal).attention_core;
   const double c = count_flops_per_sequence(m, AttentionFlops::causal).attention_core;
   CHECK(nc == Approx(2 * c));
@@ -172,7 +168,7 @@ TEST_CASE("non-causal FLOPs match Narayanan et al.'s 72·B·s·l·h²·(1 + s/6h
 
 TEST_CASE("MoE FLOPs use top_k routed plus shared experts", "[models][flops][moe]") {
   SECTION("Mixtral: the same as a dense model of FFN width top_k·expert_ffn_hidden") {
-    const ModelSpec& mix = catalog().get("mixtral-8x7b", "t", "m");
+    const ModelSpec& mix = shipped_model_catalog().get("mixtral-8x7b", "t", "m");
     ModelSpec as_dense = mix;
     as_dense.moe.reset();
     as_dense.ffn_hidden = 2 * 14336;
@@ -180,7 +176,7 @@ TEST_CASE("MoE FLOPs use top_k routed plus shared experts", "[models][flops][moe
           Approx(count_flops_per_sequence(as_dense, AttentionFlops::causal).total()).epsilon(1e-12));
   }
   SECTION("DeepSeek-V3: GEMM FLOPs = 6·s·(active matrix parameters)") {
-    const ModelSpec& ds = catalog().get("deepseek-v3", "t", "m");
+    const ModelSpec& ds = shipped_model_catalog().get("deepseek-v3", "t", "m");
     const ParamCounts c = count_params(ds);
     // Active matrices: everything active except the embedding table, the output head (logits),
     // norms (incl. MLA's lora norms) and routers, which Megatron does not count.
@@ -197,14 +193,14 @@ TEST_CASE("parameters tensor parallelism keeps whole: norms, row-parallel biases
           "[models][counts]") {
   // Llama: two RMSNorms of h. GPT-3 (LayerNorm, biases): two LayerNorms (2h each) and the
   // output projection's bias; a dense FFN adds its FC2 bias.
-  const ModelSpec& llama = catalog().get("llama3-70b", "t", "m");
+  const ModelSpec& llama = shipped_model_catalog().get("llama3-70b", "t", "m");
   CHECK(tp_replicated_layer_params(llama) == 2.0 * 8192);
   CHECK(tp_replicated_ffn_params(llama) == 0.0);
-  const ModelSpec& gpt = catalog().get("gpt3-175b", "t", "m");
+  const ModelSpec& gpt = shipped_model_catalog().get("gpt3-175b", "t", "m");
   CHECK(tp_replicated_layer_params(gpt) == 2 * 2.0 * 12288 + 12288);
   CHECK(tp_replicated_ffn_params(gpt) == 12288);
   // DeepSeek-V3 (h 7168, r_q 1536, r_kv 512, d_rope 64): the down-projections h·r_q and
   // h·(r_kv + d_rope) with their latent RMSNorms.
-  const ModelSpec& ds = catalog().get("deepseek-v3", "t", "m");
+  const ModelSpec& ds = shipped_model_catalog().get("deepseek-v3", "t", "m");
   CHECK(tp_replicated_layer_params(ds) == 2.0 * 7168 + 7168.0 * 1536 + 1536 + 7168.0 * (512 + 64) + 512);
 }

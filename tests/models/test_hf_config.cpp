@@ -5,11 +5,13 @@
 #include <optional>
 #include <sstream>
 
+#include "model_catalog_fixture.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/models/catalog.hpp"
 #include "simrun/models/counts.hpp"
 
 using namespace simrun;
+using simrun::test::shipped_model_catalog;
 
 namespace {
 
@@ -41,12 +43,6 @@ ModelSpec import_text(const std::string& text) {
   return import_hf_config(parse_json_text(text, "config.json"), "config.json");
 }
 
-const ModelCatalog& catalog() {
-  static const ModelCatalog c =
-      ModelCatalog::load(std::filesystem::path(SIMRUN_DATA_DIR) / "models" / "catalog");
-  return c;
-}
-
 // The shape fields two specs must agree on (names and sources differ).
 void check_same_shape(const ModelSpec& a, const ModelSpec& b) {
   CHECK(a.layers == b.layers);
@@ -66,7 +62,7 @@ void check_same_shape(const ModelSpec& a, const ModelSpec& b) {
 
 TEST_CASE("a Llama-3-8B config.json gives the catalog shape and 8.03B parameters", "[models][hf]") {
   const ModelSpec m = import_fixture("llama3-8b.json");
-  check_same_shape(m, catalog().get("llama3-8b", "t", "m"));
+  check_same_shape(m, shipped_model_catalog().get("llama3-8b", "t", "m"));
   CHECK(m.seq_len == 8192);                   // max_position_embeddings is the default seq_len
   CHECK(m.ffn_act == FfnActivation::swiglu);  // hidden_act silu ⇒ 3 matrices
   CHECK(count_params(m).total() == 8'030'261'248.0);
@@ -75,7 +71,7 @@ TEST_CASE("a Llama-3-8B config.json gives the catalog shape and 8.03B parameters
 TEST_CASE("text_config nesting (multimodal wrappers) and class defaults", "[models][hf]") {
   // No hidden_act and no tie_word_embeddings: LlamaConfig defaults silu and false.
   const ModelSpec m = import_fixture("multimodal-llama3-8b.json");
-  check_same_shape(m, catalog().get("llama3-8b", "t", "m"));
+  check_same_shape(m, shipped_model_catalog().get("llama3-8b", "t", "m"));
 }
 
 TEST_CASE("Mixtral: num_local_experts, num_experts_per_tok, 46.7B / 12.9B", "[models][hf][moe]") {
@@ -86,7 +82,7 @@ TEST_CASE("Mixtral: num_local_experts, num_experts_per_tok, 46.7B / 12.9B", "[mo
   CHECK(m.moe->expert_ffn_hidden == 14336);
   CHECK(m.moe->first_dense_layers == 0);
   CHECK(m.seq_len == 32768);
-  check_same_shape(m, catalog().get("mixtral-8x7b", "t", "m"));
+  check_same_shape(m, shipped_model_catalog().get("mixtral-8x7b", "t", "m"));
   const ParamCounts c = count_params(m);
   CHECK(std::abs(c.active(m) - 12.9e9) / 12.9e9 < 0.01);
 }
@@ -117,7 +113,7 @@ TEST_CASE("DeepSeek-V3: MLA, shared experts, leading dense layers, MTP", "[model
   CHECK(m.ffn_hidden == 18432);
   CHECK(m.mtp_layers == 1);
   CHECK(m.seq_len == 163840);
-  check_same_shape(m, catalog().get("deepseek-v3", "t", "m"));
+  check_same_shape(m, shipped_model_catalog().get("deepseek-v3", "t", "m"));
   CHECK(std::abs(count_params(m).total() - 671e9) / 671e9 < 0.01);
 }
 
@@ -218,7 +214,7 @@ TEST_CASE("Llama-3.1-8B and 70B configs give 8.03B and 70.6B", "[models][hf][pub
   CHECK(count_params(m8).total() == 8'030'261'248.0);
   CHECK(matches_published(count_params(m8).total(), 8.03e9, 0.01e9));
   const ModelSpec m70 = import_fixture("llama-3.1-70b.json");
-  check_same_shape(m70, catalog().get("llama3-70b", "t", "m"));
+  check_same_shape(m70, shipped_model_catalog().get("llama3-70b", "t", "m"));
   CHECK(matches_published(count_params(m70).total(), 70.6e9, 0.1e9));
 }
 
@@ -275,7 +271,7 @@ TEST_CASE("Mistral-7B-v0.1: 7.24B, its 4096-token window is read at seq_len <= 4
   const ModelSpec m = import_fixture("mistral-7b-v0.1.json", 4096);
   CHECK(count_params(m).total() == 7'241'732'096.0);
   CHECK(matches_published(count_params(m).total(), 7.24e9, 0.01e9));
-  check_same_shape(m, catalog().get("mistral-7b", "t", "m"));
+  check_same_shape(m, shipped_model_catalog().get("mistral-7b", "t", "m"));
   // The config's own context (32768) is longer than the window: refused, naming the field.
   const InputError e = import_error("mistral-7b-v0.1.json");
   CHECK(e.field() == "sliding_window");

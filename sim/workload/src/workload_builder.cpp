@@ -21,8 +21,6 @@
 namespace simrun::detail {
 namespace {
 
-double d(int64_t v) { return static_cast<double>(v); }
-
 Precision gemm_precision_of(Precision p) {
   switch (p) {
     case Precision::fp8:

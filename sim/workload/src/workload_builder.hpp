@@ -21,6 +21,9 @@ struct ParamCounts;
 
 namespace simrun::detail {
 
+// A count as the double the cost formulas take.
+inline double d(int64_t v) { return static_cast<double>(v); }
+
 // Precision of the GEMMs Transformer Engine leaves outside fp8 (output layer, MoE router).
 Precision outside_fp8(Precision p);
 

@@ -11,11 +11,6 @@
 #include "workload_builder.hpp"
 
 namespace simrun::detail {
-namespace {
-
-double d(int64_t v) { return static_cast<double>(v); }
-
-}  // namespace
 
 void StageBuilder::Shared::shape_moe(const ModelSpec& md, const ParamCounts& pc) {
   const Layout& l = sc.layout;

@@ -12,12 +12,6 @@ namespace simrun::detail {
 // ---------------------------------------------------------------------------------------------
 // Data parallelism: gradient buckets (ZeRO 0–2), FSDP units (ZeRO-3)
 
-namespace {
-
-double d(int64_t v) { return static_cast<double>(v); }
-
-}  // namespace
-
 std::pair<GroupKind, int64_t> StageBuilder::bucket_group(int kind) const {
   return kind == kExpertParams ? std::pair{GroupKind::edp, m_s.expert_dp_size}
                                : std::pair{m_s.dp_group, m_s.dp_size};

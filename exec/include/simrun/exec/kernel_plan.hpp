@@ -17,6 +17,9 @@
 
 namespace simrun::exec {
 
+// Bytes of an fp32 element: the cpu backend's, and AdamW's states on either backend.
+inline constexpr double kFp32Bytes = 4;
+
 // Which code runs a compute task.
 enum class KernelKind : uint8_t {
   gemm,
@@ -52,7 +55,7 @@ struct KernelPlan {
 // from the workload's bytes in elements of `element_bytes` (the cpu backend's fp32: 4; the cuda
 // backend's bf16: 2).
 KernelPlan kernel_plan(const Scenario& scenario, const StageProgram& program, const Task& task,
-                       double element_bytes = 4);
+                       double element_bytes = kFp32Bytes);
 
 // f(task index, plan) for every compute task of `program`, in program order, its plan read in
 // elements of `element_bytes`.
