@@ -3,11 +3,6 @@
 
 #include <sstream>
 
-#include "flag_names.hpp"
-#include "simrun/common/error.hpp"
-#include "simrun/common/json_reader.hpp"
-#include "simrun/sim/collectives/collective_harness.hpp"
-
 namespace simrun::cli {
 
 void add_cluster_options(CLI::App& cmd, ClusterArgs& a) {
@@ -24,72 +19,23 @@ void add_cluster_options(CLI::App& cmd, ClusterArgs& a) {
 }
 
 ClusterSpec resolve_cluster(const ClusterArgs& a, const Catalogs& catalogs) {
-  ClusterSpec c;
-  const std::string file = "command line";
-  if (!a.scenario.empty()) {
-    ScenarioOverrides o;
-    o.gpu = a.gpu;
-    o.gpus = a.gpus;
-    o.gpus_per_node = a.gpus_per_node;
-    o.fabric = a.fabric;
-    c = load_scenario_with_flags(a.scenario, o, catalogs).cluster;
-  } else {
-    c.gpu = catalogs.hardware.gpu(a.gpu.value_or("h100-sxm"), file, "--gpu");
-    c.num_gpus = a.gpus.value_or(8);
-    if (c.num_gpus < 1)
-      throw InputError(file, "--gpus", "must be at least 1 (got " + std::to_string(c.num_gpus) + ")");
-    const int64_t default_per_node = std::min<int64_t>(c.gpu.scale_up_domain >= 72 ? 4 : 8, c.num_gpus);
-    c.gpus_per_node = a.gpus_per_node.value_or(default_per_node);
-    c.fabric = catalogs.hardware.fabric(a.fabric.value_or("ib-ndr"), file, "--fabric");
-    c.nics_per_node = c.gpus_per_node;
-  }
-  // Flags given are checked even where one node leaves the fabric unused (ClusterGraph::check
-  // skips it there): the same ranges.
-  if (a.nics_per_node && (*a.nics_per_node < 1 || *a.nics_per_node > 72))
-    throw InputError(file, "--nics-per-node",
-                     "must be between 1 and 72 (got " + std::to_string(*a.nics_per_node) + ")");
-  if (a.oversubscription && !(*a.oversubscription >= 1.0 && *a.oversubscription <= 64))
-    throw InputError(file, "--oversubscription", "must be between 1 (non-blocking) and 64");
-  if (a.nics_per_node) c.nics_per_node = *a.nics_per_node;
-  if (a.topology) {
-    if (*a.topology == "rail-optimized" || *a.topology == "rail_optimized") {
-      c.topology = FabricTopology::rail_optimized;
-    } else if (*a.topology == "fat-tree" || *a.topology == "fat_tree") {
-      c.topology = FabricTopology::fat_tree;
-    } else {
-      throw InputError(file, "--topology",
-                       "unknown topology '" + *a.topology + "' (known: rail_optimized, fat_tree)");
-    }
-  }
-  if (a.oversubscription) c.oversubscription = *a.oversubscription;
-  return c;
+  // The flags are a scenario's cluster fields: read by the scenario's reader, with its defaults,
+  // ranges and graph rules (ClusterGraph::check), over the file's cluster or alone.
+  ScenarioOverrides o;
+  o.gpu = a.gpu;
+  o.gpus = a.gpus;
+  o.gpus_per_node = a.gpus_per_node;
+  o.nics_per_node = a.nics_per_node;
+  o.fabric = a.fabric;
+  o.topology = a.topology;
+  o.oversubscription = a.oversubscription;
+  if (!a.scenario.empty()) return load_scenario_with_flags(a.scenario, o, catalogs).cluster;
+  if (!o.gpu) o.gpu = "h100-sxm";
+  return load_cluster_with_flags(o, catalogs);
 }
 
-std::shared_ptr<const ClusterGraph> build_cluster_graph(const ClusterSpec& cluster, const ClusterArgs& a) {
-  const ClusterGraphSpec spec = cluster_graph_spec(cluster);
-  std::string field;
-  if (auto why = ClusterGraph::check(spec, &field)) {
-    // The graph's field as the scenario names it, and whether a flag gave its value.
-    struct Field {
-      const char* graph;
-      const char* scenario;
-      bool given;
-    };
-    const Field fields[] = {{"num_gpus", "cluster.num_gpus", bool(a.gpus)},
-                            {"gpus_per_node", "cluster.gpus_per_node", bool(a.gpus_per_node)},
-                            {"nics_per_node", "cluster.fabric.nics_per_node", bool(a.nics_per_node)},
-                            {"fabric", "cluster.fabric.kind", bool(a.fabric)},
-                            {"oversubscription", "cluster.fabric.oversubscription", bool(a.oversubscription)},
-                            {"gpu", "cluster.gpu", bool(a.gpu)}};
-    for (const Field& f : fields) {
-      if (field != f.graph) continue;
-      const auto flag = flag_of_scenario_field(f.scenario);
-      if (flag && (a.scenario.empty() || f.given)) throw InputError("command line", *flag, *why);
-      throw InputError(a.scenario, f.scenario, *why);
-    }
-    throw InputError(a.scenario.empty() ? "command line" : a.scenario, "cluster", *why);
-  }
-  return std::make_shared<ClusterGraph>(spec);
+std::shared_ptr<const ClusterGraph> build_cluster_graph(const ClusterSpec& cluster) {
+  return std::make_shared<const ClusterGraph>(cluster_graph_spec(cluster));
 }
 
 std::string describe_cluster(const ClusterGraph& g) {

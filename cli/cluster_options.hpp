@@ -29,12 +29,13 @@ struct ClusterArgs {
 void add_cluster_options(CLI::App& cmd, ClusterArgs& args);
 
 // The cluster: from the scenario file (validated in full) with the flags applied, or from the
-// flags alone (defaults: h100-sxm, 8 GPUs, ib-ndr, rail-optimized).
+// flags alone (defaults: h100-sxm, 8 GPUs, ib-ndr, rail-optimized), read by the scenario's
+// reader: a value out of range or a cluster the hardware cannot host (ClusterGraph::check) is an
+// InputError naming the flag, or the scenario field when the value came from the file.
 ClusterSpec resolve_cluster(const ClusterArgs& args, const Catalogs& catalogs);
 
-// Builds the graph; a cluster the hardware cannot host is an InputError naming the flag (or the
-// scenario field when the value came from the file).
-std::shared_ptr<const ClusterGraph> build_cluster_graph(const ClusterSpec& cluster, const ClusterArgs& args);
+// The graph of a cluster resolve_cluster gave (its rules already checked).
+std::shared_ptr<const ClusterGraph> build_cluster_graph(const ClusterSpec& cluster);
 
 // "16 x h100-sxm (2 nodes x 8), ib-ndr rail-optimized"
 std::string describe_cluster(const ClusterGraph& graph);

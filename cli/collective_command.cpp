@@ -190,7 +190,7 @@ Command add_collective_command(CLI::App& root, const CliEnv& env) {
         const Catalogs catalogs = load_cli_catalogs(env, a->cluster.catalogs);
         const ClusterSpec cluster = resolve_cluster(a->cluster, catalogs);
         const auto t0 = std::chrono::steady_clock::now();
-        const auto graph = build_cluster_graph(cluster, a->cluster);
+        const auto graph = build_cluster_graph(cluster);
         const double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (o.root < 0 || o.root >= graph->num_gpus())
           throw InputError("command line", "--root",

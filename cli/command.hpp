@@ -70,6 +70,8 @@ Scenario resolve_scenario(const ScenarioArgs& args, const Catalogs& catalogs);
 // load_scenario with an error in an overridden field reported as its flag's (cli/flag_names.hpp).
 Scenario load_scenario_with_flags(const std::string& file, const ScenarioOverrides& overrides,
                                   const Catalogs& catalogs);
+// load_cluster likewise: a cluster from flags alone, errors naming the flags.
+ClusterSpec load_cluster_with_flags(const ScenarioOverrides& overrides, const Catalogs& catalogs);
 
 // Framework behaviour the scenario file does not state, shared by estimate and simulate
 // (cli/framework_options.cpp): --schedule, --tp-comm-overlap, --moe-shared-expert-overlap,

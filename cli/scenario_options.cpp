@@ -189,4 +189,12 @@ Scenario load_scenario_with_flags(const std::string& file, const ScenarioOverrid
   return s;
 }
 
+ClusterSpec load_cluster_with_flags(const ScenarioOverrides& overrides, const Catalogs& catalogs) {
+  try {
+    return load_cluster(overrides, catalogs);
+  } catch (const InputError& e) {
+    throw as_command_line_error(e, overrides.given());
+  }
+}
+
 }  // namespace simrun::cli

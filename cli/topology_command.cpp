@@ -46,7 +46,7 @@ Command add_topology_command(CLI::App& root, const CliEnv& env) {
   return {cmd, [a, env] {
             const Catalogs catalogs = load_cli_catalogs(env, a->cluster.catalogs);
             const ClusterSpec cluster = resolve_cluster(a->cluster, catalogs);
-            const auto graph = build_cluster_graph(cluster, a->cluster);
+            const auto graph = build_cluster_graph(cluster);
             if (!a->dot.empty()) {
               constexpr size_t kMaxDotVertices = 2000;
               if (graph->vertices().size() > kMaxDotVertices)

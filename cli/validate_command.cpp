@@ -54,7 +54,7 @@ void apply_cuda_backend(exec::ValidateRequest& r, const Catalogs& catalogs) {
   r.backend = exec::Backend::cuda;
   r.gpu = *gpu;
   // What the cuda backend's GEMMs run, said as the slice's other changes are (cuda_backend.hpp).
-  Precision& precision = r.scenario.layout.precision;
+  Precision precision = r.scenario.layout.precision;
   if (precision == Precision::fp32 || precision == Precision::tf32 || precision == Precision::fp16) {
     r.notes.push_back(std::string("precision ") + to_string(precision) +
                       " -> bf16 (the cuda backend's kernels are bf16)");
@@ -68,10 +68,7 @@ void apply_cuda_backend(exec::ValidateRequest& r, const Catalogs& catalogs) {
     r.notes.push_back("precision fp8 -> bf16 (" + gpu->id + " has no fp8 tensor cores)");
     precision = Precision::bf16;
   }
-  // A recipe written for the precision replaced no longer applies (layout_rules refuses it).
-  Layout& l = r.scenario.layout;
-  if (l.fp8_recipe && precision_recipe(*l.fp8_recipe).gemm_precision != precision) l.fp8_recipe.reset();
-  if (!l.low_precision()) l.fp8_param_gather = false;
+  r.scenario.layout.set_precision(precision);  // dropping a recipe written for the precision replaced
 #else
   (void)r;
   (void)catalogs;

@@ -29,12 +29,11 @@ nlohmann::json layout_with(const GuiState& state, const std::string& field, cons
   nlohmann::json layout = state.get("layout");
   if (!layout.is_object()) layout = nlohmann::json::object();
   if (derives_dp) layout.erase("dp");
-  // A 16/32-bit precision drops the recipe and fp8 parameters written for fp8 (as --precision does).
-  if (field == "precision" && value != "fp8" && value != "fp4") {
-    layout.erase("fp8_recipe");
-    layout.erase("fp8_param_gather");
-  }
-  layout[field] = value;
+  // A precision drops the recipe and fp8 parameters written for the old one (as --precision does).
+  if (field == "precision" && value.is_string())
+    set_layout_precision(layout, value.get<std::string>());
+  else
+    layout[field] = value;
   return layout;
 }
 

@@ -565,6 +565,16 @@ TEST_CASE("a precision flag replaces the file's precision and the recipe written
 TEST_CASE("cluster flags are range-checked on one node too, where the fabric goes unused", "[cli][errors]") {
   require_one_line_error(run_simrun("collective --nics-per-node 0"), "command line: --nics-per-node");
   require_one_line_error(run_simrun("topology --oversubscription nan"), "command line: --oversubscription");
+  // One reader for every command's cluster flags: the same value, the same line.
+  for (const char* flags : {"--gpu h100-sxm --nics-per-node 0", "--gpu h100-sxm --oversubscription 0.5",
+                            "--gpu h100-sxm --topology torus", "--gpu gb200 --gpus 6",
+                            "--gpu h100-sxm --gpus 16 --nics-per-node 3", "--gpu h100-sxm --fabric ib-qdr"}) {
+    INFO(flags);
+    const RunResult collective = run_simrun(std::string("collective ") + flags);
+    require_one_line_error(collective, "command line: --");
+    CHECK(run_simrun(std::string("topology ") + flags).err == collective.err);
+    CHECK(run_simrun(std::string("estimate --model llama3-8b ") + flags).err == collective.err);
+  }
   require_one_line_error(run_simrun("textbook 1 --scenario /nonexistent"),
                          "command line: --scenario: only exercise 4");
 }

@@ -143,12 +143,12 @@ std::optional<LayoutDiagnostic> precision_recipe_error(const Layout& layout, con
         "layout.fp8_param_gather", "param_gather_needs_fp8",
         std::string("fp8 parameters need fp8 training (precision ") + to_string(layout.precision) + ")");
   if (!low) return std::nullopt;
-  if (recipe.gemm_precision != layout.precision)
+  if (!recipe_runs_at(recipe.id, layout.precision))
     return diag("layout.fp8_recipe", "recipe_precision_mismatch",
                 fmt::format("{} is an {} recipe, the layout's precision is {} (fp8: delayed, tensorwise, "
                             "blockwise or mxfp8; fp4: nvfp4)",
                             recipe.name, to_string(recipe.gemm_precision), to_string(layout.precision)));
-  if (layout.fp8_param_gather && layout.precision != Precision::fp8)
+  if (layout.fp8_param_gather && !fp8_param_gather_runs_at(layout.precision))
     return diag("layout.fp8_param_gather", "param_gather_needs_fp8",
                 "fp8 parameters need an fp8 recipe (the layout trains in fp4)");
   const auto& archs = recipe.architectures;

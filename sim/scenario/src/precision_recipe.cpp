@@ -120,6 +120,8 @@ LowPrecisionRecipe default_recipe(Precision p) {
   return p == Precision::fp4 ? LowPrecisionRecipe::nvfp4 : LowPrecisionRecipe::delayed;
 }
 
+bool recipe_runs_at(LowPrecisionRecipe r, Precision p) { return precision_recipe(r).gemm_precision == p; }
+
 const char* to_string(LowPrecisionRecipe r) { return precision_recipe(r).name; }
 
 }  // namespace simrun

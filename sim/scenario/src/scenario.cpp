@@ -477,8 +477,26 @@ std::vector<OverrideField> override_fields(const ScenarioOverrides& o) {
 
 }  // namespace
 
+void set_layout_precision(nlohmann::json& layout, const std::string& precision) {
+  layout["precision"] = precision;
+  if (std::find(kPrecisionNames.begin(), kPrecisionNames.end(), precision) == kPrecisionNames.end()) return;
+  const Precision p = parse_precision(precision);
+  if (const auto recipe = layout.find("fp8_recipe"); recipe != layout.end() && recipe->is_string())
+    if (const auto r = parse_precision_recipe(recipe->get<std::string>()); r && !recipe_runs_at(*r, p))
+      layout.erase(recipe);
+  if (!fp8_param_gather_runs_at(p)) layout.erase("fp8_param_gather");
+}
+
 void ScenarioOverrides::apply_to(nlohmann::json& doc) const {
   if (!doc.is_object()) return;  // parse_scenario reports the type error
+  // First the precision, dropping what the file wrote for its own; a recipe or fp8 parameters
+  // given beside it are written below, over what is left.
+  if (precision) {
+    nlohmann::json& layout = doc["layout"];
+    if (layout.is_null()) layout = nlohmann::json::object();
+    if (layout.is_object())
+      set_layout_precision(layout, *precision);  // another type: parse_scenario reports it
+  }
   for (const OverrideField& f : override_fields(*this)) {
     if (!f.value) continue;
     std::vector<std::string> keys;
@@ -498,12 +516,6 @@ void ScenarioOverrides::apply_to(nlohmann::json& doc) const {
       node = child.is_object() ? &child : nullptr;  // another type: parse_scenario reports it
     }
     if (node) (*node)[keys.back()] = *f.value;
-  }
-  // A precision given replaces the file's, and with it the file's recipe and fp8 parameters,
-  // unless those are given too (they would otherwise be refused as unused or mismatched).
-  if (precision && doc.contains("layout") && doc["layout"].is_object()) {
-    if (!fp8_recipe) doc["layout"].erase("fp8_recipe");
-    if (!fp8_param_gather) doc["layout"].erase("fp8_param_gather");
   }
   // A changed GPU count or model-parallel size invalidates a file's dp unless dp was given too:
   // derive it again from the GPU count, as Megatron-LM does (dp = world / (tp·pp·cp)).
@@ -565,6 +577,15 @@ Scenario load_scenario(const std::filesystem::path& path, const ScenarioOverride
   if (!doc.contains("cluster") || !doc["cluster"].is_object() || !doc["cluster"].contains("gpu"))
     throw InputError(file, "cluster.gpu", "missing (a GPU id such as \"h100-sxm\")");
   return parse_scenario(doc, file, catalogs, base_dir);
+}
+
+ClusterSpec load_cluster(const ScenarioOverrides& overrides, const Catalogs& catalogs) {
+  nlohmann::json doc = nlohmann::json::object();
+  overrides.apply_to(doc);
+  if (!doc.contains("cluster") || !doc["cluster"].contains("gpu"))
+    throw InputError(kOverridesSource, "cluster.gpu", "missing (a GPU id such as \"h100-sxm\")");
+  JsonReader top(doc, kOverridesSource);
+  return read_cluster(top, catalogs);
 }
 
 void check_user_catalog_folder(const std::filesystem::path& dir) {

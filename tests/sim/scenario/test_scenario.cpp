@@ -151,6 +151,47 @@ TEST_CASE("overrides replace file fields, and a new GPU count re-derives dp", "[
   CHECK(s.layout.recompute == Recompute::full);
 }
 
+TEST_CASE("a new precision drops the recipe and fp8 parameters that no longer run, and keeps the rest",
+          "[sim][scenario]") {
+  using nlohmann::json;
+  auto retargeted = [](json layout, const std::string& precision) {
+    set_layout_precision(layout, precision);
+    return layout;
+  };
+  const json fp8 = {{"precision", "fp8"}, {"fp8_recipe", "mxfp8"}, {"fp8_param_gather", true}};
+  CHECK(retargeted(fp8, "bf16") == json{{"precision", "bf16"}});
+  CHECK(retargeted(fp8, "fp8") == fp8);                         // the file's recipe still runs at fp8
+  CHECK(retargeted(fp8, "fp4") == json{{"precision", "fp4"}});  // mxfp8 is no fp4 recipe
+  CHECK(retargeted({{"precision", "fp4"}, {"fp8_recipe", "nvfp4"}}, "fp8") == json{{"precision", "fp8"}});
+  // Names it does not know are left for the parser to report.
+  CHECK(retargeted(fp8, "fp9").at("fp8_recipe") == "mxfp8");
+  CHECK(retargeted({{"fp8_recipe", "current"}}, "bf16").at("fp8_recipe") == "current");
+
+  // The same rule on a parsed layout (validate's cuda rewrite).
+  Layout l;
+  l.precision = Precision::fp8;
+  l.fp8_recipe = LowPrecisionRecipe::blockwise;
+  l.fp8_param_gather = true;
+  Layout same = l;
+  same.set_precision(Precision::fp8);
+  CHECK(same == l);
+  l.set_precision(Precision::bf16);
+  CHECK_FALSE(l.fp8_recipe);
+  CHECK_FALSE(l.fp8_param_gather);
+
+  // The command line: a precision given keeps the file's recipe where it still runs, and one
+  // given beside it is checked, not dropped.
+  const std::string file = R"({"model": "llama3-8b", "cluster": {"gpu": "b200", "num_gpus": 8},
+                               "layout": {"precision": "fp8", "fp8_recipe": "mxfp8"}})";
+  ScenarioOverrides o;
+  o.precision = "fp8";
+  CHECK(parse(file, o).layout.recipe() == LowPrecisionRecipe::mxfp8);
+  o.precision = "bf16";
+  CHECK_FALSE(parse(file, o).layout.fp8_recipe);
+  o.fp8_recipe = "delayed";
+  CHECK_THAT(error_of(file, o), Catch::Contains("layout.fp8_recipe") && Catch::Contains("runs none"));
+}
+
 TEST_CASE("inline models are validated like catalog ones", "[sim][scenario]") {
   const Scenario s =
       parse(R"({"model": {"name": "tiny", "layers": 4, "hidden": 512, "heads": 8, "kv_heads": 8,

@@ -24,7 +24,7 @@ enum class LowPrecisionRecipe { delayed, tensorwise, blockwise, mxfp8, nvfp4 };
 
 struct PrecisionRecipeSpec {
   LowPrecisionRecipe id = LowPrecisionRecipe::delayed;
-  const char* name = "";                      // as the scenario and Megatron-LM spell it, e.g. "mxfp8"
+  const char* name = "";  // as the scenario and Megatron-LM spell it, e.g. "mxfp8"
   // Tensor-core rate of a linear layer's GEMMs, fprop, dgrad and wgrad alike (every recipe here
   // runs all three low: each entry's source): fp8 or fp4.
   Precision gemm_precision = Precision::fp8;
@@ -53,6 +53,13 @@ std::vector<std::string> precision_recipe_names();
 // The recipe a precision defaults to: delayed scaling for fp8 (Megatron-LM's --fp8-recipe
 // default), nvfp4 for fp4 (its only fp4 recipe).
 LowPrecisionRecipe default_recipe(Precision p);
+// fp8 or fp4 GEMMs: where a recipe applies.
+inline bool is_low_precision(Precision p) { return p == Precision::fp8 || p == Precision::fp4; }
+// Whether recipe `r` scales GEMMs of precision `p` (fp8 recipes for fp8, nvfp4 for fp4), and
+// whether parameters can be gathered in fp8 at `p` (fp8 only): the layout rules refuse a recipe or
+// fp8 parameters written for another precision, and a changed precision drops them by these.
+bool recipe_runs_at(LowPrecisionRecipe r, Precision p);
+inline bool fp8_param_gather_runs_at(Precision p) { return p == Precision::fp8; }
 const char* to_string(LowPrecisionRecipe r);
 
 }  // namespace simrun

@@ -133,7 +133,15 @@ struct Layout {
   double moe_load() const { return moe_capacity_factor > 0 ? moe_capacity_factor : 1.0; }
 
   // fp8 or fp4 GEMMs: a low-precision recipe applies.
-  bool low_precision() const { return precision == Precision::fp8 || precision == Precision::fp4; }
+  bool low_precision() const { return is_low_precision(precision); }
+  // The precision changed to `p`, dropping the recipe and fp8 parameters written for the old one
+  // where they no longer run (recipe_runs_at, fp8_param_gather_runs_at); set_layout_precision is
+  // the same on a scenario document.
+  void set_precision(Precision p) {
+    precision = p;
+    if (fp8_recipe && !recipe_runs_at(*fp8_recipe, p)) fp8_recipe.reset();
+    if (!fp8_param_gather_runs_at(p)) fp8_param_gather = false;
+  }
   // The recipe the low-precision GEMMs run: the written one, else the precision's default.
   LowPrecisionRecipe recipe() const { return fp8_recipe.value_or(default_recipe(precision)); }
   bool operator==(const Layout&) const = default;  // every member (the planner's partials round-trip)

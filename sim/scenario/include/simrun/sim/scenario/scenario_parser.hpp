@@ -52,12 +52,20 @@ struct ScenarioOverrides {
   std::optional<double> mfu;               // run.assumed_mfu, e.g. 0.4 (time from an assumed MFU)
   std::optional<std::string> framework;    // framework, e.g. "nemo" or "deepspeed@0.5"
 
-  // Writes the overrides into a scenario document (creating objects as needed).
+  // Writes the overrides into a scenario document (creating objects as needed). A precision
+  // given drops the file's recipe and fp8 parameters where they no longer run
+  // (set_layout_precision); a recipe or fp8 parameters given beside it stay, to be checked.
   void apply_to(nlohmann::json& doc) const;
   // The scenario field path of each given override ("layout.tp"), so a caller can tell an
   // error in a value it gave from one in the file.
   std::vector<std::string> given() const;
 };
+
+// A scenario's layout object with its precision set to `precision` (as a scenario writes it,
+// e.g. "bf16"), and the recipe and fp8 parameters written for the old precision dropped where they
+// no longer run at the new one (Layout::set_precision's rule; the command line's --precision and
+// the GUI's precision pick). Names neither field knows are left for the parser to report.
+void set_layout_precision(nlohmann::json& layout, const std::string& precision);
 
 // The InputError `file` of a scenario built from overrides alone (no file).
 inline constexpr const char* kOverridesSource = "overrides";
@@ -81,6 +89,11 @@ Scenario parse_scenario(const nlohmann::json& doc, const std::string& file, cons
 // source kOverridesSource in errors), applies the overrides and validates.
 Scenario load_scenario(const std::filesystem::path& path, const ScenarioOverrides& overrides,
                        const Catalogs& catalogs);
+
+// The cluster section the overrides write (cluster.gpu among them), read with a scenario's
+// defaults and rules, for the commands that take a cluster without a model (`simrun collective`,
+// `simrun topology`). Errors name the source kOverridesSource.
+ClusterSpec load_cluster(const ScenarioOverrides& overrides, const Catalogs& catalogs);
 
 // A user catalog folder exists and holds a gpus/, fabrics/, models/ or frameworks/ subfolder; else an
 // InputError naming it (docs/catalogs.md).
