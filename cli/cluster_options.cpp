@@ -6,30 +6,24 @@
 namespace simrun::cli {
 
 void add_cluster_options(CLI::App& cmd, ClusterArgs& a) {
-  cmd.add_option("--gpu", a.gpu, "GPU catalog id, e.g. h100-sxm (default h100-sxm)");
-  cmd.add_option("--gpus", a.gpus, "Number of GPUs, e.g. 16 (default 8)");
-  cmd.add_option("--gpus-per-node", a.gpus_per_node, "GPUs per node (default 8; 4 for NVL72 GPUs)");
-  cmd.add_option("--nics-per-node", a.nics_per_node, "Fabric NICs per node (default: one per GPU)");
-  cmd.add_option("--fabric", a.fabric,
+  cmd.add_option("--gpu", a.overrides.gpu, "GPU catalog id, e.g. h100-sxm (default h100-sxm)");
+  cmd.add_option("--gpus", a.overrides.gpus, "Number of GPUs, e.g. 16 (default 8)");
+  cmd.add_option("--gpus-per-node", a.overrides.gpus_per_node, "GPUs per node (default 8; 4 for NVL72 GPUs)");
+  cmd.add_option("--nics-per-node", a.overrides.nics_per_node, "Fabric NICs per node (default: one per GPU)");
+  cmd.add_option("--fabric", a.overrides.fabric,
                  "Fabric catalog id: ib-hdr, ib-ndr, ib-xdr, roce-400g (default ib-ndr)");
-  cmd.add_option("--topology", a.topology,
+  cmd.add_option("--topology", a.overrides.topology,
                  "Fabric shape: rail_optimized (default) or fat_tree (rail-optimized, fat-tree also read)");
-  cmd.add_option("--oversubscription", a.oversubscription, "Leaf down:up bandwidth ratio (default 1)");
+  cmd.add_option("--oversubscription", a.overrides.oversubscription,
+                 "Leaf down:up bandwidth ratio (default 1)");
   add_catalog_option(cmd, a.catalogs);
 }
 
 ClusterSpec resolve_cluster(const ClusterArgs& a, const Catalogs& catalogs) {
   // The flags are a scenario's cluster fields: read by the scenario's reader, with its defaults,
   // ranges and graph rules (ClusterGraph::check), over the file's cluster or alone.
-  ScenarioOverrides o;
-  o.gpu = a.gpu;
-  o.gpus = a.gpus;
-  o.gpus_per_node = a.gpus_per_node;
-  o.nics_per_node = a.nics_per_node;
-  o.fabric = a.fabric;
-  o.topology = a.topology;
-  o.oversubscription = a.oversubscription;
-  if (!a.scenario.empty()) return load_scenario_with_flags(a.scenario, o, catalogs).cluster;
+  if (!a.scenario.empty()) return load_scenario_with_flags(a.scenario, a.overrides, catalogs).cluster;
+  ScenarioOverrides o = a.overrides;
   if (!o.gpu) o.gpu = "h100-sxm";
   return load_cluster_with_flags(o, catalogs);
 }

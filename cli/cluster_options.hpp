@@ -4,7 +4,6 @@
 #pragma once
 
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,15 +14,11 @@
 namespace simrun::cli {
 
 struct ClusterArgs {
-  std::string scenario;                    // --scenario FILE (or positional for topology)
-  std::optional<std::string> gpu;          // --gpu h100-sxm
-  std::optional<int64_t> gpus;             // --gpus 16
-  std::optional<int64_t> gpus_per_node;    // --gpus-per-node 8
-  std::optional<int64_t> nics_per_node;    // --nics-per-node 8
-  std::optional<std::string> fabric;       // --fabric ib-ndr
-  std::optional<std::string> topology;     // --topology rail-optimized|fat-tree
-  std::optional<double> oversubscription;  // --oversubscription 2
-  std::vector<std::string> catalogs;       // --catalog DIR, in the order given
+  std::string scenario;  // --scenario FILE (or positional for topology)
+  // --gpu, --gpus, --gpus-per-node, --nics-per-node, --fabric, --topology, --oversubscription:
+  // the scenario's cluster fields they override (the only fields set here).
+  ScenarioOverrides overrides;
+  std::vector<std::string> catalogs;  // --catalog DIR, in the order given
 };
 
 void add_cluster_options(CLI::App& cmd, ClusterArgs& args);
