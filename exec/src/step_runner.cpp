@@ -32,8 +32,8 @@ int64_t now_ns() {
       .count();
 }
 
-constexpr double kMessageElemBytes =
-    4;  // messages move as fp32 (bf16 ones at their byte count: the same bytes)
+// Messages move as fp32 (bf16 ones at their byte count: the same bytes).
+constexpr double kMessageElemBytes = 4;
 
 // A message's shape in fp32 elements, its counts as MPI's int counts.
 struct MpiMessage {

@@ -518,8 +518,9 @@ TEST_CASE("a2a+p2p takes its two levels from --hierarchical-cp-sizes, and a bad 
   CHECK(ok.out.find("cp 8 a2a+p2p") != std::string::npos);
   require_one_line_error(run_simrun("simulate " + layout + "--hierarchical-cp-sizes 2,2"),
                          "command line: --hierarchical-cp-sizes: must be two positive integers");
+  // Without a file the missing field is named by the flag that gives it.
   require_one_line_error(run_simrun("simulate " + layout),
-                         "layout.hierarchical_context_parallel_sizes: a2a+p2p needs it");
+                         "command line: --hierarchical-cp-sizes: a2a+p2p needs it");
   require_one_line_error(run_simrun("simulate " + layout + "--hierarchical-cp-sizes 2,x"),
                          "command line: --hierarchical-cp-sizes");
 }
@@ -565,6 +566,9 @@ TEST_CASE("a precision flag replaces the file's precision and the recipe written
 TEST_CASE("cluster flags are range-checked on one node too, where the fabric goes unused", "[cli][errors]") {
   require_one_line_error(run_simrun("collective --nics-per-node 0"), "command line: --nics-per-node");
   require_one_line_error(run_simrun("topology --oversubscription nan"), "command line: --oversubscription");
+  // Without a file every value is a flag's or its default: the default GPU count is --gpus's.
+  require_one_line_error(run_simrun("collective --gpus-per-node 3"),
+                         "command line: --gpus: 8 GPUs do not fill whole nodes of 3");
   // One reader for every command's cluster flags: the same value, the same line.
   for (const char* flags : {"--gpu h100-sxm --nics-per-node 0", "--gpu h100-sxm --oversubscription 0.5",
                             "--gpu h100-sxm --topology torus", "--gpu gb200 --gpus 6",
