@@ -1,9 +1,9 @@
 // `simrun validate` under mpirun -np 4 (exec/validate.hpp): the whole loop on the shipped small
 // example, TP 2 x PP 2 and a DP 4 variant (measure, compare, fit calibration.json; then
 // `simrun simulate --calibration` predicts the measured step within 15%, one retry allowed on a
-// loaded machine; the sanitizer build checks the loop's files, not that bound); the refusals; a rank killed
-// or hung mid-step stops the job within 60 s, named. Skipped, with a warning, in a build without MPI or where
-// mpirun is not there.
+// loaded machine; the sanitizer build checks the loop's files, not that bound); the refusals; a
+// rank killed or hung mid-step stops the job within 60 s, named. Skipped, with a warning, in a
+// build without MPI or where mpirun is not there.
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
