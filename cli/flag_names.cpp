@@ -207,6 +207,10 @@ InputError as_command_line_error(const InputError& e, const std::vector<std::str
       return InputError(kCommandLine, flags, e.why() + " (the other sizes from " + e.file() + ")");
     if (!flags.empty()) return InputError(kCommandLine, flags, e.why());
   }
+  // No file: every value is a flag's or its default, so a field with a flag is named by it
+  // (a missing one takes the hint below instead).
+  if (flag && e.file() == kOverridesSource && e.why().rfind("missing (", 0) != 0)
+    return InputError(kCommandLine, *flag, e.why());
   std::string why = e.why();
   // "missing (a GPU id such as "h100-sxm")" → "... "h100-sxm", or --gpu)".
   // (Once: main() maps again what resolve_scenario mapped.)

@@ -146,14 +146,6 @@ void apply_megatron_switches(const ScenarioArgs& args, ScenarioOverrides& o) {
   }
 }
 
-// An error in a value the flags gave named by its flag; with no file every value is a flag's or
-// its default, so the field at fault is named by its flag whichever it is.
-InputError as_flag_error(const InputError& e, const ScenarioOverrides& overrides, bool no_file) {
-  std::vector<std::string> given = overrides.given();
-  if (no_file) given.push_back(e.field());
-  return as_command_line_error(e, given);
-}
-
 }  // namespace
 
 Scenario resolve_scenario(const ScenarioArgs& args, const Catalogs& catalogs) {
@@ -191,7 +183,7 @@ Scenario load_scenario_with_flags(const std::string& file, const ScenarioOverrid
   try {
     s = load_scenario(file, overrides, catalogs);
   } catch (const InputError& e) {
-    throw as_flag_error(e, overrides, file.empty());
+    throw as_command_line_error(e, overrides.given());
   }
   if (file.empty()) s.file = "command line";  // what later errors name as the scenario's source
   return s;
@@ -201,7 +193,7 @@ ClusterSpec load_cluster_with_flags(const ScenarioOverrides& overrides, const Ca
   try {
     return load_cluster(overrides, catalogs);
   } catch (const InputError& e) {
-    throw as_flag_error(e, overrides, true);
+    throw as_command_line_error(e, overrides.given());
   }
 }
 

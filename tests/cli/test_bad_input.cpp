@@ -112,6 +112,9 @@ TEST_CASE("model-parallel flags re-derive dp from the GPU count, and a contradic
                         "command line: --tp, --dp: tp*pp*dp*cp = 4*4*32*1 = 512 but cluster.num_gpus = 1024");
   require_one_safe_line(run_simrun("estimate " + example + " --pp 3"),
                         "command line: --pp: cannot be derived");
+  // Without a file too, the sizes the flags gave are named, not the dp they left to derive.
+  require_one_safe_line(run_simrun("estimate --model llama3-8b --gpu h100-sxm --gpus 16 --tp 8 --pp 4"),
+                        "command line: --gpus, --tp, --pp: cannot be derived");
 }
 
 TEST_CASE("a calibration keyed by a GPU the scenario does not use says so in both commands",
