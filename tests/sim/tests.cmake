@@ -9,5 +9,5 @@ simrun_add_test_exe(test_sim_collectives SOURCES sim/collectives/test_collective
 simrun_add_test_exe(test_sim_memory SOURCES sim/memory/test_memory_model.cpp sim/memory/test_run_cost.cpp LIBS simrun_sim_memory simrun_sim_workload simrun_validation simrun_test_fixtures)
 simrun_add_test_exe(test_sim_analytic SOURCES sim/analytic/test_analytic.cpp sim/analytic/test_agreement_envelope.cpp
                     sim/analytic/test_step_time_floor.cpp LIBS simrun_sim_analytic simrun_sim simrun_test_fixtures)
-simrun_add_test_exe(test_sim_event SOURCES sim/event/test_step_executor.cpp sim/event/test_host_overhead.cpp sim/event/test_deepspeed.cpp sim/event/test_trace.cpp sim/event/test_progress.cpp LIBS simrun_sim_event simrun_sim simrun_test_fixtures)
+simrun_add_test_exe(test_sim_event SOURCES sim/event/test_step_executor.cpp sim/event/test_degraded.cpp sim/event/test_host_overhead.cpp sim/event/test_deepspeed.cpp sim/event/test_trace.cpp sim/event/test_progress.cpp LIBS simrun_sim_event simrun_sim simrun_test_fixtures)
 simrun_add_test_exe(test_sim_planner SOURCES sim/planner/test_plan_partial.cpp sim/planner/test_planner.cpp LIBS simrun_sim_planner simrun_test_fixtures)

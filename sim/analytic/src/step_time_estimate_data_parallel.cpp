@@ -1,5 +1,5 @@
-// The closed-form step time, part 2 (step_time_estimate.cpp holds the stages and the
-// pipeline): the data-parallel traffic, Megatron DDP's buckets and FSDP's units, what the
+// The closed-form step time, part 2 (step_time_estimate.cpp holds the stages' micro-batches,
+// step_time_estimate_pipeline.cpp the pipeline): the data-parallel traffic, Megatron DDP's buckets and FSDP's units, what the
 // compute stream does not hide of it, what compute pays running beside it, and the links it
 // shares with the TP, CP and EP groups.
 #include <algorithm>

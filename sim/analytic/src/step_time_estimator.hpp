@@ -1,5 +1,6 @@
 // Private to the closed-form step time (analytic.hpp estimate_step_time): the estimator's phases
-// and the pieces they share. step_time_estimate.cpp times the stages and the pipeline;
+// and the pieces they share. step_time_estimate.cpp times the stages' micro-batches;
+// step_time_estimate_pipeline.cpp the pipeline's sends, fill and drain;
 // step_time_estimate_data_parallel.cpp the data-parallel traffic and what it costs the compute
 // stream.
 #pragma once

@@ -8,15 +8,13 @@
 #include <cmath>
 #include <deque>
 #include <limits>
-#include <map>
 #include <memory>
 #include <string>
-#include <tuple>
 #include <unordered_map>
 
+#include "comm_costs.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/sim/collectives/collective_cost.hpp"
-#include "simrun/sim/collectives/collective_harness.hpp"
 #include "simrun/sim/engine/engine.hpp"
 #include "simrun/sim/network/network.hpp"
 #include "simrun/sim/workload/wait_attribution.hpp"
@@ -44,30 +42,6 @@ enum class PortDirection : uint32_t { out = 0, in = 1 };
 
 int group_index(GroupKind g) { return static_cast<int>(g); }
 
-double latency_steps(CollectiveOp op, int64_t n) {
-  const double nd = double(n);
-  switch (op) {
-    case CollectiveOp::all_reduce:
-      return 2.0 * (nd - 1.0);
-    case CollectiveOp::all_gather:
-    case CollectiveOp::reduce_scatter:
-    case CollectiveOp::all_to_all:
-    case CollectiveOp::broadcast:
-    case CollectiveOp::reduce:
-      return nd - 1.0;
-    case CollectiveOp::send_recv:
-      return 1.0;
-  }
-  return 1.0;
-}
-
-// Time of one collective alone: bandwidth-bound seconds (shared on the ports) and latency.
-struct CommCost {
-  double bw_s = 0;
-  double alpha_s = 0;
-  int port = 0;  // 0 NVLink port, 1 NIC
-};
-
 class Executor {
  public:
   // `also_trace`: a rank to trace beyond the representatives, stragglers and slow links.
@@ -78,6 +52,7 @@ class Executor {
         m_cost(cost),
         m_opt(opt),
         m_layout(sc.layout, sc.cluster.gpus_per_node),
+        m_comm(sc, m_layout, opt, cal),
         m_phase(also_trace >= 0 ? SimulationPhase::retracing : SimulationPhase::simulating) {
     m_full = opt.scope == SimulationScope::full;
     check_stragglers(opt.stragglers, m_layout.world_size());
@@ -86,14 +61,12 @@ class Executor {
       throw InputError("step", "stragglers", "a straggler needs every rank simulated (scope full)");
     if (!m_full && !opt.slow_links.empty())
       throw InputError("step", "slow_links", "a degraded link needs every rank simulated (scope full)");
-    cost_group_links();
     queue_stage_tasks();
     place_ranks();
     std::vector<double> links = port_capacities();
     if (also_trace >= 0) report(also_trace);
     record_trace_ranks();
     m_network = std::make_unique<Network>(m_engine, std::move(links));
-    choose_collective_timing(cal);
   }
 
   StepResult run() {
@@ -132,7 +105,7 @@ class Executor {
     if (!out.last_rank_traced)
       for (const RankState& r : m_ranks)
         if (r.finish == step) out.last_rank = r.rank;
-    out.warnings = m_warnings;
+    out.warnings = m_comm.warnings();
     double worst = -1;
     for (size_t i = 0; i < m_ranks.size(); ++i) {
       RankState& r = m_ranks[i];
@@ -165,20 +138,6 @@ class Executor {
       p.tasks_total += r.done.size();
     }
     m_opt.progress(p);
-  }
-
-  // Link costs per group kind, with calibration.json's α/β where given.
-  void cost_group_links() {
-    const Layout& l = m_sc.layout;
-    for (GroupKind g :
-         {GroupKind::tp, GroupKind::cp, GroupKind::dp, GroupKind::dp_cp, GroupKind::ep, GroupKind::pp,
-          GroupKind::edp, GroupKind::cp_a2a, GroupKind::cp_ring, GroupKind::ep_intra, GroupKind::ep_inter}) {
-      const bool all_to_all =
-          is_ep(g) || g == GroupKind::cp_a2a || (g == GroupKind::cp && l.cp_comm_type == CpCommType::a2a);
-      m_link[static_cast<size_t>(group_index(g))] =
-          all_to_all ? all_to_all_link(m_sc.cluster, rank_group(l, g), m_opt.comm)
-                     : group_link(m_sc.cluster, rank_group(l, g), m_opt.comm);
-    }
   }
 
   // Per-stage stream queues (recv markers are completed by their sends, not by a stream).
@@ -238,8 +197,6 @@ class Executor {
     }
   }
 
-  // The network's link capacities, two per port of each simulated rank, the degraded links
-  // (traced) at their fraction.
   // Ranks whose spans the trace keeps (StepOptions::trace_ranks): traced for their times, not
   // reported; without a selection, the reported ranks.
   void record_trace_ranks() {
@@ -261,6 +218,8 @@ class Executor {
       for (RankState& r : m_ranks) r.recorded = r.reported;
   }
 
+  // The network's link capacities, two per port of each simulated rank, the degraded links
+  // (traced) at their fraction.
   std::vector<double> port_capacities() {
     m_mesh_domain =
         m_sc.cluster.gpu.scale_up_kind == ScaleUpKind::mesh ? scale_up_domain_size(m_sc.cluster) : 0;
@@ -281,28 +240,6 @@ class Executor {
       report(s.rank);
     }
     return links;
-  }
-
-  // NCCL's model needs the cluster graph (else α-β, with a warning); calibration.json's α/β,
-  // where given for a link class, replace the model there.
-  void choose_collective_timing(const Calibration& cal) {
-    if (m_opt.timing == CollectiveTiming::nccl_model) {
-      const ClusterGraphSpec spec = cluster_graph_spec(m_sc.cluster);
-      if (const auto why = ClusterGraph::check(spec)) {
-        m_warnings.push_back(
-            "collectives timed with the alpha-beta model: the cluster graph cannot be built (" + *why + ")");
-      } else {
-        m_graph = std::make_shared<ClusterGraph>(spec);
-      }
-    }
-    for (LinkClass c : {LinkClass::scale_up, LinkClass::scale_out}) {
-      const LinkCalibration lcal =
-          cal.link(m_sc.cluster.gpu.id,
-                   c == LinkClass::scale_up ? CalibratedLink::scale_up : CalibratedLink::scale_out);
-      m_calibrated[c == LinkClass::scale_up ? 0 : 1] =
-          lcal.alpha_s.has_value() || lcal.beta_s_per_byte.has_value();
-      m_cal_links[c == LinkClass::scale_up ? 0 : 1] = lcal;
-    }
   }
 
   struct RankState {
@@ -495,7 +432,7 @@ class Executor {
   }
 
   void launch_collective(const Task& task, uint32_t t, std::vector<uint32_t> members) {
-    const CommCost cost = collective_cost(task.coll, task.group, task.comm_bytes);
+    const CommCost cost = m_comm.collective(task.coll, task.group, task.comm_bytes);
     const double bw_s = cost.bw_s, alpha_s = cost.alpha_s;
     const int port = cost.port;
     const TimeNs now = m_engine.now();
@@ -542,7 +479,7 @@ class Executor {
         r.rank / scale_up_domain_size(m_sc.cluster) == peer_rank / scale_up_domain_size(m_sc.cluster)
             ? PairPlacement::same_domain
             : PairPlacement::across_domains;
-    const CommCost cost = p2p_cost(task.comm_bytes, placement);
+    const CommCost cost = m_comm.pipeline_send(task.comm_bytes, placement);
     const int port = cost.port;
     FlowSpec f;
     f.bytes = cost.bw_s * kPortRate;
@@ -565,97 +502,6 @@ class Executor {
       complete(idx, t);
       advance(static_cast<uint32_t>(peer));
     });
-  }
-
-  // α-β time of a collective on `ranks`-shaped group (analytic formulas, calibration α/β).
-  CommCost alpha_beta(CollectiveOp op, int64_t n, LinkCost lc, double bytes) const {
-    const LinkCalibration c = m_cal_links[lc.link_class == LinkClass::scale_up ? 0 : 1];
-    if (c.alpha_s) lc.alpha_s = *c.alpha_s;
-    if (c.beta_s_per_byte) lc.bytes_per_s = 1.0 / *c.beta_s_per_byte;
-    CommCost cost;
-    cost.port = lc.link_class == LinkClass::scale_up ? 0 : 1;
-    if (n <= 1) return cost;
-    cost.bw_s = busbw_factor(op, n) * bytes / lc.bytes_per_s;  // a ring's bandwidth-bound share
-    cost.alpha_s = latency_steps(op, n) * lc.alpha_s;
-    return cost;
-  }
-
-  // The NCCL model's time of `op` on the first of `groups` on the cluster graph, the others
-  // (its twins on the same nodes, where they share its NICs: nic_sharers) running beside it: the
-  // latency part is the time of a 1-byte call, the rest is bandwidth-bound.
-  CommCost nccl_model(CollectiveOp op, const std::vector<std::vector<int64_t>>& groups, double bytes,
-                      int port) const {
-    auto run = [&](double b) {
-      std::vector<CollectiveRequest> requests;
-      for (const std::vector<int64_t>& ranks : groups) {
-        CollectiveRequest& req = requests.emplace_back();
-        req.op = op;
-        req.ranks = ranks;
-        req.bytes = b;
-      }
-      return collective_among_s(m_graph, requests);
-    };
-    CommCost cost;
-    cost.port = port;
-    const double latency = run(1.0);
-    cost.alpha_s = latency;
-    cost.bw_s = std::max(0.0, run(bytes) - latency);
-    return cost;
-  }
-
-  CommCost collective_cost(CollectiveOp op, GroupKind g, double bytes) {
-    const auto key = std::make_tuple(static_cast<int>(op), static_cast<int>(g), bytes);
-    const auto it = m_cost_cache.find(key);
-    if (it != m_cost_cache.end()) return it->second;
-    const int64_t n = m_layout.group_size(g);
-    const LinkCost lc = m_link[static_cast<size_t>(group_index(g))];
-    const int port = lc.link_class == LinkClass::scale_up ? 0 : 1;
-    CommCost cost;
-    if (m_graph && n > 1 && !m_calibrated[port])
-      cost = nccl_model(
-          op, with_nic_twins(rank_group(m_sc.layout, g), [&](int64_t o) { return m_layout.group(g, o); }),
-          bytes, port);
-    else
-      cost = alpha_beta(op, n, lc, bytes);
-    m_cost_cache.emplace(key, cost);
-    return cost;
-  }
-
-  CommCost p2p_cost(double bytes, PairPlacement placement) {
-    const bool same_domain = placement == PairPlacement::same_domain;
-    const auto key = std::make_tuple(-1, same_domain ? 1 : 0, bytes);
-    const auto it = m_cost_cache.find(key);
-    if (it != m_cost_cache.end()) return it->second;
-    const int64_t domain = scale_up_domain_size(m_sc.cluster);
-    const int64_t stage_size = rank_group(m_sc.layout, GroupKind::pp).stride;
-    const LinkCost lc =
-        group_link(m_sc.cluster, pipeline_pair(m_sc.cluster, stage_size, placement), m_opt.comm);
-    const int port = lc.link_class == LinkClass::scale_up ? 0 : 1;
-    CommCost cost;
-    if (m_graph && !m_calibrated[port] && m_sc.cluster.num_gpus > domain - (same_domain ? domain : 0))
-      cost = nccl_model(CollectiveOp::send_recv,
-                        same_domain ? std::vector<std::vector<int64_t>>{{0, 1}}
-                                    : with_nic_twins(rank_group(m_sc.layout, GroupKind::pp),
-                                                     [&](int64_t o) {
-                                                       return std::vector<int64_t>{o, domain + o};
-                                                     }),
-                        bytes, port);
-    else
-      cost = alpha_beta(CollectiveOp::send_recv, 2, lc, bytes);
-    m_cost_cache.emplace(key, cost);
-    return cost;
-  }
-
-  // The group at offset 0 (`group_at(0)`) and, where groups of its kind share a NIC
-  // (nic_sharers > 1), its twins at offsets 1 .. min(stride, gpus_per_node) − 1 on the same
-  // nodes, which run beside it in the step.
-  template <class GroupAt>
-  std::vector<std::vector<int64_t>> with_nic_twins(RankGroup kind, GroupAt group_at) const {
-    std::vector<std::vector<int64_t>> groups{group_at(0)};
-    if (nic_sharers(m_sc.cluster, kind) > 1)
-      for (int64_t o = 1; o < std::min(kind.stride, m_sc.cluster.gpus_per_node); ++o)
-        groups.push_back(group_at(o));
-    return groups;
   }
 
   void mark_done(RankState& r, uint32_t t) {
@@ -877,23 +723,18 @@ class Executor {
   const WorkloadCost& m_cost;
   const StepSimOptions& m_opt;
   RankLayout m_layout;
+  StepCommCosts m_comm;  // declared after m_layout, which it reads
   SimulationPhase m_phase;
   bool m_full = false;
   int64_t m_mesh_domain = 0;  // GPUs per full-mesh domain (0: switch or PCIe scale-up)
   uint32_t m_ports_per_rank = 2;
   std::vector<std::vector<uint32_t>> m_mesh_ports;  // port indices; rank index · kGroupKindCount + group kind
-  std::array<LinkCost, kGroupKindCount> m_link{};
   std::vector<std::array<std::vector<uint32_t>, kStreamCount>> m_queues;
   std::vector<RankState> m_ranks;
   std::vector<int32_t> m_index_of_rank;
   std::unordered_map<uint64_t, Arrival> m_arrivals;
   Engine m_engine;
   std::unique_ptr<Network> m_network;
-  std::shared_ptr<const ClusterGraph> m_graph;  // nccl_model timing
-  std::array<bool, 2> m_calibrated{};           // calibration.json gives α/β for the link class
-  std::array<LinkCalibration, 2> m_cal_links{};
-  std::map<std::tuple<int, int, double>, CommCost> m_cost_cache;
-  std::vector<std::string> m_warnings;
   Phase m_waiting_phase = Phase::comm;  // of the compute task whose wait is being charged
 };
 

@@ -1,6 +1,7 @@
 // Private to the workload builder: one StageBuilder assembles one stage's program from the
-// pipeline schedule's slots (workload_builder.cpp: the layers; workload_builder_moe.cpp: the MoE
-// layer; workload_builder_step.cpp: the step around them).
+// pipeline schedule's slots (workload_builder.cpp: the layers; workload_builder_attention.cpp:
+// their attention block; workload_builder_moe.cpp: the MoE layer; workload_builder_step.cpp: the
+// step around them).
 #pragma once
 
 #include <array>
