@@ -1,7 +1,8 @@
 // The workload builder: Scenario → one task program per pipeline stage (workload.hpp). This
 // file holds the names of the workload's words, the schedule's checks and the assembly of the
 // stages; each stage's program is built by StageBuilder (the layers' ops in
-// workload_builder.cpp, the step around them in workload_builder_step.cpp). The schedules are in
+// workload_builder.cpp, workload_builder_attention.cpp and workload_builder_moe.cpp, the step
+// around them in workload_builder_step.cpp). The schedules are in
 // schedule.cpp, the layer split with the layout rules (sim/scenario/layout_rules.hpp).
 #include "simrun/sim/workload/workload.hpp"
 

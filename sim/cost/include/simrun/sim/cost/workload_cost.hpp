@@ -23,7 +23,7 @@ struct ProgramCost {
   TimeNs of(const Task& t) const { return t.shape == kNoShape ? TimeNs{0} : shape_time[t.shape]; }
   // The least time of a collective whose bytes the MoE flex dispatcher's kernels move
   // (Task::comm_kernel): its bytes, the bytes a rank receives, each token once per destination
-  // rank with its own share, as DeepEP counts them (workload_builder.cpp ep_all_to_all), at the
+  // rank with its own share, as DeepEP counts them (workload_builder_moe.cpp ep_all_to_all), at the
   // GPU's measured dispatch or combine throughput (GpuSpec::flex_dispatcher). 0 for NCCL's
   // kernels and on a GPU with no measured figure. Both fidelities time such a collective as the
   // longer of this and its fabric time (docs/model.md "What one step contains", MoE).

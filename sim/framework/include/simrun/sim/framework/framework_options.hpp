@@ -153,7 +153,7 @@ struct WorkloadOptions {
   double step_overhead_s = 0.03;
   TpCommOverlap tp_overlap = TpCommOverlap::backward_async;
   // Megatron-Core --moe-shared-expert-overlap: an MoE layer's shared experts run beside its
-  // dispatch and combine all-to-alls rather than after the routed path (workload_builder.cpp).
+  // dispatch and combine all-to-alls rather than after the routed path (workload_builder_moe.cpp).
   bool moe_shared_expert_overlap = false;
   // The all-to-alls that carry tokens to their experts (the forward dispatch, and the combine's
   // backward, which sends the output gradient before the down-projection) in fp8: 1 byte per

@@ -215,7 +215,7 @@ std::vector<int32_t> prefetch_issuers(const std::vector<double>& params, double 
 // workload_cost.hpp, times them for a GPU). Throws InputError for layouts that cannot run
 // (reason and the nearest valid choice in the message); adds warnings for ones that run with a
 // caveat.
-// How an MoE layer's all-to-alls move a token between its EP ranks (workload_builder.cpp
+// How an MoE layer's all-to-alls move a token between its EP ranks (workload_builder_moe.cpp
 // ep_all_to_all), by the dispatcher (WorkloadOptions::host.moe_dispatcher: flex exchanges per node), the
 // model's routing (MoeSpec::groups, topk_groups) and the EP group's place on the cluster
 // (Layout::ep_intra()).
