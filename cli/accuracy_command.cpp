@@ -61,9 +61,13 @@ Command add_accuracy_command(CLI::App& root, const CliEnv& env) {
       ->type_name("RUNS.json");
   cmd->add_option("--group", args->group, "Score only the rows of this group (a row's \"group\")")
       ->type_name("G");
-  add_output_options(*cmd, args->format, nullptr);
+  add_output_options(*cmd, args->format, nullptr,
+                     {"Print the scores as JSON: the summary, MAPE per group and one entry per run "
+                      "(docs/validation.md)",
+                      "Print the scores as CSV: a header, then one row per run (full precision)"});
   cmd->add_option("--calibration", args->calibration_file,
-                  "calibration.json with fitted efficiencies per GPU kind (as simulate applies it)");
+                  "calibration.json with fitted efficiencies per GPU kind (as simulate applies it)")
+      ->type_name("FILE");
   add_catalog_option(*cmd, args->catalogs);
   CLI::Option* bands =
       cmd->add_option("--write-bands", args->bands_file,
@@ -104,7 +108,7 @@ Command add_accuracy_command(CLI::App& root, const CliEnv& env) {
                       << "\n";
             break;
           case OutputFormat::csv:
-            write_csv(accuracy_csv_rows(score), std::cout);
+            write_accuracy_csv(score, std::cout);
             break;
           case OutputFormat::table:
             write_accuracy_table(score, std::cout);

@@ -146,8 +146,18 @@ Fields report_csv_row(const Fields& inputs, const Report& report, const Fields& 
 // event's on the stage the estimate's breakdown describes (analytic.breakdown.stage).
 void print_comparison_table(const Report& event, const BreakdownReport& event_parts, const Report& analytic,
                             std::ostream& out);
+// What --json and --csv print, in a command's help.
+struct OutputHelp {
+  const char* json;
+  const char* csv;
+};
+// A report's (estimate, simulate).
+inline constexpr OutputHelp kReportOutputHelp = {
+    "Print the report as JSON (contract keys, and the inputs it was computed from)",
+    "Print the report as CSV: a header, then one row led by the inputs (full precision)"};
 // Adds --json/--csv (and --explain when `explain` is given) to a command.
-void add_output_options(CLI::App& cmd, OutputFormat& format, bool* explain);
+void add_output_options(CLI::App& cmd, OutputFormat& format, bool* explain,
+                        const OutputHelp& help = kReportOutputHelp);
 // Adds --no-timing, which sets `timing` to omitted: wall-clock fields are the only ones two
 // identical runs differ in.
 void add_no_timing_option(CLI::App& cmd, Timing& timing);

@@ -467,7 +467,11 @@ Command add_plan_command(CLI::App& root, const CliEnv& env) {
   cmd->add_option("--framework", a->framework, "Framework profiles to search (default megatron-core)")
       ->delimiter(',');
   cmd->add_option("--threads", a->threads, "Worker threads (default: every core)");
-  add_output_options(*cmd, a->format, nullptr);
+  add_output_options(*cmd, a->format, nullptr,
+                     {"Print the plan as JSON: the ranked points, the Pareto front, the prune counts "
+                      "(docs/planner.md)",
+                      "Print the plan as CSV: a header, then one row per ranked and Pareto point (full "
+                      "precision)"});
   cmd->add_option("--explain", a->explain_row,
                   "Explain row N of the ranking: its scenario and every number's formula")
       ->type_name("N");

@@ -38,13 +38,11 @@ std::string layout_line(const Scenario& s) {
 
 }  // namespace
 
-void add_output_options(CLI::App& cmd, OutputFormat& format, bool* explain) {
+void add_output_options(CLI::App& cmd, OutputFormat& format, bool* explain, const OutputHelp& help) {
   CLI::Option* json = cmd.add_flag_callback(
-      "--json", [&format] { format = OutputFormat::json; },
-      "Print the report as JSON (contract keys, and the inputs it was computed from)");
+      "--json", [&format] { format = OutputFormat::json; }, help.json);
   CLI::Option* csv = cmd.add_flag_callback(
-      "--csv", [&format] { format = OutputFormat::csv; },
-      "Print the report as CSV: a header, then one row led by the inputs (full precision)");
+      "--csv", [&format] { format = OutputFormat::csv; }, help.csv);
   json->excludes(csv);
   if (explain) {
     // The JSON report carries its explanations; a CSV row has no room for them.

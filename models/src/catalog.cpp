@@ -32,7 +32,7 @@ ModelSpec read_model(JsonReader& r) {
   m.norm = r.choice_or("norm", "rmsnorm", {"rmsnorm", "layernorm"}) == "layernorm" ? NormKind::layernorm
                                                                                    : NormKind::rmsnorm;
   m.vocab = r.integer("vocab", 1, kMaxVocab);
-  m.seq_len = r.integer("seq_len", 1, kMaxSeqLen);
+  m.seq_len = r.integer("seq_len", 1, kMaxModelSeqLen);
   m.tied_embeddings = r.boolean_or("tied_embeddings", false);
   m.attention_bias = r.boolean_or("attention_bias", false);
   m.mlp_bias = r.boolean_or("mlp_bias", false);
@@ -42,7 +42,7 @@ ModelSpec read_model(JsonReader& r) {
   m.learned_position_embeddings = r.boolean_or("learned_position_embeddings", false);
   m.alibi = r.boolean_or("alibi", false);
   m.max_positions =
-      r.integer_or("max_positions", m.learned_position_embeddings ? m.seq_len : 0, 0, kMaxSeqLen);
+      r.integer_or("max_positions", m.learned_position_embeddings ? m.seq_len : 0, 0, kMaxModelSeqLen);
   m.mtp_layers = r.integer_or("mtp_layers", 0, 0, kMaxLayers);
   m.published_params = r.number_or("published_params", 0, 0, kMaxPublishedParams);
   m.source = r.string_or("source", "");
@@ -110,7 +110,7 @@ ModelSpec read_model_variant(const ModelSpec& base, JsonReader& r) {
   integer("kv_heads", m.kv_heads, kMaxHeads);
   integer("ffn_hidden", m.ffn_hidden, kMaxFfn);
   integer("vocab", m.vocab, kMaxVocab);
-  integer("seq_len", m.seq_len, kMaxSeqLen);
+  integer("seq_len", m.seq_len, kMaxModelSeqLen);
   const char* act = base.ffn_act == FfnActivation::gelu ? "gelu" : "swiglu";
   m.ffn_act =
       r.choice_or("ffn_act", act, {"swiglu", "gelu"}) == "gelu" ? FfnActivation::gelu : FfnActivation::swiglu;

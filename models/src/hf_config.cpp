@@ -238,9 +238,9 @@ SlidingWindow sliding_window(const HfFields& f, const HfArchitecture& arch, int6
     }
     w.source = "layer_types";
   } else if (arch.window == WindowRule::when_enabled) {
-    w.layers = layers - std::min(layers, f.integer({"max_window_layers"}, 0, detail::kMaxLayers));
+    w.layers = layers - std::min(layers, f.integer({"max_window_layers"}, 0, kMaxLayers));
   } else if (arch.global_every > 0) {
-    const int64_t every = f.integer_or({"sliding_window_pattern"}, arch.global_every, 1, detail::kMaxLayers);
+    const int64_t every = f.integer_or({"sliding_window_pattern"}, arch.global_every, 1, kMaxLayers);
     w.layers = layers - layers / every;  // layers i with (i + 1) % every == 0 attend globally
   } else {
     w.layers = layers;
@@ -322,7 +322,7 @@ ModelSpec import_hf_config(const nlohmann::json& config, const std::string& file
   // Context length: the default training sequence; a scenario's seq_len overrides it.
   const std::vector<std::string> context_names = {"max_position_embeddings", "n_positions", "n_ctx",
                                                   "seq_length"};
-  const int64_t context = f.integer(context_names, 1, kMaxSeqLen);
+  const int64_t context = f.integer(context_names, 1, kMaxModelSeqLen);
   m.seq_len = seq_len.value_or(context);
   // GPT-2: n_inner null ⇒ 4·n_embd (configuration_gpt2.py / modeling_gpt2.py).
   m.ffn_hidden = f.integer_or({"intermediate_size", "n_inner", "ffn_dim"}, 4 * m.hidden, 1, kMaxFfn);

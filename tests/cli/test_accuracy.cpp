@@ -1,14 +1,17 @@
 // `simrun accuracy` end to end (cli/accuracy_command.cpp, validation/accuracy.hpp): the shipped
 // yardstick's report keys and figures (DESIGN.md "Accuracy report"), a file of other runs with
-// rows it cannot map, a team's own GPU from a user catalog, and files that are not lists of rows.
+// rows it cannot map, rows read with a scenario file's bounds and spellings, a team's own GPU from
+// a user catalog, and files that are not lists of rows.
 // The whole yardstick runs once (~8 s in Release); the other cases score a row or two.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "cli_run.hpp"
 
@@ -191,6 +194,91 @@ TEST_CASE("simrun accuracy on a file of other runs: a bad row, an unknown GPU an
   std::ostringstream predicted;
   predicted << ok.at("predicted_s");
   CHECK(valid_line.find("," + predicted.str() + ",") != std::string::npos);
+}
+
+TEST_CASE("simrun accuracy reads a team's rows as a scenario file would: bounds, spellings, ids",
+          "[cli][accuracy]") {
+  const json valid = shipped_row(kValidRowId);  // 8 H100, tp 1 pp 1 dp 8
+  std::vector<json> rows;
+  const auto variant = [&](const std::string& id, const std::function<void(json&)>& change) {
+    json row = valid;
+    row["id"] = id;
+    row["group"] = "team";
+    change(row);
+    rows.push_back(row);
+  };
+  // Sizes whose product overflows 64 bits, no num_gpus to compare it with: refused by the bound.
+  variant("overflow", [](json& r) {
+    r["layout"]["tp"] = 4294967296.0;
+    r["layout"]["pp"] = 4294967296.0;
+    r["layout"]["dp"] = 1;
+    r.erase("num_gpus");
+  });
+  variant("no_num_gpus", [](json& r) { r.erase("num_gpus"); });
+  variant("zero_9", [](json& r) { r["layout"]["zero_stage"] = 9; });
+  variant("zero_half", [](json& r) { r["layout"]["zero_stage"] = 2.5; });
+  variant("long_seq", [](json& r) { r["model"]["seq_len"] = 1 << 25; });
+  variant("recompute_bool", [](json& r) { r["layout"]["recompute"] = true; });
+  variant("sp_yes", [](json& r) { r["layout"]["sp"] = "yes"; });
+  variant("h100_pcie", [](json& r) { r["gpu"] = "H100 PCIe 80GB"; });
+  variant("h100_nvl", [](json& r) { r["gpu"] = "H100 NVL 94GB"; });
+  variant("ref_in_ms", [](json& r) { r["derived"]["iteration_s"] = 1e-320; });
+  variant("bad_measured", [](json& r) { r["measured"]["iteration_s"] = -1; });  // derived stands
+  variant("no_reference", [](json& r) {
+    r["measured"]["iteration_s"] = "fast";
+    r.erase("derived");
+  });
+  variant("big_micro_batch", [](json& r) { r["layout"]["micro_batch"] = 128; });
+  variant("no_group", [](json& r) { r.erase("group"); });
+  rows.push_back(rows.back());  // the same id again
+  const fs::path file = write_file("team-edge-runs.json", json(rows).dump(1));
+  const json report = run_json("accuracy " + shell_quoted(file) + " --json");
+  REQUIRE(report.at("runs").size() == rows.size());
+  const auto status = [&](const std::string& id) {
+    return run_of(report, id).at("status").get<std::string>();
+  };
+
+  CHECK(status("overflow") ==
+        "unsupported: layout.tp: 4294967296.0 is beyond what simrun simulates (at most "
+        "1048576)");
+  CHECK(status("no_num_gpus") == "unsupported: num_gpus not stated");
+  CHECK(status("zero_9") == "unsupported: layout.zero_stage: 9 is beyond what simrun simulates (at most 3)");
+  CHECK(status("zero_half") == "unsupported: layout.zero_stage: 2.5 is not an integer from 0 to 3");
+  CHECK(status("long_seq") ==
+        "unsupported: model.seq_len: 33554432 is beyond what simrun simulates (at most 16777216)");
+  CHECK(status("recompute_bool") == "unsupported: layout.recompute: \"true\" is not none, selective or full");
+  CHECK(status("sp_yes") == "unsupported: layout.sp: \"yes\" is not true or false");
+  // The form factor counts: a PCIe card is its own catalog part, an NVL one none.
+  CHECK(status("h100_pcie") == "ok");
+  CHECK(run_of(report, "h100_pcie").at("predicted_s").get<double>() >
+        run_of(report, "bad_measured").at("predicted_s").get<double>());  // the SXM part, as shipped
+  CHECK(status("h100_nvl") == "unsupported: GPU \"H100 NVL 94GB\" not in the catalog");
+  // A reference not in seconds per step is not scored, so no bands file can hold its error.
+  CHECK_THAT(status("ref_in_ms"), Catch::StartsWith("unsupported: predicted ") &&
+                                      Catch::Contains("is the reference one step's time in seconds?"));
+  CHECK(status("bad_measured") == "ok");
+  CHECK(run_of(report, "bad_measured").at("reference_kind") == "derived");
+  CHECK(status("no_reference") ==
+        "unsupported: measured.iteration_s: \"fast\" is not a positive number of "
+        "seconds");
+  // 128 sequences a micro-batch, 16 per GPU: one micro-batch of 16.
+  const json& big = run_of(report, "big_micro_batch");
+  CHECK(big.at("status") == "ok");
+  CHECK(big.at("defaults").dump().find("micro_batch 128 does not divide 16 per GPU: micro_batch=16") !=
+        std::string::npos);
+  const json& first = report.at("runs").at(rows.size() - 2);
+  const json& copy = report.at("runs").at(rows.size() - 1);
+  CHECK(first.at("group") == "(none)");
+  CHECK(first.at("status") == "ok");
+  CHECK(copy.at("status") ==
+        "unsupported: duplicate id (first at rows[" + std::to_string(rows.size() - 2) + "])");
+  CHECK(report.at("groups").contains("(none)"));
+  CHECK(report.at("summary").at("supported") == 4);  // h100_pcie, bad_measured, big_micro_batch, no_group
+
+  // No rows: the CSV still has its header.
+  const RunResult empty = run_simrun("accuracy " + shell_quoted(write_file("no-runs.json", "[]")) + " --csv");
+  REQUIRE(empty.exit_code == 0);
+  CHECK(empty.out == "id,group,status,predicted_s,reference_s,error_pct,fits,reference_kind\n");
 }
 
 TEST_CASE("simrun accuracy scores a team's own GPU from a user catalog", "[cli][accuracy][catalog]") {

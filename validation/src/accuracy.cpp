@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <map>
 #include <set>
 
 #include "simrun/common/echo.hpp"
@@ -39,6 +40,7 @@ std::string unsupported_reason(const MeasuredRun& run) {
 MeasuredRun unreadable_row(size_t index, const std::string& why) {
   MeasuredRun r;
   r.id = fmt::format("rows[{}]", index);
+  r.group = kNoGroup;
   r.no_scenario = why;
   r.unsupported = why;
   return r;
@@ -52,9 +54,10 @@ std::string row_name(const json& row, size_t index) {
 }
 
 std::string group_of(const json& row) {
-  if (row.is_object() && row.contains("group") && row.at("group").is_string())
+  if (row.is_object() && row.contains("group") && row.at("group").is_string() &&
+      !row.at("group").get<std::string>().empty())
     return row.at("group").get<std::string>();
-  return "";
+  return kNoGroup;
 }
 
 MeasuredRun mapped_row(const json& row, size_t index, const Catalogs& catalogs) {
@@ -114,35 +117,7 @@ RunScore unsimulated_score(const MeasuredRun& run, const AccuracyOptions& option
   return s;
 }
 
-// A mapped row bypasses the scenario parser, so its size limits are checked here (the same
-// bounds: models/src/model_checks.hpp, sim/scenario/src/scenario.cpp): a typo of a million
-// layers or GPUs would otherwise build a workload that exhausts memory. "" when within them.
-std::string beyond_limits(const Scenario& sc) {
-  const ModelSpec& m = sc.model;
-  const Layout& l = sc.layout;
-  const std::pair<const char*, std::pair<int64_t, int64_t>> sizes[] = {
-      {"model.layers", {m.layers, 10'000}},
-      {"model.hidden", {m.hidden, 1'000'000}},
-      {"model.heads", {m.heads, 100'000}},
-      {"model.ffn", {m.ffn_hidden, 10'000'000}},
-      {"model.vocab", {m.vocab, 100'000'000}},
-      {"model.seq_len", {m.seq_len, int64_t(1) << 26}},
-      {"num_gpus", {sc.cluster.num_gpus, int64_t(1) << 20}},
-      {"layout.global_batch", {l.global_batch, int64_t(1) << 24}},
-      {"layout.vpp", {l.virtual_stages, 1024}},
-  };
-  for (const auto& [field, value] : sizes)
-    if (value.first > value.second)
-      return fmt::format("{}: {} is beyond what simrun simulates (at most {})", field, value.first,
-                         value.second);
-  return "";
-}
-
 void simulate_run(const MeasuredRun& run, const AccuracyOptions& options, RunScore& s) {
-  if (std::string why = beyond_limits(run.scenario); !why.empty()) {
-    s.status = "unsupported: " + why;
-    return;
-  }
   std::optional<SimulationOutput> o;
   try {
     o = simulate(run.scenario, simulate_options(run, options));
@@ -150,6 +125,11 @@ void simulate_run(const MeasuredRun& run, const AccuracyOptions& options, RunSco
     s.error = (o->report.step_time_s - s.reference_s) / s.reference_s;
     s.fits = o->report.memory.fits;
     s.mfu = o->report.mfu;
+    if (!plausible_error(*s.error))
+      s.status = fmt::format(
+          "unsupported: predicted {:.4g} s against a reference of {:.4g} s, beyond a comparison's range "
+          "({:+.1f}% to {:+.0f}%): is the reference one step's time in seconds?",
+          *s.predicted_s, s.reference_s, 100 * kMinError, 100 * kMaxError);
   } catch (const InputError& e) {  // a layout or shape the simulator refuses
     s.status = "unsupported: " + (e.field().empty() ? e.why() : e.field() + ": " + e.why());
   } catch (const std::exception& e) {  // an internal error on this row: reported, not fatal to the rest
@@ -181,7 +161,12 @@ std::vector<MeasuredRun> measured_runs_of(const json& doc, const std::string& fi
                          type_name(doc));
   std::vector<MeasuredRun> out;
   out.reserve(doc.size());
-  for (size_t i = 0; i < doc.size(); ++i) out.push_back(mapped_row(doc[i], i, catalogs));
+  std::map<std::string, size_t> first_row_of;  // ids are unique in a file: a later copy is not scored
+  for (size_t i = 0; i < doc.size(); ++i) {
+    MeasuredRun& run = out.emplace_back(mapped_row(doc[i], i, catalogs));
+    if (const auto [first, fresh] = first_row_of.emplace(run.id, i); !fresh)
+      run.no_scenario = run.unsupported = fmt::format("duplicate id (first at rows[{}])", first->second);
+  }
   return out;
 }
 
@@ -256,10 +241,14 @@ json accuracy_json(const AccuracyScore& score) {
           {"runs", runs}};
 }
 
-std::vector<Fields> accuracy_csv_rows(const AccuracyScore& score) {
+void write_accuracy_csv(const AccuracyScore& score, std::ostream& out) {
   std::vector<Fields> rows;
   for (const RunScore& s : score.runs) rows.push_back(run_fields(s));
-  return rows;
+  if (rows.empty()) {
+    write_csv_header(run_fields(RunScore{}), out);
+    return;
+  }
+  write_csv(rows, out);
 }
 
 void write_accuracy_table(const AccuracyScore& score, std::ostream& out) {

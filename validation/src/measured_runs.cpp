@@ -57,6 +57,7 @@
 #include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/common/json_reader.hpp"
+#include "simrun/models/model_limits.hpp"
 #include "simrun/sim/scenario/rank_layout.hpp"
 #include "simrun/validation/accuracy.hpp"
 
@@ -78,17 +79,23 @@ std::optional<int64_t> opt_int(const json& j, const char* key) {
   if (!(std::abs(v) < 9.0e15)) return std::nullopt;  // NaN, or beyond what a double counts exactly
   return static_cast<int64_t>(v);
 }
-// Why `section.key` is not usable as a size ("" when it is, or when null/absent: the caller's
-// default applies): a row of another team's file may hold anything.
-std::string not_positive_int(const json& j, const char* section, const char* key) {
+// Why `section.key` is not usable as a size from `lo` to `hi` ("" when it is, or when null/absent:
+// the caller's default applies): a row of another team's file may hold anything. The bounds are
+// the scenario's and the models' (scenario.hpp, model_limits.hpp), so that a row is read as a
+// scenario file would be.
+std::string not_a_size(const json& j, const char* section, const char* key, int64_t lo, int64_t hi) {
   if (!j.is_object() || !j.contains(key) || j.at(key).is_null()) return "";
   const json& v = j.at(key);
-  if (v.is_number_integer() && v.get<int64_t>() >= 1) return "";
-  if (v.is_number_float() && v.get<double>() >= 1 && v.get<double>() < 9.0e15 &&
-      v.get<double>() == std::floor(v.get<double>()))
-    return "";
-  return fmt::format("{}{}{}: {} is not a positive integer", section, *section ? "." : "", key,
-                     v.is_string() ? quoted_input(v.get<std::string>()) : printable(v.dump()));
+  const std::string field = fmt::format("{}{}{}", section, *section ? "." : "", key);
+  const bool integer = v.is_number_integer() || (v.is_number_float() && std::abs(v.get<double>()) < 9.0e15 &&
+                                                 v.get<double>() == std::floor(v.get<double>()));
+  if (!integer || v.get<double>() < double(lo))
+    return fmt::format(
+        "{}: {} is not {}", field, v.is_string() ? quoted_input(v.get<std::string>()) : printable(v.dump()),
+        lo == 1 ? std::string("a positive integer") : fmt::format("an integer from {} to {}", lo, hi));
+  if (v.get<double>() > double(hi))
+    return fmt::format("{}: {} is beyond what simrun simulates (at most {})", field, printable(v.dump()), hi);
+  return "";
 }
 std::optional<double> opt_num(const json& j, const char* key) {
   if (!j.is_object() || !j.contains(key) || !j.at(key).is_number()) return std::nullopt;
@@ -132,17 +139,28 @@ std::string framework_of(const json& row, const std::string& architecture) {
   return kDefaultFramework;
 }
 
-// Catalog id of the row's GPU; "" when not in the catalog. `hbm_scale` > 1 for a larger SKU of
-// the same chip whose memory alone is checked.
+// Catalog id of the row's GPU from its free text ("H100-SXM5-80GB (DGX-H100)"); "" when not in
+// the catalog. `hbm_scale` > 1 for a larger SKU of the same chip whose memory alone is checked.
+// The chip and its form factor both count: an H100 PCIe is h100-pcie, an H100 NVL (94 GB) or an
+// A100 PCIe no catalog part, never the SXM part's figures.
 std::string gpu_id(const std::string& text, double& hbm_scale) {
-  const std::string g = lower(text);
+  std::string g = lower(text);
+  g.erase(std::remove(g.begin(), g.end(), ' '), g.end());  // "40 GB" reads as "40gb"
   hbm_scale = 1.0;
-  if (has(g, "a100")) return has(g, "40gb") ? "a100-40gb" : "a100-80gb";
-  if (has(g, "h100") && has(g, "96gb")) {
-    hbm_scale = 96.0 / 80.0;
+  if (has(g, "a100")) {
+    if (has(g, "pcie")) return "";
+    return has(g, "40gb") ? "a100-40gb" : "a100-80gb";
+  }
+  if (has(g, "gh200")) return "";  // its GPU is an H100 on NVLink-C2C: not the SXM part
+  if (has(g, "h100")) {
+    if (has(g, "pcie")) return "h100-pcie";
+    if (has(g, "nvl")) return "";
+    if (has(g, "96gb")) {
+      hbm_scale = 96.0 / 80.0;
+      return "h100-sxm";
+    }
     return "h100-sxm";
   }
-  if (has(g, "h100")) return "h100-sxm";
   if (has(g, "gb200")) return "gb200";
   return "";
 }
@@ -152,20 +170,26 @@ bool is_moe(const json& mj, const json& lj, const std::string& lname) {
          has(lname, "a3b") || has(lname, "a22b") || opt_int(lj, "ep").value_or(1) > 1;
 }
 
-// The run's reference step time: measured.iteration_s, else derived.iteration_s; and its
-// TFLOP/s per GPU where stated.
-void set_reference(MeasuredRun& c, const json& row) {
+// The run's reference step time: measured.iteration_s, else derived.iteration_s, each where it
+// is a positive number of seconds (else why not, in `why`); and its TFLOP/s per GPU where stated.
+void set_reference(MeasuredRun& c, const json& row, std::string& why) {
   const json empty = json::object();
   const json& meas = row.contains("measured") && row.at("measured").is_object() ? row.at("measured") : empty;
-  const json& der = row.contains("derived") && row.at("derived").is_object() ? row.at("derived") : empty;
-  if (auto it = opt_num(meas, "iteration_s")) {
-    c.reference_s = *it;
-    c.reference_kind = "measured";
-  } else if (auto dv = opt_num(der, "iteration_s")) {
-    c.reference_s = *dv;
-    c.reference_kind = "derived";
-  }
   c.tflops_per_gpu = opt_num(meas, "tflops_per_gpu").value_or(0);
+  for (const char* kind : {"measured", "derived"}) {
+    const json& section = row.contains(kind) && row.at(kind).is_object() ? row.at(kind) : empty;
+    if (!section.contains("iteration_s") || section.at("iteration_s").is_null()) continue;
+    const json& v = section.at("iteration_s");
+    if (v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() > 0) {
+      c.reference_s = v.get<double>();
+      c.reference_kind = kind;
+      return;
+    }
+    if (why.empty())
+      why = fmt::format("{}.iteration_s: {} is not a positive number of seconds", kind,
+                        v.is_string() ? quoted_input(v.get<std::string>()) : printable(v.dump()));
+  }
+  if (why.empty()) why = "no reference step time (measured and derived iteration_s null)";
 }
 
 // The architecture of an MoE row: the file gives only part of it, so the catalog's where it has
@@ -209,14 +233,43 @@ ModelSpec dense_model(const json& mj, const std::string& name, const std::string
   return m;
 }
 
-// Why the row's sizes cannot be read ("" when they can): a stated layout or model size that is
-// not a positive integer, or a dense model without its shape (MoE rows take the catalog's).
+// The sizes a row may state, with the bounds a scenario file keeps to.
+struct SizeField {
+  const char* key;
+  int64_t lo, hi;
+};
+constexpr SizeField kLayoutSizes[] = {{"tp", 1, kMaxParallel},
+                                      {"pp", 1, kMaxParallel},
+                                      {"dp", 1, kMaxGpus},
+                                      {"cp", 1, kMaxParallel},
+                                      {"ep", 1, kMaxParallel},
+                                      {"vpp", 1, kMaxVirtualStages},
+                                      {"micro_batch", 1, kMaxGlobalBatch},
+                                      {"global_batch", 1, kMaxGlobalBatch},
+                                      {"zero_stage", 0, 3}};
+constexpr SizeField kModelSizes[] = {
+    {"layers", 1, kMaxLayers},      {"hidden", 1, kMaxHidden},  {"heads", 1, kMaxHeads},
+    {"kv_heads", 1, kMaxHeads},     {"ffn", 1, kMaxFfn},        {"vocab", 1, kMaxVocab},
+    {"seq_len", 1, kMaxStepSeqLen}, {"experts", 1, kMaxExperts}};
+
+// The first word of a row's text field ("selective (per-op)" → "selective"), lower case.
+std::string first_word(const std::string& text) { return lower(text.substr(0, text.find_first_of(" ("))); }
+
+// Why the row's sizes and switches cannot be read ("" when they can): num_gpus not stated, a
+// stated size that is not an integer within the scenario's bounds, a recompute or sp value
+// simrun does not know, or a dense model without its shape (MoE rows take the catalog's).
 std::string shape_error(const json& row, const json& mj, const json& lj) {
-  for (const char* key : {"tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "global_batch"})
-    if (std::string why = not_positive_int(lj, "layout", key); !why.empty()) return why;
-  for (const char* key : {"layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq_len", "experts"})
-    if (std::string why = not_positive_int(mj, "model", key); !why.empty()) return why;
-  if (std::string why = not_positive_int(row, "", "num_gpus"); !why.empty()) return why;
+  for (const SizeField& f : kLayoutSizes)
+    if (std::string why = not_a_size(lj, "layout", f.key, f.lo, f.hi); !why.empty()) return why;
+  for (const SizeField& f : kModelSizes)
+    if (std::string why = not_a_size(mj, "model", f.key, f.lo, f.hi); !why.empty()) return why;
+  if (!row.contains("num_gpus") || row.at("num_gpus").is_null()) return "num_gpus not stated";
+  if (std::string why = not_a_size(row, "", "num_gpus", 1, kMaxGpus); !why.empty()) return why;
+  if (const std::string rc = first_word(opt_str(lj, "recompute"));
+      !rc.empty() && rc != "none" && rc != "selective" && rc != "full")
+    return "layout.recompute: " + quoted_input(opt_str(lj, "recompute")) + " is not none, selective or full";
+  if (lj.is_object() && lj.contains("sp") && !lj.at("sp").is_null() && !lj.at("sp").is_boolean())
+    return "layout.sp: " + printable(lj.at("sp").dump()) + " is not true or false";
   if (is_moe(mj, lj, lower(opt_str(mj, "name")))) return "";
   for (const char* key : {"layers", "hidden", "heads"})
     if (!opt_int(mj, key))
@@ -235,7 +288,7 @@ std::string shape_error(const json& row, const json& mj, const json& lj) {
 // Transformer Engine's delayed scaling (NeMo 24.07's default recipe), amp_bf16 Composer's.
 // Unstated: bf16. nullopt: a word simrun does not know.
 std::optional<std::pair<Precision, LowPrecisionRecipe>> measured_precision(const std::string& text) {
-  const std::string word = lower(text.substr(0, text.find_first_of(" (")));
+  const std::string word = first_word(text);
   if (word.empty() || word == "bf16" || word == "amp_bf16")
     return std::pair{Precision::bf16, LowPrecisionRecipe::delayed};
   if (word == "fp16" || word == "amp_fp16") return std::pair{Precision::fp16, LowPrecisionRecipe::delayed};
@@ -297,7 +350,7 @@ void set_layout(Layout& l, const json& lj, const ModelSpec& m, const FrameworkPr
     note("micro_batch=1");
   }
   l.global_batch = opt_int(lj, "global_batch").value_or(l.micro_batch * l.dp);
-  const std::string sp = opt_str(lj, "sp");
+  const std::string sp = opt_str(lj, "sp");  // "true", "false" or "" (shape_error refuses others)
   if (sp.empty()) note(f.sequence_parallel_with_tp ? "sp=(tp>1)" : "sp=off (" + f.id + ")");
   l.sequence_parallel = sp.empty() ? f.sequence_parallel_with_tp && l.tp > 1 : sp == "true";
   if (auto z = opt_int(lj, "zero_stage")) {
@@ -306,11 +359,9 @@ void set_layout(Layout& l, const json& lj, const ModelSpec& m, const FrameworkPr
     l.zero_stage = 1;
     note("zero_stage=1");
   }
-  const std::string rc = lower(opt_str(lj, "recompute"));
+  const std::string rc = first_word(opt_str(lj, "recompute"));  // shape_error refuses other words
   if (rc.empty()) note("recompute=none");
-  l.recompute = has(rc, "full")        ? Recompute::full
-                : has(rc, "selective") ? Recompute::selective
-                                       : Recompute::none;
+  l.recompute = rc == "full" ? Recompute::full : rc == "selective" ? Recompute::selective : Recompute::none;
   l.flash_attention = f.flash_attention;  // megatron-lm-2021 predates FlashAttention (2022)
   // Layers that do not divide into pp·vpp chunks: Megatron's account-for-embedding/loss split
   // when layers + 2 divide (the Megatron-Bridge Llama-3.1 405B recipe), else balanced (Megatron-Core's
@@ -329,10 +380,12 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
   MeasuredRun c;
   c.id = row.at("id").get<std::string>();
   c.group = opt_str(row, "group");
+  if (c.group.empty()) c.group = kNoGroup;
   const json empty = json::object();
   const json& mj = row.contains("model") ? row.at("model") : empty;
   const json& lj = row.contains("layout") ? row.at("layout") : empty;
-  set_reference(c, row);
+  std::string no_reference;  // why the row gives no usable step time
+  set_reference(c, row, no_reference);
 
   const std::string gpu_text = opt_str(row, "gpu");
   double hbm_scale = 1.0;
@@ -367,8 +420,7 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
   }
   if (hbm_scale != 1.0)
     c.unsupported = "GPU " + quoted_input(gpu_text) + ": non-standard SKU, not in the catalog";
-  if (c.unsupported.empty() && c.reference_s <= 0)
-    c.unsupported = "no reference step time (measured and derived iteration_s null)";
+  if (c.unsupported.empty() && c.reference_s <= 0) c.unsupported = no_reference;
 
   Scenario& sc = c.scenario;
   sc.file = c.id;
@@ -387,6 +439,13 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
   sc.cluster = measured_cluster(row, id, hbm_scale, catalogs, c.id);
   Layout& l = sc.layout;
   set_layout(l, lj, sc.model, profile, c.defaults_used);
+  // In double: each size is bounded (shape_error), their product need not fit an int64.
+  if (const double world = double(l.tp) * double(l.pp) * double(l.dp) * double(l.cp);
+      world != double(sc.cluster.num_gpus)) {
+    c.no_scenario = fmt::format("tp·pp·dp·cp = {:.0f} but num_gpus = {}", world, sc.cluster.num_gpus);
+    c.unsupported = c.no_scenario;
+    return c;
+  }
   l.ep_intra_level = ep_domain_level(sc.cluster, l);
   const std::string precision = opt_str(lj, "precision");
   if (const auto p = measured_precision(precision)) {
@@ -402,18 +461,17 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
   }
   sc.run.tokens = 0;
 
-  if (l.world_size() != sc.cluster.num_gpus) {
-    c.no_scenario = fmt::format("tp·pp·dp·cp = {} but num_gpus = {}", l.world_size(), sc.cluster.num_gpus);
-    c.unsupported = c.no_scenario;
-    return c;
-  }
-  if (l.global_batch % (l.micro_batch * l.dp) != 0) {
-    // Composer accepts a micro-batch that does not divide the per-GPU batch: the last
-    // micro-batch is short. Simulate the equivalent whole micro-batches of the same tokens.
+  if (l.global_batch % l.dp == 0 && l.global_batch % (l.micro_batch * l.dp) != 0) {
+    // A micro-batch that does not divide the per-GPU batch: Composer runs it with a short last
+    // micro-batch, or the whole per-GPU batch as one where the micro-batch is larger (Megatron
+    // refuses it). Simulated as the largest micro-batch up to the stated one that divides the
+    // per-GPU batch: as many micro-batches where Composer's are near even, the same tokens.
     const int64_t per_gpu = l.global_batch / l.dp;
-    c.defaults_used.push_back(fmt::format("micro_batch {} does not divide {} per GPU: micro_batch=1 x {}",
-                                          l.micro_batch, per_gpu, per_gpu));
-    l.micro_batch = 1;
+    int64_t mb = std::min(l.micro_batch, per_gpu);
+    while (per_gpu % mb != 0) --mb;
+    c.defaults_used.push_back(
+        fmt::format("micro_batch {} does not divide {} per GPU: micro_batch={}", l.micro_batch, per_gpu, mb));
+    l.micro_batch = mb;
   }
   return c;
 }

@@ -97,8 +97,7 @@ PredictionResiduals load_prediction_residuals(const std::filesystem::path& file)
     r.run_id = row.string("id");
     r.framework = row.string("framework");
     r.architecture = row.string("architecture");
-    // Above −100%: a predicted step time is positive.
-    r.error = row.number("error", -0.9999, 100);
+    r.error = row.number("error", kMinError, kMaxError);  // as accuracy scores them (plausible_error)
     row.finish();
     out.residuals.push_back(std::move(r));
   }

@@ -100,7 +100,7 @@ PlanRequest parse_plan_request(const nlohmann::json& doc, const std::string& fil
   JsonReader r(doc, file);
   if (!r.has("model")) r.fail("model", "missing: the model to plan for (a catalog id, e.g. llama3-70b)");
   q.model = r.raw("model");
-  if (r.has("seq_len")) q.seq_len = r.integer("seq_len", 1, 1 << 24);
+  if (r.has("seq_len")) q.seq_len = r.integer("seq_len", 1, kMaxStepSeqLen);
   if (r.has("tokens")) q.tokens = r.number("tokens", 1, 1e18);
 
   const std::map<std::string, double> prices = read_prices(r, base_dir);

@@ -63,14 +63,19 @@ std::string csv_cell(const nlohmann::json& v) {
   }
 }
 
-void write_csv(const std::vector<Fields>& rows, std::ostream& out) {
-  if (rows.empty()) return;
+void write_csv_header(const Fields& columns, std::ostream& out) {
   std::string line;
-  for (const Field& f : rows.front()) {
+  for (const Field& f : columns) {
     if (!line.empty()) line += ',';
     line += f.key;
   }
   out << line << "\n";
+}
+
+void write_csv(const std::vector<Fields>& rows, std::ostream& out) {
+  if (rows.empty()) return;
+  write_csv_header(rows.front(), out);
+  std::string line;
   for (const Fields& row : rows) {
     SIMRUN_ASSERT(row.size() == rows.front().size(), "every CSV row has the header's columns");
     line.clear();

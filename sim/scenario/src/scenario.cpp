@@ -21,9 +21,6 @@
 namespace simrun {
 namespace {
 
-constexpr int64_t kMaxGpus = int64_t(1) << 20;  // 1M GPUs: beyond any cluster built
-constexpr int64_t kMaxParallel = int64_t(1) << 20;
-constexpr int64_t kMaxSeqLen = int64_t(1) << 24;  // 16M tokens
 // One step's model FLOPs per GPU, in seconds at the GPU's dense peak. Real steps take seconds
 // to minutes; the event simulation's clock (int64 ns) ends at ~292 years, and inefficiency,
 // communication and bubbles must still fit under it.
@@ -114,9 +111,9 @@ ModelSpec read_hf_model(JsonReader& r, const std::string& key, const std::filesy
                " (a HuggingFace config.json file; relative paths start at the scenario's directory, or at "
                "the working directory when given on the command line)");
   ModelSpec spec = import_hf_config(load_json_file(hf_path), hf_path.string(), seq_len);
-  if (!seq_len && spec.seq_len > kMaxSeqLen)
+  if (!seq_len && spec.seq_len > kMaxStepSeqLen)
     r.fail(seq_len_field, "missing, and the config's context of " + std::to_string(spec.seq_len) +
-                              " tokens is over the " + std::to_string(kMaxSeqLen) +
+                              " tokens is over the " + std::to_string(kMaxStepSeqLen) +
                               " a step is simulated at (give the training sequence length)");
   return spec;
 }
@@ -157,7 +154,8 @@ ModelSpec read_model_field(JsonReader& top, const Catalogs& catalogs, const std:
   // {"hf_config": path, ...}: the imported shape, any variant fields (seq_len, layers, ...) replaced.
   if (model.has("hf_config")) {
     const std::optional<int64_t> seq_len =
-        model.has("seq_len") ? std::optional<int64_t>(model.integer("seq_len", 1, kMaxSeqLen)) : std::nullopt;
+        model.has("seq_len") ? std::optional<int64_t>(model.integer("seq_len", 1, kMaxStepSeqLen))
+                             : std::nullopt;
     ModelSpec spec =
         read_model_variant(read_hf_model(model, "hf_config", base_dir, seq_len, "seq_len"), model);
     spec.name = model.string_or("name", spec.name);
@@ -170,7 +168,8 @@ ModelSpec read_model_field(JsonReader& top, const Catalogs& catalogs, const std:
   if (name != raw.end() && name->is_string() && !full_model_object(raw) &&
       (catalogs.models.contains(name->get<std::string>()) || !raw.contains("layers"))) {
     const ModelSpec& base = catalogs.models.get(model.string("name"), top.file(), "model.name");
-    if (model.has("seq_len")) model.integer("seq_len", 1, kMaxSeqLen);  // the step's bound, below the model's
+    if (model.has("seq_len"))
+      model.integer("seq_len", 1, kMaxStepSeqLen);  // the step's bound, below the model's
     ModelSpec spec = read_model_variant(base, model);
     refuse_other_keys(model, raw, {"name"}, "the catalog model \"" + base.name + "\"");
     return spec;
@@ -303,7 +302,7 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
                  " key/value heads per tensor-parallel rank do not divide by it (use p2p, or a size that "
                  "divides them)");
   }
-  layout.virtual_stages = r.integer_or("virtual_stages", 1, 1, 1024);
+  layout.virtual_stages = r.integer_or("virtual_stages", 1, 1, kMaxVirtualStages);
   layout.pipeline_split = parse_pipeline_split(r.choice_or("pipeline_split", "even", kPipelineSplitNames));
   if (r.has("pipeline_schedule"))
     layout.pipeline_schedule =

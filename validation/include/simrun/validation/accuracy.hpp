@@ -22,6 +22,13 @@ namespace simrun {
 // A run within this fraction of its reference counts as "within 15%".
 inline constexpr double kAccuracyWithin = 0.15;
 
+// The errors a comparison can hold: above −100% (a predicted step time is positive) and at most
+// +9,900% (100× the reference). Outside, or not finite, the reference is not a step time in
+// seconds (a unit slip, a per-token time): the run is listed as unsupported, not scored, and its
+// error never reaches a bands file (prediction_band.hpp), whose reader keeps to the same range.
+inline constexpr double kMinError = -0.999, kMaxError = 99;
+inline bool plausible_error(double error) { return error >= kMinError && error <= kMaxError; }
+
 // One run as scored.
 struct RunScore {
   std::string id;                     // row id, e.g. "narayanan2021_t1_1T"
@@ -89,9 +96,9 @@ AccuracyScore score_accuracy(const std::vector<MeasuredRun>& runs, const Accurac
 // known (an unsupported run's prediction, a group without supported runs' MAPE) are null.
 nlohmann::json accuracy_json(const AccuracyScore& score);
 
-// One CSV row per run: id, group, status, predicted_s, reference_s, error_pct, fits,
-// reference_kind, at full precision (write_csv prints them under one header).
-std::vector<Fields> accuracy_csv_rows(const AccuracyScore& score);
+// The CSV: a header, then one row per run: id, group, status, predicted_s, reference_s,
+// error_pct, fits, reference_kind, at full precision (the header alone for a file of no rows).
+void write_accuracy_csv(const AccuracyScore& score, std::ostream& out);
 
 // The human table: a line per run (id, group, predicted, reference, error, fits, status and the
 // defaults it took), MAPE per group, the summary line and the runs predicted not to fit.

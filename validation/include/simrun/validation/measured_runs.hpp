@@ -12,10 +12,9 @@
 #pragma once
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "simrun/sim/memory/memory_model.hpp"
 #include "simrun/sim/scenario/scenario.hpp"
@@ -23,6 +22,9 @@
 #include "simrun/sim/workload/workload.hpp"
 
 namespace simrun {
+
+// The group of a row that names none.
+inline constexpr const char* kNoGroup = "(none)";
 
 struct MeasuredRun {
   std::string id;     // row id, e.g. "mosaic_mpt13b_h100_80gb_8gpu_s2048_gbs16"
@@ -36,11 +38,11 @@ struct MeasuredRun {
   // the catalog, no reference time). A run can have a scenario (memory-checked) without this.
   std::string unsupported;
   Scenario scenario;
-  WorkloadOptions workload;  // the framework's overlap/kernel behaviour
-  MemoryDefaults memory;     // the framework's model-state convention, dropout
-  double reference_s = 0;    // measured.iteration_s, else derived.iteration_s; 0 = none
-  double tflops_per_gpu = 0;  // measured.tflops_per_gpu in the source's FLOP convention; 0 = none
-  std::string reference_kind;              // "measured" | "derived" | ""
+  WorkloadOptions workload;    // the framework's overlap/kernel behaviour
+  MemoryDefaults memory;       // the framework's model-state convention, dropout
+  double reference_s = 0;      // measured.iteration_s, else derived.iteration_s; 0 = none
+  double tflops_per_gpu = 0;   // measured.tflops_per_gpu in the source's FLOP convention; 0 = none
+  std::string reference_kind;  // "measured" | "derived" | ""
   std::vector<std::string> defaults_used;  // unstated fields filled, e.g. "micro_batch=1"
 
   bool has_scenario() const { return no_scenario.empty(); }

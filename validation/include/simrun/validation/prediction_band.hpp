@@ -65,7 +65,7 @@ struct StepTimeBand {
   // the lower bound from the high error and the upper from the low one, e.g. −0.03 and +0.08.
   double low_fraction() const { return 1 / (1 + error_high) - 1; }
   double high_fraction() const { return 1 / (1 + error_low) - 1; }
-  // "nemo on Hopper", or "megatron-core on Hopper (runs of megatron-core-perf, nemo)".
+  // "nemo on Hopper": the profile × architecture the band describes.
   std::string family() const;
 };
 
@@ -74,9 +74,9 @@ struct StepTimeBand {
 StepTimeBand step_time_band(const PredictionResiduals& residuals, const FrameworkProfile& profile,
                             const std::string& architecture, const FrameworkCatalog& catalog);
 
-// The table's words after a step time: "−3.0% … +8.0%, 26 measured runs of megatron-core on
-// Hopper (runs of megatron-core-perf, nemo)" or "no measured runs of this family: deepspeed on
-// Hopper".
+// The table's words after a step time: "-3.0% … +8.0%, 7 measured runs of this family: nemo on
+// Hopper", "-9.8% … +12.0%, 26 measured runs of the profiles extending megatron-core on Hopper:
+// megatron-core-perf, nemo", or "no measured runs of this family: deepspeed@0.6 on Hopper".
 std::string step_time_band_text(const StepTimeBand& band);
 
 // The report's "step_time_band_s": {"low", "high" (seconds; null without runs), "runs",

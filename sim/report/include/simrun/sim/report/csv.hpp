@@ -34,6 +34,8 @@ std::string csv_cell(const nlohmann::json& value);
 // A header line of the first row's keys, then one line per row; every row has the same keys in
 // the same order (asserted), so runs of a sweep diff column by column.
 void write_csv(const std::vector<Fields>& rows, std::ostream& out);
+// The header line alone: `columns`' keys (for a table of no rows).
+void write_csv_header(const Fields& columns, std::ostream& out);
 
 // A Report's CSV columns: the ones earlier versions printed (fidelity, the DESIGN.md report keys
 // under their short names) in their order, then the extras (full breakdown, workspace,

@@ -57,9 +57,16 @@ enum class CpCommType {
                // over the second (AttnFuncWithCPAndKVP2P with an a2a group)
 };
 
-// The most sequences one step may hold (layout.global_batch, layout.micro_batch): the scenario's
-// rule, which the planner's global_batch and batch_tokens keep to as well.
+// The scenario's bounds on single sizes, which every reader of a layout keeps to (the scenario
+// file and its flags, `simrun accuracy`'s rows; the planner's global_batch and batch_tokens):
+// the GPUs of a cluster and a data-parallel size; each other parallel size; the sequences of one
+// step (layout.global_batch, layout.micro_batch); the tokens of one sequence in a step (below the
+// model's own bound, kMaxModelSeqLen).
+inline constexpr int64_t kMaxGpus = int64_t(1) << 20;  // 1M GPUs: beyond any cluster built
+inline constexpr int64_t kMaxParallel = int64_t(1) << 20;
 inline constexpr int64_t kMaxGlobalBatch = int64_t(1) << 24;
+inline constexpr int64_t kMaxStepSeqLen = int64_t(1) << 24;  // 16M tokens
+inline constexpr int64_t kMaxVirtualStages = 1024;
 
 // Megatron's parallel layout. Sizes multiply: tp·pp·dp·cp = num_gpus (ep splits experts
 // inside the dp·cp ranks, as in Megatron-Core).
