@@ -69,7 +69,7 @@ struct PlanArgs {
   std::vector<std::string> recompute, precision, framework;
   int threads = 0;
   OutputFormat format = OutputFormat::table;
-  int64_t explain_row = 0;
+  std::optional<int64_t> explain_row;  // --explain N: row N of the ranking, 1-based
   ProgressArgs progress;
   std::vector<std::string> catalogs;
 };
@@ -382,7 +382,7 @@ PlanRequest checked_request(const PlanArgs& a, const Catalogs& catalogs) {
   if (a.threads < 0 || a.threads > kMaxPlanThreads)
     throw InputError("command line", "--threads",
                      fmt::format("{} is outside [1, {}] (0: every core)", a.threads, kMaxPlanThreads));
-  if (a.explain_row != 0 && a.format != OutputFormat::table)
+  if (a.explain_row && a.format != OutputFormat::table)
     throw InputError("command line", "--explain",
                      "explains a row of the table: give it without --json or --csv (simrun simulate "
                      "--json on the row's scenario gives the report as JSON)");
@@ -411,10 +411,10 @@ PlanRequest checked_request(const PlanArgs& a, const Catalogs& catalogs) {
                     "sequences (search other sizes, more GPUs or another batch)",
                     gpus, batch_text(space)));
   }
-  if (a.explain_row < 0 || a.explain_row > q.top_k)
+  if (a.explain_row && (*a.explain_row < 1 || *a.explain_row > q.top_k))
     throw InputError(
         "command line", "--explain",
-        fmt::format("row {} is not among the {} ranked rows (1 to --top-k)", a.explain_row, q.top_k));
+        fmt::format("row {} is not among the {} ranked rows (1 to --top-k)", *a.explain_row, q.top_k));
   return q;
 }
 
@@ -545,15 +545,15 @@ Command add_plan_command(CLI::App& root, const CliEnv& env) {
         const bool moe = result.model.is_moe();
         if (result.ranked.empty() && !result.interrupted)
           throw InfeasibleError(q.file + ": " + infeasible_text(q, result));
-        if (a->explain_row > int64_t(result.ranked.size()))
+        if (a->explain_row && *a->explain_row > int64_t(result.ranked.size()))
           throw InputError(
               "command line", "--explain",
-              fmt::format("row {} is not in the ranking ({} rows)", a->explain_row, result.ranked.size()));
+              fmt::format("row {} is not in the ranking ({} rows)", *a->explain_row, result.ranked.size()));
         // The explained row is simulated before anything prints: a refusal leaves no half output.
         std::optional<Report> explained;
-        if (a->explain_row > 0) {
+        if (a->explain_row) {
           const Scenario s =
-              plan_point_scenario(q, *catalogs, result.ranked[size_t(a->explain_row - 1)], result.frameworks);
+              plan_point_scenario(q, *catalogs, result.ranked[size_t(*a->explain_row - 1)], result.frameworks);
           explained = simulate(s, framework_simulate_options(s)).report;
         }
         switch (a->format) {
@@ -574,9 +574,9 @@ Command add_plan_command(CLI::App& root, const CliEnv& env) {
             break;
         }
         if (explained) {
-          const PlanPoint& p = result.ranked[size_t(a->explain_row - 1)];
+          const PlanPoint& p = result.ranked[size_t(*a->explain_row - 1)];
           std::cout << fmt::format("\nrow {}: the scenario (simrun simulate FILE reruns it)\n{}\n\n",
-                                   a->explain_row, plan_point_scenario_json(q, p, result.frameworks).dump(2));
+                                   *a->explain_row, plan_point_scenario_json(q, p, result.frameworks).dump(2));
           print_report_explain(*explained, std::cout);
         }
         return result.interrupted ? 130 : 0;

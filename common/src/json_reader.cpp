@@ -45,7 +45,8 @@ std::vector<std::string_view> number_literals(std::string_view text) {
       i = end == std::string_view::npos ? text.size() : end + 2;
     } else if (c == '-' || (c >= '0' && c <= '9')) {
       const size_t start = i;
-      while (i < text.size() && std::string_view("0123456789+-.eE").find(text[i]) != std::string_view::npos) ++i;
+      while (i < text.size() && std::string_view("0123456789+-.eE").find(text[i]) != std::string_view::npos)
+        ++i;
       out.push_back(text.substr(start, i - start));
     } else {
       ++i;
@@ -65,16 +66,32 @@ bool is_integer_literal(std::string_view literal) {
 nlohmann::json parse_json_text(const std::string& text, const std::string& file) {
   // A key given twice in one object would silently keep the last value: refuse it, naming
   // the object's path. The parser reports each object's start and end and every key.
-  std::vector<std::set<std::string>> keys;  // per open object (arrays push an empty set)
-  std::vector<std::string> path;            // keys of the open objects and arrays, outermost first
-  std::string pending;                      // the key whose value comes next
+  // Each open object or array: its keys so far (objects), its elements so far (arrays), and its
+  // name in the path ("layout", or "[3]" for an array's fourth element).
+  struct Open {
+    std::string name;
+    bool array = false;
+    size_t elements = 0;
+    std::set<std::string> keys;
+  };
+  std::vector<Open> open;  // outermost first
+  std::string pending;     // the key whose value comes next
   const std::vector<std::string_view> numbers = number_literals(text);
   size_t next_number = 0;
-  auto field_of = [&](const std::string& key) {  // the dotted path of `key` in the open objects
+  // The name of the value that starts now: its key, or its index in the array it is in.
+  auto starting = [&]() {
+    if (open.empty() || !open.back().array) return printable(pending);
+    return "[" + std::to_string(open.back().elements++) + "]";
+  };
+  // The path of `last` under the open objects and arrays, e.g. "[1].layout.tp".
+  auto field_of = [&](const std::string& last) {
     std::string field;
-    for (const std::string& part : path)
-      if (!part.empty()) field += (field.empty() ? "" : ".") + printable(part);
-    if (!key.empty()) field += (field.empty() ? "" : ".") + printable(key);
+    const auto append = [&field](const std::string& part) {
+      if (part.empty()) return;
+      field += (field.empty() || part.front() == '[' ? "" : ".") + part;
+    };
+    for (const Open& o : open) append(o.name);
+    append(last);
     return field;
   };
   const nlohmann::json::parser_callback_t check_keys = [&](int /*depth*/, nlohmann::json::parse_event_t event,
@@ -82,33 +99,38 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& file)
     using Event = nlohmann::json::parse_event_t;
     switch (event) {
       case Event::object_start:
-      case Event::array_start:
-        path.push_back(pending);
+      case Event::array_start: {
+        Open o;
+        o.name = starting();
+        o.array = event == Event::array_start;
+        open.push_back(std::move(o));
         pending.clear();
-        keys.emplace_back();
         break;
+      }
       case Event::object_end:
       case Event::array_end:
-        keys.pop_back();
-        path.pop_back();
+        open.pop_back();
         break;
       case Event::key: {
         const std::string key = parsed.get<std::string>();
-        if (!keys.empty() && !keys.back().insert(key).second)
-          throw InputError(file, field_of(key), "given twice in one object (keep one)");
+        if (!open.empty() && !open.back().keys.insert(key).second)
+          throw InputError(file, field_of(printable(key)), "given twice in one object (keep one)");
         pending = key;
         break;
       }
-      case Event::value:
+      case Event::value: {
+        const std::string name = starting();
         if (parsed.is_number() && next_number < numbers.size()) {
           const std::string_view literal = numbers[next_number++];
           if (parsed.is_number_float() && is_integer_literal(literal))
-            throw InputError(file, field_of(pending),
-                             printable(literal) + " is past the 64-bit integer range (|x| < 2^63, "
-                             "or a number with an exponent, e.g. 1e20)");
+            throw InputError(file, field_of(name),
+                             printable(literal) +
+                                 " is past the 64-bit integer range (|x| < 2^63, "
+                                 "or a number with an exponent, e.g. 1e20)");
         }
         pending.clear();
         break;
+      }
     }
     return true;
   };

@@ -177,6 +177,9 @@ TEST_CASE("plan: bad input is one line and exit 2") {
       "holds no point");
   // --explain explains a table row: refused with --json, and past the ranking before any output.
   require_one_safe_line(run_simrun(base + "--gpu h100-sxm:2.5 --explain 1 --json"), "--explain");
+  // Rows count from 1: row 0 is refused, not read as no --explain.
+  require_one_safe_line(run_simrun(base + "--gpu h100-sxm:2.5 --explain 0"),
+                        "command line: --explain: row 0 is not among the");
   const RunResult past = run_simrun(
       "plan --model llama3-8b --gpu h100-sxm:2.5 --min-gpus 16 --max-gpus 16 --tp 8 "
       "--pp 1 --cp 1 --zero-stage 1 --recompute none --micro-batch 1 --top-k 3 "

@@ -81,6 +81,19 @@ TEST_CASE("a key given twice in one object is refused with its path", "[common][
   CHECK(e == "x.json: layout.tp: given twice in one object (keep one)");
   // The same key in sibling objects (array elements, different sections) is fine.
   CHECK_NOTHROW(simrun::parse_json_text(R"({"a": [{"b": 1}, {"b": 2}], "c": {"b": 3}})", "x.json"));
+  // In a list, the path names the element: a file of rows says which row.
+  CHECK(error_of([] { simrun::parse_json_text(R"([{"id": "a"}, {"id": "b", "id": "c"}])", "x.json"); }) ==
+        "x.json: [1].id: given twice in one object (keep one)");
+}
+
+TEST_CASE("a literal past 64 bits in a list is named by its element's path", "[common][json]") {
+  CHECK(error_of([] {
+          simrun::parse_json_text(R"([{"id": "a"}, {"id": "b", "notes": 1000000000000000000000000}])",
+                                  "x.json");
+        }).find("x.json: [1].notes: 1000000000000000000000000 is past") == 0);
+  CHECK(error_of([] {
+          simrun::parse_json_text(R"({"a": [1, [2, 30000000000000000000000]]})", "x.json");
+        }).find("x.json: a[1][1]: 30000000000000000000000 is past") == 0);
 }
 
 TEST_CASE("an endless device is refused after a bound, not read forever", "[common][json]") {
@@ -107,11 +120,13 @@ TEST_CASE("an integer literal past 64 bits is refused as written, found among ar
     "s": "6 in a string \" 7",
     /* 8 */ "b": {"c": 0.5, "d": 123456789012345678901234}
   })";
-  CHECK(error_of([&] { simrun::parse_json_text(text, "x.json"); }) ==
-        "x.json: b.d: 123456789012345678901234 is past the 64-bit integer range (|x| < 2^63, or a number with "
-        "an exponent, e.g. 1e20)");
+  CHECK(
+      error_of([&] { simrun::parse_json_text(text, "x.json"); }) ==
+      "x.json: b.d: 123456789012345678901234 is past the 64-bit integer range (|x| < 2^63, or a number with "
+      "an exponent, e.g. 1e20)");
   // Within 64 bits, or written with an exponent, the value is read.
-  const auto doc = simrun::parse_json_text(R"({"a": [1, 2.5], "u": 18446744073709551615, "e": 1e24})", "y.json");
+  const auto doc =
+      simrun::parse_json_text(R"({"a": [1, 2.5], "u": 18446744073709551615, "e": 1e24})", "y.json");
   CHECK(doc["u"].get<uint64_t>() == 18446744073709551615u);
   CHECK(doc["e"].get<double>() == 1e24);
 }
