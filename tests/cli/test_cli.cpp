@@ -438,6 +438,24 @@ TEST_CASE("simulate runs a step with every GPU's NIC slowed: the range check tak
   CHECK(nlohmann::json::parse(r.out).at("step_time_s").get<double>() < 10.0);
 }
 
+TEST_CASE("a job that fails before a restart is over is refused, not given infinite days", "[cli][errors]") {
+  // 1 h per GPU over 1,024 GPUs: a failure every 3.5 s, within the 600 s restart (found by fuzzing:
+  // the report said 3.6e73 days).
+  auto doc = good_scenario();
+  doc["run"]["gpu_mtbf_hours"] = 1;
+  doc["cluster"]["num_gpus"] = 1024;
+  doc["layout"]["dp"] = 32;
+  doc["layout"]["global_batch"] = 1024;
+  const fs::path file = write_file("mtbf_short.json", doc.dump());
+  for (const std::string command : {"estimate", "simulate"})
+    require_one_safe_line(
+        run_simrun(command + " " + shell_quoted(file)),
+        "mtbf_short.json: run.gpu_mtbf_hours: 1 h per GPU over 1024 GPUs is a failure every "
+        "3.52 s, within one 600 s restart: the run would never finish");
+  doc["run"]["gpu_mtbf_hours"] = 5000;  // a failure every 4.9 h: a finite run
+  CHECK(run_simrun("estimate " + shell_quoted(write_file("mtbf_5000.json", doc.dump()))).exit_code == 0);
+}
+
 TEST_CASE("output that cannot be written is an error, not a silent success", "[cli][errors]") {
   const std::string example =
       shell_quoted(fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-8b-fsdp-h100.json");
