@@ -552,8 +552,8 @@ Command add_plan_command(CLI::App& root, const CliEnv& env) {
         // The explained row is simulated before anything prints: a refusal leaves no half output.
         std::optional<Report> explained;
         if (a->explain_row) {
-          const Scenario s =
-              plan_point_scenario(q, *catalogs, result.ranked[size_t(*a->explain_row - 1)], result.frameworks);
+          const Scenario s = plan_point_scenario(q, *catalogs, result.ranked[size_t(*a->explain_row - 1)],
+                                                 result.frameworks);
           explained = simulate(s, framework_simulate_options(s)).report;
         }
         switch (a->format) {
@@ -564,6 +564,8 @@ Command add_plan_command(CLI::App& root, const CliEnv& env) {
             std::vector<Fields> rows;
             for (const PlanPoint& p : result.ranked) rows.push_back(csv_row(q, result, p, "ranked"));
             for (const PlanPoint& p : result.pareto) rows.push_back(csv_row(q, result, p, "pareto"));
+            if (rows.empty() && !result.frameworks.empty())  // no point ranked: the header alone
+              write_csv_header(csv_row(q, result, PlanPoint{}, "ranked"), std::cout);
             write_csv(rows, std::cout);
             break;
           }
@@ -576,7 +578,8 @@ Command add_plan_command(CLI::App& root, const CliEnv& env) {
         if (explained) {
           const PlanPoint& p = result.ranked[size_t(*a->explain_row - 1)];
           std::cout << fmt::format("\nrow {}: the scenario (simrun simulate FILE reruns it)\n{}\n\n",
-                                   *a->explain_row, plan_point_scenario_json(q, p, result.frameworks).dump(2));
+                                   *a->explain_row,
+                                   plan_point_scenario_json(q, p, result.frameworks).dump(2));
           print_report_explain(*explained, std::cout);
         }
         return result.interrupted ? 130 : 0;

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <cmath>
+
 #include "command.hpp"
 #include "simrun/common/units.hpp"
 
@@ -105,10 +107,11 @@ void print_report_table(const Report& r, const StepTimeBand& band, const Scenari
                                      human_bytes(m.capacity_bytes), m.fits ? "fits" : "DOES NOT FIT"));
   fmt::print(out, "run\n");
   row("tokens", human_count(r.run.tokens));
-  row("days", fmt::format("{:.1f}", r.run.days));
-  row("GPU-hours", human_count(r.run.gpu_hours));
-  row("cost", fmt::format("${:.2f}M", r.run.cost_usd / 1e6));
-  row("energy", fmt::format("{:.0f} MWh", r.run.energy_kwh / 1e3));
+  const bool finishes = std::isfinite(r.run.days);  // else the warnings say why it never does
+  row("days", finishes ? fmt::format("{:.1f}", r.run.days) : "never");
+  row("GPU-hours", finishes ? human_count(r.run.gpu_hours) : "-");
+  row("cost", finishes ? fmt::format("${:.2f}M", r.run.cost_usd / 1e6) : "-");
+  row("energy", finishes ? fmt::format("{:.0f} MWh", r.run.energy_kwh / 1e3) : "-");
   row("goodput", fmt::format("{:.1f} % (checkpoint every {:.0f} min)", 100 * r.run.goodput,
                              r.run.checkpoint_interval_s / 60));
   for (const auto& w : r.warnings) fmt::print(out, "warning: {}\n", w);

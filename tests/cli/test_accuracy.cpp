@@ -219,9 +219,12 @@ TEST_CASE("simrun accuracy reads a team's rows as a scenario file would: bounds,
   variant("zero_half", [](json& r) { r["layout"]["zero_stage"] = 2.5; });
   variant("long_seq", [](json& r) { r["model"]["seq_len"] = 1 << 25; });
   variant("recompute_bool", [](json& r) { r["layout"]["recompute"] = true; });
+  variant("recompute_paren", [](json& r) { r["layout"]["recompute"] = "(selective)"; });
   variant("sp_yes", [](json& r) { r["layout"]["sp"] = "yes"; });
+  variant("sp_text", [](json& r) { r["layout"]["sp"] = "true"; });  // read as the boolean
   variant("h100_pcie", [](json& r) { r["gpu"] = "H100 PCIe 80GB"; });
   variant("h100_nvl", [](json& r) { r["gpu"] = "H100 NVL 94GB"; });
+  variant("h100_nvlink", [](json& r) { r["gpu"] = "H100-SXM5-80GB (NVLink 4, PCIe Gen5 NICs)"; });
   variant("ref_in_ms", [](json& r) { r["derived"]["iteration_s"] = 1e-320; });
   variant("bad_measured", [](json& r) { r["measured"]["iteration_s"] = -1; });  // derived stands
   variant("no_reference", [](json& r) {
@@ -246,18 +249,29 @@ TEST_CASE("simrun accuracy reads a team's rows as a scenario file would: bounds,
   CHECK(status("zero_half") == "unsupported: layout.zero_stage: 2.5 is not an integer from 0 to 3");
   CHECK(status("long_seq") ==
         "unsupported: model.seq_len: 33554432 is beyond what simrun simulates (at most 16777216)");
-  CHECK(status("recompute_bool") == "unsupported: layout.recompute: \"true\" is not none, selective or full");
+  CHECK(status("recompute_bool") ==
+        "unsupported: layout.recompute: true is not none, selective or full (then any comment)");
+  CHECK(status("recompute_paren") ==
+        "unsupported: layout.recompute: \"(selective)\" is not none, selective or full (then any comment)");
   CHECK(status("sp_yes") == "unsupported: layout.sp: \"yes\" is not true or false");
+  CHECK(status("sp_text") == "ok");
   // The form factor counts: a PCIe card is its own catalog part, an NVL one none.
   CHECK(status("h100_pcie") == "ok");
   CHECK(run_of(report, "h100_pcie").at("predicted_s").get<double>() >
         run_of(report, "bad_measured").at("predicted_s").get<double>());  // the SXM part, as shipped
   CHECK(status("h100_nvl") == "unsupported: GPU \"H100 NVL 94GB\" not in the catalog");
+  // An SXM part stays one whatever else its text names (NVLink, PCIe NICs).
+  CHECK(run_of(report, "h100_nvlink").at("predicted_s") == run_of(report, "bad_measured").at("predicted_s"));
   // A reference not in seconds per step is not scored, so no bands file can hold its error.
   CHECK_THAT(status("ref_in_ms"), Catch::StartsWith("unsupported: predicted ") &&
                                       Catch::Contains("is the reference one step's time in seconds?"));
   CHECK(status("bad_measured") == "ok");
   CHECK(run_of(report, "bad_measured").at("reference_kind") == "derived");
+  CHECK(run_of(report, "bad_measured")
+            .at("defaults")
+            .dump()
+            .find("measured.iteration_s: -1 is not a positive number of seconds: derived.iteration_s used") !=
+        std::string::npos);
   CHECK(status("no_reference") ==
         "unsupported: measured.iteration_s: \"fast\" is not a positive number of "
         "seconds");
@@ -273,7 +287,8 @@ TEST_CASE("simrun accuracy reads a team's rows as a scenario file would: bounds,
   CHECK(copy.at("status") ==
         "unsupported: duplicate id (first at rows[" + std::to_string(rows.size() - 2) + "])");
   CHECK(report.at("groups").contains("(none)"));
-  CHECK(report.at("summary").at("supported") == 4);  // h100_pcie, bad_measured, big_micro_batch, no_group
+  // sp_text, h100_pcie, h100_nvlink, bad_measured, big_micro_batch, no_group
+  CHECK(report.at("summary").at("supported") == 6);
 
   // No rows: the CSV still has its header.
   const RunResult empty = run_simrun("accuracy " + shell_quoted(write_file("no-runs.json", "[]")) + " --csv");

@@ -310,6 +310,10 @@ TEST_CASE("a missing or directory hf_config names model.hf_config, a directory i
 TEST_CASE("collective: a step factor a few ulps above 1 is refused, not stepped for hours", "[cli][errors]") {
   require_one_safe_line(run_simrun("collective --gpus 16 -b 8 -e 1G -f 1.0000000000000002"),
                         "command line: -f: step factor too close to 1");
+  // The message states both bounds, true of an infinite or undefined factor too.
+  for (const char* factor : {"inf", "nan", "2000", "1"})
+    require_one_safe_line(run_simrun(std::string("collective --gpus 16 -b 8 -e 1G -f ") + factor),
+                          "command line: -f: step factor must be above 1 and at most 1024");
 }
 
 TEST_CASE("collective on one mesh or PCIe GPU reports rows instead of an internal error", "[cli]") {
@@ -438,22 +442,33 @@ TEST_CASE("simulate runs a step with every GPU's NIC slowed: the range check tak
   CHECK(nlohmann::json::parse(r.out).at("step_time_s").get<double>() < 10.0);
 }
 
-TEST_CASE("a job that fails before a restart is over is refused, not given infinite days", "[cli][errors]") {
+TEST_CASE("a job that fails before a restart is over never finishes, and the report says so", "[cli]") {
   // 1 h per GPU over 1,024 GPUs: a failure every 3.5 s, within the 600 s restart (found by fuzzing:
-  // the report said 3.6e73 days).
+  // the report said 3.6e73 days). The step time stands; the run's totals are left out.
   auto doc = good_scenario();
   doc["run"]["gpu_mtbf_hours"] = 1;
   doc["cluster"]["num_gpus"] = 1024;
   doc["layout"]["dp"] = 32;
   doc["layout"]["global_batch"] = 1024;
-  const fs::path file = write_file("mtbf_short.json", doc.dump());
-  for (const std::string command : {"estimate", "simulate"})
-    require_one_safe_line(
-        run_simrun(command + " " + shell_quoted(file)),
-        "mtbf_short.json: run.gpu_mtbf_hours: 1 h per GPU over 1024 GPUs is a failure every "
-        "3.52 s, within one 600 s restart: the run would never finish");
+  const std::string file = shell_quoted(write_file("mtbf_short.json", doc.dump()));
+  const std::string why =
+      "the run never finishes: 1 h per GPU over 1024 GPUs is a failure every 3.52 s, within one 600 s "
+      "restart";
+  for (const std::string command : {"estimate", "simulate"}) {
+    const RunResult table = run_simrun(command + " " + file);
+    INFO(command << ": " << table.err);
+    REQUIRE(table.exit_code == 0);
+    CHECK(table.out.find("days                        never") != std::string::npos);
+    CHECK(table.out.find(why) != std::string::npos);
+    const nlohmann::json j = nlohmann::json::parse(run_simrun(command + " " + file + " --json").out);
+    CHECK(j["step_time_s"].get<double>() > 0);
+    CHECK(j["run"]["days"].is_null());
+    CHECK(j["run"]["goodput"] == 0.0);
+  }
   doc["run"]["gpu_mtbf_hours"] = 5000;  // a failure every 4.9 h: a finite run
-  CHECK(run_simrun("estimate " + shell_quoted(write_file("mtbf_5000.json", doc.dump()))).exit_code == 0);
+  const nlohmann::json finite = nlohmann::json::parse(
+      run_simrun("estimate " + shell_quoted(write_file("mtbf_5000.json", doc.dump())) + " --json").out);
+  CHECK(finite["run"]["days"].get<double>() > 0);
 }
 
 TEST_CASE("output that cannot be written is an error, not a silent success", "[cli][errors]") {

@@ -27,7 +27,7 @@ namespace {
 // End-to-end 64-byte latencies measured on DeepSeek's H800 cluster (deepseek-isca25 Table 5,
 // hardware.md §5.3): NVLink intra-node 3.33 µs. Split over the two links of a GPU-switch-GPU path.
 constexpr double kScaleUpPathLatencyS = 3.33e-6;
-constexpr int64_t kMaxGpus = int64_t(1) << 22;  // 4M GPUs: far beyond any built cluster
+constexpr int64_t kMaxGraphGpus = int64_t(1) << 22;  // 4M GPUs: far beyond any built cluster
 constexpr int kMaxTiers = 6;
 
 int64_t gpus_per_domain_of(const ClusterGraphSpec& s) {
@@ -53,8 +53,8 @@ std::optional<std::string> ClusterGraph::check(const ClusterGraphSpec& s, std::s
     if (field) *field = f;
     return why;
   };
-  if (s.num_gpus < 1 || s.num_gpus > kMaxGpus) {
-    return fail("num_gpus", "must be between 1 and " + std::to_string(kMaxGpus) + " (got " +
+  if (s.num_gpus < 1 || s.num_gpus > kMaxGraphGpus) {
+    return fail("num_gpus", "must be between 1 and " + std::to_string(kMaxGraphGpus) + " (got " +
                                 std::to_string(s.num_gpus) + ")");
   }
   if (s.gpus_per_node < 1 || s.gpus_per_node > 1024)

@@ -53,13 +53,6 @@ std::string row_name(const json& row, size_t index) {
   return fmt::format("rows[{}]", index);
 }
 
-std::string group_of(const json& row) {
-  if (row.is_object() && row.contains("group") && row.at("group").is_string() &&
-      !row.at("group").get<std::string>().empty())
-    return row.at("group").get<std::string>();
-  return kNoGroup;
-}
-
 MeasuredRun mapped_row(const json& row, size_t index, const Catalogs& catalogs) {
   if (!row.is_object()) return unreadable_row(index, "a row is an object, got " + type_name(row));
   if (!row.contains("id") || !row.at("id").is_string() || row.at("id").get<std::string>().empty())
@@ -67,7 +60,7 @@ MeasuredRun mapped_row(const json& row, size_t index, const Catalogs& catalogs) 
   const auto refused = [&](const std::string& why) {
     MeasuredRun r = unreadable_row(index, why);
     r.id = row_name(row, index);
-    r.group = group_of(row);
+    r.group = measured_run_group(row);
     return r;
   };
   try {
@@ -105,8 +98,7 @@ RunScore unsimulated_score(const MeasuredRun& run, const AccuracyOptions& option
   s.reference_kind = run.reference_kind;
   s.defaults_used = run.defaults_used;
   if (!run.simulatable()) s.status = "unsupported: " + unsupported_reason(run);
-  if (options.tflops_convention && run.has_scenario() && run.reference_s <= 0 && run.tflops_per_gpu > 0 &&
-      run.unsupported.rfind("no reference step time", 0) == 0) {
+  if (options.tflops_convention && run.has_scenario() && run.no_step_time && run.tflops_per_gpu > 0) {
     const Layout& l = run.scenario.layout;
     s.reference_s = step_flops(run.scenario.model, l, *options.tflops_convention).model /
                     (run.tflops_per_gpu * 1e12 * double(l.world_size()));
@@ -164,8 +156,12 @@ std::vector<MeasuredRun> measured_runs_of(const json& doc, const std::string& fi
   std::map<std::string, size_t> first_row_of;  // ids are unique in a file: a later copy is not scored
   for (size_t i = 0; i < doc.size(); ++i) {
     MeasuredRun& run = out.emplace_back(mapped_row(doc[i], i, catalogs));
-    if (const auto [first, fresh] = first_row_of.emplace(run.id, i); !fresh)
+    const bool own_id = doc[i].is_object() && doc[i].contains("id") && doc[i].at("id").is_string();
+    if (!own_id) continue;  // named by its place ("rows[3]"), not an id of the file
+    if (const auto [first, fresh] = first_row_of.emplace(run.id, i); !fresh) {
       run.no_scenario = run.unsupported = fmt::format("duplicate id (first at rows[{}])", first->second);
+      run.no_step_time = false;
+    }
   }
   return out;
 }

@@ -3,13 +3,18 @@
 // The one set of defaults (also printed by measured_run_defaults_text()):
 //
 // Hardware. "A100…80GB" → a100-80gb, "A100…40GB" → a100-40gb, "H100-SXM5-80GB" → h100-sxm,
-// "GB200 (DGX-GB200, NVL72)" → gb200; 8 GPUs and 8 NICs per node (DGX), GB200 trays of 4 GPUs and
+// "H100 PCIe" → h100-pcie, "GH200" → gh200, "GB200 (DGX-GB200, NVL72)" → gb200 (an H100 NVL or an
+// A100 PCIe: not in the catalog); 8 GPUs and 8 NICs per node (DGX), GB200 trays of 4 GPUs and
 // 4 NICs in 72-GPU NVLink racks (DGX GB200: one ConnectX-7 per GPU), InfiniBand HDR (A100) or NDR
 // (H100, GB200), rail-optimized. The
 // A100's "40 GB" is 40 GiB like the 80 GB part's 80 GiB (torch reports 79.35 GiB of it,
 // hardware.md device queries): where the catalog omits the usable size, the 80 GB part's
 // usable fraction. torchtitan's H100 96 GB HBM2e 500 W SKU is not in the catalog: its memory
 // is checked on an h100-sxm with 96/80 of the capacity, its step time is unsupported.
+//
+// Sizes. num_gpus is required; every size keeps to a scenario file's bounds (scenario.hpp,
+// model_limits.hpp). A micro-batch that does not divide the per-GPU batch (Composer runs a short
+// last one) is simulated as the largest micro-batch up to it that does.
 //
 // Model. GPT-style (GELU, LayerNorm, learned positions, biases) unless the name says Llama
 // (SwiGLU, RMSNorm, RoPE, no biases, untied); Nemotron's squared-ReLU MLP has two matrices like
@@ -49,6 +54,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <optional>
 #include <tuple>
@@ -87,8 +93,8 @@ std::string not_a_size(const json& j, const char* section, const char* key, int6
   if (!j.is_object() || !j.contains(key) || j.at(key).is_null()) return "";
   const json& v = j.at(key);
   const std::string field = fmt::format("{}{}{}", section, *section ? "." : "", key);
-  const bool integer = v.is_number_integer() || (v.is_number_float() && std::abs(v.get<double>()) < 9.0e15 &&
-                                                 v.get<double>() == std::floor(v.get<double>()));
+  const bool integer =
+      v.is_number_integer() || (v.is_number_float() && v.get<double>() == std::floor(v.get<double>()));
   if (!integer || v.get<double>() < double(lo))
     return fmt::format(
         "{}: {} is not {}", field, v.is_string() ? quoted_input(v.get<std::string>()) : printable(v.dump()),
@@ -141,24 +147,32 @@ std::string framework_of(const json& row, const std::string& architecture) {
 
 // Catalog id of the row's GPU from its free text ("H100-SXM5-80GB (DGX-H100)"); "" when not in
 // the catalog. `hbm_scale` > 1 for a larger SKU of the same chip whose memory alone is checked.
-// The chip and its form factor both count: an H100 PCIe is h100-pcie, an H100 NVL (94 GB) or an
-// A100 PCIe no catalog part, never the SXM part's figures.
+// The chip and its form factor both count: SXM where the text says so; else an H100 PCIe is
+// h100-pcie, an H100 NVL (94 GB; not "NVLink") or an A100 PCIe no catalog part, never the SXM
+// part's figures.
 std::string gpu_id(const std::string& text, double& hbm_scale) {
   std::string g = lower(text);
-  g.erase(std::remove(g.begin(), g.end(), ' '), g.end());  // "40 GB" reads as "40gb"
+  // "40 GB" reads as "40gb"; other spaces stay, so that no two words run together.
+  for (size_t at = g.find(" gb"); at != std::string::npos; at = g.find(" gb", at))
+    if (at > 0 && std::isdigit(static_cast<unsigned char>(g[at - 1])))
+      g.erase(at, 1);
+    else
+      ++at;
   hbm_scale = 1.0;
+  const bool sxm = has(g, "sxm");
+  const bool pcie = !sxm && has(g, "pcie");
+  bool nvl = false;  // the H100 NVL card: "nvl" not followed by "ink" (NVLink) or "72" (a rack)
+  for (size_t at = g.find("nvl"); at != std::string::npos && !sxm; at = g.find("nvl", at + 1))
+    nvl = nvl || (g.compare(at + 3, 3, "ink") != 0 && g.compare(at + 3, 2, "72") != 0);
+  if (has(g, "gh200")) return "gh200";
   if (has(g, "a100")) {
-    if (has(g, "pcie")) return "";
+    if (pcie) return "";
     return has(g, "40gb") ? "a100-40gb" : "a100-80gb";
   }
-  if (has(g, "gh200")) return "";  // its GPU is an H100 on NVLink-C2C: not the SXM part
   if (has(g, "h100")) {
-    if (has(g, "pcie")) return "h100-pcie";
-    if (has(g, "nvl")) return "";
-    if (has(g, "96gb")) {
-      hbm_scale = 96.0 / 80.0;
-      return "h100-sxm";
-    }
+    if (pcie) return "h100-pcie";
+    if (nvl) return "";
+    if (has(g, "96gb")) hbm_scale = 96.0 / 80.0;
     return "h100-sxm";
   }
   if (has(g, "gb200")) return "gb200";
@@ -183,6 +197,7 @@ void set_reference(MeasuredRun& c, const json& row, std::string& why) {
     if (v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() > 0) {
       c.reference_s = v.get<double>();
       c.reference_kind = kind;
+      if (!why.empty()) c.defaults_used.push_back(why + ": " + kind + ".iteration_s used");
       return;
     }
     if (why.empty())
@@ -253,7 +268,10 @@ constexpr SizeField kModelSizes[] = {
     {"seq_len", 1, kMaxStepSeqLen}, {"experts", 1, kMaxExperts}};
 
 // The first word of a row's text field ("selective (per-op)" → "selective"), lower case.
-std::string first_word(const std::string& text) { return lower(text.substr(0, text.find_first_of(" ("))); }
+std::string first_word(const std::string& text) {
+  const size_t start = std::min(text.size(), text.find_first_not_of(' '));
+  return lower(text.substr(start, text.find_first_of(" (", start) - start));
+}
 
 // Why the row's sizes and switches cannot be read ("" when they can): num_gpus not stated, a
 // stated size that is not an integer within the scenario's bounds, a recompute or sp value
@@ -265,10 +283,15 @@ std::string shape_error(const json& row, const json& mj, const json& lj) {
     if (std::string why = not_a_size(mj, "model", f.key, f.lo, f.hi); !why.empty()) return why;
   if (!row.contains("num_gpus") || row.at("num_gpus").is_null()) return "num_gpus not stated";
   if (std::string why = not_a_size(row, "", "num_gpus", 1, kMaxGpus); !why.empty()) return why;
-  if (const std::string rc = first_word(opt_str(lj, "recompute"));
-      !rc.empty() && rc != "none" && rc != "selective" && rc != "full")
-    return "layout.recompute: " + quoted_input(opt_str(lj, "recompute")) + " is not none, selective or full";
-  if (lj.is_object() && lj.contains("sp") && !lj.at("sp").is_null() && !lj.at("sp").is_boolean())
+  if (lj.is_object() && lj.contains("recompute") && !lj.at("recompute").is_null()) {
+    const json& v = lj.at("recompute");
+    const std::string rc = v.is_string() ? first_word(v.get<std::string>()) : "";
+    if (rc != "none" && rc != "selective" && rc != "full")
+      return "layout.recompute: " +
+             (v.is_string() ? quoted_input(v.get<std::string>()) : printable(v.dump())) +
+             " is not none, selective or full (then any comment)";
+  }
+  if (const std::string sp = opt_str(lj, "sp"); !sp.empty() && sp != "true" && sp != "false")
     return "layout.sp: " + printable(lj.at("sp").dump()) + " is not true or false";
   if (is_moe(mj, lj, lower(opt_str(mj, "name")))) return "";
   for (const char* key : {"layers", "hidden", "heads"})
@@ -289,6 +312,7 @@ std::string shape_error(const json& row, const json& mj, const json& lj) {
 // Unstated: bf16. nullopt: a word simrun does not know.
 std::optional<std::pair<Precision, LowPrecisionRecipe>> measured_precision(const std::string& text) {
   const std::string word = first_word(text);
+  if (word.empty() && text.find_first_not_of(' ') != std::string::npos) return std::nullopt;  // "(fp8)"
   if (word.empty() || word == "bf16" || word == "amp_bf16")
     return std::pair{Precision::bf16, LowPrecisionRecipe::delayed};
   if (word == "fp16" || word == "amp_fp16") return std::pair{Precision::fp16, LowPrecisionRecipe::delayed};
@@ -376,11 +400,17 @@ void set_layout(Layout& l, const json& lj, const ModelSpec& m, const FrameworkPr
 
 }  // namespace
 
+std::string measured_run_group(const json& row) {
+  if (row.is_object() && row.contains("group") && row.at("group").is_string() &&
+      !row.at("group").get<std::string>().empty())
+    return row.at("group").get<std::string>();
+  return kNoGroup;
+}
+
 MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
   MeasuredRun c;
   c.id = row.at("id").get<std::string>();
-  c.group = opt_str(row, "group");
-  if (c.group.empty()) c.group = kNoGroup;
+  c.group = measured_run_group(row);
   const json empty = json::object();
   const json& mj = row.contains("model") ? row.at("model") : empty;
   const json& lj = row.contains("layout") ? row.at("layout") : empty;
@@ -420,7 +450,10 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
   }
   if (hbm_scale != 1.0)
     c.unsupported = "GPU " + quoted_input(gpu_text) + ": non-standard SKU, not in the catalog";
-  if (c.unsupported.empty() && c.reference_s <= 0) c.unsupported = no_reference;
+  if (c.unsupported.empty() && c.reference_s <= 0) {
+    c.unsupported = no_reference;
+    c.no_step_time = true;
+  }
 
   Scenario& sc = c.scenario;
   sc.file = c.id;
@@ -482,7 +515,9 @@ std::vector<MeasuredRun> load_measured_runs(const std::filesystem::path& file, c
 
 std::string measured_run_defaults_text() {
   return "GPU: A100…80GB → a100-80gb, A100…40GB → a100-40gb (40 GiB, usable as the 80 GB part), "
-         "H100-SXM5-80GB → h100-sxm, GB200 → gb200; 8 GPUs + 8 NICs per node (GB200: trays of 4 GPUs + 4 "
+         "H100-SXM5-80GB → h100-sxm, H100 PCIe → h100-pcie, GH200 → gh200, GB200 → gb200 (H100 NVL, A100 "
+         "PCIe: "
+         "not in the catalog); 8 GPUs + 8 NICs per node (GB200: trays of 4 GPUs + 4 "
          "NICs "
          "in 72-GPU NVLink racks), IB HDR (A100) / NDR (H100, GB200), rail-optimized\n"
          "precision (its first word): fp8 → delayed scaling, fp8-cs → tensorwise (current scaling), fp8-mx → "
@@ -491,7 +526,8 @@ std::string measured_run_defaults_text() {
          "ALiBi, "
          "tied; Nemotron squared-ReLU as 2-matrix MLP\n"
          "unstated layout: micro_batch 1, vpp 1, sp = (tp > 1), zero_stage 1 (distributed optimizer), "
-         "recompute none\n"
+         "recompute none; a micro-batch that does not divide the per-GPU batch: the largest that does below "
+         "it\n"
          "frameworks (sim/framework/profiles): narayanan_t1, megatron_gpt3 → megatron-lm-2021; megatron_h100 "
          "→ "
          "megatron-core-perf; nemo2407, bridge, nemo_cp, mcore_moe → nemo (bridge on Blackwell → "

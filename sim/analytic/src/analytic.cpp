@@ -73,7 +73,7 @@ void add_estimate_warnings(const Scenario& sc, const AnalyticOptions& options, i
         fmt::format("step time from the assumed MFU {:.3f} (run.assumed_mfu); the breakdown is not "
                     "modelled{}",
                     *sc.run.assumed_mfu, options.stragglers.empty() ? "" : ", nor the stragglers"));
-  if (run.goodput < 0.8)
+  if (run.goodput < 0.8 && !run.never_finishes)
     r.warnings.push_back(
         fmt::format("goodput {:.2f}: failures and checkpoints cost more than 20% of the run (job "
                     "MTBF {:.2f} h)",
@@ -237,14 +237,6 @@ Report estimate(const Scenario& given, const AnalyticOptions& options) {
   const MemoryEstimate memory = estimate_memory(sc, options.memory);
   Estimated e = estimate_numbers_of(sc, options, memory);
   Report& r = e.report;
-  // A job that fails, on average, before a restart is over never finishes: Daly's expected time
-  // grows as e^(R/M) past any figure worth printing. Refused, as the event simulation's too.
-  if (e.run.mtbf_s <= options.run.restart_s)
-    throw InputError(
-        sc.file, "run.gpu_mtbf_hours",
-        fmt::format("{:.4g} h per GPU over {} GPUs is a failure every {:.3g} s, within one {:.0f} s "
-                    "restart: the run would never finish (a longer MTBF or fewer GPUs)",
-                    sc.run.gpu_mtbf_hours, sc.layout.world_size(), e.run.mtbf_s, options.run.restart_s));
   add_estimate_warnings(sc, options, memory.worst_stage, e.run, r);
   if (auto outside = agreement_warning(sc, options, r)) r.warnings.push_back(*outside);
   explain_step_time(sc, options, e.flops, e.time, e.peak, r);

@@ -51,7 +51,7 @@ std::vector<double> sweep_sizes(const SweepOptions& o, int64_t ranks) {
   if (o.max_bytes < o.min_bytes)
     throw InputError("sweep", "max_bytes", "maximum size is below the minimum size");
   if (!(o.factor > 1) || o.factor > 1024)
-    throw InputError("sweep", "factor", "step factor must be above 1 (e.g. 2)");
+    throw InputError("sweep", "factor", "step factor must be above 1 and at most 1024 (e.g. 2)");
   const double unit = kTypeBytes * (per_rank_count(o.op) ? double(ranks) : 1.0);
   std::vector<double> sizes;
   // Sizes that round to the same row are merged, so count the steps too: a factor a few ulps

@@ -51,22 +51,30 @@ class Executor {
         m_w(w),
         m_cost(cost),
         m_opt(opt),
-        m_layout(sc.layout, sc.cluster.gpus_per_node),
+        m_layout(checked_layout(sc, opt)),
         m_comm(sc, m_layout, opt, cal),
         m_phase(also_trace >= 0 ? SimulationPhase::retracing : SimulationPhase::simulating) {
     m_full = opt.scope == SimulationScope::full;
-    check_stragglers(opt.stragglers, m_layout.world_size());
-    check_slow_links(opt.slow_links, m_layout.world_size());
-    if (!m_full && !opt.stragglers.empty())
-      throw InputError("step", "stragglers", "a straggler needs every rank simulated (scope full)");
-    if (!m_full && !opt.slow_links.empty())
-      throw InputError("step", "slow_links", "a degraded link needs every rank simulated (scope full)");
     queue_stage_tasks();
     place_ranks();
     std::vector<double> links = port_capacities();
     if (also_trace >= 0) report(also_trace);
     record_trace_ranks();
     m_network = std::make_unique<Network>(m_engine, std::move(links));
+  }
+
+  // The scenario's ranks, once the options' stragglers and slow links are checked against them
+  // (before the collectives' costs, whose cluster graph can take a while to build).
+  static RankLayout checked_layout(const Scenario& sc, const StepSimOptions& opt) {
+    RankLayout layout(sc.layout, sc.cluster.gpus_per_node);
+    check_stragglers(opt.stragglers, layout.world_size());
+    check_slow_links(opt.slow_links, layout.world_size());
+    const bool full = opt.scope == SimulationScope::full;
+    if (!full && !opt.stragglers.empty())
+      throw InputError("step", "stragglers", "a straggler needs every rank simulated (scope full)");
+    if (!full && !opt.slow_links.empty())
+      throw InputError("step", "slow_links", "a degraded link needs every rank simulated (scope full)");
+    return layout;
   }
 
   StepResult run() {

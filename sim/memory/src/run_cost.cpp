@@ -1,6 +1,8 @@
 // Run totals: tokens, checkpoint/failure overhead, days, cost, energy; formulas in run_cost.hpp.
 #include "simrun/sim/memory/run_cost.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -44,14 +46,17 @@ RunTotals run_totals(const RunInputs& in, const RunDefaults& d) {
     r.mtbf_s = in.gpu_mtbf_hours * kSecondsPerHour / double(in.num_gpus);
     r.interval_s = in.interval_s > 0 ? in.interval_s : daly_interval_s(r.checkpoint_s, r.mtbf_s);
     if (r.interval_s <= 0) r.interval_s = std::max(r.checkpoint_s, 1.0);
-    r.wall_s = daly_wall_time_s(r.solve_s, r.interval_s, r.checkpoint_s, d.restart_s, r.mtbf_s);
+    r.never_finishes = r.mtbf_s <= d.restart_s;
+    r.wall_s = r.never_finishes
+                   ? INFINITY
+                   : daly_wall_time_s(r.solve_s, r.interval_s, r.checkpoint_s, d.restart_s, r.mtbf_s);
   } else {
     // No failures: only the checkpoints cost time.
     r.mtbf_s = INFINITY;
     r.interval_s = in.interval_s;
     r.wall_s = r.solve_s * (in.interval_s > 0 ? 1.0 + r.checkpoint_s / in.interval_s : 1.0);
   }
-  r.goodput = r.wall_s > 0 ? r.solve_s / r.wall_s : 1.0;
+  r.goodput = r.never_finishes ? 0.0 : r.wall_s > 0 ? r.solve_s / r.wall_s : 1.0;
   r.days = r.wall_s / kSecondsPerDay;
   r.gpu_hours = r.wall_s * double(in.num_gpus) / kSecondsPerHour;
   r.cost_usd = r.gpu_hours * in.usd_per_gpu_hour;
@@ -91,6 +96,12 @@ RunTotals fill_run_report(const Scenario& sc, const BytesPerParam& bpp, const Ru
   r.run.energy_kwh = run.energy_kwh;
   r.run.goodput = run.goodput;
   r.run.checkpoint_interval_s = run.interval_s;
+  if (run.never_finishes)
+    r.warnings.push_back(fmt::format(
+        "the run never finishes: {:.4g} h per GPU over {} GPUs is a failure every {:.3g} s, within one "
+        "{:.0f} s "
+        "restart (days, GPU-hours, cost and energy are left out; a longer run.gpu_mtbf_hours or fewer GPUs)",
+        sc.run.gpu_mtbf_hours, in.num_gpus, run.mtbf_s, defaults.restart_s));
   return run;
 }
 

@@ -23,7 +23,7 @@
 
 namespace simrun {
 
-// The group of a row that names none.
+// The group of a row that names none (or not as a string).
 inline constexpr const char* kNoGroup = "(none)";
 
 struct MeasuredRun {
@@ -45,6 +45,10 @@ struct MeasuredRun {
   std::string reference_kind;  // "measured" | "derived" | ""
   std::vector<std::string> defaults_used;  // unstated fields filled, e.g. "micro_batch=1"
 
+  // The one reason the run is not compared is that it gives no usable step time (a TFLOP/s per GPU
+  // may stand in: AccuracyOptions::tflops_convention).
+  bool no_step_time = false;
+
   bool has_scenario() const { return no_scenario.empty(); }
   bool simulatable() const { return has_scenario() && unsupported.empty(); }
 };
@@ -54,6 +58,9 @@ struct MeasuredRun {
 // describe) catalog models. A row it cannot map says why in the run (no_scenario and
 // unsupported, never empty); measured_runs_of (accuracy.hpp) also takes rows it cannot read.
 MeasuredRun measured_run(const nlohmann::json& row, const Catalogs& catalogs);
+
+// A row's group: its "group" string, or kNoGroup.
+std::string measured_run_group(const nlohmann::json& row);
 
 // Every row of a measured-runs file, in file order (measured_runs_of: a file that is not a list
 // of rows is an InputError, a row it cannot read a run that says why).

@@ -78,6 +78,10 @@ struct RunTotals {
   double power_w_per_gpu = 0;
   double energy_kwh = 0;
   double goodput = 0;
+  // The job fails, on average, before a restart is over (job MTBF ≤ restart): it never finishes
+  // (Daly's expected time grows as e^(R/M) past any figure worth printing). Days, GPU-hours,
+  // cost and energy are then infinite (null in JSON), goodput 0, and the report says why.
+  bool never_finishes = false;
 };
 
 RunTotals run_totals(const RunInputs& in, const RunDefaults& defaults = {});
