@@ -26,16 +26,20 @@ constexpr double kStepTolerance = 0.15;
 #ifdef SIMRUN_SANITIZED
 // Under ASan + UBSan the loop runs for its memory and its files, not its timing: the
 // instrumentation slows each kernel by its loads, not its FLOPs (GEMMs about 10x), and four ranks
-// share two cores, so the calibrated bound is the Release run's check, and two steps do here.
+// share two cores, so the calibrated bound is the Release run's check, and one step of half the
+// example's batch (4 micro-batches, every rank's forward and backward still overlapping in 1F1B)
+// does here: about 14 s against 55 s for two full steps on a 2-core machine.
 constexpr bool kChecksTiming = false;
-constexpr const char* kLoopSteps = "--steps 2 --warmup 0";
+constexpr const char* kLoopSteps = "--steps 1 --warmup 0 --global-batch 4";
 #else
 constexpr bool kChecksTiming = true;
 constexpr const char* kLoopSteps = "--steps 4 --warmup 1";
 #endif
+// The runs that check a path or a fault, not the calibrated bound: half the example's batch.
+constexpr const char* kSmallBatch = "--global-batch 4";
 // A faulty run must stop, not hang: the job ends within this many seconds (the host's
 // microbenchmark, the steps before the fault, the watchdog's --timeout 10 and the shutdown; under
-// ASan on a 2-core machine the steps alone took about 30 s). A bound on stopping, not on speed.
+// ASan on a 2-core machine the run took about 35 s). A bound on stopping, not on speed.
 constexpr double kStopBound_s = 120;
 
 json read_json(const std::filesystem::path& p) {
@@ -136,9 +140,10 @@ TEST_CASE("validate under mpirun: a rank killed mid-step stops the others within
     return;
   }
   const auto start = std::chrono::steady_clock::now();
-  const RunResult r =
-      run_ranks(4, "validate " + shell_quoted(kExample) + " --out " + shell_quoted(scratch_dir() / "kill"),
-                {}, "SIMRUN_VALIDATE_FAULT=kill:1:1");
+  const RunResult r = run_ranks(4,
+                                "validate " + shell_quoted(kExample) + " " + kSmallBatch + " --out " +
+                                    shell_quoted(scratch_dir() / "kill"),
+                                {}, "SIMRUN_VALIDATE_FAULT=kill:1:1");
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   INFO("stderr: " << r.err);
   CHECK(r.exit_code != 0);
@@ -153,9 +158,10 @@ TEST_CASE("validate under mpirun: a rank hung mid-step stops the others after --
     return;
   }
   const auto start = std::chrono::steady_clock::now();
-  const RunResult r = run_ranks(
-      4, "validate " + shell_quoted(kExample) + " --timeout 10 --out " + shell_quoted(scratch_dir() / "hang"),
-      {}, "SIMRUN_VALIDATE_FAULT=hang:2:1");
+  const RunResult r = run_ranks(4,
+                                "validate " + shell_quoted(kExample) + " " + kSmallBatch +
+                                    " --timeout 10 --out " + shell_quoted(scratch_dir() / "hang"),
+                                {}, "SIMRUN_VALIDATE_FAULT=hang:2:1");
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   INFO("stderr: " << r.err);
   CHECK(r.exit_code != 0);
@@ -175,9 +181,9 @@ TEST_CASE("validate under mpirun: a CP ring, Ulysses all-to-alls and an MoE laye
     "cluster": {"gpu": "cpu-host", "num_gpus": 4, "gpus_per_node": 4},
     "layout": {"tp": 1, "pp": 1, "dp": 4, "ep": 4, "global_batch": 8, "precision": "fp32"}})"));
   const std::vector<std::pair<std::string, std::string>> runs = {
-      {shell_quoted(kExample), "--tp 1 --pp 1 --cp 2 --dp 2"},                     // ring: send_recv steps
-      {shell_quoted(kExample), "--tp 1 --pp 1 --cp 4 --dp 1 --cp-comm-type a2a"},  // Ulysses all-to-alls
-      {moe, ""}};                                                                  // EP dispatch and combine
+      {shell_quoted(kExample), "--tp 1 --pp 1 --cp 2 --dp 2 --global-batch 4"},  // ring: send_recv steps
+      {shell_quoted(kExample), "--tp 1 --pp 1 --cp 4 --dp 1 --global-batch 4 --cp-comm-type a2a"},  // Ulysses
+      {moe, ""}};  // EP dispatch and combine
   for (const auto& [file, flags] : runs) {
     const auto out = scratch_dir() / "paths";
     std::filesystem::remove_all(out);
