@@ -15,6 +15,7 @@
 
 #include "cli_run.hpp"
 #include "memory_misses.hpp"
+#include "yardstick_files.hpp"
 
 using namespace simrun::test;
 using nlohmann::json;
@@ -22,7 +23,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kShippedRuns = fs::path(SIMRUN_VALIDATION_DATA_DIR) / "measured-runs.json";
 // A small shipped row (one node of 8 H100, Llama-2 7B, NeMo 24.07) that simulates in well under
 // a second: the valid row of the written files.
 const char* const kValidRowId = "nemo2407_LLAMA2-7B_8gpu";
@@ -66,10 +66,12 @@ void check_status_says_why(const json& run) {
 // The figures docs/validation.md's table shows today (96 supported, 90 within 15%, MAPE 6.26%);
 // a change to the model that moves them updates the table (bench/update_readme_accuracy.py) and
 // this test together. Every compared run trained, so each is predicted to fit but the listed
-// misses (tests/fixtures/memory_misses.hpp, each with what is known of why).
-TEST_CASE("simrun accuracy scores the shipped yardstick: contract keys and the published figures",
+// misses (tests/fixtures/memory_misses.hpp, each with what is known of why). The shipped bands
+// file holds these runs' residuals: a change that moves them regenerates it (named on failure).
+TEST_CASE("simrun accuracy scores the shipped yardstick: contract keys, the published figures, the bands",
           "[cli][accuracy][reference]") {
-  const json report = run_json("accuracy --json");
+  const fs::path bands = scratch_dir() / "prediction-bands.json";
+  const json report = run_json("accuracy --json --write-bands " + shell_quoted(bands));
   const json& summary = report.at("summary");
   CHECK(summary.at("supported") == 96);
   CHECK(summary.at("within_15pct") == 90);
@@ -108,6 +110,17 @@ TEST_CASE("simrun accuracy scores the shipped yardstick: contract keys and the p
   CHECK(report.at("groups").at("mosaic").at("runs") == 44);
   CHECK(report.at("groups").at("nemo_cp").at("runs") == 0);  // TFLOP/s only: listed, none supported
   CHECK(report.at("groups").at("nemo_cp").at("mape_pct").is_null());
+
+  const json fresh = json::parse(read_text(bands)).at("residuals"),
+             shipped = json::parse(read_text(kShippedBands)).at("residuals");
+  INFO(kShippedBands.string() << " is stale: regenerate it with `" << kRegenerateBandsCommand << "`");
+  REQUIRE(shipped.size() == fresh.size());
+  for (size_t i = 0; i < fresh.size(); ++i) {
+    const json &f = fresh[i], &s = shipped[i];
+    INFO("shipped " << s.dump() << ", today " << f.dump());
+    for (const char* key : {"id", "framework", "architecture"}) CHECK(s.at(key) == f.at(key));
+    CHECK(std::abs(s.at("error").get<double>() - f.at("error").get<double>()) <= 1.5e-4);  // both to 1e-4
+  }
 }
 
 TEST_CASE("simrun accuracy on a file of other runs: a bad row, an unknown GPU and a valid row",

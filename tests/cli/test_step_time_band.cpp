@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli_run.hpp"
+#include "yardstick_files.hpp"
 
 using namespace simrun::test;
 using nlohmann::json;
@@ -19,7 +20,6 @@ namespace fs = std::filesystem;
 namespace {
 
 const fs::path kExample = fs::path(SIMRUN_DATA_DIR) / "examples" / "llama3-70b-h100.json";
-const fs::path kShippedBands = fs::path(SIMRUN_VALIDATION_DATA_DIR) / "prediction-bands.json";
 
 // The shipped signed errors of the runs of these profiles on this architecture, sorted.
 std::vector<double> shipped_errors(const std::vector<std::string>& frameworks,
@@ -102,7 +102,7 @@ TEST_CASE("simrun accuracy --write-bands writes the supported runs' residuals",
           "[cli][prediction_band][accuracy]") {
   // One small shipped row (NeMo 24.07, 8 H100) and one the simulator cannot map.
   json row;
-  for (const json& r : json::parse(read_text(fs::path(SIMRUN_VALIDATION_DATA_DIR) / "measured-runs.json")))
+  for (const json& r : json::parse(read_text(kShippedRuns)))
     if (r.at("id") == "nemo2407_LLAMA2-7B_8gpu") row = r;
   REQUIRE(row.is_object());
   json unknown = row;

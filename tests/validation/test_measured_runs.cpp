@@ -10,14 +10,14 @@
 #include "simrun/validation/accuracy.hpp"  // measured_runs_of
 #include "simrun/validation/measured_runs.hpp"
 #include "workload_test_util.hpp"
+#include "yardstick_files.hpp"
 
 using namespace simrun;
 
 namespace {
 
 const std::vector<MeasuredRun>& runs() {
-  static const std::vector<MeasuredRun> r = load_measured_runs(
-      std::filesystem::path(SIMRUN_VALIDATION_DATA_DIR) / "measured-runs.json", test::catalogs());
+  static const std::vector<MeasuredRun> r = load_measured_runs(test::kShippedRuns, test::catalogs());
   return r;
 }
 

@@ -18,6 +18,7 @@
 #include "simrun/topologies/catalog.hpp"
 #include "simrun/validation/measured_runs.hpp"
 #include "workload_test_util.hpp"
+#include "yardstick_files.hpp"
 
 using namespace simrun;
 
@@ -425,8 +426,7 @@ TEST_CASE("no published measured run is predicted not to fit but the listed miss
           "[sim][memory_model][reference]") {
   const std::filesystem::path data = SIMRUN_DATA_DIR;
   const Catalogs catalogs = load_catalogs(data);
-  const std::vector<MeasuredRun> runs =
-      load_measured_runs(std::filesystem::path(SIMRUN_VALIDATION_DATA_DIR) / "measured-runs.json", catalogs);
+  const std::vector<MeasuredRun> runs = load_measured_runs(test::kShippedRuns, catalogs);
   int checked = 0;
   for (const MeasuredRun& run : runs) {
     if (!run.has_scenario()) continue;
