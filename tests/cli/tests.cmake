@@ -1,5 +1,5 @@
 # End-to-end tests of the simrun command (exit codes, one-line errors, JSON keys).
-simrun_add_test_exe(test_cli SOURCES cli/test_cli.cpp LIBS simrun_common fmt::fmt simrun_test_fixtures)
+simrun_add_test_exe(test_cli SOURCES cli/test_cli.cpp cli/test_cli_moe.cpp cli/test_cli_trace.cpp LIBS simrun_common fmt::fmt simrun_test_fixtures)
 target_compile_definitions(test_cli PRIVATE SIMRUN_BINARY="$<TARGET_FILE:simrun>"
                                             SIMRUN_VERSION="${PROJECT_VERSION}")
 add_dependencies(test_cli simrun)
