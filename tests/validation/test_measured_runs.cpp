@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "simrun/sim/scenario/scenario_parser.hpp"
@@ -173,6 +174,69 @@ TEST_CASE("measured runs: other files' rows pick their framework by their own fi
   CHECK_FALSE(odd.simulatable());
   CHECK_THAT(odd.unsupported,
              Catch::StartsWith("layout.precision: \"int4\" is not a precision simrun knows"));
+}
+
+TEST_CASE("measured runs: a GPU's free text names its catalog part and the part's node",
+          "[sim][measured_runs]") {
+  // Other teams write GPUs as their sources do; each catalog chip is read, as a name of its own,
+  // in its form factor and memory, on its reference node's InfiniBand (hardware.json "nodes").
+  nlohmann::json row = nlohmann::json::parse(R"({"id": "x", "num_gpus": 16,
+      "model": {"name": "team-7b", "layers": 32, "hidden": 4096, "heads": 32, "seq_len": 2048},
+      "layout": {"tp": 1, "pp": 1, "dp": 16, "micro_batch": 1, "global_batch": 64},
+      "measured": {"iteration_s": 2.0}})");
+  auto on = [&](const std::string& gpu) {
+    row["gpu"] = gpu;
+    return measured_runs_of(nlohmann::json::array({row}), "team.json", test::catalogs()).at(0);
+  };
+  const std::vector<std::tuple<std::string, std::string, int64_t, std::string>> parts = {
+      {"NVIDIA B200 (DGX B200)", "b200", 8, "ib-ndr"},
+      {"B200-SXM-180GB (8x400 Gb/s IB per node)", "b200", 8, "ib-ndr"},
+      {"GB300 NVL72", "gb300", 4, "ib-xdr"},  // trays of 4 in the 72-GPU NVLink rack
+      {"HGX B300", "b300", 8, "ib-xdr"},
+      {"H800-SXM5-80GB", "h800", 8, "ib-ndr"},
+      {"NVIDIA H200 SXM 141GB", "h200", 8, "ib-ndr"},
+      {"AMD Instinct MI300X", "mi300x", 8, "ib-ndr"},
+      {"GH200 (H100 + Grace CPU)", "gh200", 4, "ib-ndr"},  // the first chip named
+      {"8xA100-SXM4-40GB", "a100-40gb", 8, "ib-hdr"},
+      {"A100 80 GB", "a100-80gb", 8, "ib-hdr"},
+      {"GB200 (DGX-GB200, NVL72)", "gb200", 4, "ib-ndr"}};
+  for (const auto& [text, id, per_node, fabric] : parts) {
+    INFO(text);
+    const MeasuredRun r = on(text);
+    REQUIRE(r.simulatable());
+    CHECK(r.scenario.cluster.gpu.id == id);
+    CHECK(r.scenario.cluster.gpus_per_node == per_node);
+    CHECK(r.scenario.cluster.nics_per_node == per_node);
+    CHECK(r.scenario.cluster.fabric.id == fabric);
+  }
+  // Not the SXM part's figures for another form of the chip; no part for a chip not catalogued.
+  for (const char* text : {"H200 NVL", "A100 PCIe 80GB", "V100-SXM2-32GB", "TPU v5p", "Grace CPU"}) {
+    INFO(text);
+    CHECK_THAT(on(text).unsupported, Catch::EndsWith("not in the catalog"));
+  }
+  CHECK(on("H100 PCIe").scenario.cluster.gpu.id == "h100-pcie");
+  // Other memory than the part's: its memory checked at the stated size, its step time not compared.
+  const MeasuredRun big = on("GH200 144GB");
+  CHECK(big.scenario.cluster.gpu.hbm_bytes == Approx(144e9));
+  CHECK_THAT(big.unsupported, Catch::Contains("non-standard SKU"));
+}
+
+TEST_CASE("measured runs: an MoE row's name picks the catalog's model, letters and digits alone",
+          "[sim][measured_runs]") {
+  nlohmann::json row = nlohmann::json::parse(R"({"id": "x", "gpu": "H100-SXM5-80GB", "num_gpus": 64,
+      "model": {"layers": 48, "hidden": 2048, "heads": 32, "seq_len": 4096},
+      "layout": {"tp": 1, "pp": 1, "dp": 64, "ep": 8, "micro_batch": 1, "global_batch": 256},
+      "measured": {"iteration_s": 2.0}})");
+  auto named = [&](const std::string& name) {
+    row["model"]["name"] = name;
+    return measured_runs_of(nlohmann::json::array({row}), "team.json", test::catalogs()).at(0);
+  };
+  CHECK(named("Qwen3-30B-A3B").scenario.model.name == named("Qwen3_30B_a3B").scenario.model.name);
+  CHECK(named("qwen3 30b a3b").scenario.model.is_moe());
+  CHECK(named("DeepSeek V3 (671B)").scenario.model.moe->experts == 256);
+  CHECK(named("Mixtral 8x7B").scenario.model.moe->experts == 8);
+  // Mixtral 8x22B is not the catalog's 8x7B: its architecture is in neither the row nor the catalog.
+  CHECK(named("Mixtral 8x22B").unsupported == "MoE architecture not in the file nor in the model catalog");
 }
 
 TEST_CASE("measured runs: a row's framework behaviour is its profile's, as a scenario naming it gets",

@@ -2,15 +2,18 @@
 //
 // The one set of defaults (also printed by measured_run_defaults_text()):
 //
-// Hardware. "A100…80GB" → a100-80gb, "A100…40GB" → a100-40gb, "H100-SXM5-80GB" → h100-sxm,
-// "H100 PCIe" → h100-pcie, "GH200" → gh200, "GB200 (DGX-GB200, NVL72)" → gb200 (an H100 NVL or an
-// A100 PCIe: not in the catalog); 8 GPUs and 8 NICs per node (DGX), GB200 trays of 4 GPUs and
-// 4 NICs in 72-GPU NVLink racks (DGX GB200: one ConnectX-7 per GPU), InfiniBand HDR (A100) or NDR
-// (H100, GB200), rail-optimized. The
+// Hardware. The first catalog chip the GPU's text names as a word of its own (gpu_id below):
+// "A100…80GB" → a100-80gb, "A100…40GB" → a100-40gb, "H100-SXM5-80GB" → h100-sxm, "H100 PCIe" →
+// h100-pcie, "GH200" → gh200, "GB200 (DGX-GB200, NVL72)" → gb200, "NVIDIA B200 (DGX B200)" → b200,
+// "GB300 NVL72" → gb300, "H800" → h800 (an H100 NVL, H200 NVL or A100 PCIe: not in the catalog);
+// the part's reference node (hardware.json "nodes"): 8 GPUs and 8 NICs per node (DGX, HGX), trays
+// of 4 GPUs and 4 NICs where NVLink spans a rack (GB200/GB300 NVL72: one NIC per GPU), InfiniBand
+// HDR (Ampere), XDR (Blackwell Ultra) or NDR (the rest), rail-optimized. The
 // A100's "40 GB" is 40 GiB like the 80 GB part's 80 GiB (torch reports 79.35 GiB of it,
 // hardware.md device queries): where the catalog omits the usable size, the 80 GB part's
-// usable fraction. torchtitan's H100 96 GB HBM2e 500 W SKU is not in the catalog: its memory
-// is checked on an h100-sxm with 96/80 of the capacity, its step time is unsupported.
+// usable fraction. A SKU whose stated memory is more than 10% from its part's (torchtitan's H100
+// 96 GB HBM2e 500 W) is not in the catalog: its memory is checked at the stated size on the part,
+// its step time is unsupported.
 //
 // Sizes. num_gpus is required; every size keeps to a scenario file's bounds (scenario.hpp,
 // model_limits.hpp). A micro-batch that does not divide the per-GPU batch (Composer runs a short
@@ -65,6 +68,7 @@
 #include "simrun/common/json_reader.hpp"
 #include "simrun/models/model_limits.hpp"
 #include "simrun/sim/scenario/rank_layout.hpp"
+#include "simrun/topologies/catalog.hpp"
 #include "simrun/validation/accuracy.hpp"
 
 namespace simrun {
@@ -145,12 +149,54 @@ std::string framework_of(const json& row, const std::string& architecture) {
   return kDefaultFramework;
 }
 
-// Catalog id of the row's GPU from its free text ("H100-SXM5-80GB (DGX-H100)"); "" when not in
-// the catalog. `hbm_scale` > 1 for a larger SKU of the same chip whose memory alone is checked.
-// The chip and its form factor both count: SXM where the text says so; else an H100 PCIe is
-// h100-pcie, an H100 NVL (94 GB; not "NVLink") or an A100 PCIe no catalog part, never the SXM
-// part's figures.
-std::string gpu_id(const std::string& text, double& hbm_scale) {
+// A GPU chip's name in free text: a catalog id's part before its first '-' ("h100" of h100-sxm
+// and h100-pcie, "a100" of a100-40gb, "mi300x"), holding a letter and a digit ("cpu" of cpu-host,
+// or a team's "my-gpu", is none: those match only as written).
+std::string chip_of(const std::string& id) {
+  const std::string chip = id.substr(0, id.find('-'));
+  const bool letter = std::any_of(chip.begin(), chip.end(), [](unsigned char c) { return std::isalpha(c); });
+  const bool digit = std::any_of(chip.begin(), chip.end(), [](unsigned char c) { return std::isdigit(c); });
+  return letter && digit ? chip : "";
+}
+
+// Where `chip` first stands as a name of its own in `text` (lower case), or npos: not inside a
+// longer name (the b200 of "gb200", the h200 of "gh200", the mi300x of "mi300xl"), though
+// "8xh100" names an h100.
+size_t chip_position(const std::string& text, const std::string& chip) {
+  auto alpha = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; };
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  for (size_t at = text.find(chip); at != std::string::npos; at = text.find(chip, at + 1)) {
+    const bool count_before =
+        at >= 2 && text[at - 1] == 'x' && std::isdigit(static_cast<unsigned char>(text[at - 2]));
+    const bool starts = at == 0 || !alpha(text[at - 1]) || count_before;
+    const size_t end = at + chip.size();
+    if (starts && (end == text.size() || !alnum(text[end]))) return at;
+  }
+  return std::string::npos;
+}
+
+// The memory a GPU text states, in GB ("80gb", "141gb" once "141 GB" lost its space), or nullopt;
+// not a rate ("400gb/s", "1600gbps").
+std::optional<double> stated_memory_gb(const std::string& text) {
+  for (size_t at = text.find("gb"); at != std::string::npos; at = text.find("gb", at + 1)) {
+    size_t digits = at;
+    while (digits > 0 && std::isdigit(static_cast<unsigned char>(text[digits - 1]))) --digits;
+    const char next = at + 2 < text.size() ? text[at + 2] : ' ';
+    if (digits < at && at - digits <= 6 && next != '/' && !std::isalpha(static_cast<unsigned char>(next)))
+      return std::stod(text.substr(digits, at - digits));
+  }
+  return std::nullopt;
+}
+
+// Catalog id of the row's GPU from its free text ("H100-SXM5-80GB (DGX-H100)" → h100-sxm,
+// "NVIDIA B200 (DGX B200)" → b200, "GB300 NVL72" → gb300), "" when it names no catalog chip or a
+// form of it the catalog does not hold. The first chip the text names ("GH200 (H100 + Grace)" is a
+// gh200); its form: a PCIe card is the catalog's PCIe part (h100-pcie), an NVL card (H100 NVL,
+// H200 NVL: "nvl" not followed by "ink" or a rack's size) none, never the SXM part's figures;
+// among the SXM parts (a100-40gb, a100-80gb), the one whose id names the stated memory, else the
+// largest. `hbm_scale` ≠ 1 for a SKU of the chip with other memory (the H100 96 GB, a GH200
+// 144 GB): more than 10% from the part's, whose memory alone is then checked.
+std::string gpu_id(const std::string& text, const HardwareCatalog& hardware, double& hbm_scale) {
   std::string g = lower(text);
   // "40 GB" reads as "40gb"; other spaces stay, so that no two words run together.
   for (size_t at = g.find(" gb"); at != std::string::npos; at = g.find(" gb", at))
@@ -159,24 +205,37 @@ std::string gpu_id(const std::string& text, double& hbm_scale) {
     else
       ++at;
   hbm_scale = 1.0;
+  const std::vector<std::string> ids = hardware.gpu_ids();
+  std::string chip;
+  size_t first = std::string::npos;
+  for (const std::string& id : ids)
+    if (const std::string c = chip_of(id); !c.empty())
+      if (const size_t at = chip_position(g, c); at < first) {
+        first = at;
+        chip = c;
+      }
+  if (chip.empty()) return "";
   const bool sxm = has(g, "sxm");
   const bool pcie = !sxm && has(g, "pcie");
-  bool nvl = false;  // the H100 NVL card: "nvl" not followed by "ink" (NVLink) or "72" (a rack)
+  bool nvl_card = false;
   for (size_t at = g.find("nvl"); at != std::string::npos && !sxm; at = g.find("nvl", at + 1))
-    nvl = nvl || (g.compare(at + 3, 3, "ink") != 0 && g.compare(at + 3, 2, "72") != 0);
-  if (has(g, "gh200")) return "gh200";
-  if (has(g, "a100")) {
-    if (pcie) return "";
-    return has(g, "40gb") ? "a100-40gb" : "a100-80gb";
-  }
-  if (has(g, "h100")) {
-    if (pcie) return "h100-pcie";
-    if (nvl) return "";
-    if (has(g, "96gb")) hbm_scale = 96.0 / 80.0;
-    return "h100-sxm";
-  }
-  if (has(g, "gb200")) return "gb200";
-  return "";
+    nvl_card = nvl_card || (g.compare(at + 3, 3, "ink") != 0 &&
+                            !(at + 3 < g.size() && std::isdigit(static_cast<unsigned char>(g[at + 3]))));
+  if (nvl_card) return "";
+  std::vector<const GpuSpec*> parts;  // the chip's parts of the text's form factor
+  for (const std::string& id : ids)
+    if (chip_of(id) == chip && has(id, "pcie") == pcie) parts.push_back(&hardware.gpu(id, "", "gpu"));
+  if (parts.empty()) return "";
+  const std::optional<double> memory_gb = stated_memory_gb(g);
+  const GpuSpec* part = *std::max_element(parts.begin(), parts.end(), [](const GpuSpec* a, const GpuSpec* b) {
+    return a->hbm_bytes < b->hbm_bytes;
+  });
+  if (memory_gb)
+    for (const GpuSpec* p : parts)
+      if (has(p->id, fmt::format("{:.0f}gb", *memory_gb).c_str())) part = p;
+  if (memory_gb && std::abs(*memory_gb * 1e9 / part->hbm_bytes - 1) > 0.10)
+    hbm_scale = *memory_gb * 1e9 / part->hbm_bytes;
+  return part->id;
 }
 
 bool is_moe(const json& mj, const json& lj, const std::string& lname) {
@@ -207,16 +266,30 @@ void set_reference(MeasuredRun& c, const json& row, std::string& why) {
   if (why.empty()) why = "no reference step time (measured and derived iteration_s null)";
 }
 
-// The architecture of an MoE row: the file gives only part of it, so the catalog's where it has
-// it (nullopt where it does not), at the row's sequence length.
-std::optional<ModelSpec> moe_model(const json& mj, const std::string& lname, const Catalogs& catalogs,
+// A name with only its letters and digits, lower case ("Qwen3-30B-A3B" and "Qwen3_30B_a3B" are
+// both "qwen330ba3b").
+std::string alphanumeric(const std::string& name) {
+  std::string out;
+  for (const char c : name)
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// The architecture of an MoE row: the file gives only part of it, so the catalog's MoE model whose
+// id the row's name holds, letters and digits alone ("DeepSeek-V3", "DeepSeekV3" → deepseek-v3;
+// "Mixtral 8x22B" is not mixtral-8x7b), the longest where several do; nullopt where none does.
+// At the row's sequence length.
+std::optional<ModelSpec> moe_model(const json& mj, const std::string& name, const Catalogs& catalogs,
                                    const std::string& run_id) {
-  const std::string catalog_id = has(lname, "mixtral")                                   ? "mixtral-8x7b"
-                                 : has(lname, "qwen3") && has(lname, "30b_a3b")          ? "qwen3-30b-a3b"
-                                 : has(lname, "qwen3") && has(lname, "235b_a22b")        ? "qwen3-235b-a22b"
-                                 : has(lname, "deepseekv3") || has(lname, "deepseek-v3") ? "deepseek-v3"
-                                                                                         : "";
-  if (catalog_id.empty() || !catalogs.models.contains(catalog_id)) return std::nullopt;
+  const std::string row_name = alphanumeric(name);
+  std::string catalog_id;
+  for (const std::string& id : catalogs.models.ids())
+    if (const std::string key = alphanumeric(id); key.size() > alphanumeric(catalog_id).size() &&
+                                                  row_name.find(key) != std::string::npos &&
+                                                  catalogs.models.get(id, run_id, "model").is_moe())
+      catalog_id = id;
+  if (catalog_id.empty()) return std::nullopt;
   ModelSpec m = catalogs.models.get(catalog_id, run_id, "model");
   m.seq_len = opt_int(mj, "seq_len").value_or(m.seq_len);
   return m;
@@ -327,8 +400,18 @@ std::optional<std::pair<Precision, LowPrecisionRecipe>> measured_precision(const
   return std::nullopt;
 }
 
+// The InfiniBand generation of the row's GPU's reference node (hardware.json "nodes"): HDR on DGX
+// A100 (a 200 Gb/s ConnectX-6 per GPU); XDR on Blackwell Ultra (DGX B300, GB300 NVL72: a ConnectX-8
+// at 800 Gb/s per GPU); NDR otherwise (DGX H100/H200/B200, DGX GB200, DeepSeek's H800 nodes: a
+// 400 Gb/s ConnectX-7 per GPU).
+std::string measured_fabric(const GpuSpec& gpu) {
+  if (gpu.architecture == "Ampere") return "ib-hdr";
+  if (gpu.architecture == "Blackwell Ultra") return "ib-xdr";
+  return "ib-ndr";
+}
+
 // The row's cluster: its GPU (`hbm_scale` for a non-standard SKU), 8 GPUs and 8 NICs per node
-// on a rail-optimized InfiniBand fabric.
+// (trays of 4 in a rack-wide NVLink domain) on a rail-optimized InfiniBand fabric.
 ClusterSpec measured_cluster(const json& row, const std::string& gpu_id, double hbm_scale,
                              const Catalogs& catalogs, const std::string& run_id) {
   GpuSpec gpu = catalogs.hardware.gpu(gpu_id, run_id, "gpu");
@@ -343,7 +426,7 @@ ClusterSpec measured_cluster(const json& row, const std::string& gpu_id, double 
   cluster.num_gpus = opt_int(row, "num_gpus").value_or(0);
   cluster.gpus_per_node = default_gpus_per_node(gpu);  // one NIC per GPU (DGX, DGX GB200)
   cluster.nics_per_node = cluster.gpus_per_node;
-  cluster.fabric = catalogs.hardware.fabric(has(gpu_id, "a100") ? "ib-hdr" : "ib-ndr", run_id, "fabric");
+  cluster.fabric = catalogs.hardware.fabric(measured_fabric(gpu), run_id, "fabric");
   cluster.topology = FabricTopology::rail_optimized;
   return cluster;
 }
@@ -422,7 +505,7 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
   // A catalog id as written (h100-pcie, a team's own GPU from a user catalog), else the free text.
   const std::vector<std::string> gpu_ids = catalogs.hardware.gpu_ids();
   const bool catalog_id = std::find(gpu_ids.begin(), gpu_ids.end(), lower(gpu_text)) != gpu_ids.end();
-  const std::string id = catalog_id ? lower(gpu_text) : gpu_id(gpu_text, hbm_scale);
+  const std::string id = catalog_id ? lower(gpu_text) : gpu_id(gpu_text, catalogs.hardware, hbm_scale);
   const std::string architecture = id.empty() ? "" : catalogs.hardware.gpu(id, c.id, "gpu").architecture;
   const FrameworkProfile& profile =
       catalogs.frameworks.resolve(framework_of(row, architecture), c.id, "framework");
@@ -431,7 +514,7 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
   c.memory = profile.memory;
   const std::string name = opt_str(mj, "name");
   const std::string lname = lower(name);
-  const bool moe = is_moe(mj, lj, lname);
+  const bool moe = is_moe(mj, lj, lname) || moe_model(mj, name, catalogs, c.id).has_value();
 
   if (id.empty()) {
     c.no_scenario = "GPU " + quoted_input(gpu_text) + " not in the catalog";
@@ -459,7 +542,7 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
   sc.file = c.id;
   sc.framework = profile;
   if (moe) {
-    std::optional<ModelSpec> catalog_model = moe_model(mj, lname, catalogs, c.id);
+    std::optional<ModelSpec> catalog_model = moe_model(mj, name, catalogs, c.id);
     if (!catalog_model) {
       c.no_scenario = "MoE architecture not in the file nor in the model catalog";
       c.unsupported = c.no_scenario;
@@ -514,12 +597,12 @@ std::vector<MeasuredRun> load_measured_runs(const std::filesystem::path& file, c
 }
 
 std::string measured_run_defaults_text() {
-  return "GPU: A100…80GB → a100-80gb, A100…40GB → a100-40gb (40 GiB, usable as the 80 GB part), "
-         "H100-SXM5-80GB → h100-sxm, H100 PCIe → h100-pcie, GH200 → gh200, GB200 → gb200 (H100 NVL, A100 "
-         "PCIe: "
-         "not in the catalog); 8 GPUs + 8 NICs per node (GB200: trays of 4 GPUs + 4 "
-         "NICs "
-         "in 72-GPU NVLink racks), IB HDR (A100) / NDR (H100, GB200), rail-optimized\n"
+  return "GPU: the first catalog chip its text names, in its form factor and memory: A100…80GB → a100-80gb, "
+         "A100…40GB → a100-40gb (40 GiB, usable as the 80 GB part), H100-SXM5-80GB → h100-sxm, H100 PCIe → "
+         "h100-pcie, GH200 → gh200, GB200 → gb200, B200 → b200, GB300 → gb300, H800 → h800, … (H100 NVL, "
+         "H200 NVL, A100 PCIe: not in the catalog); 8 GPUs + 8 NICs per node (GB200, GB300: trays of 4 GPUs "
+         "+ 4 NICs in 72-GPU NVLink racks), IB HDR (Ampere) / XDR (Blackwell Ultra) / NDR (the rest), "
+         "rail-optimized\n"
          "precision (its first word): fp8 → delayed scaling, fp8-cs → tensorwise (current scaling), fp8-mx → "
          "mxfp8, fp8-block → blockwise, fp4/nvfp4 → nvfp4, or a recipe's name; unstated → bf16\n"
          "model: GPT-style (GELU, LayerNorm, learned positions) unless Llama (SwiGLU, RMSNorm, RoPE); MPT "
