@@ -158,6 +158,8 @@ TEST_CASE("measured runs: other files' rows pick their framework by their own fi
   CHECK(framework_of_row("e", {{"group", "t"}, {"source", "Megatron-LM paper, 2020"}}).framework ==
         "megatron-lm-2021");
   CHECK(framework_of_row("f", {{"group", "t"}, {"source", "a cluster log"}}).framework == "megatron-core");
+  CHECK(framework_of_row("h", {{"group", "t"}, {"source", "DeepSeek-V3 Technical Report, Table 1"}})
+            .framework == "hai-llm");
   const MeasuredRun unknown = framework_of_row("g", {{"framework", "jax-pax"}});
   CHECK_FALSE(unknown.simulatable());
 
@@ -170,6 +172,12 @@ TEST_CASE("measured runs: other files' rows pick their framework by their own fi
   CHECK(with_precision("p3", "blockwise").scenario.layout.precision == Precision::fp8);
   CHECK(with_precision("p4", "fp8 (linear layers) + bf16").scenario.layout.fp8_recipe ==
         LowPrecisionRecipe::delayed);
+  // A plain fp8 whose commentary names its recipe runs that recipe.
+  CHECK(with_precision("p6", "FP8 (fine-grained: 1x128 tiles, 128x128 blocks)").scenario.layout.fp8_recipe ==
+        LowPrecisionRecipe::blockwise);
+  CHECK(with_precision("p7", "fp8 current scaling").scenario.layout.fp8_recipe ==
+        LowPrecisionRecipe::tensorwise);
+  CHECK(with_precision("p8", "fp8 (MXFP8 recipe)").scenario.layout.fp8_recipe == LowPrecisionRecipe::mxfp8);
   const MeasuredRun odd = with_precision("p5", "int4");
   CHECK_FALSE(odd.simulatable());
   CHECK_THAT(odd.unsupported,
@@ -219,6 +227,43 @@ TEST_CASE("measured runs: a GPU's free text names its catalog part and the part'
   const MeasuredRun big = on("GH200 144GB");
   CHECK(big.scenario.cluster.gpu.hbm_bytes == Approx(144e9));
   CHECK_THAT(big.unsupported, Catch::Contains("non-standard SKU"));
+}
+
+TEST_CASE("measured runs: a dense model of another family takes the style its parameter count says",
+          "[sim][measured_runs]") {
+  nlohmann::json row = nlohmann::json::parse(R"({"id": "x", "gpu": "H100-SXM5-80GB", "num_gpus": 8,
+      "layout": {"tp": 1, "pp": 1, "dp": 8, "micro_batch": 1, "global_batch": 64},
+      "measured": {"iteration_s": 2.0}})");
+  auto model_of = [&](const nlohmann::json& model) {
+    row["model"] = model;
+    return measured_runs_of(nlohmann::json::array({row}), "team.json", test::catalogs()).at(0).scenario.model;
+  };
+  // Mistral 7B (HF config: SwiGLU, 14336 wide): 7.24B gated against 5.4B as a two-matrix MLP.
+  const nlohmann::json mistral = {{"name", "Mistral-7B"}, {"layers", 32},    {"hidden", 4096},
+                                  {"heads", 32},          {"kv_heads", 8},   {"ffn", 14336},
+                                  {"vocab", 32000},       {"seq_len", 4096}, {"params_b", 7.24}};
+  const ModelSpec gated = model_of(mistral);
+  CHECK(gated.ffn_act == FfnActivation::swiglu);
+  CHECK(gated.norm == NormKind::rmsnorm);
+  CHECK_FALSE(gated.learned_position_embeddings);
+  // Falcon 7B (GELU, 4 x 4544 wide, one KV head): 6.9B plain against 9.6B gated.
+  const ModelSpec plain = model_of({{"name", "Falcon-7B"},
+                                    {"layers", 32},
+                                    {"hidden", 4544},
+                                    {"heads", 71},
+                                    {"kv_heads", 1},
+                                    {"ffn", 18176},
+                                    {"vocab", 65024},
+                                    {"seq_len", 2048},
+                                    {"params_b", 7.2}});
+  CHECK(plain.ffn_act == FfnActivation::gelu);
+  // Without params_b, a name of no known family is GPT-style; a GPT name stays GPT-style whatever it says.
+  nlohmann::json unsized = mistral;
+  unsized.erase("params_b");
+  CHECK(model_of(unsized).ffn_act == FfnActivation::gelu);
+  nlohmann::json gpt = mistral;
+  gpt["name"] = "GPT-7B";
+  CHECK(model_of(gpt).ffn_act == FfnActivation::gelu);
 }
 
 TEST_CASE("measured runs: an MoE row's name picks the catalog's model, letters and digits alone",

@@ -22,9 +22,10 @@
 // Model. GPT-style (GELU, LayerNorm, learned positions, biases) unless the name says Llama
 // (SwiGLU, RMSNorm, RoPE, no biases, untied); Nemotron's squared-ReLU MLP has two matrices like
 // GELU, RoPE; MPT: ALiBi (no positions), no biases, tied embeddings; Megatron 2021 GPT ties
-// the embeddings. MoE rows: the catalog's model where it has one (Mixtral 8x7B, Qwen3-30B-A3B,
-// Qwen3-235B-A22B, DeepSeek-V3), else none; expert_tp = tp (Megatron-Core's default) unless ep·tp
-// exceeds the ranks of a stage, where only expert_tp = 1 fits.
+// the embeddings. A name of another family takes the style whose parameter count is nearer the
+// row's params_b (dense_model below). MoE rows: the catalog's model where it has one (Mixtral 8x7B,
+// Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3), else none; expert_tp = tp (Megatron-Core's default) unless
+// ep·tp exceeds the ranks of a stage, where only expert_tp = 1 fits.
 //
 // Unstated layout fields: Megatron's defaults — micro_batch 1, virtual stages 1 (plain 1F1B),
 // sequence parallelism on when tp > 1, zero_stage 1 (the distributed optimizer, which the
@@ -59,6 +60,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <initializer_list>
 #include <optional>
 #include <tuple>
 #include <utility>
@@ -66,6 +68,7 @@
 #include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/common/json_reader.hpp"
+#include "simrun/models/counts.hpp"
 #include "simrun/models/model_limits.hpp"
 #include "simrun/sim/scenario/rank_layout.hpp"
 #include "simrun/topologies/catalog.hpp"
@@ -142,6 +145,7 @@ std::string framework_of(const json& row, const std::string& architecture) {
   if (has(text, "llm-foundry") || has(text, "composer") || has(text, "mosaic")) return "composer";
   if (has(text, "megatron-bridge") && blackwell) return "megatron-bridge-blackwell";
   if (has(text, "nemo") || has(text, "megatron-bridge")) return "nemo";
+  if (has(text, "hai-llm") || has(text, "deepseek")) return "hai-llm";  // DeepSeek's own framework
   if (has(text, "fsdp2")) return "fsdp2";
   if (has(text, "fsdp")) return "fsdp1";
   if (has(text, "megatron") && (has(text, "2019") || has(text, "2020") || has(text, "2021")))
@@ -295,7 +299,12 @@ std::optional<ModelSpec> moe_model(const json& mj, const std::string& name, cons
   return m;
 }
 
-// A dense row's architecture from its fields and its name's family (measured_run_defaults_text).
+// A dense row's architecture from its fields and its name's family (measured_run_defaults_text):
+// Llama-style (gated SwiGLU MLP of three matrices, RMSNorm, RoPE, no biases, untied) where the
+// name says Llama; GPT-style (a two-matrix GELU MLP, LayerNorm, learned positions, biases) where it
+// says GPT, MPT (ALiBi, tied) or Nemotron (squared ReLU, two matrices, RoPE); a name of another
+// family (Mistral, Qwen, Falcon, a team's own) takes the style whose parameter count is nearer
+// the row's params_b (Mistral 7B: 7.24B gated against 5.4B plain), GPT-style when none is given.
 ModelSpec dense_model(const json& mj, const std::string& name, const std::string& lname,
                       const FrameworkProfile& f) {
   ModelSpec m;
@@ -308,17 +317,28 @@ ModelSpec dense_model(const json& mj, const std::string& name, const std::string
   m.ffn_hidden = opt_int(mj, "ffn").value_or(4 * m.hidden);
   m.vocab = opt_int(mj, "vocab").value_or(50257);
   m.seq_len = opt_int(mj, "seq_len").value_or(2048);
-  const bool llama = has(lname, "llama");
   const bool mpt = has(lname, "mpt");
-  m.ffn_act = llama ? FfnActivation::swiglu : FfnActivation::gelu;
-  m.norm = llama ? NormKind::rmsnorm : NormKind::layernorm;
-  m.learned_position_embeddings = !llama && !mpt && !has(lname, "nemotron");
-  m.max_positions = m.learned_position_embeddings ? m.seq_len : 0;
-  m.alibi = mpt;
-  m.tied_embeddings = mpt || f.gpt_tied_embeddings;
-  m.attention_bias = !llama && !mpt;
-  m.mlp_bias = m.attention_bias;
-  return m;
+  const bool nemotron = has(lname, "nemotron");
+  auto styled = [&](bool llama_style) {
+    ModelSpec s = m;
+    s.ffn_act = llama_style ? FfnActivation::swiglu : FfnActivation::gelu;
+    s.norm = llama_style ? NormKind::rmsnorm : NormKind::layernorm;
+    s.learned_position_embeddings = !llama_style && !mpt && !nemotron;
+    s.max_positions = s.learned_position_embeddings ? s.seq_len : 0;
+    s.alibi = mpt;
+    s.tied_embeddings = mpt || (!llama_style && f.gpt_tied_embeddings);
+    s.attention_bias = !llama_style && !mpt;
+    s.mlp_bias = s.attention_bias;
+    return s;
+  };
+  if (has(lname, "llama")) return styled(true);
+  const std::optional<double> params_b = opt_num(mj, "params_b");
+  if (has(lname, "gpt") || mpt || nemotron || !params_b || !(*params_b > 0)) return styled(false);
+  const ModelSpec gated = styled(true), plain = styled(false);
+  const double target = *params_b * 1e9;
+  return std::abs(count_params(gated).total() - target) < std::abs(count_params(plain).total() - target)
+             ? gated
+             : plain;
 }
 
 // The sizes a row may state, with the bounds a scenario file keeps to.
@@ -381,8 +401,9 @@ std::string shape_error(const json& row, const json& mj, const json& lj) {
 // The row's precision and recipe from its "precision" text: the first word (what follows is the
 // sources' commentary, e.g. "fp8 (linear layers) + bf16"), in the scenario's spellings or the
 // tables': Megatron-Bridge's fp8-cs (current scaling) and fp8-mx (MXFP8), a plain "fp8" being
-// Transformer Engine's delayed scaling (NeMo 24.07's default recipe), amp_bf16 Composer's.
-// Unstated: bf16. nullopt: a word simrun does not know.
+// Transformer Engine's delayed scaling (NeMo 24.07's default recipe) unless its commentary names
+// another ("fp8 (1x128 blockwise)", "FP8 current scaling", "fp8, MXFP8 recipe"), amp_bf16
+// Composer's. Unstated: bf16. nullopt: a word simrun does not know.
 std::optional<std::pair<Precision, LowPrecisionRecipe>> measured_precision(const std::string& text) {
   const std::string word = first_word(text);
   if (word.empty() && text.find_first_not_of(' ') != std::string::npos) return std::nullopt;  // "(fp8)"
@@ -391,7 +412,18 @@ std::optional<std::pair<Precision, LowPrecisionRecipe>> measured_precision(const
   if (word == "fp16" || word == "amp_fp16") return std::pair{Precision::fp16, LowPrecisionRecipe::delayed};
   if (word == "fp32") return std::pair{Precision::fp32, LowPrecisionRecipe::delayed};
   if (word == "fp4" || word == "nvfp4") return std::pair{Precision::fp4, LowPrecisionRecipe::nvfp4};
-  if (word == "fp8") return std::pair{Precision::fp8, LowPrecisionRecipe::delayed};
+  if (word == "fp8") {
+    const std::string commentary = lower(text);
+    const auto names = [&commentary](std::initializer_list<const char*> words) {
+      return std::any_of(words.begin(), words.end(), [&](const char* w) { return has(commentary, w); });
+    };
+    const LowPrecisionRecipe recipe = names({"mxfp8"}) ? LowPrecisionRecipe::mxfp8
+                                      : names({"block", "1x128", "128x128", "fine-grained"})
+                                          ? LowPrecisionRecipe::blockwise
+                                      : names({"current", "tensorwise"}) ? LowPrecisionRecipe::tensorwise
+                                                                         : LowPrecisionRecipe::delayed;
+    return std::pair{Precision::fp8, recipe};
+  }
   if (word == "fp8-cs") return std::pair{Precision::fp8, LowPrecisionRecipe::tensorwise};
   if (word == "fp8-mx") return std::pair{Precision::fp8, LowPrecisionRecipe::mxfp8};
   if (word == "fp8-block") return std::pair{Precision::fp8, LowPrecisionRecipe::blockwise};
@@ -606,8 +638,9 @@ std::string measured_run_defaults_text() {
          "precision (its first word): fp8 → delayed scaling, fp8-cs → tensorwise (current scaling), fp8-mx → "
          "mxfp8, fp8-block → blockwise, fp4/nvfp4 → nvfp4, or a recipe's name; unstated → bf16\n"
          "model: GPT-style (GELU, LayerNorm, learned positions) unless Llama (SwiGLU, RMSNorm, RoPE); MPT "
-         "ALiBi, "
-         "tied; Nemotron squared-ReLU as 2-matrix MLP\n"
+         "ALiBi, tied; Nemotron squared-ReLU as 2-matrix MLP; another family: the style whose parameter "
+         "count "
+         "is nearer params_b\n"
          "unstated layout: micro_batch 1, vpp 1, sp = (tp > 1), zero_stage 1 (distributed optimizer), "
          "recompute none; a micro-batch that does not divide the per-GPU batch: the largest that does below "
          "it\n"
@@ -618,7 +651,7 @@ std::string measured_run_defaults_text() {
          "\"framework\" "
          "field, else the framework their source names (Megatron-DeepSpeed, DeepSpeed, torchtitan, "
          "llm-foundry/Composer, "
-         "NeMo/Megatron-Bridge, FSDP/FSDP2, Megatron-LM of 2019-2021), else megatron-core\n"
+         "NeMo/Megatron-Bridge, HAI-LLM/DeepSeek, FSDP/FSDP2, Megatron-LM of 2019-2021), else megatron-core\n"
          "Megatron-LM 2021: fp16 grads, TP backward overlap, no FlashAttention, dropout 0.1\n"
          "Megatron-Core (README H100): fp32 main grads in memory, bf16 reduce-scatter, TP comm overlap\n"
          "NeMo / Megatron-Bridge: bf16 grads (grad_sync_dtype bf16), distributed optimizer, TP comm overlap\n"
