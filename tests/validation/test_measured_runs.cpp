@@ -141,9 +141,14 @@ TEST_CASE("measured runs: other files' rows pick their framework by their own fi
     return measured_runs_of(nlohmann::json::array({row}), "team.json", test::catalogs()).at(0);
   };
   CHECK(framework_of_row("a", {{"framework", "deepspeed@0.5"}}).framework == "deepspeed@0.3.12");
-  // "deepspeed" is the newest DeepSpeed profile (deepspeed@0.6: v0.6 to HEAD).
-  CHECK(framework_of_row("b", {{"group", "zero3"}, {"source", "DeepSpeed ZeRO-3 blog, 2021"}}).framework ==
+  // "deepspeed" is the newest DeepSpeed profile (deepspeed@0.6: v0.6 to HEAD); a source of 2021 or
+  // before ran v0.3-v0.5 (v0.6.0 came in 2022).
+  CHECK(framework_of_row("b", {{"group", "zero3"}, {"source", "DeepSpeed ZeRO-3 blog"}}).framework ==
         "deepspeed@0.6");
+  CHECK(framework_of_row("b2", {{"group", "zero3"}, {"source", "DeepSpeed ZeRO-3 blog, 2021-03-08"}})
+            .framework == "deepspeed@0.3.12");
+  CHECK(framework_of_row("b3", {{"group", "zero3"}, {"source", "DeepSpeed issue 1069 (2021), rerun 2023"}})
+            .framework == "deepspeed@0.6");
   // Megatron-DeepSpeed (BLOOM's fork) before DeepSpeed, and its default: no sequence parallelism.
   const MeasuredRun bloom = framework_of_row(
       "mds", {{"group", "t"},

@@ -121,6 +121,23 @@ std::string opt_str(const json& j, const char* key) {
   return j.at(key).dump();
 }
 
+// Whether a DeepSpeed source names only years before 2022 (its runs ran DeepSpeed v0.3-v0.5, the
+// last releases before v0.6.0, whose PR #1453 of 2022-01-20 rewrote the ZeRO-3 fetch:
+// frameworks.md 1.5), reading 4-digit years from 2015 on; false when it names none.
+bool before_deepspeed_0_6(const std::string& text) {
+  int latest = 0;
+  for (size_t at = 0; at + 4 <= text.size(); ++at) {
+    const bool word = (at == 0 || !std::isdigit(static_cast<unsigned char>(text[at - 1]))) &&
+                      (at + 4 == text.size() || !std::isdigit(static_cast<unsigned char>(text[at + 4])));
+    if (!word || !std::all_of(text.begin() + long(at), text.begin() + long(at) + 4,
+                              [](unsigned char c) { return std::isdigit(c); }))
+      continue;
+    if (const int year = std::stoi(text.substr(at, 4)); year >= 2015 && year <= 2099)
+      latest = std::max(latest, year);
+  }
+  return latest > 0 && latest < 2022;
+}
+
 // The framework profile of a row (sim/framework/profiles/<id>.json): the one thing the mapping
 // decides per row; each profile's fields cite the framework code or docs they follow. A row's own
 // "framework" field (an id or id@version) wins; else the shipped groups' sources; else the
@@ -140,7 +157,7 @@ std::string framework_of(const json& row, const std::string& architecture) {
   if (group == "nemo2407" || group == "bridge" || group == "nemo_cp" || group == "mcore_moe") return "nemo";
   const std::string text = lower(group + " " + opt_str(row, "source"));
   if (has(text, "megatron-deepspeed")) return "megatron-deepspeed";  // Megatron's model on DeepSpeed
-  if (has(text, "deepspeed")) return "deepspeed";
+  if (has(text, "deepspeed")) return before_deepspeed_0_6(text) ? "deepspeed@0.5" : "deepspeed";
   if (has(text, "torchtitan")) return "torchtitan";
   if (has(text, "llm-foundry") || has(text, "composer") || has(text, "mosaic")) return "composer";
   if (has(text, "megatron-bridge") && blackwell) return "megatron-bridge-blackwell";
@@ -649,7 +666,8 @@ std::string measured_run_defaults_text() {
          "megatron-core-perf; nemo2407, bridge, nemo_cp, mcore_moe → nemo (bridge on Blackwell → "
          "megatron-bridge-blackwell); mosaic → composer; torchtitan → torchtitan; other rows: their "
          "\"framework\" "
-         "field, else the framework their source names (Megatron-DeepSpeed, DeepSpeed, torchtitan, "
+         "field, else the framework their source names (Megatron-DeepSpeed, DeepSpeed (deepspeed@0.5 for a "
+         "source of 2021 or before), torchtitan, "
          "llm-foundry/Composer, "
          "NeMo/Megatron-Bridge, HAI-LLM/DeepSeek, FSDP/FSDP2, Megatron-LM of 2019-2021), else megatron-core\n"
          "Megatron-LM 2021: fp16 grads, TP backward overlap, no FlashAttention, dropout 0.1\n"
