@@ -1,6 +1,7 @@
 // Tests of the measured-runs mapping (validation/measured_runs.hpp): a few rows map to the scenario
 // and framework behaviour the file and the sources say, and the defaults for null fields are the
 // documented ones. The runs' predictions, memory verdicts included, are test_accuracy's.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <string>
@@ -232,6 +233,26 @@ TEST_CASE("measured runs: a GPU's free text names its catalog part and the part'
   const MeasuredRun big = on("GH200 144GB");
   CHECK(big.scenario.cluster.gpu.hbm_bytes == Approx(144e9));
   CHECK_THAT(big.unsupported, Catch::Contains("non-standard SKU"));
+}
+
+TEST_CASE("measured runs: an unstated dp is the GPUs over tp, pp and cp, where they divide",
+          "[sim][measured_runs]") {
+  nlohmann::json row = nlohmann::json::parse(R"({"id": "x", "gpu": "H100-SXM5-80GB", "num_gpus": 64,
+      "model": {"name": "team-7b", "layers": 32, "hidden": 4096, "heads": 32, "seq_len": 2048},
+      "layout": {"tp": 2, "pp": 2, "cp": 2, "dp": null, "global_batch": 64},
+      "measured": {"iteration_s": 2.0}})");
+  auto read = [&] {
+    return measured_runs_of(nlohmann::json::array({row}), "team.json", test::catalogs()).at(0);
+  };
+  const MeasuredRun derived = read();
+  REQUIRE(derived.simulatable());
+  CHECK(derived.scenario.layout.dp == 8);
+  CHECK(std::count(derived.defaults_used.begin(), derived.defaults_used.end(), "dp=num_gpus/(tp·pp·cp)") ==
+        1);
+  row["layout"].erase("dp");
+  CHECK(read().scenario.layout.dp == 8);
+  row["num_gpus"] = 60;  // not a multiple of tp·pp·cp = 8
+  CHECK(read().unsupported == "layout not stated (tp/pp/dp null)");
 }
 
 TEST_CASE("measured runs: a dense model of another family takes the style its parameter count says",

@@ -539,13 +539,29 @@ std::string measured_run_group(const json& row) {
   return kNoGroup;
 }
 
+// The row's layout, its data-parallel size derived where the row leaves it out or null and states
+// tp, pp and num_gpus: num_gpus / (tp·pp·cp) where that divides (noted in the run's defaults).
+json row_layout(const json& row, std::vector<std::string>& defaults_used) {
+  if (!row.contains("layout")) return json::object();
+  json l = row.at("layout");
+  if (!l.is_object() || (l.contains("dp") && !l.at("dp").is_null())) return l;
+  const auto tp = opt_int(l, "tp"), pp = opt_int(l, "pp"), gpus = opt_int(row, "num_gpus");
+  const int64_t cp = opt_int(l, "cp").value_or(1);
+  if (!tp || !pp || !gpus || *tp < 1 || *pp < 1 || cp < 1 || *gpus < 1) return l;
+  const double model_parallel = double(*tp) * double(*pp) * double(cp);  // each may be any size yet
+  if (model_parallel > double(*gpus) || *gpus % int64_t(model_parallel) != 0) return l;
+  l["dp"] = *gpus / int64_t(model_parallel);
+  defaults_used.push_back("dp=num_gpus/(tp·pp·cp)");
+  return l;
+}
+
 MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
   MeasuredRun c;
   c.id = row.at("id").get<std::string>();
   c.group = measured_run_group(row);
   const json empty = json::object();
   const json& mj = row.contains("model") ? row.at("model") : empty;
-  const json& lj = row.contains("layout") ? row.at("layout") : empty;
+  const json lj = row_layout(row, c.defaults_used);
   std::string no_reference;  // why the row gives no usable step time
   set_reference(c, row, no_reference);
 
