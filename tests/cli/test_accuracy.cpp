@@ -3,6 +3,7 @@
 // rows it cannot map, rows read with a scenario file's bounds and spellings, a team's own GPU from
 // a user catalog, and files that are not lists of rows.
 // The whole yardstick runs once (~8 s in Release); the other cases score a row or two.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -209,6 +210,17 @@ TEST_CASE("simrun accuracy on a file of other runs: a bad row, an unknown GPU an
   std::ostringstream predicted;
   predicted << ok.at("predicted_s");
   CHECK(valid_line.find("," + predicted.str() + ",") != std::string::npos);
+}
+
+TEST_CASE("simrun accuracy --csv escapes the control characters of a row's id and group", "[cli][accuracy]") {
+  json row = shipped_row(kValidRowId);
+  row["id"] = "team\x1b[1m\r";
+  row["group"] = "g\x07,x";
+  const RunResult csv =
+      run_simrun("accuracy " + shell_quoted(write_file("ctl.json", json::array({row}).dump())) + " --csv");
+  REQUIRE(csv.exit_code == 0);
+  CHECK(std::none_of(csv.out.begin(), csv.out.end(), [](char c) { return c != '\n' && (c & 0xE0) == 0; }));
+  CHECK(csv.out.find("\nteam\\x1b[1m\\r,\"g\\x07,x\",ok,") != std::string::npos);
 }
 
 TEST_CASE("simrun accuracy reads a team's rows as a scenario file would: bounds, spellings, ids",

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -150,6 +151,9 @@ TEST_CASE("measured runs: other files' rows pick their framework by their own fi
             .framework == "deepspeed@0.3.12");
   CHECK(framework_of_row("b3", {{"group", "zero3"}, {"source", "DeepSpeed issue 1069 (2021), rerun 2023"}})
             .framework == "deepspeed@0.6");
+  // A sequence length or a GPU count is no year.
+  CHECK(framework_of_row("b4", {{"group", "zero3"}, {"source", "DeepSpeed blog (2021), 2048 GPUs, seq 2048"}})
+            .framework == "deepspeed@0.3.12");
   // Megatron-DeepSpeed (BLOOM's fork) before DeepSpeed, and its default: no sequence parallelism.
   const MeasuredRun bloom = framework_of_row(
       "mds", {{"group", "t"},
@@ -166,6 +170,10 @@ TEST_CASE("measured runs: other files' rows pick their framework by their own fi
   CHECK(framework_of_row("f", {{"group", "t"}, {"source", "a cluster log"}}).framework == "megatron-core");
   CHECK(framework_of_row("h", {{"group", "t"}, {"source", "DeepSeek-V3 Technical Report, Table 1"}})
             .framework == "hai-llm");
+  // DeepSeek named beside another framework: that framework's run of the model.
+  CHECK(framework_of_row("h2", {{"group", "t"}, {"source", "Megatron-Core, DeepSeek-V3 recipe"}}).framework ==
+        "megatron-core");
+  CHECK(framework_of_row("h3", {{"group", "t"}, {"source", "FSDP2 DeepSeek-V3 run"}}).framework == "fsdp2");
   const MeasuredRun unknown = framework_of_row("g", {{"framework", "jax-pax"}});
   CHECK_FALSE(unknown.simulatable());
 
@@ -183,7 +191,12 @@ TEST_CASE("measured runs: other files' rows pick their framework by their own fi
         LowPrecisionRecipe::blockwise);
   CHECK(with_precision("p7", "fp8 current scaling").scenario.layout.fp8_recipe ==
         LowPrecisionRecipe::tensorwise);
-  CHECK(with_precision("p8", "fp8 (MXFP8 recipe)").scenario.layout.fp8_recipe == LowPrecisionRecipe::mxfp8);
+  CHECK(with_precision("p8", "fp8, MXFP8 recipe").scenario.layout.fp8_recipe == LowPrecisionRecipe::mxfp8);
+  // Words that only look like a recipe, or two recipes named: the default, delayed scaling.
+  CHECK(with_precision("p9", "fp8 (all transformer blocks)").scenario.layout.fp8_recipe ==
+        LowPrecisionRecipe::delayed);
+  CHECK(with_precision("p10", "fp8 (delayed; current scaling was slower)").scenario.layout.fp8_recipe ==
+        LowPrecisionRecipe::delayed);
   const MeasuredRun odd = with_precision("p5", "int4");
   CHECK_FALSE(odd.simulatable());
   CHECK_THAT(odd.unsupported,
@@ -213,7 +226,17 @@ TEST_CASE("measured runs: a GPU's free text names its catalog part and the part'
       {"GH200 (H100 + Grace CPU)", "gh200", 4, "ib-ndr"},  // the first chip named
       {"8xA100-SXM4-40GB", "a100-40gb", 8, "ib-hdr"},
       {"A100 80 GB", "a100-80gb", 8, "ib-hdr"},
-      {"GB200 (DGX-GB200, NVL72)", "gb200", 4, "ib-ndr"}};
+      {"GB200 (DGX-GB200, NVL72)", "gb200", 4, "ib-ndr"},
+      {"72 GB200 (NVL72)", "gb200", 4, "ib-ndr"},  // a count, not 72 GB
+      {"GB200 NVL", "gb200", 4, "ib-ndr"},         // the rack, not an NVL card
+      {"GB300 NVL-72", "gb300", 4, "ib-xdr"},
+      {"DGX B200 (NVLS)", "b200", 8, "ib-ndr"},
+      {"NVIDIA H100s", "h100-sxm", 8, "ib-ndr"},
+      {"H100x8", "h100-sxm", 8, "ib-ndr"},
+      {"H100 80.0GB", "h100-sxm", 8, "ib-ndr"},
+      {"H100-SXM5 (400Gb IB)", "h100-sxm", 8, "ib-ndr"},             // a NIC's rate, not memory
+      {"GH200 (480GB LPDDR5X + 96GB HBM3e)", "gh200", 4, "ib-ndr"},  // Grace's memory is not the GPU's
+      {"A100 40 GiB", "a100-40gb", 8, "ib-hdr"}};
   for (const auto& [text, id, per_node, fabric] : parts) {
     INFO(text);
     const MeasuredRun r = on(text);
@@ -233,6 +256,27 @@ TEST_CASE("measured runs: a GPU's free text names its catalog part and the part'
   const MeasuredRun big = on("GH200 144GB");
   CHECK(big.scenario.cluster.gpu.hbm_bytes == Approx(144e9));
   CHECK_THAT(big.unsupported, Catch::Contains("non-standard SKU"));
+
+  // A team's own part of a chip (a user catalog's h100-96gb) takes the text that names its memory,
+  // and no other: an "H100-SXM5-80GB" or a plain "H100 SXM" stays the catalog's h100-sxm.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "simrun-test-team-gpus";
+  std::filesystem::create_directories(dir / "gpus");
+  std::ifstream shipped(std::filesystem::path(SIMRUN_DATA_DIR) / "topologies" / "gpus" / "h100-sxm.json");
+  nlohmann::json part = nlohmann::json::parse(shipped);
+  part.erase("cuda_names");
+  part.erase("aliases");
+  part.erase("hbm_usable_gib");
+  part["hbm_gb"] = 96;
+  std::ofstream(dir / "gpus" / "h100-96gb.json") << part.dump();
+  Catalogs team = test::catalogs();
+  team.hardware.add(dir / "gpus", dir / "fabrics");
+  auto on_team = [&](const std::string& gpu) {
+    row["gpu"] = gpu;
+    return measured_runs_of(nlohmann::json::array({row}), "team.json", team).at(0).scenario.cluster.gpu.id;
+  };
+  CHECK(on_team("H100 96GB") == "h100-96gb");
+  CHECK(on_team("H100-SXM5-80GB (DGX-H100)") == "h100-sxm");
+  CHECK(on_team("H100 SXM") == "h100-sxm");
 }
 
 TEST_CASE("measured runs: an unstated dp is the GPUs over tp, pp and cp, where they divide",
@@ -252,7 +296,7 @@ TEST_CASE("measured runs: an unstated dp is the GPUs over tp, pp and cp, where t
   row["layout"].erase("dp");
   CHECK(read().scenario.layout.dp == 8);
   row["num_gpus"] = 60;  // not a multiple of tp·pp·cp = 8
-  CHECK(read().unsupported == "layout not stated (tp/pp/dp null)");
+  CHECK(read().unsupported == "layout.dp not stated, and num_gpus 60 is not a multiple of tp·pp·cp = 8");
 }
 
 TEST_CASE("measured runs: a dense model of another family takes the style its parameter count says",
@@ -306,6 +350,11 @@ TEST_CASE("measured runs: an MoE row's name picks the catalog's model, letters a
   CHECK(named("qwen3 30b a3b").scenario.model.is_moe());
   CHECK(named("DeepSeek V3 (671B)").scenario.model.moe->experts == 256);
   CHECK(named("Mixtral 8x7B").scenario.model.moe->experts == 8);
+  // A catalog MoE model's name alone, without expert parallelism or a shape, is that model.
+  row["layout"]["ep"] = nullptr;
+  row["model"] = {{"seq_len", 4096}};
+  CHECK(named("DeepSeek-V3").simulatable());
+  row["layout"]["ep"] = 8;
   // Mixtral 8x22B is not the catalog's 8x7B: its architecture is in neither the row nor the catalog.
   CHECK(named("Mixtral 8x22B").unsupported == "MoE architecture not in the file nor in the model catalog");
 }

@@ -123,7 +123,8 @@ std::string opt_str(const json& j, const char* key) {
 
 // Whether a DeepSpeed source names only years before 2022 (its runs ran DeepSpeed v0.3-v0.5, the
 // last releases before v0.6.0, whose PR #1453 of 2022-01-20 rewrote the ZeRO-3 fetch:
-// frameworks.md 1.5), reading 4-digit years from 2015 on; false when it names none.
+// frameworks.md 1.5), reading 4-digit numbers from 2015 to 2035 as years (not a 2048-token
+// sequence or 2048 GPUs); false when it names none.
 bool before_deepspeed_0_6(const std::string& text) {
   int latest = 0;
   for (size_t at = 0; at + 4 <= text.size(); ++at) {
@@ -132,7 +133,7 @@ bool before_deepspeed_0_6(const std::string& text) {
     if (!word || !std::all_of(text.begin() + long(at), text.begin() + long(at) + 4,
                               [](unsigned char c) { return std::isdigit(c); }))
       continue;
-    if (const int year = std::stoi(text.substr(at, 4)); year >= 2015 && year <= 2099)
+    if (const int year = std::stoi(text.substr(at, 4)); year >= 2015 && year <= 2035)
       latest = std::max(latest, year);
   }
   return latest > 0 && latest < 2022;
@@ -162,11 +163,12 @@ std::string framework_of(const json& row, const std::string& architecture) {
   if (has(text, "llm-foundry") || has(text, "composer") || has(text, "mosaic")) return "composer";
   if (has(text, "megatron-bridge") && blackwell) return "megatron-bridge-blackwell";
   if (has(text, "nemo") || has(text, "megatron-bridge")) return "nemo";
-  if (has(text, "hai-llm") || has(text, "deepseek")) return "hai-llm";  // DeepSeek's own framework
   if (has(text, "fsdp2")) return "fsdp2";
   if (has(text, "fsdp")) return "fsdp1";
   if (has(text, "megatron") && (has(text, "2019") || has(text, "2020") || has(text, "2021")))
     return "megatron-lm-2021";
+  // DeepSeek's own framework, where no other is named (a Megatron DeepSeek-V3 recipe is Megatron's).
+  if (has(text, "hai-llm") || (has(text, "deepseek") && !has(text, "megatron"))) return "hai-llm";
   return kDefaultFramework;
 }
 
@@ -180,51 +182,69 @@ std::string chip_of(const std::string& id) {
   return letter && digit ? chip : "";
 }
 
+bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+bool is_letter(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }
+
 // Where `chip` first stands as a name of its own in `text` (lower case), or npos: not inside a
-// longer name (the b200 of "gb200", the h200 of "gh200", the mi300x of "mi300xl"), though
-// "8xh100" names an h100.
+// longer name (the b200 of "gb200", the h200 of "gh200", the h100 of "h1000"), though a count
+// may lead it ("8xh100") and letters follow it ("h100s", "h100x8", "h100sxm5").
 size_t chip_position(const std::string& text, const std::string& chip) {
-  auto alpha = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; };
-  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
   for (size_t at = text.find(chip); at != std::string::npos; at = text.find(chip, at + 1)) {
-    const bool count_before =
-        at >= 2 && text[at - 1] == 'x' && std::isdigit(static_cast<unsigned char>(text[at - 2]));
-    const bool starts = at == 0 || !alpha(text[at - 1]) || count_before;
+    const bool count_before = at >= 2 && text[at - 1] == 'x' && is_digit(text[at - 2]);
+    const bool starts = at == 0 || !is_letter(text[at - 1]) || count_before;
     const size_t end = at + chip.size();
-    if (starts && (end == text.size() || !alnum(text[end]))) return at;
+    if (starts && (end == text.size() || !is_digit(text[end]))) return at;
   }
   return std::string::npos;
 }
 
-// The memory a GPU text states, in GB ("80gb", "141gb" once "141 GB" lost its space), or nullopt;
-// not a rate ("400gb/s", "1600gbps").
-std::optional<double> stated_memory_gb(const std::string& text) {
-  for (size_t at = text.find("gb"); at != std::string::npos; at = text.find("gb", at + 1)) {
-    size_t digits = at;
-    while (digits > 0 && std::isdigit(static_cast<unsigned char>(text[digits - 1]))) --digits;
-    const char next = at + 2 < text.size() ? text[at + 2] : ' ';
-    if (digits < at && at - digits <= 6 && next != '/' && !std::isalpha(static_cast<unsigned char>(next)))
-      return std::stod(text.substr(digits, at - digits));
-  }
-  return std::nullopt;
+// The number that ends just before text[at] (digits and a decimal point, at most 7 characters:
+// never out of a double's range), or nullopt.
+std::optional<double> number_before(const std::string& text, size_t at) {
+  size_t start = at;
+  while (start > 0 && (is_digit(text[start - 1]) || text[start - 1] == '.')) --start;
+  while (start < at && text[start] == '.') ++start;  // "v1..80gb": the figure, not the dots
+  if (start == at || at - start > 7) return std::nullopt;
+  return std::stod(text.substr(start, at - start));
+}
+
+// The memory figures a GPU text states, in GB or GiB as written ("80gb" and "141gb" once "141 GB"
+// lost its space, "79.6gb", "40gib"): a number before a unit that ends a word; not a rate
+// ("400gb/s", "1600gbps"), not a GPU count before a chip ("72 gb200").
+std::vector<double> stated_memory_gb(const std::string& text) {
+  std::vector<double> figures;
+  for (const std::string unit : {"gb", "gib"})
+    for (size_t at = text.find(unit); at != std::string::npos; at = text.find(unit, at + 1)) {
+      const size_t end = at + unit.size();
+      const char next = end < text.size() ? text[end] : ' ';
+      if (next == '/' || is_letter(next) || is_digit(next)) continue;
+      if (const std::optional<double> figure = number_before(text, at)) figures.push_back(*figure);
+    }
+  return figures;
 }
 
 // Catalog id of the row's GPU from its free text ("H100-SXM5-80GB (DGX-H100)" → h100-sxm,
 // "NVIDIA B200 (DGX B200)" → b200, "GB300 NVL72" → gb300), "" when it names no catalog chip or a
 // form of it the catalog does not hold. The first chip the text names ("GH200 (H100 + Grace)" is a
 // gh200); its form: a PCIe card is the catalog's PCIe part (h100-pcie), an NVL card (H100 NVL,
-// H200 NVL: "nvl" not followed by "ink" or a rack's size) none, never the SXM part's figures;
-// among the SXM parts (a100-40gb, a100-80gb), the one whose id names the stated memory, else the
-// largest. `hbm_scale` ≠ 1 for a SKU of the chip with other memory (the H100 96 GB, a GH200
+// H200 NVL: "nvl" not leading a word such as NVLink or NVLS, on a chip whose NVLink spans a board)
+// none, never the SXM part's figures. Among the chip's parts: the one whose id names a
+// stated memory figure (a100-40gb), else the one whose memory is nearest it, else, with no
+// figure, the first whose id names no memory (h100-sxm beside a team's h100-96gb), else the
+// largest (a100-80gb). Memory figures far from every part's (a 400 Gb NIC, Grace's 480 GB) are
+// not the GPU's. `hbm_scale` ≠ 1 for a SKU of the chip with other memory (the H100 96 GB, a GH200
 // 144 GB): more than 10% from the part's, whose memory alone is then checked.
 std::string gpu_id(const std::string& text, const HardwareCatalog& hardware, double& hbm_scale) {
   std::string g = lower(text);
-  // "40 GB" reads as "40gb"; other spaces stay, so that no two words run together.
-  for (size_t at = g.find(" gb"); at != std::string::npos; at = g.find(" gb", at))
-    if (at > 0 && std::isdigit(static_cast<unsigned char>(g[at - 1])))
+  // "40 GB" reads as "40gb" (and "40 GiB" as "40gib"); other spaces stay, so that no two words run
+  // together ("72 GB200" stays two).
+  for (size_t at = g.find(" g"); at != std::string::npos; at = g.find(" g", at + 1)) {
+    const size_t unit = g.compare(at + 1, 3, "gib") == 0 ? 3 : g.compare(at + 1, 2, "gb") == 0 ? 2 : 0;
+    const size_t end = at + 1 + unit;
+    if (unit > 0 && at > 0 && is_digit(g[at - 1]) &&
+        (end == g.size() || !std::isalnum(static_cast<unsigned char>(g[end]))))
       g.erase(at, 1);
-    else
-      ++at;
+  }
   hbm_scale = 1.0;
   const std::vector<std::string> ids = hardware.gpu_ids();
   std::string chip;
@@ -238,30 +258,44 @@ std::string gpu_id(const std::string& text, const HardwareCatalog& hardware, dou
   if (chip.empty()) return "";
   const bool sxm = has(g, "sxm");
   const bool pcie = !sxm && has(g, "pcie");
-  bool nvl_card = false;
-  for (size_t at = g.find("nvl"); at != std::string::npos && !sxm; at = g.find("nvl", at + 1))
-    nvl_card = nvl_card || (g.compare(at + 3, 3, "ink") != 0 &&
-                            !(at + 3 < g.size() && std::isdigit(static_cast<unsigned char>(g[at + 3]))));
-  if (nvl_card) return "";
   std::vector<const GpuSpec*> parts;  // the chip's parts of the text's form factor
   for (const std::string& id : ids)
     if (chip_of(id) == chip && has(id, "pcie") == pcie) parts.push_back(&hardware.gpu(id, "", "gpu"));
   if (parts.empty()) return "";
-  const std::optional<double> memory_gb = stated_memory_gb(g);
-  const GpuSpec* part = *std::max_element(parts.begin(), parts.end(), [](const GpuSpec* a, const GpuSpec* b) {
-    return a->hbm_bytes < b->hbm_bytes;
-  });
-  if (memory_gb)
+  const bool rack = std::any_of(parts.begin(), parts.end(),
+                                [](const GpuSpec* p) { return p->scale_up_domain > kBoardScaleUpDomain; });
+  // An NVL card ("H100 NVL", "H200 NVL 141GB"): "nvl" not leading a word (NVLink, NVLS), on a chip
+  // whose NVLink spans a board (on a rack-scale chip, NVL72 or NVL names the rack).
+  for (size_t at = g.find("nvl"); at != std::string::npos && !sxm && !rack; at = g.find("nvl", at + 1))
+    if (at + 3 == g.size() || !is_letter(g[at + 3])) return "";
+  std::vector<double> memory_gb;  // the GPU's memory figures: within 2x of some part's
+  for (const double figure : stated_memory_gb(g))
+    if (std::any_of(parts.begin(), parts.end(), [&](const GpuSpec* p) {
+          return figure * 1e9 >= 0.5 * p->hbm_bytes && figure * 1e9 <= 2.0 * p->hbm_bytes;
+        }))
+      memory_gb.push_back(figure);
+  auto by_memory = [](const GpuSpec* a, const GpuSpec* b) { return a->hbm_bytes < b->hbm_bytes; };
+  const GpuSpec* part = *std::max_element(parts.begin(), parts.end(), by_memory);
+  if (memory_gb.empty()) {
     for (const GpuSpec* p : parts)
-      if (has(p->id, fmt::format("{:.0f}gb", *memory_gb).c_str())) part = p;
-  if (memory_gb && std::abs(*memory_gb * 1e9 / part->hbm_bytes - 1) > 0.10)
-    hbm_scale = *memory_gb * 1e9 / part->hbm_bytes;
+      if (stated_memory_gb(p->id).empty()) {
+        part = p;
+        break;
+      }
+    return part->id;
+  }
+  const double stated = memory_gb.front() * 1e9;
+  part = *std::min_element(parts.begin(), parts.end(), [&](const GpuSpec* a, const GpuSpec* b) {
+    return std::abs(a->hbm_bytes - stated) < std::abs(b->hbm_bytes - stated);
+  });
+  for (const GpuSpec* p : parts)
+    for (const double figure : stated_memory_gb(p->id))
+      if (std::find(memory_gb.begin(), memory_gb.end(), figure) != memory_gb.end()) part = p;
+  const double nearest = *std::min_element(memory_gb.begin(), memory_gb.end(), [&](double a, double b) {
+    return std::abs(a * 1e9 - part->hbm_bytes) < std::abs(b * 1e9 - part->hbm_bytes);
+  });
+  if (std::abs(nearest * 1e9 / part->hbm_bytes - 1) > 0.10) hbm_scale = nearest * 1e9 / part->hbm_bytes;
   return part->id;
-}
-
-bool is_moe(const json& mj, const json& lj, const std::string& lname) {
-  return opt_int(mj, "experts").value_or(0) > 1 || has(lname, "moe") || has(lname, "mixtral") ||
-         has(lname, "a3b") || has(lname, "a22b") || opt_int(lj, "ep").value_or(1) > 1;
 }
 
 // The run's reference step time: measured.iteration_s, else derived.iteration_s, each where it
@@ -297,19 +331,35 @@ std::string alphanumeric(const std::string& name) {
   return out;
 }
 
-// The architecture of an MoE row: the file gives only part of it, so the catalog's MoE model whose
-// id the row's name holds, letters and digits alone ("DeepSeek-V3", "DeepSeekV3" → deepseek-v3;
-// "Mixtral 8x22B" is not mixtral-8x7b), the longest where several do; nullopt where none does.
-// At the row's sequence length.
-std::optional<ModelSpec> moe_model(const json& mj, const std::string& name, const Catalogs& catalogs,
-                                   const std::string& run_id) {
+// The catalog's MoE model whose id the row's name holds, letters and digits alone ("DeepSeek-V3",
+// "DeepSeekV3" → deepseek-v3; "Mixtral 8x22B" is not mixtral-8x7b), the longest where several do;
+// "" where none does.
+std::string moe_catalog_id(const std::string& name, const Catalogs& catalogs) {
   const std::string row_name = alphanumeric(name);
   std::string catalog_id;
   for (const std::string& id : catalogs.models.ids())
     if (const std::string key = alphanumeric(id); key.size() > alphanumeric(catalog_id).size() &&
                                                   row_name.find(key) != std::string::npos &&
-                                                  catalogs.models.get(id, run_id, "model").is_moe())
+                                                  catalogs.models.get(id, "", "model").is_moe())
       catalog_id = id;
+  return catalog_id;
+}
+
+// Whether a row is of an MoE model: experts stated, expert parallelism, a name that says so
+// (MoE, Mixtral, A3B, A22B) or names a catalog MoE model. One rule for the shape check and the
+// mapping.
+bool is_moe(const json& mj, const json& lj, const std::string& name, const Catalogs& catalogs) {
+  const std::string lname = lower(name);
+  return opt_int(mj, "experts").value_or(0) > 1 || has(lname, "moe") || has(lname, "mixtral") ||
+         has(lname, "a3b") || has(lname, "a22b") || opt_int(lj, "ep").value_or(1) > 1 ||
+         !moe_catalog_id(name, catalogs).empty();
+}
+
+// The architecture of an MoE row: the file gives only part of it, so the catalog's (moe_catalog_id),
+// at the row's sequence length; nullopt where the catalog has none.
+std::optional<ModelSpec> moe_model(const json& mj, const std::string& name, const Catalogs& catalogs,
+                                   const std::string& run_id) {
+  const std::string catalog_id = moe_catalog_id(name, catalogs);
   if (catalog_id.empty()) return std::nullopt;
   ModelSpec m = catalogs.models.get(catalog_id, run_id, "model");
   m.seq_len = opt_int(mj, "seq_len").value_or(m.seq_len);
@@ -378,15 +428,21 @@ constexpr SizeField kModelSizes[] = {
     {"seq_len", 1, kMaxStepSeqLen}, {"experts", 1, kMaxExperts}};
 
 // The first word of a row's text field ("selective (per-op)" → "selective"), lower case.
+// The first word of a text: letters, digits, '-', '_' and '.' after any leading spaces ("fp8" of
+// "fp8, MXFP8 recipe" and of "fp8 (linear layers)"; "" of "(fp8)").
 std::string first_word(const std::string& text) {
   const size_t start = std::min(text.size(), text.find_first_not_of(' '));
-  return lower(text.substr(start, text.find_first_of(" (", start) - start));
+  size_t end = start;
+  while (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '-' ||
+                               text[end] == '_' || text[end] == '.'))
+    ++end;
+  return lower(text.substr(start, end - start));
 }
 
 // Why the row's sizes and switches cannot be read ("" when they can): num_gpus not stated, a
 // stated size that is not an integer within the scenario's bounds, a recompute or sp value
 // simrun does not know, or a dense model without its shape (MoE rows take the catalog's).
-std::string shape_error(const json& row, const json& mj, const json& lj) {
+std::string shape_error(const json& row, const json& mj, const json& lj, const Catalogs& catalogs) {
   for (const SizeField& f : kLayoutSizes)
     if (std::string why = not_a_size(lj, "layout", f.key, f.lo, f.hi); !why.empty()) return why;
   for (const SizeField& f : kModelSizes)
@@ -403,7 +459,7 @@ std::string shape_error(const json& row, const json& mj, const json& lj) {
   }
   if (const std::string sp = opt_str(lj, "sp"); !sp.empty() && sp != "true" && sp != "false")
     return "layout.sp: " + printable(lj.at("sp").dump()) + " is not true or false";
-  if (is_moe(mj, lj, lower(opt_str(mj, "name")))) return "";
+  if (is_moe(mj, lj, opt_str(mj, "name"), catalogs)) return "";
   for (const char* key : {"layers", "hidden", "heads"})
     if (!opt_int(mj, key))
       return fmt::format("model.{} not stated (a dense model needs layers, hidden, heads)", key);
@@ -430,16 +486,25 @@ std::optional<std::pair<Precision, LowPrecisionRecipe>> measured_precision(const
   if (word == "fp32") return std::pair{Precision::fp32, LowPrecisionRecipe::delayed};
   if (word == "fp4" || word == "nvfp4") return std::pair{Precision::fp4, LowPrecisionRecipe::nvfp4};
   if (word == "fp8") {
+    // The one recipe the commentary names; none or several: Transformer Engine's default, delayed.
     const std::string commentary = lower(text);
     const auto names = [&commentary](std::initializer_list<const char*> words) {
       return std::any_of(words.begin(), words.end(), [&](const char* w) { return has(commentary, w); });
     };
-    const LowPrecisionRecipe recipe = names({"mxfp8"}) ? LowPrecisionRecipe::mxfp8
-                                      : names({"block", "1x128", "128x128", "fine-grained"})
-                                          ? LowPrecisionRecipe::blockwise
-                                      : names({"current", "tensorwise"}) ? LowPrecisionRecipe::tensorwise
-                                                                         : LowPrecisionRecipe::delayed;
-    return std::pair{Precision::fp8, recipe};
+    const std::pair<LowPrecisionRecipe, bool> named[] = {
+        {LowPrecisionRecipe::delayed, names({"delayed"})},
+        {LowPrecisionRecipe::tensorwise, names({"current scaling", "current-scaling", "tensorwise"})},
+        {LowPrecisionRecipe::blockwise, names({"blockwise", "block-wise", "block scaling", "block-scaled",
+                                               "1x128", "128x128", "fine-grained"})},
+        {LowPrecisionRecipe::mxfp8, names({"mxfp8"})}};
+    LowPrecisionRecipe recipe = LowPrecisionRecipe::delayed;
+    int count = 0;
+    for (const auto& [r, is_named] : named)
+      if (is_named) {
+        recipe = r;
+        ++count;
+      }
+    return std::pair{Precision::fp8, count == 1 ? recipe : LowPrecisionRecipe::delayed};
   }
   if (word == "fp8-cs") return std::pair{Precision::fp8, LowPrecisionRecipe::tensorwise};
   if (word == "fp8-mx") return std::pair{Precision::fp8, LowPrecisionRecipe::mxfp8};
@@ -579,20 +644,26 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
   c.memory = profile.memory;
   const std::string name = opt_str(mj, "name");
   const std::string lname = lower(name);
-  const bool moe = is_moe(mj, lj, lname) || moe_model(mj, name, catalogs, c.id).has_value();
+  const bool moe = is_moe(mj, lj, name, catalogs);
 
   if (id.empty()) {
     c.no_scenario = "GPU " + quoted_input(gpu_text) + " not in the catalog";
     c.unsupported = c.no_scenario;
     return c;
   }
-  if (std::string why = shape_error(row, mj, lj); !why.empty()) {
+  if (std::string why = shape_error(row, mj, lj, catalogs); !why.empty()) {
     c.no_scenario = why;
     c.unsupported = c.no_scenario;
     return c;
   }
   if (!opt_int(lj, "tp") || !opt_int(lj, "pp") || !opt_int(lj, "dp")) {
-    c.no_scenario = "layout not stated (tp/pp/dp null)";
+    c.no_scenario =
+        !opt_int(lj, "tp") || !opt_int(lj, "pp")
+            ? "layout not stated (tp/pp/dp null)"
+            : fmt::format("layout.dp not stated, and num_gpus {} is not a multiple of tp·pp·cp = {:.0f}",
+                          opt_int(row, "num_gpus").value_or(0),
+                          double(*opt_int(lj, "tp")) * double(*opt_int(lj, "pp")) *
+                              double(opt_int(lj, "cp").value_or(1)));
     c.unsupported = c.no_scenario;
     return c;
   }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
 
 namespace simrun {
@@ -52,8 +53,10 @@ std::string csv_cell(const nlohmann::json& v) {
     case nlohmann::json::value_t::number_float:
       return fmt::format("{}", v.get<double>());  // shortest form that reads back to the same double
     case nlohmann::json::value_t::string: {
-      const std::string& s = v.get_ref<const std::string&>();
-      if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+      // A name from the input (a run's id, a model's name) may hold any bytes: control characters
+      // escaped as in error lines (echo.hpp), so that no cell drives a terminal or breaks a row.
+      const std::string s = printable(v.get_ref<const std::string&>(), std::string::npos);
+      if (s.find_first_of(",\"") == std::string::npos) return s;
       std::string quoted = "\"";
       for (const char c : s) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
       return quoted + "\"";

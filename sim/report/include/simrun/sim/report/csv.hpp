@@ -28,7 +28,8 @@ nlohmann::json to_json(const Fields& fields);
 nlohmann::json bytes_json(double bytes);
 
 // One CSV cell of a JSON scalar: numbers at full precision, true/false, null as an empty cell,
-// strings quoted (RFC 4180) when they hold a comma, a quote or a line break.
+// strings with control characters escaped (printable, echo.hpp: a line break is "\n") and quoted
+// (RFC 4180) when they hold a comma or a quote.
 std::string csv_cell(const nlohmann::json& value);
 
 // A header line of the first row's keys, then one line per row; every row has the same keys in
