@@ -85,6 +85,9 @@ std::string lower(std::string s) {
   return s;
 }
 bool has(const std::string& hay, const char* needle) { return hay.find(needle) != std::string::npos; }
+bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+bool is_letter(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }
+bool is_alphanumeric(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
 
 std::optional<int64_t> opt_int(const json& j, const char* key) {
   if (!j.is_object() || !j.contains(key) || !j.at(key).is_number()) return std::nullopt;
@@ -128,11 +131,9 @@ std::string opt_str(const json& j, const char* key) {
 bool before_deepspeed_0_6(const std::string& text) {
   int latest = 0;
   for (size_t at = 0; at + 4 <= text.size(); ++at) {
-    const bool word = (at == 0 || !std::isdigit(static_cast<unsigned char>(text[at - 1]))) &&
-                      (at + 4 == text.size() || !std::isdigit(static_cast<unsigned char>(text[at + 4])));
-    if (!word || !std::all_of(text.begin() + long(at), text.begin() + long(at) + 4,
-                              [](unsigned char c) { return std::isdigit(c); }))
-      continue;
+    const bool word =
+        (at == 0 || !is_digit(text[at - 1])) && (at + 4 == text.size() || !is_digit(text[at + 4]));
+    if (!word || !std::all_of(text.begin() + long(at), text.begin() + long(at) + 4, is_digit)) continue;
     if (const int year = std::stoi(text.substr(at, 4)); year >= 2015 && year <= 2035)
       latest = std::max(latest, year);
   }
@@ -177,13 +178,10 @@ std::string framework_of(const json& row, const std::string& architecture) {
 // or a team's "my-gpu", is none: those match only as written).
 std::string chip_of(const std::string& id) {
   const std::string chip = id.substr(0, id.find('-'));
-  const bool letter = std::any_of(chip.begin(), chip.end(), [](unsigned char c) { return std::isalpha(c); });
-  const bool digit = std::any_of(chip.begin(), chip.end(), [](unsigned char c) { return std::isdigit(c); });
+  const bool letter = std::any_of(chip.begin(), chip.end(), is_letter);
+  const bool digit = std::any_of(chip.begin(), chip.end(), is_digit);
   return letter && digit ? chip : "";
 }
-
-bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
-bool is_letter(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }
 
 // Where `chip` first stands as a name of its own in `text` (lower case), or npos: not inside a
 // longer name (the b200 of "gb200", the h200 of "gh200", the h100 of "h1000"), though a count
@@ -241,8 +239,7 @@ std::string gpu_id(const std::string& text, const HardwareCatalog& hardware, dou
   for (size_t at = g.find(" g"); at != std::string::npos; at = g.find(" g", at + 1)) {
     const size_t unit = g.compare(at + 1, 3, "gib") == 0 ? 3 : g.compare(at + 1, 2, "gb") == 0 ? 2 : 0;
     const size_t end = at + 1 + unit;
-    if (unit > 0 && at > 0 && is_digit(g[at - 1]) &&
-        (end == g.size() || !std::isalnum(static_cast<unsigned char>(g[end]))))
+    if (unit > 0 && at > 0 && is_digit(g[at - 1]) && (end == g.size() || !is_alphanumeric(g[end])))
       g.erase(at, 1);
   }
   hbm_scale = 1.0;
@@ -268,10 +265,14 @@ std::string gpu_id(const std::string& text, const HardwareCatalog& hardware, dou
   // whose NVLink spans a board (on a rack-scale chip, NVL72 or NVL names the rack).
   for (size_t at = g.find("nvl"); at != std::string::npos && !sxm && !rack; at = g.find("nvl", at + 1))
     if (at + 3 == g.size() || !is_letter(g[at + 3])) return "";
-  std::vector<double> memory_gb;  // the GPU's memory figures: within 2x of some part's
+  // A stated figure is the GPU's memory within a factor 2 of some part's; a SKU of other memory where
+  // more than 10% from the chosen part's.
+  constexpr double kMemoryFigureFactor = 2.0, kOtherSkuFraction = 0.10;
+  std::vector<double> memory_gb;
   for (const double figure : stated_memory_gb(g))
     if (std::any_of(parts.begin(), parts.end(), [&](const GpuSpec* p) {
-          return figure * 1e9 >= 0.5 * p->hbm_bytes && figure * 1e9 <= 2.0 * p->hbm_bytes;
+          return figure * 1e9 >= p->hbm_bytes / kMemoryFigureFactor &&
+                 figure * 1e9 <= kMemoryFigureFactor * p->hbm_bytes;
         }))
       memory_gb.push_back(figure);
   auto by_memory = [](const GpuSpec* a, const GpuSpec* b) { return a->hbm_bytes < b->hbm_bytes; };
@@ -294,7 +295,8 @@ std::string gpu_id(const std::string& text, const HardwareCatalog& hardware, dou
   const double nearest = *std::min_element(memory_gb.begin(), memory_gb.end(), [&](double a, double b) {
     return std::abs(a * 1e9 - part->hbm_bytes) < std::abs(b * 1e9 - part->hbm_bytes);
   });
-  if (std::abs(nearest * 1e9 / part->hbm_bytes - 1) > 0.10) hbm_scale = nearest * 1e9 / part->hbm_bytes;
+  if (std::abs(nearest * 1e9 / part->hbm_bytes - 1) > kOtherSkuFraction)
+    hbm_scale = nearest * 1e9 / part->hbm_bytes;
   return part->id;
 }
 
@@ -326,8 +328,7 @@ void set_reference(MeasuredRun& c, const json& row, std::string& why) {
 std::string alphanumeric(const std::string& name) {
   std::string out;
   for (const char c : name)
-    if (std::isalnum(static_cast<unsigned char>(c)))
-      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (is_alphanumeric(c)) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
 }
 
@@ -433,8 +434,8 @@ constexpr SizeField kModelSizes[] = {
 std::string first_word(const std::string& text) {
   const size_t start = std::min(text.size(), text.find_first_not_of(' '));
   size_t end = start;
-  while (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '-' ||
-                               text[end] == '_' || text[end] == '.'))
+  while (end < text.size() &&
+         (is_alphanumeric(text[end]) || text[end] == '-' || text[end] == '_' || text[end] == '.'))
     ++end;
   return lower(text.substr(start, end - start));
 }
