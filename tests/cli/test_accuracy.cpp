@@ -365,6 +365,9 @@ TEST_CASE("simrun accuracy: a file that is not a list of rows, or a group it lac
                         object.string() + ": (top level): expected a list of runs");
   const fs::path number = write_file("runs-number.json", "7");
   require_one_safe_line(run_simrun("accuracy " + shell_quoted(number)), "got a number");
+  const fs::path numbers = write_file("runs-numbers.json", "[1, \"two\"]");
+  require_one_safe_line(run_simrun("accuracy " + shell_quoted(numbers)),
+                        "got a list with no row object (rows[0] is a number)");
   const fs::path not_json = write_file("runs-not-json.json", "[{\"id\": ");
   require_one_safe_line(run_simrun("accuracy " + shell_quoted(not_json)), not_json.string());
   require_one_safe_line(run_simrun("accuracy " + shell_quoted(scratch_dir() / "no-such-runs.json")),

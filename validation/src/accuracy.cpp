@@ -146,11 +146,18 @@ std::string seconds_cell(double s) { return s > 0 ? fmt::format("{:.3f}s", s) : 
 
 std::vector<MeasuredRun> measured_runs_of(const json& doc, const std::string& file,
                                           const Catalogs& catalogs) {
-  if (!doc.is_array())
+  // A row of another type among row objects is reported as that run's status, but a non-empty list
+  // with no row object at all (numbers, strings) is not a measured-runs file. An empty list is: no runs.
+  const auto is_row = [](const json& row) { return row.is_object(); };
+  const std::string got = !doc.is_array() ? type_name(doc)
+                          : !doc.empty() && std::none_of(doc.begin(), doc.end(), is_row)
+                              ? "a list with no row object (rows[0] is " + type_name(doc[0]) + ")"
+                              : "";
+  if (!got.empty())
     throw InputError(file, "(top level)",
                      "expected a list of runs (the measured-runs schema: [{\"id\", \"group\", \"gpu\", "
                      "\"num_gpus\", \"model\", \"layout\", \"measured\", ...}, ...]), got " +
-                         type_name(doc));
+                         got);
   std::vector<MeasuredRun> out;
   out.reserve(doc.size());
   std::map<std::string, size_t> first_row_of;  // ids are unique in a file: a later copy is not scored

@@ -79,7 +79,8 @@ struct AccuracyOptions {
 
 // The rows of a measured-runs document, in file order. A row that cannot be mapped (not an
 // object, no id, an unknown GPU, no layout, fields of the wrong type) is a run that says why; a
-// document that is not a list of rows is an InputError naming `file`.
+// document that is not a list of rows (another type, or a non-empty list holding no row object)
+// is an InputError naming `file`; an empty list is no runs.
 std::vector<MeasuredRun> measured_runs_of(const nlohmann::json& doc, const std::string& file,
                                           const Catalogs& catalogs);
 
