@@ -162,6 +162,12 @@ TEST_CASE("measured runs: other files' rows pick their framework by their own fi
   CHECK(bloom.framework == "megatron-deepspeed");
   CHECK_FALSE(bloom.scenario.layout.sequence_parallel);
   CHECK_FALSE(bloom.scenario.layout.flash_attention);
+  // Both named, as MT-NLG's paper does: Megatron's layers on DeepSpeed's engine.
+  CHECK(framework_of_row("mds2", {{"group", "t"},
+                                  {"source",
+                                   "Smith et al. 2022, Using DeepSpeed and Megatron to Train "
+                                   "Megatron-Turing NLG 530B, arXiv 2201.11990"}})
+            .framework == "megatron-deepspeed");
   CHECK(framework_of_row("c", {{"group", "t"}, {"source", "pytorch/torchtitan docs"}}).framework ==
         "torchtitan");
   CHECK(framework_of_row("d", {{"group", "t"}, {"source", "PyTorch FSDP2 tutorial"}}).framework == "fsdp2");

@@ -158,7 +158,11 @@ std::string framework_of(const json& row, const std::string& architecture) {
   if (group == "torchtitan") return "torchtitan";
   if (group == "nemo2407" || group == "bridge" || group == "nemo_cp" || group == "mcore_moe") return "nemo";
   const std::string text = lower(group + " " + opt_str(row, "source"));
-  if (has(text, "megatron-deepspeed")) return "megatron-deepspeed";  // Megatron's model on DeepSpeed
+  // Megatron's model on DeepSpeed: the fork's name, or both named ("Using DeepSpeed and Megatron to
+  // Train Megatron-Turing NLG"): DeepSpeed has no tensor parallelism of its own, Megatron's layers
+  // bring it (frameworks.md 2.4).
+  if (has(text, "megatron-deepspeed") || (has(text, "deepspeed") && has(text, "megatron")))
+    return "megatron-deepspeed";
   if (has(text, "deepspeed")) return before_deepspeed_0_6(text) ? "deepspeed@0.5" : "deepspeed";
   if (has(text, "torchtitan")) return "torchtitan";
   if (has(text, "llm-foundry") || has(text, "composer") || has(text, "mosaic")) return "composer";
@@ -752,7 +756,8 @@ std::string measured_run_defaults_text() {
          "frameworks (sim/framework/profiles): narayanan_t1, megatron_gpt3 → megatron-lm-2021; "
          "megatron_h100 → megatron-core-perf; nemo2407, bridge, nemo_cp, mcore_moe → nemo (bridge on "
          "Blackwell → megatron-bridge-blackwell); mosaic → composer; torchtitan → torchtitan; other rows: "
-         "their \"framework\" field, else the framework their source names (Megatron-DeepSpeed, DeepSpeed "
+         "their \"framework\" field, else the framework their source names (Megatron-DeepSpeed or DeepSpeed "
+         "with Megatron, DeepSpeed "
          "(deepspeed@0.5 for a source of 2021 or before), torchtitan, llm-foundry/Composer, "
          "NeMo/Megatron-Bridge, FSDP/FSDP2, Megatron-LM of 2019-2021, HAI-LLM/DeepSeek), else "
          "megatron-core\n"
