@@ -74,10 +74,9 @@ Scenario load_scenario_with_flags(const std::string& file, const ScenarioOverrid
 ClusterSpec load_cluster_with_flags(const ScenarioOverrides& overrides, const Catalogs& catalogs);
 
 // Framework behaviour the scenario file does not state, shared by estimate and simulate
-// (cli/framework_options.cpp): --schedule, --tp-comm-overlap, --moe-shared-expert-overlap,
-// --kernels, --selective-recompute.
+// (cli/framework_options.cpp): --tp-comm-overlap, --moe-shared-expert-overlap, --kernels,
+// --selective-recompute. (The pipeline schedule is the scenario's: --pipeline-schedule.)
 struct FrameworkArgs {
-  std::string schedule;  // gpipe | 1f1b | interleaved; empty: from virtual_stages
   bool tp_comm_overlap = false, no_tp_comm_overlap = false;
   bool moe_shared_expert_overlap = false;
   std::string moe_dispatcher;  // alltoall | allgather | flex; empty: the framework profile's
@@ -90,7 +89,7 @@ struct FrameworkArgs {
 void add_framework_options(CLI::App& cmd, FrameworkArgs& args);
 // The scenario's framework profile with the flags given applied over it.
 void apply_framework_options(const FrameworkArgs& args, const Scenario& scenario, WorkloadOptions& workload,
-                             MemoryDefaults& memory, std::optional<PipelineSchedule>& schedule);
+                             MemoryDefaults& memory);
 
 // Slow hardware (cli/fault_options.cpp): --straggler, --straggler-node and --slow-link for
 // estimate and simulate (`event_simulation`: they imply --full).

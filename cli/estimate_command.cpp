@@ -1,5 +1,5 @@
 // `simrun estimate SCENARIO.json [overrides] [--json|--csv] [--explain] [--require-fit]
-//  [--calibration FILE] [--schedule S] [--tp-comm-overlap] [--kernels K] [--selective-recompute R]
+//  [--calibration FILE] [--tp-comm-overlap] [--kernels K] [--selective-recompute R]
 //  [--straggler RANK:SLOWDOWN]... [--straggler-node NODE:SLOWDOWN]... [--no-timing]`: the
 // closed-form (analytic) model of one layout, over the same workload ops, compute model and
 // calibration as `simrun simulate`. JSON and CSV echo the inputs (sim/report/inputs.hpp).
@@ -44,15 +44,13 @@ Command add_estimate_command(CLI::App& root, const CliEnv& env) {
             AnalyticOptions options = framework_options(scenario);
             if (!args->calibration_file.empty())
               options.calibration = Calibration::load(args->calibration_file);
-            apply_framework_options(args->framework, scenario, options.workload, options.memory,
-                                    options.schedule);
+            apply_framework_options(args->framework, scenario, options.workload, options.memory);
             options.stragglers = stragglers_of(args->faults, scenario);
             options.slow_links = slow_links_of(args->faults);
             Report report = estimate(scenario, options);
             const StepTimeBand band = attach_step_time_band(env, scenario, catalogs, report);
             const Fields inputs = report_input_fields(
-                scenario, options.workload, options.schedule.value_or(default_schedule(scenario.layout)),
-                args->calibration_file);
+                scenario, options.workload, default_schedule(scenario.layout), args->calibration_file);
             switch (args->format) {
               case OutputFormat::json: {
                 nlohmann::json j = report_json(report, band, inputs, scenario, catalogs, args->explain);

@@ -1,16 +1,13 @@
-// The framework-behaviour flags shared by `simrun estimate` and `simrun simulate`: pipeline
-// schedule, TP comm overlap, shared-expert overlap, kernel stack and what selective recompute
-// re-runs, when DP gradients and ZeRO parameters travel (see command.hpp). Each replaces the
-// value of the scenario's framework profile (--framework) for that one behaviour.
+// The framework-behaviour flags shared by `simrun estimate` and `simrun simulate`: TP comm overlap,
+// shared-expert overlap, kernel stack and what selective recompute re-runs, when DP gradients and ZeRO
+// parameters travel (see command.hpp). Each replaces the value of the scenario's framework profile
+// (--framework) for that one behaviour.
 #include "command.hpp"
 #include "simrun/common/error.hpp"
 
 namespace simrun::cli {
 
 void add_framework_options(CLI::App& cmd, FrameworkArgs& args) {
-  cmd.add_option("--schedule", args.schedule,
-                 "Pipeline schedule: gpipe | 1f1b | interleaved (default from virtual_stages)")
-      ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}));
   CLI::Option* tp_overlap =
       cmd.add_flag("--tp-comm-overlap", args.tp_comm_overlap,
                    "Overlap TP collectives with their GEMMs (Megatron --tp-comm-overlap / async-TP)");
@@ -53,7 +50,7 @@ void add_framework_options(CLI::App& cmd, FrameworkArgs& args) {
 }
 
 void apply_framework_options(const FrameworkArgs& args, const Scenario& scenario, WorkloadOptions& workload,
-                             MemoryDefaults& memory, std::optional<PipelineSchedule>& schedule) {
+                             MemoryDefaults& memory) {
   // Each flag given replaces the profile's value (scenario.framework), both ways.
   if (args.tp_comm_overlap) workload.tp_overlap = TpCommOverlap::full;
   if (args.no_tp_comm_overlap) workload.tp_overlap = TpCommOverlap::backward_async;
@@ -81,15 +78,6 @@ void apply_framework_options(const FrameworkArgs& args, const Scenario& scenario
   if (!args.selective.empty()) {
     workload.selective = selective_recompute_named(args.selective);
     memory.selective = selective_keeps(workload.selective);
-  }
-  if (args.schedule == "gpipe") schedule = PipelineSchedule::gpipe;
-  if (args.schedule == "1f1b") schedule = PipelineSchedule::one_f_one_b;
-  if (args.schedule == "interleaved") {
-    if (scenario.layout.virtual_stages < 2)
-      throw InputError(
-          "command line", "--schedule",
-          "interleaved needs virtual_stages >= 2 (set layout.virtual_stages or --virtual-stages)");
-    schedule = PipelineSchedule::interleaved;
   }
 }
 

@@ -53,10 +53,10 @@ void add_scenario_options(CLI::App& cmd, ScenarioArgs& a) {
       "place; embedding-loss-layers also read) or balanced (as even as possible, the extra layers on middle "
       "chunks)");
   cmd.add_option(
-      "--pipeline-schedule", o.pipeline_schedule,
+      "--pipeline-schedule,--schedule", o.pipeline_schedule,
       "1f1b, interleaved (the default with --virtual-stages > 1, else 1f1b), combined_1f1b (Megatron-Core's "
-      "EP all-to-all overlap across micro-batches; combined-1f1b also read) or dualpipe (DeepSeek-V3's "
-      "bidirectional pipeline)");
+      "EP all-to-all overlap across micro-batches; combined-1f1b also read), dualpipe (DeepSeek-V3's "
+      "bidirectional pipeline) or gpipe (all forwards, then all backwards)");
   cmd.add_option(option_names("--micro-batch"), o.micro_batch, "Sequences per micro-batch");
   cmd.add_option(option_names("--global-batch"), o.global_batch, "Sequences per step");
   cmd.add_option(option_names("--seq-len"), o.seq_len, "Sequence length in tokens");

@@ -139,7 +139,7 @@ SimulateOptions simulate_options_of(const SimulateArgs& a, const Scenario& scena
       !options.step.stragglers.empty() || !options.step.slow_links.empty() || traces_others;
   options.step.scope = a.full || needs_full ? SimulationScope::full : SimulationScope::representatives;
   options.step.record_trace = !a.trace_file.empty();
-  apply_framework_options(a.framework, scenario, options.workload, options.memory, options.schedule);
+  apply_framework_options(a.framework, scenario, options.workload, options.memory);
   return options;
 }
 

@@ -113,8 +113,7 @@ exec::ValidateRequest request_of(const ValidateArgs& a, const CliEnv& env) {
       }
     }
     r.options = framework_simulate_options(r.scenario);
-    apply_framework_options(a.framework, r.scenario, r.options.workload, r.options.memory,
-                            r.options.schedule);
+    apply_framework_options(a.framework, r.scenario, r.options.workload, r.options.memory);
     r.host_nominal = catalogs.hardware.gpu("cpu-host", "topologies/gpus", "cpu-host");
     r.steps = a.steps;
     r.warmup = a.warmup;

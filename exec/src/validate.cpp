@@ -238,7 +238,7 @@ int validate(const Run& run) {
   limits.device = machine.device;
   limits.memory_bytes = machine.memory_bytes;
   limits.step_budget_s = req.step_budget_s;
-  const PipelineSchedule schedule = req.options.schedule.value_or(default_schedule(req.scenario.layout));
+  const PipelineSchedule schedule = default_schedule(req.scenario.layout);
   auto footprint = [&](const Scenario& sc) {
     const Workload wl = build_workload(sc, req.options.workload, schedule);
     const RankLayout layout(sc.layout, sc.cluster.gpus_per_node);

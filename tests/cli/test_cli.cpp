@@ -603,7 +603,12 @@ TEST_CASE("estimate takes the framework flags simulate takes, and they move it t
     CHECK(step(command, "--tp-comm-overlap") < base);
     CHECK(step(command, "--kernels eager") > base);
     CHECK(step(command, "--schedule 1f1b") > base);  // the example interleaves 5 chunks
+    // One schedule setting: --schedule is --pipeline-schedule (layout.pipeline_schedule).
+    CHECK(step(command, "--schedule gpipe") == step(command, "--pipeline-schedule gpipe"));
   }
+  require_one_safe_line(run_simrun("simulate " + example +
+                                   " --schedule dualpipe --pp 5 --virtual-stages 1 --tp 8 --dp 1 --gpus 40"),
+                        "--pipeline-schedule: dualpipe needs an even number of pipeline stages, got pp 5");
 }
 
 TEST_CASE("simrun --version prints the CMake project version and exits 0", "[cli]") {

@@ -52,7 +52,7 @@ namespace {
 void add_estimate_warnings(const Scenario& sc, const AnalyticOptions& options, int64_t worst_stage,
                            const RunTotals& run, Report& r) {
   const Layout& l = sc.layout;
-  const PipelineSchedule schedule = options.schedule.value_or(default_schedule(l));
+  const PipelineSchedule schedule = default_schedule(l);
   const std::vector<std::string> layout_caveats = messages(layout_warnings(sc, schedule));
   r.warnings.insert(r.warnings.begin(), layout_caveats.begin(), layout_caveats.end());
   if (auto unmatched = options.calibration.unmatched_warning(sc.cluster.gpu.id))

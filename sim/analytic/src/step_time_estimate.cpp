@@ -334,7 +334,7 @@ StepTimeEstimator::StepTimeEstimator(const Scenario& sc, const AnalyticOptions& 
       m_options(options),
       m_wo(options.workload),
       m_compute(analytic_compute_model(sc, options)),
-      m_schedule(options.schedule.value_or(default_schedule(sc.layout))),
+      m_schedule(default_schedule(sc.layout)),
       m_v_chunks(sc.layout.pp > 1 ? stage_chunks(m_schedule, sc.layout.virtual_stages) : 1),
       m_interleaved(m_v_chunks > 1 && m_schedule != PipelineSchedule::dualpipe),
       m_v(m_interleaved ? double(m_v_chunks) : 1.0),

@@ -12,7 +12,6 @@ namespace simrun {
 struct StepTimeFloor::Kernels {
   detail::Probes probes;  // kernel times only
   int64_t layers = 0, first_moe = 0;
-  std::optional<PipelineSchedule> schedule;
   bool assumed_mfu = false;  // the step is set from it, not timed
 };
 
@@ -30,7 +29,6 @@ StepTimeFloor::StepTimeFloor(const Scenario& sc, const AnalyticOptions& options)
   }
   k->layers = sc.model.layers;
   k->first_moe = sc.model.is_moe() ? sc.model.moe->first_dense_layers : sc.model.layers;
-  k->schedule = options.schedule;
   k->assumed_mfu = sc.run.assumed_mfu.has_value();
   m_kernels = std::move(k);
 }
@@ -38,7 +36,7 @@ StepTimeFloor::StepTimeFloor(const Scenario& sc, const AnalyticOptions& options)
 StepTimeFloor::Pipeline StepTimeFloor::pipeline(const Layout& l) const {
   const Kernels& k = *m_kernels;
   Pipeline out;
-  out.schedule = k.schedule.value_or(default_schedule(l));
+  out.schedule = default_schedule(l);
   const int64_t v_chunks = l.pp > 1 ? stage_chunks(out.schedule, l.virtual_stages) : 1;
   out.chunks = v_chunks;
   const detail::ChunkSplit split = detail::split_chunks(k.layers, l, out.schedule, v_chunks);

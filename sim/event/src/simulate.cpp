@@ -215,7 +215,6 @@ AnalyticOptions analytic_options(const SimulateOptions& simulate) {
   o.workload = simulate.workload;
   o.compute = simulate.compute;
   o.calibration = simulate.calibration;
-  o.schedule = simulate.schedule;
   o.overlap_slowdown = simulate.step.overlap_slowdown;
   o.stragglers = simulate.step.stragglers;
   o.slow_links = simulate.step.slow_links;
@@ -243,7 +242,7 @@ SimulationOutput simulate(const Scenario& given, const SimulateOptions& options)
 
   SimulationOutput out;
   const ComputeModel compute = calibrated_compute_model(gpu, options.calibration, options.compute);
-  out.workload = build_workload(sc, options.workload, options.schedule.value_or(default_schedule(l)));
+  out.workload = build_workload(sc, options.workload, default_schedule(l));
   out.cost = cost_workload(out.workload, compute);
   out.step = simulate_step(sc, out.workload, out.cost, options.step, options.calibration);
   const Workload& w = out.workload;

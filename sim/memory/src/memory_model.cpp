@@ -411,7 +411,10 @@ MemoryEstimate estimate_memory(const Scenario& sc, const MemoryDefaults& default
     // micro-batches than the step has (Megatron applies the same cap to plain 1F1B).
     double in_flight = std::min(v > 1 ? ahead + (p - 1.0) / v : ahead, microbatches);
     double layers_each = double(params.layers);
-    if (default_schedule(l) == PipelineSchedule::dualpipe) {
+    if (default_schedule(l) == PipelineSchedule::gpipe) {
+      // GPipe: every micro-batch's forward before any backward (Huang et al. 2019, arXiv:1811.06965).
+      in_flight = microbatches;
+    } else if (default_schedule(l) == PipelineSchedule::dualpipe) {
       // DualPipe: pp + 1 chunks' activations on every rank (arXiv:2412.19437 Table 2), a chunk
       // being one of its two stages (their mean layer count).
       in_flight = std::min(p + 1.0, microbatches);

@@ -36,8 +36,8 @@ const std::vector<std::string> kPipelineSplitNames = {"even", "embedding_loss_la
                                                       "embedding-loss-layers"};
 // Megatron's 1F1B and interleaved 1F1B, Megatron-Core's combined 1F1B, DeepSeek's DualPipe;
 // "interleaved-1f1b" and "combined-1f1b" (as reports write them) also read.
-const std::vector<std::string> kPipelineScheduleNames = {"1f1b",     "interleaved",      "combined_1f1b",
-                                                         "dualpipe", "interleaved-1f1b", "combined-1f1b"};
+const std::vector<std::string> kPipelineScheduleNames = {
+    "1f1b", "interleaved", "combined_1f1b", "dualpipe", "gpipe", "interleaved-1f1b", "combined-1f1b"};
 const std::vector<std::string> kCpCommTypeNames = {"p2p", "all_gather", "a2a", "a2a_p2p", "a2a+p2p"};
 
 PipelineSplit parse_pipeline_split(const std::string& s) {
@@ -51,6 +51,7 @@ PipelineSchedule parse_pipeline_schedule(const std::string& s) {
   if (s == "interleaved" || s == "interleaved-1f1b") return PipelineSchedule::interleaved;
   if (s == "combined_1f1b" || s == "combined-1f1b") return PipelineSchedule::combined_1f1b;
   if (s == "dualpipe") return PipelineSchedule::dualpipe;
+  if (s == "gpipe") return PipelineSchedule::gpipe;
   return PipelineSchedule::one_f_one_b;
 }
 

@@ -203,3 +203,17 @@ TEST_CASE("an explicit 1F1B over virtual stages is sized as it runs: one chunk p
   CHECK(activations(R"(, "virtual_stages": 2, "pipeline_schedule": "1f1b")") == Approx(activations("")));
   CHECK(activations(R"(, "virtual_stages": 2)") > activations(""));
 }
+
+TEST_CASE("a GPipe layout holds every micro-batch's activations, at 1F1B's step time",
+          "[sim][layout_rules]") {
+  auto run = [](const std::string& extra) {
+    return estimate(
+        parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
+        "layout": {"tp": 2, "pp": 4, "global_batch": 16)" +
+                            extra + "}}"));
+  };
+  const Report one_f_one_b = run(""), gpipe = run(R"(, "pipeline_schedule": "gpipe")");
+  // 1F1B's first stage holds pp = 4 micro-batches, GPipe's all 16 (Huang et al. 2019).
+  CHECK(gpipe.memory.activations > 3 * one_f_one_b.memory.activations);
+  CHECK(gpipe.step_time_s == Approx(one_f_one_b.step_time_s).epsilon(0.02));
+}

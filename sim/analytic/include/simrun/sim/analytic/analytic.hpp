@@ -26,11 +26,10 @@ namespace simrun {
 // What the estimate reads. Everything but the run defaults and the FLOP convention is the event
 // simulation's own description (SimulateOptions): analytic_options() copies it from there.
 struct AnalyticOptions {
-  EfficiencyDefaults efficiency;             // collective link fractions and α (as StepSimOptions::comm)
-  WorkloadOptions workload;                  // framework behaviour: overlaps, buckets, kernels, recompute
-  std::optional<ComputeParams> compute;      // default: default_compute_params(gpu)
-  Calibration calibration;                   // per GPU kind overrides (--calibration)
-  std::optional<PipelineSchedule> schedule;  // default: default_schedule(layout)
+  EfficiencyDefaults efficiency;         // collective link fractions and α (as StepSimOptions::comm)
+  WorkloadOptions workload;              // framework behaviour: overlaps, buckets, kernels, recompute
+  std::optional<ComputeParams> compute;  // default: default_compute_params(gpu)
+  Calibration calibration;               // per GPU kind overrides (--calibration)
   // Compute slowdown while DP/PP NCCL kernels share the SMs (the event simulation's value).
   double overlap_slowdown = kCommOverlapSlowdown;
   // GPUs running their kernels slower (as StepSimOptions::stragglers): each paces its pipeline
@@ -136,7 +135,7 @@ class StepTimeFloor {
     std::vector<double> stage_s;  // each stage's, per micro-batch
     std::vector<double> entry_s;  // each stage's chunk a micro-batch enters by (its first)
     PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
-    int64_t chunks = 1;  // per stage, as the schedule plays them (stage_chunks)
+    int64_t chunks = 1;    // per stage, as the schedule plays them (stage_chunks)
     bool chained = false;  // the fill and drain count: stage by stage, nothing paired
   };
   Pipeline pipeline(const Layout& layout) const;

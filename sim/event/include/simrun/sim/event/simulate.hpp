@@ -20,11 +20,10 @@
 namespace simrun {
 
 struct SimulateOptions {
-  StepSimOptions step;                       // scope, stragglers, trace, comm efficiencies
-  WorkloadOptions workload;                  // framework overlap behaviour
-  std::optional<PipelineSchedule> schedule;  // default: interleaved when virtual_stages > 1, else 1F1B
-  std::optional<ComputeParams> compute;      // defaults before calibration (default_compute_params)
-  Calibration calibration;                   // per GPU kind overrides (--calibration)
+  StepSimOptions step;                   // scope, stragglers, trace, comm efficiencies
+  WorkloadOptions workload;              // framework overlap behaviour
+  std::optional<ComputeParams> compute;  // defaults before calibration (default_compute_params)
+  Calibration calibration;               // per GPU kind overrides (--calibration)
   MemoryDefaults memory;
   RunDefaults run;  // run totals: restart time, checkpoint bandwidth, idle power
 };
