@@ -182,6 +182,20 @@ TEST_CASE("measured runs: other files' rows pick their framework by their own fi
   CHECK(framework_of_row("h3", {{"group", "t"}, {"source", "FSDP2 DeepSeek-V3 run"}}).framework == "fsdp2");
   const MeasuredRun unknown = framework_of_row("g", {{"framework", "jax-pax"}});
   CHECK_FALSE(unknown.simulatable());
+  CHECK_THAT(unknown.unsupported, Catch::Contains("unknown framework \"jax-pax\""));
+  // A "framework" field that is no profile id is read as text naming one, dated by the source.
+  CHECK(framework_of_row("i1", {{"framework", "DeepSpeed"}}).framework == "deepspeed@0.6");
+  CHECK(framework_of_row("i2", {{"framework", "DeepSpeed"}, {"source", "a 2021 blog"}}).framework ==
+        "deepspeed@0.3.12");
+  CHECK(framework_of_row("i3", {{"framework", "PyTorch FSDP"}}).framework == "fsdp1");
+  CHECK(framework_of_row("i4", {{"framework", "NeMo 24.07"}}).framework == "nemo");
+  CHECK(framework_of_row("i5", {{"framework", "Megatron-LM"}}).framework == "megatron-core");
+  CHECK(framework_of_row("i6", {{"framework", "Megatron-LM"}, {"source", "SC21 paper, 2021"}}).framework ==
+        "megatron-lm-2021");
+  CHECK(framework_of_row("i7", {{"framework", "nemo@24.07"}}).framework == "nemo");
+  // The field wins over the source: the source's DeepSpeed does not count.
+  CHECK(framework_of_row("i8", {{"framework", "torchtitan"}, {"source", "vs DeepSpeed"}}).framework ==
+        "torchtitan");
 
   // Precision: the first word, in the tables' or the scenario's spellings; else unsupported.
   auto with_precision = [&](const std::string& id, const std::string& precision) {

@@ -140,41 +140,57 @@ bool before_deepspeed_0_6(const std::string& text) {
   return latest > 0 && latest < 2022;
 }
 
+// The framework a free text names (`names`, lower case: a row's source and group, or its own
+// "framework" field where that is not a profile id), or "" where it names none; `era` is the text
+// whose years date it (DeepSpeed before v0.6, Megatron-LM of 2019-2021).
+std::string framework_named(const std::string& names, const std::string& era, bool blackwell) {
+  // Megatron's model on DeepSpeed: the fork's name, or both named ("Using DeepSpeed and Megatron to
+  // Train Megatron-Turing NLG"): DeepSpeed has no tensor parallelism of its own, Megatron's layers
+  // bring it (frameworks.md 2.4).
+  if (has(names, "megatron-deepspeed") || (has(names, "deepspeed") && has(names, "megatron")))
+    return "megatron-deepspeed";
+  if (has(names, "deepspeed")) return before_deepspeed_0_6(era) ? "deepspeed@0.5" : "deepspeed";
+  if (has(names, "torchtitan")) return "torchtitan";
+  if (has(names, "llm-foundry") || has(names, "composer") || has(names, "mosaic")) return "composer";
+  if (has(names, "megatron-bridge") && blackwell) return "megatron-bridge-blackwell";
+  if (has(names, "nemo") || has(names, "megatron-bridge")) return "nemo";
+  if (has(names, "fsdp2")) return "fsdp2";
+  if (has(names, "fsdp")) return "fsdp1";
+  if (has(names, "megatron") && (has(era, "2019") || has(era, "2020") || has(era, "2021")))
+    return "megatron-lm-2021";
+  // DeepSeek's own framework, where no other is named (a Megatron DeepSeek-V3 recipe is Megatron's).
+  if (has(names, "hai-llm") || (has(names, "deepseek") && !has(names, "megatron"))) return "hai-llm";
+  if (has(names, "megatron")) return kDefaultFramework;  // Megatron-LM, Megatron-Core of today
+  return "";
+}
+
 // The framework profile of a row (sim/framework/profiles/<id>.json): the one thing the mapping
 // decides per row; each profile's fields cite the framework code or docs they follow. A row's own
-// "framework" field (an id or id@version) wins; else the shipped groups' sources; else the
-// framework its source names (a team's own file, other published runs); else Megatron-Core.
+// "framework" field wins: a profile id (or id@version) as a scenario names it, else the framework
+// its text names ("DeepSpeed", "PyTorch FSDP", "NeMo 24.07"), else as written (unknown: the run
+// says so); else the shipped groups' sources; else the framework its source names (a team's own
+// file, other published runs); else Megatron-Core.
 // `architecture`: the row's GPU's (GpuSpec::architecture), "" when the GPU is not in the catalog.
-std::string framework_of(const json& row, const std::string& architecture) {
-  if (std::string f = opt_str(row, "framework"); !f.empty()) return f;
+std::string framework_of(const json& row, const std::string& architecture,
+                         const FrameworkCatalog& frameworks) {
   const std::string group = opt_str(row, "group");
+  const std::string source_text = lower(group + " " + opt_str(row, "source"));
   // Megatron-Bridge 25.11's Blackwell recipes: flex/HybridEP dispatcher and CUDA graphs (the
   // profile's sources; the H100 recipes keep alltoall without graphs, as nemo does).
   const bool blackwell = architecture.rfind("Blackwell", 0) == 0;
+  if (std::string f = opt_str(row, "framework"); !f.empty()) {
+    if (frameworks.has_family(f)) return f;
+    const std::string named = framework_named(lower(f), lower(f) + " " + source_text, blackwell);
+    return named.empty() ? f : named;
+  }
   if (group == "bridge" && blackwell) return "megatron-bridge-blackwell";
   if (group == "narayanan_t1" || group == "megatron_gpt3") return "megatron-lm-2021";
   if (group == "megatron_h100") return "megatron-core-perf";
   if (group == "mosaic") return "composer";
   if (group == "torchtitan") return "torchtitan";
   if (group == "nemo2407" || group == "bridge" || group == "nemo_cp" || group == "mcore_moe") return "nemo";
-  const std::string text = lower(group + " " + opt_str(row, "source"));
-  // Megatron's model on DeepSpeed: the fork's name, or both named ("Using DeepSpeed and Megatron to
-  // Train Megatron-Turing NLG"): DeepSpeed has no tensor parallelism of its own, Megatron's layers
-  // bring it (frameworks.md 2.4).
-  if (has(text, "megatron-deepspeed") || (has(text, "deepspeed") && has(text, "megatron")))
-    return "megatron-deepspeed";
-  if (has(text, "deepspeed")) return before_deepspeed_0_6(text) ? "deepspeed@0.5" : "deepspeed";
-  if (has(text, "torchtitan")) return "torchtitan";
-  if (has(text, "llm-foundry") || has(text, "composer") || has(text, "mosaic")) return "composer";
-  if (has(text, "megatron-bridge") && blackwell) return "megatron-bridge-blackwell";
-  if (has(text, "nemo") || has(text, "megatron-bridge")) return "nemo";
-  if (has(text, "fsdp2")) return "fsdp2";
-  if (has(text, "fsdp")) return "fsdp1";
-  if (has(text, "megatron") && (has(text, "2019") || has(text, "2020") || has(text, "2021")))
-    return "megatron-lm-2021";
-  // DeepSeek's own framework, where no other is named (a Megatron DeepSeek-V3 recipe is Megatron's).
-  if (has(text, "hai-llm") || (has(text, "deepseek") && !has(text, "megatron"))) return "hai-llm";
-  return kDefaultFramework;
+  const std::string named = framework_named(source_text, source_text, blackwell);
+  return named.empty() ? kDefaultFramework : named;
 }
 
 // A GPU chip's name in free text: a catalog id's part before its first '-' ("h100" of h100-sxm
@@ -643,7 +659,7 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
   const std::string id = catalog_id ? lower(gpu_text) : gpu_id(gpu_text, catalogs.hardware, hbm_scale);
   const std::string architecture = id.empty() ? "" : catalogs.hardware.gpu(id, c.id, "gpu").architecture;
   const FrameworkProfile& profile =
-      catalogs.frameworks.resolve(framework_of(row, architecture), c.id, "framework");
+      catalogs.frameworks.resolve(framework_of(row, architecture, catalogs.frameworks), c.id, "framework");
   c.framework = profile.id;
   c.workload = profile.workload;
   c.memory = profile.memory;
@@ -756,11 +772,10 @@ std::string measured_run_defaults_text() {
          "frameworks (sim/framework/profiles): narayanan_t1, megatron_gpt3 → megatron-lm-2021; "
          "megatron_h100 → megatron-core-perf; nemo2407, bridge, nemo_cp, mcore_moe → nemo (bridge on "
          "Blackwell → megatron-bridge-blackwell); mosaic → composer; torchtitan → torchtitan; other rows: "
-         "their \"framework\" field, else the framework their source names (Megatron-DeepSpeed or DeepSpeed "
-         "with Megatron, DeepSpeed "
-         "(deepspeed@0.5 for a source of 2021 or before), torchtitan, llm-foundry/Composer, "
-         "NeMo/Megatron-Bridge, FSDP/FSDP2, Megatron-LM of 2019-2021, HAI-LLM/DeepSeek), else "
-         "megatron-core\n"
+         "their \"framework\" field (a profile id, or text naming a framework), else the framework their "
+         "source names (Megatron-DeepSpeed or DeepSpeed with Megatron, DeepSpeed (deepspeed@0.5 for a "
+         "source of 2021 or before), torchtitan, llm-foundry/Composer, NeMo/Megatron-Bridge, FSDP/FSDP2, "
+         "Megatron-LM of 2019-2021, HAI-LLM/DeepSeek), else megatron-core\n"
          "Megatron-LM 2021: fp16 grads, TP backward overlap, no FlashAttention, dropout 0.1\n"
          "Megatron-Core (README H100): fp32 main grads in memory, bf16 reduce-scatter, TP comm overlap\n"
          "NeMo / Megatron-Bridge: bf16 grads (grad_sync_dtype bf16), distributed optimizer, TP comm overlap\n"

@@ -3,6 +3,7 @@
 // "Framework behaviour".
 #include "simrun/sim/framework/profile.hpp"
 
+#include <algorithm>
 #include <functional>
 #include <regex>
 #include <set>
@@ -419,6 +420,13 @@ std::vector<std::string> FrameworkCatalog::ids() const {
   std::vector<std::string> out;
   for (const auto& [k, v] : m_profiles) out.push_back(k);
   return out;
+}
+
+bool FrameworkCatalog::has_family(const std::string& requested) const {
+  std::string family, version;
+  return split_id(requested, family, version) &&
+         std::any_of(m_profiles.begin(), m_profiles.end(),
+                     [&](const auto& p) { return p.second.family == family; });
 }
 
 const FrameworkProfile& FrameworkCatalog::resolve(const std::string& requested, const std::string& file,

@@ -34,7 +34,7 @@ struct FrameworkProfile {
   std::string extends;  // the profile whose fields it takes where it gives none; empty: none
   WorkloadOptions workload;
   MemoryDefaults memory;
-  bool flash_attention = true;       // layout.flash_attention where the scenario does not say
+  bool flash_attention = true;  // layout.flash_attention where the scenario does not say
   // layout.sequence_parallel where the scenario does not say: on with tp > 1 ("with_tp"), or off.
   bool sequence_parallel_with_tp = true;
   bool gpt_tied_embeddings = false;  // a GPT model built from its shape alone (measured runs) ties
@@ -71,6 +71,9 @@ class FrameworkCatalog {
   // `file`/`field`, listing the known ids and suggesting the nearest.
   const FrameworkProfile& resolve(const std::string& requested, const std::string& file,
                                   const std::string& field) const;
+  // Whether `requested` is "id" or "id@version" of a known profile family, as resolve reads it
+  // (resolve may still refuse its version).
+  bool has_family(const std::string& requested) const;
   std::vector<std::string> ids() const;  // every profile id, sorted
   const std::map<std::string, FrameworkProfile>& profiles() const { return m_profiles; }
 
