@@ -408,6 +408,40 @@ TEST_CASE("measured runs: a row's framework behaviour is its profile's, as a sce
   }
 }
 
+TEST_CASE("measured runs: a row with a throughput and no step time is compared at the step it gives",
+          "[sim][measured_runs]") {
+  // A shipped row with its iteration_s taken away: its tokens/s per GPU gives the derived one back
+  // (the reference's own method, GBS·seq/(tokens/s/GPU·N)), to the rounding of the printed figure.
+  nlohmann::json row;
+  for (const nlohmann::json& r : nlohmann::json::parse(std::ifstream(test::kShippedRuns)))
+    if (r.at("id") == "nemo2407_LLAMA2-7B_8gpu") row = r;
+  REQUIRE(row.is_object());
+  const double derived = row.at("derived").at("iteration_s").get<double>();
+  row["derived"]["iteration_s"] = nullptr;
+  auto mapped = [](const nlohmann::json& r) {
+    return measured_runs_of(nlohmann::json::array({r}), "team.json", test::catalogs()).at(0);
+  };
+  const MeasuredRun per_gpu = mapped(row);
+  CHECK(per_gpu.reference_s == Approx(derived).epsilon(0.005));
+  CHECK(per_gpu.reference_kind == "derived");
+  CHECK(std::any_of(per_gpu.defaults_used.begin(), per_gpu.defaults_used.end(),
+                    [](const std::string& d) { return d.find("measured tokens/s") != std::string::npos; }));
+  // The total throughput does too; without the batch there is nothing to derive, and a TFLOP/s
+  // figure alone (its FLOP convention unstated) is not read.
+  nlohmann::json total = row;
+  total["measured"]["tokens_per_s_total"] =
+      row.at("measured").at("tokens_per_s_per_gpu").get<double>() * row.at("num_gpus").get<double>();
+  total["measured"]["tokens_per_s_per_gpu"] = nullptr;
+  CHECK(mapped(total).reference_s == Approx(derived).epsilon(0.005));
+  nlohmann::json no_batch = row;
+  no_batch["layout"]["global_batch"] = nullptr;
+  CHECK_THAT(mapped(no_batch).unsupported, Catch::Contains("no reference step time"));
+  // A stated iteration_s that is not a step time stays the row's fault, not replaced.
+  nlohmann::json bad = row;
+  bad["measured"]["iteration_s"] = "slow";
+  CHECK_THAT(mapped(bad).unsupported, Catch::Contains("measured.iteration_s"));
+}
+
 TEST_CASE("measured runs: unsupported rows say why", "[sim][measured_runs]") {
   CHECK_THAT(run("mcore_moe_mixtral8x7b_h100").unsupported, Catch::Contains("no reference step time"));
   // MoE rows run on the catalog's architecture; Qwen3-235B's tp 2 · ep 32 > 32 ranks per stage

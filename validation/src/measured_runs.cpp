@@ -320,12 +320,37 @@ std::string gpu_id(const std::string& text, const HardwareCatalog& hardware, dou
   return part->id;
 }
 
+// The step time a measured throughput gives, as the reference's own rows derive it (derived.method
+// "GBS*seq/(tokens_per_s_per_gpu*N)"): measured.tokens_per_s_per_gpu, else tokens_per_s_total, with
+// the row's stated layout.global_batch, model.seq_len and num_gpus; nullopt where one is missing.
+// TFLOP/s and MFU are not read: their FLOP conventions differ from source to source.
+std::optional<double> step_from_tokens_per_s(const json& row, const json& meas) {
+  const json empty = json::object();
+  const json& layout = row.contains("layout") ? row.at("layout") : empty;
+  const json& model = row.contains("model") ? row.at("model") : empty;
+  const double tokens = opt_num(layout, "global_batch").value_or(0) * opt_num(model, "seq_len").value_or(0);
+  const double gpus = opt_num(row, "num_gpus").value_or(0);
+  const double per_gpu = opt_num(meas, "tokens_per_s_per_gpu").value_or(0);
+  const double total = per_gpu > 0 ? per_gpu * gpus : opt_num(meas, "tokens_per_s_total").value_or(0);
+  if (!(tokens > 0 && total > 0 && std::isfinite(tokens / total))) return std::nullopt;
+  return tokens / total;
+}
+
 // The run's reference step time: measured.iteration_s, else derived.iteration_s, each where it
-// is a positive number of seconds (else why not, in `why`); and its TFLOP/s per GPU where stated.
+// is a positive number of seconds (else why not, in `why`), else the measured tokens/s's
+// (step_from_tokens_per_s); and its TFLOP/s per GPU where stated.
 void set_reference(MeasuredRun& c, const json& row, std::string& why) {
   const json empty = json::object();
   const json& meas = row.contains("measured") && row.at("measured").is_object() ? row.at("measured") : empty;
   c.tflops_per_gpu = opt_num(meas, "tflops_per_gpu").value_or(0);
+  const auto from_tokens_per_s = [&] {
+    const std::optional<double> step = step_from_tokens_per_s(row, meas);
+    if (!step) return false;
+    c.reference_s = *step;
+    c.reference_kind = "derived";
+    c.defaults_used.push_back("no iteration_s: global_batch·seq_len/(measured tokens/s) used");
+    return true;
+  };
   for (const char* kind : {"measured", "derived"}) {
     const json& section = row.contains(kind) && row.at(kind).is_object() ? row.at(kind) : empty;
     if (!section.contains("iteration_s") || section.at("iteration_s").is_null()) continue;
@@ -340,7 +365,9 @@ void set_reference(MeasuredRun& c, const json& row, std::string& why) {
       why = fmt::format("{}.iteration_s: {} is not a positive number of seconds", kind,
                         v.is_string() ? quoted_input(v.get<std::string>()) : printable(v.dump()));
   }
-  if (why.empty()) why = "no reference step time (measured and derived iteration_s null)";
+  if (why.empty() && from_tokens_per_s()) return;
+  if (why.empty())
+    why = "no reference step time (measured and derived iteration_s null, no measured tokens/s)";
 }
 
 // A name with only its letters and digits, lower case ("Qwen3-30B-A3B" and "Qwen3_30B_a3B" are
