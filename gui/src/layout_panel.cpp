@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "panels.hpp"
+#include "simrun/sim/scenario/precision_recipe.hpp"
 
 namespace simrun::gui {
 namespace {
@@ -20,6 +21,8 @@ std::vector<nlohmann::json> names(std::initializer_list<const char*> list) {
   for (const char* s : list) v.emplace_back(s);
   return v;
 }
+
+std::vector<nlohmann::json> names(const std::vector<std::string>& list) { return {list.begin(), list.end()}; }
 
 std::string label_of(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
@@ -108,6 +111,10 @@ void LayoutPanel::draw(GuiState& state) {
   combo(state, "TP", "tp", powers_of_two(std::min<int64_t>(gpus, 64)), true);
   combo(state, "PP", "pp", powers_of_two(std::min<int64_t>(gpus, 128)), true);
   combo(state, "virtual stages", "virtual_stages", powers_of_two(16));
+  // Left out, interleaved 1F1B with virtual stages, else 1F1B (docs/model.md "Schedules").
+  combo(state, "schedule", "pipeline_schedule",
+        names({"1f1b", "interleaved", "combined_1f1b", "dualpipe", "gpipe"}));
+  combo(state, "pipeline split", "pipeline_split", names({"even", "embedding_loss_layers", "balanced"}));
   if (state.scenario())
     ImGui::Text("DP %lld (derived: GPUs / (TP x PP x CP))",
                 static_cast<long long>(state.scenario()->layout.dp));
@@ -121,7 +128,9 @@ void LayoutPanel::draw(GuiState& state) {
   combo(state, "global batch", "global_batch", powers_of_two(int64_t(1) << 14));
   combo(state, "ZeRO", "zero_stage", {0, 1, 2, 3});
   combo(state, "recompute", "recompute", names({"none", "selective", "full"}));
-  combo(state, "precision", "precision", names({"bf16", "fp16", "fp8", "fp32"}));
+  combo(state, "precision", "precision", names({"bf16", "fp16", "fp8", "fp4", "fp32"}));
+  if (state.scenario() && state.scenario()->layout.low_precision())
+    combo(state, "fp8/fp4 recipe", "fp8_recipe", names(precision_recipe_names()));
   combo(state, "sequence parallel", "sequence_parallel", {true, false});
   draw_degraded(state);
   if (!state.error().empty()) {
