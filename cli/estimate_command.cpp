@@ -49,8 +49,7 @@ Command add_estimate_command(CLI::App& root, const CliEnv& env) {
             options.slow_links = slow_links_of(args->faults);
             Report report = estimate(scenario, options);
             const StepTimeBand band = attach_step_time_band(env, scenario, catalogs, report);
-            const Fields inputs = report_input_fields(
-                scenario, options.workload, default_schedule(scenario.layout), args->calibration_file);
+            const Fields inputs = report_input_fields(scenario, options.workload, args->calibration_file);
             switch (args->format) {
               case OutputFormat::json: {
                 nlohmann::json j = report_json(report, band, inputs, scenario, catalogs, args->explain);

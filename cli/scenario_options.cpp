@@ -1,5 +1,5 @@
 // The scenario file argument and the Megatron-style override flags shared by the subcommands
-// that take a scenario (estimate, simulate, topology, plan).
+// that take a scenario (estimate, simulate, validate).
 #include <fmt/format.h>
 
 #include "command.hpp"

@@ -178,8 +178,7 @@ void print_simulate_report(const SimulateArgs& a, const Scenario& scenario, cons
     event_parts = breakdown_on_stage(out, analytic->breakdown.stage);
   }
 
-  const Fields inputs =
-      report_input_fields(scenario, options.workload, out.workload.schedule, a.calibration_file);
+  const Fields inputs = report_input_fields(scenario, options.workload, a.calibration_file);
   switch (a.format) {
     case OutputFormat::json: {
       nlohmann::json j = report_json(report, band, inputs, scenario, catalogs, a.explain);

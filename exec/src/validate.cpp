@@ -238,9 +238,8 @@ int validate(const Run& run) {
   limits.device = machine.device;
   limits.memory_bytes = machine.memory_bytes;
   limits.step_budget_s = req.step_budget_s;
-  const PipelineSchedule schedule = default_schedule(req.scenario.layout);
   auto footprint = [&](const Scenario& sc) {
-    const Workload wl = build_workload(sc, req.options.workload, schedule);
+    const Workload wl = build_workload(sc, req.options.workload);  // the slice's own schedule
     const RankLayout layout(sc.layout, sc.cluster.gpus_per_node);
     double most = 0;
     for (const StageProgram& p : wl.stages)
@@ -283,7 +282,7 @@ int validate(const Run& run) {
         "simrun validate — {} on {} ranks of this host ({} backend), tp {} pp {} dp {} cp {}, {} "
         "micro-batches per pipeline, {}\n",
         sc.model.name, w.ranks, machine.backend, sc.layout.tp, sc.layout.pp, sc.layout.dp, sc.layout.cp,
-        sc.layout.num_microbatches(), to_string(schedule));
+        sc.layout.num_microbatches(), to_string(wl.schedule));
     report_text << machine.line;
     if (slice.scaled.empty() && req.notes.empty())
       report_text << "scaled   nothing: the layout runs as the scenario gives it\n";

@@ -24,7 +24,16 @@ std::vector<nlohmann::json> names(std::initializer_list<const char*> list) {
 
 std::vector<nlohmann::json> names(const std::vector<std::string>& list) { return {list.begin(), list.end()}; }
 
-std::string label_of(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+// `values` after a first choice that leaves the field out (null).
+std::vector<nlohmann::json> with_default(std::vector<nlohmann::json> values) {
+  values.insert(values.begin(), nlohmann::json());
+  return values;
+}
+
+// A null value stands for the field left out: the scenario's default.
+std::string label_of(const nlohmann::json& v) {
+  return v.is_null() ? "(default)" : v.is_string() ? v.get<std::string>() : v.dump();
+}
 
 // The layout object with `field` set to `value` (and, where DP follows, without "dp").
 nlohmann::json layout_with(const GuiState& state, const std::string& field, const nlohmann::json& value,
@@ -33,7 +42,9 @@ nlohmann::json layout_with(const GuiState& state, const std::string& field, cons
   if (!layout.is_object()) layout = nlohmann::json::object();
   if (derives_dp) layout.erase("dp");
   // A precision drops the recipe and fp8 parameters written for the old one (as --precision does).
-  if (field == "precision" && value.is_string())
+  if (value.is_null())
+    layout.erase(field);
+  else if (field == "precision" && value.is_string())
     set_layout_precision(layout, value.get<std::string>());
   else
     layout[field] = value;
@@ -64,7 +75,7 @@ const std::vector<LayoutPanel::Choice>& LayoutPanel::choices(GuiState& state, co
 void LayoutPanel::combo(GuiState& state, const char* label, const std::string& field,
                         const std::vector<nlohmann::json>& values, bool derives_dp) {
   const nlohmann::json current = state.get("layout." + field);
-  const std::string shown = current.is_null() ? "(default)" : label_of(current);
+  const std::string shown = label_of(current);
   if (!ImGui::BeginCombo(label, shown.c_str())) return;
   std::optional<nlohmann::json> picked;
   for (const Choice& c : choices(state, field, values, derives_dp)) {
@@ -113,8 +124,9 @@ void LayoutPanel::draw(GuiState& state) {
   combo(state, "virtual stages", "virtual_stages", powers_of_two(16));
   // Left out, interleaved 1F1B with virtual stages, else 1F1B (docs/model.md "Schedules").
   combo(state, "schedule", "pipeline_schedule",
-        names({"1f1b", "interleaved", "combined_1f1b", "dualpipe", "gpipe"}));
-  combo(state, "pipeline split", "pipeline_split", names({"even", "embedding_loss_layers", "balanced"}));
+        with_default(names({"1f1b", "interleaved", "combined_1f1b", "dualpipe", "gpipe"})));
+  combo(state, "pipeline split", "pipeline_split",
+        with_default(names({"even", "embedding_loss_layers", "balanced"})));
   if (state.scenario())
     ImGui::Text("DP %lld (derived: GPUs / (TP x PP x CP))",
                 static_cast<long long>(state.scenario()->layout.dp));
@@ -130,7 +142,7 @@ void LayoutPanel::draw(GuiState& state) {
   combo(state, "recompute", "recompute", names({"none", "selective", "full"}));
   combo(state, "precision", "precision", names({"bf16", "fp16", "fp8", "fp4", "fp32"}));
   if (state.scenario() && state.scenario()->layout.low_precision())
-    combo(state, "fp8/fp4 recipe", "fp8_recipe", names(precision_recipe_names()));
+    combo(state, "fp8/fp4 recipe", "fp8_recipe", with_default(names(precision_recipe_names())));
   combo(state, "sequence parallel", "sequence_parallel", {true, false});
   draw_degraded(state);
   if (!state.error().empty()) {

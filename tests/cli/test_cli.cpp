@@ -604,7 +604,9 @@ TEST_CASE("estimate takes the framework flags simulate takes, and they move it t
     CHECK(step(command, "--kernels eager") > base);
     CHECK(step(command, "--schedule 1f1b") > base);  // the example interleaves 5 chunks
     // One schedule setting: --schedule is --pipeline-schedule (layout.pipeline_schedule).
-    CHECK(step(command, "--schedule gpipe") == step(command, "--pipeline-schedule gpipe"));
+    const double gpipe = step(command, "--pipeline-schedule gpipe");
+    CHECK(step(command, "--schedule gpipe") == gpipe);
+    CHECK(gpipe != base);  // one chunk per stage, not the example's 5
   }
   require_one_safe_line(run_simrun("simulate " + example +
                                    " --schedule dualpipe --pp 5 --virtual-stages 1 --tp 8 --dp 1 --gpus 40"),

@@ -163,11 +163,14 @@ TEST_CASE("measured runs: other files' rows pick their framework by their own fi
   CHECK_FALSE(bloom.scenario.layout.sequence_parallel);
   CHECK_FALSE(bloom.scenario.layout.flash_attention);
   // Both named, as MT-NLG's paper does: Megatron's layers on DeepSpeed's engine.
-  CHECK(framework_of_row("mds2", {{"group", "t"},
-                                  {"source",
-                                   "Smith et al. 2022, Using DeepSpeed and Megatron to Train "
-                                   "Megatron-Turing NLG 530B, arXiv 2201.11990"}})
-            .framework == "megatron-deepspeed");
+  const nlohmann::json mt_nlg = {
+      {"group", "t"},
+      {"source", "Smith et al. 2022, Using DeepSpeed and Megatron to Train Megatron-Turing NLG 530B"},
+      {"layout", {{"tp", 8}, {"pp", 1}, {"dp", 2}, {"micro_batch", 1}, {"global_batch", 64}}}};
+  CHECK(framework_of_row("mds2", mt_nlg).framework == "megatron-deepspeed");
+  // Both named without tensor parallelism: a comparison, the DeepSpeed run's.
+  CHECK(framework_of_row("mds3", {{"group", "t"}, {"source", "DeepSpeed ZeRO-3 vs Megatron-LM"}}).framework ==
+        "deepspeed@0.6");
   CHECK(framework_of_row("c", {{"group", "t"}, {"source", "pytorch/torchtitan docs"}}).framework ==
         "torchtitan");
   CHECK(framework_of_row("d", {{"group", "t"}, {"source", "PyTorch FSDP2 tutorial"}}).framework == "fsdp2");
@@ -196,6 +199,18 @@ TEST_CASE("measured runs: other files' rows pick their framework by their own fi
   // The field wins over the source: the source's DeepSpeed does not count.
   CHECK(framework_of_row("i8", {{"framework", "torchtitan"}, {"source", "vs DeepSpeed"}}).framework ==
         "torchtitan");
+  CHECK(framework_of_row("i9", {{"framework", "PyTorch FSDP"}, {"source", "vs DeepSpeed"}}).framework ==
+        "fsdp1");
+  // Ids and aliases in another case: their profiles (the text alone would read megatron-core).
+  CHECK(framework_of_row("j1", {{"framework", "Megatron-Core-Perf"}}).framework == "megatron-core-perf");
+  CHECK(framework_of_row("j2", {{"framework", "megatron-ds"}}).framework == "megatron-deepspeed");
+  CHECK(framework_of_row("j3", {{"framework", " DeepSpeed@0.5 "}}).framework == "deepspeed@0.3.12");
+  // Written as the id, the profile as asked, whatever the source's year.
+  CHECK(framework_of_row("j4", {{"framework", "deepspeed"}, {"source", "a 2021 blog"}}).framework ==
+        "deepspeed@0.6");
+  // Not text: no profile.
+  CHECK_THAT(framework_of_row("j5", {{"framework", 7}}).unsupported,
+             Catch::Contains("unknown framework \"7\""));
 
   // Precision: the first word, in the tables' or the scenario's spellings; else unsupported.
   auto with_precision = [&](const std::string& id, const std::string& precision) {
@@ -423,7 +438,7 @@ TEST_CASE("measured runs: a row with a throughput and no step time is compared a
   };
   const MeasuredRun per_gpu = mapped(row);
   CHECK(per_gpu.reference_s == Approx(derived).epsilon(0.005));
-  CHECK(per_gpu.reference_kind == "derived");
+  CHECK(per_gpu.reference_kind == "from tokens/s");
   CHECK(std::any_of(per_gpu.defaults_used.begin(), per_gpu.defaults_used.end(),
                     [](const std::string& d) { return d.find("measured tokens/s") != std::string::npos; }));
   // The total throughput does too; without the batch there is nothing to derive, and a TFLOP/s
@@ -433,9 +448,21 @@ TEST_CASE("measured runs: a row with a throughput and no step time is compared a
       row.at("measured").at("tokens_per_s_per_gpu").get<double>() * row.at("num_gpus").get<double>();
   total["measured"]["tokens_per_s_per_gpu"] = nullptr;
   CHECK(mapped(total).reference_s == Approx(derived).epsilon(0.005));
+  nlohmann::json no_gpus = total;  // the total needs no GPU count
+  no_gpus.erase("num_gpus");
+  CHECK(mapped(no_gpus).reference_s == Approx(derived).epsilon(0.005));
   nlohmann::json no_batch = row;
   no_batch["layout"]["global_batch"] = nullptr;
-  CHECK_THAT(mapped(no_batch).unsupported, Catch::Contains("no reference step time"));
+  CHECK(mapped(no_batch).unsupported ==
+        "measured tokens/s without layout.global_batch to turn it into a step");
+  nlohmann::json per_gpu_alone = row;
+  per_gpu_alone.erase("num_gpus");
+  CHECK_THAT(mapped(per_gpu_alone).unsupported, Catch::Contains("num_gpus"));
+  // A throughput that makes no step time (one past a double's range) is no reference.
+  nlohmann::json huge = row;
+  huge["measured"]["tokens_per_s_per_gpu"] = 1e308;
+  CHECK_THAT(mapped(huge).unsupported, Catch::Contains("is no step time"));
+  CHECK(mapped(huge).reference_s == 0);
   // A stated iteration_s that is not a step time stays the row's fault, not replaced.
   nlohmann::json bad = row;
   bad["measured"]["iteration_s"] = "slow";

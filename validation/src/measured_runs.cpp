@@ -32,7 +32,7 @@
 // Megatron-Core sources' --overlap-param-gather requires), recompute none (Megatron's
 // --recompute-granularity default), global batch micro_batch·dp.
 //
-// Framework: one profile per row (framework_of below: the row's "framework", its source group, the
+// Framework: one profile per row (row_framework.cpp: the row's "framework", its source group, the
 // framework its source names; each profile's file under
 // sim/framework/profiles/ gives every behaviour with its source, docs/model.md lists them):
 //  - Megatron-LM 2021 (narayanan_t1, megatron_gpt3): megatron-lm-2021 — fp16 gradients, TP
@@ -65,6 +65,8 @@
 #include <tuple>
 #include <utility>
 
+#include "row_fields.hpp"
+#include "row_framework.hpp"
 #include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/common/json_reader.hpp"
@@ -78,120 +80,7 @@ namespace simrun {
 namespace {
 
 using nlohmann::json;
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-bool has(const std::string& hay, const char* needle) { return hay.find(needle) != std::string::npos; }
-bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
-bool is_letter(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }
-bool is_alphanumeric(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
-
-std::optional<int64_t> opt_int(const json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key) || !j.at(key).is_number()) return std::nullopt;
-  const double v = j.at(key).get<double>();
-  if (!(std::abs(v) < 9.0e15)) return std::nullopt;  // NaN, or beyond what a double counts exactly
-  return static_cast<int64_t>(v);
-}
-// Why `section.key` is not usable as a size from `lo` to `hi` ("" when it is, or when null/absent:
-// the caller's default applies): a row of another team's file may hold anything. The bounds are
-// the scenario's and the models' (scenario.hpp, model_limits.hpp), so that a row is read as a
-// scenario file would be.
-std::string not_a_size(const json& j, const char* section, const char* key, int64_t lo, int64_t hi) {
-  if (!j.is_object() || !j.contains(key) || j.at(key).is_null()) return "";
-  const json& v = j.at(key);
-  const std::string field = fmt::format("{}{}{}", section, *section ? "." : "", key);
-  const bool integer =
-      v.is_number_integer() || (v.is_number_float() && v.get<double>() == std::floor(v.get<double>()));
-  if (!integer || v.get<double>() < double(lo))
-    return fmt::format(
-        "{}: {} is not {}", field, v.is_string() ? quoted_input(v.get<std::string>()) : printable(v.dump()),
-        lo == 1 ? std::string("a positive integer") : fmt::format("an integer from {} to {}", lo, hi));
-  if (v.get<double>() > double(hi))
-    return fmt::format("{}: {} is beyond what simrun simulates (at most {})", field, printable(v.dump()), hi);
-  return "";
-}
-std::optional<double> opt_num(const json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key) || !j.at(key).is_number()) return std::nullopt;
-  return j.at(key).get<double>();
-}
-std::string opt_str(const json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key) || j.at(key).is_null()) return "";
-  if (j.at(key).is_string()) return j.at(key).get<std::string>();
-  if (j.at(key).is_boolean()) return j.at(key).get<bool>() ? "true" : "false";
-  return j.at(key).dump();
-}
-
-// Whether a DeepSpeed source names only years before 2022 (its runs ran DeepSpeed v0.3-v0.5, the
-// last releases before v0.6.0, whose PR #1453 of 2022-01-20 rewrote the ZeRO-3 fetch:
-// frameworks.md 1.5), reading 4-digit numbers from 2015 to 2035 as years (not a 2048-token
-// sequence or 2048 GPUs); false when it names none.
-bool before_deepspeed_0_6(const std::string& text) {
-  int latest = 0;
-  for (size_t at = 0; at + 4 <= text.size(); ++at) {
-    const bool word =
-        (at == 0 || !is_digit(text[at - 1])) && (at + 4 == text.size() || !is_digit(text[at + 4]));
-    if (!word || !std::all_of(text.begin() + long(at), text.begin() + long(at) + 4, is_digit)) continue;
-    if (const int year = std::stoi(text.substr(at, 4)); year >= 2015 && year <= 2035)
-      latest = std::max(latest, year);
-  }
-  return latest > 0 && latest < 2022;
-}
-
-// The framework a free text names (`names`, lower case: a row's source and group, or its own
-// "framework" field where that is not a profile id), or "" where it names none; `era` is the text
-// whose years date it (DeepSpeed before v0.6, Megatron-LM of 2019-2021).
-std::string framework_named(const std::string& names, const std::string& era, bool blackwell) {
-  // Megatron's model on DeepSpeed: the fork's name, or both named ("Using DeepSpeed and Megatron to
-  // Train Megatron-Turing NLG"): DeepSpeed has no tensor parallelism of its own, Megatron's layers
-  // bring it (frameworks.md 2.4).
-  if (has(names, "megatron-deepspeed") || (has(names, "deepspeed") && has(names, "megatron")))
-    return "megatron-deepspeed";
-  if (has(names, "deepspeed")) return before_deepspeed_0_6(era) ? "deepspeed@0.5" : "deepspeed";
-  if (has(names, "torchtitan")) return "torchtitan";
-  if (has(names, "llm-foundry") || has(names, "composer") || has(names, "mosaic")) return "composer";
-  if (has(names, "megatron-bridge") && blackwell) return "megatron-bridge-blackwell";
-  if (has(names, "nemo") || has(names, "megatron-bridge")) return "nemo";
-  if (has(names, "fsdp2")) return "fsdp2";
-  if (has(names, "fsdp")) return "fsdp1";
-  if (has(names, "megatron") && (has(era, "2019") || has(era, "2020") || has(era, "2021")))
-    return "megatron-lm-2021";
-  // DeepSeek's own framework, where no other is named (a Megatron DeepSeek-V3 recipe is Megatron's).
-  if (has(names, "hai-llm") || (has(names, "deepseek") && !has(names, "megatron"))) return "hai-llm";
-  if (has(names, "megatron")) return kDefaultFramework;  // Megatron-LM, Megatron-Core of today
-  return "";
-}
-
-// The framework profile of a row (sim/framework/profiles/<id>.json): the one thing the mapping
-// decides per row; each profile's fields cite the framework code or docs they follow. A row's own
-// "framework" field wins: a profile id (or id@version) as a scenario names it, else the framework
-// its text names ("DeepSpeed", "PyTorch FSDP", "NeMo 24.07"), else as written (unknown: the run
-// says so); else the shipped groups' sources; else the framework its source names (a team's own
-// file, other published runs); else Megatron-Core.
-// `architecture`: the row's GPU's (GpuSpec::architecture), "" when the GPU is not in the catalog.
-std::string framework_of(const json& row, const std::string& architecture,
-                         const FrameworkCatalog& frameworks) {
-  const std::string group = opt_str(row, "group");
-  const std::string source_text = lower(group + " " + opt_str(row, "source"));
-  // Megatron-Bridge 25.11's Blackwell recipes: flex/HybridEP dispatcher and CUDA graphs (the
-  // profile's sources; the H100 recipes keep alltoall without graphs, as nemo does).
-  const bool blackwell = architecture.rfind("Blackwell", 0) == 0;
-  if (std::string f = opt_str(row, "framework"); !f.empty()) {
-    if (frameworks.has_family(f)) return f;
-    const std::string named = framework_named(lower(f), lower(f) + " " + source_text, blackwell);
-    return named.empty() ? f : named;
-  }
-  if (group == "bridge" && blackwell) return "megatron-bridge-blackwell";
-  if (group == "narayanan_t1" || group == "megatron_gpt3") return "megatron-lm-2021";
-  if (group == "megatron_h100") return "megatron-core-perf";
-  if (group == "mosaic") return "composer";
-  if (group == "torchtitan") return "torchtitan";
-  if (group == "nemo2407" || group == "bridge" || group == "nemo_cp" || group == "mcore_moe") return "nemo";
-  const std::string named = framework_named(source_text, source_text, blackwell);
-  return named.empty() ? kDefaultFramework : named;
-}
+using namespace row_fields;
 
 // A GPU chip's name in free text: a catalog id's part before its first '-' ("h100" of h100-sxm
 // and h100-pcie, "a100" of a100-40gb, "mi300x"), holding a letter and a digit ("cpu" of cpu-host,
@@ -321,19 +210,34 @@ std::string gpu_id(const std::string& text, const HardwareCatalog& hardware, dou
 }
 
 // The step time a measured throughput gives, as the reference's own rows derive it (derived.method
-// "GBS*seq/(tokens_per_s_per_gpu*N)"): measured.tokens_per_s_per_gpu, else tokens_per_s_total, with
-// the row's stated layout.global_batch, model.seq_len and num_gpus; nullopt where one is missing.
-// TFLOP/s and MFU are not read: their FLOP conventions differ from source to source.
-std::optional<double> step_from_tokens_per_s(const json& row, const json& meas) {
+// "GBS*seq/(tokens_per_s_per_gpu*N)"): measured.tokens_per_s_per_gpu times num_gpus, else
+// tokens_per_s_total, with the row's stated layout.global_batch and model.seq_len. Else why not
+// ("" where the row states no tokens/s). TFLOP/s and MFU are not read: their FLOP conventions
+// differ from source to source.
+struct ThroughputStep {
+  double seconds = 0;  // > 0 where derived
+  std::string why_not;
+};
+ThroughputStep step_from_tokens_per_s(const json& row, const json& meas) {
   const json empty = json::object();
+  const double per_gpu = opt_num(meas, "tokens_per_s_per_gpu").value_or(0);
+  const double gpus = opt_num(row, "num_gpus").value_or(0);
+  const double total =
+      per_gpu > 0 && gpus > 0 ? per_gpu * gpus : opt_num(meas, "tokens_per_s_total").value_or(0);
+  if (!(per_gpu > 0) && !(total > 0)) return {};
+  if (!(total > 0)) return {0, "measured.tokens_per_s_per_gpu without num_gpus"};
   const json& layout = row.contains("layout") ? row.at("layout") : empty;
   const json& model = row.contains("model") ? row.at("model") : empty;
-  const double tokens = opt_num(layout, "global_batch").value_or(0) * opt_num(model, "seq_len").value_or(0);
-  const double gpus = opt_num(row, "num_gpus").value_or(0);
-  const double per_gpu = opt_num(meas, "tokens_per_s_per_gpu").value_or(0);
-  const double total = per_gpu > 0 ? per_gpu * gpus : opt_num(meas, "tokens_per_s_total").value_or(0);
-  if (!(tokens > 0 && total > 0 && std::isfinite(tokens / total))) return std::nullopt;
-  return tokens / total;
+  const double batch = opt_num(layout, "global_batch").value_or(0),
+               seq = opt_num(model, "seq_len").value_or(0);
+  if (!(batch > 0 && seq > 0))
+    return {0, std::string("measured tokens/s without ") +
+                   (batch > 0 ? "model.seq_len" : "layout.global_batch") + " to turn it into a step"};
+  const double seconds = batch * seq / total;
+  if (!(seconds > 0 && std::isfinite(seconds)))
+    return {0, fmt::format("measured tokens/s: {:g} tokens at {:g} tokens/s is no step time", batch * seq,
+                           total)};
+  return {seconds, ""};
 }
 
 // The run's reference step time: measured.iteration_s, else derived.iteration_s, each where it
@@ -344,10 +248,13 @@ void set_reference(MeasuredRun& c, const json& row, std::string& why) {
   const json& meas = row.contains("measured") && row.at("measured").is_object() ? row.at("measured") : empty;
   c.tflops_per_gpu = opt_num(meas, "tflops_per_gpu").value_or(0);
   const auto from_tokens_per_s = [&] {
-    const std::optional<double> step = step_from_tokens_per_s(row, meas);
-    if (!step) return false;
-    c.reference_s = *step;
-    c.reference_kind = "derived";
+    const ThroughputStep step = step_from_tokens_per_s(row, meas);
+    if (!(step.seconds > 0)) {
+      why = step.why_not;
+      return false;
+    }
+    c.reference_s = step.seconds;
+    c.reference_kind = "from tokens/s";
     c.defaults_used.push_back("no iteration_s: global_batch·seq_len/(measured tokens/s) used");
     return true;
   };
@@ -685,8 +592,8 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
   const bool catalog_id = std::find(gpu_ids.begin(), gpu_ids.end(), lower(gpu_text)) != gpu_ids.end();
   const std::string id = catalog_id ? lower(gpu_text) : gpu_id(gpu_text, catalogs.hardware, hbm_scale);
   const std::string architecture = id.empty() ? "" : catalogs.hardware.gpu(id, c.id, "gpu").architecture;
-  const FrameworkProfile& profile =
-      catalogs.frameworks.resolve(framework_of(row, architecture, catalogs.frameworks), c.id, "framework");
+  const FrameworkProfile& profile = catalogs.frameworks.resolve(
+      measured_run_framework(row, architecture, catalogs.frameworks), c.id, "framework");
   c.framework = profile.id;
   c.workload = profile.workload;
   c.memory = profile.memory;
@@ -800,7 +707,7 @@ std::string measured_run_defaults_text() {
          "megatron_h100 → megatron-core-perf; nemo2407, bridge, nemo_cp, mcore_moe → nemo (bridge on "
          "Blackwell → megatron-bridge-blackwell); mosaic → composer; torchtitan → torchtitan; other rows: "
          "their \"framework\" field (a profile id, or text naming a framework), else the framework their "
-         "source names (Megatron-DeepSpeed or DeepSpeed with Megatron, DeepSpeed (deepspeed@0.5 for a "
+         "source names (Megatron-DeepSpeed or DeepSpeed with Megatron and TP, DeepSpeed (deepspeed@0.5 for a "
          "source of 2021 or before), torchtitan, llm-foundry/Composer, NeMo/Megatron-Bridge, FSDP/FSDP2, "
          "Megatron-LM of 2019-2021, HAI-LLM/DeepSeek), else megatron-core\n"
          "Megatron-LM 2021: fp16 grads, TP backward overlap, no FlashAttention, dropout 0.1\n"

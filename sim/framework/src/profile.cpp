@@ -422,11 +422,19 @@ std::vector<std::string> FrameworkCatalog::ids() const {
   return out;
 }
 
-bool FrameworkCatalog::has_family(const std::string& requested) const {
+std::optional<std::string> FrameworkCatalog::id_named(const std::string& text) const {
+  const size_t first = text.find_first_not_of(" \t"), last = text.find_last_not_of(" \t");
+  std::string written = first == std::string::npos ? "" : text.substr(first, last - first + 1);
+  std::transform(written.begin(), written.end(), written.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   std::string family, version;
-  return split_id(requested, family, version) &&
-         std::any_of(m_profiles.begin(), m_profiles.end(),
-                     [&](const auto& p) { return p.second.family == family; });
+  if (!split_id(written, family, version)) return std::nullopt;
+  for (const auto& [id, profile] : m_profiles)
+    if (profile.family == family) return written;
+  for (const auto& [id, aliases] : m_aliases)
+    if (std::find(aliases.begin(), aliases.end(), family) != aliases.end())
+      return version.empty() ? id : m_profiles.at(id).family + "@" + version;
+  return std::nullopt;
 }
 
 const FrameworkProfile& FrameworkCatalog::resolve(const std::string& requested, const std::string& file,

@@ -139,12 +139,12 @@ Fields cluster_input_fields(const ClusterSpec& c) {
   };
 }
 
-Fields report_input_fields(const Scenario& s, const WorkloadOptions& workload, PipelineSchedule schedule,
+Fields report_input_fields(const Scenario& s, const WorkloadOptions& workload,
                            const std::string& calibration_file) {
   Fields fields = model_fields(s.model);
   append(fields, cluster_input_fields(s.cluster));
   append(fields, layout_fields(s.layout));
-  append(fields, framework_fields(s.framework.id, workload, schedule));
+  append(fields, framework_fields(s.framework.id, workload, default_schedule(s.layout)));
   append(fields, run_fields(s.run));
   fields.push_back(
       {"calibration", calibration_file.empty() ? nlohmann::json() : nlohmann::json(calibration_file)});

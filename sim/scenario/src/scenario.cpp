@@ -34,7 +34,7 @@ const std::vector<std::string> kTopologyNames = {"rail-optimized", "fat-tree", "
 // snake_case is canonical; the spellings after it are older ones, still read.
 const std::vector<std::string> kPipelineSplitNames = {"even", "embedding_loss_layers", "balanced",
                                                       "embedding-loss-layers"};
-// Megatron's 1F1B and interleaved 1F1B, Megatron-Core's combined 1F1B, DeepSeek's DualPipe;
+// Megatron's 1F1B and interleaved 1F1B, Megatron-Core's combined 1F1B, DeepSeek's DualPipe, GPipe;
 // "interleaved-1f1b" and "combined-1f1b" (as reports write them) also read.
 const std::vector<std::string> kPipelineScheduleNames = {
     "1f1b", "interleaved", "combined_1f1b", "dualpipe", "gpipe", "interleaved-1f1b", "combined-1f1b"};

@@ -37,7 +37,7 @@ struct RunScore {
   std::string architecture;           // its GPU's architecture, e.g. "Hopper" ("" without a scenario)
   std::string status = "ok";          // "ok" or "unsupported: why" (why never empty)
   double reference_s = 0;             // reference step time in seconds; 0 = none
-  std::string reference_kind;         // "measured" | "derived" | "from TFLOP/s, causal" | ""
+  std::string reference_kind;         // "measured" | "derived" | "from tokens/s" | "from TFLOP/s, …" | ""
   std::optional<double> predicted_s;  // simulated step time in seconds; set when ok
   std::optional<double> error;        // (predicted − reference) / reference, e.g. −0.036; set when ok
   std::optional<bool> fits;           // the simulation's memory verdict; set when ok

@@ -40,9 +40,9 @@ struct MeasuredRun {
   Scenario scenario;
   WorkloadOptions workload;    // the framework's overlap/kernel behaviour
   MemoryDefaults memory;       // the framework's model-state convention, dropout
-  double reference_s = 0;      // measured.iteration_s, else derived.iteration_s; 0 = none
+  double reference_s = 0;      // measured.iteration_s, else derived.iteration_s, else from tokens/s; 0 = none
   double tflops_per_gpu = 0;   // measured.tflops_per_gpu in the source's FLOP convention; 0 = none
-  std::string reference_kind;  // "measured" | "derived" | ""
+  std::string reference_kind;  // "measured" | "derived" | "from tokens/s" | ""
   std::vector<std::string> defaults_used;  // unstated fields filled, e.g. "micro_batch=1"
 
   // The one reason the run is not compared is that it gives no usable step time (a TFLOP/s per GPU

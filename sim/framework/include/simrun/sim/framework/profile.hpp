@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,9 +72,11 @@ class FrameworkCatalog {
   // `file`/`field`, listing the known ids and suggesting the nearest.
   const FrameworkProfile& resolve(const std::string& requested, const std::string& file,
                                   const std::string& field) const;
-  // Whether `requested` is "id" or "id@version" of a known profile family, as resolve reads it
-  // (resolve may still refuse its version).
-  bool has_family(const std::string& requested) const;
+  // The "id" or "id@version" `text` writes, case and surrounding spaces aside, where its id is a
+  // profile family's or one of the profiles' aliases ("DeepSpeed@0.5" → "deepspeed@0.5",
+  // "megatron-ds" → "megatron-deepspeed"); nullopt where it names none. resolve may still refuse
+  // its version.
+  std::optional<std::string> id_named(const std::string& text) const;
   std::vector<std::string> ids() const;  // every profile id, sorted
   const std::map<std::string, FrameworkProfile>& profiles() const { return m_profiles; }
 

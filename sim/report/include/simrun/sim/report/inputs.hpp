@@ -20,11 +20,11 @@ Fields cluster_input_fields(const ClusterSpec& cluster);
 
 // What estimate and simulate ran: model.* (name and shape; MoE and MLA fields always present,
 // 0 when the model has none, so every run of a sweep has the same columns), cluster.*, every
-// Layout field as layout.*, framework.* (the profile's id, the schedule and every WorkloadOptions
-// field as applied, flags included), run.*
+// Layout field as layout.*, framework.* (the profile's id, the schedule the layout runs
+// (default_schedule) and every WorkloadOptions field as applied, flags included), run.*
 // (tokens null when Chinchilla's default applies, checkpoint_interval_min "auto" when
 // Young/Daly's) and the calibration file (null when none).
 Fields report_input_fields(const Scenario& scenario, const WorkloadOptions& workload,
-                           PipelineSchedule schedule, const std::string& calibration_file);
+                           const std::string& calibration_file);
 
 }  // namespace simrun
