@@ -232,6 +232,12 @@ TEST_CASE("measured runs: other files' rows pick their framework by their own fi
         LowPrecisionRecipe::delayed);
   CHECK(with_precision("p10", "fp8 (delayed; current scaling was slower)").scenario.layout.fp8_recipe ==
         LowPrecisionRecipe::delayed);
+  // Composer's automatic mixed precisions; amp_fp8 runs Transformer Engine's DelayedScaling.
+  const MeasuredRun amp_fp8 = with_precision("p11", "amp_fp8");
+  CHECK(amp_fp8.scenario.layout.precision == Precision::fp8);
+  CHECK(amp_fp8.scenario.layout.recipe() == LowPrecisionRecipe::delayed);
+  CHECK(with_precision("p12", "amp_fp16").scenario.layout.precision == Precision::fp16);
+  CHECK(with_precision("p13", "amp_bf16").scenario.layout.precision == Precision::bf16);
   const MeasuredRun odd = with_precision("p5", "int4");
   CHECK_FALSE(odd.simulatable());
   CHECK_THAT(odd.unsupported,

@@ -430,14 +430,15 @@ std::string shape_error(const json& row, const json& mj, const json& lj, const C
 // sources' commentary, e.g. "fp8 (linear layers) + bf16"), in the scenario's spellings or the
 // tables': Megatron-Bridge's fp8-cs (current scaling) and fp8-mx (MXFP8), a plain "fp8" being
 // Transformer Engine's delayed scaling (NeMo 24.07's default recipe) unless its commentary names
-// another ("fp8 (1x128 blockwise)", "FP8 current scaling", "fp8, MXFP8 recipe"), amp_bf16
-// Composer's. Unstated: bf16. nullopt: a word simrun does not know.
+// another ("fp8 (1x128 blockwise)", "FP8 current scaling", "fp8, MXFP8 recipe"); Composer's
+// amp_bf16, amp_fp16 and amp_fp8 as bf16, fp16 and fp8 (amp_fp8: Transformer Engine's
+// DelayedScaling, composer/core/precision.py). Unstated: bf16. nullopt: a word simrun does not know.
 std::optional<std::pair<Precision, LowPrecisionRecipe>> measured_precision(const std::string& text) {
-  const std::string word = first_word(text);
+  std::string word = first_word(text);
   if (word.empty() && text.find_first_not_of(' ') != std::string::npos) return std::nullopt;  // "(fp8)"
-  if (word.empty() || word == "bf16" || word == "amp_bf16")
-    return std::pair{Precision::bf16, LowPrecisionRecipe::delayed};
-  if (word == "fp16" || word == "amp_fp16") return std::pair{Precision::fp16, LowPrecisionRecipe::delayed};
+  if (word == "amp_bf16" || word == "amp_fp16" || word == "amp_fp8") word = word.substr(4);
+  if (word.empty() || word == "bf16") return std::pair{Precision::bf16, LowPrecisionRecipe::delayed};
+  if (word == "fp16") return std::pair{Precision::fp16, LowPrecisionRecipe::delayed};
   if (word == "fp32") return std::pair{Precision::fp32, LowPrecisionRecipe::delayed};
   if (word == "fp4" || word == "nvfp4") return std::pair{Precision::fp4, LowPrecisionRecipe::nvfp4};
   if (word == "fp8") {
@@ -696,7 +697,7 @@ std::string measured_run_defaults_text() {
          "(the rest), rail-optimized\n"
          "precision (its first word): fp8 → delayed scaling unless its comment names one recipe, fp8-cs → "
          "tensorwise (current scaling), fp8-mx → mxfp8, fp8-block → blockwise, fp4/nvfp4 → nvfp4, or a "
-         "recipe's name; unstated → bf16\n"
+         "recipe's name; Composer's amp_bf16/amp_fp16/amp_fp8 as bf16/fp16/fp8; unstated → bf16\n"
          "model: GPT-style (GELU, LayerNorm, learned positions) unless Llama (SwiGLU, RMSNorm, RoPE); MPT "
          "ALiBi, tied; Nemotron squared-ReLU as 2-matrix MLP; another family: the style whose parameter "
          "count is nearer params_b\n"
