@@ -429,8 +429,9 @@ std::optional<std::string> FrameworkCatalog::id_named(const std::string& text) c
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   std::string family, version;
   if (!split_id(written, family, version)) return std::nullopt;
-  for (const auto& [id, profile] : m_profiles)
-    if (profile.family == family) return written;
+  if (std::any_of(m_profiles.begin(), m_profiles.end(),
+                  [&](const auto& p) { return p.second.family == family; }))
+    return written;
   for (const auto& [id, aliases] : m_aliases)
     if (std::find(aliases.begin(), aliases.end(), family) != aliases.end())
       return version.empty() ? id : m_profiles.at(id).family + "@" + version;

@@ -172,6 +172,17 @@ TEST_CASE("id@version takes the newest profile not above the version asked for",
              Catch::Contains("s.json: framework: \"x@v1\" is not a framework id"));
 }
 
+TEST_CASE("an id or alias written in another case names its profile, other text none", "[sim][framework]") {
+  const FrameworkCatalog& c = shipped();
+  CHECK(c.id_named(" DeepSpeed@0.5 ") == "deepspeed@0.5");
+  CHECK(c.id_named("Megatron-Core-Perf") == "megatron-core-perf");
+  CHECK(c.id_named("megatron-ds") == "megatron-deepspeed");  // an alias
+  CHECK(c.id_named("ds@0.5") == "deepspeed@0.5");            // an alias, the version kept
+  CHECK(c.id_named("PyTorch FSDP") == std::nullopt);         // text, not an id
+  CHECK(c.id_named("jax-pax") == std::nullopt);
+  CHECK(c.id_named("") == std::nullopt);
+}
+
 TEST_CASE("the shipped DeepSpeed files are named by the first version they describe", "[sim][framework]") {
   // deepspeed@0.3.12.json holds ZeRO-3 as v0.3.12 (its first release) to v0.5.4 ran it, so v0.4
   // and v0.5 resolve there, not to today's unversioned file.
