@@ -6,6 +6,7 @@
 
 #include "panels.hpp"
 #include "simrun/sim/scenario/precision_recipe.hpp"
+#include "simrun/sim/scenario/scenario_parser.hpp"
 
 namespace simrun::gui {
 namespace {
@@ -123,10 +124,8 @@ void LayoutPanel::draw(GuiState& state) {
   combo(state, "PP", "pp", powers_of_two(std::min<int64_t>(gpus, 128)), true);
   combo(state, "virtual stages", "virtual_stages", powers_of_two(16));
   // Left out, interleaved 1F1B with virtual stages, else 1F1B (docs/model.md "Schedules").
-  combo(state, "schedule", "pipeline_schedule",
-        with_default(names({"1f1b", "interleaved", "combined_1f1b", "dualpipe", "gpipe"})));
-  combo(state, "pipeline split", "pipeline_split",
-        with_default(names({"even", "embedding_loss_layers", "balanced"})));
+  combo(state, "schedule", "pipeline_schedule", with_default(names(pipeline_schedule_names())));
+  combo(state, "pipeline split", "pipeline_split", with_default(names(pipeline_split_names())));
   if (state.scenario())
     ImGui::Text("DP %lld (derived: GPUs / (TP x PP x CP))",
                 static_cast<long long>(state.scenario()->layout.dp));
@@ -140,7 +139,7 @@ void LayoutPanel::draw(GuiState& state) {
   combo(state, "global batch", "global_batch", powers_of_two(int64_t(1) << 14));
   combo(state, "ZeRO", "zero_stage", {0, 1, 2, 3});
   combo(state, "recompute", "recompute", names({"none", "selective", "full"}));
-  combo(state, "precision", "precision", names({"bf16", "fp16", "fp8", "fp4", "fp32"}));
+  combo(state, "precision", "precision", names(precision_names()));
   if (state.scenario() && state.scenario()->layout.low_precision())
     combo(state, "fp8/fp4 recipe", "fp8_recipe", with_default(names(precision_recipe_names())));
   combo(state, "sequence parallel", "sequence_parallel", {true, false});

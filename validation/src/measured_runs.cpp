@@ -382,9 +382,8 @@ constexpr SizeField kModelSizes[] = {
     {"kv_heads", 1, kMaxHeads},     {"ffn", 1, kMaxFfn},        {"vocab", 1, kMaxVocab},
     {"seq_len", 1, kMaxStepSeqLen}, {"experts", 1, kMaxExperts}};
 
-// The first word of a row's text field ("selective (per-op)" → "selective"), lower case.
-// The first word of a text: letters, digits, '-', '_' and '.' after any leading spaces ("fp8" of
-// "fp8, MXFP8 recipe" and of "fp8 (linear layers)"; "" of "(fp8)").
+// The first word of a row's text field, lower case: letters, digits, '-', '_' and '.' after any
+// leading spaces ("selective" of "selective (per-op)", "fp8" of "fp8, MXFP8 recipe"; "" of "(fp8)").
 std::string first_word(const std::string& text) {
   const size_t start = std::min(text.size(), text.find_first_not_of(' '));
   size_t end = start;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,13 +32,22 @@ const std::vector<std::string> kRecomputeNames = {"none", "selective", "full"};
 const std::vector<std::string> kPrecisionNames = {"bf16", "fp16", "fp8", "fp4", "nvfp4", "fp32"};
 // The hyphenated spellings first; the snake_case ones that collective and topology take also read.
 const std::vector<std::string> kTopologyNames = {"rail-optimized", "fat-tree", "rail_optimized", "fat_tree"};
-// snake_case is canonical; the spellings after it are older ones, still read.
-const std::vector<std::string> kPipelineSplitNames = {"even", "embedding_loss_layers", "balanced",
-                                                      "embedding-loss-layers"};
+// A field's names followed by the other spellings the parser also reads.
+std::vector<std::string> and_spellings(std::vector<std::string> names,
+                                       std::initializer_list<const char*> others) {
+  names.insert(names.end(), others.begin(), others.end());
+  return names;
+}
+// snake_case is canonical; the older hyphenated spelling is still read.
+const std::vector<std::string> kPipelineSplitNames = {"even", "embedding_loss_layers", "balanced"};
+const std::vector<std::string> kPipelineSplitSpellings =
+    and_spellings(kPipelineSplitNames, {"embedding-loss-layers"});
 // Megatron's 1F1B and interleaved 1F1B, Megatron-Core's combined 1F1B, DeepSeek's DualPipe, GPipe;
 // "interleaved-1f1b" and "combined-1f1b" (as reports write them) also read.
-const std::vector<std::string> kPipelineScheduleNames = {
-    "1f1b", "interleaved", "combined_1f1b", "dualpipe", "gpipe", "interleaved-1f1b", "combined-1f1b"};
+const std::vector<std::string> kPipelineScheduleNames = {"1f1b", "interleaved", "combined_1f1b", "dualpipe",
+                                                         "gpipe"};
+const std::vector<std::string> kPipelineScheduleSpellings =
+    and_spellings(kPipelineScheduleNames, {"interleaved-1f1b", "combined-1f1b"});
 const std::vector<std::string> kCpCommTypeNames = {"p2p", "all_gather", "a2a", "a2a_p2p", "a2a+p2p"};
 
 PipelineSplit parse_pipeline_split(const std::string& s) {
@@ -304,10 +314,11 @@ Layout read_layout(JsonReader& top, const ModelSpec& model, const ClusterSpec& c
                  "divides them)");
   }
   layout.virtual_stages = r.integer_or("virtual_stages", 1, 1, kMaxVirtualStages);
-  layout.pipeline_split = parse_pipeline_split(r.choice_or("pipeline_split", "even", kPipelineSplitNames));
+  layout.pipeline_split =
+      parse_pipeline_split(r.choice_or("pipeline_split", "even", kPipelineSplitSpellings));
   if (r.has("pipeline_schedule"))
     layout.pipeline_schedule =
-        parse_pipeline_schedule(r.choice_or("pipeline_schedule", "1f1b", kPipelineScheduleNames));
+        parse_pipeline_schedule(r.choice_or("pipeline_schedule", "1f1b", kPipelineScheduleSpellings));
   layout.sequence_parallel =
       r.boolean_or("sequence_parallel", framework.sequence_parallel_with_tp && layout.tp > 1);
   layout.zero_stage = static_cast<int>(r.integer_or("zero_stage", 1, 0, 3));
@@ -476,6 +487,10 @@ std::vector<OverrideField> override_fields(const ScenarioOverrides& o) {
 }
 
 }  // namespace
+
+const std::vector<std::string>& precision_names() { return kPrecisionNames; }
+const std::vector<std::string>& pipeline_split_names() { return kPipelineSplitNames; }
+const std::vector<std::string>& pipeline_schedule_names() { return kPipelineScheduleNames; }
 
 void set_layout_precision(nlohmann::json& layout, const std::string& precision) {
   layout["precision"] = precision;

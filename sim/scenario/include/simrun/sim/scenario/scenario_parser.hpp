@@ -61,6 +61,12 @@ struct ScenarioOverrides {
   std::vector<std::string> given() const;
 };
 
+// The values layout.precision, layout.pipeline_split and layout.pipeline_schedule take, as a
+// scenario writes them (older spellings the parser also reads left out): the GUI's choices.
+const std::vector<std::string>& precision_names();
+const std::vector<std::string>& pipeline_split_names();
+const std::vector<std::string>& pipeline_schedule_names();
+
 // A scenario's layout object with its precision set to `precision` (as a scenario writes it,
 // e.g. "bf16"), and the recipe and fp8 parameters written for the old precision dropped where they
 // no longer run at the new one (Layout::set_precision's rule; the command line's --precision and
