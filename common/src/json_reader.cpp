@@ -2,7 +2,6 @@
 #include "simrun/common/json_reader.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <set>
@@ -12,6 +11,7 @@
 
 #include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
+#include "simrun/common/text.hpp"
 
 namespace simrun {
 namespace {
@@ -208,15 +208,11 @@ std::string nearest_name(const std::string& name, const std::vector<std::string>
   // Case does not count (H100 is h100), a name the candidate starts with ranks first (h100 is
   // nearer h100-sxm than h200), then edit distance; a name far longer than any id is cut first
   // so that a megabyte of input costs no more than a short one.
-  const auto lower = [](std::string s) {
-    for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-  };
-  const std::string wanted = lower(name.substr(0, 256));
+  const std::string wanted = ascii_lower(name.substr(0, 256));
   std::string best;
   std::pair<int, int> best_rank{2, 1 << 30};
   for (const auto& c : candidates) {
-    const std::string id = lower(c);
+    const std::string id = ascii_lower(c);
     const bool prefix = wanted.size() >= 2 && id.rfind(wanted, 0) == 0;
     const std::pair<int, int> rank{prefix ? 0 : 1, edit_distance(wanted, id)};
     if (rank < best_rank) {

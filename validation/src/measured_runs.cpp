@@ -282,8 +282,8 @@ void set_reference(MeasuredRun& c, const json& row, std::string& why) {
 std::string alphanumeric(const std::string& name) {
   std::string out;
   for (const char c : name)
-    if (is_alphanumeric(c)) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
+    if (is_alphanumeric(c)) out += c;
+  return ascii_lower(out);
 }
 
 // The catalog's MoE model whose id the row's name holds, letters and digits alone ("DeepSeek-V3",

@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdint>
@@ -14,16 +13,13 @@
 #include <string>
 
 #include "simrun/common/echo.hpp"
+#include "simrun/common/text.hpp"
 
 namespace simrun::row_fields {
 
 using nlohmann::json;
 
-inline std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
+inline std::string lower(const std::string& s) { return ascii_lower(s); }
 inline bool has(const std::string& hay, const char* needle) { return hay.find(needle) != std::string::npos; }
 inline bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
 inline bool is_letter(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }

@@ -7,12 +7,12 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <cmath>
 #include <iterator>
 #include <limits>
 
 #include "simrun/common/error.hpp"
+#include "simrun/common/text.hpp"
 
 namespace simrun {
 
@@ -60,13 +60,6 @@ int log2i(int64_t v) {
   return r;
 }
 
-std::string lower(std::string_view s) {
-  std::string out;
-  for (char c : s)
-    if (c != '_' && c != '-') out.push_back(char(std::tolower(static_cast<unsigned char>(c))));
-  return out;
-}
-
 int node_index(const GroupShape& s) { return s.nodes <= 2 ? int(s.nodes - 1) : 2; }
 
 }  // namespace
@@ -108,7 +101,7 @@ const char* to_string(Protocol p) {
 }
 
 std::optional<Algorithm> parse_algorithm(std::string_view name) {
-  const std::string n = lower(name);
+  const std::string n = spelling_key(name);
   if (n == "tree") return Algorithm::tree;
   if (n == "ring") return Algorithm::ring;
   if (n == "collnetdirect") return Algorithm::collnet_direct;
@@ -122,7 +115,7 @@ std::optional<Algorithm> parse_algorithm(std::string_view name) {
 }
 
 std::optional<Protocol> parse_protocol(std::string_view name) {
-  const std::string n = lower(name);
+  const std::string n = spelling_key(name);
   if (n == "ll") return Protocol::ll;
   if (n == "ll128") return Protocol::ll128;
   if (n == "simple") return Protocol::simple;
@@ -135,7 +128,7 @@ std::vector<std::string> algorithm_names() {
 std::vector<std::string> protocol_names() { return {"LL", "LL128", "Simple"}; }
 
 int compute_capability_index(const GpuSpec& gpu) {
-  const std::string a = lower(gpu.architecture);
+  const std::string a = spelling_key(gpu.architecture);
   if (a.find("blackwell") != std::string::npos || a.find("rubin") != std::string::npos) return 3;
   if (a.find("hopper") != std::string::npos) return 2;
   if (a.find("ampere") != std::string::npos) return 1;

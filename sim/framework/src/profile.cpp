@@ -12,6 +12,7 @@
 #include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/common/json_reader.hpp"
+#include "simrun/common/text.hpp"
 
 namespace simrun {
 namespace {
@@ -424,9 +425,8 @@ std::vector<std::string> FrameworkCatalog::ids() const {
 
 std::optional<std::string> FrameworkCatalog::id_named(const std::string& text) const {
   const size_t first = text.find_first_not_of(" \t"), last = text.find_last_not_of(" \t");
-  std::string written = first == std::string::npos ? "" : text.substr(first, last - first + 1);
-  std::transform(written.begin(), written.end(), written.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string written =
+      first == std::string::npos ? "" : ascii_lower(text.substr(first, last - first + 1));
   std::string family, version;
   if (!split_id(written, family, version)) return std::nullopt;
   if (std::any_of(m_profiles.begin(), m_profiles.end(),

@@ -1,7 +1,7 @@
 // Names of the collective operations (comm_types.hpp).
 #include "simrun/sim/scenario/comm_types.hpp"
 
-#include <cctype>
+#include "simrun/common/text.hpp"
 
 namespace simrun {
 
@@ -46,9 +46,7 @@ const char* collective_name(CollectiveOp op) {
 }
 
 std::optional<CollectiveOp> parse_collective_op(std::string_view name) {
-  std::string n;
-  for (char c : name)
-    if (c != '_' && c != '-') n.push_back(char(std::tolower(static_cast<unsigned char>(c))));
+  const std::string n = spelling_key(name);
   if (n == "allreduce") return CollectiveOp::all_reduce;
   if (n == "allgather") return CollectiveOp::all_gather;
   if (n == "reducescatter") return CollectiveOp::reduce_scatter;

@@ -1,0 +1,21 @@
+// Case folding for typed names: ASCII letters only, whatever the locale.
+#include <catch2/catch.hpp>
+
+#include "simrun/common/text.hpp"
+
+using namespace simrun;
+
+TEST_CASE("ascii_lower folds A-Z and leaves every other byte", "[common][text]") {
+  CHECK(ascii_lower("H100-SXM5_80GB") == "h100-sxm5_80gb");
+  CHECK(ascii_lower("") == "");
+  CHECK(ascii_lower("Éμ\xff") == "Éμ\xff");  // UTF-8 and stray bytes as written
+  CHECK(ascii_lower(std::string("A\0B", 3)) == std::string("a\0b", 3));
+}
+
+TEST_CASE("spelling_key is one key for the spellings of a name", "[common][text]") {
+  CHECK(spelling_key("all_reduce") == "allreduce");
+  CHECK(spelling_key("AllReduce") == "allreduce");
+  CHECK(spelling_key("all-reduce") == "allreduce");
+  CHECK(spelling_key("CollNet_Direct") == "collnetdirect");
+  CHECK(spelling_key("all reduce") == "all reduce");  // a space is part of the name
+}
