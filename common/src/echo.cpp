@@ -31,6 +31,28 @@ std::string hex_escape(unsigned char c) {
   return buf;
 }
 
+// The code point of the valid `n`-byte UTF-8 sequence at `s[i]`.
+unsigned code_point(std::string_view s, size_t i, size_t n) {
+  static constexpr unsigned kLeadMask[] = {0, 0x7f, 0x1f, 0x0f, 0x07};
+  unsigned cp = static_cast<unsigned char>(s[i]) & kLeadMask[n];
+  for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3fu);
+  return cp;
+}
+
+// Characters beyond ASCII that break a line or drive a terminal or the text's direction: the C1
+// controls (U+0085 NEL, U+009B CSI), the line and paragraph separators and the bidirectional
+// marks, embeddings, overrides and isolates (Unicode TR9 §2; "Trojan Source", CVE-2021-42574).
+bool is_format_control(unsigned cp) {
+  return (cp >= 0x80 && cp <= 0x9f) || cp == 0x061c || cp == 0x200e || cp == 0x200f ||
+         (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+std::string code_point_escape(unsigned cp) {
+  char buf[7];
+  std::snprintf(buf, sizeof buf, "\\u%04x", cp);
+  return buf;
+}
+
 // One character of `s` at `i`, as printed; `length` is how many bytes of `s` it covers.
 std::string printable_char(std::string_view s, size_t i, size_t& length) {
   const unsigned char c = static_cast<unsigned char>(s[i]);
@@ -49,6 +71,7 @@ std::string printable_char(std::string_view s, size_t i, size_t& length) {
   const size_t n = utf8_length(s, i);
   if (n == 0) return hex_escape(c);
   length = n;
+  if (const unsigned cp = code_point(s, i, n); is_format_control(cp)) return code_point_escape(cp);
   return std::string(s.substr(i, n));
 }
 

@@ -19,6 +19,14 @@ TEST_CASE("printable escapes what would drive a terminal and keeps UTF-8", "[com
   CHECK(printable(R"(\x1b)") == R"(\x1b)");  // already escaped text is left as it is
 }
 
+TEST_CASE("printable escapes the controls beyond ASCII: C1, line separators, bidi", "[common][echo]") {
+  CHECK(printable("llama\u0085X") == R"(llama\u0085X)");      // NEL breaks a line
+  CHECK(printable("a\u009b31mb") == R"(a\u009b31mb)");        // 8-bit CSI drives a terminal
+  CHECK(printable("a\u2028b\u2029c") == R"(a\u2028b\u2029c)");  // line, paragraph separators
+  CHECK(printable("x\u202ey\u2066z\u200f") == R"(x\u202ey\u2066z\u200f)");  // bidi
+  CHECK(printable("\u00a0\u00e9\u2027\u2030") == "\u00a0\u00e9\u2027\u2030");  // printable neighbours kept
+}
+
 TEST_CASE("printable cuts long text at a character boundary, with an ellipsis", "[common][echo]") {
   CHECK(printable(std::string(500, 'a'), 10) == "aaaaaaaaaa…");
   CHECK(printable("ααααα", 5) == "αα…");  // 2 bytes each: the third does not fit

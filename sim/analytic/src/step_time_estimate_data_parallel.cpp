@@ -1,6 +1,6 @@
 // The closed-form step time, part 2 (step_time_estimate.cpp holds the stages' micro-batches,
-// step_time_estimate_pipeline.cpp the pipeline): the data-parallel traffic, Megatron DDP's buckets and FSDP's units, what the
-// compute stream does not hide of it, what compute pays running beside it, and the links it
+// step_time_estimate_pipeline.cpp the pipeline): the data-parallel traffic, Megatron DDP's buckets and FSDP's
+// units, what the compute stream does not hide of it, what compute pays running beside it, and the links it
 // shares with the TP, CP and EP groups.
 #include <algorithm>
 #include <limits>
@@ -66,9 +66,10 @@ double StepTimeEstimator::reduce_s(double params, int64_t n, const LinkCost& lin
 
 double StepTimeEstimator::gather_s(double params, int64_t n, const LinkCost& link, int64_t stage) const {
   return m_layout.zero_stage >= 1
-             ? m_collectives.collective_at_s(CollectiveOp::all_gather,
-                                             params * activation_element_bytes(m_layout.precision), n, link,
-                                             m_stage_condition[size_t(stage)].fraction(link.link_class))
+             ? m_collectives.collective_at_s(
+                   CollectiveOp::all_gather,
+                   params * gathered_weight_bytes(m_layout.precision, m_layout.fp8_param_gather), n, link,
+                   m_stage_condition[size_t(stage)].fraction(link.link_class))
              : 0.0;
 }
 

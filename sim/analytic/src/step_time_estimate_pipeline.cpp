@@ -25,7 +25,7 @@ void StepTimeEstimator::time_pipeline_sends() {
   if (l.pp <= 1) return;
   const double tokens_mb = double(l.micro_batch) * double(m_model.seq_len) / double(l.cp);  // per GPU
   const double send_bytes =
-      tokens_mb * double(m_model.hidden) * activation_element_bytes(l.precision) / double(l.tp);
+      tokens_mb * double(m_model.hidden) * tensor_element_bytes(l.precision) / double(l.tp);
   const int64_t domain = scale_up_domain_size(m_sc.cluster), stage_size = l.tp * l.cp * l.dp;
   const RankLayout ranks(l, m_sc.cluster.gpus_per_node);
   std::map<int64_t, StageCondition> slow_gpus;  // each slow link's GPU, its fraction of each class
@@ -114,7 +114,7 @@ double StepTimeEstimator::pipeline_tp_gather_s() const {
   const Layout& l = m_layout;
   if (l.tp <= 1 || (l.sequence_parallel && l.tp > 1)) return 0.0;
   const double bytes = double(l.micro_batch) * double(m_model.seq_len) / double(l.cp) *
-                       double(m_model.hidden) * activation_element_bytes(l.precision);
+                       double(m_model.hidden) * tensor_element_bytes(l.precision);
   return m_collectives.collective_s(CollectiveOp::all_gather, bytes, l.tp, m_tp_link);
 }
 

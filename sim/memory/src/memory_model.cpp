@@ -49,10 +49,6 @@ ModelStateBytes model_state_bytes(double params, int zero_stage, double shard_de
   return b;
 }
 
-double activation_element_bytes(Precision p) {
-  return (p == Precision::fp32 || p == Precision::tf32) ? 4.0 : 2.0;
-}
-
 std::string memory_shortfall_text(const MemoryReport& m) {
   return fmt::format("peak {:.1f} GiB per GPU exceeds the {:.1f} GiB usable ({:.1f} GiB over)",
                      m.peak_bytes_per_gpu / kGiB, m.capacity_bytes / kGiB,
@@ -321,7 +317,7 @@ ActivationConfig activation_config(const Scenario& sc, const MemoryDefaults& def
   ac.sequence_parallel = l.sequence_parallel && l.tp > 1;
   ac.flash_attention = l.flash_attention;
   ac.recompute = l.recompute;
-  ac.element_bytes = activation_element_bytes(l.precision);
+  ac.element_bytes = tensor_element_bytes(l.precision);
   ac.dropout = defaults.dropout;
   if (l.low_precision())
     ac.saved_gemm_input_bytes = precision_recipe(l.recipe()).saved_input_bytes_per_element;

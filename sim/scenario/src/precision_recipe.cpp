@@ -122,6 +122,12 @@ LowPrecisionRecipe default_recipe(Precision p) {
 
 bool recipe_runs_at(LowPrecisionRecipe r, Precision p) { return precision_recipe(r).gemm_precision == p; }
 
+double tensor_element_bytes(Precision p) { return (p == Precision::fp32 || p == Precision::tf32) ? 4.0 : 2.0; }
+
+double gathered_weight_bytes(Precision p, bool fp8_param_gather) {
+  return fp8_param_gather && fp8_param_gather_runs_at(p) ? 1.0 : tensor_element_bytes(p);
+}
+
 const char* to_string(LowPrecisionRecipe r) { return precision_recipe(r).name; }
 
 }  // namespace simrun

@@ -73,8 +73,8 @@ StageBuilder::Shared::Shared(const Scenario& scenario, const WorkloadOptions& o,
   first_bf16_layer =
       low ? md.layers - std::llround(recipe->bf16_last_layers_fraction * d(md.layers)) : md.layers;
   norm_emits_fp8 = o.kernels == KernelStack::fused && low && recipe->norm_emits_quantized;
-  elem = (l.precision == Precision::fp32 || l.precision == Precision::tf32) ? 4.0 : 2.0;
-  param_elem = l.fp8_param_gather ? 1.0 : elem;
+  elem = tensor_element_bytes(l.precision);
+  param_elem = gathered_weight_bytes(l.precision, l.fp8_param_gather);
   seq = d(md.seq_len);
   T = d(l.micro_batch) * seq / d(cp);
   Ts = sp ? T / d(tp) : T;

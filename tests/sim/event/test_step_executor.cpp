@@ -149,7 +149,10 @@ TEST_CASE("the analytic estimate and the event simulation agree within 5% on unc
           "global_batch": 512, "pipeline_split": "balanced", "precision": "fp8",
           "pipeline_schedule": "combined_1f1b")"},
       Case{"mixtral-8x7b", 64, R"("tp": 1, "pp": 1, "dp": 64, "ep": 8, "global_batch": 256,
-          "pipeline_schedule": "combined_1f1b")"});
+          "pipeline_schedule": "combined_1f1b")"},
+      // ZeRO-3 gathering its weights in fp8: half the bytes of every gather, in both fidelities.
+      Case{"llama3-70b", 64, R"("tp": 8, "pp": 1, "dp": 8, "global_batch": 64, "zero_stage": 3,
+          "precision": "fp8", "fp8_param_gather": true)"});
   const Scenario sc = scenario(c.model, "h100-sxm", c.gpus, c.layout);
   const double event = simulate(sc).report.step_time_s;
   const double analytic = estimate(sc).step_time_s;

@@ -1,7 +1,8 @@
 // Input echoed back in an error line, made safe: the one-line error contract (DESIGN.md "Exit
 // codes") must hold for any bytes a user gives, and no input may drive the terminal. Control
-// characters and DEL become C escapes (`\n`, `\t`, `\x1b`), bytes that are not UTF-8 become
-// `\xNN`, and long text is cut at a character boundary with an ellipsis.
+// characters and DEL become C escapes (`\n`, `\t`, `\x1b`), the C1 controls, line separators and
+// bidirectional controls `\uNNNN` (`\u0085`, `\u202e`), bytes that are not UTF-8 `\xNN`, and
+// long text is cut at a character boundary with an ellipsis.
 #pragma once
 
 #include <cstddef>

@@ -190,8 +190,6 @@ struct MemoryEstimate {
 
 MemoryEstimate estimate_memory(const Scenario& s, const MemoryDefaults& defaults = {});
 
-// Bytes per activation element for a GEMM precision (2, or 4 for fp32/tf32).
-double activation_element_bytes(Precision p);
 // Usable HBM of a GPU (hbm_usable_bytes, else hbm_bytes).
 double usable_hbm_bytes(const GpuSpec& gpu);
 // "peak 93.0 GiB per GPU exceeds the 79.2 GiB usable (13.8 GiB over)": the one wording of a

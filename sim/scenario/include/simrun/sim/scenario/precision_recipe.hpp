@@ -60,6 +60,13 @@ inline bool is_low_precision(Precision p) { return p == Precision::fp8 || p == P
 // fp8 parameters written for another precision, and a changed precision drops them by these.
 bool recipe_runs_at(LowPrecisionRecipe r, Precision p);
 inline bool fp8_param_gather_runs_at(Precision p) { return p == Precision::fp8; }
+// Bytes per element of the activations and 16-bit tensors of a run at precision `p`: 4 for
+// fp32/tf32, 2 otherwise (fp8 and fp4 recipes quantise copies of 16-bit tensors).
+double tensor_element_bytes(Precision p);
+// Bytes per parameter as the weights are gathered and held for the GEMMs: 1 where they are
+// gathered in fp8 (Megatron-LM --fp8-param-gather: the model's parameters are the fp8 copies,
+// the fp32 master stays with the optimizer), tensor_element_bytes(p) otherwise.
+double gathered_weight_bytes(Precision p, bool fp8_param_gather);
 const char* to_string(LowPrecisionRecipe r);
 
 }  // namespace simrun
