@@ -42,15 +42,16 @@ int64_t members_per_domain(const ClusterSpec& cluster, RankGroup group) {
 
 // One GPU's NIC bandwidth as NCCL rings reach it: its share of the node's ports, reached over a
 // PCIe link per GPU–NIC pair as the cluster graph wires it (an NDR port behind an A100's Gen4
-// x16 moves at most the link's 32 GB/s; hardware.md §3 host interfaces), divided by the fabric's
-// oversubscription.
-double nic_share_bytes_per_s(const ClusterSpec& cluster, const EfficiencyDefaults& eff) {
+// x16 moves at most the link's 32 GB/s; hardware.md §3 host interfaces), and at most a port's
+// share of an oversubscribed leaf's uplinks (flows_per_uplink).
+double nic_share_bytes_per_s(const ClusterSpec& cluster, const EfficiencyDefaults& eff, double uplink_flows) {
   double share = cluster.nic_bytes_per_s_per_gpu();
   if (cluster.gpu.pcie_bytes_per_s > 0 && cluster.gpus_per_node > 0) {
     const double nics_per_gpu = double(cluster.nics_per_node) / double(cluster.gpus_per_node);
     share = std::min(share, cluster.gpu.pcie_bytes_per_s * std::max(1.0, nics_per_gpu));
   }
-  return share * eff.scale_out_fraction / std::max(1.0, cluster.oversubscription);
+  if (uplink_flows > 0) share = std::min(share, cluster.fabric.port_bytes_per_s / uplink_flows);
+  return share * eff.scale_out_fraction;
 }
 
 }  // namespace
@@ -59,7 +60,8 @@ double ring_all_reduce_s(double bytes, int64_t n, const LinkCost& link) {
   check_args(bytes, n, link);
   if (n == 1 || bytes == 0) return 0;
   const double nd = double(n);
-  return busbw_factor(CollectiveOp::all_reduce, n) * bytes / link.bytes_per_s + 2.0 * (nd - 1.0) * link.alpha_s;
+  return busbw_factor(CollectiveOp::all_reduce, n) * bytes / link.bytes_per_s +
+         2.0 * (nd - 1.0) * link.alpha_s;
 }
 
 double tree_all_reduce_s(double bytes, int64_t n, const LinkCost& link) {
@@ -205,7 +207,7 @@ LinkCost group_link(const ClusterSpec& cluster, RankGroup group, const Efficienc
     return link;
   }
   const int64_t local = members_per_domain(cluster, group);
-  double bw = double(local) * nic_share_bytes_per_s(cluster, eff);
+  double bw = double(local) * nic_share_bytes_per_s(cluster, eff, flows_per_uplink(cluster, group, false));
   if (local > 1) bw = std::min(bw, scale_up_bytes_per_s(local) * eff.scale_up_fraction);
   LinkCost link{bw, eff.scale_out_alpha_s + cluster.fabric.latency_s, LinkClass::scale_out};
   link.fabric_group = fabric_group(cluster, group);
@@ -227,6 +229,68 @@ int64_t nic_sharers(const ClusterSpec& cluster, RankGroup group) {
   return int64_t(most);
 }
 
+double flows_per_uplink(const ClusterSpec& cluster, RankGroup group, bool all_to_all) {
+  const int64_t gpn = std::max<int64_t>(1, cluster.gpus_per_node), nics = cluster.nics_per_node;
+  const int64_t half = cluster.fabric.switch_radix / 2, nodes = cluster.num_nodes();
+  if (!(cluster.oversubscription > 1) || half <= 0 || nics < 1 || group.size < 2 || nodes * nics <= half ||
+      group_inside_scale_up(cluster, group))
+    return 0;
+  // ClusterGraph::build_leaves: a rail's NICs of `half` consecutive nodes share a leaf
+  // (rail-optimized), or `half` consecutive NIC ports do (fat tree).
+  const bool rails = cluster.topology == FabricTopology::rail_optimized;
+  const auto leaf_of = [&](int64_t node, int32_t rail) {
+    return rails ? (node / half) * nics + rail : (node * nics + rail) / half;
+  };
+  const int64_t domain = scale_up_domain_size(cluster), stride = std::max<int64_t>(1, group.stride);
+  const int64_t span = group.size * stride;
+  const int64_t block = group.block >= span && group.block % span == 0 ? group.block : span;
+  std::map<int64_t, double> leaving;  // leaf → flows out of it
+  for (int64_t base = 0; base < block; base += span)
+    for (int64_t offset = 0; offset < (group.block > 0 ? stride : 1); ++offset) {
+      // The group's NICs (node, rail) by scale-up domain, rail-major as NCCL's channels use them.
+      std::map<int64_t, std::vector<std::pair<int32_t, int64_t>>> nics_of_domain;
+      for (int64_t k = 0; k < group.size; ++k) {
+        const int64_t rank = base + offset + k * stride;
+        if (rank >= cluster.num_gpus) return 0;
+        for (const int32_t rail : node_rails_of_gpu(rank % gpn, gpn, nics)) {
+          auto& list = nics_of_domain[rank / domain];
+          if (std::find(list.begin(), list.end(), std::pair{rail, rank / gpn}) == list.end())
+            list.emplace_back(rail, rank / gpn);
+        }
+      }
+      std::vector<std::vector<std::pair<int32_t, int64_t>>> domains;
+      for (auto& [d, list] : nics_of_domain) {
+        std::sort(list.begin(), list.end());
+        domains.push_back(list);
+      }
+      if (domains.size() < 2) continue;
+      if (all_to_all) {
+        // Each NIC carries its members' traffic to the other domains: the share bound elsewhere.
+        std::vector<int64_t> leaves;
+        for (const auto& list : domains)
+          for (const auto& [rail, node] : list) leaves.push_back(leaf_of(node, rail));
+        const double outside_domains = double(leaves.size() - domains.front().size());
+        for (const int64_t leaf : leaves) {
+          const double away = double(leaves.size()) - double(std::count(leaves.begin(), leaves.end(), leaf));
+          leaving[leaf] += away / outside_domains;
+        }
+        continue;
+      }
+      for (size_t d = 0; d < domains.size(); ++d) {
+        const auto& from = domains[d];
+        const auto& to = domains[(d + 1) % domains.size()];
+        for (size_t c = 0; c < std::min(from.size(), to.size()); ++c) {
+          const int64_t a = leaf_of(from[c].second, from[c].first), b = leaf_of(to[c].second, to[c].first);
+          if (a != b) leaving[a] += 1;
+        }
+      }
+    }
+  double most = 0;
+  for (const auto& [leaf, flows] : leaving) most = std::max(most, flows);
+  const double uplinks = double(std::max<int64_t>(1, std::llround(double(half) / cluster.oversubscription)));
+  return most / uplinks;
+}
+
 RankGroup pipeline_pair(const ClusterSpec& cluster, int64_t stage_size, PairPlacement placement) {
   if (placement == PairPlacement::same_domain) return {2, 1};
   const int64_t domain = scale_up_domain_size(cluster);
@@ -238,14 +302,15 @@ LinkCost all_to_all_link(const ClusterSpec& cluster, RankGroup group, const Effi
   // NCCL's grouped send/recv as the event's flows run it, where every node is its own domain
   // (fabric_collective_s); else (rack-scale domains, PCIe, uneven groups) the α-β forms below.
   link.fabric_group =
-      scale_up_domain_size(cluster) == cluster.gpus_per_node ? fabric_group(cluster, group) : nullptr;
+      scale_up_domain_size(cluster) == cluster.gpus_per_node ? fabric_group(cluster, group, true) : nullptr;
   if (link.link_class == LinkClass::scale_up) return link;
   // Every member sends (n − local)/n of its buffer through its own NIC share and (local − 1)/n
   // over the scale-up link, concurrently; as a bus bandwidth for the (n−1)/n bus factor:
   //   B = (n − 1) / max((n − local)/B_nic, (local − 1)/B_scale_up).
   const int64_t n = group.size;
   const int64_t local = members_per_domain(cluster, group);
-  double per_byte = double(n - local) / nic_share_bytes_per_s(cluster, eff);
+  double per_byte =
+      double(n - local) / nic_share_bytes_per_s(cluster, eff, flows_per_uplink(cluster, group, true));
   if (local > 1) {
     const LinkCost inside = group_link(cluster, {local, group.stride}, eff);
     per_byte = std::max(per_byte, double(local - 1) / inside.bytes_per_s);

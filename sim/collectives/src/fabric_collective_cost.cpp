@@ -376,7 +376,8 @@ class FabricCall {
 
 }  // namespace
 
-std::shared_ptr<const FabricGroup> fabric_group(const ClusterSpec& cluster, RankGroup group) {
+std::shared_ptr<const FabricGroup> fabric_group(const ClusterSpec& cluster, RankGroup group,
+                                                bool all_to_all) {
   const GpuSpec& gpu = cluster.gpu;
   const int64_t domain = scale_up_domain_size(cluster), gpn = std::max<int64_t>(1, cluster.gpus_per_node);
   const int64_t nics = cluster.nics_per_node;
@@ -438,7 +439,8 @@ std::shared_ptr<const FabricGroup> fabric_group(const ClusterSpec& cluster, Rank
   // Link rates as the event's network has them (collective_harness.cpp link_capacities).
   g->scale_up_link_bytes_per_s = scale_up_link_rate(gpu);
   const double port = cluster.fabric.port_bytes_per_s * kNetworkEfficiency;
-  g->port_bytes_per_s = port / std::max(1.0, cluster.oversubscription) / double(nic_sharers(cluster, group));
+  g->port_bytes_per_s =
+      port / std::max(double(nic_sharers(cluster, group)), flows_per_uplink(cluster, group, all_to_all));
   g->nic_pcie_bytes_per_s = gpu.pcie_bytes_per_s > 0 ? gpu.pcie_bytes_per_s : cluster.fabric.port_bytes_per_s;
   g->nic_path_bytes_per_s = std::min(g->port_bytes_per_s, g->nic_pcie_bytes_per_s);
   // A zero rate: leave it to the α-β forms and their checks.

@@ -2,6 +2,7 @@
 #include "comm_costs.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include "simrun/sim/collectives/collective_harness.hpp"
 
@@ -68,11 +69,16 @@ CommCost StepCommCosts::collective(CollectiveOp op, GroupKind g, double bytes) {
   const LinkCost lc = m_link[static_cast<size_t>(g)];
   const int port = link_class_index(lc.link_class);
   CommCost cost;
-  if (m_graph && n > 1 && !m_calibrated[port])
-    cost = nccl_model(
-        op, with_nic_twins(rank_group(m_sc.layout, g), [&](int64_t o) { return m_layout.group(g, o); }),
-        bytes, port);
-  else
+  if (m_graph && n > 1 && !m_calibrated[port]) {
+    // Where the group's traffic crosses an oversubscribed fabric's leaves, every group of its
+    // kind in its pipeline stage runs beside it through the same uplinks.
+    const RankGroup kind = rank_group(m_sc.layout, g);
+    cost = nccl_model(op,
+                      flows_per_uplink(m_sc.cluster, kind, op == CollectiveOp::all_to_all) > 0
+                          ? groups_of_block(g, kind)
+                          : with_nic_twins(kind, [&](int64_t o) { return m_layout.group(g, o); }),
+                      bytes, port);
+  } else
     cost = alpha_beta(op, n, lc, bytes);
   m_cache.emplace(key, cost);
   return cost;
@@ -147,6 +153,16 @@ std::vector<std::vector<int64_t>> StepCommCosts::with_nic_twins(RankGroup kind, 
   if (nic_sharers(m_sc.cluster, kind) > 1)
     for (int64_t o = 1; o < std::min(kind.stride, m_sc.cluster.gpus_per_node); ++o)
       groups.push_back(group_at(o));
+  return groups;
+}
+
+// Every group of kind `g` among the ranks of `kind.block` (its pipeline stage), the one holding
+// rank 0 first: they run the same collective at once.
+std::vector<std::vector<int64_t>> StepCommCosts::groups_of_block(GroupKind g, RankGroup kind) const {
+  std::vector<std::vector<int64_t>> groups;
+  std::set<int64_t> seen;
+  for (int64_t r = 0; r < std::min(kind.block, m_layout.world_size()); ++r)
+    if (seen.insert(m_layout.group_id(g, r)).second) groups.push_back(m_layout.group(g, r));
   return groups;
 }
 

@@ -44,6 +44,7 @@ class StepCommCosts {
                       int port) const;
   template <class GroupAt>
   std::vector<std::vector<int64_t>> with_nic_twins(RankGroup kind, GroupAt group_at) const;
+  std::vector<std::vector<int64_t>> groups_of_block(GroupKind g, RankGroup kind) const;
 
   const Scenario& m_sc;
   const RankLayout& m_layout;

@@ -38,29 +38,30 @@ const char* to_string(GroupKind g) {
 }
 
 RankGroup rank_group(const Layout& l, GroupKind g) {
+  const int64_t stage = l.tp * l.cp * l.dp;
   switch (g) {
     case GroupKind::tp:
-      return {l.tp, 1};
+      return {l.tp, 1, stage};
     case GroupKind::cp:
-      return {l.cp, l.tp};
+      return {l.cp, l.tp, stage};
     case GroupKind::dp:
-      return {l.dp, l.tp * l.cp};
+      return {l.dp, l.tp * l.cp, stage};
     case GroupKind::dp_cp:
-      return {l.dp * l.cp, l.tp};
+      return {l.dp * l.cp, l.tp, stage};
     case GroupKind::ep:
-      return {l.ep, l.expert_tp};
+      return {l.ep, l.expert_tp, stage};
     case GroupKind::edp:
-      return {l.expert_dp(), l.expert_tp * l.ep};
+      return {l.expert_dp(), l.expert_tp * l.ep, stage};
     case GroupKind::pp:
-      return {2, l.tp * l.cp * l.dp};
+      return {2, stage, 2 * stage};
     case GroupKind::cp_a2a:
-      return {l.cp_a2a(), l.tp};
+      return {l.cp_a2a(), l.tp, stage};
     case GroupKind::cp_ring:
-      return {l.cp_ring(), l.tp * l.cp_a2a()};
+      return {l.cp_ring(), l.tp * l.cp_a2a(), stage};
     case GroupKind::ep_intra:
-      return {l.ep_intra(), l.expert_tp};
+      return {l.ep_intra(), l.expert_tp, stage};
     case GroupKind::ep_inter:
-      return {l.ep_inter(), l.expert_tp * l.ep_intra()};
+      return {l.ep_inter(), l.expert_tp * l.ep_intra(), stage};
   }
   return {1, 1};
 }

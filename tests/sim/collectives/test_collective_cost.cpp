@@ -122,10 +122,31 @@ TEST_CASE("group links: NVLink inside the 8-GPU domain, the NICs across it", "[s
     a100.nics_per_node = 16;  // two NICs per GPU, a PCIe link to each
     CHECK(group_link(a100, {32, 8}, eff).bytes_per_s == Approx(64e9 * eff.scale_out_fraction));
   }
-  SECTION("an oversubscribed fabric divides the inter-node bandwidth") {
+  SECTION("an oversubscribed fabric slows the flows that cross leaves, by how many share an uplink") {
+    // 128 nodes, radix-64 leaves: a rail's NICs of 32 nodes share a leaf (rail-optimized), or
+    // 4 nodes' 32 ports do (fat tree); a leaf has 32 / oversubscription uplinks.
     ClusterSpec c = cluster;
-    c.oversubscription = 2.0;
-    CHECK(group_link(c, {32, 8}, eff).bytes_per_s == Approx(25e9 * eff.scale_out_fraction));
+    c.oversubscription = 8.0;
+    // Rail-optimized: a DP ring over 32 nodes stays on its rail's leaf; over 128 nodes it leaves
+    // each leaf once, beside the other rails' rings on their own leaves.
+    CHECK(flows_per_uplink(c, {32, 8, 256}, false) == 0);
+    CHECK(flows_per_uplink(c, {128, 8, 1024}, false) == Approx(1.0 / 4));
+    CHECK(group_link(c, {128, 8, 1024}, eff).bytes_per_s == Approx(50e9 * eff.scale_out_fraction));
+    // Fat tree: the 8 DP rings of a 256-GPU stage (one per GPU of a node) each leave every leaf
+    // of 4 nodes: 8 flows on 4 uplinks halve a port; at 16:1, 2 uplinks quarter it.
+    c.topology = FabricTopology::fat_tree;
+    CHECK(flows_per_uplink(c, {32, 8, 256}, false) == Approx(2.0));
+    CHECK(group_link(c, {32, 8, 256}, eff).bytes_per_s == Approx(25e9 * eff.scale_out_fraction));
+    c.oversubscription = 16.0;
+    CHECK(group_link(c, {32, 8, 256}, eff).bytes_per_s == Approx(12.5e9 * eff.scale_out_fraction));
+    // One ring alone, or a non-blocking fabric: a port each.
+    CHECK(flows_per_uplink(c, {32, 8}, false) == Approx(1.0 / 2));
+    CHECK(group_link(c, {32, 8}, eff).bytes_per_s == Approx(50e9 * eff.scale_out_fraction));
+    c.oversubscription = 1.0;
+    CHECK(flows_per_uplink(c, {32, 8, 256}, false) == 0);
+    // An all-to-all over 8 nodes of two leaves: each NIC sends 4 of its 7 peer nodes' share away.
+    c.oversubscription = 8.0;
+    CHECK(flows_per_uplink(c, {8, 8, 64}, true) == Approx(32.0 * 4 / 7 / 4));
   }
   SECTION("tp=16 does not fit an 8-GPU NVLink domain but does fit an NVL72 rack") {
     CHECK_FALSE(group_inside_scale_up(cluster, {16, 1}));

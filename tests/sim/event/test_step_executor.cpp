@@ -242,6 +242,36 @@ TEST_CASE("on NVL72 racks the two fidelities agree under ZeRO-3, across racks an
   CHECK(analytic == Approx(event).epsilon(0.05));
 }
 
+TEST_CASE("an oversubscribed fabric slows the step by the flows that share its uplinks, in both fidelities",
+          "[sim][step][analytic]") {
+  // The headline layout (tp 8, pp 4, dp 32 on 1,024 H100) under ZeRO-3. Fat tree: a leaf holds 4
+  // nodes' 32 ports, and each of a stage's 8 DP rings leaves every leaf once, 8 flows on 32/o
+  // uplinks: no slower up to 4:1, slower at 8:1 and again at 16:1. Rail-optimized: each ring
+  // stays on its rail's leaf of 32 nodes, never slower. Before, the event timed one DP group
+  // alone (never slower) and the estimate divided every NIC by the ratio (-35% apart at 8:1).
+  const std::string layout = R"("tp": 8, "pp": 4, "dp": 32, "global_batch": 512, "zero_stage": 3)";
+  auto times = [&](const char* topology, double over) {
+    Scenario sc = scenario("llama3-70b", "h100-sxm", 1024, layout);
+    sc.cluster.topology = std::string(topology) == "fat-tree" ? FabricTopology::fat_tree
+                                                              : FabricTopology::rail_optimized;
+    sc.cluster.oversubscription = over;
+    return std::pair{simulate(sc).report.step_time_s, estimate(sc).step_time_s};
+  };
+  const auto [event_1, analytic_1] = times("fat-tree", 1);
+  for (const double over : {2.0, 4.0, 8.0, 16.0}) {
+    const auto [event, analytic] = times("fat-tree", over);
+    INFO("fat tree " << over << ":1: event " << event << " s, analytic " << analytic << " s");
+    CHECK(analytic == Approx(event).epsilon(0.05));
+    if (over <= 4) CHECK(event == Approx(event_1).epsilon(1e-6));
+    if (over >= 8) CHECK(event > 1.03 * event_1);
+    if (over >= 8) CHECK(analytic > 1.03 * analytic_1);
+  }
+  CHECK(times("fat-tree", 16).first > times("fat-tree", 8).first);
+  const auto [rail_event, rail_analytic] = times("rail-optimized", 16);
+  CHECK(rail_event == Approx(times("rail-optimized", 1).first).epsilon(1e-6));
+  CHECK(rail_analytic == Approx(rail_event).epsilon(0.05));
+}
+
 TEST_CASE("the fill and the drain wait on each stage's collectives beside its own DP traffic",
           "[sim][step][analytic]") {
   // DeepSeek-V3 through 8 stages with few micro-batches. Drain: each stage's last backward runs

@@ -9,9 +9,9 @@
 //   all_to_all (pairwise)                (n−1)/n · S/B + (n−1)·α
 //   send_recv                            S/B + α
 // Inside one NVSwitch or full-mesh domain all_reduce, all_gather and reduce_scatter take NCCL's
-// (RCCL's) own model instead: its tuner's choice of algorithm and protocol (collective_tuner.hpp), a ring timed as
-// the tuner predicts it (base + per-step latency of the protocol, its bandwidth), and NVLink
-// SHARP (NVLS, Hopper and later) as
+// (RCCL's) own model instead: its tuner's choice of algorithm and protocol (collective_tuner.hpp), a ring
+// timed as the tuner predicts it (base + per-step latency of the protocol, its bandwidth), and NVLink SHARP
+// (NVLS, Hopper and later) as
 //   nvls  max(up, down) · S / (B_link · nvlsEfficiency) + NCCL's NVLS latency
 // with the bytes per switch link of nvls_link_bytes. Both are what the event simulation's flows
 // take for the call alone (tests/sim/collectives/test_collective_cost.cpp).
@@ -42,18 +42,18 @@ namespace simrun {
 // A group in NVSwitch or full-mesh domains as NCCL's algorithms load its links; every domain
 // holds the same members (positions 0..ppn−1, `stride` apart in Megatron's rank order).
 struct FabricGroup {
-  GroupShape shape;                // the tuner's view: nodes = domains, ranks_per_node = ppn
-  std::vector<int32_t> entry_pos;  // where channel c enters a domain: member position of NIC entry
-                                   // c mod size (one per NIC, rail-major over the domain's nodes)
-  std::vector<int32_t> member_nic;  // per member position: the entry (NIC) of its own first rail
-  std::vector<int64_t> domain_node;  // per domain: node of its first member (for switch hops)
-  int64_t nodes_per_leaf = 0;        // nodes whose same-rail NICs share a leaf switch (0 = one leaf)
+  GroupShape shape;                      // the tuner's view: nodes = domains, ranks_per_node = ppn
+  std::vector<int32_t> entry_pos;        // where channel c enters a domain: member position of NIC entry
+                                         // c mod size (one per NIC, rail-major over the domain's nodes)
+  std::vector<int32_t> member_nic;       // per member position: the entry (NIC) of its own first rail
+  std::vector<int64_t> domain_node;      // per domain: node of its first member (for switch hops)
+  int64_t nodes_per_leaf = 0;            // nodes whose same-rail NICs share a leaf switch (0 = one leaf)
   double scale_up_link_bytes_per_s = 0;  // a switch uplink, or one mesh link, after efficiency
   double port_bytes_per_s = 0;           // one NIC port, after network efficiency and oversubscription,
                                          // this group's share of it (nic_sharers)
-  double nic_pcie_bytes_per_s = 0;  // the GPU–NIC link behind it
-  double nic_path_bytes_per_s = 0;  // the slower of the two: one GPU through its NIC
-  double switch_latency_s = 0;      // per extra switch hop
+  double nic_pcie_bytes_per_s = 0;       // the GPU–NIC link behind it
+  double nic_path_bytes_per_s = 0;       // the slower of the two: one GPU through its NIC
+  double switch_latency_s = 0;           // per extra switch hop
   bool mesh = false;
 };
 
@@ -99,7 +99,20 @@ LinkCost group_link(const ClusterSpec& cluster, RankGroup group, const Efficienc
 // The group as NCCL's algorithms load its links, when it sits in NVSwitch or full-mesh domains
 // with the same members in each (null otherwise: uneven, bridge/PCIe scale-up, one rank).
 // group_link attaches it across domains, all_to_all_link wherever a node is its own domain.
-std::shared_ptr<const FabricGroup> fabric_group(const ClusterSpec& cluster, RankGroup group);
+// `all_to_all`: the group's members exchange with every peer (else NCCL's rings).
+std::shared_ptr<const FabricGroup> fabric_group(const ClusterSpec& cluster, RankGroup group,
+                                                bool all_to_all = false);
+
+// An oversubscribed fabric's leaf uplinks (radix/2 ports down, radix/(2·oversubscription) up;
+// ClusterGraph::build_fabric): the flows leaving one leaf per uplink port, on the leaf where
+// they are most, when every group of `group`'s kind in group.block runs its collective at once.
+// A ring (NCCL's channels: one per NIC its members reach in a domain, domain to domain on the
+// same rail) leaves a leaf where two consecutive domains' NICs sit on different leaves; in an
+// all-to-all each member's NIC traffic leaves its leaf in the share of its peers outside it.
+// 0 on a non-blocking fabric, within one leaf, or for a group inside a scale-up domain. A flow
+// across leaves then moves at most a port's rate divided by this, as the event's flows share
+// the uplinks (its NCCL model times every group of the block together there).
+double flows_per_uplink(const ClusterSpec& cluster, RankGroup group, bool all_to_all);
 
 // Symmetric NIC sharing: how many groups of the group's kind meet on one NIC. In a training
 // step every GPU of a node runs its own group's collective at once (the TP ranks of a node
@@ -130,6 +143,5 @@ LinkCost all_to_all_link(const ClusterSpec& cluster, RankGroup group, const Effi
 // The rate of one GPU's scale-up link as NCCL moves it (the network's link capacity): its
 // NVSwitch uplink, or on a full mesh its link to one peer, times scale_up_efficiency.
 double scale_up_link_rate(const GpuSpec& gpu);
-
 
 }  // namespace simrun

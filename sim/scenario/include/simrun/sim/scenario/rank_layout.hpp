@@ -35,6 +35,11 @@ struct RankCoord {
 struct RankGroup {
   int64_t size = 1;
   int64_t stride = 1;
+  // The ranks from 0 whose groups of this kind run their collectives together with this one:
+  // a pipeline stage (its ranks run one program in lock step), two stages for PP pairs; the
+  // groups are this one moved by 0 .. stride − 1 and by whole size·stride blocks. 0: the group
+  // alone.
+  int64_t block = 0;
 };
 
 // The process groups a collective can run on.
