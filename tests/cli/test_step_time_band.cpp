@@ -98,6 +98,25 @@ TEST_CASE("a family without measured runs says so in the table, the JSON and --e
       Catch::Contains("step_time_band_s = 0 measured runs\n    = no band: no measured runs of this family"));
 }
 
+// An assumed MFU gives the estimate its step time: no model prediction, so no band (simulate
+// models the step anyway and keeps its band).
+TEST_CASE("an assumed MFU's step has no band, and its compute is not split into phases",
+          "[cli][prediction_band]") {
+  const std::string args = "estimate " + shell_quoted(kExample) + " --mfu 0.5";
+  const RunResult table = run_simrun(args);
+  REQUIRE(table.exit_code == 0);
+  CHECK_THAT(table.out, Catch::Contains("(no band: the step time follows from the assumed MFU 0.500)"));
+  CHECK_THAT(table.out, Catch::Contains("(the assumed MFU's step, not split into phases)"));
+  CHECK_THAT(table.out, !Catch::Contains("fwd 0.000"));
+  const json band = run_simrun_json(args + " --json").at("step_time_band_s");
+  CHECK(band.at("low").is_null());
+  CHECK(band.at("runs") == 0);
+  CHECK(band.at("assumption") == "the step time follows from the assumed MFU 0.500");
+  const json simulated = run_simrun_json("simulate " + shell_quoted(kExample) + " --mfu 0.5 --json");
+  CHECK(simulated.at("step_time_band_s").at("runs").get<int>() > 0);
+  CHECK(simulated.at("step_time_band_s").at("assumption").is_null());
+}
+
 TEST_CASE("simrun accuracy --write-bands writes the supported runs' residuals",
           "[cli][prediction_band][accuracy]") {
   // One small shipped row (NeMo 24.07, 8 H100) and one the simulator cannot map.

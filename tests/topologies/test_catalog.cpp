@@ -190,6 +190,10 @@ TEST_CASE("malformed or incomplete hardware files are refused", "[topologies][ca
   CHECK(field_of_load() == "compute_defaults.gemm_max");
   write_gpu(edit("\"vendor\": \"NVIDIA\",", "\"vendor\": \"NVIDIA\", \"colour\": \"green\","));
   CHECK(field_of_load() == "colour");
+  write_gpu(edit("\"hbm_usable_gib\": 79.19", "\"hbm_usable_gib\": 200"));
+  CHECK(field_of_load() == "hbm_usable_gib");  // more usable memory than the part's 80 GB
+  write_gpu(edit("\"hbm_usable_gib\": 79.19", "\"hbm_usable_gib\": 80"));
+  CHECK(field_of_load() == "(no error)");  // "80 GB" is 80 GiB on the device
   write_gpu("{\"name\": ");
   CHECK(field_of_load() == "");  // malformed JSON: file-level error with line and column
   std::filesystem::remove_all(dir);

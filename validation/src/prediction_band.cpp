@@ -138,6 +138,7 @@ StepTimeBand step_time_band(const PredictionResiduals& residuals, const Framewor
 }
 
 std::string step_time_band_text(const StepTimeBand& band) {
+  if (!band.assumption.empty()) return "no band: " + band.assumption;
   if (!band.measured()) return "no measured runs of this family: " + band.family();
   return fmt::format("{} … {}, {}", percent(band.low_fraction()), percent(band.high_fraction()),
                      runs_description(band));
@@ -152,10 +153,14 @@ json step_time_band_json(const StepTimeBand& band, double step_time_s) {
           {"framework", band.framework},
           {"architecture", band.architecture},
           {"pooled_from", band.pooled_from},
-          {"percentiles", {100 * kBandLowPercentile, 100 * kBandHighPercentile}}};
+          {"percentiles", {100 * kBandLowPercentile, 100 * kBandHighPercentile}},
+          {"assumption", band.assumption.empty() ? json(nullptr) : json(band.assumption)}};
 }
 
 std::vector<Explained> step_time_band_explanations(const StepTimeBand& band, double step_time_s) {
+  if (!band.assumption.empty())
+    return {{"step_time_band_s", 0, "measured runs", "no band: the step time is assumed, not predicted",
+             band.assumption}};
   if (!band.measured())
     return {{"step_time_band_s", 0, "measured runs", "no band: no measured runs of this family",
              fmt::format("{}: {} holds no run of {} on {}, nor of a profile extending it", band.family(),

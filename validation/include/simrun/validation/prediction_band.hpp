@@ -58,6 +58,9 @@ struct StepTimeBand {
   std::vector<std::string> pooled_from;
   std::vector<PredictionResidual> runs;  // the family's residuals (empty: no measured runs)
   std::string file;                      // the bands file they come from
+  // Set where the step time is no prediction but an assumption (an assumed MFU's): no band, and
+  // this says why, e.g. "the step time follows from the assumed MFU 0.500".
+  std::string assumption;
   double error_low = 0, error_high = 0;  // kBandLowPercentile / kBandHighPercentile of their errors
 
   bool measured() const { return !runs.empty(); }
