@@ -29,7 +29,8 @@ StepTimeBand attach_step_time_band(const CliEnv& env, const Scenario& scenario, 
   if (scenario.run.assumed_mfu && report.fidelity == "analytic") {
     band.runs.clear();
     band.pooled_from.clear();
-    band.assumption = fmt::format("the step time follows from the assumed MFU {:.3f}", *scenario.run.assumed_mfu);
+    band.assumption =
+        fmt::format("the step time follows from the assumed MFU {:.3f}", *scenario.run.assumed_mfu);
   }
   for (Explained& e : step_time_band_explanations(band, report.step_time_s))
     report.explanations.push_back(std::move(e));
