@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "flag_names.hpp"
 #include "simrun/sim/event/step_executor.hpp"
 #include "simrun/sim/report/csv.hpp"
 #include "simrun/sim/report/inputs.hpp"
@@ -67,6 +68,17 @@ struct ScenarioArgs {
 };
 void add_scenario_options(CLI::App& cmd, ScenarioArgs& args);
 Scenario resolve_scenario(const ScenarioArgs& args, const Catalogs& catalogs);
+// `run()`, its InputErrors named as the flags that gave their values (as_command_line_error): the
+// layout rules the simulation applies (an interleaved schedule's micro-batches) read the sizes
+// the flags set.
+template <class Run>
+auto blaming_flags(const ScenarioArgs& args, Run&& run) {
+  try {
+    return run();
+  } catch (const InputError& e) {
+    throw as_command_line_error(e, args.overrides.given());
+  }
+}
 // load_scenario with an error in an overridden field reported as its flag's (cli/flag_names.hpp).
 Scenario load_scenario_with_flags(const std::string& file, const ScenarioOverrides& overrides,
                                   const Catalogs& catalogs);

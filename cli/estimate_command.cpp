@@ -47,7 +47,7 @@ Command add_estimate_command(CLI::App& root, const CliEnv& env) {
             apply_framework_options(args->framework, scenario, options.workload, options.memory);
             options.stragglers = stragglers_of(args->faults, scenario);
             options.slow_links = slow_links_of(args->faults);
-            Report report = estimate(scenario, options);
+            Report report = blaming_flags(args->scenario, [&] { return estimate(scenario, options); });
             const StepTimeBand band = attach_step_time_band(env, scenario, catalogs, report);
             const Fields inputs = report_input_fields(scenario, options.workload, args->calibration_file);
             switch (args->format) {

@@ -207,6 +207,19 @@ InputError as_command_line_error(const InputError& e, const std::vector<std::str
       return InputError(kCommandLine, flags, e.why() + " (the other sizes from " + e.file() + ")");
     if (!flags.empty()) return InputError(kCommandLine, flags, e.why());
   }
+  // The batch's rules, reported on global_batch, read the sizes beside it (divisible by
+  // micro_batch·dp; enough micro-batches for the schedule): a contradiction flags brought into a
+  // file's batch is theirs.
+  if (e.field() == "layout.global_batch" && e.file() != kOverridesSource) {
+    std::string flags;
+    for (const char* read : {"layout.micro_batch", "layout.dp", "cluster.num_gpus", "layout.tp", "layout.pp",
+                             "layout.cp", "layout.virtual_stages", "layout.pipeline_schedule"})
+      if (std::find(given_scenario_fields.begin(), given_scenario_fields.end(), read) !=
+          given_scenario_fields.end())
+        flags += (flags.empty() ? "" : ", ") + flag_of_scenario_field(read).value_or(read);
+    if (!flags.empty())
+      return InputError(kCommandLine, flags, e.why() + " (layout.global_batch from " + e.file() + ")");
+  }
   // No file: every value is a flag's or its default, so a field with a flag is named by it
   // (a missing one takes the hint below instead).
   if (flag && e.file() == kOverridesSource && e.why().rfind("missing (", 0) != 0)

@@ -273,7 +273,8 @@ Command add_simulate_command(CLI::App& root, const CliEnv& env) {
         // The line is blanked before anything else is printed (or the error line, by unwinding).
         std::unique_ptr<ProgressLine> progress = stderr_progress_line(progress_shown);
         if (progress) options.step.progress = progress->observer();
-        const SimulationOutput out = simulate(scenario, options);
+        const SimulationOutput out =
+            blaming_flags(args->scenario, [&] { return simulate(scenario, options); });
         options.step.progress = nullptr;  // before the line it reports to goes
         progress.reset();
         Report report = out.report;

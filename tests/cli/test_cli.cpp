@@ -393,7 +393,7 @@ TEST_CASE("simulate refuses step programs too large to simulate, in one line", "
   // 2^24 sequences over dp 32: 524288 micro-batches x 82 layer passes hung for minutes.
   require_one_safe_line(run_simrun(std::string("simulate '") + SIMRUN_DATA_DIR +
                                    "/examples/llama3-70b-h100.json' --global-batch 16777216"),
-                        "layout.global_batch: 524288 micro-batches x 80 layers");
+                        "command line: --global-batch: 524288 micro-batches x 80 layers");  // the flag's value
   // Every rank of 1M GPUs.
   require_one_safe_line(run_simrun("simulate --model llama3-8b --gpu h100-sxm --gpus 1048576 --tp 8 --full"),
                         "command line: --full: simulating every one of 1048576 ranks");
@@ -496,6 +496,19 @@ TEST_CASE("a bad value from a flag names the flag, not the scenario file it repl
   require_one_safe_line(run_simrun("simulate " + example + " --tp 0"),
                         "command line: --tp: 0 is out of range");
   require_one_safe_line(run_simrun("simulate " + example + " --precision fp9"), "command line: --precision:");
+  // A rule on the file's batch that the flags' sizes broke is the flags'.
+  require_one_safe_line(run_simrun("simulate " + example + " --micro-batch 3"),
+                        "command line: --micro-batch: 512 is not divisible by micro_batch*dp = 3*32 = 96 "
+                        "(layout.global_batch from ");
+  require_one_safe_line(run_simrun("simulate " + example + " --gpus-per-node 1 --tp 1 --pp 4 --dp 256"),
+                        "command line: --dp, --tp, --pp: the interleaved schedule needs at least pp (4)");
+  // An integer flag reads decimal digits whole: none saturates to 2^63 - 1, none reads as octal.
+  require_one_safe_line(run_simrun("simulate " + example + " --tp 99999999999999999999"),
+                        "command line: --tp: 99999999999999999999 is out of range (beyond any 64-bit integer)");
+  CHECK(run_simrun_json("estimate --model llama3-8b --gpu h100-sxm --gpus 016 --json")
+            .at("inputs")
+            .at("cluster")
+            .at("num_gpus") == 16);
   // A value the file gave stays the file's.
   auto doc = good_scenario();
   doc["layout"]["pp"] = 0;
