@@ -391,9 +391,10 @@ TEST_CASE("estimate paces a straggler's stage and slows the groups over a slow l
 
 TEST_CASE("simulate refuses step programs too large to simulate, in one line", "[cli][errors]") {
   // 2^24 sequences over dp 32: 524288 micro-batches x 82 layer passes hung for minutes.
-  require_one_safe_line(run_simrun(std::string("simulate '") + SIMRUN_DATA_DIR +
-                                   "/examples/llama3-70b-h100.json' --global-batch 16777216"),
-                        "command line: --global-batch: 524288 micro-batches x 80 layers");  // the flag's value
+  require_one_safe_line(
+      run_simrun(std::string("simulate '") + SIMRUN_DATA_DIR +
+                 "/examples/llama3-70b-h100.json' --global-batch 16777216"),
+      "command line: --global-batch: 524288 micro-batches x 80 layers");  // the flag's value
   // Every rank of 1M GPUs.
   require_one_safe_line(run_simrun("simulate --model llama3-8b --gpu h100-sxm --gpus 1048576 --tp 8 --full"),
                         "command line: --full: simulating every one of 1048576 ranks");
@@ -503,8 +504,9 @@ TEST_CASE("a bad value from a flag names the flag, not the scenario file it repl
   require_one_safe_line(run_simrun("simulate " + example + " --gpus-per-node 1 --tp 1 --pp 4 --dp 256"),
                         "command line: --dp, --tp, --pp: the interleaved schedule needs at least pp (4)");
   // An integer flag reads decimal digits whole: none saturates to 2^63 - 1, none reads as octal.
-  require_one_safe_line(run_simrun("simulate " + example + " --tp 99999999999999999999"),
-                        "command line: --tp: 99999999999999999999 is out of range (beyond any 64-bit integer)");
+  require_one_safe_line(
+      run_simrun("simulate " + example + " --tp 99999999999999999999"),
+      "command line: --tp: 99999999999999999999 is out of range (beyond any 64-bit integer)");
   CHECK(run_simrun_json("estimate --model llama3-8b --gpu h100-sxm --gpus 016 --json")
             .at("inputs")
             .at("cluster")
