@@ -371,6 +371,12 @@ ModelSpec import_hf_config(const nlohmann::json& config, const std::string& file
   // or noaux_tc picks the topk_group best of n_group expert groups, then top-k within them).
   const std::string experts_key =
       arch.experts == Experts::moe ? f.find({"n_routed_experts", "num_local_experts", "num_experts"}) : "";
+  // A Mixtral or Qwen-MoE file always states its experts; one without is not read as a dense
+  // model (its class would give it experts). DeepSeek-V2's class defaults to none: dense.
+  if (arch.experts == Experts::moe && experts_key.empty() && model_type != "deepseek_v2")
+    f.fail("num_experts",
+           "missing: a \"" + model_type +
+               "\" model has experts (give n_routed_experts, num_local_experts or num_experts)");
   if (!experts_key.empty() && f.integer({experts_key}, 0, kMaxExperts) > 0) {
     MoeSpec moe;
     moe.experts = f.integer({experts_key}, 1, kMaxExperts);

@@ -185,6 +185,11 @@ TEST_CASE("bad HF configs give one InputError naming the field", "[models][hf][e
     "vocab_size": 100, "max_position_embeddings": 128, "hidden_size": 64, "num_attention_heads": 4,
     "num_experts": 4, "num_experts_per_tok": 2, "decoder_sparse_step": 2})") == "decoder_sparse_step");
   CHECK(field_of("[1, 2]") == "(top level)");
+  // A Mixtral or Qwen-MoE file without its experts is not read as a dense model.
+  const std::string moe_shape = R"("intermediate_size": 128, "num_hidden_layers": 2, "vocab_size": 100,
+    "max_position_embeddings": 128, "hidden_size": 64, "num_attention_heads": 4, "num_experts_per_tok": 2})";
+  CHECK(field_of(R"({"model_type": "mixtral", )" + moe_shape) == "num_experts");
+  CHECK(field_of(R"({"model_type": "qwen3_moe", )" + moe_shape) == "num_experts");
 }
 
 TEST_CASE("out-of-range integers are quoted as written, not wrapped through int64", "[models][hf][errors]") {
@@ -400,11 +405,12 @@ TEST_CASE("model_type: unknown or missing is one error listing the understood on
   for (const auto& type : hf_model_types()) {
     CAPTURE(type);
     const bool mla = type.rfind("deepseek", 0) == 0;
+    const bool moe = mla || type == "mixtral" || type.find("_moe") != std::string::npos;
     const std::string text =
         "{\"model_type\": \"" + type + "\", " + body +
         (mla ? R"(, "kv_lora_rank": 16, "qk_nope_head_dim": 8, "qk_rope_head_dim": 8, "v_head_dim": 8)"
              : "") +
-        ", \"sliding_window\": null}";
+        (moe ? R"(, "num_experts": 4, "num_experts_per_tok": 2)" : "") + ", \"sliding_window\": null}";
     CHECK_NOTHROW(import_hf_config(parse_json_text(text, "config.json"), "config.json"));
   }
 }

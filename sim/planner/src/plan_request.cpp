@@ -83,7 +83,7 @@ std::map<std::string, double> read_prices(JsonReader& top, const std::filesystem
     if (!price.is_number())
       throw InputError(
           file, field,
-          fmt::format("price {} is not a number ($/GPU-hour, e.g. 2.5)", quoted_input(price.dump())));
+          fmt::format("price {} is not a number ($/GPU-hour, e.g. 2.5)", printable(price.dump())));
     prices[id] = checked_price(price.get<double>(), file, field);
   }
   return prices;
@@ -121,7 +121,7 @@ PlanRequest parse_plan_request(const nlohmann::json& doc, const std::string& fil
     if (g.has("usd_per_gpu_hour")) {
       if (!g.raw("usd_per_gpu_hour").is_number())
         g.fail("usd_per_gpu_hour", fmt::format("price {} is not a number ($/GPU-hour, e.g. 2.5)",
-                                               quoted_input(g.raw("usd_per_gpu_hour").dump())));
+                                               printable(g.raw("usd_per_gpu_hour").dump())));
       offer.usd_per_gpu_hour =
           checked_price(g.raw("usd_per_gpu_hour").get<double>(), file, g.path_of("usd_per_gpu_hour"));
     } else if (const auto p = prices.find(offer.gpu); p != prices.end()) {
@@ -156,18 +156,22 @@ PlanRequest parse_plan_request(const nlohmann::json& doc, const std::string& fil
   if (objective != "time" && objective != "cost")
     r.fail("objective", fmt::format("unknown objective {} (known: time, cost)", quoted_input(objective)));
   q.objective = objective == "time" ? PlanObjective::time : PlanObjective::cost;
+  // A finite amount of zero or less gets its own words; anything else the stated range.
+  const auto non_positive = [&](const char* key) {
+    const nlohmann::json& v = r.raw(key);
+    return v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() <= 0;
+  };
   if (r.has("deadline_days")) {
-    const double days = r.number("deadline_days", -1e300, 1e300);
-    if (!(days > 0) || !std::isfinite(days))
-      r.fail("deadline_days",
-             fmt::format("{} days cannot be met (a deadline is a positive number of days)", days));
-    q.deadline_days = days;
+    if (non_positive("deadline_days"))
+      r.fail("deadline_days", fmt::format("{:g} days cannot be met (a deadline is a positive number of days)",
+                                          r.raw("deadline_days").get<double>()));
+    q.deadline_days = r.number("deadline_days", 1e-6, 1e6);
   }
   if (r.has("budget_usd")) {
-    const double usd = r.number("budget_usd", -1e300, 1e300);
-    if (!(usd > 0) || !std::isfinite(usd))
-      r.fail("budget_usd", fmt::format("a budget of ${} buys nothing (give a positive amount)", usd));
-    q.budget_usd = usd;
+    if (non_positive("budget_usd"))
+      r.fail("budget_usd", fmt::format("a budget of ${:g} buys nothing (give a positive amount)",
+                                       r.raw("budget_usd").get<double>()));
+    q.budget_usd = r.number("budget_usd", 0.01, 1e15);
   }
 
   if (r.has("global_batch")) q.global_batch = r.integer("global_batch", 1, kMaxGlobalBatch);

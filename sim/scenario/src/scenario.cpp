@@ -347,11 +347,12 @@ RunSpec read_run(JsonReader& top, const ModelSpec& model, const Layout& layout) 
   if (r.has("tokens")) {  // absent means Chinchilla's 20 per parameter; a written 0 means no run
     if (r.has("train_iters"))
       r.fail("train_iters", "given together with tokens (give the run's length once)");
-    run.tokens = r.number("tokens", 0, 1e18);
-    if (run.tokens < 1)
+    const nlohmann::json& written = r.raw("tokens");
+    if (written.is_number() && std::isfinite(written.get<double>()) && written.get<double>() < 1)
       r.fail("tokens",
              "no tokens to train on (at least 1, or leave the field out for 20 per parameter, "
              "Chinchilla)");
+    run.tokens = r.number("tokens", 1, 1e18);
   } else if (r.has("train_iters")) {
     // Megatron's --train-iters: every iteration trains global_batch sequences of seq_len tokens.
     const double iters = double(r.integer("train_iters", 1, int64_t(1e12)));
