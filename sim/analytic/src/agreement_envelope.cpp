@@ -38,8 +38,8 @@ std::optional<std::string> agreement_warning(const Scenario& s, const AnalyticOp
   });
   if (partial_rack && congested(s, estimate))
     reasons.push_back(
-        "DP groups leaving a partial NVL72 rack on a congested layout: measured up to 21% apart (the "
-        "event's step longer), up to 108% with a slow NIC there and 95% with DeepSeek-V3 under ZeRO-3");
+        "DP groups leaving a partial NVL72 rack on a congested layout: measured up to 21% apart, 108% "
+        "with a slow NIC there, 95% with DeepSeek-V3 under ZeRO-3 and 25% on an oversubscribed fat tree");
   if (!options.slow_links.empty() && !partial_rack && congested(s, estimate))
     reasons.push_back(
         "a slow link on a congested layout: measured up to 14% apart (MI300X, the event's step longer)");

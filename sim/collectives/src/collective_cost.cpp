@@ -207,7 +207,8 @@ LinkCost group_link(const ClusterSpec& cluster, RankGroup group, const Efficienc
     return link;
   }
   const int64_t local = members_per_domain(cluster, group);
-  double bw = double(local) * nic_share_bytes_per_s(cluster, eff, flows_per_uplink(cluster, group, false));
+  double bw = double(local) *
+              nic_share_bytes_per_s(cluster, eff, flows_per_uplink(cluster, group, UplinkTraffic::ring));
   if (local > 1) bw = std::min(bw, scale_up_bytes_per_s(local) * eff.scale_up_fraction);
   LinkCost link{bw, eff.scale_out_alpha_s + cluster.fabric.latency_s, LinkClass::scale_out};
   link.fabric_group = fabric_group(cluster, group);
@@ -229,7 +230,7 @@ int64_t nic_sharers(const ClusterSpec& cluster, RankGroup group) {
   return int64_t(most);
 }
 
-double flows_per_uplink(const ClusterSpec& cluster, RankGroup group, bool all_to_all) {
+double flows_per_uplink(const ClusterSpec& cluster, RankGroup group, UplinkTraffic traffic) {
   const int64_t gpn = std::max<int64_t>(1, cluster.gpus_per_node), nics = cluster.nics_per_node;
   const int64_t half = cluster.fabric.switch_radix / 2, nodes = cluster.num_nodes();
   if (!(cluster.oversubscription > 1) || half <= 0 || nics < 1 || group.size < 2 || nodes * nics <= half ||
@@ -244,15 +245,22 @@ double flows_per_uplink(const ClusterSpec& cluster, RankGroup group, bool all_to
   const int64_t domain = scale_up_domain_size(cluster), stride = std::max<int64_t>(1, group.stride);
   const int64_t span = group.size * stride;
   const int64_t block = group.block >= span && group.block % span == 0 ? group.block : span;
-  std::map<int64_t, double> leaving;  // leaf → flows out of it
+  std::map<int64_t, double> leaving;  // leaf → flows out of it, in ports' worth
+  struct Member {
+    int64_t rank, node, domain;
+    int32_t rail;  // its GPU's first rail
+  };
   for (int64_t base = 0; base < block; base += span)
     for (int64_t offset = 0; offset < (group.block > 0 ? stride : 1); ++offset) {
+      std::vector<Member> members;
       // The group's NICs (node, rail) by scale-up domain, rail-major as NCCL's channels use them.
       std::map<int64_t, std::vector<std::pair<int32_t, int64_t>>> nics_of_domain;
       for (int64_t k = 0; k < group.size; ++k) {
         const int64_t rank = base + offset + k * stride;
         if (rank >= cluster.num_gpus) return 0;
-        for (const int32_t rail : node_rails_of_gpu(rank % gpn, gpn, nics)) {
+        const std::vector<int32_t> gpu_rails = node_rails_of_gpu(rank % gpn, gpn, nics);
+        members.push_back({rank, rank / gpn, rank / domain, gpu_rails.front()});
+        for (const int32_t rail : gpu_rails) {
           auto& list = nics_of_domain[rank / domain];
           if (std::find(list.begin(), list.end(), std::pair{rail, rank / gpn}) == list.end())
             list.emplace_back(rail, rank / gpn);
@@ -264,25 +272,47 @@ double flows_per_uplink(const ClusterSpec& cluster, RankGroup group, bool all_to
         domains.push_back(list);
       }
       if (domains.size() < 2) continue;
-      if (all_to_all) {
-        // Each NIC carries its members' traffic to the other domains: the share bound elsewhere.
-        std::vector<int64_t> leaves;
-        for (const auto& list : domains)
-          for (const auto& [rail, node] : list) leaves.push_back(leaf_of(node, rail));
-        const double outside_domains = double(leaves.size() - domains.front().size());
-        for (const int64_t leaf : leaves) {
-          const double away = double(leaves.size()) - double(std::count(leaves.begin(), leaves.end(), leaf));
-          leaving[leaf] += away / outside_domains;
-        }
-        continue;
-      }
-      for (size_t d = 0; d < domains.size(); ++d) {
-        const auto& from = domains[d];
-        const auto& to = domains[(d + 1) % domains.size()];
-        for (size_t c = 0; c < std::min(from.size(), to.size()); ++c) {
-          const int64_t a = leaf_of(from[c].second, from[c].first), b = leaf_of(to[c].second, to[c].first);
-          if (a != b) leaving[a] += 1;
-        }
+      // A ring or tree moves at most what the domain with the fewest NICs passes (a partial
+      // rack): a boundary with more NIC entries spreads that over them, each below a port.
+      size_t thinnest = domains.front().size();
+      for (const auto& list : domains) thinnest = std::min(thinnest, list.size());
+      switch (traffic) {
+        case UplinkTraffic::ring:
+          // Channel c from domain d's NIC entry c to the next domain's entry c.
+          for (size_t d = 0; d < domains.size(); ++d) {
+            const auto& from = domains[d];
+            const auto& to = domains[(d + 1) % domains.size()];
+            const size_t entries = std::min(from.size(), to.size());
+            for (size_t c = 0; c < entries; ++c)
+              if (leaf_of(from[c].second, from[c].first) != leaf_of(to[c].second, to[c].first))
+                leaving[leaf_of(from[c].second, from[c].first)] += double(thinnest) / double(entries);
+          }
+          break;
+        case UplinkTraffic::far:
+          // Trees and PAT reach domains at every distance: a NIC entry whose counterpart in any
+          // other domain sits on another leaf sends out of its leaf.
+          for (size_t d = 0; d < domains.size(); ++d)
+            for (size_t c = 0; c < domains[d].size(); ++c) {
+              const int64_t here = leaf_of(domains[d][c].second, domains[d][c].first);
+              const bool away = std::any_of(domains.begin(), domains.end(), [&](const auto& other) {
+                return c < other.size() && leaf_of(other[c].second, other[c].first) != here;
+              });
+              if (away) leaving[here] += double(thinnest) / double(domains[d].size());
+            }
+          break;
+        case UplinkTraffic::all_to_all:
+          // PXN: a member's bytes to a peer in another domain leave through its node's NIC on the
+          // peer's rail, to the peer's NIC on that rail; each member's NIC traffic is a port's
+          // worth (at most; shared ports count once per member), spread evenly over those peers.
+          for (const Member& from : members) {
+            double outside = 0;
+            for (const Member& to : members) outside += to.domain != from.domain ? 1 : 0;
+            const double share = std::min(1.0, double(nics) / double(gpn)) / outside;
+            for (const Member& to : members)
+              if (to.domain != from.domain && leaf_of(from.node, to.rail) != leaf_of(to.node, to.rail))
+                leaving[leaf_of(from.node, to.rail)] += share;
+          }
+          break;
       }
     }
   double most = 0;
@@ -310,7 +340,8 @@ LinkCost all_to_all_link(const ClusterSpec& cluster, RankGroup group, const Effi
   const int64_t n = group.size;
   const int64_t local = members_per_domain(cluster, group);
   double per_byte =
-      double(n - local) / nic_share_bytes_per_s(cluster, eff, flows_per_uplink(cluster, group, true));
+      double(n - local) /
+      nic_share_bytes_per_s(cluster, eff, flows_per_uplink(cluster, group, UplinkTraffic::all_to_all));
   if (local > 1) {
     const LinkCost inside = group_link(cluster, {local, group.stride}, eff);
     per_byte = std::max(per_byte, double(local - 1) / inside.bytes_per_s);

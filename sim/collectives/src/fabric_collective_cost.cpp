@@ -113,7 +113,14 @@ class FabricCall {
   double inter_alpha_us(int64_t a, int64_t b) const {
     return m_inter_us + (same_leaf(a, b) ? 0.0 : 2.0 * m_g.switch_latency_s * 1e6);
   }
-  double nic_capacity() const { return m_g.nic_path_bytes_per_s; }
+  // A NIC port as this call's algorithm loads the leaf uplinks: rings domain to domain, trees
+  // and PAT at every distance (flows_per_uplink).
+  double port() const {
+    const Algorithm a = m_choice.algorithm;
+    return a == Algorithm::tree || a == Algorithm::nvls_tree || a == Algorithm::pat ? m_g.far_port_bytes_per_s
+                                                                                    : m_g.port_bytes_per_s;
+  }
+  double nic_capacity() const { return std::min(port(), m_g.nic_pcie_bytes_per_s); }
 
   // Ring: channel c enters every domain at NIC entry c mod E and walks ring c mod R of the
   // domain (R link-disjoint rings on a mesh, one on a switch), a closing PXN hop to the entry
@@ -226,8 +233,8 @@ class FabricCall {
       for (const int64_t members : sharing) {
         if (members == 0 || edges == 0) continue;
         const double per_member = 0.5 / double(m_ppn) * edges;  // bytes per payload byte
-        rate = std::min({rate, m_g.port_bytes_per_s / (per_member * double(members)),
-                         m_g.nic_pcie_bytes_per_s / per_member});
+        rate =
+            std::min({rate, port() / (per_member * double(members)), m_g.nic_pcie_bytes_per_s / per_member});
       }
     }
     const double depth = double(std::max(detail::tree_depth(m_d, 0), detail::tree_depth(m_d, 1)));
@@ -241,7 +248,7 @@ class FabricCall {
   // min(2^k, n − 2^k) blocks of S/n through every member's own NIC.
   double pat() const {
     const int64_t n = m_g.shape.ranks;
-    const double rate = std::min(m_g.port_bytes_per_s, m_g.nic_pcie_bytes_per_s) / m_wire;
+    const double rate = nic_capacity() / m_wire;
     double seconds =
         (CollectiveTuner::base_latency_us(Algorithm::pat, m_choice.protocol) + double(n) * 2.8) * 1e-6;
     for (int64_t dist = 1; dist < n; dist <<= 1) {
@@ -260,7 +267,7 @@ class FabricCall {
   size_t pcie_resource(size_t nic) const { return nics() + nic; }
   std::vector<double> domain_capacity() const {
     const int64_t L = m_ppn;
-    std::vector<double> capacity(nics(), m_g.port_bytes_per_s);
+    std::vector<double> capacity(nics(), port());
     capacity.resize(2 * nics(), m_g.nic_pcie_bytes_per_s);
     capacity.resize(2 * nics() + size_t(m_g.mesh ? L * L : 2 * L), m_g.scale_up_link_bytes_per_s);
     return capacity;
@@ -439,12 +446,17 @@ std::shared_ptr<const FabricGroup> fabric_group(const ClusterSpec& cluster, Rank
   // Link rates as the event's network has them (collective_harness.cpp link_capacities).
   g->scale_up_link_bytes_per_s = scale_up_link_rate(gpu);
   const double port = cluster.fabric.port_bytes_per_s * kNetworkEfficiency;
-  g->port_bytes_per_s =
-      port / std::max(double(nic_sharers(cluster, group)), flows_per_uplink(cluster, group, all_to_all));
+  const double sharers = double(nic_sharers(cluster, group));
+  g->port_bytes_per_s = port / std::max(sharers, flows_per_uplink(cluster, group,
+                                                                  all_to_all ? UplinkTraffic::all_to_all
+                                                                             : UplinkTraffic::ring));
+  g->far_port_bytes_per_s =
+      all_to_all ? g->port_bytes_per_s
+                 : port / std::max(sharers, flows_per_uplink(cluster, group, UplinkTraffic::far));
   g->nic_pcie_bytes_per_s = gpu.pcie_bytes_per_s > 0 ? gpu.pcie_bytes_per_s : cluster.fabric.port_bytes_per_s;
-  g->nic_path_bytes_per_s = std::min(g->port_bytes_per_s, g->nic_pcie_bytes_per_s);
   // A zero rate: leave it to the α-β forms and their checks.
-  if (!(g->scale_up_link_bytes_per_s > 0) || !(g->nic_path_bytes_per_s > 0)) return nullptr;
+  if (!(g->scale_up_link_bytes_per_s > 0) || !(g->port_bytes_per_s > 0) || !(g->nic_pcie_bytes_per_s > 0))
+    return nullptr;
 
   // The group as NCCL's tuner sees it (CollectiveRunner::shape).
   GroupShape& s = g->shape;

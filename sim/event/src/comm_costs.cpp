@@ -70,11 +70,14 @@ CommCost StepCommCosts::collective(CollectiveOp op, GroupKind g, double bytes) {
   const int port = link_class_index(lc.link_class);
   CommCost cost;
   if (m_graph && n > 1 && !m_calibrated[port]) {
-    // Where the group's traffic crosses an oversubscribed fabric's leaves, every group of its
-    // kind in its pipeline stage runs beside it through the same uplinks.
+    // Where the groups' traffic overfills an oversubscribed fabric's leaf uplinks (at any
+    // distance: the tuner may pick a tree or PAT), every group of its kind in its pipeline stage
+    // runs beside it through them.
     const RankGroup kind = rank_group(m_sc.layout, g);
+    const UplinkTraffic traffic =
+        op == CollectiveOp::all_to_all ? UplinkTraffic::all_to_all : UplinkTraffic::far;
     cost = nccl_model(op,
-                      flows_per_uplink(m_sc.cluster, kind, op == CollectiveOp::all_to_all) > 0
+                      flows_per_uplink(m_sc.cluster, kind, traffic) > 1
                           ? groups_of_block(g, kind)
                           : with_nic_twins(kind, [&](int64_t o) { return m_layout.group(g, o); }),
                       bytes, port);

@@ -53,7 +53,7 @@ RankGroup rank_group(const Layout& l, GroupKind g) {
     case GroupKind::edp:
       return {l.expert_dp(), l.expert_tp * l.ep, stage};
     case GroupKind::pp:
-      return {2, stage, 2 * stage};
+      return {2, stage};  // pipeline sends are timed pair by pair (pipeline_pair)
     case GroupKind::cp_a2a:
       return {l.cp_a2a(), l.tp, stage};
     case GroupKind::cp_ring:

@@ -344,7 +344,7 @@ RunSpec read_run(JsonReader& top, const ModelSpec& model, const Layout& layout) 
   RunSpec run;
   if (!top.has("run")) return run;
   JsonReader r = top.object("run");
-  if (r.has("tokens")) {  // absent means Chinchilla's 20 per parameter; a written 0 means no run
+  if (r.has("tokens")) {  // absent means Chinchilla's 20 per parameter; a written one is at least 1
     if (r.has("train_iters"))
       r.fail("train_iters", "given together with tokens (give the run's length once)");
     const nlohmann::json& written = r.raw("tokens");

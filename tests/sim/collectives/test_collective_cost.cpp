@@ -129,24 +129,29 @@ TEST_CASE("group links: NVLink inside the 8-GPU domain, the NICs across it", "[s
     c.oversubscription = 8.0;
     // Rail-optimized: a DP ring over 32 nodes stays on its rail's leaf; over 128 nodes it leaves
     // each leaf once, beside the other rails' rings on their own leaves.
-    CHECK(flows_per_uplink(c, {32, 8, 256}, false) == 0);
-    CHECK(flows_per_uplink(c, {128, 8, 1024}, false) == Approx(1.0 / 4));
+    CHECK(flows_per_uplink(c, {32, 8, 256}, UplinkTraffic::ring) == 0);
+    CHECK(flows_per_uplink(c, {128, 8, 1024}, UplinkTraffic::ring) == Approx(1.0 / 4));
     CHECK(group_link(c, {128, 8, 1024}, eff).bytes_per_s == Approx(50e9 * eff.scale_out_fraction));
     // Fat tree: the 8 DP rings of a 256-GPU stage (one per GPU of a node) each leave every leaf
     // of 4 nodes: 8 flows on 4 uplinks halve a port; at 16:1, 2 uplinks quarter it.
     c.topology = FabricTopology::fat_tree;
-    CHECK(flows_per_uplink(c, {32, 8, 256}, false) == Approx(2.0));
+    CHECK(flows_per_uplink(c, {32, 8, 256}, UplinkTraffic::ring) == Approx(2.0));
     CHECK(group_link(c, {32, 8, 256}, eff).bytes_per_s == Approx(25e9 * eff.scale_out_fraction));
     c.oversubscription = 16.0;
     CHECK(group_link(c, {32, 8, 256}, eff).bytes_per_s == Approx(12.5e9 * eff.scale_out_fraction));
     // One ring alone, or a non-blocking fabric: a port each.
-    CHECK(flows_per_uplink(c, {32, 8}, false) == Approx(1.0 / 2));
+    CHECK(flows_per_uplink(c, {32, 8}, UplinkTraffic::ring) == Approx(1.0 / 2));
     CHECK(group_link(c, {32, 8}, eff).bytes_per_s == Approx(50e9 * eff.scale_out_fraction));
     c.oversubscription = 1.0;
-    CHECK(flows_per_uplink(c, {32, 8, 256}, false) == 0);
-    // An all-to-all over 8 nodes of two leaves: each NIC sends 4 of its 7 peer nodes' share away.
+    CHECK(flows_per_uplink(c, {32, 8, 256}, UplinkTraffic::ring) == 0);
+    // Trees and PAT reach every distance: each of a leaf's 32 NICs sends out of it, 8 per uplink.
     c.oversubscription = 8.0;
-    CHECK(flows_per_uplink(c, {8, 8, 64}, true) == Approx(32.0 * 4 / 7 / 4));
+    CHECK(flows_per_uplink(c, {32, 8, 256}, UplinkTraffic::far) == Approx(8.0));
+    // An all-to-all over 8 nodes of two leaves: each NIC sends 4 of its 7 peer nodes' share away.
+    CHECK(flows_per_uplink(c, {8, 8, 64}, UplinkTraffic::all_to_all) == Approx(32.0 * 4 / 7 / 4));
+    // Rail-optimized, PXN: the bytes go out on the peer's rail, whose leaf holds all 8 nodes.
+    c.topology = FabricTopology::rail_optimized;
+    CHECK(flows_per_uplink(c, {8, 8, 64}, UplinkTraffic::all_to_all) == 0);
   }
   SECTION("tp=16 does not fit an 8-GPU NVLink domain but does fit an NVL72 rack") {
     CHECK_FALSE(group_inside_scale_up(cluster, {16, 1}));

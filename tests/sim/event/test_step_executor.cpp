@@ -272,6 +272,39 @@ TEST_CASE("an oversubscribed fabric slows the step by the flows that share its u
   CHECK(rail_analytic == Approx(rail_event).epsilon(0.05));
 }
 
+TEST_CASE("oversubscribed: PAT at 256 nodes, PXN all-to-alls and a partial rack, in both fidelities",
+          "[sim][step][analytic]") {
+  // The tuner runs ZeRO-3's gathers of 256 one-GPU domains as PAT, whose far steps leave every
+  // leaf (UplinkTraffic::far); an all-to-all leaves on the peer's rail, inside its rail's leaf
+  // of 32 nodes (PXN); a DP group with 2 members in a partial NVL72 rack moves what those 2 NICs
+  // pass, below a port on the full racks' many. Each was 75-600% apart when counted as rings.
+  struct Case {
+    std::string model, gpu;
+    int64_t gpus;
+    std::string layout;
+    FabricTopology topology;
+    double tolerance;
+  };
+  const Case c = GENERATE(
+      Case{"llama3-70b", "h100-sxm", 2048, R"("tp": 8, "pp": 1, "global_batch": 2048, "zero_stage": 3)",
+           FabricTopology::fat_tree, 0.05},
+      // Rail-optimized: the event's PAT steps inside a rail's leaf run at full rate (-8.9%).
+      Case{"llama3-70b", "h100-sxm", 2048, R"("tp": 8, "pp": 1, "global_batch": 2048, "zero_stage": 3)",
+           FabricTopology::rail_optimized, 0.10},
+      Case{"qwen3-30b-a3b", "h100-sxm", 256, R"("tp": 1, "pp": 1, "ep": 64, "expert_tp": 1, "global_batch": 256)",
+           FabricTopology::rail_optimized, 0.05},
+      Case{"llama3-70b", "gb200", 296, R"("tp": 4, "pp": 1, "global_batch": 148, "zero_stage": 3)",
+           FabricTopology::rail_optimized, 0.05});
+  Scenario sc = scenario(c.model, c.gpu, c.gpus, c.layout);
+  sc.cluster.topology = c.topology;
+  sc.cluster.oversubscription = 8;
+  const double event = simulate(sc).report.step_time_s;
+  const double analytic = estimate(sc).step_time_s;
+  INFO(c.model << " on " << c.gpus << " " << c.gpu << ", " << c.layout << ": event " << event
+               << " s, analytic " << analytic << " s");
+  CHECK(analytic == Approx(event).epsilon(c.tolerance));
+}
+
 TEST_CASE("the fill and the drain wait on each stage's collectives beside its own DP traffic",
           "[sim][step][analytic]") {
   // DeepSeek-V3 through 8 stages with few micro-batches. Drain: each stage's last backward runs

@@ -49,10 +49,11 @@ struct FabricGroup {
   std::vector<int64_t> domain_node;      // per domain: node of its first member (for switch hops)
   int64_t nodes_per_leaf = 0;            // nodes whose same-rail NICs share a leaf switch (0 = one leaf)
   double scale_up_link_bytes_per_s = 0;  // a switch uplink, or one mesh link, after efficiency
-  double port_bytes_per_s = 0;           // one NIC port, after network efficiency and oversubscription,
-                                         // this group's share of it (nic_sharers)
+  double port_bytes_per_s = 0;           // one NIC port after network efficiency, this group's share
+                                         // of it: / max(nic_sharers, flows_per_uplink of its rings, or
+                                         // of its all-to-all)
+  double far_port_bytes_per_s = 0;       // the same for trees and PAT (UplinkTraffic::far)
   double nic_pcie_bytes_per_s = 0;       // the GPU–NIC link behind it
-  double nic_path_bytes_per_s = 0;       // the slower of the two: one GPU through its NIC
   double switch_latency_s = 0;           // per extra switch hop
   bool mesh = false;
 };
@@ -99,20 +100,23 @@ LinkCost group_link(const ClusterSpec& cluster, RankGroup group, const Efficienc
 // The group as NCCL's algorithms load its links, when it sits in NVSwitch or full-mesh domains
 // with the same members in each (null otherwise: uneven, bridge/PCIe scale-up, one rank).
 // group_link attaches it across domains, all_to_all_link wherever a node is its own domain.
-// `all_to_all`: the group's members exchange with every peer (else NCCL's rings).
+// `all_to_all`: the group's members exchange with every peer (else NCCL's rings and trees).
 std::shared_ptr<const FabricGroup> fabric_group(const ClusterSpec& cluster, RankGroup group,
                                                 bool all_to_all = false);
 
+// How a group's collective crosses leaf switches: NCCL's rings (each channel domain to domain on
+// one rail), its trees and PAT (domains at every distance), or an all-to-all through PXN (a
+// member's bytes to a peer leave on the peer's rail).
+enum class UplinkTraffic : uint8_t { ring, far, all_to_all };
+
 // An oversubscribed fabric's leaf uplinks (radix/2 ports down, radix/(2·oversubscription) up;
 // ClusterGraph::build_fabric): the flows leaving one leaf per uplink port, on the leaf where
-// they are most, when every group of `group`'s kind in group.block runs its collective at once.
-// A ring (NCCL's channels: one per NIC its members reach in a domain, domain to domain on the
-// same rail) leaves a leaf where two consecutive domains' NICs sit on different leaves; in an
-// all-to-all each member's NIC traffic leaves its leaf in the share of its peers outside it.
-// 0 on a non-blocking fabric, within one leaf, or for a group inside a scale-up domain. A flow
-// across leaves then moves at most a port's rate divided by this, as the event's flows share
-// the uplinks (its NCCL model times every group of the block together there).
-double flows_per_uplink(const ClusterSpec& cluster, RankGroup group, bool all_to_all);
+// they are most, when every group of `group`'s kind in group.block runs its collective at once,
+// in ports' worth of traffic. 0 on a non-blocking fabric, within one leaf, or for a group inside
+// a scale-up domain. A flow across leaves then moves at most a port's rate divided by this, as
+// the event's flows share the uplinks (its NCCL model times every group of the block together
+// where this exceeds 1).
+double flows_per_uplink(const ClusterSpec& cluster, RankGroup group, UplinkTraffic traffic);
 
 // Symmetric NIC sharing: how many groups of the group's kind meet on one NIC. In a training
 // step every GPU of a node runs its own group's collective at once (the TP ranks of a node

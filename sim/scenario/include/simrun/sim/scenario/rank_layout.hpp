@@ -36,9 +36,8 @@ struct RankGroup {
   int64_t size = 1;
   int64_t stride = 1;
   // The ranks from 0 whose groups of this kind run their collectives together with this one:
-  // a pipeline stage (its ranks run one program in lock step), two stages for PP pairs; the
-  // groups are this one moved by 0 .. stride − 1 and by whole size·stride blocks. 0: the group
-  // alone.
+  // a pipeline stage (its ranks run one program in lock step); the groups are this one moved by
+  // 0 .. stride − 1 and by whole size·stride blocks. 0: the group alone (PP pairs).
   int64_t block = 0;
 };
 
