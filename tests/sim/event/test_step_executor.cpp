@@ -252,8 +252,8 @@ TEST_CASE("an oversubscribed fabric slows the step by the flows that share its u
   const std::string layout = R"("tp": 8, "pp": 4, "dp": 32, "global_batch": 512, "zero_stage": 3)";
   auto times = [&](const char* topology, double over) {
     Scenario sc = scenario("llama3-70b", "h100-sxm", 1024, layout);
-    sc.cluster.topology = std::string(topology) == "fat-tree" ? FabricTopology::fat_tree
-                                                              : FabricTopology::rail_optimized;
+    sc.cluster.topology =
+        std::string(topology) == "fat-tree" ? FabricTopology::fat_tree : FabricTopology::rail_optimized;
     sc.cluster.oversubscription = over;
     return std::pair{simulate(sc).report.step_time_s, estimate(sc).step_time_s};
   };
@@ -291,7 +291,8 @@ TEST_CASE("oversubscribed: PAT at 256 nodes, PXN all-to-alls and a partial rack,
       // Rail-optimized: the event's PAT steps inside a rail's leaf run at full rate (-8.9%).
       Case{"llama3-70b", "h100-sxm", 2048, R"("tp": 8, "pp": 1, "global_batch": 2048, "zero_stage": 3)",
            FabricTopology::rail_optimized, 0.10},
-      Case{"qwen3-30b-a3b", "h100-sxm", 256, R"("tp": 1, "pp": 1, "ep": 64, "expert_tp": 1, "global_batch": 256)",
+      Case{"qwen3-30b-a3b", "h100-sxm", 256,
+           R"("tp": 1, "pp": 1, "ep": 64, "expert_tp": 1, "global_batch": 256)",
            FabricTopology::rail_optimized, 0.05},
       Case{"llama3-70b", "gb200", 296, R"("tp": 4, "pp": 1, "global_batch": 148, "zero_stage": 3)",
            FabricTopology::rail_optimized, 0.05});
