@@ -99,7 +99,10 @@ class HfFields {
 // fields, and without them. One row of kArchitectures per model_type simrun understands.
 enum class FfnShape { gated, plain };    // gate·act·up → down (3 matrices), or up → act → down (2)
 enum class AttentionShape { mha, mla };  // MHA/GQA over head_dim, or DeepSeek's latent attention
-enum class Experts { none, moe };        // whether the family reads the MoE fields at all
+// Whether the family reads the MoE fields at all: none; moe, whose files always state their
+// experts (one without them is refused, not read as dense); or optional, whose class defaults to
+// none (DeepseekV2Config's n_routed_experts is None: dense layers).
+enum class Experts { none, moe, optional };
 enum class Embeddings { untied, tied };  // the class's tie_word_embeddings default
 enum class QkNorm { none, rms };         // q_norm/k_norm over head_dim (Qwen3, Gemma-3)
 enum class BiasRule {
@@ -159,7 +162,7 @@ constexpr std::array<HfArchitecture, 15> kArchitectures = {{
   {"qwen2_moe",   gated, mha, Experts::moe,  kRms,       untied, BiasRule::qkv,        BiasRule::none,   2, QkNorm::none, WindowRule::when_enabled, 0, kQwenDefaults},
   {"qwen3",       gated, mha, Experts::none, kRms,       untied, BiasRule::field,      BiasRule::none,   2, QkNorm::rms,  WindowRule::when_enabled, 0, kQwenDefaults},
   {"qwen3_moe",   gated, mha, Experts::moe,  kRms,       untied, BiasRule::field,      BiasRule::none,   2, QkNorm::rms,  WindowRule::when_enabled, 0, kQwenDefaults},
-  {"deepseek_v2", gated, mla, Experts::moe,  kRms,       untied, BiasRule::field,      BiasRule::none,   2, QkNorm::none, WindowRule::none,         0, kNoDefaults},
+  {"deepseek_v2", gated, mla, Experts::optional, kRms,       untied, BiasRule::field,      BiasRule::none,   2, QkNorm::none, WindowRule::none,         0, kNoDefaults},
   {"deepseek_v3", gated, mla, Experts::moe,  kRms,       untied, BiasRule::field,      BiasRule::none,   2, QkNorm::none, WindowRule::none,         0, kNoDefaults},
   {"gpt2",        plain, mha, Experts::none, kLayerNorm, tied,   BiasRule::always,     BiasRule::always, 2, QkNorm::none, WindowRule::none,         0, kNoDefaults},
   {"gpt_neox",    plain, mha, Experts::none, kLayerNorm, untied, BiasRule::field_true, BiasRule::always, 2, QkNorm::none, WindowRule::none,         0, kNoDefaults},
@@ -370,10 +373,9 @@ ModelSpec import_hf_config(const nlohmann::json& config, const std::string& file
   // group-limited routing n_group, topk_group (modeling_deepseek.py MoEGate: group_limited_greedy
   // or noaux_tc picks the topk_group best of n_group expert groups, then top-k within them).
   const std::string experts_key =
-      arch.experts == Experts::moe ? f.find({"n_routed_experts", "num_local_experts", "num_experts"}) : "";
-  // A Mixtral or Qwen-MoE file always states its experts; one without is not read as a dense
-  // model (its class would give it experts). DeepSeek-V2's class defaults to none: dense.
-  if (arch.experts == Experts::moe && experts_key.empty() && model_type != "deepseek_v2")
+      arch.experts != Experts::none ? f.find({"n_routed_experts", "num_local_experts", "num_experts"}) : "";
+  // Experts::moe: a file without its experts is not read as a dense model.
+  if (arch.experts == Experts::moe && experts_key.empty())
     f.fail("num_experts",
            "missing: a \"" + model_type +
                "\" model has experts (give n_routed_experts, num_local_experts or num_experts)");
