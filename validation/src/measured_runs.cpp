@@ -142,7 +142,7 @@ std::vector<double> stated_memory_gb(const std::string& text) {
 // not the GPU's. `hbm_scale` ≠ 1 for a SKU of the chip with other memory (the H100 96 GB, a GH200
 // 144 GB): more than 10% from the part's, whose memory alone is then checked.
 std::string gpu_id(const std::string& text, const HardwareCatalog& hardware, double& hbm_scale) {
-  std::string g = lower(text);
+  std::string g = ascii_lower(text);
   // "40 GB" reads as "40gb" (and "40 GiB" as "40gib"); other spaces stay, so that no two words run
   // together ("72 GB200" stays two).
   for (size_t at = g.find(" g"); at != std::string::npos; at = g.find(" g", at + 1)) {
@@ -304,7 +304,7 @@ std::string moe_catalog_id(const std::string& name, const Catalogs& catalogs) {
 // (MoE, Mixtral, A3B, A22B) or names a catalog MoE model. One rule for the shape check and the
 // mapping.
 bool is_moe(const json& mj, const json& lj, const std::string& name, const Catalogs& catalogs) {
-  const std::string lname = lower(name);
+  const std::string lname = ascii_lower(name);
   return opt_int(mj, "experts").value_or(0) > 1 || has(lname, "moe") || has(lname, "mixtral") ||
          has(lname, "a3b") || has(lname, "a22b") || opt_int(lj, "ep").value_or(1) > 1 ||
          !moe_catalog_id(name, catalogs).empty();
@@ -390,7 +390,7 @@ std::string first_word(const std::string& text) {
   while (end < text.size() &&
          (is_alphanumeric(text[end]) || text[end] == '-' || text[end] == '_' || text[end] == '.'))
     ++end;
-  return lower(text.substr(start, end - start));
+  return ascii_lower(text.substr(start, end - start));
 }
 
 // Why the row's sizes and switches cannot be read ("" when they can): num_gpus not stated, a
@@ -442,7 +442,7 @@ std::optional<std::pair<Precision, LowPrecisionRecipe>> measured_precision(const
   if (word == "fp4" || word == "nvfp4") return std::pair{Precision::fp4, LowPrecisionRecipe::nvfp4};
   if (word == "fp8") {
     // The one recipe the commentary names; none or several: Transformer Engine's default, delayed.
-    const std::string commentary = lower(text);
+    const std::string commentary = ascii_lower(text);
     const auto names = [&commentary](std::initializer_list<const char*> words) {
       return std::any_of(words.begin(), words.end(), [&](const char* w) { return has(commentary, w); });
     };
@@ -589,8 +589,8 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
   double hbm_scale = 1.0;
   // A catalog id as written (h100-pcie, a team's own GPU from a user catalog), else the free text.
   const std::vector<std::string> gpu_ids = catalogs.hardware.gpu_ids();
-  const bool catalog_id = std::find(gpu_ids.begin(), gpu_ids.end(), lower(gpu_text)) != gpu_ids.end();
-  const std::string id = catalog_id ? lower(gpu_text) : gpu_id(gpu_text, catalogs.hardware, hbm_scale);
+  const bool catalog_id = std::find(gpu_ids.begin(), gpu_ids.end(), ascii_lower(gpu_text)) != gpu_ids.end();
+  const std::string id = catalog_id ? ascii_lower(gpu_text) : gpu_id(gpu_text, catalogs.hardware, hbm_scale);
   const std::string architecture = id.empty() ? "" : catalogs.hardware.gpu(id, c.id, "gpu").architecture;
   const FrameworkProfile& profile = catalogs.frameworks.resolve(
       measured_run_framework(row, architecture, catalogs.frameworks), c.id, "framework");
@@ -598,7 +598,7 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
   c.workload = profile.workload;
   c.memory = profile.memory;
   const std::string name = opt_str(mj, "name");
-  const std::string lname = lower(name);
+  const std::string lname = ascii_lower(name);
   const bool moe = is_moe(mj, lj, name, catalogs);
 
   if (id.empty()) {

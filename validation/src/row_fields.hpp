@@ -19,7 +19,6 @@ namespace simrun::row_fields {
 
 using nlohmann::json;
 
-inline std::string lower(const std::string& s) { return ascii_lower(s); }
 inline bool has(const std::string& hay, const char* needle) { return hay.find(needle) != std::string::npos; }
 inline bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
 inline bool is_letter(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }

@@ -70,10 +70,10 @@ std::string measured_run_framework(const json& row, const std::string& architect
   const json& layout = row.contains("layout") ? row.at("layout") : empty;
   const RowFacts facts{architecture.rfind("Blackwell", 0) == 0, opt_int(layout, "tp").value_or(1) > 1};
   const std::string group = opt_str(row, "group");
-  const std::string source_text = lower(group + " " + opt_str(row, "source"));
+  const std::string source_text = ascii_lower(group + " " + opt_str(row, "source"));
   if (const std::string f = opt_str(row, "framework"); !f.empty()) {
     if (!row.at("framework").is_string()) return f;  // a number, a list: resolve says it is no id
-    const std::string named = framework_named(lower(f), lower(f) + " " + source_text, facts);
+    const std::string named = framework_named(ascii_lower(f), ascii_lower(f) + " " + source_text, facts);
     if (const std::optional<std::string> id = frameworks.id_named(f)) {
       // Written as the id: that profile. Named otherwise ("DeepSpeed", "Megatron-LM"), a family
       // whose era the source dates runs the dated profile, as a source naming it would.

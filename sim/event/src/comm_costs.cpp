@@ -43,6 +43,12 @@ StepCommCosts::StepCommCosts(const Scenario& sc, const RankLayout& layout, const
         is_ep(g) || g == GroupKind::cp_a2a || (g == GroupKind::cp && l.cp_comm_type == CpCommType::a2a);
     m_link[static_cast<size_t>(g)] = all_to_all ? all_to_all_link(sc.cluster, rank_group(l, g), opt.comm)
                                                 : group_link(sc.cluster, rank_group(l, g), opt.comm);
+    // Where the kind's groups overfill an oversubscribed fabric's leaf uplinks (at any distance
+    // for rings and trees: the tuner may pick a tree or PAT), each call runs beside every group
+    // of its kind in its pipeline stage (once per layout: the count reads only the layout).
+    m_stage_together[static_cast<size_t>(g)] =
+        flows_per_uplink(sc.cluster, rank_group(l, g),
+                         all_to_all ? UplinkTraffic::all_to_all : UplinkTraffic::far) > 1;
   }
   if (opt.timing == CollectiveTiming::nccl_model) {
     const ClusterGraphSpec spec = cluster_graph_spec(sc.cluster);
@@ -70,14 +76,9 @@ CommCost StepCommCosts::collective(CollectiveOp op, GroupKind g, double bytes) {
   const int port = link_class_index(lc.link_class);
   CommCost cost;
   if (m_graph && n > 1 && !m_calibrated[port]) {
-    // Where the groups' traffic overfills an oversubscribed fabric's leaf uplinks (at any
-    // distance: the tuner may pick a tree or PAT), every group of its kind in its pipeline stage
-    // runs beside it through them.
     const RankGroup kind = rank_group(m_sc.layout, g);
-    const UplinkTraffic traffic =
-        op == CollectiveOp::all_to_all ? UplinkTraffic::all_to_all : UplinkTraffic::far;
     cost = nccl_model(op,
-                      flows_per_uplink(m_sc.cluster, kind, traffic) > 1
+                      m_stage_together[static_cast<size_t>(g)]
                           ? groups_of_block(g, kind)
                           : with_nic_twins(kind, [&](int64_t o) { return m_layout.group(g, o); }),
                       bytes, port);

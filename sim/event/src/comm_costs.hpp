@@ -50,8 +50,9 @@ class StepCommCosts {
   const RankLayout& m_layout;
   const EfficiencyDefaults& m_comm;
   std::array<LinkCost, kGroupKindCount> m_link{};
-  std::shared_ptr<const ClusterGraph> m_graph;  // nccl_model timing
-  std::array<bool, 2> m_calibrated{};           // calibration.json gives α/β for the link class
+  std::array<bool, kGroupKindCount> m_stage_together{};  // time a call beside its stage's groups
+  std::shared_ptr<const ClusterGraph> m_graph;           // nccl_model timing
+  std::array<bool, 2> m_calibrated{};                    // calibration.json gives α/β for the link class
   std::array<LinkCalibration, 2> m_cal_links{};
   std::map<std::tuple<int, int, double>, CommCost> m_cache;
   std::vector<std::string> m_warnings;
