@@ -2,6 +2,8 @@
 // achievable fraction) + collective runner.
 #include "simrun/sim/collectives/collective_harness.hpp"
 
+#include <algorithm>
+
 #include "simrun/common/error.hpp"
 
 namespace simrun {
@@ -14,12 +16,12 @@ double collective_among_s(std::shared_ptr<const ClusterGraph> graph,
                           const std::vector<CollectiveRequest>& requests) {
   SIMRUN_ASSERT(!requests.empty(), "no collective to time");
   Simulation sim(std::move(graph));
-  double seconds = 0;
-  sim.collectives().run(requests.front(), [&seconds](const CollectiveResult& r) { seconds = r.seconds(); });
-  for (size_t i = 1; i < requests.size(); ++i)
-    sim.collectives().run(requests[i], [](const CollectiveResult&) {});
+  double slowest = 0;
+  for (const CollectiveRequest& request : requests)
+    sim.collectives().run(request,
+                          [&slowest](const CollectiveResult& r) { slowest = std::max(slowest, r.seconds()); });
   sim.run();
-  return seconds;
+  return slowest;
 }
 
 namespace {

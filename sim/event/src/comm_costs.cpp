@@ -125,9 +125,10 @@ CommCost StepCommCosts::alpha_beta(CollectiveOp op, int64_t n, LinkCost lc, doub
   return cost;
 }
 
-// The NCCL model's time of `op` on the first of `groups` on the cluster graph, the others
-// (its twins on the same nodes, where they share its NICs: nic_sharers) running beside it: the
-// latency part is the time of a 1-byte call, the rest is bandwidth-bound.
+// The NCCL model's time of `op` on `groups` at once on the cluster graph (a group and its twins
+// on the same nodes, where they share its NICs: nic_sharers; or every group of its stage), until
+// the slowest ends: the one rank the step simulates stands for them all. The latency part is the
+// time of a 1-byte call, the rest is bandwidth-bound.
 CommCost StepCommCosts::nccl_model(CollectiveOp op, const std::vector<std::vector<int64_t>>& groups,
                                    double bytes, int port) const {
   auto run = [&](double b) {

@@ -33,8 +33,10 @@ struct SimulationOptions {
 
 // Seconds one collective takes alone on the cluster graph (a fresh simulation, tuner's choice).
 double collective_alone_s(std::shared_ptr<const ClusterGraph> graph, const CollectiveRequest& request);
-// Time of `requests[0]` with the others started at the same instant on the same graph (their
-// flows sharing its links), e.g. the twins of a group that run beside it in a training step.
+// Seconds until the last of `requests` ends, all started at the same instant on the same graph
+// (their flows sharing links), e.g. every group of a kind in a pipeline stage in a training step:
+// groups placed unlike each other (a stride that does not divide the NVLink domain) finish at
+// different times, and the step waits on the slowest.
 double collective_among_s(std::shared_ptr<const ClusterGraph> graph,
                           const std::vector<CollectiveRequest>& requests);
 
