@@ -18,8 +18,8 @@ double collective_among_s(std::shared_ptr<const ClusterGraph> graph,
   Simulation sim(std::move(graph));
   double slowest = 0;
   for (const CollectiveRequest& request : requests)
-    sim.collectives().run(request,
-                          [&slowest](const CollectiveResult& r) { slowest = std::max(slowest, r.seconds()); });
+    sim.collectives().run(
+        request, [&slowest](const CollectiveResult& r) { slowest = std::max(slowest, r.seconds()); });
   sim.run();
   return slowest;
 }
