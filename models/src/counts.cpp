@@ -178,6 +178,30 @@ FlopCounts count_flops_per_sequence(const ModelSpec& m, AttentionFlops conventio
   return f;
 }
 
+FlopCounts count_layer_flops(const ModelSpec& m, int64_t layer, AttentionFlops convention) {
+  // count_flops_per_sequence's terms for one layer (3 fwd+bwd · 2 FMA · tokens · matrices).
+  constexpr double kFwdBwd = 3.0, kFma = 2.0;
+  const double s = d(m.seq_len);
+  const bool moe_layer = m.is_moe() && layer >= m.moe->first_dense_layers;
+  const double routed = moe_layer ? d(m.moe->top_k) * ffn_matrices(m, m.moe->expert_ffn_hidden) : 0.0;
+  const double ffn = moe_layer ? routed + d(m.moe->shared_experts) * ffn_matrices(m, m.moe->expert_ffn_hidden)
+                               : ffn_matrices(m, m.ffn_hidden);
+  FlopCounts f;
+  f.dense_gemms = kFwdBwd * kFma * s * (ffn + attention_matrices(m));
+  f.routed_experts = kFwdBwd * kFma * s * routed;
+  f.attention_core = count_flops_per_sequence(m, convention).attention_core / d(m.layers);
+  return f;
+}
+
+double mla_up_projection_forward_flops(const ModelSpec& m) {
+  if (!m.mla) return 0.0;
+  const MlaSpec& l = *m.mla;
+  const double a = d(m.heads), qk = d(l.qk_nope_head_dim + l.qk_rope_head_dim);
+  const double q_up = l.q_lora_rank > 0 ? d(l.q_lora_rank) * a * qk : 0.0;
+  const double kv_up = d(l.kv_lora_rank) * a * d(l.qk_nope_head_dim + l.v_head_dim);
+  return 2.0 * d(m.seq_len) * (q_up + kv_up);
+}
+
 AttentionWidths attention_widths(const ModelSpec& m, int64_t tp) {
   const double t = double(std::max<int64_t>(1, tp));
   const double heads = double(m.heads) / t;

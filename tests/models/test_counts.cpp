@@ -204,3 +204,28 @@ TEST_CASE("parameters tensor parallelism keeps whole: norms, row-parallel biases
   const ModelSpec& ds = shipped_model_catalog().get("deepseek-v3", "t", "m");
   CHECK(tp_replicated_layer_params(ds) == 2.0 * 7168 + 7168.0 * 1536 + 1536 + 7168.0 * (512 + 64) + 512);
 }
+
+TEST_CASE("the layers' FLOPs and the logits add up to the sequence's, dense and MoE", "[models][flops]") {
+  for (const char* name : {"llama3-8b", "gpt3-175b", "mixtral-8x7b", "deepseek-v3", "qwen3-30b-a3b"}) {
+    const ModelSpec& m = shipped_model_catalog().get(name, "t", "m");
+    const FlopCounts whole = count_flops_per_sequence(m, AttentionFlops::causal);
+    FlopCounts sum;
+    for (int64_t layer = 0; layer < m.layers; ++layer) {
+      const FlopCounts one = count_layer_flops(m, layer, AttentionFlops::causal);
+      sum.dense_gemms += one.dense_gemms;
+      sum.attention_core += one.attention_core;
+      sum.routed_experts += one.routed_experts;
+      CHECK(one.logits == 0);
+    }
+    INFO(name);
+    CHECK(sum.dense_gemms == Approx(whole.dense_gemms).epsilon(1e-12));
+    CHECK(sum.attention_core == Approx(whole.attention_core).epsilon(1e-12));
+    CHECK(sum.routed_experts == Approx(whole.routed_experts).epsilon(1e-12));
+  }
+  // DeepSeek-V3's first three layers are dense: no routed experts there.
+  const ModelSpec& v3 = shipped_model_catalog().get("deepseek-v3", "t", "m");
+  CHECK(count_layer_flops(v3, 2, AttentionFlops::causal).routed_experts == 0);
+  CHECK(count_layer_flops(v3, 3, AttentionFlops::causal).routed_experts > 0);
+  CHECK(mla_up_projection_forward_flops(v3) > 0);
+  CHECK(mla_up_projection_forward_flops(shipped_model_catalog().get("llama3-8b", "t", "m")) == 0);
+}

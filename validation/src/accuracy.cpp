@@ -100,8 +100,8 @@ RunScore unsimulated_score(const MeasuredRun& run, const AccuracyOptions& option
   if (!run.simulatable()) s.status = "unsupported: " + unsupported_reason(run);
   if (options.tflops_convention && run.has_scenario() && run.no_step_time && run.tflops_per_gpu > 0) {
     const Layout& l = run.scenario.layout;
-    s.reference_s = step_flops(run.scenario.model, l, *options.tflops_convention).model /
-                    (run.tflops_per_gpu * 1e12 * double(l.world_size()));
+    s.reference_s = count_flops_per_sequence(run.scenario.model, *options.tflops_convention).total() *
+                    double(l.global_batch) / (run.tflops_per_gpu * 1e12 * double(l.world_size()));
     s.reference_kind = std::string("from TFLOP/s, ") +
                        (*options.tflops_convention == AttentionFlops::causal ? "causal" : "non-causal");
     s.status = "ok";

@@ -16,27 +16,46 @@
 
 namespace simrun {
 
-StepFlops step_flops(const ModelSpec& m, const Layout& layout, AttentionFlops convention) {
+StepFlops step_flops(const ModelSpec& m, const Layout& layout, AttentionFlops convention,
+                     SelectiveRecompute selective) {
   StepFlops f;
   f.per_sequence = count_flops_per_sequence(m, convention);
   const double batch = double(layout.global_batch);
   f.model = f.per_sequence.total() * batch;
+  // What the recompute re-runs, per sequence, as the workload builder re-runs it: one more forward
+  // (⅓ of fwd+bwd) of the transformer layers (full), of every odd layer (torchtitan's selective
+  // AC), of the attention core (Megatron's selective), or of the MLA up-projections (DeepSeek-V3's;
+  // its norms and SwiGLU re-run no GEMM); never the logits. Its routed experts apart, for their
+  // padding.
+  double recomputed = 0, recomputed_routed = 0;
   switch (layout.recompute) {
     case Recompute::none:
-      f.recompute = 0;
       break;
-    // One more forward (⅓ of fwd+bwd) of the transformer layers; the logits are not recomputed.
     case Recompute::full:
-      f.recompute = (f.per_sequence.dense_gemms + f.per_sequence.attention_core) / 3.0 * batch;
+      recomputed = (f.per_sequence.dense_gemms + f.per_sequence.attention_core) / 3.0;
+      recomputed_routed = f.per_sequence.routed_experts / 3.0;
       break;
     case Recompute::selective:
-      f.recompute = f.per_sequence.attention_core / 3.0 * batch;
+      switch (selective) {
+        case SelectiveRecompute::attention_core:
+          recomputed = f.per_sequence.attention_core / 3.0;
+          break;
+        case SelectiveRecompute::every_other_layer:
+          for (int64_t layer = 1; layer < m.layers; layer += 2) {
+            const FlopCounts one = count_layer_flops(m, layer, convention);
+            recomputed += (one.dense_gemms + one.attention_core) / 3.0;
+            recomputed_routed += one.routed_experts / 3.0;
+          }
+          break;
+        case SelectiveRecompute::norm_mla_up_swiglu:
+          recomputed = mla_up_projection_forward_flops(m) * double(m.layers);
+          break;
+      }
       break;
   }
-  // Padded to capacity, the experts run moe_load times the routed tokens (and recompute them
-  // under full recompute: one more forward, a third of fwd+bwd).
-  const double recomputed = layout.recompute == Recompute::full ? 1.0 + 1.0 / 3.0 : 1.0;
-  f.padding = f.per_sequence.routed_experts * (layout.moe_load() - 1.0) * recomputed * batch;
+  f.recompute = recomputed * batch;
+  // Padded to capacity, the experts run moe_load times the routed tokens, recomputed ones too.
+  f.padding = (f.per_sequence.routed_experts + recomputed_routed) * (layout.moe_load() - 1.0) * batch;
   f.hardware = f.model + f.recompute + f.padding;
   return f;
 }
@@ -204,7 +223,7 @@ Estimated estimate_numbers_of(const Scenario& sc, const AnalyticOptions& options
   r.params = counts.total();
   r.active_params = counts.active(m);
 
-  e.flops = step_flops(m, l, options.flop_convention);
+  e.flops = step_flops(m, l, options.flop_convention, options.workload.selective);
   e.peak = training_peak_flops_per_s(sc);
   const double n_gpus = double(l.world_size());
   r.memory = memory.report;

@@ -162,7 +162,7 @@ void explain_event(const Scenario& sc, const SimulateOptions& options, const Com
                   critical, l.pp, v, w.micro_batches,
                   double(l.pp - 1) / double(v * w.micro_batches) * b.compute_s));
   detail::explain_ep_exchange(sc, options.workload, r);
-  detail::explain_throughput(sc, step_flops(sc.model, l, AttentionFlops::causal).per_sequence,
+  detail::explain_throughput(sc, count_flops_per_sequence(sc.model, AttentionFlops::causal),
                              AttentionFlops::causal, peak, r);
   detail::explain_memory(sc, worst_memory, options.memory, r);
   detail::explain_run(sc, run, options.run, r);

@@ -42,11 +42,11 @@ TEST_CASE("model FLOPs per step equal Megatron's causal closed form", "[sim][ana
   const ModelSpec m = test::llama3_70b();
   Layout l;
   l.global_batch = 512;
-  const StepFlops f = step_flops(m, l, AttentionFlops::causal);
+  const StepFlops f = step_flops(m, l, AttentionFlops::causal, SelectiveRecompute::attention_core);
   CHECK(f.model == Approx(megatron_causal_flops(m, 512)).epsilon(1e-9));
   CHECK(f.hardware == f.model);
   // The non-causal convention counts the s² term twice.
-  const StepFlops nc = step_flops(m, l, AttentionFlops::non_causal);
+  const StepFlops nc = step_flops(m, l, AttentionFlops::non_causal, SelectiveRecompute::attention_core);
   const double s = 8192;
   CHECK(nc.model - f.model == Approx(6 * 512 * s * s * 80 * 8192).epsilon(1e-9));
 }
@@ -57,10 +57,10 @@ TEST_CASE("hardware FLOPs add the recomputed forward", "[sim][analytic]") {
   l.global_batch = 64;
   const FlopCounts per_seq = count_flops_per_sequence(m, AttentionFlops::causal);
   l.recompute = Recompute::full;
-  CHECK(step_flops(m, l, AttentionFlops::causal).hardware ==
+  CHECK(step_flops(m, l, AttentionFlops::causal, SelectiveRecompute::attention_core).hardware ==
         Approx(64 * (per_seq.total() + (per_seq.dense_gemms + per_seq.attention_core) / 3)));
   l.recompute = Recompute::selective;
-  CHECK(step_flops(m, l, AttentionFlops::causal).hardware ==
+  CHECK(step_flops(m, l, AttentionFlops::causal, SelectiveRecompute::attention_core).hardware ==
         Approx(64 * (per_seq.total() + per_seq.attention_core / 3)));
 }
 
@@ -112,7 +112,7 @@ TEST_CASE("TP traffic per step is Megatron's collectives per layer, embedding an
           "[sim][analytic]") {
   const bool sp = GENERATE(false, true);
   const Scenario s = single_node(8, sp);
-  const StepFlops f = step_flops(s.model, s.layout, AttentionFlops::causal);
+  const StepFlops f = step_flops(s.model, s.layout, AttentionFlops::causal, SelectiveRecompute::attention_core);
   const StepTimeEstimate t = estimate_step_time(s, f, AnalyticOptions{});
   const LinkCost nvlink = group_link(s.cluster, {8, 1}, EfficiencyDefaults{});
   const double tokens = 8192.0;            // s·b on this rank
@@ -144,7 +144,7 @@ TEST_CASE("TP traffic per step is Megatron's collectives per layer, embedding an
 TEST_CASE("the estimate's ops carry Megatron's FLOPs and are timed by the compute model", "[sim][analytic]") {
   const bool sp = GENERATE(false, true);
   const Scenario s = single_node(8, sp);
-  const StepFlops f = step_flops(s.model, s.layout, AttentionFlops::causal);
+  const StepFlops f = step_flops(s.model, s.layout, AttentionFlops::causal, SelectiveRecompute::attention_core);
   const StepTimeEstimate t = estimate_step_time(s, f, AnalyticOptions{});
   REQUIRE(t.stages.size() == 1);
   const StageTime& st = t.stages[0];
@@ -189,11 +189,11 @@ TEST_CASE("DP gradient reduction: ZeRO-0 all-reduce, ZeRO-1 reduce-scatter + all
 
   s.layout.zero_stage = 0;
   StepTimeEstimate t =
-      estimate_step_time(s, step_flops(s.model, s.layout, AttentionFlops::causal), AnalyticOptions{});
+      estimate_step_time(s, step_flops(s.model, s.layout, AttentionFlops::causal, SelectiveRecompute::attention_core), AnalyticOptions{});
   CHECK(t.breakdown.dp_comm_s == Approx(per_bucket(CollectiveOp::all_reduce, grad_bytes)));
 
   s.layout.zero_stage = 1;
-  t = estimate_step_time(s, step_flops(s.model, s.layout, AttentionFlops::causal), AnalyticOptions{});
+  t = estimate_step_time(s, step_flops(s.model, s.layout, AttentionFlops::causal, SelectiveRecompute::attention_core), AnalyticOptions{});
   CHECK(t.dp_grad_s == Approx(per_bucket(CollectiveOp::reduce_scatter, grad_bytes)));
   CHECK(t.dp_param_s == Approx(per_bucket(CollectiveOp::all_gather, 2)));
   // Cut in buckets it takes longer than one call of the whole (each call pays NCCL's latency).
@@ -213,7 +213,7 @@ TEST_CASE("DP gradient reduction: ZeRO-0 all-reduce, ZeRO-1 reduce-scatter + all
   }
   CHECK(unit_params == Approx(params));
   const StepTimeEstimate z3 = estimate_step_time(
-      fsdp, step_flops(fsdp.model, fsdp.layout, AttentionFlops::causal), AnalyticOptions{});
+      fsdp, step_flops(fsdp.model, fsdp.layout, AttentionFlops::causal, SelectiveRecompute::attention_core), AnalyticOptions{});
   CHECK(z3.dp_param_s == Approx(2 * unit_gathers));
   CHECK(z3.dp_grad_s == Approx(unit_reduces));
 
@@ -222,7 +222,7 @@ TEST_CASE("DP gradient reduction: ZeRO-0 all-reduce, ZeRO-1 reduce-scatter + all
     none.workload.grad_reduce = GradReduceOverlap::after_backward;
     none.workload.param_gather = ParamGatherOverlap::after_optimizer;
     const StepTimeEstimate exposed =
-        estimate_step_time(s, step_flops(s.model, s.layout, AttentionFlops::causal), none);
+        estimate_step_time(s, step_flops(s.model, s.layout, AttentionFlops::causal, SelectiveRecompute::attention_core), none);
     CHECK(exposed.dp_exposed_s == Approx(exposed.breakdown.dp_comm_s));
     CHECK(t.dp_exposed_s < exposed.dp_exposed_s);
     CHECK(t.dp_exposed_s > 0);  // the last bucket cannot hide
@@ -232,7 +232,7 @@ TEST_CASE("DP gradient reduction: ZeRO-0 all-reduce, ZeRO-1 reduce-scatter + all
 TEST_CASE("pipeline bubble: the other stages' fill and drain, interleaving shrinks it", "[sim][analytic]") {
   Scenario s = test::llama3_70b_1024_h100();
   s.layout.virtual_stages = 1;
-  const StepFlops f = step_flops(s.model, s.layout, AttentionFlops::causal);
+  const StepFlops f = step_flops(s.model, s.layout, AttentionFlops::causal, SelectiveRecompute::attention_core);
   // Gradients reduced after the flush: no stage's last backward runs beside its reductions.
   AnalyticOptions after_flush;
   after_flush.workload.grad_reduce = GradReduceOverlap::after_backward;

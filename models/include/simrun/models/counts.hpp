@@ -60,6 +60,13 @@ struct FlopCounts {
 };
 
 FlopCounts count_flops_per_sequence(const ModelSpec& m, AttentionFlops convention);
+// The same for transformer layer `layer` (0-based) alone: its projections and its FFN (a dense
+// one, or, from moe->first_dense_layers on, its top_k routed and shared experts), its attention
+// core; logits 0. Over every layer, plus the logits, count_flops_per_sequence.
+FlopCounts count_layer_flops(const ModelSpec& m, int64_t layer, AttentionFlops convention);
+// Forward FLOPs per sequence of one layer's MLA up-projections (queries from their latent, where
+// q_lora_rank > 0, and keys and values from theirs); 0 without MLA.
+double mla_up_projection_forward_flops(const ModelSpec& m);
 
 // The attention core's input widths per token on one of `tp` ranks, which split the heads
 // (Megatron replicates the key/value heads when there are fewer than tp: one on each rank).

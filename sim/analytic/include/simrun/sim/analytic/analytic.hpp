@@ -51,7 +51,8 @@ struct StepFlops {
   double padding = 0;
   double hardware = 0;  // model + recompute + padding
 };
-StepFlops step_flops(const ModelSpec& m, const Layout& layout, AttentionFlops convention);
+StepFlops step_flops(const ModelSpec& m, const Layout& layout, AttentionFlops convention,
+                     SelectiveRecompute selective);
 
 // Time of one micro-batch on one pipeline stage, per GPU.
 struct StageTime {
