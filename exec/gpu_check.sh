@@ -56,7 +56,7 @@ echo "== kernels against the measured ceilings"
 "$build/bench/cuda_kernels" 2>&1 | tee "$logs/cuda_kernels.txt"
 echo "== validate, 1 GPU, cuda backend"
 if ((full)); then
-  if "$build/cli/simrun" validate examples/validate-small.json --backend cuda --tp 1 --pp 1 --dp 1 \
+  if "$build/cli/simrun" validate examples/validate-small.json --backend cuda --gpus 1 --tp 1 --pp 1 --dp 1 \
       --global-batch 4 --steps 5 --warmup 2 --out "$logs/validate-cuda" > "$logs/validate-cuda.txt" \
       2> "$logs/validate-cuda.err"; then
     head -32 "$logs/validate-cuda.txt"

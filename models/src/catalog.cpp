@@ -19,9 +19,6 @@ ModelSpec read_model(JsonReader& r) {
   ModelSpec m;
   m.name = r.string_or("name", "custom");
   if (m.name.empty()) r.fail("name", "must not be empty");
-  // It is printed in tables and CSV cells: no control characters (ESC would drive a terminal).
-  if (std::any_of(m.name.begin(), m.name.end(), [](char c) { return (unsigned char)c < 0x20 || c == 0x7f; }))
-    r.fail("name", quoted_input(m.name) + " holds control characters (give a plain name)");
   m.layers = r.integer("layers", 1, kMaxLayers);
   m.hidden = r.integer("hidden", 1, kMaxHidden);
   m.heads = r.integer("heads", 1, kMaxHeads);

@@ -379,9 +379,12 @@ ModelSpec import_hf_config(const nlohmann::json& config, const std::string& file
     f.fail("num_experts",
            "missing: a \"" + model_type +
                "\" model has experts (give n_routed_experts, num_local_experts or num_experts)");
-  if (!experts_key.empty() && f.integer({experts_key}, 0, kMaxExperts) > 0) {
+  // A family that always has experts has at least one (0 is not read as a dense model either).
+  const int64_t experts =
+      experts_key.empty() ? 0 : f.integer({experts_key}, arch.experts == Experts::moe ? 1 : 0, kMaxExperts);
+  if (experts > 0) {
     MoeSpec moe;
-    moe.experts = f.integer({experts_key}, 1, kMaxExperts);
+    moe.experts = experts;
     moe.top_k = f.integer({"num_experts_per_tok"}, 1, kMaxExperts);
     moe.expert_ffn_hidden = f.integer_or({"moe_intermediate_size"}, m.ffn_hidden, 1, kMaxFfn);
     moe.shared_experts = f.integer_or({"n_shared_experts"}, 0, 0, kMaxExperts);
@@ -438,6 +441,7 @@ ModelSpec import_hf_config(const nlohmann::json& config, const std::string& file
   m.source = "HuggingFace config.json: " + file;
 
   static const std::map<std::string, std::string> hf_names = {
+      {"name", "_name_or_path"},
       {"kv_heads", "num_key_value_heads"},
       {"heads", "num_attention_heads"},
       {"head_dim", "head_dim"},

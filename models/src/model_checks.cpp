@@ -1,6 +1,7 @@
 // Cross-field checks of a ModelSpec; see model_checks.hpp.
 #include "model_checks.hpp"
 
+#include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
 
 namespace simrun::detail {
@@ -9,6 +10,10 @@ void check_model(const ModelSpec& m, const std::string& file, const FieldPath& p
   auto fail = [&](const std::string& field, const std::string& why) {
     throw InputError(file, path(field), why);
   };
+  // The name is printed in tables and CSV cells: nothing a terminal acts on (ESC, a newline, a
+  // bidirectional override), whichever file gave it (a catalog entry, a config's _name_or_path).
+  if (printable(m.name, std::string::npos) != m.name)
+    fail("name", quoted_input(m.name) + " holds control characters (give a plain name)");
   if (!m.mla) {
     if (m.heads % m.kv_heads != 0)
       fail("kv_heads", std::to_string(m.kv_heads) + " does not divide heads = " + std::to_string(m.heads) +

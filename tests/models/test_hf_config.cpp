@@ -190,6 +190,17 @@ TEST_CASE("bad HF configs give one InputError naming the field", "[models][hf][e
     "max_position_embeddings": 128, "hidden_size": 64, "num_attention_heads": 4, "num_experts_per_tok": 2})";
   CHECK(field_of(R"({"model_type": "mixtral", )" + moe_shape) == "num_experts");
   CHECK(field_of(R"({"model_type": "qwen3_moe", )" + moe_shape) == "num_experts");
+  // Nor one with none of them.
+  CHECK(field_of(R"({"model_type": "mixtral", "num_local_experts": 0, )" + moe_shape) == "num_local_experts");
+  CHECK(field_of(R"({"model_type": "qwen3_moe", "num_experts": 0, )" + moe_shape) == "num_experts");
+  // The name is printed in tables: nothing a terminal acts on.
+  CHECK(field_of("{" + base + R"(, "hidden_size": 64, "num_attention_heads": 4,
+    "_name_or_path": "evil\u001b[31mRED\nline"})") == "_name_or_path");
+  CHECK(field_of("{" + base + R"(, "hidden_size": 64, "num_attention_heads": 4,
+    "_name_or_path": "right\u202eleft"})") == "_name_or_path");
+  CHECK(field_of("{" + base + R"(, "hidden_size": 64, "num_attention_heads": 4,
+    "_name_or_path": "org/Llama-3 \\ é"})")
+            .empty());
 }
 
 TEST_CASE("out-of-range integers are quoted as written, not wrapped through int64", "[models][hf][errors]") {

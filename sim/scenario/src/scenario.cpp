@@ -537,6 +537,11 @@ void ScenarioOverrides::apply_to(nlohmann::json& doc) const {
   // derive it again from the GPU count, as Megatron-LM does (dp = world / (tp·pp·cp)).
   const bool reshaped = gpus || tp || pp || cp || ep;
   if (reshaped && !dp && doc.contains("layout") && doc["layout"].is_object()) doc["layout"].erase("dp");
+  // A schedule of one model chunk per rank (gpipe, 1f1b) given over a file's virtual stages runs
+  // without them, unless they are given too (schedule_error refuses the pair).
+  if (pipeline_schedule && (*pipeline_schedule == "1f1b" || *pipeline_schedule == "gpipe") &&
+      !virtual_stages && doc.contains("layout") && doc["layout"].is_object())
+    doc["layout"].erase("virtual_stages");
   // The run's length is given once: a flag's replaces the file's, in either form.
   if ((tokens || train_iters) && doc.contains("run") && doc["run"].is_object())
     doc["run"].erase(tokens ? "train_iters" : "tokens");

@@ -191,17 +191,27 @@ TEST_CASE(
   CHECK(fp8_params.memory.weights == Approx(0.5 * delayed.memory.weights));
 }
 
-TEST_CASE("an explicit 1F1B over virtual stages is sized as it runs: one chunk per rank",
+TEST_CASE("an explicit 1F1B or GPipe over virtual stages is refused, not run as one chunk under their name",
           "[sim][layout_rules]") {
-  auto activations = [](const std::string& extra) {
-    const Scenario sc =
-        parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
-        "layout": {"tp": 2, "pp": 4, "global_batch": 16)" +
-                            extra + "}}");
-    return estimate(sc).memory.activations;
+  const std::string base = R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
+        "layout": {"tp": 2, "pp": 4, "global_batch": 16, "virtual_stages": 2, "pipeline_schedule": ")";
+  for (const char* schedule : {"1f1b", "gpipe"})
+    CHECK_THROWS_WITH(
+        parse_scenario_text(base + schedule + "\"}}"),
+        Catch::Contains("layout.pipeline_schedule") && Catch::Contains("virtual_stages must be 1, got 2"));
+  // Given over a file's virtual stages (a flag), such a schedule runs without them, as reported.
+  const auto sized = [&](const std::string& layout) {
+    nlohmann::json doc = nlohmann::json::parse(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm",
+        "num_gpus": 8}, "layout": {"tp": 2, "pp": 4, "global_batch": 16)" +
+                                               layout + "}}");
+    ScenarioOverrides o;
+    o.pipeline_schedule = "1f1b";
+    o.apply_to(doc);
+    return parse_scenario(doc, "t.json", simrun::test::catalogs(), ".");
   };
-  CHECK(activations(R"(, "virtual_stages": 2, "pipeline_schedule": "1f1b")") == Approx(activations("")));
-  CHECK(activations(R"(, "virtual_stages": 2)") > activations(""));
+  CHECK(sized(R"(, "virtual_stages": 2)").layout.virtual_stages == 1);
+  CHECK(estimate(sized(R"(, "virtual_stages": 2)")).memory.activations ==
+        Approx(estimate(sized("")).memory.activations));
 }
 
 TEST_CASE("a GPipe layout holds every micro-batch's activations, at 1F1B's step time",
