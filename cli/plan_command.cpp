@@ -20,6 +20,7 @@
 #include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/common/json_reader.hpp"
+#include "simrun/common/text.hpp"
 #include "simrun/common/units.hpp"
 #include "simrun/sim/event/simulate.hpp"
 #include "simrun/sim/planner/planner.hpp"
@@ -294,15 +295,16 @@ void print_rows(std::ostream& out, const PlanRequest& q, const PlanResult& r,
                 const std::vector<PlanPoint>& rows, bool moe, bool ranks) {
   out << fmt::format("{:>4}  {:<10} {:>6}  {:<40} {:>8} {:>5} {:>9} {:>7} {:>9} {:>9} {:>7} {:>7}\n",
                      ranks ? "rank" : "", "gpu", "gpus", "layout", "step s", "MFU", "headroom", "days",
-                     "GPU-h", "$M", "MWh", "goodput");
+                     "GPU-h", "cost", "MWh", "goodput");
   for (const PlanPoint& p : rows) {
     const std::string rank = ranks ? fmt::format("{}", p.rank) : "";
     out << fmt::format(
-        "{:>4}  {:<10} {:>6}  {:<40} {:>8.3f} {:>4.1f}% {:>5.1f} GiB {:>7.1f} {:>9} {:>9.3f} {:>7.0f} "
+        "{:>4}  {:<10} {:>6}  {:<40} {:>8.3f} {:>4.1f}% {:>5.1f} GiB {:>7.1f} {:>9} {:>9} {:>7.3g} "
         "{:>6.1f}%{}\n",
         rank, q.gpus[size_t(p.offer)].gpu, p.num_gpus, layout_cell(p, moe, r), p.step_time_s, 100 * p.mfu,
         (p.capacity_bytes - p.peak_bytes_per_gpu) / kGiB, p.days, count_text(uint64_t(p.gpu_hours)),
-        p.cost_usd / 1e6, p.energy_kwh / 1e3, 100 * p.goodput, p.fidelity == "event" ? "" : " (estimate)");
+        usd_text(p.cost_usd), p.energy_kwh / 1e3, 100 * p.goodput,
+        p.fidelity == "event" ? "" : " (estimate)");
   }
 }
 

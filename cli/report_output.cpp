@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "command.hpp"
+#include "simrun/common/text.hpp"
 #include "simrun/common/units.hpp"
 
 namespace simrun::cli {
@@ -113,8 +114,10 @@ void print_report_table(const Report& r, const StepTimeBand& band, const Scenari
   const bool finishes = std::isfinite(r.run.days);  // else the warnings say why it never does
   row("days", finishes ? fmt::format("{:.1f}", r.run.days) : "never");
   row("GPU-hours", finishes ? human_count(r.run.gpu_hours) : "-");
-  row("cost", finishes ? fmt::format("${:.2f}M", r.run.cost_usd / 1e6) : "-");
-  row("energy", finishes ? fmt::format("{:.0f} MWh", r.run.energy_kwh / 1e3) : "-");
+  row("cost", finishes ? usd_text(r.run.cost_usd) : "-");
+  row("energy", !finishes                ? "-"
+                : r.run.energy_kwh < 1e3 ? fmt::format("{:.3g} kWh", r.run.energy_kwh)
+                                         : fmt::format("{:.0f} MWh", r.run.energy_kwh / 1e3));
   row("goodput", fmt::format("{:.1f} % (checkpoint every {:.0f} min)", 100 * r.run.goodput,
                              r.run.checkpoint_interval_s / 60));
   for (const auto& w : r.warnings) fmt::print(out, "warning: {}\n", w);

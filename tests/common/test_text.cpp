@@ -19,3 +19,13 @@ TEST_CASE("spelling_key is one key for the spellings of a name", "[common][text]
   CHECK(spelling_key("CollNet_Direct") == "collnetdirect");
   CHECK(spelling_key("all reduce") == "all reduce");  // a space is part of the name
 }
+
+TEST_CASE("usd_text reads at the scale of the sum, three significant digits", "[common][text]") {
+  CHECK(usd_text(55.07) == "$55.07");
+  CHECK(usd_text(0) == "$0.00");
+  CHECK(usd_text(68'640) == "$68.6k");
+  CHECK(usd_text(999'960) == "$1M");
+  CHECK(usd_text(1'234'567) == "$1.23M");
+  CHECK(usd_text(4.5e9) == "$4.5B");
+  CHECK(usd_text(-2'500) == "$-2.5k");
+}

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "simrun/common/text.hpp"
 #include "simrun/common/units.hpp"
 #include "simrun/sim/planner/planner.hpp"
 
@@ -104,9 +105,9 @@ std::string infeasible_text(const PlanRequest& q, const PlanResult& r) {
         fmt::format("no plan meets the {:.4g}-day deadline: the fastest, {}, takes {:.1f} days ({:.1f} over)",
                     *q.deadline_days, who(*c.fastest), c.fastest->days, c.fastest->days - *q.deadline_days);
   if (q.budget_usd && c.cheapest->cost_usd > *q.budget_usd)
-    out += fmt::format("{}no plan fits the ${:.4g}M budget: the cheapest, {}, costs ${:.4g}M (${:.3g}M over)",
-                       out.empty() ? "" : "; ", *q.budget_usd / 1e6, who(*c.cheapest),
-                       c.cheapest->cost_usd / 1e6, (c.cheapest->cost_usd - *q.budget_usd) / 1e6);
+    out += fmt::format("{}no plan fits the {} budget: the cheapest, {}, costs {} ({} over)",
+                       out.empty() ? "" : "; ", usd_text(*q.budget_usd), who(*c.cheapest),
+                       usd_text(c.cheapest->cost_usd), usd_text(c.cheapest->cost_usd - *q.budget_usd));
   if (out.empty() && q.deadline_days && q.budget_usd)
     out = "no plan meets both the deadline and the budget at once (each alone can be met: relax one)";
   if (out.empty())  // the estimate's best all left at the event phase

@@ -15,6 +15,7 @@
 
 #include "search_space.hpp"
 #include "simrun/common/error.hpp"
+#include "simrun/common/text.hpp"
 #include "simrun/common/units.hpp"
 #include "simrun/sim/analytic/analytic.hpp"
 #include "simrun/sim/event/simulate.hpp"
@@ -649,10 +650,10 @@ PlanResult plan_finish(const PlanRequest& q, const Catalogs& catalogs, PlanParti
     const std::string& ga = q.gpus[size_t(a.offer)].gpu;
     const std::string& gb = q.gpus[size_t(b.offer)].gpu;
     const double gap = b.objective(q.objective) / a.objective(q.objective) - 1;
-    std::string what = q.objective == PlanObjective::cost
-                           ? fmt::format("{:.1f}% cheaper (${:.3g}M vs ${:.3g}M)", 100 * gap,
-                                         a.cost_usd / 1e6, b.cost_usd / 1e6)
-                           : fmt::format("{:.1f}% faster ({:.1f} vs {:.1f} days)", 100 * gap, a.days, b.days);
+    std::string what =
+        q.objective == PlanObjective::cost
+            ? fmt::format("{:.1f}% cheaper ({} vs {})", 100 * gap, usd_text(a.cost_usd), usd_text(b.cost_usd))
+            : fmt::format("{:.1f}% faster ({:.1f} vs {:.1f} days)", 100 * gap, a.days, b.days);
     std::string because;
     if (ga != gb) {
       because = fmt::format(

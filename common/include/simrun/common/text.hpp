@@ -1,6 +1,6 @@
 // Case folding for the names people type (catalog ids, enum spellings, the free text of a
 // measured run): ASCII only and independent of the C locale, so "H100" and "h100" are one name
-// on every machine and no byte beyond ASCII changes.
+// on every machine and no byte beyond ASCII changes. And dollars as tables print them.
 #pragma once
 
 #include <string>
@@ -14,5 +14,9 @@ std::string ascii_lower(std::string_view text);
 // ascii_lower(text) without '_' and '-': the one key of "all_reduce", "AllReduce" and
 // "all-reduce".
 std::string spelling_key(std::string_view text);
+
+// Dollars to three significant digits at the scale that reads best: "$55.07", "$68.6k",
+// "$1.23M", "$4.5B" (a fine-tuning run and a pre-training run in one table, neither "$0.00M").
+std::string usd_text(double usd);
 
 }  // namespace simrun
