@@ -293,17 +293,17 @@ std::string layout_cell(const PlanPoint& p, bool moe, const PlanResult& r) {
 
 void print_rows(std::ostream& out, const PlanRequest& q, const PlanResult& r,
                 const std::vector<PlanPoint>& rows, bool moe, bool ranks) {
-  out << fmt::format("{:>4}  {:<10} {:>6}  {:<40} {:>8} {:>5} {:>9} {:>7} {:>9} {:>9} {:>7} {:>7}\n",
+  out << fmt::format("{:>4}  {:<10} {:>6}  {:<40} {:>8} {:>5} {:>9} {:>7} {:>9} {:>9} {:>9} {:>7}\n",
                      ranks ? "rank" : "", "gpu", "gpus", "layout", "step s", "MFU", "headroom", "days",
-                     "GPU-h", "cost", "MWh", "goodput");
+                     "GPU-h", "cost", "energy", "goodput");
   for (const PlanPoint& p : rows) {
     const std::string rank = ranks ? fmt::format("{}", p.rank) : "";
     out << fmt::format(
-        "{:>4}  {:<10} {:>6}  {:<40} {:>8.3f} {:>4.1f}% {:>5.1f} GiB {:>7.1f} {:>9} {:>9} {:>7.3g} "
+        "{:>4}  {:<10} {:>6}  {:<40} {:>8.3f} {:>4.1f}% {:>5.1f} GiB {:>7.1f} {:>9} {:>9} {:>9} "
         "{:>6.1f}%{}\n",
         rank, q.gpus[size_t(p.offer)].gpu, p.num_gpus, layout_cell(p, moe, r), p.step_time_s, 100 * p.mfu,
         (p.capacity_bytes - p.peak_bytes_per_gpu) / kGiB, p.days, count_text(uint64_t(p.gpu_hours)),
-        usd_text(p.cost_usd), p.energy_kwh / 1e3, 100 * p.goodput,
+        usd_text(p.cost_usd), energy_text(p.energy_kwh), 100 * p.goodput,
         p.fidelity == "event" ? "" : " (estimate)");
   }
 }
@@ -314,7 +314,7 @@ void print_table(std::ostream& out, const PlanRequest& q, const PlanResult& r, b
                  const std::string& workers) {
   std::string goal = q.objective == PlanObjective::cost ? "fewest dollars" : "fewest days";
   if (q.deadline_days) goal += fmt::format(" within {:.4g} days", *q.deadline_days);
-  if (q.budget_usd) goal += fmt::format(" within ${:.4g}M", *q.budget_usd / 1e6);
+  if (q.budget_usd) goal += " within " + usd_text(*q.budget_usd, 4);
   std::string model = q.model.is_string() ? q.model.get<std::string>() : q.model.dump();
   out << fmt::format("simrun plan — {}, {} tokens; {}\n", model,
                      q.tokens > 0 ? fmt::format("{:.3g}", q.tokens) : std::string("20 per parameter"), goal);

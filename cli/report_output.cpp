@@ -115,9 +115,7 @@ void print_report_table(const Report& r, const StepTimeBand& band, const Scenari
   row("days", finishes ? fmt::format("{:.1f}", r.run.days) : "never");
   row("GPU-hours", finishes ? human_count(r.run.gpu_hours) : "-");
   row("cost", finishes ? usd_text(r.run.cost_usd) : "-");
-  row("energy", !finishes                ? "-"
-                : r.run.energy_kwh < 1e3 ? fmt::format("{:.3g} kWh", r.run.energy_kwh)
-                                         : fmt::format("{:.0f} MWh", r.run.energy_kwh / 1e3));
+  row("energy", finishes ? energy_text(r.run.energy_kwh) : "-");
   row("goodput", fmt::format("{:.1f} % (checkpoint every {:.0f} min)", 100 * r.run.goodput,
                              r.run.checkpoint_interval_s / 60));
   for (const auto& w : r.warnings) fmt::print(out, "warning: {}\n", w);

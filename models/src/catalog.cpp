@@ -18,7 +18,6 @@ ModelSpec read_model(JsonReader& r) {
   using namespace detail;
   ModelSpec m;
   m.name = r.string_or("name", "custom");
-  if (m.name.empty()) r.fail("name", "must not be empty");
   m.layers = r.integer("layers", 1, kMaxLayers);
   m.hidden = r.integer("hidden", 1, kMaxHidden);
   m.heads = r.integer("heads", 1, kMaxHeads);

@@ -182,7 +182,7 @@ FlopCounts count_layer_flops(const ModelSpec& m, int64_t layer, AttentionFlops c
   // count_flops_per_sequence's terms for one layer (3 fwd+bwd · 2 FMA · tokens · matrices).
   constexpr double kFwdBwd = 3.0, kFma = 2.0;
   const double s = d(m.seq_len);
-  const bool moe_layer = m.is_moe() && layer >= m.moe->first_dense_layers;
+  const bool moe_layer = m.is_moe_layer(layer);
   const double routed = moe_layer ? d(m.moe->top_k) * ffn_matrices(m, m.moe->expert_ffn_hidden) : 0.0;
   const double ffn = moe_layer ? routed + d(m.moe->shared_experts) * ffn_matrices(m, m.moe->expert_ffn_hidden)
                                : ffn_matrices(m, m.ffn_hidden);

@@ -4,16 +4,24 @@
 #include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
 
+namespace simrun {
+
+std::optional<std::string> model_name_problem(const std::string& name) {
+  if (name.empty()) return "must not be empty";
+  if (printable(name, std::string::npos) != name)
+    return quoted_input(name) + " holds control characters or bytes that are not UTF-8 (give a plain name)";
+  return std::nullopt;
+}
+
+}  // namespace simrun
+
 namespace simrun::detail {
 
 void check_model(const ModelSpec& m, const std::string& file, const FieldPath& path) {
   auto fail = [&](const std::string& field, const std::string& why) {
     throw InputError(file, path(field), why);
   };
-  // The name is printed in tables and CSV cells: nothing a terminal acts on (ESC, a newline, a
-  // bidirectional override), whichever file gave it (a catalog entry, a config's _name_or_path).
-  if (printable(m.name, std::string::npos) != m.name)
-    fail("name", quoted_input(m.name) + " holds control characters (give a plain name)");
+  if (const auto why = model_name_problem(m.name)) fail("name", *why);
   if (!m.mla) {
     if (m.heads % m.kv_heads != 0)
       fail("kv_heads", std::to_string(m.kv_heads) + " does not divide heads = " + std::to_string(m.heads) +

@@ -295,6 +295,10 @@ TEST_CASE("a missing or directory hf_config names model.hf_config, a directory i
                         "hf_long_ctx.json: model.seq_len: missing, and the config's context");
   doc["model"] = {{"hf_config", "hf_long.json"}, {"seq_len", 4096}};
   CHECK(estimate_with("hf_long_ctx_given.json", doc).exit_code == 0);
+  // A name given over the config's is checked as the config's own: no control characters.
+  doc["model"] = {{"hf_config", "hf_long.json"}, {"seq_len", 4096}, {"name", "evil\u001b[31m\nline"}};
+  require_one_safe_line(estimate_with("hf_name.json", doc),
+                        "hf_name.json: model.name: \"evil\\x1b[31m\\nline\"");
 }
 
 TEST_CASE("collective: a step factor a few ulps above 1 is refused, not stepped for hours", "[cli][errors]") {

@@ -1,5 +1,7 @@
-// Case folding for typed names: ASCII letters only, whatever the locale.
+// Case folding for typed names: ASCII letters only, whatever the locale; dollars and energy as text.
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
 
 #include "simrun/common/text.hpp"
 
@@ -27,5 +29,15 @@ TEST_CASE("usd_text reads at the scale of the sum, three significant digits", "[
   CHECK(usd_text(999'960) == "$1M");
   CHECK(usd_text(1'234'567) == "$1.23M");
   CHECK(usd_text(4.5e9) == "$4.5B");
-  CHECK(usd_text(-2'500) == "$-2.5k");
+  CHECK(usd_text(-2'500) == "-$2.5k");
+  CHECK(usd_text(-0.0) == "$0.00");
+  CHECK(usd_text(1.5e12) == "$1.5T");
+  CHECK(usd_text(2e16) == "$20000T");
+  CHECK(usd_text(std::numeric_limits<double>::infinity()) == "-");
+  CHECK(usd_text(std::nan("")) == "-");
+  CHECK(usd_text(1'000'412, 4) == "$1M");
+  CHECK(usd_text(1'000'412, 7) == "$1.000412M");
+  CHECK(energy_text(0.366) == "0.366 kWh");
+  CHECK(energy_text(999.7) == "1 MWh");
+  CHECK(energy_text(21e6) == "21000 MWh");
 }

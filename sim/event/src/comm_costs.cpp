@@ -161,8 +161,8 @@ std::vector<std::vector<int64_t>> StepCommCosts::with_nic_twins(RankGroup kind, 
   return groups;
 }
 
-// Every group of kind `g` among the ranks of `kind.block` (its pipeline stage), the one holding
-// rank 0 first: they run the same collective at once.
+// Every group of kind `g` among the ranks of `kind.block` (its pipeline stage): they run the same
+// collective at once.
 std::vector<std::vector<int64_t>> StepCommCosts::groups_of_block(GroupKind g, RankGroup kind) const {
   std::vector<std::vector<int64_t>> groups;
   std::set<int64_t> seen;

@@ -106,8 +106,8 @@ std::string infeasible_text(const PlanRequest& q, const PlanResult& r) {
                     *q.deadline_days, who(*c.fastest), c.fastest->days, c.fastest->days - *q.deadline_days);
   if (q.budget_usd && c.cheapest->cost_usd > *q.budget_usd)
     out += fmt::format("{}no plan fits the {} budget: the cheapest, {}, costs {} ({} over)",
-                       out.empty() ? "" : "; ", usd_text(*q.budget_usd), who(*c.cheapest),
-                       usd_text(c.cheapest->cost_usd), usd_text(c.cheapest->cost_usd - *q.budget_usd));
+                       out.empty() ? "" : "; ", usd_text(*q.budget_usd, 4), who(*c.cheapest),
+                       usd_text(c.cheapest->cost_usd, 4), usd_text(c.cheapest->cost_usd - *q.budget_usd));
   if (out.empty() && q.deadline_days && q.budget_usd)
     out = "no plan meets both the deadline and the budget at once (each alone can be met: relax one)";
   if (out.empty())  // the estimate's best all left at the event phase

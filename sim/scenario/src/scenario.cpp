@@ -170,6 +170,7 @@ ModelSpec read_model_field(JsonReader& top, const Catalogs& catalogs, const std:
     ModelSpec spec =
         read_model_variant(read_hf_model(model, "hf_config", base_dir, seq_len, "seq_len"), model);
     spec.name = model.string_or("name", spec.name);
+    if (const auto why = model_name_problem(spec.name)) model.fail("name", *why);
     refuse_other_keys(model, raw, {"hf_config", "name"}, "an imported config.json");
     return spec;
   }

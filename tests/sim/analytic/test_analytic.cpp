@@ -112,7 +112,8 @@ TEST_CASE("TP traffic per step is Megatron's collectives per layer, embedding an
           "[sim][analytic]") {
   const bool sp = GENERATE(false, true);
   const Scenario s = single_node(8, sp);
-  const StepFlops f = step_flops(s.model, s.layout, AttentionFlops::causal, SelectiveRecompute::attention_core);
+  const StepFlops f =
+      step_flops(s.model, s.layout, AttentionFlops::causal, SelectiveRecompute::attention_core);
   const StepTimeEstimate t = estimate_step_time(s, f, AnalyticOptions{});
   const LinkCost nvlink = group_link(s.cluster, {8, 1}, EfficiencyDefaults{});
   const double tokens = 8192.0;            // s·b on this rank
@@ -128,9 +129,9 @@ TEST_CASE("TP traffic per step is Megatron's collectives per layer, embedding an
   // backward AG of the output gradient (row-parallel), re-gather of the input and RS of its
   // gradient (column-parallel). Embedding: AR (SP: RS) forward, AG backward under SP. Head:
   // AG forward under SP, the loss all-reduce, AG + RS (or AR) backward.
-  const double per_mb =
-      sp ? 8 * (6 * ag + 4 * rs) + (rs + ag) + (2 * ag + rs) + collective_s(CollectiveOp::all_reduce, loss, 8, nvlink)
-         : 8 * 4 * ar + ar + ar + collective_s(CollectiveOp::all_reduce, loss, 8, nvlink);
+  const double per_mb = sp ? 8 * (6 * ag + 4 * rs) + (rs + ag) + (2 * ag + rs) +
+                                 collective_s(CollectiveOp::all_reduce, loss, 8, nvlink)
+                           : 8 * 4 * ar + ar + ar + collective_s(CollectiveOp::all_reduce, loss, 8, nvlink);
   CHECK(t.breakdown.tp_comm_s == Approx(m * per_mb));
   // Megatron's default overlaps the backward's collectives with the dgrad/wgrad GEMMs, not the
   // forward's: at least the forward per layer is exposed, and less than all of it.
@@ -144,7 +145,8 @@ TEST_CASE("TP traffic per step is Megatron's collectives per layer, embedding an
 TEST_CASE("the estimate's ops carry Megatron's FLOPs and are timed by the compute model", "[sim][analytic]") {
   const bool sp = GENERATE(false, true);
   const Scenario s = single_node(8, sp);
-  const StepFlops f = step_flops(s.model, s.layout, AttentionFlops::causal, SelectiveRecompute::attention_core);
+  const StepFlops f =
+      step_flops(s.model, s.layout, AttentionFlops::causal, SelectiveRecompute::attention_core);
   const StepTimeEstimate t = estimate_step_time(s, f, AnalyticOptions{});
   REQUIRE(t.stages.size() == 1);
   const StageTime& st = t.stages[0];
@@ -188,12 +190,15 @@ TEST_CASE("DP gradient reduction: ZeRO-0 all-reduce, ZeRO-1 reduce-scatter + all
   const double grad_bytes = WorkloadOptions{}.grad_reduce_bytes;
 
   s.layout.zero_stage = 0;
-  StepTimeEstimate t =
-      estimate_step_time(s, step_flops(s.model, s.layout, AttentionFlops::causal, SelectiveRecompute::attention_core), AnalyticOptions{});
+  StepTimeEstimate t = estimate_step_time(
+      s, step_flops(s.model, s.layout, AttentionFlops::causal, SelectiveRecompute::attention_core),
+      AnalyticOptions{});
   CHECK(t.breakdown.dp_comm_s == Approx(per_bucket(CollectiveOp::all_reduce, grad_bytes)));
 
   s.layout.zero_stage = 1;
-  t = estimate_step_time(s, step_flops(s.model, s.layout, AttentionFlops::causal, SelectiveRecompute::attention_core), AnalyticOptions{});
+  t = estimate_step_time(
+      s, step_flops(s.model, s.layout, AttentionFlops::causal, SelectiveRecompute::attention_core),
+      AnalyticOptions{});
   CHECK(t.dp_grad_s == Approx(per_bucket(CollectiveOp::reduce_scatter, grad_bytes)));
   CHECK(t.dp_param_s == Approx(per_bucket(CollectiveOp::all_gather, 2)));
   // Cut in buckets it takes longer than one call of the whole (each call pays NCCL's latency).
@@ -213,7 +218,8 @@ TEST_CASE("DP gradient reduction: ZeRO-0 all-reduce, ZeRO-1 reduce-scatter + all
   }
   CHECK(unit_params == Approx(params));
   const StepTimeEstimate z3 = estimate_step_time(
-      fsdp, step_flops(fsdp.model, fsdp.layout, AttentionFlops::causal, SelectiveRecompute::attention_core), AnalyticOptions{});
+      fsdp, step_flops(fsdp.model, fsdp.layout, AttentionFlops::causal, SelectiveRecompute::attention_core),
+      AnalyticOptions{});
   CHECK(z3.dp_param_s == Approx(2 * unit_gathers));
   CHECK(z3.dp_grad_s == Approx(unit_reduces));
 
@@ -221,8 +227,8 @@ TEST_CASE("DP gradient reduction: ZeRO-0 all-reduce, ZeRO-1 reduce-scatter + all
     AnalyticOptions none;
     none.workload.grad_reduce = GradReduceOverlap::after_backward;
     none.workload.param_gather = ParamGatherOverlap::after_optimizer;
-    const StepTimeEstimate exposed =
-        estimate_step_time(s, step_flops(s.model, s.layout, AttentionFlops::causal, SelectiveRecompute::attention_core), none);
+    const StepTimeEstimate exposed = estimate_step_time(
+        s, step_flops(s.model, s.layout, AttentionFlops::causal, SelectiveRecompute::attention_core), none);
     CHECK(exposed.dp_exposed_s == Approx(exposed.breakdown.dp_comm_s));
     CHECK(t.dp_exposed_s < exposed.dp_exposed_s);
     CHECK(t.dp_exposed_s > 0);  // the last bucket cannot hide
@@ -232,7 +238,8 @@ TEST_CASE("DP gradient reduction: ZeRO-0 all-reduce, ZeRO-1 reduce-scatter + all
 TEST_CASE("pipeline bubble: the other stages' fill and drain, interleaving shrinks it", "[sim][analytic]") {
   Scenario s = test::llama3_70b_1024_h100();
   s.layout.virtual_stages = 1;
-  const StepFlops f = step_flops(s.model, s.layout, AttentionFlops::causal, SelectiveRecompute::attention_core);
+  const StepFlops f =
+      step_flops(s.model, s.layout, AttentionFlops::causal, SelectiveRecompute::attention_core);
   // Gradients reduced after the flush: no stage's last backward runs beside its reductions.
   AnalyticOptions after_flush;
   after_flush.workload.grad_reduce = GradReduceOverlap::after_backward;

@@ -25,7 +25,7 @@ double event_alone_s(const std::shared_ptr<ClusterGraph>& graph, CollectiveOp op
 }
 
 // The event's time of the call on `ranks` beside its `twins` − 1 twins at rank offsets 1, 2, …,
-// as a step runs the groups of one kind that share a node's NICs.
+// as a step runs the groups of one kind that share a node's NICs: until the slowest ends.
 double event_beside_twins_s(const std::shared_ptr<ClusterGraph>& graph, CollectiveOp op,
                             const std::vector<int64_t>& ranks, double bytes, int64_t twins) {
   std::vector<CollectiveRequest> requests;

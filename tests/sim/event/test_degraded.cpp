@@ -293,7 +293,8 @@ TEST_CASE("a pipeline boundary waits for its slowest pair of GPUs, each pair on 
   const Scenario sc = scenario("mistral-7b", "h100-sxm", 24,
                                R"("tp": 1, "pp": 8, "dp": 3, "micro_batch": 2, "global_batch": 48,
                                    "precision": "fp8")");
-  const StepFlops f = step_flops(sc.model, sc.layout, AttentionFlops::causal, SelectiveRecompute::attention_core);
+  const StepFlops f =
+      step_flops(sc.model, sc.layout, AttentionFlops::causal, SelectiveRecompute::attention_core);
   auto slowest_send_s = [&](int64_t rank) {
     AnalyticOptions o;
     o.slow_links = {{rank, 0.1, LinkClass::scale_out}};

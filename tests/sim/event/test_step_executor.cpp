@@ -243,21 +243,36 @@ TEST_CASE("on NVL72 racks the two fidelities agree under ZeRO-3, across racks an
 }
 
 TEST_CASE("both fidelities count the FLOPs each selective recompute re-runs", "[sim][step][analytic]") {
-  // Megatron's re-runs the attention core, torchtitan's every odd layer (experts at their padding
-  // too), DeepSeek-V3's (hai-llm) the MLA up-projections. The estimate counted the attention core
-  // for each (torchtitan's Llama-3 8B: 3.514e15 against the event's 3.901e15).
-  const std::string c = GENERATE(
-      std::string(R"("model": "llama3-8b", "framework": "megatron-core", "cluster": {"gpu": "h100-sxm",
-          "num_gpus": 8}, "layout": {"tp": 2, "global_batch": 8)"),
-      std::string(R"("model": "llama3-8b", "framework": "torchtitan", "cluster": {"gpu": "h100-sxm",
-          "num_gpus": 8}, "layout": {"tp": 1, "zero_stage": 3, "global_batch": 8)"),
-      std::string(R"("model": "mixtral-8x7b", "framework": "torchtitan", "cluster": {"gpu": "h100-sxm",
-          "num_gpus": 16}, "layout": {"tp": 2, "ep": 8, "global_batch": 16, "moe_capacity_factor": 1.25)"),
-      std::string(R"("model": {"name": "deepseek-v3", "layers": 9}, "framework": "hai-llm", "cluster":
-          {"gpu": "h800", "num_gpus": 16}, "layout": {"tp": 1, "pp": 1, "ep": 16, "global_batch": 16)"));
-  const Scenario sc = parse_scenario_text("{" + c + R"(, "recompute": "selective"}})");
-  const Report event = simulate(sc).report, analytic = estimate(sc);
-  INFO(c << ": event " << event.hardware_flops_per_step << ", analytic " << analytic.hardware_flops_per_step);
+  // Megatron's re-runs the attention core, torchtitan's every odd layer (global ids, so a stage of
+  // 15 layers re-runs 7 or 8; experts at their padding too), DeepSeek-V3's (hai-llm) the MLA
+  // up-projections. The estimate counted the attention core for each (torchtitan's Llama-3 8B:
+  // 3.514e15 against the event's 3.901e15).
+  struct Case {
+    std::string scenario;
+    SelectiveRecompute kind;
+  };
+  const Case c =
+      GENERATE(Case{R"("model": "llama3-8b", "framework": "megatron-core", "cluster": {"gpu": "h100-sxm",
+          "num_gpus": 8}, "layout": {"tp": 2, "global_batch": 8)",
+                    SelectiveRecompute::attention_core},
+               Case{R"("model": "llama3-8b", "framework": "torchtitan", "cluster": {"gpu": "h100-sxm",
+          "num_gpus": 8}, "layout": {"tp": 1, "zero_stage": 3, "global_batch": 8)",
+                    SelectiveRecompute::every_other_layer},
+               Case{R"("model": {"name": "llama3-8b", "layers": 30}, "framework": "torchtitan", "cluster":
+          {"gpu": "h100-sxm", "num_gpus": 8}, "layout": {"tp": 2, "pp": 2, "global_batch": 8)",
+                    SelectiveRecompute::every_other_layer},
+               Case{R"("model": "mixtral-8x7b", "framework": "torchtitan", "cluster": {"gpu": "h100-sxm",
+          "num_gpus": 16}, "layout": {"tp": 2, "ep": 8, "global_batch": 16, "moe_capacity_factor": 1.25)",
+                    SelectiveRecompute::every_other_layer},
+               Case{R"("model": {"name": "deepseek-v3", "layers": 9}, "framework": "hai-llm", "cluster":
+          {"gpu": "h800", "num_gpus": 16}, "layout": {"tp": 1, "pp": 1, "ep": 16, "global_batch": 16)",
+                    SelectiveRecompute::norm_mla_up_swiglu});
+  const Scenario sc = parse_scenario_text("{" + c.scenario + R"(, "recompute": "selective"}})");
+  const AnalyticOptions profile = framework_options(sc);
+  REQUIRE(profile.workload.selective == c.kind);
+  const Report event = simulate(sc, framework_simulate_options(sc)).report, analytic = estimate(sc, profile);
+  INFO(c.scenario << ": event " << event.hardware_flops_per_step << ", analytic "
+                  << analytic.hardware_flops_per_step);
   CHECK(analytic.hardware_flops_per_step > analytic.flops_per_step);
   CHECK(analytic.hardware_flops_per_step == Approx(event.hardware_flops_per_step).epsilon(1e-9));
 }

@@ -176,7 +176,8 @@ TEST_CASE("hardware FLOPs add the expert work on capacity padding, as the closed
       recompute == "full" ? (per_sequence.dense_gemms + per_sequence.attention_core) / 3.0 * 8 : 0.0;
   CHECK(w.hardware_flops_per_step ==
         Approx(megatron_flops(sc) + recompute_flops + 0.5 * routed * recomputed).epsilon(1e-9));
-  const StepFlops closed = step_flops(sc.model, sc.layout, AttentionFlops::causal, SelectiveRecompute::attention_core);
+  const StepFlops closed =
+      step_flops(sc.model, sc.layout, AttentionFlops::causal, SelectiveRecompute::attention_core);
   CHECK(closed.hardware == Approx(w.hardware_flops_per_step).epsilon(1e-9));
 }
 

@@ -15,8 +15,11 @@ std::string ascii_lower(std::string_view text);
 // "all-reduce".
 std::string spelling_key(std::string_view text);
 
-// Dollars to three significant digits at the scale that reads best: "$55.07", "$68.6k",
-// "$1.23M", "$4.5B" (a fine-tuning run and a pre-training run in one table, neither "$0.00M").
-std::string usd_text(double usd);
+// Dollars at the scale that reads best, `digits` significant from $1k, to the cent below:
+// "$55.07", "$68.6k", "$1.23M", "$4.5B", "$1.2T", "-$2.5k"; "-" for no finite sum (a fine-tuning
+// run and a pre-training run in one table, neither "$0.00M").
+std::string usd_text(double usd, int digits = 3);
+// Energy likewise: "366 Wh" never, "0.366 kWh", "237 MWh", "21000 MWh".
+std::string energy_text(double kwh);
 
 }  // namespace simrun

@@ -68,8 +68,14 @@ struct ModelSpec {
   // MoE layers: all layers after the leading dense ones.
   int64_t moe_layers() const { return is_moe() ? layers - moe->first_dense_layers : 0; }
   int64_t dense_layers() const { return layers - moe_layers(); }
+  bool is_moe_layer(int64_t layer) const { return is_moe() && layer >= moe->first_dense_layers; }
   int64_t q_proj_width() const { return heads * head_dim; }      // a·d_head
   int64_t kv_proj_width() const { return kv_heads * head_dim; }  // g·d_head
 };
+
+// Why `name` cannot name a model, or nothing: it is printed in tables and CSV cells, so it is
+// not empty and holds nothing a terminal acts on (ESC, a newline, a bidirectional override) and
+// no bytes that are not UTF-8, whichever file gave it.
+std::optional<std::string> model_name_problem(const std::string& name);
 
 }  // namespace simrun

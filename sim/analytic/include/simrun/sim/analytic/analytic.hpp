@@ -51,6 +51,8 @@ struct StepFlops {
   double padding = 0;
   double hardware = 0;  // model + recompute + padding
 };
+// `selective`: what Recompute::selective re-runs (the profile's WorkloadOptions::selective);
+// read only when layout.recompute is selective.
 StepFlops step_flops(const ModelSpec& m, const Layout& layout, AttentionFlops convention,
                      SelectiveRecompute selective);
 
