@@ -31,14 +31,14 @@ std::optional<LayoutDiagnostic> schedule_error(const ModelSpec& model, const Lay
   if (!layout.pipeline_schedule) return std::nullopt;
   const std::string field = "layout.pipeline_schedule";
   const int64_t m = layout.num_microbatches();
+  if (one_chunk_per_rank(*layout.pipeline_schedule) && layout.virtual_stages > 1)
+    return diag(field, "virtual_stages_need_interleaving",
+                fmt::format("{} runs one model chunk per rank: virtual_stages must be 1, got {} (use "
+                            "interleaved for virtual stages)",
+                            to_string(*layout.pipeline_schedule), layout.virtual_stages));
   switch (*layout.pipeline_schedule) {
     case PipelineSchedule::gpipe:
     case PipelineSchedule::one_f_one_b:
-      if (layout.virtual_stages > 1)
-        return diag(field, "virtual_stages_need_interleaving",
-                    fmt::format("{} runs one model chunk per rank: virtual_stages must be 1, got {} (use "
-                                "interleaved for virtual stages)",
-                                to_string(*layout.pipeline_schedule), layout.virtual_stages));
       return std::nullopt;
     case PipelineSchedule::interleaved:
       if (layout.virtual_stages < 2)

@@ -540,8 +540,11 @@ void ScenarioOverrides::apply_to(nlohmann::json& doc) const {
   if (reshaped && !dp && doc.contains("layout") && doc["layout"].is_object()) doc["layout"].erase("dp");
   // A schedule of one model chunk per rank (gpipe, 1f1b) given over a file's virtual stages runs
   // without them, unless they are given too (schedule_error refuses the pair).
-  if (pipeline_schedule && (*pipeline_schedule == "1f1b" || *pipeline_schedule == "gpipe") &&
-      !virtual_stages && doc.contains("layout") && doc["layout"].is_object())
+  const bool known_schedule =
+      pipeline_schedule && std::find(kPipelineScheduleSpellings.begin(), kPipelineScheduleSpellings.end(),
+                                     *pipeline_schedule) != kPipelineScheduleSpellings.end();
+  if (known_schedule && one_chunk_per_rank(parse_pipeline_schedule(*pipeline_schedule)) && !virtual_stages &&
+      doc.contains("layout") && doc["layout"].is_object())
     doc["layout"].erase("virtual_stages");
   // The run's length is given once: a flag's replaces the file's, in either form.
   if ((tokens || train_iters) && doc.contains("run") && doc["run"].is_object())

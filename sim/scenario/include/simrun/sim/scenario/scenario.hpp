@@ -198,6 +198,11 @@ const char* to_string(FabricTopology t);
 const char* to_string(PipelineSplit p);
 const char* to_string(CpCommType c);
 const char* to_string(PipelineSchedule s);
+// GPipe and 1F1B run one model chunk per rank: no virtual stages (layout_rules refuses them, a
+// schedule flag drops a file's).
+inline bool one_chunk_per_rank(PipelineSchedule s) {
+  return s == PipelineSchedule::gpipe || s == PipelineSchedule::one_f_one_b;
+}
 
 // The GPU's dense peak FLOP/s in the layout's precision; InputError (layout.precision) when the
 // GPU has none (fp8 on an A100, fp4 before Blackwell).
