@@ -87,10 +87,13 @@ void explain_run(const Scenario& sc, const RunTotals& run, const RunDefaults& de
   explain(r, "run.goodput", r.run.goodput, "",
           "T_s / T_w, T_w = M·e^(R/M)·(e^((τ+δ)/M) − 1)·T_s/τ (Daly 2006); τ Daly optimum unless given",
           fmt::format(
-              "M={:.4g} h (gpu_mtbf {} h / {} GPUs), δ={:.4g} s ({} at {:.4g} GB/s), τ={:.4g} min, R={} s",
+              "M={:.4g} h (gpu_mtbf {} h / {} GPUs), δ={:.4g} s ({} at {:.4g} GB/s: {:.4g} GB/s per node, "
+              "{:.4g} GB/s per {}-node storage unit, {:.4g} TB/s at most), τ={:.4g} min, R={} s",
               run.mtbf_s / kSecondsPerHour, sc.run.gpu_mtbf_hours, l.world_size(), run.checkpoint_s,
-              gb(run.checkpoint_bytes), run.checkpoint_write_bytes_per_s / 1e9, run.interval_s / 60.0,
-              defaults.restart_s));
+              gb(run.checkpoint_bytes), run.checkpoint_write_bytes_per_s / 1e9,
+              defaults.storage_write_bytes_per_s_per_node / 1e9,
+              defaults.storage_write_bytes_per_s_per_unit / 1e9, defaults.nodes_per_storage_unit,
+              defaults.storage_write_cap_bytes_per_s / 1e12, run.interval_s / 60.0, defaults.restart_s));
   explain(
       r, "run.days", r.run.days, "day", "T_w / 86400, T_w = steps · step_time_s / goodput",
       fmt::format("steps={:.0f}, step_time_s={:.4g}, goodput={:.4f}", run.steps, r.step_time_s, run.goodput));

@@ -30,6 +30,13 @@ double daly_wall_time_s(double solve_s, double interval_s, double checkpoint_s, 
          interval_s;
 }
 
+double checkpoint_write_bytes_per_s(int64_t num_nodes, const RunDefaults& d) {
+  const int64_t nodes = std::max<int64_t>(1, num_nodes);
+  const int64_t units = (nodes + d.nodes_per_storage_unit - 1) / d.nodes_per_storage_unit;
+  return std::min({d.storage_write_bytes_per_s_per_node * double(nodes),
+                   d.storage_write_bytes_per_s_per_unit * double(units), d.storage_write_cap_bytes_per_s});
+}
+
 RunTotals run_totals(const RunInputs& in, const RunDefaults& d) {
   SIMRUN_ASSERT(in.tokens_per_step > 0 && in.step_time_s > 0 && in.num_gpus > 0, "run needs a step");
   RunTotals r;
@@ -38,9 +45,7 @@ RunTotals run_totals(const RunInputs& in, const RunDefaults& d) {
   r.solve_s = r.steps * in.step_time_s;
 
   r.checkpoint_bytes = in.checkpoint_bytes;
-  r.checkpoint_write_bytes_per_s =
-      std::min(d.storage_write_bytes_per_s_per_node * double(std::max<int64_t>(1, in.num_nodes)),
-               d.storage_write_cap_bytes_per_s);
+  r.checkpoint_write_bytes_per_s = checkpoint_write_bytes_per_s(in.num_nodes, d);
   r.checkpoint_s = in.checkpoint_bytes / r.checkpoint_write_bytes_per_s;
   if (in.gpu_mtbf_hours > 0) {
     r.mtbf_s = in.gpu_mtbf_hours * kSecondsPerHour / double(in.num_gpus);

@@ -28,9 +28,13 @@ struct RunDefaults {
   // R = 10 min, and Meta reports ≈10 min recovery stalls for synchronous training at scale
   // (FT-HSDP, arXiv:2602.00277).
   double restart_s = 600;
-  // Checkpoint write bandwidth per node: DGX H100 SuperPOD reference architecture, "better"
-  // tier single-node write, 4 GB/s (hardware.md §8) ...
+  // Checkpoint write bandwidth, the DGX H100 SuperPOD reference architecture's "better" storage
+  // tier (hardware.md §8): 4 GB/s for one node writing ...
   double storage_write_bytes_per_s_per_node = 4e9;
+  // ... but 20 GB/s for a whole scalable unit of 32 nodes (80 GB/s for 4 SU): the nodes of a unit
+  // share its storage, they do not add up ...
+  double storage_write_bytes_per_s_per_unit = 20e9;
+  int nodes_per_storage_unit = 32;
   // ... up to the storage system's aggregate: Llama 3's Tectonic sustained 2 TB/s (hardware.md §8).
   double storage_write_cap_bytes_per_s = 2e12;
   // Idle board power as a fraction of TDP: H100 SXM idles at ≈70-100 W of 700 W.
@@ -38,6 +42,10 @@ struct RunDefaults {
   // Chinchilla tokens per parameter when run.tokens is 0.
   double chinchilla_tokens_per_param = 20;
 };
+
+// Storage write bandwidth for a checkpoint of `num_nodes` nodes (RunDefaults):
+// min(nodes · per node, ⌈nodes / unit⌉ · per unit, the system's cap).
+double checkpoint_write_bytes_per_s(int64_t num_nodes, const RunDefaults& defaults = {});
 
 // Young 1974: τ = sqrt(2δM).
 double young_interval_s(double checkpoint_s, double mtbf_s);
