@@ -195,6 +195,25 @@ class Planner {
     o.rail = e.rail;
     return m_g.route(e.src, e.dst, o);
   }
+  // A transfer from `src` to `dst` spread evenly over `rails` (NCCL gives a GPU's channels every
+  // NIC near it, ncclTopoCompute's per-channel NIC choice; with one NIC a GPU this is its route on
+  // that rail): `weight` per byte added to `m_ctx.weights`, one share a rail. Returns the largest α.
+  double add_over_rails(int64_t src, int64_t dst, const std::vector<int32_t>& rails, double weight) {
+    if (rails.empty()) {
+      const Route r = route(Edge{src, dst, -1});
+      m_ctx.weights->add_route(r, weight);
+      return alpha_us(r);
+    }
+    double alpha = 0;
+    for (const int32_t rail : rails) {
+      const Route r = route(Edge{src, dst, rail});
+      m_ctx.weights->add_route(r, weight / double(rails.size()));
+      alpha = std::max(alpha, alpha_us(r));
+    }
+    return alpha;
+  }
+  std::vector<int32_t> rails_of(int64_t gpu) const { return m_g.rails_of(m_g.local_index(gpu)); }
+
   double alpha_us(const Route& r) const {
     if (!r.uses_fabric) return m_intra_us;
     return m_inter_us + double(std::max(0, r.switch_hops - 1)) * m_switch_s * 1e6;
@@ -455,11 +474,9 @@ class Planner {
           const int64_t par = dtree_parent(d, k, t);
           if (par < 0) continue;
           const int64_t a = m_domains[size_t(k)].members[l], b = m_domains[size_t(par)].members[l];
-          const int32_t rail = m_g.rails_of(m_g.local_index(a)).front();
-          const Route up = route(Edge{a, b, rail});
-          m_ctx.weights->add_route(up, 0.5 / double(ppn));
-          m_ctx.weights->add_route(route(Edge{b, a, rail}), 0.5 / double(ppn));
-          alpha_inter = std::max(alpha_inter, alpha_us(up));
+          const std::vector<int32_t> rails = rails_of(a);
+          alpha_inter = std::max(alpha_inter, add_over_rails(a, b, rails, 0.5 / double(ppn)));
+          add_over_rails(b, a, rails, 0.5 / double(ppn));
         }
       }
     }
@@ -492,9 +509,7 @@ class Planner {
       double alpha = 0;
       for (int64_t i = 0; i < n; ++i) {
         const int64_t src = m_ctx.ranks[size_t(i)], dst = m_ctx.ranks[size_t((i - dist[k] % n + n) % n)];
-        const Route r = route(Edge{src, dst, m_g.rails_of(m_g.local_index(src)).front()});
-        m_ctx.weights->add_route(r, wire);
-        alpha = std::max(alpha, alpha_us(r));
+        alpha = std::max(alpha, add_over_rails(src, dst, rails_of(src), wire));
       }
       FlowPlan f;
       f.links = m_ctx.weights->take();
@@ -506,18 +521,14 @@ class Planner {
     return plan;
   }
 
-  // One coupled ring flow over `rings` (each a list of GPUs in ring order, edges on `rail`).
+  // One coupled ring flow over `rings` (each a list of GPUs in ring order, its edges spread over
+  // `rails`: none inside a domain).
   FlowPlan ring_flow(const std::vector<std::vector<int64_t>>& rings, double edge_bytes, int64_t steps,
                      const std::vector<int32_t>& rails) {
     double alpha = 0;
-    for (size_t k = 0; k < rings.size(); ++k) {
-      const auto& ring = rings[k];
-      for (size_t i = 0; i < ring.size(); ++i) {
-        const Route r = route(Edge{ring[i], ring[(i + 1) % ring.size()], rails[k]});
-        m_ctx.weights->add_route(r, 1.0);
-        alpha = std::max(alpha, alpha_us(r));
-      }
-    }
+    for (const auto& ring : rings)
+      for (size_t i = 0; i < ring.size(); ++i)
+        alpha = std::max(alpha, add_over_rails(ring[i], ring[(i + 1) % ring.size()], rails, 1.0));
     FlowPlan f;
     f.links = m_ctx.weights->take();
     f.bytes = edge_bytes;
@@ -536,10 +547,9 @@ class Planner {
     const double p = double(ppn), d = double(m_domains.size());
     std::vector<std::vector<int64_t>> intra;
     for (const Domain& dom : m_domains) intra.push_back(dom.members);
-    std::vector<int32_t> no_rail(intra.size(), -1);
     auto intra_phase = [&](double fraction) {
       PhasePlan ph;
-      ph.flows.push_back(ring_flow(intra, s * fraction, int64_t(ppn) - 1, no_rail));
+      ph.flows.push_back(ring_flow(intra, s * fraction, int64_t(ppn) - 1, {}));
       return ph;
     };
     auto inter_phase = [&](double fraction, int64_t steps) {
@@ -547,8 +557,7 @@ class Planner {
       for (size_t l = 0; l < ppn; ++l) {
         std::vector<int64_t> ring;
         for (const Domain& dom : m_domains) ring.push_back(dom.members[l]);
-        const int32_t rail = m_g.rails_of(m_g.local_index(ring.front())).front();
-        ph.flows.push_back(ring_flow({ring}, s / p * fraction, steps, {rail}));
+        ph.flows.push_back(ring_flow({ring}, s / p * fraction, steps, rails_of(ring.front())));
       }
       return ph;
     };
@@ -588,16 +597,13 @@ class Planner {
         if (i == j) continue;
         const int64_t src = m_ctx.ranks[size_t(i)], dst = m_ctx.ranks[size_t(j)];
         if (src == dst) continue;
-        const auto rails = m_g.rails_of(m_g.local_index(dst));
-        const Route r = route(Edge{src, dst, rails.empty() ? -1 : rails.front()});
-        const double a = alpha_us(r);
+        const double a = add_over_rails(src, dst, rails_of(dst), wire);
         if (coupled) {
-          m_ctx.weights->add_route(r, wire);
           alpha = std::max(alpha, a);
           continue;
         }
         FlowPlan f;
-        for (uint32_t l : r.links) f.links.push_back(LinkUse{l, wire});
+        f.links = m_ctx.weights->take();
         f.bytes = pair_bytes;
         f.latency = us(a);
         plan.phases[0].flows.push_back(std::move(f));
@@ -622,11 +628,11 @@ class Planner {
     for (int64_t i = 0; i < m_n; ++i) {
       const int64_t src = m_ctx.ranks[size_t(i)], dst = m_ctx.ranks[size_t((i + 1) % m_n)];
       if (src == dst) continue;
-      const Route r = m_g.route(src, dst);
+      const double alpha = add_over_rails(src, dst, rails_of(src), wire);
       FlowPlan f;
-      for (uint32_t l : r.links) f.links.push_back(LinkUse{l, wire});
+      f.links = m_ctx.weights->take();
       f.bytes = m_ctx.bytes;
-      f.latency = us(alpha_us(r));
+      f.latency = us(alpha);
       plan.phases[0].flows.push_back(std::move(f));
     }
     return plan;

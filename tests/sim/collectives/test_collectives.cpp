@@ -194,6 +194,34 @@ TEST_CASE("more bandwidth or fewer hops is never slower", "[sim][collectives]") 
   }
 }
 
+TEST_CASE("a GPU with two NICs sends over both, in every algorithm that leaves the node",
+          "[sim][collectives]") {
+  // HDR NICs (25 GB/s) so the NICs, not NVLink, bound every case: two nodes of 8 GPUs with 8 or
+  // 16 NICs, and for PAT four nodes of one GPU with one or two NICs. NCCL gives a GPU's channels
+  // every NIC near it; the estimate's group shape counts them all (GroupShape::rails).
+  struct Case {
+    CollectiveOp op;
+    Algorithm algo;
+    int64_t gpus_per_node;
+  };
+  const std::vector<Case> cases = {{CollectiveOp::all_reduce, Algorithm::ring, 8},
+                                   {CollectiveOp::all_reduce, Algorithm::tree, 8},
+                                   {CollectiveOp::all_reduce, Algorithm::nvls_tree, 8},
+                                   {CollectiveOp::all_reduce, Algorithm::hierarchical, 8},
+                                   {CollectiveOp::all_gather, Algorithm::hierarchical, 8},
+                                   {CollectiveOp::all_to_all, Algorithm::p2p, 8},
+                                   {CollectiveOp::send_recv, Algorithm::p2p, 8},
+                                   {CollectiveOp::all_gather, Algorithm::pat, 1}};
+  for (const Case& c : cases) {
+    INFO(to_string(c.op) << " " << to_string(c.algo));
+    const int64_t gpn = c.gpus_per_node, gpus = gpn == 1 ? 4 : 16;
+    const auto req = request(c.op, 4e9, c.algo, Protocol::simple);
+    const double one = run_one(graph(cluster(h100_sxm(), gpus, gpn, hdr(), gpn)), req, ideal()).seconds();
+    const double two = run_one(graph(cluster(h100_sxm(), gpus, gpn, hdr(), 2 * gpn)), req, ideal()).seconds();
+    CHECK(two < 0.9 * one);
+  }
+}
+
 TEST_CASE("concurrent collectives share links: two on the same GPUs each take twice as long",
           "[sim][collectives]") {
   const double S = 1 * kGiB;
