@@ -98,7 +98,7 @@ double ParamCounts::per_layer(const ModelSpec& m) const {
 ParamCounts count_params(const ModelSpec& m) {
   ParamCounts c;
   const double h = d(m.hidden), L = d(m.layers);
-  c.embedding = d(m.vocab) * h + (m.learned_position_embeddings ? d(m.max_positions) * h : 0.0);
+  c.embedding = d(m.vocab) * h + (m.learned_position_embeddings ? d(m.position_table_rows()) * h : 0.0);
   c.attention = L * attention_params(m);
   c.mlp_dense = d(m.dense_layers()) * ffn_params(m, m.ffn_hidden);
   if (m.is_moe()) {

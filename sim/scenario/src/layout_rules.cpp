@@ -333,6 +333,13 @@ std::vector<LayoutDiagnostic> layout_warnings(const Scenario& sc, PipelineSchedu
   if (l.sequence_parallel && l.tp == 1)
     out.push_back(diag("layout.sequence_parallel", "sequence_parallel_unused",
                        "sequence_parallel has no effect with tp = 1"));
+  const ModelSpec& m = sc.model;
+  if (m.learned_position_embeddings && m.seq_len > m.max_positions)
+    out.push_back(diag("model.seq_len", "positions_beyond_table",
+                       fmt::format("seq_len {} is longer than {}'s learned position table ({} positions): "
+                                   "counted with a table of {} (Megatron-LM refuses max_position_embeddings "
+                                   "< seq_length)",
+                                   m.seq_len, m.name, m.max_positions, m.position_table_rows())));
   if (l.cp > 1 && !l.flash_attention)
     out.push_back(diag("layout.flash_attention", "cp_without_flash",
                        "context parallelism without flash attention: Megatron's ring attention needs a "

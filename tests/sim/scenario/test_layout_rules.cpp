@@ -227,3 +227,33 @@ TEST_CASE("a GPipe layout holds every micro-batch's activations, at 1F1B's step 
   CHECK(gpipe.memory.activations > 3 * one_f_one_b.memory.activations);
   CHECK(gpipe.step_time_s == Approx(one_f_one_b.step_time_s).epsilon(0.02));
 }
+
+TEST_CASE("a sequence longer than the learned position table is counted with a table as long, and said",
+          "[sim][layout_rules]") {
+  const char* text = R"({"model": "gpt3-175b", "cluster": {"gpu": "h100-sxm", "num_gpus": 64},
+      "layout": {"tp": 8, "pp": 8, "global_batch": 64}})";
+  const Scenario native = parse_scenario_text(text);
+  Scenario longer = native;
+  longer.model.seq_len = 4096;  // GPT-3's table holds 2048 positions
+  const double h = 12288;
+  CHECK(count_params(native.model).embedding == (50257 + 2048) * h);
+  CHECK(count_params(longer.model).embedding == (50257 + 4096) * h);
+
+  auto position_caveat = [](const Scenario& sc) {
+    const std::vector<LayoutDiagnostic> all = layout_warnings(sc, default_schedule(sc.layout));
+    return std::find_if(all.begin(), all.end(), [](const LayoutDiagnostic& d) {
+             return d.code == "positions_beyond_table";
+           }) != all.end();
+  };
+  CHECK_FALSE(position_caveat(native));
+  REQUIRE(position_caveat(longer));
+  const std::string said = "seq_len 4096 is longer than gpt3-175b's learned position table (2048 positions)";
+  CHECK(mentions(estimate(longer).warnings, said));
+  CHECK(mentions(simulate(longer).report.warnings, said));
+  // Rotary models have no table to outgrow.
+  Scenario rotary =
+      parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
+      "layout": {"tp": 8, "global_batch": 8}})");
+  rotary.model.seq_len = 65536;
+  CHECK_FALSE(position_caveat(rotary));
+}

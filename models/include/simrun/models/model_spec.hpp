@@ -2,6 +2,7 @@
 // activation bytes) and the simulator read. Dense or MoE, MHA/GQA or MLA, GELU or SwiGLU.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -69,6 +70,10 @@ struct ModelSpec {
   int64_t moe_layers() const { return is_moe() ? layers - moe->first_dense_layers : 0; }
   int64_t dense_layers() const { return layers - moe_layers(); }
   bool is_moe_layer(int64_t layer) const { return is_moe() && layer >= moe->first_dense_layers; }
+  // Rows of the learned position table a run of seq_len tokens needs: a longer sequence than the
+  // table needs a table as long (Megatron-LM's validate_args asserts max_position_embeddings ≥
+  // seq_length; the scenario warns, layout_warnings' positions_beyond_table).
+  int64_t position_table_rows() const { return std::max(max_positions, seq_len); }
   int64_t q_proj_width() const { return heads * head_dim; }      // a·d_head
   int64_t kv_proj_width() const { return kv_heads * head_dim; }  // g·d_head
 };
