@@ -47,7 +47,12 @@ bool rack_scale_domain(const GpuSpec& gpu, int64_t gpus_per_node) {
 }
 
 int64_t default_gpus_per_node(const GpuSpec& gpu) {
-  return gpu.scale_up_domain > kBoardScaleUpDomain ? 4 : kBoardScaleUpDomain;
+  if (gpu.scale_up_domain > kBoardScaleUpDomain) return 4;
+  const bool domain_bounds_node =
+      gpu.scale_up_kind == ScaleUpKind::nvswitch || gpu.scale_up_kind == ScaleUpKind::mesh;
+  if (domain_bounds_node && gpu.scale_up_domain > 0)
+    return std::min(gpu.scale_up_domain, kBoardScaleUpDomain);
+  return kBoardScaleUpDomain;
 }
 
 }  // namespace simrun

@@ -82,7 +82,8 @@ TEST_CASE("a model object naming a catalog model is that model, its shape fields
 
   CHECK(error_of(R"({"model": {"name": "mixtral-8x7b", "moe": {"top_k": 1}})" + tail)
             .find("t.json: model.moe: a variant of the catalog model") == 0);
-  CHECK(error_of(R"({"model": {"name": "llama3-8b", "heads": 33})" + tail).find("t.json: model.heads: ") == 0);
+  CHECK(error_of(R"({"model": {"name": "llama3-8b", "heads": 33})" + tail).find("t.json: model.heads: ") ==
+        0);
   CHECK(error_of(R"({"model": {"name": "llama3-8b", "kv_heads": 3})" + tail).find("t.json: model.kv_heads") ==
         0);
   CHECK(error_of(R"({"model": {"name": "lama3-8b", "seq_len": 4096})" + tail)
@@ -104,8 +105,9 @@ TEST_CASE("run.train_iters gives the tokens as iterations x global batch x seq_l
   const std::string base =
       R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm"}, "layout": {"global_batch": 512}, "run": )";
   CHECK(parse(base + R"({"train_iters": 1000}})").run.tokens == 1000.0 * 512 * 8192);
-  CHECK(error_of(base + R"({"train_iters": 1000, "tokens": 1e12}})").find("t.json: run.train_iters: given "
-                                                                          "together with tokens") == 0);
+  CHECK(error_of(base + R"({"train_iters": 1000, "tokens": 1e12}})")
+            .find("t.json: run.train_iters: given "
+                  "together with tokens") == 0);
   CHECK(error_of(base + R"({"train_iters": 0}})").find("run.train_iters") != std::string::npos);
   // A flag's length replaces the file's, in either form.
   ScenarioOverrides iters;
@@ -246,8 +248,8 @@ TEST_CASE("context parallelism: the ring by default, Ulysses where each rank's h
       "key/value heads per tensor-parallel rank do not divide by it (use p2p, or a size that divides them)");
   CHECK(parse(base + R"({"tp": 2, "cp": 8, "cp_comm_type": "all_gather"}})").layout.cp_comm_type ==
         CpCommType::all_gather);  // no heads rule: K,V gathered whole
-  CHECK(error_of(base + R"({"cp": 2, "cp_comm_type": "ulysses"}})").find("p2p|all_gather|a2a|a2a_p2p|a2a+p2p") !=
-        std::string::npos);
+  CHECK(error_of(base + R"({"cp": 2, "cp_comm_type": "ulysses"}})")
+            .find("p2p|all_gather|a2a|a2a_p2p|a2a+p2p") != std::string::npos);
 }
 
 TEST_CASE("a2a+p2p takes Megatron's two hierarchical CP sizes, all-to-alls over the first",
@@ -414,6 +416,23 @@ TEST_CASE("an inline GPU or fabric is read by the catalog's reader into the same
   const nlohmann::json taken = {{"model", "llama3-8b"}, {"cluster", {{"gpu", gpu}}}};
   CHECK_THROWS_WITH(parse_scenario(taken, "t.json", catalogs(), "."),
                     Catch::Contains("cluster.gpu.id: \"mi300x\" is a catalog GPU's id"));
+}
+
+TEST_CASE("a GPU whose NVLink or mesh domain is smaller than a board makes nodes of its domain by default",
+          "[sim][scenario][catalog]") {
+  const std::filesystem::path hw = std::filesystem::path(SIMRUN_DATA_DIR) / "topologies";
+  auto nodes_of = [&](const char* file, const char* id, int64_t domain) {
+    nlohmann::json gpu = load_json_file(hw / "gpus" / file);
+    gpu["id"] = id;
+    gpu["scale_up"]["domain"] = domain;
+    const nlohmann::json doc = {{"model", "llama3-8b"}, {"cluster", {{"gpu", gpu}, {"num_gpus", 16}}}};
+    return parse_scenario(doc, "t.json", catalogs(), ".").cluster.gpus_per_node;
+  };
+  CHECK(nodes_of("h100-sxm.json", "h100-board-of-4", 4) == 4);
+  CHECK(nodes_of("mi300x.json", "mi300x-mesh-of-4", 4) == 4);
+  CHECK(nodes_of("h100-sxm.json", "h100-copy", 8) == 8);
+  CHECK(nodes_of("gb200.json", "gb200-copy", 72) == 4);         // an NVL72 rack's compute trays
+  CHECK(nodes_of("h100-pcie.json", "h100-pcie-copy", 2) == 8);  // bridged pairs in a node of 8
 }
 
 TEST_CASE("user catalog folders add entries after the shipped ones and never replace one",

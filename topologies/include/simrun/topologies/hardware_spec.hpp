@@ -93,8 +93,9 @@ inline constexpr int64_t kBoardScaleUpDomain = 8;
 bool rack_scale_domain(const GpuSpec& gpu, int64_t gpus_per_node);
 
 // GPUs per node when a cluster does not say: a compute tray of 4 (two Grace superchips of 2) for
-// parts whose NVLink domain is rack-scale (GB200/GB300 NVL72: 18 trays of 4), else an HGX/DGX
-// board of 8.
+// parts whose NVLink domain is rack-scale (GB200/GB300 NVL72: 18 trays of 4); the whole domain
+// where an NVSwitch or mesh domain is smaller than a board (a 4-GPU board is a node of 4, as the
+// cluster graph needs); else an HGX/DGX board of 8 (bridged and PCIe GPUs too).
 int64_t default_gpus_per_node(const GpuSpec& gpu);
 
 const char* to_string(Precision p);
