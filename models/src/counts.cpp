@@ -14,6 +14,9 @@ namespace {
 
 double d(int64_t v) { return static_cast<double>(v); }
 
+// Training FLOPs per weight per token: forward + backward (3), a multiply-add (2).
+constexpr double kFwdBwd = 3.0, kFma = 2.0;
+
 // Parameters of one norm: LayerNorm has weight and bias (2h), RMSNorm weight only (h).
 double norm_params(const ModelSpec& m, double width) {
   return m.norm == NormKind::layernorm ? 2 * width : width;
@@ -31,23 +34,62 @@ double ffn_params(const ModelSpec& m, int64_t ffn) {
   return p;
 }
 
-// Attention weight matrices of one layer (no biases, no norms).
-//   MHA/GQA: Q h·(a·d), K and V h·(g·d) each, output (a·d)·h.
-//   MLA (DeepSeek-V2/V3 modeling_deepseek_v3.py): q_a h·r_q, q_b r_q·a·(d_nope+d_rope)
-//   (or a plain h·a·(d_nope+d_rope) when r_q = 0), kv_a h·(r_kv+d_rope), kv_b r_kv·a·(d_nope+d_v),
-//   output a·d_v·h.
-double attention_matrices(const ModelSpec& m) {
-  const double h = d(m.hidden), a = d(m.heads);
-  if (m.mla) {
-    const MlaSpec& l = *m.mla;
-    const double qk = d(l.qk_nope_head_dim + l.qk_rope_head_dim);
-    const double q = l.q_lora_rank > 0 ? h * d(l.q_lora_rank) + d(l.q_lora_rank) * a * qk : h * a * qk;
-    const double kv = h * d(l.kv_lora_rank + l.qk_rope_head_dim) +
-                      d(l.kv_lora_rank) * a * d(l.qk_nope_head_dim + l.v_head_dim);
-    return q + kv + a * d(l.v_head_dim) * h;
+// MLA's weight matrices of one layer, in elements (DeepSeek-V2/V3 modeling_deepseek_v3.py):
+// q_a h·r_q and q_b r_q·a·(d_nope+d_rope), or a plain h·a·(d_nope+d_rope) Q when r_q = 0;
+// kv_a h·(r_kv+d_rope), kv_b r_kv·a·(d_nope+d_v); output a·d_v·h.
+struct MlaMatrices {
+  double q_down = 0, q_up = 0, q_plain = 0, kv_down = 0, kv_up = 0, out = 0;
+  double total() const { return q_down + q_up + q_plain + kv_down + kv_up + out; }
+};
+
+MlaMatrices mla_matrices(const ModelSpec& m) {
+  const MlaSpec& l = *m.mla;
+  const double h = d(m.hidden), a = d(m.heads), qk = d(l.qk_nope_head_dim + l.qk_rope_head_dim);
+  MlaMatrices x;
+  if (l.q_lora_rank > 0) {
+    x.q_down = h * d(l.q_lora_rank);
+    x.q_up = d(l.q_lora_rank) * a * qk;
+  } else {
+    x.q_plain = h * a * qk;
   }
-  const double q = d(m.q_proj_width()), k = d(m.kv_proj_width());
+  x.kv_down = h * d(l.kv_lora_rank + l.qk_rope_head_dim);
+  x.kv_up = d(l.kv_lora_rank) * a * d(l.qk_nope_head_dim + l.v_head_dim);
+  x.out = a * d(l.v_head_dim) * h;
+  return x;
+}
+
+// Attention weight matrices of one layer (no biases, no norms).
+//   MHA/GQA: Q h·(a·d), K and V h·(g·d) each, output (a·d)·h.  MLA: mla_matrices.
+double attention_matrices(const ModelSpec& m) {
+  if (m.mla) return mla_matrices(m).total();
+  const double h = d(m.hidden), q = d(m.q_proj_width()), k = d(m.kv_proj_width());
   return h * (q + 2 * k) + q * h;
+}
+
+// The FFN matrices one token runs through in a layer: a dense FFN, or an MoE layer's top_k
+// routed experts (`routed`, of `all`) and its shared ones.
+struct LayerFfnMatrices {
+  double all = 0, routed = 0;
+};
+
+LayerFfnMatrices layer_ffn_matrices(const ModelSpec& m, bool moe_layer) {
+  if (!moe_layer) return {ffn_matrices(m, m.ffn_hidden), 0.0};
+  const double expert = ffn_matrices(m, m.moe->expert_ffn_hidden);
+  const double routed = d(m.moe->top_k) * expert;
+  return {routed + d(m.moe->shared_experts) * expert, routed};
+}
+
+// FLOPs of one layer's attention core per sequence (forward + backward). Scores QKᵀ take a·d_qk
+// FMAs per (query, key) pair and PV a·d_v. For MHA/GQA d_qk = d_v = head_dim, which gives
+// Megatron's 2·q. MLA: d_qk = d_nope + d_rope and d_v = v_head_dim per head (the decompressed
+// form that training runs), so a·(d_nope + d_rope + d_v) replaces 2·q.
+double attention_core_flops(const ModelSpec& m, AttentionFlops convention) {
+  const double s = d(m.seq_len);
+  const double score_and_value_width =
+      m.mla ? d(m.heads) * d(m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim + m.mla->v_head_dim)
+            : 2.0 * d(m.q_proj_width());
+  const double causal_fraction = convention == AttentionFlops::causal ? 0.5 : 1.0;
+  return kFwdBwd * kFma * s * s * score_and_value_width * causal_fraction;
 }
 
 // Norms inside one layer's attention: MLA's two low-rank norms (q_a_layernorm over r_q,
@@ -132,9 +174,8 @@ double tp_replicated_layer_params(const ModelSpec& m) {
   const double h = d(m.hidden);
   double p = d(m.layer_norms) * norm_params(m, h) + attention_norm_params(m);
   if (m.mla) {
-    const MlaSpec& l = *m.mla;
-    if (l.q_lora_rank > 0) p += h * d(l.q_lora_rank);
-    p += h * d(l.kv_lora_rank + l.qk_rope_head_dim);
+    const MlaMatrices x = mla_matrices(m);
+    p += x.q_down + x.kv_down;
   } else if (m.attention_bias) {
     p += h;
   }
@@ -149,57 +190,34 @@ FlopCounts count_flops_per_sequence(const ModelSpec& m, AttentionFlops conventio
   //                                     + L·(h·(q+2k) + q·h) + h·V]
   //   + s² · L · 3·2·q/2·2  (causal: HEAD after 8873b55d6a halves the score term; core_r0.8 does not).
   // MTP modules are left out, like the main-model parameter count.
-  constexpr double kFwdBwd = 3.0, kFma = 2.0;
   const double s = d(m.seq_len), L = d(m.layers), h = d(m.hidden);
-
-  double ffn_per_token = d(m.dense_layers()) * ffn_matrices(m, m.ffn_hidden);
-  double routed_per_token = 0;
-  if (m.is_moe()) {
-    routed_per_token = d(m.moe_layers()) * d(m.moe->top_k) * ffn_matrices(m, m.moe->expert_ffn_hidden);
-    ffn_per_token += routed_per_token +
-                     d(m.moe_layers()) * d(m.moe->shared_experts) * ffn_matrices(m, m.moe->expert_ffn_hidden);
-  }
+  const LayerFfnMatrices dense = layer_ffn_matrices(m, false);
+  const LayerFfnMatrices moe = m.is_moe() ? layer_ffn_matrices(m, true) : LayerFfnMatrices{};
+  const double ffn_per_token = d(m.dense_layers()) * dense.all + d(m.moe_layers()) * moe.all;
 
   FlopCounts f;
   f.dense_gemms = kFwdBwd * kFma * s * (ffn_per_token + L * attention_matrices(m));
-  f.routed_experts = kFwdBwd * kFma * s * routed_per_token;
-
-  // Scores QKᵀ take a·d_qk FMAs per (query, key) pair and PV a·d_v. For MHA/GQA
-  // d_qk = d_v = head_dim, which gives Megatron's 2·q. MLA: d_qk = d_nope + d_rope and
-  // d_v = v_head_dim per head (the decompressed form that training runs), so
-  // a·(d_nope + d_rope + d_v) replaces 2·q.
-  const double score_and_value_width =
-      m.mla ? d(m.heads) * d(m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim + m.mla->v_head_dim)
-            : 2.0 * d(m.q_proj_width());
-  const double causal_fraction = convention == AttentionFlops::causal ? 0.5 : 1.0;
-  f.attention_core = kFwdBwd * kFma * s * s * L * score_and_value_width * causal_fraction;
-
+  f.routed_experts = kFwdBwd * kFma * s * d(m.moe_layers()) * moe.routed;
+  f.attention_core = L * attention_core_flops(m, convention);
   f.logits = kFwdBwd * kFma * s * h * d(m.vocab);
   return f;
 }
 
 FlopCounts count_layer_flops(const ModelSpec& m, int64_t layer, AttentionFlops convention) {
-  // count_flops_per_sequence's terms for one layer (3 fwd+bwd · 2 FMA · tokens · matrices).
-  constexpr double kFwdBwd = 3.0, kFma = 2.0;
+  // count_flops_per_sequence's terms for one layer.
   const double s = d(m.seq_len);
-  const bool moe_layer = m.is_moe_layer(layer);
-  const double routed = moe_layer ? d(m.moe->top_k) * ffn_matrices(m, m.moe->expert_ffn_hidden) : 0.0;
-  const double ffn = moe_layer ? routed + d(m.moe->shared_experts) * ffn_matrices(m, m.moe->expert_ffn_hidden)
-                               : ffn_matrices(m, m.ffn_hidden);
+  const LayerFfnMatrices ffn = layer_ffn_matrices(m, m.is_moe_layer(layer));
   FlopCounts f;
-  f.dense_gemms = kFwdBwd * kFma * s * (ffn + attention_matrices(m));
-  f.routed_experts = kFwdBwd * kFma * s * routed;
-  f.attention_core = count_flops_per_sequence(m, convention).attention_core / d(m.layers);
+  f.dense_gemms = kFwdBwd * kFma * s * (ffn.all + attention_matrices(m));
+  f.routed_experts = kFwdBwd * kFma * s * ffn.routed;
+  f.attention_core = attention_core_flops(m, convention);
   return f;
 }
 
 double mla_up_projection_forward_flops(const ModelSpec& m) {
   if (!m.mla) return 0.0;
-  const MlaSpec& l = *m.mla;
-  const double a = d(m.heads), qk = d(l.qk_nope_head_dim + l.qk_rope_head_dim);
-  const double q_up = l.q_lora_rank > 0 ? d(l.q_lora_rank) * a * qk : 0.0;
-  const double kv_up = d(l.kv_lora_rank) * a * d(l.qk_nope_head_dim + l.v_head_dim);
-  return 2.0 * d(m.seq_len) * (q_up + kv_up);
+  const MlaMatrices x = mla_matrices(m);
+  return kFma * d(m.seq_len) * (x.q_up + x.kv_up);
 }
 
 AttentionWidths attention_widths(const ModelSpec& m, int64_t tp) {
