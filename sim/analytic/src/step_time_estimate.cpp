@@ -443,7 +443,7 @@ void StepTimeEstimator::probe_micro_batch_pieces() {
       }
     }
   }
-  m_first_moe = m_model.is_moe() ? m_model.moe->first_dense_layers : m_model.layers;
+  m_first_moe = m_model.first_moe_layer();
 }
 
 void StepTimeEstimator::split_into_chunks() {

@@ -28,7 +28,7 @@ StepTimeFloor::StepTimeFloor(const Scenario& sc, const AnalyticOptions& options)
     }
   }
   k->layers = sc.model.layers;
-  k->first_moe = sc.model.is_moe() ? sc.model.moe->first_dense_layers : sc.model.layers;
+  k->first_moe = sc.model.first_moe_layer();
   k->assumed_mfu = sc.run.assumed_mfu.has_value();
   m_kernels = std::move(k);
 }

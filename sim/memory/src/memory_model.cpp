@@ -146,7 +146,7 @@ StageParams one_stage_params(const ModelSpec& m, const ParamCounts& counts, cons
                              const LayerPlacement& placement, int64_t stage) {
   SIMRUN_ASSERT(stage >= 0 && stage < layout.pp, "stage out of range");
   // Its layers as the workload splits them; MoE layers are those at index ≥ first_dense_layers.
-  const int64_t first_moe = m.is_moe() ? m.moe->first_dense_layers : m.layers;
+  const int64_t first_moe = m.first_moe_layer();
   int64_t count = 0, moe_here = 0;
   for (int64_t c = 0; c < placement.v; ++c) {
     const size_t idx = size_t(stage * placement.v + c);

@@ -98,7 +98,6 @@ void mark_host_work(StageProgram& program, const Scenario& sc, const WorkloadOpt
   // must reach the host. Drop-and-pad (--moe-expert-capacity-factor with
   // --moe-pad-expert-input-to-capacity) makes every size static and skips the sync.
   const bool dropless = moe && sc.layout.moe_capacity_factor <= 0;
-  const int64_t first_moe_layer = moe ? sc.model.moe->first_dense_layers : sc.model.layers;
   // A full-iteration graph needs a step without host syncs in its forward and backward.
   const bool full_iteration = host.cuda_graphs.has(CudaGraphScope::full_iteration) && !dropless;
 
@@ -120,7 +119,7 @@ void mark_host_work(StageProgram& program, const Scenario& sc, const WorkloadOpt
     }
     // Dispatcher: one host sync (allgather: two) per MoE layer forward, recompute included.
     const bool forward = t.phase == Phase::forward || t.phase == Phase::recompute;
-    if (dropless && forward && t.layer >= first_moe_layer && needs_token_counts(t.op)) {
+    if (dropless && forward && sc.model.is_moe_layer(t.layer) && needs_token_counts(t.op)) {
       const auto key = std::make_tuple(t.layer, t.micro_batch, t.chunk, t.phase);
       if (key != synced) t.host_syncs = static_cast<uint8_t>(host.dispatcher_syncs());
       synced = key;
@@ -137,7 +136,7 @@ void mark_host_work(StageProgram& program, const Scenario& sc, const WorkloadOpt
     if (in_full_graph) {
       region = Region{0, -1, -1, 0, false};  // one graph for the step's forwards and backwards
     } else if (host.cuda_graphs.any() && t.layer >= 0) {
-      const Module m = module_of(t.op, t.layer >= first_moe_layer);
+      const Module m = module_of(t.op, sc.model.is_moe_layer(t.layer));
       if (captured(m, host.cuda_graphs, dropless))
         region = Region{int(m) + 1, t.layer, t.micro_batch, t.chunk, t.phase == Phase::backward};
     }

@@ -83,7 +83,6 @@ StageBuilder::Shared::Shared(const Scenario& scenario, const WorkloadOptions& o,
   const ParamCounts pc = count_params(md);
   split_params(md, pc);
   moe = md.is_moe();
-  first_moe_layer = moe ? md.moe->first_dense_layers : md.layers;
   if (moe) shape_moe(md, pc);
   if (schedule == PipelineSchedule::dualpipe) {
     // Chunk 0 of stage s: position s of the forward pipeline; chunk 1: position pp − 1 − s of the

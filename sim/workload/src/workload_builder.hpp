@@ -87,9 +87,8 @@ class StageBuilder {
     GroupKind dp_group;                  // dp, or dp×cp when cp > 1
     int64_t dp_size;                     // ranks sharing a ZeRO shard
 
-    // Mixture of experts (layers >= first_moe_layer), balanced routing.
+    // Mixture of experts (the model's is_moe_layer), balanced routing.
     bool moe = false;
-    int64_t first_moe_layer = 0;
     int64_t ep = 1, etp = 1;
     int64_t expert_dp_size = 1;  // ranks holding the same experts (expert gradients)
     double experts = 0;          // routed experts E
@@ -106,7 +105,7 @@ class StageBuilder {
     double moe_dense_params_local = 0;  // router + shared experts of one MoE layer
     double expert_params_local = 0;     // the routed experts of one MoE layer held here
 
-    bool is_moe_layer(int64_t layer) const { return moe && layer >= first_moe_layer; }
+    bool is_moe_layer(int64_t layer) const { return sc.model.is_moe_layer(layer); }
     // One layer's parameters on this rank: reduced over the DP group, and (MoE layers) over the
     // expert-DP group.
     double layer_dense_params(int64_t layer) const {

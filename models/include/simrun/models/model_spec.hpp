@@ -66,10 +66,12 @@ struct ModelSpec {
   std::string source;           // where the shape comes from
 
   bool is_moe() const { return moe.has_value() && moe->experts > 0; }
-  // MoE layers: all layers after the leading dense ones.
-  int64_t moe_layers() const { return is_moe() ? layers - moe->first_dense_layers : 0; }
-  int64_t dense_layers() const { return layers - moe_layers(); }
-  bool is_moe_layer(int64_t layer) const { return is_moe() && layer >= moe->first_dense_layers; }
+  // MoE layers: all layers after the leading dense ones, from first_moe_layer() (`layers` when
+  // the model has no experts) on.
+  int64_t first_moe_layer() const { return is_moe() ? moe->first_dense_layers : layers; }
+  int64_t moe_layers() const { return layers - first_moe_layer(); }
+  int64_t dense_layers() const { return first_moe_layer(); }
+  bool is_moe_layer(int64_t layer) const { return is_moe() && layer >= first_moe_layer(); }
   // Rows of the learned position table a run of seq_len tokens needs: a longer sequence than the
   // table needs a table as long (Megatron-LM's validate_args asserts max_position_embeddings ≥
   // seq_length; the scenario warns, layout_warnings' positions_beyond_table).
