@@ -49,17 +49,31 @@ void explain_throughput(const Scenario& sc, const FlopCounts& per_sequence, Atte
 void explain_memory(const Scenario& sc, const StageMemory& ws, const MemoryDefaults& defaults, Report& r) {
   const Layout& l = sc.layout;
   const BytesPerParam bpp = bytes_per_param(l, defaults.convention);
+  // Each state: the stage's dense parameters sharded over d = dp·cp, its routed experts over the
+  // expert-data-parallel group d_e (ZeRO's stage decides which states are sharded), plus ZeRO-3's
+  // transients: the gathered working set of weights, the gradients held unsharded before their
+  // reduce-scatter.
+  const double d = double(l.dp * l.cp), d_e = double(l.expert_dp());
+  const ModelStateBytes dense = model_state_bytes(ws.params.dense, l.zero_stage, d, bpp);
+  const ModelStateBytes experts = model_state_bytes(ws.params.experts, l.zero_stage, d_e, bpp);
+  const std::string shards = fmt::format(
+      "stage={}, dense params per GPU={:.4g}, experts {:.4g}, zero_stage={}, "
+      "d={:g}, d_e={:g}",
+      ws.stage, ws.params.dense, ws.params.experts, l.zero_stage, d, d_e);
+  explain(r, "memory.weights", r.memory.weights, "B",
+          "(dense + experts · d/d_e) · weight bytes / (d under ZeRO-3) + ZeRO-3 gathered weights",
+          fmt::format("{}, bytes/param={}: dense {}, experts {}, gathered {}", shards, bpp.weights,
+                      gb(dense.weights), gb(experts.weights), gb(ws.fsdp_gathered_bytes)));
   explain(
-      r, "memory.weights", r.memory.weights, "B", "stage params per GPU · weight bytes (/d under ZeRO-3)",
-      fmt::format("stage={}, params per GPU={:.4g} (+ experts {:.4g}), bytes/param={}, zero_stage={}, d={}",
-                  ws.stage, ws.params.dense, ws.params.experts, bpp.weights, l.zero_stage, l.dp * l.cp));
-  explain(
-      r, "memory.grads", r.memory.grads, "B", "stage params per GPU · grad bytes (/d under ZeRO-2,3)",
-      fmt::format("bytes/param={} ({} main grads)", bpp.grads,
-                  defaults.convention == StateConvention::megatron ? "Megatron fp32" : "ZeRO-paper 16-bit"));
+      r, "memory.grads", r.memory.grads, "B",
+      "(dense + experts · d/d_e) · grad bytes / (d under ZeRO-2,3) + ZeRO-3 unsharded gradients",
+      fmt::format("bytes/param={} ({} main grads): dense {}, experts {}, unsharded {}", bpp.grads,
+                  defaults.convention == StateConvention::megatron ? "Megatron fp32" : "ZeRO-paper 16-bit",
+                  gb(dense.grads), gb(experts.grads), gb(ws.fsdp_unsharded_grad_bytes)));
   explain(r, "memory.optimizer", r.memory.optimizer, "B",
-          "stage params per GPU · optimizer bytes (/d under ZeRO ≥ 1)",
-          fmt::format("bytes/param={} (fp32 master + Adam m, v)", bpp.optimizer));
+          "(dense + experts · d/d_e) · optimizer bytes / (d under ZeRO ≥ 1)",
+          fmt::format("bytes/param={} (fp32 master + Adam m, v): dense {}, experts {}", bpp.optimizer,
+                      gb(dense.optimizer), gb(experts.optimizer)));
   explain(
       r, "memory.activations", r.memory.activations, "B",
       "layer-micro-batches in flight · per-layer (Korthikanti 2022) + embedding + logits + full-recompute "
