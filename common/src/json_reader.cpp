@@ -315,7 +315,11 @@ bool JsonReader::boolean_or(const std::string& key, bool fallback) {
 std::string JsonReader::string(const std::string& key) {
   const auto& v = require(key);
   if (!v.is_string()) fail(key, "expected a string, got " + type_name(v));
-  return v.get<std::string>();
+  std::string text = v.get<std::string>();
+  // Every string a file gives is printed somewhere (a table, a warning, a trace's names).
+  if (printable(text, std::string::npos) != text)
+    fail(key, quoted_input(text) + " holds control characters or bytes that are not UTF-8 (give plain text)");
+  return text;
 }
 
 std::string JsonReader::string_or(const std::string& key, const std::string& fallback) {

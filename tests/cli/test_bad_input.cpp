@@ -35,7 +35,9 @@ const std::map<std::string, std::string>& corpus() {
       {"huge-exponent.json", "number out of range '1e999'"},
       {"inline-fabric-missing-field.json", "cluster.fabric.kind.port_gbit_per_s: missing required field"},
       {"inline-gpu-catalog-id.json", R"(cluster.gpu.id: "h100-sxm" is a catalog GPU's id)"},
-      {"inline-gpu-control-chars-in-id.json", R"(cluster.gpu.id: "h100\x1b[2J" is not an id)"},
+      {"inline-gpu-control-chars-in-id.json", R"(cluster.gpu.id: "h100\x1b[2J" holds control characters)"},
+      {"inline-gpu-control-chars-in-name.json",
+       R"(cluster.gpu.scale_up.name: "NVLink\x07 4" holds control characters or bytes that are not UTF-8)"},
       {"inline-gpu-negative-memory.json", "cluster.gpu.hbm_gb: -3 is out of range"},
       {"inline-gpu-nvls-without-nvswitch.json",
        R"(cluster.gpu.scale_up.nvls: NVLink SHARP needs kind "nvswitch")"},
@@ -45,7 +47,7 @@ const std::map<std::string, std::string>& corpus() {
       {"integer-past-2-64.json", "layout.tp: 18446744073709551617 is past the 64-bit integer range"},
       {"negative-past-2-63.json", "cluster.num_gpus: -9223372036854775809 is past the 64-bit integer range"},
       {"invalid-utf8.json", R"(malformed JSON at line 1, column 20)"},
-      {"osc-sequence-in-choice.json", R"(layout.recompute: "full\x1b]0;title\x07" is not one of)"},
+      {"osc-sequence-in-choice.json", R"(layout.recompute: "full\x1b]0;title\x07" holds control characters)"},
       {"zero-tokens.json", "run.tokens: no tokens to train on"},
   };
   return kExpected;

@@ -44,6 +44,7 @@ class JsonReader {
   double number_or(const std::string& key, double fallback, double min, double max);
   std::optional<double> optional_number(const std::string& key, double min, double max);
   bool boolean_or(const std::string& key, bool fallback);
+  // A string field; control characters and bytes that are not UTF-8 are refused (it gets printed).
   std::string string(const std::string& key);
   std::string string_or(const std::string& key, const std::string& fallback);
   // A string that must be one of `allowed`.
