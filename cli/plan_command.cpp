@@ -442,11 +442,12 @@ Command add_plan_command(CLI::App& root, const CliEnv& env) {
   cmd->add_option("--deadline-days", a->deadline_days,
                   "Finish within this many days (failures and checkpoints included)");
   cmd->add_option("--budget-usd", a->budget_usd, "Spend at most this many dollars");
-  cmd->add_option("--global-batch", a->global_batch, "Sequences per step, fixed");
+  CLI::Option* global_batch = cmd->add_option("--global-batch", a->global_batch, "Sequences per step, fixed");
   cmd->add_option("--batch-tokens", a->batch_tokens,
                   "Tokens per step (K, M, G: 2^10, 2^20, 2^30; one value rounds to whole sequences), or a "
                   "range MIN:MAX (e.g. 2M:16M); default 4M (Llama 2's)")
-      ->type_name("TOKENS[:MAX]");
+      ->type_name("TOKENS[:MAX]")
+      ->excludes(global_batch);
   cmd->add_option("--top-k", a->top_k,
                   fmt::format("Best points re-run by the event simulation (default {})", kDefaultPlanTopK));
   cmd->add_option(

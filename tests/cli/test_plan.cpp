@@ -170,6 +170,9 @@ TEST_CASE("plan: bad input is one line and exit 2") {
   require_one_safe_line(run_simrun("plan " + shell_quoted(price)), "gpus[0].usd_per_gpu_hour");
   require_one_safe_line(run_simrun(base + "--gpu h100-sxm:2.5 --threads 100000"), "--threads");
   require_one_safe_line(run_simrun(base + "--gpu h100-sxm:2.5 --global-batch 20000000"), "--global-batch");
+  // Both ways of giving the batch: refused, as in a plan file (the later one was kept, silently).
+  require_one_safe_line(run_simrun(base + "--gpu h100-sxm:2.5 --global-batch 64 --batch-tokens 4M"),
+                        "--global-batch excludes --batch-tokens");
   // A batch no data-parallel size of the space divides: no point at all.
   require_one_safe_line(
       run_simrun("plan --model llama3-8b --gpu h100-sxm:2.5 --min-gpus 16 --max-gpus 16 --tp 1 "
