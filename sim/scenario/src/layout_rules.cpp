@@ -186,6 +186,12 @@ std::optional<LayoutDiagnostic> layout_error(const ModelSpec& model, const Clust
     return diag("layout.tp", "tp_divides_kv_heads",
                 "tp " + std::to_string(layout.tp) + " does not divide the model's " +
                     std::to_string(model.kv_heads) + " kv_heads (query groups)");
+  // Megatron's column-parallel FFN splits its width over tp (ColumnParallelLinear's
+  // divide(output_size, world_size) asserts divisibility), as expert_tp splits an expert's.
+  if (model.dense_layers() > 0 && model.ffn_hidden % layout.tp != 0)
+    return diag("layout.tp", "tp_divides_ffn",
+                "tp " + std::to_string(layout.tp) + " does not divide the model's ffn_hidden " +
+                    std::to_string(model.ffn_hidden));
   if (layout.virtual_stages > 1 && layout.pp == 1)
     return diag("layout.virtual_stages", "virtual_stages_need_pp",
                 "virtual stages need pp > 1 (interleaved 1F1B)");

@@ -101,6 +101,20 @@ TEST_CASE("a layout error names the field and a stable code, the same for the pa
                     Catch::Contains("layout.tp") && Catch::Contains(error->message.substr(0, 20)));
 }
 
+TEST_CASE("tp divides a dense FFN's width, as expert_tp an expert's", "[sim][layout_rules]") {
+  // Megatron's ColumnParallelLinear splits ffn_hidden over tp; 14337 = 14336 + 1 splits over none.
+  Scenario sc = parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 16},
+      "layout": {"tp": 8, "pp": 1, "dp": 2, "global_batch": 16}})");
+  sc.model.ffn_hidden = 14337;
+  const auto error = layout_error(sc.model, sc.cluster, sc.layout);
+  REQUIRE(error.has_value());
+  CHECK(error->code == "tp_divides_ffn");
+  CHECK(error->message == "tp 8 does not divide the model's ffn_hidden 14337");
+  sc.layout.tp = 1;
+  sc.layout.dp = 16;
+  CHECK_FALSE(layout_error(sc.model, sc.cluster, sc.layout).has_value());
+}
+
 TEST_CASE("an MoE model with tp > 1 needs sequence parallelism in both fidelities", "[sim][layout_rules]") {
   CHECK_THROWS_WITH(
       parse_scenario_text(R"({"model": "mixtral-8x7b", "cluster": {"gpu": "h100-sxm", "num_gpus": 8},
