@@ -281,7 +281,7 @@ std::string layout_cell(const PlanPoint& p, bool moe, const PlanResult& r) {
   if (l.virtual_stages > 1) s += fmt::format(" v{}", l.virtual_stages);
   s += fmt::format(" dp{}", l.dp);
   if (l.cp > 1) s += fmt::format(" cp{}", l.cp);
-  if (moe) s += fmt::format(" ep{}", l.ep);
+  if (moe) s += fmt::format(" ep{}{}", l.ep, l.expert_tp != l.tp ? fmt::format(" etp{}", l.expert_tp) : "");
   s += fmt::format(" mb{} gb{} z{} {}", l.micro_batch, l.global_batch, l.zero_stage,
                    l.recompute == Recompute::none   ? "norc"
                    : l.recompute == Recompute::full ? "full-rc"
@@ -293,17 +293,23 @@ std::string layout_cell(const PlanPoint& p, bool moe, const PlanResult& r) {
 
 void print_rows(std::ostream& out, const PlanRequest& q, const PlanResult& r,
                 const std::vector<PlanPoint>& rows, bool moe, bool ranks) {
-  out << fmt::format("{:>4}  {:<10} {:>6}  {:<40} {:>8} {:>5} {:>9} {:>7} {:>9} {:>9} {:>9} {:>7}\n",
-                     ranks ? "rank" : "", "gpu", "gpus", "layout", "step s", "MFU", "headroom", "days",
-                     "GPU-h", "cost", "energy", "goodput");
+  // The GPU and layout columns as wide as their widest cell (a user's GPU id, an MoE layout).
+  size_t gpu_width = 10, layout_width = 40;
+  for (const PlanPoint& p : rows) {
+    gpu_width = std::max(gpu_width, q.gpus[size_t(p.offer)].gpu.size());
+    layout_width = std::max(layout_width, layout_cell(p, moe, r).size());
+  }
+  out << fmt::format("{:>4}  {:<{}} {:>6}  {:<{}} {:>8} {:>5} {:>9} {:>7} {:>9} {:>9} {:>9} {:>7}\n",
+                     ranks ? "rank" : "", "gpu", gpu_width, "gpus", "layout", layout_width, "step s", "MFU",
+                     "headroom", "days", "GPU-h", "cost", "energy", "goodput");
   for (const PlanPoint& p : rows) {
     const std::string rank = ranks ? fmt::format("{}", p.rank) : "";
     out << fmt::format(
-        "{:>4}  {:<10} {:>6}  {:<40} {:>8.3f} {:>4.1f}% {:>5.1f} GiB {:>7.1f} {:>9} {:>9} {:>9} "
+        "{:>4}  {:<{}} {:>6}  {:<{}} {:>8.3f} {:>4.1f}% {:>5.1f} GiB {:>7.1f} {:>9} {:>9} {:>9} "
         "{:>6.1f}%{}\n",
-        rank, q.gpus[size_t(p.offer)].gpu, p.num_gpus, layout_cell(p, moe, r), p.step_time_s, 100 * p.mfu,
-        (p.capacity_bytes - p.peak_bytes_per_gpu) / kGiB, p.days, count_text(uint64_t(p.gpu_hours)),
-        usd_text(p.cost_usd), energy_text(p.energy_kwh), 100 * p.goodput,
+        rank, q.gpus[size_t(p.offer)].gpu, gpu_width, p.num_gpus, layout_cell(p, moe, r), layout_width,
+        p.step_time_s, 100 * p.mfu, (p.capacity_bytes - p.peak_bytes_per_gpu) / kGiB, p.days,
+        count_text(uint64_t(p.gpu_hours)), usd_text(p.cost_usd), energy_text(p.energy_kwh), 100 * p.goodput,
         p.fidelity == "event" ? "" : " (estimate)");
   }
 }
@@ -316,8 +322,9 @@ void print_table(std::ostream& out, const PlanRequest& q, const PlanResult& r, b
   if (q.deadline_days) goal += fmt::format(" within {:.4g} days", *q.deadline_days);
   if (q.budget_usd) goal += " within " + usd_text(*q.budget_usd, 4);
   std::string model = q.model.is_string() ? q.model.get<std::string>() : q.model.dump();
-  out << fmt::format("simrun plan — {}, {} tokens; {}\n", model,
-                     q.tokens > 0 ? fmt::format("{:.3g}", q.tokens) : std::string("20 per parameter"), goal);
+  out << fmt::format(
+      "simrun plan — {}, {}; {}\n", model,
+      q.tokens > 0 ? fmt::format("{:.3g} tokens", q.tokens) : std::string("20 tokens per parameter"), goal);
   out << fmt::format("searched {}: {} estimated, {} event-simulated; {}, {:.1f} s{}\n\n",
                      points_text(r.space_size), r.evaluated, r.simulated, workers, r.wall_s,
                      r.interrupted ? " (interrupted: the best found so far)" : "");

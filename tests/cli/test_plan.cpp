@@ -227,6 +227,24 @@ TEST_CASE(
   CHECK(r.err.find("event simulation dropped") == std::string::npos);  // pruned in the search, not after
 }
 
+TEST_CASE("plan: no point of the Pareto front beats the winner on both days and dollars") {
+  // Llama-3 8B scales near perfectly from 8 to 16 H100: the estimate put 8 GPUs a hair cheaper,
+  // and the event simulation of that one row (top-k 1) a hair dearer than the 16 GPUs' estimate,
+  // which then beat the winner on both axes; such a point is re-run and ranked.
+  const json plan =
+      run_simrun_json("plan --model llama3-8b --gpu h100-sxm:3 --max-gpus 16 --top-k 1 --no-progress --json");
+  const json& best = plan.at("ranked").at(0);
+  for (const json& f : plan.at("pareto")) {
+    INFO(f.dump());
+    const bool no_later = f.at("days").get<double>() <= best.at("days").get<double>();
+    const bool no_dearer = f.at("cost_usd").get<double>() <= best.at("cost_usd").get<double>();
+    const bool strictly = f.at("days").get<double>() < best.at("days").get<double>() ||
+                          f.at("cost_usd").get<double>() < best.at("cost_usd").get<double>();
+    CHECK_FALSE((no_later && no_dearer && strictly));
+  }
+  CHECK(plan.at("simulated").get<int64_t>() >= 1);
+}
+
 TEST_CASE("plan: a batch flag replaces the plan file's other way of giving the batch") {
   const auto file = write_file("plan-batch.json", R"({"model": "llama3-8b", "gpus": ["h100-sxm"],
                                    "prices": {"h100-sxm": 2.5}, "max_gpus": 8, "global_batch": 64})");

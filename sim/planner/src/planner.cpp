@@ -566,7 +566,7 @@ PlanResult plan_finish(const PlanRequest& q, const Catalogs& catalogs, PlanParti
 
   // The estimate's best, re-run by the event simulation down the list until top_k rows survive
   // its verdicts (memory, the hard limits, a refusal), in waves of the rows still missing.
-  const std::vector<PlanPoint>& candidates = merged.best;
+  std::vector<PlanPoint> candidates = merged.best;
   std::vector<EventOutcome> outcomes(candidates.size());
   size_t tried = 0;
   int64_t kept = 0;
@@ -581,6 +581,19 @@ PlanResult plan_finish(const PlanRequest& q, const Catalogs& catalogs, PlanParti
                         merged.evaluated, PlanPhase::simulating});
     };
   if (report) report();
+  // An event outcome counted: ranked (true), or pruned by its verdict.
+  auto take = [&](const EventOutcome& o) {
+    if (!o.ran) return false;
+    ++result.simulated;
+    if (!o.pruned.empty()) {
+      ++result.pruned[o.pruned];
+      ++result.event_pruned[o.pruned];
+      if (o.pruned == kEventRefused && result.event_refusal.empty()) result.event_refusal = o.refusal;
+      return false;
+    }
+    result.ranked.push_back(o.point);
+    return true;
+  };
   while (kept < q.top_k && tried < candidates.size() && !cancelled()) {
     const size_t wave = std::min(candidates.size() - tried, size_t(q.top_k - kept));
     std::atomic<size_t> next{tried};
@@ -597,20 +610,30 @@ PlanResult plan_finish(const PlanRequest& q, const Catalogs& catalogs, PlanParti
       largest = std::max(largest, event_layer_passes(space.model, candidates[i].layout));
     const auto by_memory = size_t(std::max(1.0, kEventPassesAtOnce / largest));
     run_pool(int(std::min({size_t(std::max(1, control.threads)), wave, by_memory})), work, report);
-    for (size_t i = tried; i < tried + wave; ++i) {
-      const EventOutcome& o = outcomes[i];
-      if (!o.ran) continue;
-      ++result.simulated;
-      if (!o.pruned.empty()) {
-        ++result.pruned[o.pruned];
-        ++result.event_pruned[o.pruned];
-        if (o.pruned == kEventRefused && result.event_refusal.empty()) result.event_refusal = o.refusal;
-        continue;
-      }
-      result.ranked.push_back(o.point);
-      ++kept;
-    }
+    for (size_t i = tried; i < tried + wave; ++i)
+      if (take(outcomes[i])) ++kept;
     tried += wave;
+  }
+  auto outcome_of = [&](const PlanPoint& p) -> const EventOutcome* {
+    for (size_t i = 0; i < candidates.size(); ++i)
+      if (outcomes[i].ran && point_key(candidates[i]) == point_key(p)) return &outcomes[i];
+    return nullptr;
+  };
+  // A point of the estimate's front may beat the winner on both days and dollars once the winner
+  // carries its event figures (the estimate placed it behind, within its error): it is re-run
+  // too and ranked, until no point of the front dominates the best row.
+  while (!result.ranked.empty() && !cancelled()) {
+    const PlanPoint best =
+        *std::min_element(result.ranked.begin(), result.ranked.end(),
+                          [&](const PlanPoint& a, const PlanPoint& b) { return better(a, b, q.objective); });
+    const auto rival = std::find_if(merged.front.begin(), merged.front.end(), [&](const PlanPoint& f) {
+      return outcome_of(f) == nullptr && dominates(f, best);
+    });
+    if (rival == merged.front.end()) break;
+    candidates.push_back(*rival);
+    outcomes.push_back(simulate_point(q, catalogs, space, *rival));
+    ++finished;
+    take(outcomes.back());
   }
   // Interrupted before the event phase finished: the next rows with the estimate's numbers.
   for (size_t i = 0; i < candidates.size() && kept < q.top_k && cancelled(); ++i)
@@ -632,11 +655,6 @@ PlanResult plan_finish(const PlanRequest& q, const Catalogs& catalogs, PlanParti
   // The front: the search's, each simulated point with its event numbers (or without it, where
   // the simulation found it does not fit or refused it), and every simulated point that joins it.
   std::vector<PlanPoint> front;
-  auto outcome_of = [&](const PlanPoint& p) -> const EventOutcome* {
-    for (size_t i = 0; i < candidates.size(); ++i)
-      if (outcomes[i].ran && point_key(candidates[i]) == point_key(p)) return &outcomes[i];
-    return nullptr;
-  };
   for (const PlanPoint& f : merged.front)
     if (const EventOutcome* o = outcome_of(f); !o) add_to_front(front, f);
   for (const EventOutcome& o : outcomes)
@@ -650,10 +668,10 @@ PlanResult plan_finish(const PlanRequest& q, const Catalogs& catalogs, PlanParti
     const std::string& ga = q.gpus[size_t(a.offer)].gpu;
     const std::string& gb = q.gpus[size_t(b.offer)].gpu;
     const double gap = b.objective(q.objective) / a.objective(q.objective) - 1;
-    std::string what =
-        q.objective == PlanObjective::cost
-            ? fmt::format("{:.1f}% cheaper ({} vs {})", 100 * gap, usd_text(a.cost_usd), usd_text(b.cost_usd))
-            : fmt::format("{:.1f}% faster ({:.1f} vs {:.1f} days)", 100 * gap, a.days, b.days);
+    std::string what = q.objective == PlanObjective::cost
+                           ? fmt::format("{:.1f}% cheaper ({} vs {})", 100 * gap, usd_text(a.cost_usd, 4),
+                                         usd_text(b.cost_usd, 4))
+                           : fmt::format("{:.1f}% faster ({:.1f} vs {:.1f} days)", 100 * gap, a.days, b.days);
     std::string because;
     if (ga != gb) {
       because = fmt::format(
