@@ -317,6 +317,19 @@ TEST_CASE("simrun accuracy reads a team's rows as a scenario file would: bounds,
   // sp_text, h100_pcie, h100_nvlink, bad_measured, big_micro_batch, no_group
   CHECK(report.at("summary").at("supported") == 6);
 
+  // The table prints a huge reference in four digits, not 309 of them.
+  const json huge = [&] {
+    json row = valid;
+    row["id"] = "huge";
+    row["measured"]["iteration_s"] = 1e308;
+    row.erase("derived");
+    return json::array({row});
+  }();
+  const RunResult huge_table =
+      run_simrun("accuracy " + shell_quoted(write_file("huge-runs.json", huge.dump())));
+  CHECK(huge_table.out.find(" 1e+308s ") != std::string::npos);
+  CHECK(huge_table.out.find("0000000000") == std::string::npos);
+
   // No rows: the CSV still has its header.
   const RunResult empty = run_simrun("accuracy " + shell_quoted(write_file("no-runs.json", "[]")) + " --csv");
   REQUIRE(empty.exit_code == 0);
