@@ -1,5 +1,7 @@
 // End-to-end tests of simulate's trace (issue 22): `--trace -` alone on stdout, the ranks chosen
 // on the command line, and the size cap's cut with its warning.
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <filesystem>
@@ -68,4 +70,13 @@ TEST_CASE("a trace over its size cap is cut with a warning naming what was left 
                         text.find("--trace-max-mb 0") != std::string::npos);
   }
   CHECK(warned);
+
+  // A cap below the least a trace keeps (one micro-batch of one rank): the size written, said.
+  const fs::path tiny = scratch_dir() / "tiny-cap.json";
+  const RunResult under =
+      run_simrun("simulate " + example + " --trace " + shell_quoted(tiny) + " --trace-max-mb 0.001");
+  REQUIRE(under.exit_code == 0);
+  const std::string written = fmt::format("({:.3g} MB written: the least a trace keeps, over the cap",
+                                          double(fs::file_size(tiny)) / 1e6);
+  CHECK(under.out.find(written) != std::string::npos);
 }
