@@ -144,7 +144,7 @@ bool nvls_usable(const GpuSpec& gpu, int64_t local_ranks) {
 }
 
 double scale_up_efficiency(const GpuSpec& gpu) {
-  if (gpu.scale_up_kind == ScaleUpKind::pcie) return 0.75;  // NCCL Gen4 x16 = 24 of ~31.5 GB/s (topo.cc)
+  if (gpu.scale_up_kind == ScaleUpKind::pcie) return kPcieEfficiency;
   switch (compute_capability_index(gpu)) {
     case 0:
       return 20.0 / 25.0;  // SM70: 20.0 GB/s per 25 GB/s NVLink 2

@@ -284,17 +284,24 @@ std::vector<LayoutDiagnostic> layout_warnings(const Scenario& sc, PipelineSchedu
   const GpuSpec& gpu = cluster.gpu;
   std::vector<LayoutDiagnostic> out;
   const int64_t domain = scale_up_domain_size(cluster);
-  if (!group_inside_scale_up(cluster, rank_group(l, GroupKind::tp)))
-    out.push_back(
-        diag("layout.tp", "tp_leaves_scale_up",
-             fmt::format("tp={} spans more than one scale-up domain ({} GPUs of {}): tensor-parallel "
-                         "collectives cross the inter-node fabric",
-                         l.tp, domain, gpu.scale_up_name.empty() ? "NVLink" : gpu.scale_up_name)));
-  if (l.cp > 1 && !group_inside_scale_up(cluster, rank_group(l, GroupKind::cp)))
+  // What a group beyond its scale-up domain crosses: the node's PCIe where the domain is a
+  // bridged pair (or none) and the group stays in the node, else the inter-node fabric.
+  auto crossing = [&](RankGroup g) {
+    const bool host_pcie = gpu.scale_up_kind == ScaleUpKind::bridge || gpu.scale_up_kind == ScaleUpKind::pcie;
+    return host_pcie && g.size * g.stride <= cluster.gpus_per_node ? "the node's PCIe"
+                                                                   : "the inter-node fabric";
+  };
+  if (const RankGroup tp = rank_group(l, GroupKind::tp); !group_inside_scale_up(cluster, tp))
+    out.push_back(diag(
+        "layout.tp", "tp_leaves_scale_up",
+        fmt::format("tp={} spans more than one scale-up domain ({} GPUs of {}): tensor-parallel "
+                    "collectives cross {}",
+                    l.tp, domain, gpu.scale_up_name.empty() ? "NVLink" : gpu.scale_up_name, crossing(tp))));
+  if (const RankGroup cp = rank_group(l, GroupKind::cp); l.cp > 1 && !group_inside_scale_up(cluster, cp))
     out.push_back(diag("layout.cp", "cp_leaves_scale_up",
                        fmt::format("tp·cp={} spans more than one scale-up domain ({} GPUs): ring attention "
-                                   "crosses the inter-node fabric",
-                                   l.tp * l.cp, domain)));
+                                   "crosses {}",
+                                   l.tp * l.cp, domain, crossing(cp))));
   // Ranks fill rack-scale domains in order: where the cluster ends in a partial rack, the DP
   // groups that reach it hold fewer members there than in a full rack, and their rings leave
   // that rack through those members' NICs alone.

@@ -51,8 +51,11 @@ bool nvls_usable(const GpuSpec& gpu, int64_t local_ranks);
 // SM90 20.6, SM100 40.1 GB/s) — the "~20% protocol overhead" NVIDIA quotes (nccl-tests #212).
 // Network: NVIDIA's 46-48 GB/s per NDR 400G NIC and 24 GB/s per HDR 200G NIC (nccl-tests
 // #290, #119) are 0.94-0.96 of line rate; 0.94 is used.
+// PCIe: NCCL's bandwidth of an x16 link over its raw rate (src/graph/topo.cc, ecosystem.md §1:
+// Gen4 24 of ~31.5 GB/s, Gen5 48 of 64).
 double scale_up_efficiency(const GpuSpec& gpu);
 inline constexpr double kNetworkEfficiency = 0.94;
+inline constexpr double kPcieEfficiency = 0.75;
 
 // The communicator as the tuner sees it.
 struct GroupShape {
