@@ -240,8 +240,16 @@ Estimated estimate_numbers_of(const Scenario& sc, const AnalyticOptions& options
   }
   fill_step_rates(sc, step_time_s, {e.flops.model, e.flops.hardware, options.flop_convention}, r);
 
-  // Run totals. The checkpoint holds weights and optimizer states (not gradients).
-  e.run = fill_run_report(sc, bytes_per_param(l, options.memory.convention), options.run, r);
+  // Run totals. The checkpoint holds weights and optimizer states (not gradients). The busy
+  // fraction is the slowest stage's, scaled by the stages' mean compute over its.
+  double busy = r.breakdown.compute_s / step_time_s;
+  if (!sc.run.assumed_mfu && !e.time.stages.empty()) {
+    double mean = 0;
+    for (const StageTime& st : e.time.stages) mean += st.compute_s() / double(e.time.stages.size());
+    const double slowest = e.time.stages.at(size_t(e.time.slowest_stage)).compute_s();
+    if (slowest > 0) busy *= mean / slowest;
+  }
+  e.run = fill_run_report(sc, bytes_per_param(l, options.memory.convention), options.run, busy, r);
   return e;
 }
 

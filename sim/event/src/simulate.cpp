@@ -278,8 +278,12 @@ SimulationOutput simulate(const Scenario& given, const SimulateOptions& options)
   out.estimate = estimate(sc, analytic);
   if (auto outside = agreement_warning(sc, analytic, out.estimate)) r.warnings.push_back(*outside);
 
-  // Run totals, as the analytic model computes them (checkpoint = weights + optimizer states).
-  const RunTotals run = fill_run_report(sc, bytes_per_param(l, options.memory.convention), options.run, r);
+  // Run totals, as the analytic model computes them (checkpoint = weights + optimizer states),
+  // the GPUs busy for the mean of the simulated ranks' compute (a rank a stage, or every rank).
+  double busy = 0;
+  for (const RankBreakdown& rank : st.ranks) busy += rank.compute_s() / double(st.ranks.size());
+  const RunTotals run = fill_run_report(sc, bytes_per_param(l, options.memory.convention), options.run,
+                                        busy / r.step_time_s, r);
 
   explain_event(sc, options, compute, worst_memory, run, peak, out);
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

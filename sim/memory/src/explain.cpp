@@ -117,9 +117,10 @@ void explain_run(const Scenario& sc, const RunTotals& run, const RunDefaults& de
           fmt::format("gpu_hours={:.4g}, usd_per_gpu_hour={}", run.gpu_hours, sc.run.usd_per_gpu_hour));
   explain(r, "run.energy_kwh", r.run.energy_kwh, "kWh",
           "num_gpus · TDP · (idle + (1 − idle) · busy) · T_w / 3.6e6 (GPU board power only)",
-          fmt::format("TDP={} W, idle={}, busy={:.3f} (compute_s/step_time_s), {:.0f} W per GPU",
-                      sc.cluster.gpu.tdp_w, defaults.idle_power_fraction,
-                      r.breakdown.compute_s / r.step_time_s, run.power_w_per_gpu));
+          fmt::format("TDP={} W, idle={}, busy={:.3f} (compute over the step, the mean of the pipeline's "
+                      "stages), {:.0f} W per GPU",
+                      sc.cluster.gpu.tdp_w, defaults.idle_power_fraction, run.busy_fraction,
+                      run.power_w_per_gpu));
 }
 
 }  // namespace simrun::detail

@@ -65,8 +65,8 @@ RunTotals run_totals(const RunInputs& in, const RunDefaults& d) {
   r.days = r.wall_s / kSecondsPerDay;
   r.gpu_hours = r.wall_s * double(in.num_gpus) / kSecondsPerHour;
   r.cost_usd = r.gpu_hours * in.usd_per_gpu_hour;
-  const double busy = std::clamp(in.busy_fraction, 0.0, 1.0);
-  r.power_w_per_gpu = in.tdp_w * (d.idle_power_fraction + (1.0 - d.idle_power_fraction) * busy);
+  r.busy_fraction = std::clamp(in.busy_fraction, 0.0, 1.0);
+  r.power_w_per_gpu = in.tdp_w * (d.idle_power_fraction + (1.0 - d.idle_power_fraction) * r.busy_fraction);
   r.energy_kwh = r.power_w_per_gpu * double(in.num_gpus) * r.wall_s / 3.6e6;
   return r;
 }
@@ -91,8 +91,8 @@ RunInputs run_inputs(const Scenario& sc, const BytesPerParam& bpp, double params
 }
 
 RunTotals fill_run_report(const Scenario& sc, const BytesPerParam& bpp, const RunDefaults& defaults,
-                          Report& r) {
-  const RunInputs in = run_inputs(sc, bpp, r.params, r.step_time_s, r.breakdown.compute_s / r.step_time_s);
+                          double busy_fraction, Report& r) {
+  const RunInputs in = run_inputs(sc, bpp, r.params, r.step_time_s, busy_fraction);
   const RunTotals run = run_totals(in, defaults);
   r.run.tokens = run.tokens;
   r.run.days = run.days;

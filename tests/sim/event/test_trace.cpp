@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "simrun/common/error.hpp"
+#include "simrun/sim/analytic/analytic.hpp"
 #include "simrun/sim/event/simulate.hpp"
 #include "simrun/sim/event/trace.hpp"
 #include "workload_test_util.hpp"
@@ -304,4 +305,19 @@ TEST_CASE("the trace rank selector reads ranks, stage:N and dp:N, and refuses th
       CHECK(e.field() == "trace_ranks");
     }
   }
+}
+
+TEST_CASE("energy: both fidelities power the GPUs for the mean of the stages' compute, not one stage's",
+          "[sim][step]") {
+  // DeepSeek-V3's first stage holds the three dense layers and computes 11.8 s of a 17.0 s step,
+  // the others about 14.6 s: the event took stage 0's busy share and the estimate the slowest
+  // stage's, so the estimate's shorter run drew more energy than the event's longer one.
+  const Scenario sc = example("deepseek-v3-2048-h800.json");
+  const Report event = simulate(sc, framework_simulate_options(sc)).report;
+  const Report analytic = estimate(sc, framework_options(sc));
+  const double event_kw = event.run.energy_kwh / event.run.gpu_hours;
+  const double analytic_kw = analytic.run.energy_kwh / analytic.run.gpu_hours;
+  CHECK(analytic_kw == Approx(event_kw).epsilon(0.02));
+  CHECK(event.run.energy_kwh / analytic.run.energy_kwh ==
+        Approx(event.run.gpu_hours / analytic.run.gpu_hours).epsilon(0.02));
 }

@@ -11,8 +11,8 @@
 // eq. for the expected total wall-clock time):
 //   T_w = M · e^{R/M} · (e^{(τ+δ)/M} − 1) · T_s/τ,   goodput = T_s / T_w.
 // Energy: N GPUs at P = TDP·(idle + (1 − idle)·busy) for T_w, where busy is the fraction of a
-// step the GPU runs compute kernels (compute_s/step_time_s); GPU board power only (no host,
-// network, cooling).
+// step a GPU runs compute kernels, averaged over the pipeline's stages (each holds as many GPUs);
+// GPU board power only (no host, network, cooling).
 #pragma once
 
 #include <cstdint>
@@ -60,7 +60,7 @@ struct RunInputs {
   double tokens = 0;           // 0 = Chinchilla
   double tokens_per_step = 0;  // global_batch · seq_len
   double step_time_s = 0;
-  double busy_fraction = 1;  // compute_s / step_time_s
+  double busy_fraction = 1;  // compute / step time, the mean over pipeline stages
   int64_t num_gpus = 0;
   int64_t num_nodes = 0;
   double checkpoint_bytes = 0;  // whole job's checkpoint (weights + optimizer states)
@@ -83,6 +83,7 @@ struct RunTotals {
   double days = 0;
   double gpu_hours = 0;
   double cost_usd = 0;
+  double busy_fraction = 0;  // RunInputs::busy_fraction, clamped to [0, 1]
   double power_w_per_gpu = 0;
   double energy_kwh = 0;
   double goodput = 0;
@@ -100,10 +101,10 @@ RunTotals run_totals(const RunInputs& in, const RunDefaults& defaults = {});
 RunInputs run_inputs(const Scenario& scenario, const BytesPerParam& bpp, double params, double step_time_s,
                      double busy_fraction);
 
-// Fills report.run from a finished step estimate (report.params, step_time_s and
-// breakdown.compute_s) and the scenario's run section (run_inputs). Shared by the analytic and
-// event paths.
+// Fills report.run from a finished step estimate (report.params and step_time_s, with
+// `busy_fraction` of the step computing, the mean over the pipeline's stages) and the scenario's
+// run section (run_inputs). Shared by the analytic and event paths.
 RunTotals fill_run_report(const Scenario& scenario, const BytesPerParam& bpp, const RunDefaults& defaults,
-                          Report& report);
+                          double busy_fraction, Report& report);
 
 }  // namespace simrun
