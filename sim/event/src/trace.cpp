@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <iterator>
+#include <numeric>
 #include <ostream>
 #include <set>
 #include <unordered_map>
@@ -68,10 +69,37 @@ int thread_of(const Task& t) {
   return t.kind == TaskKind::recv && t.op == OpName::pp_grad ? kStreamCount : static_cast<int>(t.stream);
 }
 
+// A row's slices must nest in a Chrome trace, but a stream may hold transfers in flight together
+// (DualPipe receives from both neighbours at once): a slice that would overlap its row's last
+// moves to the thread's next row free by its start, tid thread + row · kRowStride.
+constexpr int kRowStride = kStreamCount + 1;
+
+// The tid of each of a rank's spans (span_tid[first + k]) and the rows each thread needs.
+std::vector<int> assign_rows(const std::vector<TaskSpan>& spans, size_t first, size_t count,
+                             const StageProgram& program, std::vector<int>& span_tid) {
+  std::vector<size_t> order(count);
+  std::iota(order.begin(), order.end(), first);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return spans[a].start.ns < spans[b].start.ns; });
+  std::vector<std::vector<int64_t>> row_ends(kRowStride);  // per thread, each row's last end
+  for (const size_t i : order) {
+    const int thread = thread_of(program.tasks[spans[i].task]);
+    std::vector<int64_t>& ends = row_ends[size_t(thread)];
+    size_t row = 0;
+    while (row < ends.size() && ends[row] > spans[i].start.ns) ++row;
+    if (row == ends.size()) ends.push_back(0);
+    ends[row] = spans[i].end.ns;
+    span_tid[i] = thread + int(row) * kRowStride;
+  }
+  std::vector<int> rows(kRowStride);
+  for (size_t t = 0; t < rows.size(); ++t) rows[t] = std::max<int>(1, int(row_ends[t].size()));
+  return rows;
+}
+
 // µs with ns precision, as Chrome traces count.
 double us(TimeNs t) { return double(t.ns) * 1e-3; }
 
-void format_rank_metadata(Buffer& b, const RankLayout& layout, int64_t rank) {
+void format_rank_metadata(Buffer& b, const RankLayout& layout, int64_t rank, const std::vector<int>& rows) {
   const RankCoord c = layout.coord_of(rank);
   auto o = std::back_inserter(b);
   fmt::format_to(
@@ -84,10 +112,14 @@ void format_rank_metadata(Buffer& b, const RankLayout& layout, int64_t rank) {
                  "\n",
                  rank, rank);
   for (int s = 0; s <= kStreamCount; ++s)
-    fmt::format_to(o,
-                   R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":"stream {} {}"}}}},)"
-                   "\n",
-                   rank, s, s, s == kStreamCount ? "pp recv grad" : to_string(static_cast<Stream>(s)));
+    for (int row = 0; row < rows[size_t(s)]; ++row)
+      fmt::format_to(
+          o,
+          R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":"stream {} {}{}"}}}},)"
+          "\n",
+          rank, s + row * kRowStride, s,
+          s == kStreamCount ? "pp recv grad" : to_string(static_cast<Stream>(s)),
+          row == 0 ? "" : fmt::format(" ({})", row + 1));
 }
 
 void format_shape(Buffer& b, const OpShape& s) {
@@ -116,13 +148,13 @@ void format_shape(Buffer& b, const OpShape& s) {
   }
 }
 
-void format_slice(Buffer& b, const RankLayout& layout, const StageProgram& p, const TaskSpan& span) {
+void format_slice(Buffer& b, const RankLayout& layout, const StageProgram& p, const TaskSpan& span, int tid) {
   const Task& t = p.tasks[span.task];
   auto o = std::back_inserter(b);
   const char* cat = t.kind == TaskKind::compute ? "kernel" : "collective_comm";
   fmt::format_to(o,
                  R"({{"ph":"X","cat":"{}","name":"{}","pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f},"args":{{)",
-                 cat, task_slice_name(t), span.rank, thread_of(t), us(span.start), us(span.end - span.start));
+                 cat, task_slice_name(t), span.rank, tid, us(span.start), us(span.end - span.start));
   fmt::format_to(o, R"("label":"{}","op":"{}","phase":"{}","layer":{},"microbatch":{},"chunk":{})",
                  task_event_name(t), to_string(t.op), to_string(t.phase), t.layer, t.micro_batch, t.chunk);
   if (t.kind == TaskKind::compute) {
@@ -141,18 +173,18 @@ void format_slice(Buffer& b, const RankLayout& layout, const StageProgram& p, co
 
 // A flow from the middle of the send's slice to the middle of its recv's ("bp":"e": bound to
 // the enclosing slice, which the middle leaves no doubt about).
-void format_flow(Buffer& b, int64_t id, const Task& send, const TaskSpan& from, const Task& recv,
-                 const TaskSpan& to) {
+void format_flow(Buffer& b, int64_t id, const Task& send, const TaskSpan& from, int from_tid,
+                 const TaskSpan& to, int to_tid) {
   auto o = std::back_inserter(b);
   const auto mid = [](const TaskSpan& s) { return us(s.start) + 0.5 * us(s.end - s.start); };
   fmt::format_to(o,
                  R"({{"ph":"s","id":{},"cat":"pp","name":"{}","pid":{},"tid":{},"ts":{:.3f}}},)"
                  "\n",
-                 id, to_string(send.op), from.rank, thread_of(send), mid(from));
+                 id, to_string(send.op), from.rank, from_tid, mid(from));
   fmt::format_to(o,
                  R"({{"ph":"f","bp":"e","id":{},"cat":"pp","name":"{}","pid":{},"tid":{},"ts":{:.3f}}},)"
                  "\n",
-                 id, to_string(send.op), to.rank, thread_of(recv), mid(to));
+                 id, to_string(send.op), to.rank, to_tid, mid(to));
 }
 
 // The spans of one traced rank: step.spans[first, first + count), in task order.
@@ -243,9 +275,11 @@ TraceSummary write_chrome_trace(std::ostream& out, const Scenario& sc, const Wor
     SIMRUN_ASSERT(send.peer_task < peer.count, "a send's recv is not in its peer's program");
     return Peer{&step.spans[peer.first + send.peer_task], it->second};
   };
-  auto recv_task = [&](const Peer& p) -> const Task& {
-    return ranks[p.rank_index].program->tasks[p.span->task];
-  };
+  std::vector<int> span_tid(step.spans.size(), 0);
+  std::vector<std::vector<int>> rows(ranks.size());
+  for (size_t i = 0; i < ranks.size(); ++i)
+    rows[i] = assign_rows(step.spans, ranks[i].first, ranks[i].count, *ranks[i].program, span_tid);
+  auto tid_of = [&](const TaskSpan& s) { return span_tid[size_t(&s - step.spans.data())]; };
 
   const int64_t micro_batches = std::max<int64_t>(w.micro_batches, 0);
   // Pass 1: the bytes of every part, to choose what fits. Part 0 of a rank is its metadata and
@@ -256,15 +290,16 @@ TraceSummary write_chrome_trace(std::ostream& out, const Scenario& sc, const Wor
   for (size_t i = 0; i < ranks.size(); ++i) {
     const RankSpans& r = ranks[i];
     b.clear();
-    format_rank_metadata(b, layout, r.rank);
+    format_rank_metadata(b, layout, r.rank, rows[i]);
     bytes[i][0] += double(b.size());
     for (size_t k = 0; k < r.count; ++k) {
       const TaskSpan& span = step.spans[r.first + k];
       const Task& t = r.program->tasks[span.task];
       b.clear();
-      format_slice(b, layout, *r.program, span);
+      format_slice(b, layout, *r.program, span, tid_of(span));
       if (t.kind == TaskKind::send)
-        if (const Peer p = recv_of(r, t); p.span) format_flow(b, ++flows, t, span, recv_task(p), *p.span);
+        if (const Peer p = recv_of(r, t); p.span)
+          format_flow(b, ++flows, t, span, tid_of(span), *p.span, tid_of(*p.span));
       const size_t part = std::min(static_cast<size_t>(std::max(t.micro_batch, -1) + 1), bytes[i].size() - 1);
       bytes[i][part] += double(b.size());
     }
@@ -312,18 +347,18 @@ TraceSummary write_chrome_trace(std::ostream& out, const Scenario& sc, const Wor
   int64_t flow_id = 0;
   for (size_t i = 0; i < keep_ranks; ++i) {
     const RankSpans& r = ranks[i];
-    format_rank_metadata(b, layout, r.rank);
+    format_rank_metadata(b, layout, r.rank, rows[i]);
     emit();
     for (size_t k = 0; k < r.count; ++k) {
       const TaskSpan& span = step.spans[r.first + k];
       const Task& t = r.program->tasks[span.task];
       if (t.micro_batch >= keep_mb) continue;
-      format_slice(b, layout, *r.program, span);
+      format_slice(b, layout, *r.program, span, tid_of(span));
       ++summary.slices;
       names.insert(task_slice_name(t));
       if (t.kind == TaskKind::send)
         if (const Peer p = recv_of(r, t); p.span && p.rank_index < keep_ranks) {
-          format_flow(b, ++flow_id, t, span, recv_task(p), *p.span);
+          format_flow(b, ++flow_id, t, span, tid_of(span), *p.span, tid_of(*p.span));
           ++summary.flows;
         }
       emit();
