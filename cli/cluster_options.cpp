@@ -9,7 +9,8 @@ void add_cluster_options(CLI::App& cmd, ClusterArgs& a) {
   cmd.add_option("--gpu", a.overrides.gpu, "GPU catalog id, e.g. h100-sxm (default h100-sxm)");
   cmd.add_option("--gpus", a.overrides.gpus, "Number of GPUs, e.g. 16 (default 8)");
   cmd.add_option("--gpus-per-node", a.overrides.gpus_per_node,
-                 "GPUs per node (default 8; 4 where the GPU's NVLink domain spans more than an 8-GPU board)");
+                 "GPUs per node (default 8; 4 where the GPU's NVLink domain spans more than an 8-GPU board, "
+                 "the domain where it is smaller)");
   cmd.add_option("--nics-per-node", a.overrides.nics_per_node, "Fabric NICs per node (default: one per GPU)");
   cmd.add_option("--fabric", a.overrides.fabric,
                  "Fabric catalog id: ib-hdr, ib-ndr, ib-xdr, roce-400g (default ib-ndr)");

@@ -293,12 +293,14 @@ std::string layout_cell(const PlanPoint& p, bool moe, const PlanResult& r) {
 
 void print_rows(std::ostream& out, const PlanRequest& q, const PlanResult& r,
                 const std::vector<PlanPoint>& rows, bool moe, bool ranks) {
-  // The GPU and layout columns as wide as their widest cell (a user's GPU id, an MoE layout).
+  // The GPU and layout columns as wide as their widest cell in either table (a user's GPU id, an
+  // MoE layout), so that the ranking and the front line up.
   size_t gpu_width = 10, layout_width = 40;
-  for (const PlanPoint& p : rows) {
-    gpu_width = std::max(gpu_width, q.gpus[size_t(p.offer)].gpu.size());
-    layout_width = std::max(layout_width, layout_cell(p, moe, r).size());
-  }
+  for (const auto* table : {&r.ranked, &r.pareto})
+    for (const PlanPoint& p : *table) {
+      gpu_width = std::max(gpu_width, q.gpus[size_t(p.offer)].gpu.size());
+      layout_width = std::max(layout_width, layout_cell(p, moe, r).size());
+    }
   out << fmt::format("{:>4}  {:<{}} {:>6}  {:<{}} {:>8} {:>5} {:>9} {:>7} {:>9} {:>9} {:>9} {:>7}\n",
                      ranks ? "rank" : "", "gpu", gpu_width, "gpus", "layout", layout_width, "step s", "MFU",
                      "headroom", "days", "GPU-h", "cost", "energy", "goodput");

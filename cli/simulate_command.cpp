@@ -117,11 +117,13 @@ std::string trace_cap_warning(const TraceSummary& t, double max_mb) {
                             t.ranks - t.ranks_kept, t.ranks);
   // The least it keeps (a micro-batch of a rank) may itself be over the cap: said, not hidden.
   const bool over = t.bytes > max_mb * 1e6;
+  auto mb = [](double bytes) {
+    return bytes < 10e6 ? fmt::format("{:.3g} MB", bytes / 1e6) : fmt::format("{:.0f} MB", bytes / 1e6);
+  };
   return fmt::format(
-      "trace: left out {} to stay under {:g} MB ({:.3g} MB written{}, {:.3g} MB in all); --trace-max-mb 0 "
+      "trace: left out {} to stay under {:g} MB ({} written{}, {} in all); --trace-max-mb 0 "
       "writes everything, --trace-ranks traces fewer ranks",
-      left_out, max_mb, t.bytes / 1e6, over ? ": the least a trace keeps, over the cap" : "",
-      t.full_bytes / 1e6);
+      left_out, max_mb, mb(t.bytes), over ? ": the least a trace keeps, over the cap" : "", mb(t.full_bytes));
 }
 
 // The simulation's options from the flags and the scenario's framework profile; stragglers, slow

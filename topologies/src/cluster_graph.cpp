@@ -193,7 +193,7 @@ void ClusterGraph::build_scale_up() {
     }
     case ScaleUpKind::bridge:
     case ScaleUpKind::pcie: {
-      const double pcie = gpu.pcie_bytes_per_s > 0 ? gpu.pcie_bytes_per_s : 32e9;
+      const double pcie = host_pcie_bytes_per_s(gpu);
       m_gpu_up.resize(n);
       m_gpu_down.resize(n);
       for (int64_t node = 0; node < m_num_nodes; ++node)

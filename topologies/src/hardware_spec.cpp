@@ -46,6 +46,10 @@ bool rack_scale_domain(const GpuSpec& gpu, int64_t gpus_per_node) {
          gpu.scale_up_domain > gpn && gpu.scale_up_domain % gpn == 0;
 }
 
+double host_pcie_bytes_per_s(const GpuSpec& gpu) {
+  return gpu.pcie_bytes_per_s > 0 ? gpu.pcie_bytes_per_s : 32e9;
+}
+
 int64_t default_gpus_per_node(const GpuSpec& gpu) {
   if (gpu.scale_up_domain > kBoardScaleUpDomain) return 4;
   const bool domain_bounds_node =

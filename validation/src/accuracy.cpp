@@ -140,7 +140,8 @@ void simulate_run(const MeasuredRun& run, const AccuracyOptions& options, RunSco
 
 json optional_json(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
-// Milliseconds to hours in fixed point; beyond, a user's file's figure in four digits (1e+308s).
+// Below a million seconds (11.6 days) in fixed point; beyond, a user's file's figure in four
+// digits (1e+308s).
 std::string seconds_cell(double s) {
   if (!(s > 0)) return "-";
   return s < 1e6 ? fmt::format("{:.3f}s", s) : fmt::format("{:.4g}s", s);

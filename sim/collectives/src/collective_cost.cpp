@@ -206,10 +206,9 @@ LinkCost group_link(const ClusterSpec& cluster, RankGroup group, const Efficienc
     }
     return link;
   }
-  // NVLink-bridged pairs (H100 PCIe): a group beyond the pair but inside the node rings through
-  // the host's PCIe, each GPU's x16 link at NCCL's PCIe rate, as the cluster graph routes it.
-  if (gpu.scale_up_kind == ScaleUpKind::bridge && group.size * group.stride <= cluster.gpus_per_node)
-    return LinkCost{gpu.pcie_bytes_per_s * kPcieEfficiency, eff.scale_up_alpha_s, LinkClass::scale_up};
+  // Beyond an NVLink-bridged pair (H100 PCIe) inside the node: each GPU's x16 link at NCCL's PCIe rate.
+  if (group_over_host_pcie(cluster, group))
+    return LinkCost{host_pcie_bytes_per_s(gpu) * kPcieEfficiency, eff.scale_up_alpha_s, LinkClass::scale_up};
   const int64_t local = members_per_domain(cluster, group);
   double bw = double(local) *
               nic_share_bytes_per_s(cluster, eff, flows_per_uplink(cluster, group, UplinkTraffic::ring));

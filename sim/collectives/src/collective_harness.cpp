@@ -38,8 +38,8 @@ std::vector<double> link_capacities(const ClusterGraph& g, LinkEfficiency effici
           f = scale_up;
           break;
         case LinkKind::host_pcie:
-          f = 0.75;
-          break;  // NCCL: Gen4 x16 = 24 GB/s (topo.cc)
+          f = kPcieEfficiency;
+          break;
         case LinkKind::nic_pcie:
           f = 1.0;
           break;

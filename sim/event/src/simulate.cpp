@@ -168,6 +168,30 @@ void explain_event(const Scenario& sc, const SimulateOptions& options, const Com
   detail::explain_run(sc, run, options.run, r);
 }
 
+// The compute time of the mean GPU: each stage's reported ranks are its representative, which
+// stands for the stage's GPUs at their pace, and its stragglers, each one GPU at its own.
+double busy_compute_s(const StepResult& st, const std::vector<Straggler>& stragglers, const Layout& l) {
+  const double per_stage = double(l.world_size()) / double(l.pp);
+  double busy = 0;
+  for (int64_t stage = 0; stage < l.pp; ++stage) {
+    double slow_sum = 0, slow_count = 0, pace = -1;
+    for (const RankBreakdown& rank : st.ranks) {
+      if (rank.stage != stage) continue;
+      const bool straggler = std::any_of(stragglers.begin(), stragglers.end(),
+                                         [&](const Straggler& s) { return s.rank == rank.rank; });
+      if (straggler) {
+        slow_sum += rank.compute_s();
+        ++slow_count;
+      } else if (pace < 0) {
+        pace = rank.compute_s();
+      }
+    }
+    if (pace < 0) pace = slow_count > 0 ? slow_sum / slow_count : 0.0;  // the representative straggles
+    busy += (slow_sum + (per_stage - slow_count) * pace) / (per_stage * double(l.pp));
+  }
+  return busy;
+}
+
 }  // namespace
 
 BreakdownReport stage_breakdown(const RankBreakdown& rank, double step_time_s) {
@@ -278,12 +302,9 @@ SimulationOutput simulate(const Scenario& given, const SimulateOptions& options)
   out.estimate = estimate(sc, analytic);
   if (auto outside = agreement_warning(sc, analytic, out.estimate)) r.warnings.push_back(*outside);
 
-  // Run totals, as the analytic model computes them (checkpoint = weights + optimizer states),
-  // the GPUs busy for the mean of the simulated ranks' compute (a rank a stage, or every rank).
-  double busy = 0;
-  for (const RankBreakdown& rank : st.ranks) busy += rank.compute_s() / double(st.ranks.size());
+  // Run totals, as the analytic model computes them (checkpoint = weights + optimizer states).
   const RunTotals run = fill_run_report(sc, bytes_per_param(l, options.memory.convention), options.run,
-                                        busy / r.step_time_s, r);
+                                        busy_compute_s(st, options.step.stragglers, l) / r.step_time_s, r);
 
   explain_event(sc, options, compute, worst_memory, run, peak, out);
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -120,6 +120,16 @@ void format_rank_metadata(Buffer& b, const RankLayout& layout, int64_t rank, con
           rank, s + row * kRowStride, s,
           s == kStreamCount ? "pp recv grad" : to_string(static_cast<Stream>(s)),
           row == 0 ? "" : fmt::format(" ({})", row + 1));
+  // A thread's extra rows sort beside it (Perfetto orders rows by tid otherwise); only where there
+  // are any, so that other traces stay as they were.
+  if (std::any_of(rows.begin(), rows.end(), [](int n) { return n > 1; }))
+    for (int s = 0; s <= kStreamCount; ++s)
+      for (int row = 0; row < rows[size_t(s)]; ++row)
+        fmt::format_to(
+            o,
+            R"({{"ph":"M","name":"thread_sort_index","pid":{},"tid":{},"args":{{"sort_index":{}}}}},)"
+            "\n",
+            rank, s + row * kRowStride, s * 16 + row);
 }
 
 void format_shape(Buffer& b, const OpShape& s) {

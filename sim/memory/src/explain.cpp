@@ -49,31 +49,30 @@ void explain_throughput(const Scenario& sc, const FlopCounts& per_sequence, Atte
 void explain_memory(const Scenario& sc, const StageMemory& ws, const MemoryDefaults& defaults, Report& r) {
   const Layout& l = sc.layout;
   const BytesPerParam bpp = bytes_per_param(l, defaults.convention);
-  // Each state: the stage's dense parameters sharded over d = dp·cp, its routed experts over the
-  // expert-data-parallel group d_e (ZeRO's stage decides which states are sharded), plus ZeRO-3's
-  // transients: the gathered working set of weights, the gradients held unsharded before their
-  // reduce-scatter.
-  const double d = double(l.dp * l.cp), d_e = double(l.expert_dp());
-  const ModelStateBytes dense = model_state_bytes(ws.params.dense, l.zero_stage, d, bpp);
-  const ModelStateBytes experts = model_state_bytes(ws.params.experts, l.zero_stage, d_e, bpp);
+  // Each state: the stage's dense parameters, sharded over d = dp·cp, and its routed experts,
+  // over the expert-data-parallel group d_e, where ZeRO's stage shards that state (memory_model's
+  // parts, StageMemory), plus ZeRO-3's transients: the gathered working set of weights, the
+  // gradients held unsharded before their reduce-scatter.
   const std::string shards = fmt::format(
       "stage={}, dense params per GPU={:.4g}, experts {:.4g}, zero_stage={}, "
-      "d={:g}, d_e={:g}",
-      ws.stage, ws.params.dense, ws.params.experts, l.zero_stage, d, d_e);
-  explain(r, "memory.weights", r.memory.weights, "B",
-          "(dense + experts · d/d_e) · weight bytes / (d under ZeRO-3) + ZeRO-3 gathered weights",
-          fmt::format("{}, bytes/param={}: dense {}, experts {}, gathered {}", shards, bpp.weights,
-                      gb(dense.weights), gb(experts.weights), gb(ws.fsdp_gathered_bytes)));
+      "d={}, d_e={}",
+      ws.stage, ws.params.dense, ws.params.experts, l.zero_stage, l.dp * l.cp, l.expert_dp());
+  explain(
+      r, "memory.weights", r.memory.weights, "B",
+      "dense · weight bytes + experts · weight bytes, over d and d_e under ZeRO-3, + ZeRO-3 gathered weights",
+      fmt::format("{}, bytes/param={}: dense {}, experts {}, gathered {}", shards, bpp.weights,
+                  gb(ws.dense_states.weights), gb(ws.expert_states.weights), gb(ws.fsdp_gathered_bytes)));
   explain(
       r, "memory.grads", r.memory.grads, "B",
-      "(dense + experts · d/d_e) · grad bytes / (d under ZeRO-2,3) + ZeRO-3 unsharded gradients",
+      "dense · grad bytes + experts · grad bytes, over d and d_e under ZeRO-2,3, + ZeRO-3 unsharded "
+      "gradients",
       fmt::format("bytes/param={} ({} main grads): dense {}, experts {}, unsharded {}", bpp.grads,
                   defaults.convention == StateConvention::megatron ? "Megatron fp32" : "ZeRO-paper 16-bit",
-                  gb(dense.grads), gb(experts.grads), gb(ws.fsdp_unsharded_grad_bytes)));
+                  gb(ws.dense_states.grads), gb(ws.expert_states.grads), gb(ws.fsdp_unsharded_grad_bytes)));
   explain(r, "memory.optimizer", r.memory.optimizer, "B",
-          "(dense + experts · d/d_e) · optimizer bytes / (d under ZeRO ≥ 1)",
+          "dense · optimizer bytes + experts · optimizer bytes, over d and d_e under ZeRO ≥ 1",
           fmt::format("bytes/param={} (fp32 master + Adam m, v): dense {}, experts {}", bpp.optimizer,
-                      gb(dense.optimizer), gb(experts.optimizer)));
+                      gb(ws.dense_states.optimizer), gb(ws.expert_states.optimizer)));
   explain(
       r, "memory.activations", r.memory.activations, "B",
       "layer-micro-batches in flight · per-layer (Korthikanti 2022) + embedding + logits + full-recompute "
@@ -117,9 +116,11 @@ void explain_run(const Scenario& sc, const RunTotals& run, const RunDefaults& de
           fmt::format("gpu_hours={:.4g}, usd_per_gpu_hour={}", run.gpu_hours, sc.run.usd_per_gpu_hour));
   explain(r, "run.energy_kwh", r.run.energy_kwh, "kWh",
           "num_gpus · TDP · (idle + (1 − idle) · busy) · T_w / 3.6e6 (GPU board power only)",
-          fmt::format("TDP={} W, idle={}, busy={:.3f} (compute over the step, the mean of the pipeline's "
-                      "stages), {:.0f} W per GPU",
-                      sc.cluster.gpu.tdp_w, defaults.idle_power_fraction, run.busy_fraction,
+          fmt::format("TDP={} W, idle={}, busy={:.3f} ({}), {:.0f} W per GPU", sc.cluster.gpu.tdp_w,
+                      defaults.idle_power_fraction, run.busy_fraction,
+                      sc.run.assumed_mfu && r.fidelity == "analytic"
+                          ? "an assumed MFU's step is all compute"
+                          : "compute over the step, the mean of the pipeline's stages",
                       run.power_w_per_gpu));
 }
 

@@ -339,6 +339,8 @@ StageMemory stage_memory(const Scenario& sc, const MemoryDefaults& defaults, int
   st.params = params;
   const ModelStateBytes dense = model_state_bytes(params.dense, l.zero_stage, double(l.dp * l.cp), bpp);
   const ModelStateBytes experts = model_state_bytes(params.experts, l.zero_stage, double(l.expert_dp()), bpp);
+  st.dense_states = dense;
+  st.expert_states = experts;
   st.states = {dense.weights + experts.weights, dense.grads + experts.grads,
                dense.optimizer + experts.optimizer};
   const Zero3Transients z3 = zero3_transients(l, m, counts, params, ac.element_bytes, bpp.grads, defaults);

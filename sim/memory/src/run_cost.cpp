@@ -32,9 +32,11 @@ double daly_wall_time_s(double solve_s, double interval_s, double checkpoint_s, 
 
 double checkpoint_write_bytes_per_s(int64_t num_nodes, const RunDefaults& d) {
   const int64_t nodes = std::max<int64_t>(1, num_nodes);
-  const int64_t units = (nodes + d.nodes_per_storage_unit - 1) / d.nodes_per_storage_unit;
-  return std::min({d.storage_write_bytes_per_s_per_node * double(nodes),
-                   d.storage_write_bytes_per_s_per_unit * double(units), d.storage_write_cap_bytes_per_s});
+  const int64_t units = nodes / d.nodes_per_storage_unit, rest = nodes % d.nodes_per_storage_unit;
+  const double partial =
+      std::min(d.storage_write_bytes_per_s_per_node * double(rest), d.storage_write_bytes_per_s_per_unit);
+  return std::min(d.storage_write_bytes_per_s_per_unit * double(units) + partial,
+                  d.storage_write_cap_bytes_per_s);
 }
 
 RunTotals run_totals(const RunInputs& in, const RunDefaults& d) {

@@ -284,12 +284,9 @@ std::vector<LayoutDiagnostic> layout_warnings(const Scenario& sc, PipelineSchedu
   const GpuSpec& gpu = cluster.gpu;
   std::vector<LayoutDiagnostic> out;
   const int64_t domain = scale_up_domain_size(cluster);
-  // What a group beyond its scale-up domain crosses: the node's PCIe where the domain is a
-  // bridged pair (or none) and the group stays in the node, else the inter-node fabric.
+  // What a group beyond its scale-up domain crosses.
   auto crossing = [&](RankGroup g) {
-    const bool host_pcie = gpu.scale_up_kind == ScaleUpKind::bridge || gpu.scale_up_kind == ScaleUpKind::pcie;
-    return host_pcie && g.size * g.stride <= cluster.gpus_per_node ? "the node's PCIe"
-                                                                   : "the inter-node fabric";
+    return group_over_host_pcie(cluster, g) ? "the node's PCIe" : "the inter-node fabric";
   };
   if (const RankGroup tp = rank_group(l, GroupKind::tp); !group_inside_scale_up(cluster, tp))
     out.push_back(diag(

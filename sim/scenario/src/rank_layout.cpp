@@ -311,4 +311,10 @@ bool group_inside_scale_up(const ClusterSpec& cluster, RankGroup group) {
   return group.size == 1 || group.size * group.stride <= scale_up_domain_size(cluster);
 }
 
+bool group_over_host_pcie(const ClusterSpec& cluster, RankGroup group) {
+  const ScaleUpKind kind = cluster.gpu.scale_up_kind;
+  return (kind == ScaleUpKind::bridge || kind == ScaleUpKind::pcie) &&
+         !group_inside_scale_up(cluster, group) && group.size * group.stride <= cluster.gpus_per_node;
+}
+
 }  // namespace simrun

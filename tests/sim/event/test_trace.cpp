@@ -340,4 +340,22 @@ TEST_CASE("energy: both fidelities power the GPUs for the mean of the stages' co
   CHECK(analytic_kw == Approx(event_kw).epsilon(0.02));
   CHECK(event.run.energy_kwh / analytic.run.energy_kwh ==
         Approx(event.run.gpu_hours / analytic.run.gpu_hours).epsilon(0.02));
+
+  // A straggler is one GPU of its stage, not a stage of its own: 1 GPU of 64 at half speed
+  // stretches everyone's step, so the mean GPU computes a smaller share of it.
+  const Scenario dense =
+      parse_scenario_text(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm", "num_gpus": 64},
+      "layout": {"tp": 1, "pp": 1, "dp": 64, "global_batch": 64}})");
+  SimulateOptions slow = framework_simulate_options(dense);
+  slow.step.scope = SimulationScope::full;
+  const Report even = simulate(dense, slow).report;
+  slow.step.stragglers = {Straggler{5, 2.0}};
+  const Report uneven = simulate(dense, slow).report;
+  REQUIRE(uneven.step_time_s > 1.5 * even.step_time_s);
+  // Board power TDP·(0.15 + 0.85·busy) (RunDefaults::idle_power_fraction): back to busy.
+  const double tdp_kw = dense.cluster.gpu.tdp_w / 1e3;
+  auto busy = [&](const Report& r) { return (r.run.energy_kwh / r.run.gpu_hours / tdp_kw - 0.15) / 0.85; };
+  // 63 GPUs at the even pace and one at twice its compute, over the longer step.
+  CHECK(busy(uneven) ==
+        Approx(busy(even) * 65.0 / 64.0 * even.step_time_s / uneven.step_time_s).epsilon(0.01));
 }

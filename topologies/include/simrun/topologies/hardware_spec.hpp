@@ -98,6 +98,10 @@ bool rack_scale_domain(const GpuSpec& gpu, int64_t gpus_per_node);
 // cluster graph needs); else an HGX/DGX board of 8 (bridged and PCIe GPUs too).
 int64_t default_gpus_per_node(const GpuSpec& gpu);
 
+// A GPU's PCIe link to its host, per direction: the catalog's, or Gen4 x16's 32 GB/s where a
+// part gives none.
+double host_pcie_bytes_per_s(const GpuSpec& gpu);
+
 const char* to_string(Precision p);
 
 }  // namespace simrun

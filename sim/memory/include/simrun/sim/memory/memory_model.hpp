@@ -151,6 +151,8 @@ struct StageMemory {
   int64_t stage = 0;
   StageParams params;
   ModelStateBytes states;                // sharded states, plus ZeRO-3's unsharded copies below
+  ModelStateBytes dense_states;          // of states: the dense parameters' (over dp·cp)
+  ModelStateBytes expert_states;         // of states: the routed experts' (over expert-DP)
   double fsdp_gathered_bytes = 0;        // ZeRO-3: gathered 16-bit parameters (in states.weights)
   double fsdp_unsharded_grad_bytes = 0;  // ZeRO-3: one unit's full gradient (in states.grads)
   double in_flight_microbatches = 0;

@@ -32,7 +32,8 @@ struct RunDefaults {
   // tier (hardware.md §8): 4 GB/s for one node writing ...
   double storage_write_bytes_per_s_per_node = 4e9;
   // ... but 20 GB/s for a whole scalable unit of 32 nodes (80 GB/s for 4 SU): the nodes of a unit
-  // share its storage, they do not add up ...
+  // share its storage, they do not add up. The unit is DGX H100's (32 nodes of 8 GPUs); other
+  // parts' nodes are counted against it as they are (a GB200 tray of 4 GPUs is a node) ...
   double storage_write_bytes_per_s_per_unit = 20e9;
   int nodes_per_storage_unit = 32;
   // ... up to the storage system's aggregate: Llama 3's Tectonic sustained 2 TB/s (hardware.md §8).
@@ -43,8 +44,8 @@ struct RunDefaults {
   double chinchilla_tokens_per_param = 20;
 };
 
-// Storage write bandwidth for a checkpoint of `num_nodes` nodes (RunDefaults):
-// min(nodes · per node, ⌈nodes / unit⌉ · per unit, the system's cap).
+// Storage write bandwidth for a checkpoint of `num_nodes` nodes (RunDefaults): each whole unit's
+// rate, the nodes of a partial unit at the per-node rate up to a unit's, at most the system's cap.
 double checkpoint_write_bytes_per_s(int64_t num_nodes, const RunDefaults& defaults = {});
 
 // Young 1974: τ = sqrt(2δM).

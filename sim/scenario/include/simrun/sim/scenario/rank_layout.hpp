@@ -74,6 +74,11 @@ RankGroup rank_group(const Layout& l, GroupKind g);
 // True when every member of the group sits in one scale-up domain.
 bool group_inside_scale_up(const ClusterSpec& cluster, RankGroup group);
 
+// True when the group leaves its scale-up domain (an NVLink-bridged pair, or a PCIe card alone)
+// but stays in its node: its rings cross the host's PCIe, each GPU's x16 link, as the cluster
+// graph routes them.
+bool group_over_host_pcie(const ClusterSpec& cluster, RankGroup group);
+
 // GPUs per scale-up domain: a rack-scale domain (rack_scale_domain, hardware_spec.hpp) as the
 // catalog gives it; a board domain capped by gpus_per_node (an H100 cluster of 4-GPU nodes has
 // 4-GPU NVLink domains).
