@@ -47,7 +47,7 @@ Fields sweep_input_fields(const ClusterSpec& cluster, const SweepOptions& o) {
       {"sweep.step_factor", o.factor},
       {"sweep.algo", o.algorithm ? to_string(*o.algorithm) : "tuner"},
       {"sweep.proto", o.protocol ? to_string(*o.protocol) : "tuner"},
-      {"sweep.root", o.root},
+      {"sweep.root", o.reported_root()},
       {"sweep.decomposition",
        o.simulation.collectives.decomposition == Decomposition::per_step ? "steps" : "pipelined"},
   };

@@ -50,6 +50,12 @@ TEST_CASE("simrun collective --json has the contract keys, --stats adds events/s
   CHECK(doc["stats"].contains("events_per_s"));
   const auto t = run_simrun("collective --gpus 16 -b 1M -e 1M --stats");
   CHECK(t.out.find("events/s") != std::string::npos);
+  // The echoed root is the table's (nccl-tests): broadcast's and reduce's, -1 for an all-reduce.
+  for (const auto& [op, root] : {std::pair<std::string, int>{"all_reduce", -1}, {"broadcast", 5}}) {
+    const auto j = nlohmann::json::parse(
+        run_simrun("collective --op " + op + " --root 5 --gpus 8 -b 1M -e 1M --json --no-timing").out);
+    CHECK(j["inputs"]["sweep"]["root"] == root);
+  }
 }
 
 TEST_CASE("simrun collective runs every op and algorithm", "[cli][collectives]") {

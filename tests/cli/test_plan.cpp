@@ -153,6 +153,7 @@ TEST_CASE("plan: bad input is one line and exit 2") {
                         "below one node");
   require_one_safe_line(run_simrun(base + "--gpu h100-sx:2.5"), "h100-sxm");
   require_one_safe_line(run_simrun(base + "--gpu h100-sxm"), "no price");
+  require_one_safe_line(run_simrun(base + "--gpu :2.5"), "--gpu: no GPU named (known: a100-40gb");
   require_one_safe_line(run_simrun(base + "--gpu h100-sxm:2.5 --framework nosuch"), "--framework");
   require_one_safe_line(run_simrun(base + "--gpu h100-sxm:2.5 --batch-tokens lots"), "--batch-tokens");
   require_one_safe_line(run_simrun(base + "--gpu h100-sxm:2.5 --recompute sometimes"), "sometimes");

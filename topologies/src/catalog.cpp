@@ -46,6 +46,9 @@ const Spec& find_or_throw(const std::map<std::string, Spec>& m,
   if (it != m.end()) return it->second;
   std::vector<std::string> known;
   for (const auto& [k, v] : m) known.push_back(k);
+  // An empty id is nearest to nothing: no suggestion.
+  if (id.empty())
+    throw InputError(file, field, std::string("no ") + what + " named (known: " + join_names(known) + ")");
   throw InputError(file, field,
                    std::string("unknown ") + what + " " + quoted_input(id) + " (known: " + join_names(known) +
                        "; did you mean \"" + nearest_id(id, aliases) + "\"?)");

@@ -89,7 +89,7 @@ std::vector<SweepRow> run_collective_sweep(std::shared_ptr<const ClusterGraph> g
     const bool reduces = o.op == CollectiveOp::all_reduce || o.op == CollectiveOp::reduce_scatter ||
                          o.op == CollectiveOp::reduce;
     row.redop = reduces ? "sum" : "none";
-    row.root = (o.op == CollectiveOp::broadcast || o.op == CollectiveOp::reduce) ? o.root : -1;
+    row.root = o.reported_root();
     row.time_us = result->seconds() * 1e6;
     row.algbw_GBps = result->algbw_bytes_per_s() / 1e9;
     row.busbw_GBps = result->busbw_bytes_per_s() / 1e9;

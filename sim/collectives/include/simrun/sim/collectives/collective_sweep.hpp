@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "simrun/sim/collectives/collectives.hpp"
 #include "simrun/sim/collectives/collective_harness.hpp"
+#include "simrun/sim/collectives/collectives.hpp"
 
 namespace simrun {
 
@@ -26,6 +26,10 @@ struct SweepOptions {
 
   // The request of one size of the sweep.
   CollectiveRequest request(double bytes) const;
+  // The root as nccl-tests reports it: broadcast's and reduce's, -1 for the ops without one.
+  int64_t reported_root() const {
+    return op == CollectiveOp::broadcast || op == CollectiveOp::reduce ? root : -1;
+  }
 };
 
 struct SweepRow {
