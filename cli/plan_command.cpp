@@ -275,22 +275,6 @@ nlohmann::json result_json(const PlanRequest& q, const PlanResult& r) {
   return j;
 }
 
-std::string layout_cell(const PlanPoint& p, bool moe, const PlanResult& r) {
-  const Layout& l = p.layout;
-  std::string s = fmt::format("tp{} pp{}", l.tp, l.pp);
-  if (l.virtual_stages > 1) s += fmt::format(" v{}", l.virtual_stages);
-  s += fmt::format(" dp{}", l.dp);
-  if (l.cp > 1) s += fmt::format(" cp{}", l.cp);
-  if (moe) s += fmt::format(" ep{}{}", l.ep, l.expert_tp != l.tp ? fmt::format(" etp{}", l.expert_tp) : "");
-  s += fmt::format(" mb{} gb{} z{} {}", l.micro_batch, l.global_batch, l.zero_stage,
-                   l.recompute == Recompute::none   ? "norc"
-                   : l.recompute == Recompute::full ? "full-rc"
-                                                    : "sel-rc");
-  if (l.precision != Precision::bf16) s += std::string(" ") + to_string(l.precision);
-  if (r.frameworks.size() > 1) s += " " + r.frameworks[size_t(p.framework)];
-  return s;
-}
-
 void print_rows(std::ostream& out, const PlanRequest& q, const PlanResult& r,
                 const std::vector<PlanPoint>& rows, bool moe, bool ranks) {
   // The GPU and layout columns as wide as their widest cell in either table (a user's GPU id, an
@@ -299,7 +283,7 @@ void print_rows(std::ostream& out, const PlanRequest& q, const PlanResult& r,
   for (const auto* table : {&r.ranked, &r.pareto})
     for (const PlanPoint& p : *table) {
       gpu_width = std::max(gpu_width, q.gpus[size_t(p.offer)].gpu.size());
-      layout_width = std::max(layout_width, layout_cell(p, moe, r).size());
+      layout_width = std::max(layout_width, layout_text(p, r.frameworks, moe, LayoutStyle::cell).size());
     }
   out << fmt::format("{:>4}  {:<{}} {:>6}  {:<{}} {:>8} {:>5} {:>9} {:>7} {:>9} {:>9} {:>9} {:>7}\n",
                      ranks ? "rank" : "", "gpu", gpu_width, "gpus", "layout", layout_width, "step s", "MFU",
@@ -309,9 +293,10 @@ void print_rows(std::ostream& out, const PlanRequest& q, const PlanResult& r,
     out << fmt::format(
         "{:>4}  {:<{}} {:>6}  {:<{}} {:>8.3f} {:>4.1f}% {:>5.1f} GiB {:>7.1f} {:>9} {:>9} {:>9} "
         "{:>6.1f}%{}\n",
-        rank, q.gpus[size_t(p.offer)].gpu, gpu_width, p.num_gpus, layout_cell(p, moe, r), layout_width,
-        p.step_time_s, 100 * p.mfu, (p.capacity_bytes - p.peak_bytes_per_gpu) / kGiB, p.days,
-        count_text(uint64_t(p.gpu_hours)), usd_text(p.cost_usd), energy_text(p.energy_kwh), 100 * p.goodput,
+        rank, q.gpus[size_t(p.offer)].gpu, gpu_width, p.num_gpus,
+        layout_text(p, r.frameworks, moe, LayoutStyle::cell), layout_width, p.step_time_s, 100 * p.mfu,
+        (p.capacity_bytes - p.peak_bytes_per_gpu) / kGiB, p.days, count_text(uint64_t(p.gpu_hours)),
+        usd_text(p.cost_usd), energy_text(p.energy_kwh), 100 * p.goodput,
         p.fidelity == "event" ? "" : " (estimate)");
   }
 }

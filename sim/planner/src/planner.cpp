@@ -357,19 +357,6 @@ EventOutcome simulate_point(const PlanRequest& q, const Catalogs& catalogs, cons
   return out;
 }
 
-std::string layout_text(const PlanPoint& p, const std::vector<std::string>& frameworks, bool moe) {
-  const Layout& l = p.layout;
-  std::string s = fmt::format("tp {} pp {}", l.tp, l.pp);
-  if (l.virtual_stages > 1) s += fmt::format(" vpp {}", l.virtual_stages);
-  s += fmt::format(" dp {}", l.dp);
-  if (l.cp > 1) s += fmt::format(" cp {}", l.cp);
-  if (moe) s += fmt::format(" ep {}{}", l.ep, l.expert_tp != l.tp ? fmt::format(" etp {}", l.expert_tp) : "");
-  s += fmt::format(" mb {} gb {} zero {} recompute {} {}", l.micro_batch, l.global_batch, l.zero_stage,
-                   to_string(l.recompute), to_string(l.precision));
-  if (frameworks.size() > 1) s += " " + frameworks[size_t(p.framework)];
-  return s;
-}
-
 // What differs between two rows' layouts, e.g. "pp 4 instead of 8, zero 1 instead of 3".
 std::vector<std::string> layout_differences(const PlanPoint& a, const PlanPoint& b,
                                             const std::vector<std::string>& frameworks) {
@@ -407,6 +394,36 @@ std::vector<std::pair<std::string, int64_t>> by_count(const PruneCounts& pruned)
     return a.second != b.second ? a.second > b.second : a.first < b.first;
   });
   return reasons;
+}
+
+std::string layout_text(const PlanPoint& p, const std::vector<std::string>& frameworks, bool moe,
+                        LayoutStyle style) {
+  const Layout& l = p.layout;
+  const bool prose = style == LayoutStyle::prose;
+  std::string s;
+  auto field = [&](const char* long_name, const char* short_name, int64_t value) {
+    if (!s.empty()) s += ' ';
+    s += prose ? fmt::format("{} {}", long_name, value) : fmt::format("{}{}", short_name, value);
+  };
+  field("tp", "tp", l.tp);
+  field("pp", "pp", l.pp);
+  if (l.virtual_stages > 1) field("vpp", "v", l.virtual_stages);
+  field("dp", "dp", l.dp);
+  if (l.cp > 1) field("cp", "cp", l.cp);
+  if (moe) {
+    field("ep", "ep", l.ep);
+    if (l.expert_tp != l.tp) field("etp", "etp", l.expert_tp);
+  }
+  field("mb", "mb", l.micro_batch);
+  field("gb", "gb", l.global_batch);
+  field("zero", "z", l.zero_stage);
+  if (prose)
+    s += fmt::format(" recompute {}", to_string(l.recompute));
+  else
+    s += l.recompute == Recompute::none ? " norc" : l.recompute == Recompute::full ? " full-rc" : " sel-rc";
+  if (prose || l.precision != Precision::bf16) s += std::string(" ") + to_string(l.precision);
+  if (frameworks.size() > 1) s += " " + frameworks[size_t(p.framework)];
+  return s;
 }
 
 PlanSpaceSize plan_space_size(const PlanRequest& request, const Catalogs& catalogs) {
@@ -693,8 +710,8 @@ PlanResult plan_finish(const PlanRequest& q, const Catalogs& catalogs, PlanParti
           b.bubble_s - a.bubble_s);
     }
     result.why = fmt::format("The winner ({} x {}, {}) is {} than the runner-up ({} x {}, {}): {}.", ga,
-                             a.num_gpus, layout_text(a, result.frameworks, moe), what, gb, b.num_gpus,
-                             layout_text(b, result.frameworks, moe), because);
+                             a.num_gpus, layout_text(a, result.frameworks, moe, LayoutStyle::prose), what, gb,
+                             b.num_gpus, layout_text(b, result.frameworks, moe, LayoutStyle::prose), because);
     if (within_tie(a.objective(q.objective), b.objective(q.objective)))
       result.why +=
           fmt::format(" They are within {:.0f}%, the estimate's error: a tie.", 100 * kPlanTieTolerance);
