@@ -11,10 +11,10 @@
 namespace simrun::cli {
 
 void add_catalog_option(CLI::App& cmd, std::vector<std::string>& dirs) {
-  cmd.add_option(
-         "--catalog", dirs,
-         "A user catalog folder with gpus/, fabrics/, models/ and frameworks/ subfolders of *.json entries (as in the "
-         "shipped catalogs; ids must be new); repeatable, read after SIMRUN_CATALOG's folders")
+  cmd.add_option("--catalog", dirs,
+                 "A user catalog folder with gpus/, fabrics/, models/ and frameworks/ subfolders of *.json "
+                 "entries (as in the "
+                 "shipped catalogs; ids must be new); repeatable, read after SIMRUN_CATALOG's folders")
       ->allow_extra_args(false)
       ->type_name("DIR");
 }
@@ -28,11 +28,22 @@ Catalogs load_cli_catalogs(const CliEnv& env, const std::vector<std::string>& ca
       throw InputError(source, field, "folder " + quoted_input(dir.string()) + ": " + e.why());
     }
   };
-  std::vector<std::filesystem::path> dirs = env.user_catalogs;
-  for (const std::filesystem::path& dir : dirs) check(dir, "environment", "SIMRUN_CATALOG");
+  // A folder named twice (in SIMRUN_CATALOG and again by --catalog, or as "dir" and "dir/") is
+  // read once: its entries are not new ids the second time.
+  std::vector<std::filesystem::path> dirs;
+  const auto add = [&](const std::filesystem::path& dir) {
+    std::error_code ec;
+    for (const std::filesystem::path& seen : dirs)
+      if (std::filesystem::equivalent(seen, dir, ec)) return;
+    dirs.push_back(dir);
+  };
+  for (const std::filesystem::path& dir : env.user_catalogs) {
+    check(dir, "environment", "SIMRUN_CATALOG");
+    add(dir);
+  }
   for (const std::string& dir : catalog_flags) {
     check(dir, "command line", "--catalog");
-    dirs.emplace_back(dir);
+    add(dir);
   }
   return load_catalogs(env.data_dir, dirs);
 }

@@ -138,10 +138,15 @@ TEST_CASE("a user catalog folder adds a GPU, a fabric and a model, from --catalo
   fs::create_directories(other / "models");
   REQUIRE(::setenv("SIMRUN_CATALOG", (other.string() + "::" + user.string()).c_str(), 1) == 0);
   const RunResult env = run_simrun(args);
+  // The same folder named again by --catalog (as "dir/") is read once, not refused as new ids.
+  const RunResult twice = run_simrun(args + " --catalog " + shell_quoted(user.string() + "/"));
   ::unsetenv("SIMRUN_CATALOG");
   INFO(env.err);
   REQUIRE(env.exit_code == 0);
   CHECK(env.out == flag.out);
+  INFO(twice.err);
+  REQUIRE(twice.exit_code == 0);
+  CHECK(twice.out == flag.out);
 
   // Every subcommand that reads the catalogs takes --catalog.
   const std::string catalog = " --catalog " + shell_quoted(user);
