@@ -103,10 +103,14 @@ void slice_layers(Slice& s, const SliceLimits& limits,
                           std::max<int64_t>(1, per_chunk - 1));
   const int64_t layers = keep * chunks;
   if (layers >= m.layers) return;
+  // Seconds to three significant figures, whole seconds from 100 (a budget of 0.01 s is not "0 s").
+  const auto seconds = [](double v) {
+    return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.3g}", v);
+  };
   s.scaled.push_back(
-      fmt::format("layers {} -> {} ({} per model chunk: a step was predicted at {:.0f} s on this "
-                  "machine, over the step budget of {:.0f} s)",
-                  m.layers, layers, keep, step_s, limits.step_budget_s));
+      fmt::format("layers {} -> {} ({} per model chunk: a step was predicted at {} s on this "
+                  "machine, over the step budget of {} s)",
+                  m.layers, layers, keep, seconds(step_s), seconds(limits.step_budget_s)));
   if (m.moe) m.moe->first_dense_layers = std::min(m.moe->first_dense_layers, layers);
   m.layers = layers;
   s.scenario.layout.pipeline_split = PipelineSplit::even;

@@ -467,8 +467,9 @@ int run_validate(const std::function<ValidateRequest()>& make_request, std::ostr
       std::error_code ec;
       std::filesystem::create_directories(request->out_dir, ec);
       if (ec || !std::filesystem::is_directory(request->out_dir))
-        throw InputError("command line", "out",
-                         "cannot create the folder " + request->out_dir.string() + " (give a writable path)");
+        throw InputError("command line", "--out",
+                         "cannot create the folder " + quoted_input(request->out_dir.string()) +
+                             " (give a writable path)");
       std::filesystem::remove_all(request->out_dir / "heartbeat", ec);
     }
   } catch (const InputError& e) {

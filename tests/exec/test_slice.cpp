@@ -70,6 +70,12 @@ TEST_CASE("slice: a step over the budget keeps fewer layers, a multiple of the m
   CHECK(s.scenario.model.layers == 6);
   CHECK_THAT(s.scaled.back(), Catch::StartsWith("layers 80 -> 6 (3 per model chunk"));
   CHECK(s.scenario.model.hidden == 8192);  // the shapes stay
+  CHECK_THAT(s.scaled.back(),
+             Catch::EndsWith("predicted at 800 s on this machine, over the step budget of 60 s)"));
+  // A budget under a second is printed as given, not rounded to "0 s".
+  limits.step_budget_s = 0.25;
+  CHECK_THAT(faithful_slice(llama_70b(), limits, no_buffers, predict).scaled.back(),
+             Catch::EndsWith("over the step budget of 0.25 s)"));
 }
 
 TEST_CASE("slice: what cannot be sliced faithfully is refused with one line", "[exec][slice]") {

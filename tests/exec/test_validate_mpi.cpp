@@ -135,6 +135,11 @@ TEST_CASE("validate under mpirun: too few ranks for a replica is one line before
   CHECK(r.exit_code == 2);
   const RunResult bad = run_ranks(4, "validate " + shell_quoted(kExample) + " --steps 0");
   require_one_safe_line(bad, "--steps: must be 1 to 1000");
+  const std::filesystem::path file = scratch_dir() / "out-is-a-file";
+  std::ofstream(file) << "not a folder";
+  const RunResult out = run_ranks(4, "validate " + shell_quoted(kExample) + " --out " + shell_quoted(file));
+  require_one_safe_line(out, "command line: --out: cannot create the folder \"" + file.string() + "\"");
+  CHECK(out.exit_code == 2);
 }
 
 TEST_CASE("validate under mpirun: a rank killed mid-step stops the others within 60 s, named",
