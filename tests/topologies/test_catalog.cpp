@@ -192,6 +192,10 @@ TEST_CASE("malformed or incomplete hardware files are refused", "[topologies][ca
   CHECK(field_of_load() == "colour");
   write_gpu(edit("\"hbm_usable_gib\": 79.19", "\"hbm_usable_gib\": 200"));
   CHECK(field_of_load() == "hbm_usable_gib");  // more usable memory than the part's 80 GB
+  CHECK_THROWS_WITH(
+      HardwareCatalog::load(dir / "gpus", dir / "fabrics"),
+      Catch::Contains("200 is more than the part holds (usable memory is at most hbm_gb 80, read "
+                      "as GiB: 80 GiB = 85.8993 GB)"));
   write_gpu(edit("\"hbm_usable_gib\": 79.19", "\"hbm_usable_gib\": 80"));
   CHECK(field_of_load() == "(no error)");  // "80 GB" is 80 GiB on the device
   write_gpu("{\"name\": ");

@@ -9,6 +9,8 @@
 // bytes = 50 MiB), hence _kib/_mib.
 #include "simrun/topologies/catalog.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "simrun/common/catalog_files.hpp"
@@ -80,9 +82,14 @@ GpuSpec read_gpu(JsonReader& r, const std::string& id) {
   if (const auto gb = r.optional_number("hbm_usable_gb", 0.001, kMaxMemoryGb)) g.hbm_usable_bytes = *gb * kGB;
   // A part's nominal "80 GB" is 80 GiB on the device (an H100 reports 79.19 GiB usable), so its
   // usable memory is at most hbm_gb read as GiB.
-  if (const double nominal = g.hbm_bytes / kGB * kGiB; g.hbm_usable_bytes > nominal)
-    r.fail(r.has("hbm_usable_gib") ? "hbm_usable_gib" : "hbm_usable_gb",
-           "is more than the part holds (usable memory is at most hbm_gb, read as GiB)");
+  if (const double nominal = g.hbm_bytes / kGB * kGiB; g.hbm_usable_bytes > nominal) {
+    const bool gib = r.has("hbm_usable_gib");
+    r.fail(gib ? "hbm_usable_gib" : "hbm_usable_gb",
+           fmt::format(
+               "{:.6g} is more than the part holds (usable memory is at most hbm_gb {:.6g}, read as GiB: "
+               "{:.6g} GiB = {:.6g} GB)",
+               g.hbm_usable_bytes / (gib ? kGiB : kGB), g.hbm_bytes / kGB, nominal / kGiB, nominal / kGB));
+  }
   g.hbm_bytes_per_s = r.number("hbm_tb_per_s", 0.001, kMaxBandwidthTb) * kTera;
 
   JsonReader peaks = r.object("dense_tflops");
