@@ -85,7 +85,9 @@ std::optional<LayoutDiagnostic> schedule_error(const ModelSpec& model, const Lay
       if (layout.virtual_stages > 1)
         return diag(
             field, "dualpipe_without_virtual_stages",
-            "dualpipe holds two stages per rank of its own (one per direction): virtual_stages must be 1");
+            fmt::format("dualpipe holds two stages per rank of its own (one per direction): virtual_stages "
+                        "must be 1, got {}",
+                        layout.virtual_stages));
       if (m < 2 * layout.pp || m % 2 != 0) {
         const int64_t fix = std::max<int64_t>(2 * layout.pp, m + m % 2);  // the next even count ≥ 2·pp
         return diag(

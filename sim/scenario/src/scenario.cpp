@@ -538,13 +538,13 @@ void ScenarioOverrides::apply_to(nlohmann::json& doc) const {
   // derive it again from the GPU count, as Megatron-LM does (dp = world / (tp·pp·cp)).
   const bool reshaped = gpus || tp || pp || cp || ep;
   if (reshaped && !dp && doc.contains("layout") && doc["layout"].is_object()) doc["layout"].erase("dp");
-  // A schedule of one model chunk per rank (gpipe, 1f1b) given over a file's virtual stages runs
-  // without them, unless they are given too (schedule_error refuses the pair).
+  // A schedule without virtual stages (gpipe, 1f1b, dualpipe) given over a file's virtual stages
+  // runs without them, unless they are given too (schedule_error refuses the pair).
   const bool known_schedule =
       pipeline_schedule && std::find(kPipelineScheduleSpellings.begin(), kPipelineScheduleSpellings.end(),
                                      *pipeline_schedule) != kPipelineScheduleSpellings.end();
-  if (known_schedule && one_chunk_per_rank(parse_pipeline_schedule(*pipeline_schedule)) && !virtual_stages &&
-      doc.contains("layout") && doc["layout"].is_object())
+  if (known_schedule && runs_without_virtual_stages(parse_pipeline_schedule(*pipeline_schedule)) &&
+      !virtual_stages && doc.contains("layout") && doc["layout"].is_object())
     doc["layout"].erase("virtual_stages");
   // The run's length is given once: a flag's replaces the file's, in either form.
   if ((tokens || train_iters) && doc.contains("run") && doc["run"].is_object())

@@ -244,6 +244,20 @@ TEST_CASE("an explicit 1F1B or GPipe over virtual stages is refused, not run as 
   CHECK(sized(R"(, "virtual_stages": 2)").layout.virtual_stages == 1);
   CHECK(estimate(sized(R"(, "virtual_stages": 2)")).memory.activations ==
         Approx(estimate(sized("")).memory.activations));
+  // DualPipe keeps two chunks per rank of its own: the file's virtual stages go the same way, and
+  // written in the file beside it they are refused with the count.
+  const nlohmann::json dual = nlohmann::json::parse(R"({"model": "llama3-8b", "cluster": {"gpu": "h100-sxm",
+      "num_gpus": 8}, "layout": {"tp": 2, "pp": 4, "global_batch": 16, "virtual_stages": 2}})");
+  nlohmann::json flagged = dual;
+  ScenarioOverrides o;
+  o.pipeline_schedule = "dualpipe";
+  o.apply_to(flagged);
+  CHECK(parse_scenario(flagged, "t.json", simrun::test::catalogs(), ".").layout.virtual_stages == 1);
+  nlohmann::json written = dual;
+  written["layout"]["pipeline_schedule"] = "dualpipe";
+  CHECK_THROWS_WITH(parse_scenario(written, "t.json", simrun::test::catalogs(), "."),
+                    Catch::Contains("dualpipe holds two stages per rank of its own (one per direction): "
+                                    "virtual_stages must be 1, got 2"));
 }
 
 TEST_CASE("a GPipe layout holds every micro-batch's activations, at 1F1B's step time",

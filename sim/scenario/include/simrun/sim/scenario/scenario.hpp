@@ -198,10 +198,15 @@ const char* to_string(FabricTopology t);
 const char* to_string(PipelineSplit p);
 const char* to_string(CpCommType c);
 const char* to_string(PipelineSchedule s);
-// GPipe and 1F1B run one model chunk per rank: no virtual stages (layout_rules refuses them, a
-// schedule flag drops a file's).
+// GPipe and 1F1B run one model chunk per rank: no virtual stages (layout_rules refuses them).
 inline bool one_chunk_per_rank(PipelineSchedule s) {
   return s == PipelineSchedule::gpipe || s == PipelineSchedule::one_f_one_b;
+}
+// The schedules without virtual stages: those of one chunk per rank, and DualPipe, whose two
+// chunks per rank are its own (one per direction). Given as a flag over a file's virtual stages,
+// such a schedule runs without them (ScenarioOverrides::apply_to).
+inline bool runs_without_virtual_stages(PipelineSchedule s) {
+  return one_chunk_per_rank(s) || s == PipelineSchedule::dualpipe;
 }
 
 // The GPU's dense peak FLOP/s in the layout's precision; InputError (layout.precision) when the
