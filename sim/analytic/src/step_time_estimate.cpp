@@ -241,7 +241,35 @@ ProbePrograms probe_programs(const Scenario& sc, const WorkloadOptions& wo, cons
     out.moe = probe_micro_batch(routed, wo);
     out.moe_cost = cost_program(*out.moe, compute);
   }
+  // The layers a recipe keeps in 16 bits (NVFP4's last 15%), of each kind the tail holds.
+  const LayerKinds kinds = layer_kinds(sc);
+  if (kinds.first_bf16 < m.layers) {
+    if (out.dense && kinds.first_bf16 < kinds.first_moe) {
+      Scenario dense = sc;
+      dense.model.moe.reset();
+      out.dense_bf16 = probe_micro_batch(dense, wo, ProbeGemms::kept_bf16);
+      out.dense_bf16_cost = cost_program(*out.dense_bf16, compute);
+    }
+    if (out.moe) {
+      Scenario routed = sc;
+      routed.model.moe->first_dense_layers = 0;
+      out.moe_bf16 = probe_micro_batch(routed, wo, ProbeGemms::kept_bf16);
+      out.moe_bf16_cost = cost_program(*out.moe_bf16, compute);
+    }
+  }
   return out;
+}
+
+LayerKinds layer_kinds(const Scenario& sc) {
+  return {sc.model.first_moe_layer(),
+          first_bf16_layer(sc.layout.precision, sc.layout.recipe(), sc.model.layers)};
+}
+
+const PieceTime& layer_piece(const Probes& probes, const LayerKinds& kinds, int64_t id) {
+  const bool routed = id >= kinds.first_moe, kept_bf16 = id >= kinds.first_bf16;
+  const ProbeTimes& probe =
+      routed ? (kept_bf16 ? probes.moe_bf16 : probes.moe) : (kept_bf16 ? probes.dense_bf16 : probes.dense);
+  return probe.layer[size_t(std::min<int64_t>(id % 2, probe.layers - 1))];
 }
 
 ChunkSplit split_chunks(int64_t layers, const Layout& l, PipelineSchedule schedule, int64_t v_chunks) {
@@ -268,18 +296,15 @@ ChunkSplit split_chunks(int64_t layers, const Layout& l, PipelineSchedule schedu
   return out;
 }
 
-StagePieces stage_pieces(const Probes& probes, const ChunkSplit& split, int64_t first_moe,
+StagePieces stage_pieces(const Probes& probes, const ChunkSplit& split, const LayerKinds& kinds,
                          PipelineSchedule schedule, int64_t stage, int64_t pp) {
   StagePieces out;
   std::vector<PieceTime>& chunks = out.chunks;
   chunks.resize(size_t(split.split_v));
   for (int64_t c = 0; c < split.split_v; ++c) {
     const size_t idx = size_t(stage * split.split_v + c);
-    for (int64_t k = 0; k < split.layers_per_chunk[idx]; ++k) {
-      const int64_t id = split.first_layer[idx] + k;
-      const ProbeTimes& probe = id >= first_moe ? probes.moe : probes.dense;
-      chunks[size_t(c)].add(probe.layer[size_t(std::min<int64_t>(id % 2, probe.layers - 1))]);
-    }
+    for (int64_t k = 0; k < split.layers_per_chunk[idx]; ++k)
+      chunks[size_t(c)].add(layer_piece(probes, kinds, split.first_layer[idx] + k));
   }
   if (schedule == PipelineSchedule::dualpipe && split.split_v == 2) {
     for (int64_t c = 0; c < 2; ++c) {
@@ -442,8 +467,14 @@ void StepTimeEstimator::probe_micro_batch_pieces() {
         probes.dense.head = probes.moe.head;
       }
     }
+    if (programs.dense_bf16)
+      probes.dense_bf16 = time_probe(*programs.dense_bf16, *programs.dense_bf16_cost, links, condition,
+                                     m_wo.host, m_collectives);
+    if (programs.moe_bf16)
+      probes.moe_bf16 =
+          time_probe(*programs.moe_bf16, *programs.moe_bf16_cost, links, condition, m_wo.host, m_collectives);
   }
-  m_first_moe = m_model.first_moe_layer();
+  m_kinds = layer_kinds(m_sc);
 }
 
 void StepTimeEstimator::split_into_chunks() {
@@ -461,7 +492,7 @@ void StepTimeEstimator::time_stages() {
     st.compute_slowdown = condition.slowdown;
     st.scale_up_fraction = condition.scale_up;
     st.scale_out_fraction = condition.scale_out;
-    StagePieces pieces = stage_pieces(probes_of(i), m_split, m_first_moe, m_schedule, i, l.pp);
+    StagePieces pieces = stage_pieces(probes_of(i), m_split, m_kinds, m_schedule, i, l.pp);
     m_chunk_pieces.push_back(std::move(pieces.chunks));
     PieceTime& sum = pieces.micro_batch;
     // Pairing hides EP all-to-alls (paired_saving_s): the stage's share, per micro-batch.

@@ -94,8 +94,7 @@ const PieceTime& StepTimeEstimator::unit_piece(const StageProgram::FsdpUnit& u, 
   const Probes& probes = probes_of(stage);
   if (u.unit == -1) return probes.dense.embedding;
   if (u.unit == -2) return probes.dense.head;
-  const ProbeTimes& probe = u.unit >= m_first_moe ? probes.moe : probes.dense;
-  return probe.layer[size_t(std::min<int64_t>(u.unit % 2, probe.layers - 1))];
+  return layer_piece(probes, m_kinds, u.unit);
 }
 
 // ZeRO-3 / FSDP traffic unit by unit, one call each as the workload issues them (per-call

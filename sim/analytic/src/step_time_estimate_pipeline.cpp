@@ -140,7 +140,7 @@ double StepTimeEstimator::slot_paired_saving_s(int64_t stage, const PipelineSlot
   if (!slot.paired_with_next) return 0.0;
   const size_t idx = size_t(stage * m_split.split_v + std::min<int64_t>(slot.chunk, m_split.split_v - 1));
   const int64_t first = m_split.first_layer[idx], last = first + m_split.layers_per_chunk[idx];
-  const int64_t moe = std::max<int64_t>(0, last - std::max(first, m_first_moe));
+  const int64_t moe = std::max<int64_t>(0, last - std::max(first, m_kinds.first_moe));
   return double(moe) * probes_of(stage).paired_saving_per_moe_layer_s;
 }
 

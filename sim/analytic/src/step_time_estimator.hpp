@@ -114,10 +114,11 @@ class CollectiveTimes {
 
 // The probes' programs with their costs: one micro-batch of the model's first two layers as dense
 // layers, and as MoE layers (where the model has layers of that kind), each with the embedding
-// and the head.
+// and the head; and each again with its GEMMs at 16 bits where the recipe keeps the last layers
+// there (first_bf16_layer).
 struct ProbePrograms {
-  std::optional<StageProgram> dense, moe;
-  std::optional<ProgramCost> dense_cost, moe_cost;
+  std::optional<StageProgram> dense, moe, dense_bf16, moe_bf16;
+  std::optional<ProgramCost> dense_cost, moe_cost, dense_bf16_cost, moe_bf16_cost;
 };
 ProbePrograms probe_programs(const Scenario& sc, const WorkloadOptions& wo, const ComputeModel& compute);
 
@@ -125,9 +126,10 @@ ProbePrograms probe_programs(const Scenario& sc, const WorkloadOptions& wo, cons
 // shortens (StepTimeFloor's).
 ProbeTimes kernel_times(const StageProgram& prog, const ProgramCost& cost);
 
-// One micro-batch of one dense layer and of one MoE layer (each with the embedding and the head).
+// One micro-batch of one dense layer and of one MoE layer (each with the embedding and the head),
+// and of each with its GEMMs at 16 bits (a recipe's last layers; unset where it keeps none).
 struct Probes {
-  ProbeTimes dense, moe;
+  ProbeTimes dense, moe, dense_bf16, moe_bf16;
   // What running a MoE layer's backward beside another micro-batch's forward of one hides of
   // their exposed communication (two micro-batches' probe, paired against one after the other).
   double paired_saving_per_moe_layer_s = 0;
@@ -142,6 +144,15 @@ struct ChunkSplit {
 };
 ChunkSplit split_chunks(int64_t layers, const Layout& l, PipelineSchedule schedule, int64_t v_chunks);
 
+// Where the model's layers change kind: the first MoE layer and the first a recipe keeps in 16
+// bits (each the layer count where there is none).
+struct LayerKinds {
+  int64_t first_moe = 0, first_bf16 = 0;
+};
+LayerKinds layer_kinds(const Scenario& sc);
+// What layer `id` runs in one micro-batch: its kind's probe layer at its recompute parity.
+const PieceTime& layer_piece(const Probes& probes, const LayerKinds& kinds, int64_t id);
+
 // What one micro-batch runs on a stage: each chunk (its layers' pieces, the embedding on the chunk
 // the micro-batch enters by, the head on the one it leaves by), and the stage's per micro-batch
 // (DualPipe: half its chunks', each micro-batch running through one of the two).
@@ -149,7 +160,7 @@ struct StagePieces {
   std::vector<PieceTime> chunks;
   PieceTime micro_batch;
 };
-StagePieces stage_pieces(const Probes& probes, const ChunkSplit& split, int64_t first_moe,
+StagePieces stage_pieces(const Probes& probes, const ChunkSplit& split, const LayerKinds& kinds,
                          PipelineSchedule schedule, int64_t stage, int64_t pp);
 
 // ZeRO-3 / FSDP traffic of one unit (a layer, the embedding, the head), one call each way (two
@@ -278,7 +289,7 @@ class StepTimeEstimator {
   // of one MoE layer, the embedding and the head, in each condition.
   std::vector<StageCondition> m_stage_condition;
   std::map<StageCondition, Probes> m_probes;
-  int64_t m_first_moe = 0;  // the first MoE layer's id (layers when there is none)
+  LayerKinds m_kinds;  // the first MoE layer, the first 16-bit one
 
   ChunkSplit m_split;
 

@@ -11,7 +11,8 @@ namespace simrun {
 
 struct StepTimeFloor::Kernels {
   detail::Probes probes;  // kernel times only
-  int64_t layers = 0, first_moe = 0;
+  int64_t layers = 0;
+  detail::LayerKinds kinds;
   bool assumed_mfu = false;  // the step is set from it, not timed
 };
 
@@ -27,8 +28,12 @@ StepTimeFloor::StepTimeFloor(const Scenario& sc, const AnalyticOptions& options)
       k->probes.dense.head = k->probes.moe.head;
     }
   }
+  if (programs.dense_bf16)
+    k->probes.dense_bf16 = detail::kernel_times(*programs.dense_bf16, *programs.dense_bf16_cost);
+  if (programs.moe_bf16)
+    k->probes.moe_bf16 = detail::kernel_times(*programs.moe_bf16, *programs.moe_bf16_cost);
   k->layers = sc.model.layers;
-  k->first_moe = sc.model.first_moe_layer();
+  k->kinds = detail::layer_kinds(sc);
   k->assumed_mfu = sc.run.assumed_mfu.has_value();
   m_kernels = std::move(k);
 }
@@ -49,8 +54,7 @@ StepTimeFloor::Pipeline StepTimeFloor::pipeline(const Layout& l) const {
     return k.assumed_mfu ? 0.0 : p.forward_s + p.backward_s + p.recompute_s;
   };
   for (int64_t stage = 0; stage < l.pp; ++stage) {
-    const detail::StagePieces p =
-        detail::stage_pieces(k.probes, split, k.first_moe, out.schedule, stage, l.pp);
+    const detail::StagePieces p = detail::stage_pieces(k.probes, split, k.kinds, out.schedule, stage, l.pp);
     out.stage_s.push_back(kernels(p.micro_batch));
     out.entry_s.push_back(kernels(p.chunks.front()));
   }

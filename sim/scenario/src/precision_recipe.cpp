@@ -1,6 +1,8 @@
 // The low-precision recipes' table; see precision_recipe.hpp.
 #include "simrun/sim/scenario/precision_recipe.hpp"
 
+#include <cmath>
+
 #include "simrun/common/error.hpp"
 
 namespace simrun {
@@ -120,9 +122,16 @@ LowPrecisionRecipe default_recipe(Precision p) {
   return p == Precision::fp4 ? LowPrecisionRecipe::nvfp4 : LowPrecisionRecipe::delayed;
 }
 
+int64_t first_bf16_layer(Precision p, LowPrecisionRecipe r, int64_t layers) {
+  if (!is_low_precision(p)) return layers;
+  return layers - std::llround(precision_recipe(r).bf16_last_layers_fraction * double(layers));
+}
+
 bool recipe_runs_at(LowPrecisionRecipe r, Precision p) { return precision_recipe(r).gemm_precision == p; }
 
-double tensor_element_bytes(Precision p) { return (p == Precision::fp32 || p == Precision::tf32) ? 4.0 : 2.0; }
+double tensor_element_bytes(Precision p) {
+  return (p == Precision::fp32 || p == Precision::tf32) ? 4.0 : 2.0;
+}
 
 double gathered_weight_bytes(Precision p, bool fp8_param_gather) {
   return fp8_param_gather && fp8_param_gather_runs_at(p) ? 1.0 : tensor_element_bytes(p);

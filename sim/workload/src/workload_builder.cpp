@@ -68,10 +68,9 @@ StageBuilder::Shared::Shared(const Scenario& scenario, const WorkloadOptions& o,
   rope = !md.learned_position_embeddings && !md.alibi;
   layernorm = md.norm == NormKind::layernorm;
   gemm_precision = gemm_precision_of(l.precision);
-  const bool low = gemm_precision == Precision::fp8 || gemm_precision == Precision::fp4;
+  const bool low = is_low_precision(gemm_precision);
   recipe = &precision_recipe(l.recipe());
-  first_bf16_layer =
-      low ? md.layers - std::llround(recipe->bf16_last_layers_fraction * d(md.layers)) : md.layers;
+  first_bf16_layer = simrun::first_bf16_layer(gemm_precision, l.recipe(), md.layers);
   norm_emits_fp8 = o.kernels == KernelStack::fused && low && recipe->norm_emits_quantized;
   elem = tensor_element_bytes(l.precision);
   param_elem = gathered_weight_bytes(l.precision, l.fp8_param_gather);

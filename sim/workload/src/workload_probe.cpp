@@ -12,9 +12,9 @@ namespace simrun {
 namespace {
 
 // The probes' slice: the model's first two layers (one for a one-layer model), pp 1, one chunk,
-// `micro_batches` micro-batches per step.
+// `micro_batches` micro-batches per step, their GEMMs at the recipe's precision or at 16 bits.
 StageProgram probe_slice(const Scenario& scenario, const WorkloadOptions& options, int64_t micro_batches,
-                         const std::vector<PipelineSlot>& slots) {
+                         const std::vector<PipelineSlot>& slots, ProbeGemms gemms = ProbeGemms::recipe) {
   Scenario slice = scenario;
   slice.model.layers = std::min<int64_t>(2, std::max<int64_t>(1, scenario.model.layers));
   Layout& l = slice.layout;
@@ -23,7 +23,8 @@ StageProgram probe_slice(const Scenario& scenario, const WorkloadOptions& option
   l.pipeline_schedule.reset();
   l.global_batch = l.micro_batch * l.dp * micro_batches;
   const std::vector<int64_t> layers_per_chunk{slice.model.layers};
-  const detail::StageBuilder::Shared shared(slice, options, layers_per_chunk, 1, micro_batches);
+  detail::StageBuilder::Shared shared(slice, options, layers_per_chunk, 1, micro_batches);
+  shared.first_bf16_layer = gemms == ProbeGemms::kept_bf16 ? 0 : slice.model.layers;
   detail::StageBuilder builder(shared, 0);
   builder.build(slots, PipelineSchedule::one_f_one_b);
   StageProgram program = builder.take();
@@ -33,8 +34,8 @@ StageProgram probe_slice(const Scenario& scenario, const WorkloadOptions& option
 
 }  // namespace
 
-StageProgram probe_micro_batch(const Scenario& scenario, const WorkloadOptions& options) {
-  return probe_slice(scenario, options, 1, {PipelineSlot{true, 0, 0}, PipelineSlot{false, 0, 0}});
+StageProgram probe_micro_batch(const Scenario& scenario, const WorkloadOptions& options, ProbeGemms gemms) {
+  return probe_slice(scenario, options, 1, {PipelineSlot{true, 0, 0}, PipelineSlot{false, 0, 0}}, gemms);
 }
 
 StageProgram probe_two_micro_batches(const Scenario& scenario, const WorkloadOptions& options,

@@ -11,6 +11,7 @@
 // history, so a norm kernel can emit its output already in fp8.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,6 +61,10 @@ inline bool is_low_precision(Precision p) { return p == Precision::fp8 || p == P
 // fp8 parameters written for another precision, and a changed precision drops them by these.
 bool recipe_runs_at(LowPrecisionRecipe r, Precision p);
 inline bool fp8_param_gather_runs_at(Precision p) { return p == Precision::fp8; }
+// The first of the last transformer layers that a run at precision `p` under recipe `r` keeps in
+// 16-bit (the recipe's bf16_last_layers_fraction of `layers`, rounded); `layers` where it keeps
+// none. The workload builder runs those layers' GEMMs at 16 bits, the estimate's probes likewise.
+int64_t first_bf16_layer(Precision p, LowPrecisionRecipe r, int64_t layers);
 // Bytes per element of the activations and 16-bit tensors of a run at precision `p`: 4 for
 // fp32/tf32, 2 otherwise (fp8 and fp4 recipes quantise copies of 16-bit tensors).
 double tensor_element_bytes(Precision p);

@@ -246,7 +246,8 @@ EpExchange ep_exchange(const Scenario& scenario, const WorkloadOptions& options)
 // (layout_rules.hpp), the framework's pipeline engine, then the schedule's own (interleaving needs
 // pp >= 2 and at least pp micro-batches, and an order that completes). build_workload throws it
 // as InputError; the planner counts it as a pruning reason.
-std::optional<LayoutDiagnostic> workload_layout_error(const Scenario& scenario, const WorkloadOptions& options,
+std::optional<LayoutDiagnostic> workload_layout_error(const Scenario& scenario,
+                                                      const WorkloadOptions& options,
                                                       PipelineSchedule schedule);
 
 Workload build_workload(const Scenario& scenario, const WorkloadOptions& options, PipelineSchedule schedule);
@@ -262,8 +263,12 @@ inline Workload build_workload(const Scenario& scenario, const WorkloadOptions& 
 // 0 and 1 forward, head forward, head backward, layers 1 and 0 backward (each with its
 // recompute), embedding backward, then the slice's gradient reduction and optimizer. Task::layer
 // tells the layers apart (0, 1); the rest have layer -1 and Task::op names them. Two layers, so
-// that recompute of every other layer shows both parities; one for a one-layer model.
-StageProgram probe_micro_batch(const Scenario& scenario, const WorkloadOptions& options);
+// that recompute of every other layer shows both parities; one for a one-layer model. The
+// slice's layers run their GEMMs at the recipe's precision, or at 16 bits as the last layers a
+// recipe keeps there do (first_bf16_layer).
+enum class ProbeGemms : uint8_t { recipe, kept_bf16 };
+StageProgram probe_micro_batch(const Scenario& scenario, const WorkloadOptions& options,
+                               ProbeGemms gemms = ProbeGemms::recipe);
 
 // Two micro-batches through the same slice: F0, B0, F1, B1, with B0 beside F1 layer by layer
 // (PipelineSlot::paired_with_next) or not: what pairing hides (combined 1F1B, DualPipe's F&B).
