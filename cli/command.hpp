@@ -97,6 +97,8 @@ struct FrameworkArgs {
   // Megatron's --overlap-grad-reduce / --overlap-param-gather (simrun's defaults) and their --no-.
   bool overlap_grad_reduce = false, no_overlap_grad_reduce = false;
   bool overlap_param_gather = false, no_overlap_param_gather = false;
+  // Megatron's --grad-reduce-in-bf16 and its fp32 counterpart: the DP gradients' dtype.
+  bool grad_reduce_in_bf16 = false, grad_reduce_in_fp32 = false;
 };
 void add_framework_options(CLI::App& cmd, FrameworkArgs& args);
 // The scenario's framework profile with the flags given applied over it.

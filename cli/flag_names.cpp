@@ -105,6 +105,9 @@ const std::vector<MegatronArgument> kMegatronArguments = {
      "ZeRO parameter all-gather per bucket before its first forward use: simrun's default "
      "(--no-overlap-param-gather: after the optimizer step)"},
     {"--tp-comm-overlap", "--tp-comm-overlap", "", "", "TP collectives overlapped with their GEMMs"},
+    {"--grad-reduce-in-bf16", "--grad-reduce-in-bf16", "", "",
+     "DP gradients kept and reduced in bf16 (without it Megatron-LM keeps and reduces them in fp32 under "
+     "--bf16, as the megatron-core profile does)"},
     {"--moe-shared-expert-overlap", "--moe-shared-expert-overlap", "", "",
      "shared experts beside the dispatch and combine all-to-alls"},
     {"--moe-token-dispatcher-type", "--moe-token-dispatcher-type", "", "",

@@ -47,6 +47,13 @@ void add_framework_options(CLI::App& cmd, FrameworkArgs& args) {
   cmd.add_flag("--no-overlap-param-gather", args.no_overlap_param_gather,
                "All-gather ZeRO parameters right after the optimizer step (Megatron's default)")
       ->excludes(gather);
+  CLI::Option* bf16 = cmd.add_flag(
+      "--grad-reduce-in-bf16", args.grad_reduce_in_bf16,
+      "DP gradients kept and reduced in bf16 (Megatron --grad-reduce-in-bf16; the nemo profile's)");
+  cmd.add_flag("--grad-reduce-in-fp32", args.grad_reduce_in_fp32,
+               "DP gradients kept and reduced in fp32 (Megatron-LM's default under --bf16, the megatron-core "
+               "profile's)")
+      ->excludes(bf16);
 }
 
 void apply_framework_options(const FrameworkArgs& args, const Scenario& scenario, WorkloadOptions& workload,
@@ -71,6 +78,13 @@ void apply_framework_options(const FrameworkArgs& args, const Scenario& scenario
   }
   if (args.overlap_grad_reduce) workload.grad_reduce = GradReduceOverlap::bucketed;
   if (args.no_overlap_grad_reduce) workload.grad_reduce = GradReduceOverlap::after_backward;
+  // The gradients' dtype on the wire, and in memory where the profile keeps Megatron's gradient
+  // buffer (the buffer is the one reduced); FSDP's reduced shard is fp32 either way.
+  if (args.grad_reduce_in_bf16 || args.grad_reduce_in_fp32) {
+    workload.grad_reduce_bytes = args.grad_reduce_in_fp32 ? 4 : 2;
+    if (memory.convention != StateConvention::fsdp)
+      memory.convention = args.grad_reduce_in_fp32 ? StateConvention::megatron : StateConvention::zero_paper;
+  }
   if (args.overlap_param_gather) workload.param_gather = ParamGatherOverlap::next_forward;
   if (args.no_overlap_param_gather) workload.param_gather = ParamGatherOverlap::after_optimizer;
   if (!args.kernels.empty())

@@ -68,8 +68,17 @@ TEST_CASE("the framework flags replace single behaviours of the profile, both wa
     REQUIRE(r.exit_code == 0);
     return nlohmann::json::parse(r.out)["step_time_s"].get<double>();
   };
-  CHECK(step("--framework megatron-core-perf") == step("--tp-comm-overlap"));
-  CHECK(step("--framework megatron-core-perf --no-tp-comm-overlap") == step(""));
+  CHECK(step("--framework megatron-core-perf") == step("--tp-comm-overlap --grad-reduce-in-bf16"));
+  CHECK(step("--framework megatron-core-perf --no-tp-comm-overlap --grad-reduce-in-fp32") == step(""));
+  // Gradients reduced in bf16 move half the DP bytes and keep a bf16 buffer: 2 B per parameter
+  // less (Megatron's fp32 main gradients, the default profile's).
+  CHECK(step("--grad-reduce-in-bf16") < step(""));
+  const nlohmann::json fp32 = nlohmann::json::parse(run_simrun("estimate " + kExample + " --json").out);
+  const nlohmann::json bf16 =
+      nlohmann::json::parse(run_simrun("estimate " + kExample + " --grad-reduce-in-bf16 --json").out);
+  CHECK(fp32["inputs"]["framework"]["grad_reduce_bytes"] == 4);
+  CHECK(bf16["inputs"]["framework"]["grad_reduce_bytes"] == 2);
+  CHECK(bf16["memory"]["grads"].get<double>() == Approx(0.5 * fp32["memory"]["grads"].get<double>()));
 }
 
 TEST_CASE("megatron-lm-2021 turns FlashAttention off unless the scenario says", "[cli][framework]") {

@@ -174,9 +174,10 @@ struct WorkloadOptions {
     return std::max(bucket_params_min, bucket_params_per_dp * double(dp));
   }
   bool chunk_bucketed(int64_t chunk) const { return chunk == 0 || !one_bucket_after_first_chunk; }
-  // Bytes per gradient element on the wire: 2 (bf16, Megatron default) or 4 (fp32 reduce, as
-  // PyTorch FSDP mixed precision with reduce_dtype=float32 does).
-  double grad_reduce_bytes = 2;
+  // Bytes per gradient element on the wire: 4 (fp32: Megatron-LM's fp32 main-gradient buffer
+  // under --bf16, the megatron-core profile; torchtitan's reduce_dtype float32) or 2 (bf16/fp16:
+  // NeMo's and Megatron-Bridge's recipes, FSDP's param_dtype reduce, DeepSpeed's model dtype).
+  double grad_reduce_bytes = 4;
   // FSDP (ZeRO-3): parameter all-gathers allowed in flight ahead of compute (limit_all_gathers).
   int fsdp_prefetch_layers = 1;
   FsdpBackwardPrefetch fsdp_backward_prefetch = FsdpBackwardPrefetch::before_backward;
