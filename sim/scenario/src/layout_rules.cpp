@@ -265,6 +265,12 @@ std::optional<LayoutDiagnostic> layout_error(const ModelSpec& model, const Clust
 std::optional<LayoutDiagnostic> pipeline_engine_error(const Layout& layout, const WorkloadOptions& options) {
   if (options.pipeline_engine != PipelineEngine::deepspeed || layout.pp <= 1) return std::nullopt;
   // deepspeed/runtime/pipe/schedule.py: TrainSchedule (1F1B) only, no virtual stages.
+  if (layout.pipeline_schedule && *layout.pipeline_schedule != PipelineSchedule::one_f_one_b &&
+      layout.virtual_stages == 1)
+    return diag("layout.pipeline_schedule", "deepspeed_pipeline_1f1b_only",
+                fmt::format("{} with DeepSpeed's pipeline engine, which runs its TrainSchedule (1F1B) only "
+                            "(use 1f1b, or a framework with Megatron's schedules)",
+                            to_string(*layout.pipeline_schedule)));
   if (layout.virtual_stages > 1)
     return diag("layout.virtual_stages", "deepspeed_pipeline_no_interleaving",
                 "virtual_stages " + std::to_string(layout.virtual_stages) +

@@ -315,7 +315,14 @@ class StageBuilder {
     double bytes;
     Phase pass;
     int64_t mb;
+    int64_t step;  // TrainSchedule's step of the slot that made it: it is sent at step + 1
   };
+  // The step of TrainSchedule's clock at which this stage runs micro-batch `mb`'s forward or
+  // backward (deepspeed/runtime/pipe/schedule.py _step_to_micro_batch): forward 2·mb + s,
+  // backward 2·mb + 2·pp − 1 − s. The steps between a stage's slots are idle but for their sends.
+  int64_t train_schedule_step(bool forward, int64_t mb) const {
+    return forward ? 2 * mb + m_stage : 2 * mb + 2 * m_s.pp - 1 - m_stage;
+  }
   std::optional<DeferredSend> m_deferred_send;
   uint32_t m_last_p2p = kNoTask;
   void flush_deferred_send();

@@ -409,7 +409,8 @@ void StageBuilder::pp_recv(OpName op, int64_t peer_stage, double bytes, Phase pa
 void StageBuilder::pp_send(OpName op, int64_t peer_stage, int64_t peer_chunk, double bytes, Phase pass,
                            int64_t mb) {
   if (deepspeed_pipeline()) {  // TrainSchedule sends it at the next step (flush_deferred_send)
-    m_deferred_send = DeferredSend{op, peer_stage, peer_chunk, bytes, pass, mb};
+    m_deferred_send = DeferredSend{
+        op, peer_stage, peer_chunk, bytes, pass, mb, train_schedule_step(pass == Phase::forward, mb)};
     return;
   }
   const uint32_t snd =
@@ -477,6 +478,10 @@ void StageBuilder::backward_slot(int64_t mb, int64_t chunk) {
   const auto [at, idx, msg] = enter_slot(mb, chunk);
   if (s.submodule_gathers) start_submodule_pass(Phase::backward);
   if (at.position < at.last) {
+    // A backward step receives its gradient, then sends the previous step's output; an output
+    // made before an idle step went out on that step, before this receive (a stage with fewer
+    // micro-batches than the stages after it idles between its forward and its backward).
+    if (m_deferred_send && m_deferred_send->step + 1 < train_schedule_step(false, mb)) flush_deferred_send();
     pp_recv(OpName::pp_grad, at.next_stage, msg, Phase::backward, mb, chunk);
     flush_deferred_send();
   } else {
