@@ -327,6 +327,9 @@ TEST_CASE("collective sweeps too large to simulate in reasonable time are refuse
                         "command line: --gpus: 14 sizes");
   require_one_safe_line(run_simrun("collective --gpus 16384 --decomposition steps -b 1M -e 1M"),
                         "GPUs squared (--decomposition steps)");
+  // An all-to-all's every pair: 8,192 GPUs at the default sizes would take minutes.
+  require_one_safe_line(run_simrun("collective --gpus 8192 --op all_to_all"),
+                        "x 8192 GPUs squared (all_to_all: every pair of GPUs)");
 }
 
 TEST_CASE("slow-link and straggler-node flags bound their numbers under their own flag names",
