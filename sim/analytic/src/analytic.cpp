@@ -67,9 +67,10 @@ ComputeModel analytic_compute_model(const Scenario& s, const AnalyticOptions& op
 namespace {
 
 // The layout's caveats (layout_rules.hpp, as the event simulation states them), then the
-// estimate's own: an interleaved order that cannot complete, memory, assumed MFU, goodput, MFU.
+// estimate's own: an interleaved order that cannot complete, memory, assumed MFU, MFU (goodput's
+// is the run totals', fill_run_report, in both fidelities).
 void add_estimate_warnings(const Scenario& sc, const AnalyticOptions& options, int64_t worst_stage,
-                           const RunTotals& run, Report& r) {
+                           Report& r) {
   const Layout& l = sc.layout;
   const PipelineSchedule schedule = default_schedule(l);
   const std::vector<std::string> layout_caveats = messages(layout_warnings(sc, schedule));
@@ -92,11 +93,6 @@ void add_estimate_warnings(const Scenario& sc, const AnalyticOptions& options, i
         fmt::format("step time from the assumed MFU {:.3f} (run.assumed_mfu); the breakdown is not "
                     "modelled{}",
                     *sc.run.assumed_mfu, options.stragglers.empty() ? "" : ", nor the stragglers"));
-  if (run.goodput < 0.8 && !run.never_finishes)
-    r.warnings.push_back(
-        fmt::format("goodput {:.2f}: failures and checkpoints cost more than 20% of the run (job "
-                    "MTBF {:.2f} h)",
-                    run.goodput, run.mtbf_s / kSecondsPerHour));
   if (r.mfu > 0.75)
     r.warnings.push_back(fmt::format("MFU {:.2f} is above what published runs reach (≤ 0.6)", r.mfu));
 }
@@ -264,7 +260,7 @@ Report estimate(const Scenario& given, const AnalyticOptions& options) {
   const MemoryEstimate memory = estimate_memory(sc, options.memory);
   Estimated e = estimate_numbers_of(sc, options, memory);
   Report& r = e.report;
-  add_estimate_warnings(sc, options, memory.worst_stage, e.run, r);
+  add_estimate_warnings(sc, options, memory.worst_stage, r);
   if (auto outside = agreement_warning(sc, options, r)) r.warnings.push_back(*outside);
   explain_step_time(sc, options, e.flops, e.time, e.peak, r);
   detail::explain_ep_exchange(sc, options.workload, r);

@@ -158,7 +158,9 @@ const std::vector<FieldRule>& field_rules() {
          p.workload.zero3_reduce_events = static_cast<int>(f.integer("value", 0, 1024));
        }},
       {"zero2_reduce_every_micro_batch",
-       [](JsonReader& f, FrameworkProfile& p) { p.workload.zero2_reduce_every_micro_batch = boolean(f); }},
+       [](JsonReader& f, FrameworkProfile& p) {
+         p.workload.zero2_reduce_every_micro_batch = p.memory.zero2_reduce_every_micro_batch = boolean(f);
+       }},
       {"zero_grad_collective",
        [](JsonReader& f, FrameworkProfile& p) {
          p.workload.zero_grad_collective = choice(f, {to_string(ZeroGradCollective::reduce_scatter),

@@ -64,10 +64,13 @@ void explain_memory(const Scenario& sc, const StageMemory& ws, const MemoryDefau
                   gb(ws.dense_states.weights), gb(ws.expert_states.weights), gb(ws.fsdp_gathered_bytes)));
   explain(
       r, "memory.grads", r.memory.grads, "B",
-      "dense · grad bytes + experts · grad bytes, over d and d_e under ZeRO-2,3, + ZeRO-3 unsharded "
-      "gradients",
-      fmt::format("bytes/param={} ({} main grads): dense {}, experts {}, unsharded {}", bpp.grads,
+      "dense · grad bytes + experts · grad bytes, over d and d_e under ZeRO-3 and under ZeRO-2 where the "
+      "framework reduces every micro-batch, + ZeRO-3 unsharded gradients",
+      fmt::format("bytes/param={} ({} main grads){}: dense {}, experts {}, unsharded {}", bpp.grads,
                   defaults.convention == StateConvention::megatron ? "Megatron fp32" : "ZeRO-paper 16-bit",
+                  l.zero_stage == 2 && !defaults.zero2_reduce_every_micro_batch
+                      ? ", held whole under ZeRO-2: the framework reduces them once per step"
+                      : "",
                   gb(ws.dense_states.grads), gb(ws.expert_states.grads), gb(ws.fsdp_unsharded_grad_bytes)));
   explain(r, "memory.optimizer", r.memory.optimizer, "B",
           "dense · optimizer bytes + experts · optimizer bytes, over d and d_e under ZeRO ≥ 1",

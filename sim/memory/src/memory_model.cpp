@@ -337,8 +337,16 @@ StageMemory stage_memory(const Scenario& sc, const MemoryDefaults& defaults, int
   StageMemory st;
   st.stage = stage;
   st.params = params;
-  const ModelStateBytes dense = model_state_bytes(params.dense, l.zero_stage, double(l.dp * l.cp), bpp);
-  const ModelStateBytes experts = model_state_bytes(params.experts, l.zero_stage, double(l.expert_dp()), bpp);
+  // ZeRO's accounting, but ZeRO-2's gradients whole where the framework reduces them once per
+  // step (MemoryDefaults::zero2_reduce_every_micro_batch): ZeRO-1's.
+  const int grads_stage = l.zero_stage == 2 && !defaults.zero2_reduce_every_micro_batch ? 1 : l.zero_stage;
+  auto states = [&](double n, double degree) {
+    ModelStateBytes b = model_state_bytes(n, l.zero_stage, degree, bpp);
+    b.grads = model_state_bytes(n, grads_stage, degree, bpp).grads;
+    return b;
+  };
+  const ModelStateBytes dense = states(params.dense, double(l.dp * l.cp));
+  const ModelStateBytes experts = states(params.experts, double(l.expert_dp()));
   st.dense_states = dense;
   st.expert_states = experts;
   st.states = {dense.weights + experts.weights, dense.grads + experts.grads,

@@ -109,6 +109,11 @@ RunTotals fill_run_report(const Scenario& sc, const BytesPerParam& bpp, const Ru
         "{:.0f} s "
         "restart (days, GPU-hours, cost and energy are left out; a longer run.gpu_mtbf_hours or fewer GPUs)",
         sc.run.gpu_mtbf_hours, in.num_gpus, run.mtbf_s, defaults.restart_s));
+  else if (run.goodput < 0.8)
+    r.warnings.push_back(
+        fmt::format("goodput {:.2f}: failures and checkpoints cost more than 20% of the run (job "
+                    "MTBF {:.2f} h)",
+                    run.goodput, run.mtbf_s / kSecondsPerHour));
   return run;
 }
 

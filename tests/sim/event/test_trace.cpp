@@ -327,6 +327,24 @@ TEST_CASE("the trace rank selector reads ranks, stage:N and dp:N, and refuses th
   }
 }
 
+TEST_CASE("a goodput under 80% warns in both fidelities", "[sim][step]") {
+  // Llama 3 405B on 65,536 GB200: a GPU failure every 0.76 h of the job at 50,000 h per GPU.
+  const Scenario sc = parse_scenario_text(
+      R"({"model": "llama3-405b", "cluster": {"gpu": "gb200", "num_gpus": 65536},
+          "layout": {"tp": 8, "pp": 16, "virtual_stages": 2, "pipeline_split": "embedding-loss-layers",
+                     "global_batch": 8192, "recompute": "full"}})");
+  const Report analytic = estimate(sc);
+  const Report event = simulate(sc).report;
+  REQUIRE(analytic.run.goodput < 0.8);
+  for (const Report* r : {&analytic, &event}) {
+    const auto warned = std::count_if(r->warnings.begin(), r->warnings.end(), [](const std::string& w) {
+      return w.rfind("goodput 0.", 0) == 0 &&
+             w.find("failures and checkpoints cost more than 20%") != std::string::npos;
+    });
+    CHECK(warned == 1);
+  }
+}
+
 TEST_CASE("energy: both fidelities power the GPUs for the mean of the stages' compute, not one stage's",
           "[sim][step]") {
   // DeepSeek-V3's first stage holds the three dense layers and computes 11.8 s of a 17.0 s step,

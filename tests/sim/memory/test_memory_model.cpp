@@ -303,6 +303,22 @@ TEST_CASE("context parallelism's exchange buffers: ring 4 blocks, all-gather 2·
   CHECK(cp_exchange_bytes(ds.model, ds.layout, 2) == Approx(4 * 4096.0 * 64 * (192 + 128) * 2));
 }
 
+TEST_CASE("ZeRO-2 shards the gradients only where the framework reduces them every micro-batch",
+          "[sim][memory_model]") {
+  // Megatron-Core's DDP fills one gradient buffer over the micro-batches and reduces it once:
+  // under zero_stage 2 it holds the whole buffer, as ZeRO-1 does. DeepSpeed's stage 2 reduces
+  // each micro-batch's gradients as they are made and keeps its shard.
+  Scenario s = test::llama3_70b_1024_h100();
+  s.layout.zero_stage = 1;
+  MemoryDefaults once;
+  const double zero1 = estimate_memory(s, once).report.grads;
+  s.layout.zero_stage = 2;
+  CHECK(estimate_memory(s, once).report.grads == Approx(zero1).epsilon(1e-12));
+  MemoryDefaults every = once;
+  every.zero2_reduce_every_micro_batch = true;
+  CHECK(estimate_memory(s, every).report.grads == Approx(zero1 / double(s.layout.dp)).epsilon(1e-12));
+}
+
 TEST_CASE("ZeRO-3 shards weights, grads and optimizer over dp·cp", "[sim][memory_model]") {
   Scenario s = test::llama3_70b_1024_h100();
   s.layout.tp = 1;

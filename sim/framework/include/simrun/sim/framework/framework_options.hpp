@@ -250,6 +250,10 @@ struct MemoryDefaults {
   double zero3_prefetch_bucket_params = 0;
   double zero3_max_live_params = 0;  // 0: no limit
   double zero3_reduce_bucket_params = 0;
+  // ZeRO-2 keeps only its gradient shard where each micro-batch's gradients are reduced as they
+  // are made (DeepSpeed); a framework that reduces them once per step (Megatron-Core's DDP
+  // buffer) holds them whole until then, as ZeRO-1 does. WorkloadOptions' field of the same name.
+  bool zero2_reduce_every_micro_batch = false;
 };
 
 // How the profiles (sim/framework/profiles/*.json) and the report's inputs spell each behaviour,
