@@ -484,8 +484,6 @@ std::string measured_fabric(const GpuSpec& gpu) {
 ClusterSpec measured_cluster(const json& row, const std::string& gpu_id, double hbm_scale,
                              const Catalogs& catalogs, const std::string& run_id) {
   GpuSpec gpu = catalogs.hardware.gpu(gpu_id, run_id, "gpu");
-  if (gpu.hbm_usable_bytes <= 0 && gpu.id.rfind("a100", 0) == 0)
-    gpu.hbm_usable_bytes = gpu.hbm_bytes / 80e9 * 79.35 * 1024.0 * 1024.0 * 1024.0;
   if (hbm_scale != 1.0) {
     gpu.hbm_usable_bytes = usable_hbm_bytes(gpu) * hbm_scale;
     gpu.hbm_bytes *= hbm_scale;

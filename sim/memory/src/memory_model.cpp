@@ -56,7 +56,12 @@ std::string memory_shortfall_text(const MemoryReport& m) {
 }
 
 double usable_hbm_bytes(const GpuSpec& gpu) {
-  return gpu.hbm_usable_bytes > 0 ? gpu.hbm_usable_bytes : gpu.hbm_bytes;
+  if (gpu.hbm_usable_bytes > 0) return gpu.hbm_usable_bytes;
+  // No device query: the nominal figure read as GiB, less what the queried parts keep back
+  // (shared/reference/hardware.md device-queries: H100 SXM 79.19 GiB of "80 GB", A100 80GB
+  // 79.35, H200 139.8 of 141, B200 179.1 of 180, GH200 95.6 of 96: 0.990 to 0.996; the least).
+  constexpr double kUsableOfNominalGib = 0.990;
+  return gpu.hbm_bytes / kGB * kGiB * kUsableOfNominalGib;
 }
 
 double layer_activation_bytes(const ModelSpec& m, const ActivationConfig& c) {

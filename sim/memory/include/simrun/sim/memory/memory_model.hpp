@@ -192,7 +192,8 @@ struct MemoryEstimate {
 
 MemoryEstimate estimate_memory(const Scenario& s, const MemoryDefaults& defaults = {});
 
-// Usable HBM of a GPU (hbm_usable_bytes, else hbm_bytes).
+// Usable HBM of a GPU: hbm_usable_bytes, else its nominal GB read as GiB less 1% (the device
+// queries of six parts).
 double usable_hbm_bytes(const GpuSpec& gpu);
 // "peak 93.0 GiB per GPU exceeds the 79.2 GiB usable (13.8 GiB over)": the one wording of a
 // layout that does not fit, for warnings and --require-fit errors.
