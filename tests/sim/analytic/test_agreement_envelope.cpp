@@ -67,10 +67,10 @@ TEST_CASE("a slow link warns on a congested layout, pipelined or not", "[sim][an
   CHECK(warns(across, "a slow link on a congested layout"));
 }
 
-TEST_CASE("DP groups leaving a partial NVL72 rack warn where the layout is congested",
-          "[sim][analytic][agreement]") {
+TEST_CASE("DP groups leaving a partial NVL72 rack warn, congested or not", "[sim][analytic][agreement]") {
   // Llama-3 70B, TP 2, 2K tokens: DP groups of 128 over 3 racks and 40 GPUs of a fourth (20
-  // members there against 36) run 14% apart; on 4 full racks they agree.
+  // members there against 36) run 42% apart; on 4 full racks they agree. With CP 2 under ZeRO-3
+  // at 8K tokens an uncongested layout there lands 12% apart.
   const Catalogs catalogs = load_catalogs(SIMRUN_DATA_DIR);
   auto on = [&](int64_t gpus) {
     ScenarioOverrides o;
@@ -94,7 +94,8 @@ TEST_CASE("DP groups leaving a partial NVL72 rack warn where the layout is conge
 TEST_CASE("the shipped examples are inside the envelope", "[sim][analytic][agreement]") {
   const Catalogs catalogs = load_catalogs(SIMRUN_DATA_DIR);
   int examples = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(SIMRUN_DATA_DIR) / "examples"))
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::path(SIMRUN_DATA_DIR) / "examples"))
     if (entry.path().extension() == ".json") {
       CAPTURE(entry.path().string());
       CHECK_FALSE(warns(estimate(load_scenario(entry.path(), {}, catalogs)), ""));

@@ -1,11 +1,11 @@
 // Where the closed-form estimate has been measured against the event simulation, and the
 // warning both commands give where the two are known to land apart. bench/analytic_agreement
 // samples thousands of layouts (docs/agreement.md): with TP and CP inside a scale-up domain and
-// at most 10% of the step exposed communication in both fidelities ("uncongested") every
-// sampled layout lands within 5%; congested ones do on 95-98%, and three classes are measured
-// beyond it: DP groups leaving a partial NVL72 rack (up to 21%, 108% with a slow NIC there),
-// slow links elsewhere (up to 14%) and ZeRO-3 over a pipeline with fewer micro-batches than
-// stages (up to 12%, DeepSeek-V3).
+// at most 10% of the step exposed communication in both fidelities ("uncongested") 99-100% of
+// the sampled layouts land within 5%; congested ones do on 95-98%, and three classes are
+// measured beyond it: DP groups leaving a partial NVL72 rack (up to 42%, 12% uncongested, 104%
+// with a slow NIC there), slow links elsewhere (up to 17%) and ZeRO-3 over a pipeline with fewer
+// micro-batches than stages (up to 12%, DeepSeek-V3).
 #pragma once
 
 #include <optional>
