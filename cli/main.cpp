@@ -115,18 +115,25 @@ std::vector<std::string> normalise_arguments(int argc, char** argv, const CLI::A
     args.insert(args.begin(), "simulate");
     return args;
   }
-  throw simrun::InputError("command line", first,
-                           "neither a subcommand (" + simrun::join_names(subcommands) + ") nor a scenario file");
+  throw simrun::InputError(
+      "command line", first,
+      "neither a subcommand (" + simrun::join_names(subcommands) + ") nor a scenario file");
 }
 
 int run(int argc, char** argv) {
   using namespace simrun::cli;
   CLI::App app{"simrun: cluster simulator and capacity planner for LLM training"};
-  const std::vector<Command> commands =
-      add_commands(app, CliEnv{data_dir(argc > 0 ? argv[0] : nullptr), user_catalogs(), env_or_empty("SIMRUN_PROGRESS")});
+  const std::vector<Command> commands = add_commands(
+      app, CliEnv{data_dir(argc > 0 ? argv[0] : nullptr), user_catalogs(), env_or_empty("SIMRUN_PROGRESS")});
 
   std::vector<std::string> args = normalise_arguments(argc, argv, app);
   std::reverse(args.begin(), args.end());  // CLI11 takes a reversed vector
+  // Where a refused flag's list is: the subcommand being parsed, or the top level's.
+  const auto help_hint = [&] {
+    for (const auto& command : commands)
+      if (command.app->parsed()) return "see simrun " + command.app->get_name() + " --help";
+    return std::string("see simrun --help");
+  };
   try {
     app.parse(args);
   } catch (const CLI::CallForHelp& e) {
@@ -141,19 +148,23 @@ int run(int argc, char** argv) {
     if (what.find("At Most") != std::string::npos)
       return input_error_exit("command line: " + what.substr(0, what.find(':')) +
                               ": given more than once (give each flag once)");
-    return input_error_exit("command line: " + what + " (see simrun <subcommand> --help for its flags)");
+    return input_error_exit("command line: " + what + " (" + help_hint() + " for its flags)");
   } catch (const CLI::ConversionError& e) {
-    // CLI11: "Could not convert: --tp = 1.5".
+    // CLI11: "Could not convert: --tp = 1.5": "--tp: "1.5" is not ...".
     std::string what = e.what();
     const auto colon = what.find(": ");
     if (colon != std::string::npos) what = what.substr(colon + 2);
-    return input_error_exit("command line: " + what +
-                            " is not a value of the flag's type (an integer for sizes and counts, a number for "
-                            "rates; see simrun <subcommand> --help)");
+    if (const auto eq = what.find(" = "); eq != std::string::npos)
+      what = what.substr(0, eq) + ": " + simrun::quoted_input(what.substr(eq + 3));
+    return input_error_exit(
+        "command line: " + what +
+        " is not a value of the flag's type (an integer for sizes and counts, a number for "
+        "rates; " +
+        help_hint() + ")");
   } catch (const CLI::ParseError& e) {
     std::string what = e.what();
     if (what.empty()) what = e.get_name();
-    return input_error_exit("command line: " + what + " (see simrun <subcommand> --help for its flags)");
+    return input_error_exit("command line: " + what + " (" + help_hint() + " for its flags)");
   }
   for (const auto& command : commands)
     if (command.app->parsed()) {

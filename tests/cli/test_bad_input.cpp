@@ -87,7 +87,7 @@ TEST_CASE("a megabyte string is echoed cut short, with an ellipsis", "[cli][erro
 TEST_CASE("control characters in flag values are escaped, from CLI11's errors and ours",
           "[cli][errors][corpus]") {
   require_one_safe_line(run_simrun("estimate --model llama3-8b --gpu h100-sxm --tp \"$(printf '\\033[2J')\""),
-                        R"(--tp = \x1b[2J is not a value of the flag's type)");
+                        R"(--tp: "\x1b[2J" is not a value of the flag's type)");
   require_one_safe_line(run_simrun("estimate --model \"$(printf 'llama\\033[31m')\" --gpu h100-sxm"),
                         R"(--model: unknown model "llama\x1b[31m")");
   require_one_safe_line(

@@ -238,7 +238,10 @@ TEST_CASE("unknown subcommands and flags exit 2 with one line", "[cli][errors]")
   require_one_safe_line(run_simrun("frobnicate"), "frobnicate: neither a subcommand");
   require_one_safe_line(run_simrun("estimate --model llama3-8b --gpu h100-sxm --tp x"), "command line");
   require_one_safe_line(run_simrun("estimate --model llama3-8b --gpu h100-sxm --tp 1.5"),
-                        "--tp = 1.5 is not a value of the flag's type");
+                        "--tp: \"1.5\" is not a value of the flag's type (an integer for sizes and counts, a "
+                        "number for rates; see simrun estimate --help)");
+  require_one_safe_line(run_simrun("estimate --model llama3-8b --gpu h100-sxm --bogus"),
+                        "--bogus (see simrun estimate --help for its flags)");
   require_one_safe_line(run_simrun("estimate --model llama3-8b --gpu h100-sxm --gpus 8 --gpus 16"),
                         "--gpus: given more than once");
   require_one_safe_line(run_simrun("estimate --model llama3-8b --gpu h100-sxm --json --csv"),
