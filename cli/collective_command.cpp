@@ -105,6 +105,8 @@ double parse_size(const std::string& text, const char* flag) {
   else if (!suffix.empty())
     throw InputError("command line", flag, bad);
   v *= scale;
+  if (std::isfinite(v) && v != std::floor(v))
+    throw InputError("command line", flag, "size '" + text + "' is not a whole number of bytes");
   if (!(v >= 1) || !std::isfinite(v))
     throw InputError("command line", flag, "size must be at least 1 byte (got '" + text + "')");
   if (v > kMaxCollectiveBytes)
@@ -184,6 +186,14 @@ Command add_collective_command(CLI::App& root, const CliEnv& env) {
         }
         o.min_bytes = parse_size(a->min_bytes, "-b");
         o.max_bytes = parse_size(a->max_bytes, "-e");
+        if (o.max_bytes < o.min_bytes) {
+          // Blame the flag the user gave: -e when it was, else -b above the default -e.
+          const bool e_default = a->max_bytes == CollectiveArgs{}.max_bytes;
+          throw InputError("command line", e_default ? "-b" : "-e",
+                           "the smallest size (-b " + quoted_input(a->min_bytes) +
+                               ") is above the largest (-e " + quoted_input(a->max_bytes) +
+                               (e_default ? ", the default" : "") + "): give -e at least -b");
+        }
         o.factor = a->factor;
         o.root = a->root;
 

@@ -330,6 +330,13 @@ TEST_CASE("collective sweeps too large to simulate in reasonable time are refuse
                         "command line: --gpus: 14 sizes");
   require_one_safe_line(run_simrun("collective --gpus 16384 --decomposition steps -b 1M -e 1M"),
                         "GPUs squared (--decomposition steps)");
+  // -b above the default -e blames -b; sizes are whole bytes.
+  require_one_safe_line(
+      run_simrun("collective -b 1G"),
+      "command line: -b: the smallest size (-b \"1G\") is above the largest (-e \"128M\", the "
+      "default)");
+  require_one_safe_line(run_simrun("collective -b 1M -e 64K"), "command line: -e: the smallest size");
+  require_one_safe_line(run_simrun("collective -b 1.5"), "-b: size '1.5' is not a whole number of bytes");
   // An all-to-all's every pair: 8,192 GPUs at the default sizes would take minutes.
   require_one_safe_line(run_simrun("collective --gpus 8192 --op all_to_all"),
                         "x 8192 GPUs squared (all_to_all: every pair of GPUs)");
