@@ -1,5 +1,7 @@
 // The slow-hardware flags (see command.hpp): --straggler and --straggler-node, which both
 // fidelities model, and --slow-link, which only the event simulation does.
+#include <algorithm>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -52,8 +54,9 @@ SlowLink parse_slow_link(const std::string& text) {
     if (kind == "scale_up" || kind == "scale-up") {
       link.link = LinkClass::scale_up;
     } else if (kind != "nic") {
-      throw InputError("command line", "--slow-link",
-                       "link must be nic or scale_up, got " + quoted_input(kind) + " (expected " + example + ")");
+      throw InputError(
+          "command line", "--slow-link",
+          "link must be nic or scale_up, got " + quoted_input(kind) + " (expected " + example + ")");
     }
     pair = text.substr(0, second);
   }
@@ -82,22 +85,41 @@ void add_fault_options(CLI::App& cmd, FaultArgs& args, bool event_simulation) {
 }
 
 std::vector<Straggler> stragglers_of(const FaultArgs& args, const Scenario& scenario) {
-  std::vector<Straggler> out;
+  // Each rank once: a rank given twice by --straggler (or a node twice) is refused; a rank that
+  // --straggler names on a --straggler-node runs at the slower of the two.
+  std::map<int64_t, double> slowdown_of;
+  std::map<int64_t, std::string> given_as;
   for (const std::string& s : args.stragglers) {
     const auto [rank, slowdown] =
         parse_pair(s, "--straggler", "RANK:SLOWDOWN, e.g. 17:1.3 (rank 17 runs its kernels 1.3x slower)");
-    out.push_back({rank, checked_slowdown(slowdown, s, "--straggler")});
+    if (const auto earlier = given_as.find(rank); earlier != given_as.end())
+      throw InputError("command line", "--straggler",
+                       "rank " + std::to_string(rank) + " is given twice (" + quoted_input(earlier->second) +
+                           " and " + quoted_input(s) + "): give each rank once");
+    given_as[rank] = s;
+    slowdown_of[rank] = checked_slowdown(slowdown, s, "--straggler");
   }
   const int64_t gpn = scenario.cluster.gpus_per_node;
+  std::map<int64_t, std::string> nodes;
   for (const std::string& s : args.straggler_nodes) {
     const auto [node, slowdown] = parse_pair(s, "--straggler-node", "NODE:SLOWDOWN, e.g. 3:1.2");
     if (node < 0 || node >= scenario.cluster.num_nodes())
       throw InputError("command line", "--straggler-node",
                        "node " + std::to_string(node) + " is outside the cluster (0.." +
                            std::to_string(scenario.cluster.num_nodes() - 1) + ")");
+    if (const auto earlier = nodes.find(node); earlier != nodes.end())
+      throw InputError("command line", "--straggler-node",
+                       "node " + std::to_string(node) + " is given twice (" + quoted_input(earlier->second) +
+                           " and " + quoted_input(s) + "): give each node once");
+    nodes[node] = s;
     checked_slowdown(slowdown, s, "--straggler-node");
-    for (int64_t g = 0; g < gpn; ++g) out.push_back({node * gpn + g, slowdown});
+    for (int64_t g = 0; g < gpn; ++g) {
+      double& at = slowdown_of[node * gpn + g];
+      at = std::max(at, slowdown);
+    }
   }
+  std::vector<Straggler> out;
+  for (const auto& [rank, slowdown] : slowdown_of) out.push_back({rank, slowdown});
   return out;
 }
 

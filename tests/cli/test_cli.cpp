@@ -355,6 +355,11 @@ TEST_CASE("slow-link and straggler-node flags bound their numbers under their ow
   // Was reported as --straggler with the value printed through std::to_string (309 digits).
   require_one_safe_line(run_simrun("simulate " + file + " --straggler-node 0:1e308"),
                         "command line: --straggler-node: slowdown must be in [1, 100], got 1e308");
+  // A rank or node given twice is refused, not the last one taken.
+  require_one_safe_line(run_simrun("estimate " + file + " --straggler 0:2 --straggler 0:3"),
+                        "command line: --straggler: rank 0 is given twice (\"0:2\" and \"0:3\")");
+  require_one_safe_line(run_simrun("estimate " + file + " --straggler-node 0:1.2 --straggler-node 0:1.3"),
+                        "command line: --straggler-node: node 0 is given twice");
   require_one_safe_line(run_simrun("simulate " + file + " --slow-link 3:0.5:nvlink"),
                         "command line: --slow-link: link must be nic or scale_up, got \"nvlink\"");
   require_one_safe_line(run_simrun("simulate " + file + " --slow-link 3:x:scale-up"), "got \"3:x:scale-up\"");
