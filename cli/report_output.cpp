@@ -112,7 +112,10 @@ void print_report_table(const Report& r, const StepTimeBand& band, const Scenari
   fmt::print(out, "run\n");
   row("tokens", human_count(r.run.tokens));
   const bool finishes = std::isfinite(r.run.days);  // else the warnings say why it never does
-  row("days", finishes ? fmt::format("{:.1f}", r.run.days) : "never");
+  // Under a tenth of a day in hours, so that a short run does not read "0.0".
+  row("days", !finishes          ? std::string("never")
+              : r.run.days < 0.1 ? fmt::format("{:.2g} ({:.2g} hours)", r.run.days, 24 * r.run.days)
+                                 : fmt::format("{:.1f}", r.run.days));
   row("GPU-hours", finishes ? human_count(r.run.gpu_hours) : "-");
   row("cost", finishes ? usd_text(r.run.cost_usd) : "-");
   row("energy", finishes ? energy_text(r.run.energy_kwh) : "-");

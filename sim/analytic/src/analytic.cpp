@@ -85,6 +85,9 @@ void add_estimate_warnings(const Scenario& sc, const AnalyticOptions& options, i
         "(Megatron's order deadlocks on the last, partial group; the event simulation refuses it): use a "
         "multiple of pp",
         l.num_microbatches(), l.pp, l.virtual_stages));
+  if (auto unpaired = unpaired_schedule_warning(schedule, l.pp, l.num_microbatches(),
+                                                stage_chunks(schedule, l.virtual_stages)))
+    r.warnings.push_back(*unpaired);
   if (!r.memory.fits)
     r.warnings.push_back(
         fmt::format("does not fit: {} (stage {})", memory_shortfall_text(r.memory), worst_stage));

@@ -333,12 +333,12 @@ std::vector<LayoutDiagnostic> layout_warnings(const Scenario& sc, PipelineSchedu
   // (Narayanan et al. 2021, §2.2: GPipe and 1F1B alike).
   const int64_t micro_batches = l.num_microbatches();
   if (l.pp > 1 && micro_batches < l.pp)
-    out.push_back(
-        diag("layout.global_batch", "pipeline_never_fills",
-             fmt::format("only {} micro-batches for pp={}: the pipeline never fills (bubble "
-                         "(pp-1)/(m+pp-1) = {:.0f}% of the step); use at least pp micro-batches, "
-                         "ideally >= 4·pp",
-                         micro_batches, l.pp, 100.0 * double(l.pp - 1) / double(micro_batches + l.pp - 1))));
+    out.push_back(diag("layout.global_batch", "pipeline_never_fills",
+                       fmt::format("only {} micro-batch{} for pp={}: the pipeline never fills (bubble "
+                                   "(pp-1)/(m+pp-1) = {:.0f}% of the step); use at least pp micro-batches, "
+                                   "ideally >= 4·pp",
+                                   micro_batches, micro_batches == 1 ? "" : "es", l.pp,
+                                   100.0 * double(l.pp - 1) / double(micro_batches + l.pp - 1))));
   if (slot_order(schedule, l.virtual_stages) != PipelineSchedule::interleaved && l.virtual_stages > 1)
     out.push_back(diag("layout.virtual_stages", "virtual_stages_ignored",
                        fmt::format("virtual_stages ignored by the {} schedule", to_string(schedule))));

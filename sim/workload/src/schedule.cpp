@@ -1,6 +1,8 @@
 // Pipeline schedules (schedule.hpp): Megatron's orders and their playing out.
 #include "simrun/sim/workload/schedule.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <map>
@@ -163,6 +165,19 @@ std::vector<PipelineSlot> stage_schedule(PipelineSchedule kind, int64_t stage, i
   }
   for (int64_t k = total - warm; k < total; ++k) out.push_back(bwd(k));
   return out;
+}
+
+std::optional<std::string> unpaired_schedule_warning(PipelineSchedule kind, int64_t pp, int64_t m,
+                                                     int64_t v) {
+  if (!pairs_forward_and_backward(kind) || pp < 1) return std::nullopt;
+  for (int64_t stage = 0; stage < pp; ++stage)
+    for (const PipelineSlot& slot : stage_schedule(kind, stage, pp, m, v))
+      if (slot.paired_with_next) return std::nullopt;
+  return fmt::format(
+      "{} pairs no forward with a backward at {} micro-batch{} per pipeline (each stage's are all "
+      "warm-up and cool-down): it hides no all-to-all and runs as {}; more micro-batches pair them",
+      to_string(kind), m, m == 1 ? "" : "es",
+      kind == PipelineSchedule::dualpipe ? "a bidirectional 1F1B" : (v > 1 ? "interleaved 1F1B" : "1F1B"));
 }
 
 bool schedule_completes(PipelineSchedule kind, int64_t pp, int64_t m, int64_t v) {
@@ -366,8 +381,8 @@ std::vector<std::vector<PipelineSlot>> slots_of(PipelineSchedule kind, int64_t p
 }
 
 // Plays of at most this many slots are remembered, and each thread keeps at most this many slots
-// in all (about 70 bytes each: the slot and its played step): the estimate plays the same few schedules again and again (twice
-// per layout), the planner a few hundred over a search.
+// in all (about 70 bytes each: the slot and its played step): the estimate plays the same few schedules again
+// and again (twice per layout), the planner a few hundred over a search.
 constexpr int64_t kRememberedSlots = int64_t(1) << 20;
 static_assert(2 * kRememberedSlots < (int64_t(1) << 31), "PlayedSlot indexes a remembered play in 32 bits");
 

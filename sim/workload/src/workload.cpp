@@ -182,6 +182,8 @@ Workload build_workload(const Scenario& sc, const WorkloadOptions& options, Pipe
   const Layout& l = sc.layout;
   const int64_t v = stage_chunks(schedule, l.virtual_stages);
   w.micro_batches = l.num_microbatches();
+  if (auto unpaired = unpaired_schedule_warning(schedule, l.pp, w.micro_batches, v))
+    w.warnings.push_back(*unpaired);
   if (schedule == PipelineSchedule::dualpipe) {
     w.layers_per_chunk =
         dualpipe_layers_per_chunk(split_layers(sc.model.layers, l.pp, 1, l.pipeline_split, sc.file));

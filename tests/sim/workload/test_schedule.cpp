@@ -130,6 +130,19 @@ TEST_CASE("layer splits: even, embedding/loss accounted, balanced (1F1B and inte
                     Catch::Contains("layers + 2 = 33"));
 }
 
+TEST_CASE("combined 1F1B or DualPipe with no pair says so, with pairs it says nothing", "[sim][schedule]") {
+  // Interleaved over pp 2 with 2 chunks: 2 micro-batches are all warm-up and cool-down.
+  const auto none = unpaired_schedule_warning(PipelineSchedule::combined_1f1b, 2, 2, 2);
+  REQUIRE(none);
+  CHECK_THAT(*none, Catch::StartsWith("combined-1f1b pairs no forward with a backward at 2 micro-batches") &&
+                        Catch::Contains("runs as interleaved 1F1B"));
+  CHECK_FALSE(unpaired_schedule_warning(PipelineSchedule::combined_1f1b, 2, 16, 2));
+  CHECK(unpaired_schedule_warning(PipelineSchedule::combined_1f1b, 1, 1, 1));
+  CHECK_FALSE(unpaired_schedule_warning(PipelineSchedule::combined_1f1b, 1, 4, 1));
+  CHECK_FALSE(unpaired_schedule_warning(PipelineSchedule::dualpipe, 4, 8, 2));
+  CHECK_FALSE(unpaired_schedule_warning(PipelineSchedule::one_f_one_b, 4, 1, 1));  // pairs nothing by design
+}
+
 TEST_CASE("combined 1F1B pairs each backward with the next forward, in 1F1B's order",
           "[sim][workload][schedule]") {
   // Megatron-Core combined_1f1b.py: "Phase k: k-th backward + (k+1)-th forward" (pp 1), the

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "simrun/sim/scenario/layout_rules.hpp"  // PipelineSchedule
@@ -52,6 +53,11 @@ std::vector<PipelineSlot> stage_schedule(PipelineSchedule kind, int64_t stage, i
 // not divide (e.g. pp 4, 4 chunks, 5 micro-batches).
 bool schedule_completes(PipelineSchedule kind, int64_t pp, int64_t m, int64_t v);
 
+// Combined 1F1B or DualPipe whose order pairs no forward with a backward (every micro-batch in
+// a stage's warm-up or cool-down): it hides nothing and runs as the order under it. The warning
+// both fidelities give then, naming the micro-batches; nullopt otherwise.
+std::optional<std::string> unpaired_schedule_warning(PipelineSchedule kind, int64_t pp, int64_t m, int64_t v);
+
 // The schedule played out with a duration per slot: each stage runs its slots in order (a paired
 // slot and the next as one, both ending at once), each slot
 // starting when its stage is free and the slot it depends on (as above) has ended, a hop later
@@ -67,13 +73,15 @@ std::optional<std::vector<double>> schedule_finish_times(
 
 // The same with every slot's duration in a table, durations[schedule_slot_index(…)] (2·pp·c·m
 // entries, c = stage_chunks(kind, v)): what the estimate plays twice per layout.
-std::optional<std::vector<double>> schedule_finish_times(PipelineSchedule kind, int64_t pp, int64_t m, int64_t v,
-                                                         const std::vector<double>& durations,
+std::optional<std::vector<double>> schedule_finish_times(PipelineSchedule kind, int64_t pp, int64_t m,
+                                                         int64_t v, const std::vector<double>& durations,
                                                          const std::vector<double>& hop_s = {});
 // Where a slot of `stage` sits in that table: [stage][forward][chunk][micro-batch].
-size_t schedule_slot_index(PipelineSchedule kind, int64_t m, int64_t v, int64_t stage, const PipelineSlot& slot);
+size_t schedule_slot_index(PipelineSchedule kind, int64_t m, int64_t v, int64_t stage,
+                           const PipelineSlot& slot);
 // Each stage's slots, as stage_schedule gives them, remembered per thread with the plays.
-std::shared_ptr<const std::vector<std::vector<PipelineSlot>>> schedule_slots(PipelineSchedule kind, int64_t pp,
-                                                                            int64_t m, int64_t v);
+std::shared_ptr<const std::vector<std::vector<PipelineSlot>>> schedule_slots(PipelineSchedule kind,
+                                                                             int64_t pp, int64_t m,
+                                                                             int64_t v);
 
 }  // namespace simrun
