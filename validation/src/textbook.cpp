@@ -65,7 +65,9 @@ Exercise1 textbook_exercise1(const TextbookInputs& in) {
       "900 GB/s is NVLink's two directions added; a ring sends one way at a time, 450 GB/s per direction, of "
       "which NCCL reaches ~82% (370 GB/s busbw). Across nodes NCCL runs one ring per NIC, so 4 GPUs with one "
       "NDR NIC each (50 GB/s, not 25) give 4 x 50 GB/s: the gap is a few x, not 36x, unless a node has a "
-      "single NIC.";
+      "single NIC. These are rings, as the chapter's formula; where NVSwitch has SHARP, NCCL's tuner picks "
+      "NVLS inside a node and NVLSTree across nodes, shorter still (an H100 node: 490 GB/s busbw, 50 ms; "
+      "simrun collective times the algorithm NCCL would choose).";
   return e;
 }
 
@@ -145,8 +147,9 @@ Exercise3 textbook_exercise3(const TextbookInputs& in) {
     e.rows.push_back(r);
   }
   e.why = fmt::format(
-      "10 bytes x sbh per layer misses most of what backward needs: Korthikanti et al. count 34sbh "
-      "(Q, K, V, MLP activations, norm inputs, dropout masks) plus 5as^2b for the {}-head score matrix, "
+      "the chapter's 10 values of sbh per layer (20 bytes x sbh in bf16) miss much of what backward needs: "
+      "Korthikanti et al. count 34 bytes x sbh (Q, K, V, MLP activations, norm inputs, dropout masks) plus "
+      "5as^2b bytes for the {}-head score matrix, "
       "which grows with s^2; checkpointing keeps 2sbh per layer as the chapter says, plus one full layer "
       "while it is recomputed",
       in.model.heads);
@@ -263,12 +266,13 @@ void print_exercise4(std::ostream& out, const TextbookInputs& in) {
   if (e.full_model) {
     const Report& r = *e.full_model;
     const Layout& l = in.ex4_scenario->layout;
-    fmt::print(
-        out,
-        "  full model (tp{} pp{} dp{} vpp{}, {} recompute, global batch {}): step {:.2f} s, MFU {:.1f}%, "
-        "{:.0f} tokens/s, goodput {:.3f}, {:.1f} days, ${:.2f}M\n",
-        l.tp, l.pp, l.dp, l.virtual_stages, to_string(l.recompute), l.global_batch, r.step_time_s,
-        r.mfu * 100, r.tokens_per_s, r.run.goodput, r.run.days, r.run.cost_usd / 1e6);
+    fmt::print(out,
+               "  full model, closed-form estimate (tp{} pp{} dp{} vpp{}, {} recompute, global batch {}): "
+               "step {:.2f} s, "
+               "MFU {:.1f}%, "
+               "{:.0f} tokens/s, goodput {:.3f}, {:.1f} days, ${:.2f}M\n",
+               l.tp, l.pp, l.dp, l.virtual_stages, to_string(l.recompute), l.global_batch, r.step_time_s,
+               r.mfu * 100, r.tokens_per_s, r.run.goodput, r.run.days, r.run.cost_usd / 1e6);
   }
   fmt::print(out, "  why they differ: {}\n", e.why);
 }
