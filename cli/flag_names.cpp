@@ -69,7 +69,9 @@ const std::vector<MegatronArgument> kMegatronArguments = {
     {"--expert-model-parallel-size", "--ep", "", "", ""},
     {"--expert-tensor-parallel-size", "--expert-tp", "", "", ""},
     {"--moe-expert-capacity-factor", "--moe-capacity-factor", "", "",
-     "with --moe-pad-expert-input-to-capacity"},
+     "experts' inputs padded to the capacity (Megatron's --moe-pad-expert-input-to-capacity)"},
+    {"--moe-pad-expert-input-to-capacity", "", "", "",
+     "accepted, sets nothing: simrun pads to the capacity factor wherever one is given"},
     {"--num-virtual-stages-per-pipeline-rank", "--virtual-stages", "", "", ""},
     {"--micro-batch-size", "--micro-batch", "", "", ""},
     {"--global-batch-size", "--global-batch", "", "", ""},
@@ -78,6 +80,8 @@ const std::vector<MegatronArgument> kMegatronArguments = {
     {"--hidden-size", "--hidden-size", "", "", "head_dim follows hidden/heads unless the model states it"},
     {"--num-attention-heads", "--num-attention-heads", "", "", ""},
     {"--num-query-groups", "--num-query-groups", "", "", "Megatron reads it with --group-query-attention"},
+    {"--group-query-attention", "", "", "",
+     "accepted, sets nothing: the model's kv_heads (--num-query-groups) say it"},
     {"--kv-channels", "--kv-channels", "", "", ""},
     {"--ffn-hidden-size", "--ffn-hidden-size", "", "", "the dense FFN; MoE experts keep their width"},
     {"--recompute-granularity", "--recompute", "", "", "full or selective (and simrun's none)"},
@@ -88,9 +92,8 @@ const std::vector<MegatronArgument> kMegatronArguments = {
     {"--fp16", "--fp16", "layout.precision", "fp16", ""},
     {"--fp8-format", "--fp8-format", "layout.precision", "fp8",
      "e4m3 or hybrid (the same peak); wins over --bf16/--fp16, which Megatron gives beside it"},
-    {"--fp8-recipe", "--fp8-recipe", "", "",
-     "delayed, tensorwise, blockwise or mxfp8 (and simrun's nvfp4, "
-     "Megatron's --fp4-recipe)"},
+    {"--fp8-recipe", "--fp8-recipe", "", "", "delayed, tensorwise, blockwise or mxfp8 (and simrun's nvfp4)"},
+    {"--fp4-recipe", "--fp8-recipe", "", "", "nvfp4, with --precision fp4"},
     {"--fp8-param-gather", "--fp8-param-gather", "", "", "parameters kept and all-gathered in fp8"},
     {"--use-distributed-optimizer", "--use-distributed-optimizer", "layout.zero_stage", "1", ""},
     {"--recompute-activations", "--recompute-activations", "layout.recompute", "selective", ""},
@@ -171,13 +174,17 @@ std::string megatron_arguments_markdown() {
       "|---|---|---|---|\n";
   for (const MegatronArgument& a : kMegatronArguments) {
     std::string sets;
-    if (!a.field.empty())
+    if (a.flag.empty())
+      sets = "nothing";
+    else if (!a.field.empty())
       sets = "`" + std::string(a.field) + " = " + std::string(a.value) + "`";
     else if (auto field = scenario_field_of_flag(a.flag))
       sets = "`" + *field + "`";
     else
       sets = "framework behaviour";
-    const std::string flag = a.flag == a.name ? "same" : "`" + std::string(a.flag) + "`";
+    const std::string flag = a.flag.empty()     ? "none"
+                             : a.flag == a.name ? "same"
+                                                : "`" + std::string(a.flag) + "`";
     table +=
         "| `" + std::string(a.name) + "` | " + flag + " | " + sets + " | " + std::string(a.note) + " |\n";
   }

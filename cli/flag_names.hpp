@@ -25,7 +25,8 @@ std::optional<std::string> scenario_field_of_flag(std::string_view flag);
 // - a framework behaviour: `field` empty, `note` says what it changes.
 struct MegatronArgument {
   std::string_view name;   // e.g. "--tensor-model-parallel-size"
-  std::string_view flag;   // simrun's flag: another name (alias) or the same (its own flag)
+  std::string_view flag;   // simrun's flag: another name (alias) or the same (its own flag); empty: a
+                           // switch accepted that sets nothing (Megatron reads it with another)
   std::string_view field;  // switches: the scenario field set, e.g. "layout.precision"
   std::string_view value;  // switches: the value set, e.g. "bf16"
   std::string_view note;   // what a reader of Megatron's docs should know, or empty

@@ -64,7 +64,7 @@ void add_scenario_options(CLI::App& cmd, ScenarioArgs& a) {
   cmd.add_option(option_names("--recompute"), o.recompute, "Activation recompute: none, selective or full");
   cmd.add_option("--precision", o.precision, "Training precision: bf16, fp16, fp8, fp4 (nvfp4) or fp32");
   cmd.add_option(
-      "--fp8-recipe", o.fp8_recipe,
+      option_names("--fp8-recipe"), o.fp8_recipe,
       "How fp8/fp4 GEMMs are scaled: delayed (fp8 default), tensorwise (current scaling), blockwise "
       "(1x128 / 128x128), mxfp8 (Blackwell) or nvfp4 (fp4; docs/model.md#precision-recipes)");
   cmd.add_flag("--fp8-param-gather", a.fp8_param_gather,
@@ -87,6 +87,9 @@ void add_scenario_options(CLI::App& cmd, ScenarioArgs& a) {
                  "Dense FFN width of a variant of the model (model.ffn_hidden)");
   // Megatron's switches (cli/flag_names.cpp): each sets one scenario field to one value.
   for (const MegatronArgument& m : megatron_arguments()) {
+    if (m.flag.empty())  // a companion switch Megatron reads with another flag: accepted, no effect
+      cmd.add_flag(std::string(m.name), a.switches[std::string(m.name)],
+                   fmt::format("Megatron-LM's {}: {}", m.name, m.note));
     if (m.field.empty() || m.name == "--fp8-format") continue;
     cmd.add_flag(std::string(m.name), a.switches[std::string(m.name)],
                  fmt::format("Megatron-LM's {}: {} = {}", m.name, m.field, m.value));
@@ -130,7 +133,7 @@ void apply_megatron_switches(const ScenarioArgs& args, ScenarioOverrides& o) {
   }
   for (const MegatronArgument& m : megatron_arguments()) {
     const auto on = args.switches.find(std::string(m.name));
-    if (on == args.switches.end() || !on->second) continue;
+    if (on == args.switches.end() || !on->second || m.flag.empty()) continue;
     const std::string value(m.value);
     if (m.field == "layout.precision") {
       if (args.fp8_format.empty()) set_once(o.precision, value, m);

@@ -1,17 +1,17 @@
 // The simrun command's options, walked in-process: every subcommand and flag says what it is, and
 // the libraries' field names map to the flags the user typed (cli/flag_names.hpp).
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
 #include "command.hpp"
-#include "flag_names.hpp"
 #include "doc_section.hpp"
+#include "flag_names.hpp"
 
 using namespace simrun;
 using namespace simrun::cli;
@@ -86,7 +86,8 @@ TEST_CASE("every Megatron argument is a flag of the commands that take a scenari
     for (const MegatronArgument& m : megatron_arguments()) {
       CAPTURE(command, m.name);
       CHECK(sub->get_option_no_throw(std::string(m.name)) != nullptr);
-      if (m.name != m.flag) CHECK(sub->get_option_no_throw(std::string(m.flag)) != nullptr);
+      if (m.name != m.flag && !m.flag.empty())
+        CHECK(sub->get_option_no_throw(std::string(m.flag)) != nullptr);
     }
   }
 }
