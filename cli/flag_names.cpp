@@ -2,6 +2,7 @@
 #include "flag_names.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <iterator>
 
 #include "simrun/sim/scenario/scenario_parser.hpp"
@@ -139,6 +140,25 @@ constexpr OptionFlag kOptionFlags[] = {
     {"step", "trace_ranks", "--trace-ranks"},
 };
 
+// An error's advice names scenario fields ("set layout.pipeline_split to ..."); on the command
+// line each is followed by its flag, once: "layout.pipeline_split (--pipeline-split)".
+std::string with_flags(std::string why) {
+  const auto word = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
+  };
+  for (const FieldFlag& f : kScenarioFlags) {
+    if (f.field.find('.') == std::string_view::npos) continue;
+    const std::string mark = " (" + std::string(f.flag) + ")";
+    for (size_t at = why.find(f.field); at != std::string::npos; at = why.find(f.field, at + 1)) {
+      const size_t end = at + f.field.size();
+      if ((at > 0 && word(why[at - 1])) || (end < why.size() && word(why[end]))) continue;
+      if (why.compare(end, mark.size(), mark) == 0) continue;
+      why.insert(end, mark);
+    }
+  }
+  return why;
+}
+
 // "stragglers[0].rank" is within "stragglers"; "stragglers_x" is not.
 bool within(std::string_view field, std::string_view top) {
   if (field.substr(0, top.size()) != top) return false;
@@ -203,7 +223,7 @@ InputError as_command_line_error(const InputError& e, const std::vector<std::str
   const auto flag = flag_of_scenario_field(e.field());
   const bool given = std::find(given_scenario_fields.begin(), given_scenario_fields.end(), e.field()) !=
                      given_scenario_fields.end();
-  if (flag && given) return InputError(kCommandLine, *flag, e.why());
+  if (flag && given) return InputError(kCommandLine, *flag, with_flags(e.why()));
   // The layout's product rules (field "layout", or "layout.dp" when it is derived) read the sizes
   // and the GPU count together: when flags gave some of them, the contradiction is theirs.
   if (e.field() == "layout" || e.field() == "layout.dp") {
@@ -214,8 +234,9 @@ InputError as_command_line_error(const InputError& e, const std::vector<std::str
           given_scenario_fields.end())
         flags += (flags.empty() ? "" : ", ") + flag_of_scenario_field(size).value_or(size);
     if (!flags.empty() && e.file() != kOverridesSource)
-      return InputError(kCommandLine, flags, e.why() + " (the other sizes from " + e.file() + ")");
-    if (!flags.empty()) return InputError(kCommandLine, flags, e.why());
+      return InputError(kCommandLine, flags,
+                        with_flags(e.why()) + " (the other sizes from " + e.file() + ")");
+    if (!flags.empty()) return InputError(kCommandLine, flags, with_flags(e.why()));
   }
   // The batch's rules, reported on global_batch, read the sizes beside it (divisible by
   // micro_batch·dp; enough micro-batches for the schedule): a contradiction flags brought into a
@@ -228,13 +249,14 @@ InputError as_command_line_error(const InputError& e, const std::vector<std::str
           given_scenario_fields.end())
         flags += (flags.empty() ? "" : ", ") + flag_of_scenario_field(read).value_or(read);
     if (!flags.empty())
-      return InputError(kCommandLine, flags, e.why() + " (layout.global_batch from " + e.file() + ")");
+      return InputError(kCommandLine, flags,
+                        with_flags(e.why()) + " (layout.global_batch from " + e.file() + ")");
   }
   // No file: every value is a flag's or its default, so a field with a flag is named by it
   // (a missing one takes the hint below instead).
   if (flag && e.file() == kOverridesSource && e.why().rfind("missing (", 0) != 0)
-    return InputError(kCommandLine, *flag, e.why());
-  std::string why = e.why();
+    return InputError(kCommandLine, *flag, with_flags(e.why()));
+  std::string why = e.file() == kOverridesSource ? with_flags(e.why()) : e.why();
   // "missing (a GPU id such as "h100-sxm")" → "... "h100-sxm", or --gpu)".
   // (Once: main() maps again what resolve_scenario mapped.)
   const std::string hint = flag ? ", or " + *flag : std::string();

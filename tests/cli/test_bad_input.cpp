@@ -110,8 +110,12 @@ TEST_CASE("model-parallel flags re-derive dp from the GPU count, and a contradic
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("tp 4 pp 4 dp 64") != std::string::npos);
-  require_one_safe_line(run_simrun("estimate " + example + " --tp 4 --dp 32"),
-                        "command line: --tp, --dp: tp*pp*dp*cp = 4*4*32*1 = 512 but cluster.num_gpus = 1024");
+  require_one_safe_line(
+      run_simrun("estimate " + example + " --tp 4 --dp 32"),
+      "command line: --tp, --dp: tp*pp*dp*cp = 4*4*32*1 = 512 but cluster.num_gpus (--gpus) = 1024");
+  // Advice that names a scenario field names its flag beside it, on the command line.
+  require_one_safe_line(run_simrun("estimate --model llama3-8b --gpu h100-sxm --gpus 64 --pp 64"),
+                        "(or set layout.pipeline_split (--pipeline-split) to \"embedding-loss-layers\"");
   require_one_safe_line(run_simrun("estimate " + example + " --pp 3"),
                         "command line: --pp: cannot be derived");
   // Without a file too, the sizes the flags gave are named, not the dp they left to derive.
