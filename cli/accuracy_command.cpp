@@ -100,6 +100,14 @@ Command add_accuracy_command(CLI::App& root, const CliEnv& env) {
           options.group = args->group;
         }
         if (!args->calibration_file.empty()) options.calibration = Calibration::load(args->calibration_file);
+        if (!args->bands_file.empty()) {  // a folder that is not there, refused before seconds of scoring
+          const std::filesystem::path folder = std::filesystem::path(args->bands_file).parent_path();
+          std::error_code ec;
+          if (!folder.empty() && !std::filesystem::is_directory(folder, ec))
+            throw InputError("command line", "--write-bands",
+                             "cannot write " + quoted_input(args->bands_file) + ": no folder " +
+                                 quoted_input(folder.string()));
+        }
         const AccuracyScore score = score_accuracy(runs, options);
         if (!args->bands_file.empty()) write_bands(*args, score);
         switch (args->format) {

@@ -1,5 +1,6 @@
 // Where the catalogs come from on the command line: the shipped ones (CliEnv::data_dir), then the
 // user catalog folders of SIMRUN_CATALOG and of --catalog (docs/catalogs.md).
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -20,6 +21,15 @@ void add_catalog_option(CLI::App& cmd, std::vector<std::string>& dirs) {
 }
 
 Catalogs load_cli_catalogs(const CliEnv& env, const std::vector<std::string>& catalog_flags) {
+  // A data folder named by SIMRUN_DATA_DIR (main.cpp data_dir) is checked as the variable's.
+  if (const char* named = std::getenv("SIMRUN_DATA_DIR"); named && *named) {
+    std::error_code ec;
+    for (const char* part : {"models/catalog", "topologies/gpus", "sim/framework/profiles"})
+      if (!std::filesystem::is_directory(env.data_dir / part, ec))
+        throw InputError("environment", "SIMRUN_DATA_DIR",
+                         "folder " + quoted_input(env.data_dir.string()) + " holds no " + part +
+                             " (a data folder holds the shipped catalogs: docs/catalogs.md)");
+  }
   // Each folder checked by the library's rule, its error named by where the folder came from.
   const auto check = [](const std::filesystem::path& dir, const char* source, const char* field) {
     try {

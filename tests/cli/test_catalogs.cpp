@@ -158,6 +158,16 @@ TEST_CASE("a user catalog folder adds a GPU, a fabric and a model, from --catalo
   run_ok("textbook 1" + catalog);
 }
 
+TEST_CASE("a SIMRUN_DATA_DIR without the shipped catalogs is named in one line", "[cli][catalog][errors]") {
+  const fs::path empty = fresh_dir("empty-data-dir");
+  REQUIRE(::setenv("SIMRUN_DATA_DIR", empty.c_str(), 1) == 0);
+  const RunResult r = run_simrun("estimate --model llama3-8b --gpu h100-sxm --gpus 8");
+  ::unsetenv("SIMRUN_DATA_DIR");
+  require_one_safe_line(r,
+                        "environment: SIMRUN_DATA_DIR: folder " + shell_quoted(empty.string()).substr(0, 0));
+  CHECK(r.err.find("holds no models/catalog") != std::string::npos);
+}
+
 TEST_CASE("a user catalog entry is checked like a shipped one, its file named in the error",
           "[cli][catalog][errors]") {
   const fs::path user = fresh_dir("bad-catalog");
