@@ -251,6 +251,7 @@ TEST_CASE("simrun accuracy reads a team's rows as a scenario file would: bounds,
   variant("sp_text", [](json& r) { r["layout"]["sp"] = "true"; });  // read as the boolean
   variant("h100_pcie", [](json& r) { r["gpu"] = "H100 PCIe 80GB"; });
   variant("h100_nvl", [](json& r) { r["gpu"] = "H100 NVL 94GB"; });
+  variant("gpu_null", [](json& r) { r["gpu"] = nullptr; });
   variant("h100_nvlink", [](json& r) { r["gpu"] = "H100-SXM5-80GB (NVLink 4, PCIe Gen5 NICs)"; });
   variant("ref_in_ms", [](json& r) { r["derived"]["iteration_s"] = 1e-320; });
   variant("bad_measured", [](json& r) { r["measured"]["iteration_s"] = -1; });  // derived stands
@@ -287,6 +288,7 @@ TEST_CASE("simrun accuracy reads a team's rows as a scenario file would: bounds,
   CHECK(run_of(report, "h100_pcie").at("predicted_s").get<double>() >
         run_of(report, "bad_measured").at("predicted_s").get<double>());  // the SXM part, as shipped
   CHECK(status("h100_nvl") == "unsupported: GPU \"H100 NVL 94GB\" not in the catalog");
+  CHECK(status("gpu_null") == "unsupported: GPU not stated (give \"gpu\": a catalog id or a chip's name)");
   // An SXM part stays one whatever else its text names (NVLink, PCIe NICs).
   CHECK(run_of(report, "h100_nvlink").at("predicted_s") == run_of(report, "bad_measured").at("predicted_s"));
   // A reference not in seconds per step is not scored, so no bands file can hold its error.

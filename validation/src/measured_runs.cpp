@@ -600,7 +600,9 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
   const bool moe = is_moe(mj, lj, name, catalogs);
 
   if (id.empty()) {
-    c.no_scenario = "GPU " + quoted_input(gpu_text) + " not in the catalog";
+    c.no_scenario = gpu_text.empty()
+                        ? std::string("GPU not stated (give \"gpu\": a catalog id or a chip's name)")
+                        : "GPU " + quoted_input(gpu_text) + " not in the catalog";
     c.unsupported = c.no_scenario;
     return c;
   }
