@@ -24,7 +24,8 @@ Catalogs load_cli_catalogs(const CliEnv& env, const std::vector<std::string>& ca
   // A data folder named by SIMRUN_DATA_DIR (main.cpp data_dir) is checked as the variable's.
   if (const char* named = std::getenv("SIMRUN_DATA_DIR"); named && *named) {
     std::error_code ec;
-    for (const char* part : {"models/catalog", "topologies/gpus", "sim/framework/profiles"})
+    for (const char* part :
+         {"models/catalog", "topologies/gpus", "topologies/fabrics", "sim/framework/profiles"})
       if (!std::filesystem::is_directory(env.data_dir / part, ec))
         throw InputError("environment", "SIMRUN_DATA_DIR",
                          "folder " + quoted_input(env.data_dir.string()) + " holds no " + part +

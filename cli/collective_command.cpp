@@ -150,7 +150,7 @@ Command add_collective_command(CLI::App& root, const CliEnv& env) {
   cmd->add_flag("--stats", a->stats, "Also print events processed, flows, wall time and events/s");
   add_no_timing_option(*cmd, a->timing);
   return {
-      cmd, [a, env] {
+      cmd, [a, env, cmd] {
         SweepOptions o;
         const auto op = parse_collective_op(a->op);
         if (!op)
@@ -187,8 +187,8 @@ Command add_collective_command(CLI::App& root, const CliEnv& env) {
         o.min_bytes = parse_size(a->min_bytes, "-b");
         o.max_bytes = parse_size(a->max_bytes, "-e");
         if (o.max_bytes < o.min_bytes) {
-          // Blame the flag the user gave: -e when it was, else -b above the default -e.
-          const bool e_default = a->max_bytes == CollectiveArgs{}.max_bytes;
+          // Blame the flag the user gave: -e when it was given, else -b above the default -e.
+          const bool e_default = cmd->count("--maxbytes") == 0;
           throw InputError("command line", e_default ? "-b" : "-e",
                            "the smallest size (-b " + quoted_input(a->min_bytes) +
                                ") is above the largest (-e " + quoted_input(a->max_bytes) +
@@ -208,8 +208,8 @@ Command add_collective_command(CLI::App& root, const CliEnv& env) {
         // The sweep simulates every GPU's flows at every size; with --decomposition steps, every
         // step of every rank too (a ring has 2(n-1) steps: n^2 transfers), and an all-to-all
         // sends from every GPU to every other (n^2 flows: 1,024 GPUs at 25 sizes take 3 s here,
-        // 2,048 take 11 s). Bound the work so a huge cluster is refused in a line rather than
-        // simulated for minutes in gigabytes.
+        // 2,048 would take 11 s and are refused at the default sizes). Bound the work so a huge
+        // cluster is refused in a line rather than simulated for minutes in gigabytes.
         const std::vector<double> sizes = sweep_sizes(o, graph->num_gpus());
         {
           const bool per_step = o.simulation.collectives.decomposition == Decomposition::per_step;

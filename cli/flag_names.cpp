@@ -143,15 +143,18 @@ constexpr OptionFlag kOptionFlags[] = {
 // An error's advice names scenario fields ("set layout.pipeline_split to ..."); on the command
 // line each is followed by its flag, once: "layout.pipeline_split (--pipeline-split)".
 std::string with_flags(std::string why) {
-  const auto word = [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
-  };
+  const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
   for (const FieldFlag& f : kScenarioFlags) {
     if (f.field.find('.') == std::string_view::npos) continue;
     const std::string mark = " (" + std::string(f.flag) + ")";
     for (size_t at = why.find(f.field); at != std::string::npos; at = why.find(f.field, at + 1)) {
       const size_t end = at + f.field.size();
-      if ((at > 0 && word(why[at - 1])) || (end < why.size() && word(why[end]))) continue;
+      // A field inside a longer name ("layout.pp" in "layout.pp_x", "x.layout.pp" or "layout.pp.y")
+      // is not it; a sentence's full stop after it is.
+      const bool longer_after =
+          end < why.size() &&
+          (word(why[end]) || (why[end] == '.' && end + 1 < why.size() && word(why[end + 1])));
+      if ((at > 0 && (word(why[at - 1]) || why[at - 1] == '.')) || longer_after) continue;
       if (why.compare(end, mark.size(), mark) == 0) continue;
       why.insert(end, mark);
     }

@@ -82,7 +82,11 @@ void apply_framework_options(const FrameworkArgs& args, const Scenario& scenario
   // buffer (the buffer is the one reduced); FSDP's reduced shard is fp32 either way.
   if (args.grad_reduce_in_bf16 || args.grad_reduce_in_fp32) {
     workload.grad_reduce_bytes = args.grad_reduce_in_fp32 ? 4 : 2;
-    if (memory.convention != StateConvention::fsdp)
+    // The buffer follows under bf16 training (fp8/fp4 recipes keep bf16 parameters); an fp16 or
+    // fp32 run's buffer is its parameters' dtype whatever the wire.
+    const Precision p = scenario.layout.precision;
+    const bool bf16_params = p == Precision::bf16 || p == Precision::fp8 || p == Precision::fp4;
+    if (memory.convention != StateConvention::fsdp && bf16_params)
       memory.convention = args.grad_reduce_in_fp32 ? StateConvention::megatron : StateConvention::zero_paper;
   }
   if (args.overlap_param_gather) workload.param_gather = ParamGatherOverlap::next_forward;

@@ -77,6 +77,7 @@ SimulateOptions simulate_options(const MeasuredRun& run, const AccuracyOptions& 
   SimulateOptions o;
   o.workload = run.workload;
   o.memory = run.memory;
+  o.workload.grad_reduce_bytes = grad_reduce_bytes_at(o.workload, o.memory, run.scenario.layout.precision);
   o.calibration = options.calibration;
   if (options.step_overhead_s) o.workload.step_overhead_s = *options.step_overhead_s;
   if (options.overlap_slowdown) o.step.overlap_slowdown = *options.overlap_slowdown;

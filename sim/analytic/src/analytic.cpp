@@ -189,6 +189,8 @@ AnalyticOptions framework_options(const Scenario& s) {
   AnalyticOptions options;
   options.workload = s.framework.workload;
   options.memory = s.framework.memory;
+  options.workload.grad_reduce_bytes =
+      grad_reduce_bytes_at(options.workload, options.memory, s.layout.precision);
   return options;
 }
 

@@ -251,6 +251,8 @@ SimulateOptions framework_simulate_options(const Scenario& sc) {
   SimulateOptions options;
   options.workload = sc.framework.workload;
   options.memory = sc.framework.memory;
+  options.workload.grad_reduce_bytes =
+      grad_reduce_bytes_at(options.workload, options.memory, sc.layout.precision);
   return options;
 }
 

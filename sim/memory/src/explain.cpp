@@ -68,7 +68,8 @@ void explain_memory(const Scenario& sc, const StageMemory& ws, const MemoryDefau
       "framework reduces every micro-batch, + ZeRO-3 unsharded gradients",
       fmt::format("bytes/param={} ({} main grads){}: dense {}, experts {}, unsharded {}", bpp.grads,
                   defaults.convention == StateConvention::megatron ? "Megatron fp32" : "ZeRO-paper 16-bit",
-                  l.zero_stage == 2 && !defaults.zero2_reduce_every_micro_batch
+                  l.zero_stage == 2 && !defaults.zero2_reduce_every_micro_batch &&
+                          defaults.convention != StateConvention::fsdp
                       ? ", held whole under ZeRO-2: the framework reduces them once per step"
                       : "",
                   gb(ws.dense_states.grads), gb(ws.expert_states.grads), gb(ws.fsdp_unsharded_grad_bytes)));

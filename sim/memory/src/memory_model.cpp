@@ -55,11 +55,19 @@ std::string memory_shortfall_text(const MemoryReport& m) {
                      (m.peak_bytes_per_gpu - m.capacity_bytes) / kGiB);
 }
 
+double grad_reduce_bytes_at(const WorkloadOptions& workload, const MemoryDefaults& memory,
+                            Precision precision) {
+  if (memory.convention == StateConvention::megatron && precision == Precision::fp16)
+    return std::min(workload.grad_reduce_bytes, bytes_per_param(precision, memory.convention).grads);
+  return workload.grad_reduce_bytes;
+}
+
 double usable_hbm_bytes(const GpuSpec& gpu) {
   if (gpu.hbm_usable_bytes > 0) return gpu.hbm_usable_bytes;
   // No device query: the nominal figure read as GiB, less what the queried parts keep back
   // (shared/reference/hardware.md device-queries: H100 SXM 79.19 GiB of "80 GB", A100 80GB
-  // 79.35, H200 139.8 of 141, B200 179.1 of 180, GH200 95.6 of 96: 0.990 to 0.996; the least).
+  // 79.35, H200 139.8 of 141, B200 179.1 of 180, GH200 95.6 of 96: 0.990 to 0.996; the least,
+  // H100's 0.9899, to three figures).
   constexpr double kUsableOfNominalGib = 0.990;
   return gpu.hbm_bytes / kGB * kGiB * kUsableOfNominalGib;
 }
@@ -343,8 +351,11 @@ StageMemory stage_memory(const Scenario& sc, const MemoryDefaults& defaults, int
   st.stage = stage;
   st.params = params;
   // ZeRO's accounting, but ZeRO-2's gradients whole where the framework reduces them once per
-  // step (MemoryDefaults::zero2_reduce_every_micro_batch): ZeRO-1's.
-  const int grads_stage = l.zero_stage == 2 && !defaults.zero2_reduce_every_micro_batch ? 1 : l.zero_stage;
+  // step (MemoryDefaults::zero2_reduce_every_micro_batch): ZeRO-1's. FSDP's SHARD_GRAD_OP
+  // reduce-scatters after every backward and keeps its shard.
+  const bool held_whole = l.zero_stage == 2 && !defaults.zero2_reduce_every_micro_batch &&
+                          defaults.convention != StateConvention::fsdp;
+  const int grads_stage = held_whole ? 1 : l.zero_stage;
   auto states = [&](double n, double degree) {
     ModelStateBytes b = model_state_bytes(n, l.zero_stage, degree, bpp);
     b.grads = model_state_bytes(n, grads_stage, degree, bpp).grads;

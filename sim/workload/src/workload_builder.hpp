@@ -307,8 +307,9 @@ class StageBuilder {
   size_t m_pass_fetched = 0;                          // positions fetched so far
   size_t m_pass_issued = 0;                           // positions whose gathers are issued
   std::vector<uint32_t> m_reduce_calls;               // DeepSpeed's reduce buckets, in issue order
-  // DeepSpeed's pipeline engine: a send deferred to the next slot's place in TrainSchedule's
-  // order, and the last p2p call (each blocks the host until done).
+  // DeepSpeed's pipeline engine: a send deferred to TrainSchedule's next step (the next slot's,
+  // or an idle step before it: flush_deferred_send), and the last p2p call (each blocks the host
+  // until done).
   struct DeferredSend {
     OpName op;
     int64_t peer_stage, peer_chunk;

@@ -87,6 +87,21 @@ TEST_CASE("DP groups leaving a partial NVL72 rack warn, congested or not", "[sim
   };
   const Scenario partial = on(256), whole = on(288);
   CHECK(warns(estimate(partial), "DP groups leaving a partial NVL72 rack"));
+  // Uncongested there too: CP 2 under ZeRO-3 at 8K tokens exposes 5% of its step.
+  ScenarioOverrides cp;
+  cp.model = "llama3-70b";
+  cp.gpu = "gb200";
+  cp.gpus = 256;
+  cp.tp = 2;
+  cp.cp = 2;
+  cp.seq_len = 8192;
+  cp.global_batch = 64;
+  cp.zero_stage = 3;
+  cp.recompute = "full";
+  const Scenario uncongested = load_scenario("", cp, catalogs);
+  const Report quiet = estimate(uncongested);
+  REQUIRE_FALSE(congested(uncongested, quiet));
+  CHECK(warns(quiet, "DP groups leaving a partial NVL72 rack"));
   CHECK(warns(simulate(partial, SimulateOptions{}).report, "DP groups leaving a partial NVL72 rack"));
   CHECK_FALSE(warns(estimate(whole), ""));
 }

@@ -317,6 +317,26 @@ TEST_CASE("ZeRO-2 shards the gradients only where the framework reduces them eve
   MemoryDefaults every = once;
   every.zero2_reduce_every_micro_batch = true;
   CHECK(estimate_memory(s, every).report.grads == Approx(zero1 / double(s.layout.dp)).epsilon(1e-12));
+  // FSDP's SHARD_GRAD_OP reduce-scatters after every backward: its fp32 shard only.
+  MemoryDefaults fsdp = once;
+  fsdp.convention = StateConvention::fsdp;
+  s.layout.zero_stage = 1;
+  const double fsdp_zero1 = estimate_memory(s, fsdp).report.grads;
+  s.layout.zero_stage = 2;
+  CHECK(estimate_memory(s, fsdp).report.grads == Approx(fsdp_zero1 / double(s.layout.dp)).epsilon(1e-12));
+}
+
+TEST_CASE("Megatron's fp32 main-gradient reduce is bf16 training's: fp16 reduces its 2 B",
+          "[sim][memory_model]") {
+  WorkloadOptions fp32_reduce;
+  fp32_reduce.grad_reduce_bytes = 4;
+  MemoryDefaults megatron;  // model_states megatron
+  CHECK(grad_reduce_bytes_at(fp32_reduce, megatron, Precision::bf16) == 4);
+  CHECK(grad_reduce_bytes_at(fp32_reduce, megatron, Precision::fp8) == 4);
+  CHECK(grad_reduce_bytes_at(fp32_reduce, megatron, Precision::fp16) == 2);
+  MemoryDefaults fsdp;
+  fsdp.convention = StateConvention::fsdp;
+  CHECK(grad_reduce_bytes_at(fp32_reduce, fsdp, Precision::fp16) == 4);  // a reduce_dtype of its own
 }
 
 TEST_CASE("ZeRO-3 shards weights, grads and optimizer over dp·cp", "[sim][memory_model]") {

@@ -192,6 +192,13 @@ struct MemoryEstimate {
 
 MemoryEstimate estimate_memory(const Scenario& s, const MemoryDefaults& defaults = {});
 
+// Bytes per gradient on the DP wire for a run at `precision`: the framework's, but where it
+// reduces Megatron's main-gradient buffer in fp32 (model_states megatron) the buffer is fp32
+// under --bf16 only (arguments.py sets accumulate_allreduce_grads_in_fp32 for bf16): at fp16
+// the buffer, and its reduce, stay 2 B.
+double grad_reduce_bytes_at(const WorkloadOptions& workload, const MemoryDefaults& memory,
+                            Precision precision);
+
 // Usable HBM of a GPU: hbm_usable_bytes, else its nominal GB read as GiB less 1% (the device
 // queries of six parts).
 double usable_hbm_bytes(const GpuSpec& gpu);

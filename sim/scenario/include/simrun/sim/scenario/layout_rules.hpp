@@ -40,8 +40,8 @@ std::optional<LayoutDiagnostic> layout_error(const ModelSpec& model, const Clust
                                              const Layout& layout);
 
 // What the framework's pipeline engine cannot run (WorkloadOptions::pipeline_engine): DeepSpeed's
-// has no interleaved schedule and refuses ZeRO-2/3 with pp > 1 (frameworks.md 2.1, 2.3);
-// nullopt when it can run.
+// runs its TrainSchedule (1F1B) only, so no interleaved, GPipe, DualPipe or combined 1F1B order,
+// and refuses ZeRO-2/3 with pp > 1 (frameworks.md 2.1, 2.3); nullopt when it can run.
 std::optional<LayoutDiagnostic> pipeline_engine_error(const Layout& layout, const WorkloadOptions& options);
 
 // Caveats of a layout that runs under `schedule`: groups leaving the scale-up domain, a
