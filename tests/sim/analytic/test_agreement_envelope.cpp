@@ -2,6 +2,7 @@
 // than 5% apart get the same warning from both fidelities; the rest get none.
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "analytic_fixtures.hpp"
@@ -72,7 +73,7 @@ TEST_CASE("DP groups leaving a partial NVL72 rack warn, congested or not", "[sim
   // members there against 36) run 42% apart; on 4 full racks they agree. With CP 2 under ZeRO-3
   // at 8K tokens an uncongested layout there lands 12% apart.
   const Catalogs catalogs = load_catalogs(SIMRUN_DATA_DIR);
-  auto on = [&](int64_t gpus) {
+  auto on = [&](int64_t gpus, const std::function<void(ScenarioOverrides&)>& edit = {}) {
     ScenarioOverrides o;
     o.model = "llama3-70b";
     o.gpu = "gb200";
@@ -83,22 +84,19 @@ TEST_CASE("DP groups leaving a partial NVL72 rack warn, congested or not", "[sim
     o.global_batch = gpus / 2;
     o.recompute = "full";
     o.precision = "fp8";
+    if (edit) edit(o);
     return load_scenario("", o, catalogs);
   };
   const Scenario partial = on(256), whole = on(288);
   CHECK(warns(estimate(partial), "DP groups leaving a partial NVL72 rack"));
   // Uncongested there too: CP 2 under ZeRO-3 at 8K tokens exposes 5% of its step.
-  ScenarioOverrides cp;
-  cp.model = "llama3-70b";
-  cp.gpu = "gb200";
-  cp.gpus = 256;
-  cp.tp = 2;
-  cp.cp = 2;
-  cp.seq_len = 8192;
-  cp.global_batch = 64;
-  cp.zero_stage = 3;
-  cp.recompute = "full";
-  const Scenario uncongested = load_scenario("", cp, catalogs);
+  const Scenario uncongested = on(256, [](ScenarioOverrides& o) {
+    o.cp = 2;
+    o.seq_len = 8192;
+    o.global_batch = 64;
+    o.zero_stage = 3;
+    o.precision.reset();
+  });
   const Report quiet = estimate(uncongested);
   REQUIRE_FALSE(congested(uncongested, quiet));
   CHECK(warns(quiet, "DP groups leaving a partial NVL72 rack"));
