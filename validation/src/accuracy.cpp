@@ -74,10 +74,7 @@ MeasuredRun mapped_row(const json& row, size_t index, const Catalogs& catalogs) 
 
 // The run as simulated: the mapping's options, the calibration and the exploration knobs.
 SimulateOptions simulate_options(const MeasuredRun& run, const AccuracyOptions& options) {
-  SimulateOptions o;
-  o.workload = run.workload;
-  o.memory = run.memory;
-  o.workload.grad_reduce_bytes = grad_reduce_bytes_at(o.workload, o.memory, run.scenario.layout.precision);
+  SimulateOptions o = framework_simulate_options(run.scenario);  // the mapping's profile is the scenario's
   o.calibration = options.calibration;
   if (options.step_overhead_s) o.workload.step_overhead_s = *options.step_overhead_s;
   if (options.overlap_slowdown) o.step.overlap_slowdown = *options.overlap_slowdown;

@@ -248,11 +248,11 @@ AnalyticOptions analytic_options(const SimulateOptions& simulate) {
 }
 
 SimulateOptions framework_simulate_options(const Scenario& sc) {
+  // The estimate's reading of the profile (framework_options), one for both fidelities.
+  const AnalyticOptions framework = framework_options(sc);
   SimulateOptions options;
-  options.workload = sc.framework.workload;
-  options.memory = sc.framework.memory;
-  options.workload.grad_reduce_bytes =
-      grad_reduce_bytes_at(options.workload, options.memory, sc.layout.precision);
+  options.workload = framework.workload;
+  options.memory = framework.memory;
   return options;
 }
 

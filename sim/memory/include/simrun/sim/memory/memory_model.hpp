@@ -195,7 +195,8 @@ MemoryEstimate estimate_memory(const Scenario& s, const MemoryDefaults& defaults
 // Bytes per gradient on the DP wire for a run at `precision`: the framework's, but where it
 // reduces Megatron's main-gradient buffer in fp32 (model_states megatron) the buffer is fp32
 // under --bf16 only (arguments.py sets accumulate_allreduce_grads_in_fp32 for bf16): at fp16
-// the buffer, and its reduce, stay 2 B.
+// the buffer, and its reduce, stay 2 B. Applied where a scenario's profile becomes options
+// (analytic.hpp framework_options, which the event's framework_simulate_options reads).
 double grad_reduce_bytes_at(const WorkloadOptions& workload, const MemoryDefaults& memory,
                             Precision precision);
 
