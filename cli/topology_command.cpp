@@ -1,7 +1,8 @@
 // `simrun topology [SCENARIO.json] [--dot FILE] [--json|--csv]`: the cluster graph of a scenario (or of
 // --gpu/--gpus/--fabric flags): element counts per kind and tier, bisection bandwidth, per-GPU
 // injection bandwidth; Graphviz DOT for small clusters. JSON and CSV echo the cluster's inputs.
-#include <cstdio>
+#include <fmt/format.h>
+
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -9,6 +10,7 @@
 
 #include "cluster_options.hpp"
 #include "command.hpp"
+#include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/sim/report/inputs.hpp"
 
@@ -35,7 +37,9 @@ Command add_topology_command(CLI::App& root, const CliEnv& env) {
       root.add_subcommand("topology", "Summarise the cluster graph of a scenario (counts, bisection, DOT)");
   cmd->add_option("scenario", a->cluster.scenario, "Scenario JSON file (or give --gpu/--gpus/--fabric)");
   add_cluster_options(*cmd, a->cluster);
-  cmd->add_option("--dot", a->dot, "Write the graph as Graphviz DOT to this file (small clusters)");
+  cmd->add_option("--dot", a->dot,
+                  "Write the graph as Graphviz DOT to this file, or to stdout with `-` (the summary then "
+                  "goes to stderr; small clusters)");
   CLI::Option* json = cmd->add_flag_callback(
       "--json", [a] { a->format = OutputFormat::json; }, "JSON summary instead of the table");
   CLI::Option* csv = cmd->add_flag_callback(
@@ -47,6 +51,9 @@ Command add_topology_command(CLI::App& root, const CliEnv& env) {
             const Catalogs catalogs = load_cli_catalogs(env, a->cluster.catalogs);
             const ClusterSpec cluster = resolve_cluster(a->cluster, catalogs);
             const auto graph = build_cluster_graph(cluster);
+            // `--dot -` puts the graph on stdout and the summary on stderr, as `simulate --trace -`.
+            const bool dot_to_stdout = a->dot == "-";
+            std::ostream& out = dot_to_stdout ? std::cerr : std::cout;
             if (!a->dot.empty()) {
               constexpr size_t kMaxDotVertices = 2000;
               if (graph->vertices().size() > kMaxDotVertices)
@@ -54,13 +61,18 @@ Command add_topology_command(CLI::App& root, const CliEnv& env) {
                                  "the cluster has " + std::to_string(graph->vertices().size()) +
                                      " vertices; DOT output is for clusters up to " +
                                      std::to_string(kMaxDotVertices));
-              std::ofstream out(a->dot);
-              if (!out) throw InputError("command line", "--dot", "cannot write '" + a->dot + "'");
-              graph->write_dot(out, kMaxDotVertices);
-              out.flush();
-              if (!out)
-                throw InputError("command line", "--dot",
-                                 "could not write all of " + a->dot + " (disk full, or not a regular file?)");
+              if (dot_to_stdout) {
+                graph->write_dot(std::cout, kMaxDotVertices);
+              } else {
+                std::ofstream f(a->dot);
+                if (!f) throw InputError("command line", "--dot", "cannot write " + quoted_input(a->dot));
+                graph->write_dot(f, kMaxDotVertices);
+                f.flush();
+                if (!f)
+                  throw InputError("command line", "--dot",
+                                   "could not write all of " + quoted_input(a->dot) +
+                                       " (disk full, or not a regular file?)");
+              }
             }
             const ClusterSummary s = graph->summary();
             if (a->format != OutputFormat::table) {
@@ -80,32 +92,29 @@ Command add_topology_command(CLI::App& root, const CliEnv& env) {
               const Fields inputs = cluster_input_fields(cluster);
               if (a->format == OutputFormat::json) {
                 j["inputs"] = to_json(inputs);
-                std::cout << j.dump(2) << "\n";
+                out << j.dump(2) << "\n";
                 return 0;
               }
               // One row per input, then per key; the switch tiers as switches_tier1, switches_tier2, ...
-              std::cout << "quantity,value\n";
-              for (const Field& f : inputs) std::cout << f.key << "," << csv_cell(f.value) << "\n";
+              out << "quantity,value\n";
+              for (const Field& f : inputs) out << f.key << "," << csv_cell(f.value) << "\n";
               for (const auto& [key, value] : j.items()) {
                 if (!value.is_array()) {
-                  std::cout << key << "," << csv_cell(value) << "\n";
+                  out << key << "," << csv_cell(value) << "\n";
                   continue;
                 }
                 for (size_t t = 0; t < value.size(); ++t)
-                  std::cout << "switches_tier" << t + 1 << "," << csv_cell(value[t]) << "\n";
+                  out << "switches_tier" << t + 1 << "," << csv_cell(value[t]) << "\n";
               }
               return 0;
             }
-            auto row = [](const std::string& k, const std::string& v) {
-              std::printf("%-34s %s\n", k.c_str(), v.c_str());
+            auto row = [&out](const std::string& k, const std::string& v) {
+              out << fmt::format("{:<34} {}\n", k, v);
             };
             auto gbps = [](double b) {
-              char buf[64];
-              std::snprintf(buf, sizeof buf, b >= 1e12 ? "%.1f TB/s" : "%.1f GB/s",
-                            b >= 1e12 ? b / 1e12 : b / 1e9);
-              return std::string(buf);
+              return b >= 1e12 ? fmt::format("{:.1f} TB/s", b / 1e12) : fmt::format("{:.1f} GB/s", b / 1e9);
             };
-            std::printf("# cluster: %s\n", describe_cluster(*graph).c_str());
+            out << "# cluster: " << describe_cluster(*graph) << "\n";
             row("GPUs", std::to_string(s.gpus));
             row("nodes", std::to_string(s.nodes));
             const char* kind = cluster.gpu.scale_up_kind == ScaleUpKind::nvswitch ? "NVSwitch"
@@ -128,7 +137,7 @@ Command add_topology_command(CLI::App& root, const CliEnv& env) {
             row("per-GPU injection, scale-up", gbps(s.injection_scale_up_bytes_per_s) + " per direction");
             if (s.scale_up_domains > 1)
               row("per-GPU injection, scale-out", gbps(s.injection_scale_out_bytes_per_s) + " per direction");
-            if (!a->dot.empty()) row("DOT written to", a->dot);
+            if (!a->dot.empty() && !dot_to_stdout) row("DOT written to", quoted_input(a->dot));
             return 0;
           }};
 }

@@ -158,13 +158,13 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& file)
                      "malformed JSON at line " + std::to_string(line) + ", column " + std::to_string(column) +
                          ": " + detail);
   } catch (const nlohmann::json::out_of_range& e) {
-    // A number literal beyond a double's range, e.g. 1e999 ("number overflow parsing '1e999'").
-    const std::string what = e.what();
-    const auto quote = what.find('\'');
-    throw InputError(file, "",
-                     "number out of range" +
-                         (quote == std::string::npos ? std::string() : " " + what.substr(quote)) +
-                         " (JSON numbers must fit a double, |x| < 1.8e308)");
+    // A number literal beyond a double's range, e.g. 1e999: the parser stops on it before its
+    // value event, so the open objects and the pending key still name its field, and it is the
+    // next literal of the scan.
+    const std::string literal =
+        next_number < numbers.size() ? printable(numbers[next_number]) : std::string("a number");
+    throw InputError(file, field_of(starting()),
+                     literal + " is out of range (JSON numbers must fit a double, |x| < 1.8e308)");
   }
 }
 

@@ -260,6 +260,7 @@ TEST_CASE("simrun accuracy reads a team's rows as a scenario file would: bounds,
     r.erase("derived");
   });
   variant("big_micro_batch", [](json& r) { r["layout"]["micro_batch"] = 128; });
+  variant("group_number", [](json& r) { r["group"] = 7; });
   variant("no_group", [](json& r) { r.erase("group"); });
   rows.push_back(rows.back());  // the same id again
   const fs::path file = write_file("team-edge-runs.json", json(rows).dump(1));
@@ -309,6 +310,7 @@ TEST_CASE("simrun accuracy reads a team's rows as a scenario file would: bounds,
   CHECK(big.at("status") == "ok");
   CHECK(big.at("defaults").dump().find("micro_batch 128 does not divide 16 per GPU: micro_batch=16") !=
         std::string::npos);
+  CHECK(status("group_number") == "unsupported: group: expected a string, got a number");
   const json& first = report.at("runs").at(rows.size() - 2);
   const json& copy = report.at("runs").at(rows.size() - 1);
   CHECK(first.at("group") == "(none)");

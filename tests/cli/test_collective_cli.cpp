@@ -129,6 +129,12 @@ TEST_CASE("simrun topology prints counts and bisection and writes DOT for small 
   const auto d = run_simrun("topology --gpus 16 --dot '" + dot.string() + "'");
   REQUIRE(d.exit_code == 0);
   CHECK(read_text(dot).rfind("graph cluster {", 0) == 0);
+  // `--dot -` is stdout (as `--trace -`), the summary moves to stderr; no file named "-".
+  const auto piped = run_simrun("topology --gpus 16 --dot - --json");
+  REQUIRE(piped.exit_code == 0);
+  CHECK(piped.out.rfind("graph cluster {", 0) == 0);
+  CHECK(nlohmann::json::parse(piped.err)["gpus"] == 16);
+  CHECK_FALSE(fs::exists("-"));
   const auto big = run_simrun("topology --gpus 4096 --dot '" + (scratch_dir() / "big.dot").string() + "'");
   CHECK(big.exit_code == 2);
   CHECK(count_lines(big.err, false) == 1);

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
@@ -133,6 +134,18 @@ TEST_CASE("plan: nothing meets the deadline: exit 3, saying what comes closest a
   CHECK(r.err.find("deadline") != std::string::npos);
   CHECK(r.err.find("days") != std::string::npos);
   CHECK(r.err.find("over") != std::string::npos);
+}
+
+TEST_CASE("plan: steps too long for the event simulation: exit 3, saying what to change") {
+  // One-token sequences: a 4M-token batch is 4M sequences, every point past 2^19 layer passes.
+  const auto file = write_file("plan-seq1.json", R"({"model": {"name": "llama3-8b", "seq_len": 1},
+      "gpus": [{"gpu": "h100-sxm", "usd_per_gpu_hour": 2}], "max_gpus": 16, "tokens": 1e10})");
+  const RunResult r = run_simrun("plan " + shell_quoted(file));
+  CHECK(r.exit_code == 3);
+  CHECK(r.out.empty());
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(r.err.find("beyond_event_simulation") != std::string::npos);
+  CHECK(r.err.find("give a smaller batch") != std::string::npos);
 }
 
 TEST_CASE("plan: a space too large is refused before the search, with its size and what narrows it") {
@@ -266,6 +279,9 @@ TEST_CASE("plan: a dense model searches no expert TP: every row differs") {
                 row.at("framework").dump());
   }
   CHECK(rows.size() == 20);
+  // Said, not only done: the axis given was not searched.
+  REQUIRE(plan.at("warnings").size() == 1);
+  CHECK_THAT(plan.at("warnings")[0].get<std::string>(), Catch::StartsWith("the model is dense"));
 }
 
 TEST_CASE("plan: rows beyond the event simulation are pruned before the estimate, not crashed on") {

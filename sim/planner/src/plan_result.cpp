@@ -97,7 +97,13 @@ std::string infeasible_text(const PlanRequest& q, const PlanResult& r) {
           c.least_memory->capacity_bytes / kGiB,
           100 * (c.least_memory->peak_bytes_per_gpu / c.least_memory->capacity_bytes - 1),
           memory_remedies(q, *c.least_memory), reasons);
-    return fmt::format("no layout of the space can run this model (pruned: {})", reasons);
+    const auto counts = by_count(r.pruned);
+    const bool too_many_passes = !counts.empty() && counts.front().first == "beyond_event_simulation";
+    return fmt::format("no layout of the space can run this model (pruned: {}){}", reasons,
+                       too_many_passes ? ": most steps have more micro-batches x layers than the event "
+                                         "simulation re-runs (2^19 layer passes); give a smaller batch, "
+                                         "longer sequences or larger micro-batches"
+                                       : "");
   }
   std::string out;
   if (q.deadline_days && c.fastest->days > *q.deadline_days)

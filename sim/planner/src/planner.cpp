@@ -722,6 +722,13 @@ PlanResult plan_finish(const PlanRequest& q, const Catalogs& catalogs, PlanParti
 namespace {
 
 void add_warnings(const PlanRequest& q, PlanResult& r) {
+  const auto above_one = [](const std::vector<int64_t>& sizes) {
+    return std::any_of(sizes.begin(), sizes.end(), [](int64_t n) { return n > 1; });
+  };
+  if (!r.model.is_moe() && (above_one(q.axes.ep) || above_one(q.axes.expert_tp)))
+    r.warnings.push_back(
+        "the model is dense (no experts): expert-parallel and expert-TP sizes above 1 were "
+        "not searched");
   if (r.ranked.empty()) return;
   const PlanPoint& best = r.ranked.front();
   if (q.objective == PlanObjective::cost && !q.deadline_days && best.days > 365)
