@@ -1,6 +1,5 @@
 // Where the catalogs come from on the command line: the shipped ones (CliEnv::data_dir), then the
 // user catalog folders of SIMRUN_CATALOG and of --catalog (docs/catalogs.md).
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -22,7 +21,7 @@ void add_catalog_option(CLI::App& cmd, std::vector<std::string>& dirs) {
 
 Catalogs load_cli_catalogs(const CliEnv& env, const std::vector<std::string>& catalog_flags) {
   // A data folder named by SIMRUN_DATA_DIR (main.cpp data_dir) is checked as the variable's.
-  if (const char* named = std::getenv("SIMRUN_DATA_DIR"); named && *named) {
+  if (env.data_dir_from_env) {
     std::error_code ec;
     for (const char* part :
          {"models/catalog", "topologies/gpus", "topologies/fabrics", "sim/framework/profiles"})

@@ -27,6 +27,7 @@ namespace simrun::cli {
 // What every subcommand may need from the edge: where the catalogs are.
 struct CliEnv {
   std::filesystem::path data_dir;  // root holding models/catalog and topologies/{gpus,fabrics}
+  bool data_dir_from_env = false;  // data_dir is SIMRUN_DATA_DIR's (errors name the variable)
   // User catalog folders from SIMRUN_CATALOG (colon-separated), read after the shipped catalogs
   // and before those of --catalog (docs/catalogs.md).
   std::vector<std::filesystem::path> user_catalogs;

@@ -46,12 +46,11 @@ std::string env_or_empty(const char* name) {
   return value ? value : "";
 }
 
-// Where the shipped catalogs and examples are: SIMRUN_DATA_DIR when set; else beside an
+// Where the shipped catalogs and examples are when SIMRUN_DATA_DIR is not set: beside an
 // installed binary (<prefix>/bin/simrun reads <prefix>/share/simrun, the layout `cmake --install`
 // writes: SIMRUN_INSTALL_DATA_DIR is that folder relative to the binary's); else the source tree
 // this binary was built from (a binary in its build tree).
 std::filesystem::path data_dir(const char* argv0) {
-  if (const char* env = std::getenv("SIMRUN_DATA_DIR"); env && *env) return env;
   std::error_code ec;
   std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) {  // no procfs: argv[0] when it names a path
@@ -123,8 +122,11 @@ std::vector<std::string> normalise_arguments(int argc, char** argv, const CLI::A
 int run(int argc, char** argv) {
   using namespace simrun::cli;
   CLI::App app{"simrun: cluster simulator and capacity planner for LLM training"};
-  const std::vector<Command> commands = add_commands(
-      app, CliEnv{data_dir(argc > 0 ? argv[0] : nullptr), user_catalogs(), env_or_empty("SIMRUN_PROGRESS")});
+  const std::string named_data_dir = env_or_empty("SIMRUN_DATA_DIR");
+  const std::vector<Command> commands =
+      add_commands(app, CliEnv{named_data_dir.empty() ? data_dir(argc > 0 ? argv[0] : nullptr)
+                                                      : std::filesystem::path(named_data_dir),
+                               !named_data_dir.empty(), user_catalogs(), env_or_empty("SIMRUN_PROGRESS")});
 
   std::vector<std::string> args = normalise_arguments(argc, argv, app);
   std::reverse(args.begin(), args.end());  // CLI11 takes a reversed vector

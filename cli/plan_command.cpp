@@ -276,14 +276,14 @@ nlohmann::json result_json(const PlanRequest& q, const PlanResult& r) {
 }
 
 void print_rows(std::ostream& out, const PlanRequest& q, const PlanResult& r,
-                const std::vector<PlanPoint>& rows, bool moe, bool ranks) {
+                const std::vector<PlanPoint>& rows, bool ranks) {
   // The GPU and layout columns as wide as their widest cell in either table (a user's GPU id, an
   // MoE layout), so that the ranking and the front line up.
   size_t gpu_width = 10, layout_width = 40;
   for (const auto* table : {&r.ranked, &r.pareto})
     for (const PlanPoint& p : *table) {
       gpu_width = std::max(gpu_width, q.gpus[size_t(p.offer)].gpu.size());
-      layout_width = std::max(layout_width, layout_text(p, r.frameworks, moe, LayoutStyle::cell).size());
+      layout_width = std::max(layout_width, layout_text(p, r, LayoutStyle::cell).size());
     }
   out << fmt::format("{:>4}  {:<{}} {:>6}  {:<{}} {:>8} {:>5} {:>9} {:>7} {:>9} {:>9} {:>9} {:>7}\n",
                      ranks ? "rank" : "", "gpu", gpu_width, "gpus", "layout", layout_width, "step s", "MFU",
@@ -293,18 +293,16 @@ void print_rows(std::ostream& out, const PlanRequest& q, const PlanResult& r,
     out << fmt::format(
         "{:>4}  {:<{}} {:>6}  {:<{}} {:>8.3f} {:>4.1f}% {:>5.1f} GiB {:>7.1f} {:>9} {:>9} {:>9} "
         "{:>6.1f}%{}\n",
-        rank, q.gpus[size_t(p.offer)].gpu, gpu_width, p.num_gpus,
-        layout_text(p, r.frameworks, moe, LayoutStyle::cell), layout_width, p.step_time_s, 100 * p.mfu,
-        (p.capacity_bytes - p.peak_bytes_per_gpu) / kGiB, p.days, count_text(uint64_t(p.gpu_hours)),
-        usd_text(p.cost_usd), energy_text(p.energy_kwh), 100 * p.goodput,
+        rank, q.gpus[size_t(p.offer)].gpu, gpu_width, p.num_gpus, layout_text(p, r, LayoutStyle::cell),
+        layout_width, p.step_time_s, 100 * p.mfu, (p.capacity_bytes - p.peak_bytes_per_gpu) / kGiB, p.days,
+        count_text(uint64_t(p.gpu_hours)), usd_text(p.cost_usd), energy_text(p.energy_kwh), 100 * p.goodput,
         p.fidelity == "event" ? "" : " (estimate)");
   }
 }
 
 std::string points_text(int64_t n) { return fmt::format("{} point{}", n, n == 1 ? "" : "s"); }
 
-void print_table(std::ostream& out, const PlanRequest& q, const PlanResult& r, bool moe,
-                 const std::string& workers) {
+void print_table(std::ostream& out, const PlanRequest& q, const PlanResult& r, const std::string& workers) {
   std::string goal = q.objective == PlanObjective::cost ? "fewest dollars" : "fewest days";
   if (q.deadline_days) goal += fmt::format(" within {:.4g} days", *q.deadline_days);
   if (q.budget_usd) goal += " within " + usd_text(*q.budget_usd, 4);
@@ -316,11 +314,11 @@ void print_table(std::ostream& out, const PlanRequest& q, const PlanResult& r, b
                      points_text(r.space_size), r.evaluated, r.simulated, workers, r.wall_s,
                      r.interrupted ? " (interrupted: the best found so far)" : "");
   out << "ranked (ties within " << int(100 * kPlanTieTolerance) << "% share a rank)\n";
-  print_rows(out, q, r, r.ranked, moe, true);
+  print_rows(out, q, r, r.ranked, true);
   if (!r.why.empty()) out << "\n" << r.why << "\n";
   for (const std::string& w : r.warnings) out << "warning: " << w << "\n";
   out << "\nPareto front, days against dollars (every GPU type and size)\n";
-  print_rows(out, q, r, r.pareto, moe, false);
+  print_rows(out, q, r, r.pareto, false);
   int64_t total = 0;
   for (const auto& [reason, n] : r.pruned) total += n;
   out << fmt::format("\npruned {} of {}", total, points_text(r.space_size));
@@ -539,7 +537,6 @@ Command add_plan_command(CLI::App& root, const CliEnv& env) {
         if (!on_rank) return 0;  // a rank other than 0: rank 0 prints the whole plan
         const PlanResult& result = *on_rank;
 
-        const bool moe = result.model.is_moe();
         if (result.ranked.empty() && !result.interrupted)
           throw InfeasibleError(q.file + ": " + infeasible_text(q, result));
         if (a->explain_row && *a->explain_row > int64_t(result.ranked.size()))
@@ -567,7 +564,7 @@ Command add_plan_command(CLI::App& root, const CliEnv& env) {
             break;
           }
           case OutputFormat::table:
-            print_table(std::cout, q, result, moe,
+            print_table(std::cout, q, result,
                         launch.ranks > 1 ? fmt::format("{} ranks of {} threads", launch.ranks, threads)
                                          : fmt::format("{} threads", threads));
             break;

@@ -396,8 +396,8 @@ std::vector<std::pair<std::string, int64_t>> by_count(const PruneCounts& pruned)
   return reasons;
 }
 
-std::string layout_text(const PlanPoint& p, const std::vector<std::string>& frameworks, bool moe,
-                        LayoutStyle style) {
+std::string layout_text(const PlanPoint& p, const PlanResult& result, LayoutStyle style) {
+  const std::vector<std::string>& frameworks = result.frameworks;
   const Layout& l = p.layout;
   const bool prose = style == LayoutStyle::prose;
   std::string s;
@@ -410,7 +410,7 @@ std::string layout_text(const PlanPoint& p, const std::vector<std::string>& fram
   if (l.virtual_stages > 1) field("vpp", "v", l.virtual_stages);
   field("dp", "dp", l.dp);
   if (l.cp > 1) field("cp", "cp", l.cp);
-  if (moe) {
+  if (result.model.is_moe()) {
     field("ep", "ep", l.ep);
     if (l.expert_tp != l.tp) field("etp", "etp", l.expert_tp);
   }
@@ -681,7 +681,6 @@ PlanResult plan_finish(const PlanRequest& q, const Catalogs& catalogs, PlanParti
   if (result.ranked.size() >= 2) {
     const PlanPoint& a = result.ranked[0];
     const PlanPoint& b = result.ranked[1];
-    const bool moe = space.model.is_moe();
     const std::string& ga = q.gpus[size_t(a.offer)].gpu;
     const std::string& gb = q.gpus[size_t(b.offer)].gpu;
     const double gap = b.objective(q.objective) / a.objective(q.objective) - 1;
@@ -710,8 +709,8 @@ PlanResult plan_finish(const PlanRequest& q, const Catalogs& catalogs, PlanParti
           b.bubble_s - a.bubble_s);
     }
     result.why = fmt::format("The winner ({} x {}, {}) is {} than the runner-up ({} x {}, {}): {}.", ga,
-                             a.num_gpus, layout_text(a, result.frameworks, moe, LayoutStyle::prose), what, gb,
-                             b.num_gpus, layout_text(b, result.frameworks, moe, LayoutStyle::prose), because);
+                             a.num_gpus, layout_text(a, result, LayoutStyle::prose), what, gb,
+                             b.num_gpus, layout_text(b, result, LayoutStyle::prose), because);
     if (within_tie(a.objective(q.objective), b.objective(q.objective)))
       result.why +=
           fmt::format(" They are within {:.0f}%, the estimate's error: a tie.", 100 * kPlanTieTolerance);

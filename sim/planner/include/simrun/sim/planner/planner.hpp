@@ -166,10 +166,10 @@ nlohmann::json layout_json(const Layout& layout);
 
 // A row's layout in one line: `prose` for sentences ("tp 8 pp 4 dp 32 mb 1 gb 1024 zero 1
 // recompute none bf16"), `cell` for the plan table's column ("tp8 pp4 dp32 mb1 gb1024 z1 norc",
-// the precision when not bf16). The framework is named when the plan searched several.
+// the precision when not bf16). EP is named for an MoE model, the framework when the plan searched
+// several (the result's model and frameworks).
 enum class LayoutStyle { prose, cell };
-std::string layout_text(const PlanPoint& point, const std::vector<std::string>& frameworks, bool moe,
-                        LayoutStyle style);
+std::string layout_text(const PlanPoint& point, const PlanResult& result, LayoutStyle style);
 
 // "the request cannot be met: ..." with what comes closest and by how much it misses (exit 3).
 std::string infeasible_text(const PlanRequest& request, const PlanResult& result);
