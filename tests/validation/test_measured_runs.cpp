@@ -88,7 +88,7 @@ TEST_CASE("measured runs: a Megatron 2021 row (Narayanan Table 1, 1T)", "[sim][m
   CHECK(r.scenario.layout.precision == Precision::fp16);
   CHECK_FALSE(r.scenario.layout.flash_attention);  // 2021 predates FlashAttention
   CHECK(r.scenario.model.tied_embeddings);
-  CHECK(r.memory.dropout == Dropout::masks);
+  CHECK(r.scenario.framework.memory.dropout == Dropout::masks);
   CHECK(r.reference_kind == "derived");
   CHECK(r.reference_s == Approx(102.63));
 }
@@ -111,22 +111,22 @@ TEST_CASE("measured runs: null fields take the documented Megatron defaults", "[
 TEST_CASE("measured runs: framework behaviour per source", "[sim][measured_runs]") {
   const MeasuredRun& mosaic = run("mosaic_mpt13b_h100_80gb_8gpu_s2048_gbs16");
   CHECK(mosaic.framework == "composer");
-  CHECK(mosaic.workload.kernels == KernelStack::eager);
-  CHECK(mosaic.workload.grad_reduce_bytes == 2);  // FSDP mixed_precision PURE
-  CHECK(mosaic.memory.convention == StateConvention::fsdp);
+  CHECK(mosaic.scenario.framework.workload.kernels == KernelStack::eager);
+  CHECK(mosaic.scenario.framework.workload.grad_reduce_bytes == 2);  // FSDP mixed_precision PURE
+  CHECK(mosaic.scenario.framework.memory.convention == StateConvention::fsdp);
   CHECK(mosaic.scenario.layout.zero_stage == 3);
   CHECK_FALSE(mosaic.scenario.model.learned_position_embeddings);  // ALiBi
   CHECK(mosaic.scenario.model.alibi);
 
   const MeasuredRun& titan = run("torchtitan_a100_Llama38B_0");
   CHECK(titan.framework == "torchtitan");
-  CHECK(titan.workload.grad_reduce_bytes == 4);  // FSDP2 reduce_dtype fp32
+  CHECK(titan.scenario.framework.workload.grad_reduce_bytes == 4);  // FSDP2 reduce_dtype fp32
   CHECK(titan.scenario.model.ffn_act == FfnActivation::swiglu);
-  CHECK(titan.memory.selective == SelectiveKeeps::every_other_layer);
+  CHECK(titan.scenario.framework.memory.selective == SelectiveKeeps::every_other_layer);
 
   const MeasuredRun& nemo = run("nemo2407_GPT3-20B_64gpu");
   CHECK(nemo.framework == "nemo");
-  CHECK(nemo.memory.convention == StateConvention::zero_paper);  // bf16 grads
+  CHECK(nemo.scenario.framework.memory.convention == StateConvention::zero_paper);  // bf16 grads
   CHECK(nemo.scenario.layout.precision == Precision::fp8);
 }
 
@@ -409,13 +409,13 @@ TEST_CASE("measured runs: a row's framework behaviour is its profile's, as a sce
                                      framework + R"("})");
   };
   const Scenario composer = scenario_with("composer");
-  CHECK(differing(composer.framework.workload, mosaic.workload).empty());
-  CHECK(composer.framework.memory.convention == mosaic.memory.convention);
+  CHECK(differing(composer.framework.workload, mosaic.scenario.framework.workload).empty());
+  CHECK(composer.framework.memory.convention == mosaic.scenario.framework.memory.convention);
   CHECK(mosaic.scenario.framework.id == "composer");
   // Plain FSDP1 runs the Composer rows' behaviour but for the backward prefetch, which Composer's
   // FSDP config changes from PyTorch's BACKWARD_PRE to BACKWARD_POST.
   const Scenario fsdp1 = scenario_with("fsdp1");
-  CHECK(differing(fsdp1.framework.workload, mosaic.workload) ==
+  CHECK(differing(fsdp1.framework.workload, mosaic.scenario.framework.workload) ==
         std::vector<std::string>{"fsdp_backward_prefetch"});
   CHECK(fsdp1.framework.workload.fsdp_backward_prefetch == FsdpBackwardPrefetch::before_backward);
   CHECK(fsdp1.framework.memory.convention == StateConvention::fsdp);
@@ -424,7 +424,7 @@ TEST_CASE("measured runs: a row's framework behaviour is its profile's, as a sce
     if (!r.has_scenario()) continue;
     INFO(r.id);
     const FrameworkProfile& p = test::catalogs().frameworks.resolve(r.framework, "t", "framework");
-    CHECK(differing(p.workload, r.workload).empty());
+    CHECK(differing(p.workload, r.scenario.framework.workload).empty());
     CHECK(r.scenario.layout.flash_attention == p.flash_attention);
   }
 }

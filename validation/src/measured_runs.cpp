@@ -593,8 +593,6 @@ MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
   const FrameworkProfile& profile = catalogs.frameworks.resolve(
       measured_run_framework(row, architecture, catalogs.frameworks), c.id, "framework");
   c.framework = profile.id;
-  c.workload = profile.workload;
-  c.memory = profile.memory;
   const std::string name = opt_str(mj, "name");
   const std::string lname = ascii_lower(name);
   const bool moe = is_moe(mj, lj, name, catalogs);

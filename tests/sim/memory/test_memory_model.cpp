@@ -466,7 +466,7 @@ TEST_CASE("no published measured run is predicted not to fit but the listed miss
   int checked = 0;
   for (const MeasuredRun& run : runs) {
     if (!run.has_scenario()) continue;
-    const MemoryEstimate e = estimate_memory(run.scenario, run.memory);
+    const MemoryEstimate e = estimate_memory(run.scenario, run.scenario.framework.memory);
     INFO(run.id << ": peak " << e.report.peak_bytes_per_gpu / 1e9 << " GB (states "
                 << (e.report.weights + e.report.grads + e.report.optimizer) / 1e9 << ", activations "
                 << e.report.activations / 1e9 << ", workspace " << e.report.workspace / 1e9 << ") vs "

@@ -30,16 +30,14 @@ struct MeasuredRun {
   std::string id;     // row id, e.g. "mosaic_mpt13b_h100_80gb_8gpu_s2048_gbs16"
   std::string group;  // source group, e.g. "mosaic"
   // The framework profile of the row's source group (sim/framework/profiles/<id>.json), e.g.
-  // "composer": the only per-source choice; workload, memory and the scenario's framework are its.
+  // "composer": the only per-source choice; the scenario's framework is its.
   std::string framework = kDefaultFramework;
   // Empty when the scenario was built; else why not (no layout, tp·pp·dp·cp ≠ num_gpus, ...).
   std::string no_scenario;
   // Empty when the step time can be simulated and compared; else why not (MoE, a GPU SKU not in
   // the catalog, no reference time). A run can have a scenario (memory-checked) without this.
   std::string unsupported;
-  Scenario scenario;
-  WorkloadOptions workload;    // the framework's overlap/kernel behaviour
-  MemoryDefaults memory;       // the framework's model-state convention, dropout
+  Scenario scenario;           // its framework: the row's profile (workload and memory behaviour)
   double reference_s = 0;      // measured.iteration_s, else derived.iteration_s, else from tokens/s; 0 = none
   double tflops_per_gpu = 0;   // measured.tflops_per_gpu in the source's FLOP convention; 0 = none
   std::string reference_kind;  // "measured" | "derived" | "from tokens/s" | ""
