@@ -32,7 +32,7 @@ const std::map<std::string, std::string>& corpus() {
        "layout.pipeline_schedule: dualpipe needs an even number of pipeline stages, got pp 3"},
       {"control-chars-in-key.json", R"(layout.\x1b[2Jtp: unknown field)"},
       {"control-chars-in-value.json", R"(model: unknown model "llama3-8b\x1b[31mRED\r\nX")"},
-      {"huge-exponent.json", "number out of range '1e999'"},
+      {"huge-exponent.json", "cluster.num_gpus: 1e999 is out of range"},
       {"inline-fabric-missing-field.json", "cluster.fabric.kind.port_gbit_per_s: missing required field"},
       {"inline-gpu-catalog-id.json", R"(cluster.gpu.id: "h100-sxm" is a catalog GPU's id)"},
       {"inline-gpu-control-chars-in-id.json", R"(cluster.gpu.id: "h100\x1b[2J" holds control characters)"},

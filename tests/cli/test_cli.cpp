@@ -533,6 +533,12 @@ TEST_CASE("a bad value from a flag names the flag, not the scenario file it repl
             .at("inputs")
             .at("cluster")
             .at("num_gpus") == 16);
+  // Nor as hexadecimal or binary (CLI11 would read 0x10 as 16 and refuse 0b10): refused alike.
+  require_one_safe_line(run_simrun("estimate --model llama3-8b --gpu h100-sxm --gpus 0x10"),
+                        "command line: --gpus: \"0x10\" is not a decimal number");
+  require_one_safe_line(run_simrun("estimate --model llama3-8b --gpu h100-sxm --gpus 16 --tp=0b10"),
+                        "command line: --tp: \"0b10\" is not a decimal number");
+  require_one_safe_line(run_simrun("collective -b 0x100"), "command line: -b: \"0x100\"");
   // A value the file gave stays the file's.
   auto doc = good_scenario();
   doc["layout"]["pp"] = 0;
