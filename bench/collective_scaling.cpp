@@ -11,8 +11,8 @@
 #include <optional>
 #include <vector>
 
-#include "simrun/sim/collectives/collective_sweep.hpp"
 #include "simrun/sim/collectives/collective_harness.hpp"
+#include "simrun/sim/collectives/collective_sweep.hpp"
 #include "simrun/topologies/catalog.hpp"
 
 using namespace simrun;
@@ -58,7 +58,8 @@ void print_run(int64_t gpus, const char* what, double build_s, const Run& r) {
 int main(int argc, char** argv) {
   const std::filesystem::path data = SIMRUN_DATA_DIR;
   const HardwareCatalog catalog =
-      HardwareCatalog::load(data / "topologies" / "gpus", data / "topologies" / "fabrics");
+      HardwareCatalog::load(data / "topologies" / "gpus", data / "topologies" / "fabrics",
+                            data / "topologies" / "architectures.json");
   const GpuSpec& h100 = catalog.gpu("h100-sxm", "bench", "gpu");
   const FabricSpec& ndr = catalog.fabric("ib-ndr", "bench", "fabric");
   std::vector<int64_t> scales = {8, 64, 512, 4096, 16384, 65536, 131072};

@@ -7,15 +7,16 @@
 #include <filesystem>
 
 #include "simrun/common/json_reader.hpp"
-#include "simrun/validation/nccl_reference.hpp"
 #include "simrun/topologies/catalog.hpp"
+#include "simrun/validation/nccl_reference.hpp"
 
 using namespace simrun;
 
 int main() {
   const std::filesystem::path data = SIMRUN_DATA_DIR;
   const HardwareCatalog catalog =
-      HardwareCatalog::load(data / "topologies" / "gpus", data / "topologies" / "fabrics");
+      HardwareCatalog::load(data / "topologies" / "gpus", data / "topologies" / "fabrics",
+                            data / "topologies" / "architectures.json");
   const auto rows =
       nccl_reference_rows(load_json_file(std::string(SIMRUN_VALIDATION_DATA_DIR) + "/measured-nccl.json"));
   std::printf("| row | setup simulated | measured busbw (GB/s) | predicted (GB/s) | error |\n");

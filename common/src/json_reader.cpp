@@ -61,6 +61,9 @@ bool is_integer_literal(std::string_view literal) {
   return literal.find_first_of(".eE") == std::string_view::npos;
 }
 
+// Objects and arrays open at once, at most (parse_json_text).
+constexpr size_t kMaxJsonDepth = 64;
+
 }  // namespace
 
 nlohmann::json parse_json_text(const std::string& text, const std::string& file) {
@@ -84,13 +87,15 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& file)
     return "[" + std::to_string(open.back().elements++) + "]";
   };
   // The path of `last` under the open objects and arrays, e.g. "[1].layout.tp".
-  auto field_of = [&](const std::string& last) {
+  // At most `levels` of the open ones, then "…" for the rest.
+  auto field_of = [&](const std::string& last, size_t levels = kMaxJsonDepth) {
     std::string field;
     const auto append = [&field](const std::string& part) {
       if (part.empty()) return;
       field += (field.empty() || part.front() == '[' ? "" : ".") + part;
     };
-    for (const Open& o : open) append(o.name);
+    for (size_t i = 0; i < std::min(levels, open.size()); ++i) append(open[i].name);
+    if (open.size() > levels) return field + "…";
     append(last);
     return field;
   };
@@ -100,6 +105,12 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& file)
     switch (event) {
       case Event::object_start:
       case Event::array_start: {
+        // Deeper values would be copied, compared and echoed by recursion; no input of simrun's
+        // needs more than a few levels.
+        if (open.size() >= kMaxJsonDepth)
+          throw InputError(file, field_of("", 4),
+                           "nested deeper than " + std::to_string(kMaxJsonDepth) +
+                               " levels (simrun's files are a few levels deep)");
         Open o;
         o.name = starting();
         o.array = event == Event::array_start;

@@ -111,6 +111,13 @@ TEST_CASE("a number beyond a double's range is bad input, not an internal error"
   CHECK(in_array.find("y.json: b.c[1]: -4e400 is out of range") == 0);
 }
 
+TEST_CASE("a value nested past 64 levels is bad input, not a stack overflow when echoed", "[common][json]") {
+  const std::string deep = R"({"prices": {"h100": )" + std::string(100000, '[') + std::string(100000, ']') + "}}";
+  const std::string e = error_of([&] { simrun::parse_json_text(deep, "x.json"); });
+  CHECK(e == "x.json: prices.h100[0]…: nested deeper than 64 levels (simrun's files are a few levels deep)");
+  CHECK_NOTHROW(simrun::parse_json_text(std::string(63, '[') + std::string(63, ']'), "x.json"));
+}
+
 TEST_CASE("edit distance and nearest name", "[common][json]") {
   CHECK(simrun::edit_distance("kitten", "sitting") == 3);
   CHECK(simrun::edit_distance("", "abc") == 3);

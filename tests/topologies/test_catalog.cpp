@@ -13,7 +13,8 @@ namespace {
 const std::filesystem::path kRoot = std::filesystem::path(SIMRUN_DATA_DIR) / "topologies";
 
 const HardwareCatalog& catalog() {
-  static const HardwareCatalog c = HardwareCatalog::load(kRoot / "gpus", kRoot / "fabrics");
+  static const HardwareCatalog c =
+      HardwareCatalog::load(kRoot / "gpus", kRoot / "fabrics", kRoot / "architectures.json");
   return c;
 }
 
@@ -109,6 +110,58 @@ TEST_CASE("GPU figures match the reference datasheets", "[topologies][catalog]")
   CHECK(catalog().gpu("b200", "t", "f").fp4_flops_per_s == Approx(9000e12));
 }
 
+TEST_CASE("a GPU takes its architecture's compute defaults for the fields its entry leaves out",
+          "[topologies][catalog]") {
+  // Every Hopper part runs Hopper's kernels: one set of figures (topologies/architectures.json).
+  const GpuSpec& h100 = catalog().gpu("h100-sxm", "test", "cluster.gpu");
+  CHECK(h100.compute_defaults.gemm_max == 0.72);
+  CHECK(h100.compute_defaults.attn_bwd_max == 0.42);
+  CHECK(h100.compute_defaults.origin == "Hopper architecture");
+  CHECK(h100.compute_defaults.source.rfind("Hopper: cuBLAS", 0) == 0);
+  // GB200's measured GEMMs are its own; its attention Blackwell's.
+  const GpuSpec& gb200 = catalog().gpu("gb200", "test", "cluster.gpu");
+  CHECK(gb200.compute_defaults.gemm_max == 0.654);
+  CHECK(gb200.compute_defaults.attn_fwd_max == 0.55);
+  CHECK(gb200.compute_defaults.gemm_dim_half == 240);
+  CHECK(gb200.compute_defaults.origin == "gb200 catalog, Blackwell architecture");
+  CHECK(gb200.compute_defaults.source.find("; the rest: B200's") != std::string::npos);
+  // An architecture without figures leaves the generic defaults.
+  const GpuSpec& mi300x = catalog().gpu("mi300x", "test", "cluster.gpu");
+  CHECK_FALSE(mi300x.compute_defaults.gemm_max);
+  CHECK(mi300x.compute_defaults.origin.empty());
+  // A part defined outside the catalog: completed the same way.
+  GpuSpec user = h100;
+  user.compute_defaults = {};
+  user.compute_defaults.gemm_max = 0.6;
+  user.compute_defaults.origin = "mine catalog";
+  const GpuSpec completed = catalog().with_architecture_defaults(user);
+  CHECK(completed.compute_defaults.gemm_max == 0.6);
+  CHECK(completed.compute_defaults.fp8_gemm_max == 0.55);
+  CHECK(completed.compute_defaults.origin == "mine catalog, Hopper architecture");
+}
+
+TEST_CASE("a malformed architectures file is refused, naming the file and the field",
+          "[topologies][catalog][errors]") {
+  const auto file = std::filesystem::temp_directory_path() / "simrun_test_architectures.json";
+  const auto refusal = [&](const std::string& text) {
+    std::ofstream(file) << text;
+    try {
+      read_architectures(file);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  CHECK_THAT(refusal(R"({"about": "x", "architectures": {"Hopper": {"compute_defaults": {"gemm_max": 2,
+             "source": "s"}}}})"),
+             Catch::Contains("architectures.Hopper.compute_defaults.gemm_max: 2 is out of range"));
+  CHECK_THAT(refusal(R"({"about": "x", "architectures": {"Hopper": {"compute_defaults": {"gemm_max": 0.7}}}})"),
+             Catch::Contains("architectures.Hopper.compute_defaults.source"));
+  CHECK_THAT(refusal(R"({"about": "x", "architectures": {"Hopper": {"defaults": {}}}})"),
+             Catch::Contains("architectures.Hopper"));
+  CHECK(refusal(R"({"about": "x", "architectures": {}})") == "(no error)");
+}
+
 TEST_CASE("every contract fabric id exists with bandwidth, latency and radix", "[topologies][catalog]") {
   const std::map<std::string, double> gbit = {
       {"ib-hdr", 200}, {"ib-ndr", 400}, {"ib-xdr", 800}, {"roce-400g", 400}};
@@ -160,7 +213,7 @@ TEST_CASE("malformed or incomplete hardware files are refused", "[topologies][ca
   auto write_gpu = [&](const std::string& text) { std::ofstream(dir / "gpus" / "x.json") << text; };
   auto field_of_load = [&]() {
     try {
-      HardwareCatalog::load(dir / "gpus", dir / "fabrics");
+      HardwareCatalog::load(dir / "gpus", dir / "fabrics", kRoot / "architectures.json");
     } catch (const InputError& e) {
       return e.field();
     }
@@ -184,16 +237,20 @@ TEST_CASE("malformed or incomplete hardware files are refused", "[topologies][ca
   CHECK(field_of_load() == "scale_up.kind");
   write_gpu(edit("\"source\": \"shared/reference", "\"sources\": \"shared/reference"));
   CHECK(field_of_load() == "source");
-  write_gpu(edit("\"source\": \"Hopper", "\"sources\": \"Hopper"));
+  const auto with_defaults = [&](const std::string& fields) {
+    return edit("\"pcie_gb_per_s_per_direction\": 64,",
+                "\"pcie_gb_per_s_per_direction\": 64, \"compute_defaults\": {" + fields + "},");
+  };
+  write_gpu(with_defaults(R"("gemm_max": 0.7, "sources": "our sweep")"));
   CHECK(field_of_load() == "compute_defaults.source");  // the defaults cite theirs too
-  write_gpu(edit("\"gemm_max\": 0.72", "\"gemm_max\": 1.5"));
+  write_gpu(with_defaults(R"("gemm_max": 1.5, "source": "our sweep")"));
   CHECK(field_of_load() == "compute_defaults.gemm_max");
   write_gpu(edit("\"vendor\": \"NVIDIA\",", "\"vendor\": \"NVIDIA\", \"colour\": \"green\","));
   CHECK(field_of_load() == "colour");
   write_gpu(edit("\"hbm_usable_gib\": 79.19", "\"hbm_usable_gib\": 200"));
   CHECK(field_of_load() == "hbm_usable_gib");  // more usable memory than the part's 80 GB
   CHECK_THROWS_WITH(
-      HardwareCatalog::load(dir / "gpus", dir / "fabrics"),
+      HardwareCatalog::load(dir / "gpus", dir / "fabrics", kRoot / "architectures.json"),
       Catch::Contains("200 is more than the part holds (usable memory is at most hbm_gb 80, read "
                       "as GiB: 80 GiB = 85.8993 GB)"));
   write_gpu(edit("\"hbm_usable_gib\": 79.19", "\"hbm_usable_gib\": 80"));
@@ -201,5 +258,6 @@ TEST_CASE("malformed or incomplete hardware files are refused", "[topologies][ca
   write_gpu("{\"name\": ");
   CHECK(field_of_load() == "");  // malformed JSON: file-level error with line and column
   std::filesystem::remove_all(dir);
-  CHECK_THROWS_AS(HardwareCatalog::load(dir / "gpus", dir / "fabrics"), InputError);
+  CHECK_THROWS_AS(HardwareCatalog::load(dir / "gpus", dir / "fabrics", kRoot / "architectures.json"),
+                  InputError);
 }

@@ -56,7 +56,70 @@ const Spec& find_or_throw(const std::map<std::string, Spec>& m,
                        "; did you mean \"" + nearest_id(id, aliases) + "\"?)");
 }
 
+// A "compute_defaults" object: a GPU entry's or an architecture's.
+GpuSpec::ComputeDefaults read_compute_defaults(JsonReader& c) {
+  GpuSpec::ComputeDefaults d;
+  d.gemm_max = c.optional_number("gemm_max", 0.01, 1);
+  d.gemm_dim_half = c.optional_number("gemm_dim_half", 0, 1e6);
+  d.fp8_gemm_max = c.optional_number("fp8_gemm_max", 0.01, 1);
+  d.fp4_gemm_max = c.optional_number("fp4_gemm_max", 0.01, 1);
+  d.attn_fwd_max = c.optional_number("attn_fwd_max", 0.01, 1);
+  d.attn_bwd_max = c.optional_number("attn_bwd_max", 0.01, 1);
+  d.attn_fa2_fwd_max = c.optional_number("attn_fa2_fwd_max", 0.01, 1);
+  d.attn_fa2_bwd_max = c.optional_number("attn_fa2_bwd_max", 0.01, 1);
+  d.source = c.string("source");
+  if (d.source.empty()) c.fail("source", "every set of defaults names its source");
+  c.finish();
+  return d;
+}
+
+// Each field `own` leaves out taken from `base` (its architecture's), the sources and origins joined.
+GpuSpec::ComputeDefaults completed(GpuSpec::ComputeDefaults own, const GpuSpec::ComputeDefaults& base) {
+  bool took = false;
+  const auto fill = [&took](std::optional<double>& field, const std::optional<double>& from) {
+    if (field || !from) return;
+    field = from;
+    took = true;
+  };
+  fill(own.gemm_max, base.gemm_max);
+  fill(own.gemm_dim_half, base.gemm_dim_half);
+  fill(own.fp8_gemm_max, base.fp8_gemm_max);
+  fill(own.fp4_gemm_max, base.fp4_gemm_max);
+  fill(own.attn_fwd_max, base.attn_fwd_max);
+  fill(own.attn_bwd_max, base.attn_bwd_max);
+  fill(own.attn_fa2_fwd_max, base.attn_fa2_fwd_max);
+  fill(own.attn_fa2_bwd_max, base.attn_fa2_bwd_max);
+  if (!took) return own;
+  const auto join = [](const std::string& a, const std::string& b) {
+    return a.empty() ? b : a + "; the rest: " + b;
+  };
+  own.source = join(own.source, base.source);
+  own.origin = own.origin.empty() ? base.origin : own.origin + ", " + base.origin;
+  return own;
+}
+
 }  // namespace
+
+ArchitectureDefaults read_architectures(const std::filesystem::path& file) {
+  const nlohmann::json doc = load_json_file(file);
+  JsonReader r(doc, file.string());
+  r.string("about");
+  const nlohmann::json& names = r.raw("architectures");
+  JsonReader list = r.object("architectures");
+  ArchitectureDefaults out;
+  for (const auto& item : names.items()) {
+    const std::string& name = item.key();
+    JsonReader entry = list.object(name);
+    JsonReader c = entry.object("compute_defaults");
+    GpuSpec::ComputeDefaults d = read_compute_defaults(c);
+    d.origin = name + " architecture";
+    out.emplace(name, std::move(d));
+    entry.finish();
+  }
+  list.finish();
+  r.finish();
+  return out;
+}
 
 GpuSpec read_gpu(JsonReader& r, const std::string& id) {
   GpuSpec g;
@@ -118,18 +181,8 @@ GpuSpec read_gpu(JsonReader& r, const std::string& id) {
   g.pcie_bytes_per_s = r.number("pcie_gb_per_s_per_direction", 0.001, 100'000) * kGB;
   if (r.has("compute_defaults")) {
     JsonReader c = r.object("compute_defaults");
-    GpuSpec::ComputeDefaults& d = g.compute_defaults;
-    d.gemm_max = c.optional_number("gemm_max", 0.01, 1);
-    d.gemm_dim_half = c.optional_number("gemm_dim_half", 0, 1e6);
-    d.fp8_gemm_max = c.optional_number("fp8_gemm_max", 0.01, 1);
-    d.fp4_gemm_max = c.optional_number("fp4_gemm_max", 0.01, 1);
-    d.attn_fwd_max = c.optional_number("attn_fwd_max", 0.01, 1);
-    d.attn_bwd_max = c.optional_number("attn_bwd_max", 0.01, 1);
-    d.attn_fa2_fwd_max = c.optional_number("attn_fa2_fwd_max", 0.01, 1);
-    d.attn_fa2_bwd_max = c.optional_number("attn_fa2_bwd_max", 0.01, 1);
-    d.source = c.string("source");
-    if (d.source.empty()) c.fail("source", "every set of defaults names its source");
-    c.finish();
+    g.compute_defaults = read_compute_defaults(c);
+    g.compute_defaults.origin = id + " catalog";
   }
   if (r.has("flex_dispatcher")) {
     JsonReader f = r.object("flex_dispatcher");
@@ -163,17 +216,31 @@ FabricSpec read_fabric(JsonReader& r, const std::string& id) {
 }
 
 HardwareCatalog HardwareCatalog::load(const std::filesystem::path& gpus_dir,
-                                      const std::filesystem::path& fabrics_dir) {
+                                      const std::filesystem::path& fabrics_dir,
+                                      const std::filesystem::path& architectures_file) {
   HardwareCatalog c;
-  read_catalog_folder(gpus_dir, "GPU", read_gpu, FolderRule::required, c.m_gpus, c.m_gpu_aliases);
-  read_catalog_folder(fabrics_dir, "fabric", read_fabric, FolderRule::required, c.m_fabrics,
-                      c.m_fabric_aliases);
+  c.m_architectures = read_architectures(architectures_file);
+  c.add_folders(gpus_dir, fabrics_dir, FolderRule::required);
   return c;
 }
 
 void HardwareCatalog::add(const std::filesystem::path& gpus_dir, const std::filesystem::path& fabrics_dir) {
-  read_catalog_folder(gpus_dir, "GPU", read_gpu, FolderRule::optional, m_gpus, m_gpu_aliases);
-  read_catalog_folder(fabrics_dir, "fabric", read_fabric, FolderRule::optional, m_fabrics, m_fabric_aliases);
+  add_folders(gpus_dir, fabrics_dir, FolderRule::optional);
+}
+
+void HardwareCatalog::add_folders(const std::filesystem::path& gpus_dir,
+                                  const std::filesystem::path& fabrics_dir, FolderRule rule) {
+  const auto read_completed_gpu = [this](JsonReader& r, const std::string& id) {
+    return with_architecture_defaults(read_gpu(r, id));
+  };
+  read_catalog_folder(gpus_dir, "GPU", read_completed_gpu, rule, m_gpus, m_gpu_aliases);
+  read_catalog_folder(fabrics_dir, "fabric", read_fabric, rule, m_fabrics, m_fabric_aliases);
+}
+
+GpuSpec HardwareCatalog::with_architecture_defaults(GpuSpec gpu) const {
+  if (const auto it = m_architectures.find(gpu.architecture); it != m_architectures.end())
+    gpu.compute_defaults = completed(gpu.compute_defaults, it->second);
+  return gpu;
 }
 
 const GpuSpec& HardwareCatalog::gpu(const std::string& id, const std::string& file,

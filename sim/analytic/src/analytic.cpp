@@ -134,7 +134,7 @@ void explain_step_time(const Scenario& sc, const AnalyticOptions& options, const
             time.microbatches, time.slowest_stage, slowest.forward_s, slowest.backward_s, slowest.recompute_s,
             b.optimizer_s, time.overlap_slowdown_s, cparams.gemm_max, cparams.attn_fwd_max,
             cparams.attn_bwd_max, cparams.mem_bw_fraction, cparams.launch_overhead_s,
-            gpu.compute_defaults.source.empty() ? "generic" : gpu.id + " catalog",
+            gpu.compute_defaults.origin.empty() ? "generic" : gpu.compute_defaults.origin,
             options.calibration.has_gpu(gpu.id) ? ", calibrated" : " defaults",
             slowest.compute_slowdown > 1
                 ? fmt::format("; a straggler in the stage: every kernel {:.4g}x slower",

@@ -209,7 +209,7 @@ GpuSpec read_gpu_field(JsonReader& cluster, const Catalogs& catalogs) {
     JsonReader gpu = cluster.object("gpu");
     const std::string id = read_inline_id(gpu, "GPU", catalogs.hardware.gpu_ids());
     read_aliases(gpu);  // a copied catalog file's: read (so checked), but only catalog ids are suggested
-    return read_gpu(gpu, id);
+    return catalogs.hardware.with_architecture_defaults(read_gpu(gpu, id));
   }
   if (!raw.is_string())
     cluster.fail("gpu",
@@ -633,7 +633,8 @@ void check_user_catalog_folder(const std::filesystem::path& dir) {
 Catalogs load_catalogs(const std::filesystem::path& data_dir,
                        const std::vector<std::filesystem::path>& user_dirs) {
   Catalogs c{ModelCatalog::load(data_dir / "models" / "catalog"),
-             HardwareCatalog::load(data_dir / "topologies" / "gpus", data_dir / "topologies" / "fabrics"),
+             HardwareCatalog::load(data_dir / "topologies" / "gpus", data_dir / "topologies" / "fabrics",
+                                   data_dir / "topologies" / "architectures.json"),
              FrameworkCatalog::load(data_dir / "sim" / "framework" / "profiles")};
   for (const std::filesystem::path& dir : user_dirs) {
     check_user_catalog_folder(dir);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "simrun/common/catalog_files.hpp"
 #include "simrun/common/json_reader.hpp"
 #include "simrun/topologies/hardware_spec.hpp"
 
@@ -18,11 +19,17 @@ namespace simrun {
 GpuSpec read_gpu(JsonReader& reader, const std::string& id);
 FabricSpec read_fabric(JsonReader& reader, const std::string& id);
 
+// The compute defaults of each GPU architecture (topologies/architectures.json), by the name a
+// GPU entry's "architecture" gives, e.g. "Hopper".
+using ArchitectureDefaults = std::map<std::string, GpuSpec::ComputeDefaults>;
+ArchitectureDefaults read_architectures(const std::filesystem::path& file);
+
 class HardwareCatalog {
  public:
-  // The shipped catalog: both folders must exist and hold at least one *.json file.
-  static HardwareCatalog load(const std::filesystem::path& gpus_dir,
-                              const std::filesystem::path& fabrics_dir);
+  // The shipped catalog: both folders must exist and hold at least one *.json file; every GPU's
+  // compute defaults are completed from its architecture's in `architectures_file`.
+  static HardwareCatalog load(const std::filesystem::path& gpus_dir, const std::filesystem::path& fabrics_dir,
+                              const std::filesystem::path& architectures_file);
   // Adds a user catalog's entries: every *.json in `gpus_dir` and `fabrics_dir` (a folder that
   // does not exist adds nothing). An id already in the catalog is an InputError naming the file:
   // an id means one part, so a variant takes its own id.
@@ -36,8 +43,15 @@ class HardwareCatalog {
   const GpuSpec* gpu_named_by_cuda(const std::string& cuda_name) const;
   std::vector<std::string> gpu_ids() const;
   std::vector<std::string> fabric_ids() const;
+  // `gpu` with each compute default it leaves out taken from its architecture's (a GPU defined
+  // inline; the catalog's own entries are completed as they load).
+  GpuSpec with_architecture_defaults(GpuSpec gpu) const;
 
  private:
+  void add_folders(const std::filesystem::path& gpus_dir, const std::filesystem::path& fabrics_dir,
+                   FolderRule rule);
+
+  ArchitectureDefaults m_architectures;
   std::map<std::string, GpuSpec> m_gpus;
   std::map<std::string, FabricSpec> m_fabrics;
   std::map<std::string, std::vector<std::string>> m_gpu_aliases, m_fabric_aliases;  // id -> aliases

@@ -49,11 +49,15 @@ struct GpuSpec {
   double pcie_bytes_per_s = 0;      // host link per direction, e.g. 64e9 (Gen5 x16)
   std::string source;               // citation for the figures
   // The compute model's defaults for this part's kernels ("compute_defaults" in its catalog
-  // file; names as in ComputeParams and calibration.json); absent: the generic defaults.
+  // file, each field it leaves out its architecture's: topologies/architectures.json; names as in
+  // ComputeParams and calibration.json); absent from both: the generic defaults.
   struct ComputeDefaults {
     std::optional<double> gemm_max, gemm_dim_half, fp8_gemm_max, fp4_gemm_max;             // e.g. 0.72, 240
     std::optional<double> attn_fwd_max, attn_bwd_max, attn_fa2_fwd_max, attn_fa2_bwd_max;  // e.g. 0.55
     std::string source;
+    // Where the fields came from, for explanations: "gb200 catalog, Blackwell architecture",
+    // "Hopper architecture"; empty: none (the generic defaults).
+    std::string origin;
   };
   ComputeDefaults compute_defaults;
   // The MoE flex token dispatcher's NVLink kernels (DeepEP's intranode normal kernels, HybridEP;
