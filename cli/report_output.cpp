@@ -18,6 +18,7 @@ std::string human_count(double x) {
   if (x >= 1e12) return fmt::format("{:.2f}T", x / 1e12);
   if (x >= 1e9) return fmt::format("{:.2f}B", x / 1e9);
   if (x >= 1e6) return fmt::format("{:.2f}M", x / 1e6);
+  if (x < 10) return fmt::format("{:.3g}", x);  // a short run's GPU-hours: 0.145, not 0
   return fmt::format("{:.0f}", x);
 }
 
@@ -119,8 +120,10 @@ void print_report_table(const Report& r, const StepTimeBand& band, const Scenari
   row("GPU-hours", finishes ? human_count(r.run.gpu_hours) : "-");
   row("cost", finishes ? usd_text(r.run.cost_usd) : "-");
   row("energy", finishes ? energy_text(r.run.energy_kwh) : "-");
-  row("goodput", fmt::format("{:.1f} % (checkpoint every {:.0f} min)", 100 * r.run.goodput,
-                             r.run.checkpoint_interval_s / 60));
+  const double every_s = r.run.checkpoint_interval_s;
+  row("goodput",
+      fmt::format("{:.1f} % (checkpoint every {})", 100 * r.run.goodput,
+                  every_s < 60 ? fmt::format("{:.3g} s", every_s) : fmt::format("{:.0f} min", every_s / 60)));
   for (const auto& w : r.warnings) fmt::print(out, "warning: {}\n", w);
 }
 

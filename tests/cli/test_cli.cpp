@@ -477,11 +477,22 @@ TEST_CASE("a job that fails before a restart is over never finishes, and the rep
     CHECK(j["step_time_s"].get<double>() > 0);
     CHECK(j["run"]["days"].is_null());
     CHECK(j["run"]["goodput"] == 0.0);
+    // The CSV's cells are the JSON's values: empty where the JSON holds null, never "inf".
+    const RunResult csv = run_simrun(command + " " + file + " --csv");
+    CHECK(csv.out.find(",inf") == std::string::npos);
+    // A checkpoint interval under a minute is given in seconds, not "every 0 min".
+    CHECK(table.out.find("min)") == std::string::npos);
+    CHECK(table.out.find(" s)") != std::string::npos);
   }
   doc["run"]["gpu_mtbf_hours"] = 5000;  // a failure every 4.9 h: a finite run
   const nlohmann::json finite = nlohmann::json::parse(
       run_simrun("estimate " + shell_quoted(write_file("mtbf_5000.json", doc.dump())) + " --json").out);
   CHECK(finite["run"]["days"].get<double>() > 0);
+  // A short run's GPU-hours in significant digits, as its cost (0.145 GPU-hours, $0.36), not "0".
+  const RunResult one_token =
+      run_simrun("estimate --model llama3-70b --gpu h100-sxm --gpus 64 --tp 8 --global-batch 64 --tokens 1");
+  CHECK(one_token.out.find("GPU-hours                   0\n") == std::string::npos);
+  CHECK(one_token.out.find("GPU-hours                   0.1") != std::string::npos);
 }
 
 TEST_CASE("output that cannot be written is an error, not a silent success", "[cli][errors]") {

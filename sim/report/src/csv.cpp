@@ -51,6 +51,8 @@ std::string csv_cell(const nlohmann::json& v) {
     case nlohmann::json::value_t::number_unsigned:
       return fmt::format("{}", v.get<uint64_t>());
     case nlohmann::json::value_t::number_float:
+      // An infinite or NaN value is JSON's null (a run that never finishes has no days): empty.
+      if (!std::isfinite(v.get<double>())) return "";
       return fmt::format("{}", v.get<double>());  // shortest form that reads back to the same double
     case nlohmann::json::value_t::string: {
       // A name from the input (a run's id, a model's name) may hold any bytes: control characters
