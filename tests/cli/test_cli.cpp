@@ -713,6 +713,10 @@ TEST_CASE("the scenario is positional everywhere, --scenario still read where it
   const RunResult textbook_flag = run_simrun("textbook 4 --scenario " + file);
   REQUIRE(textbook.exit_code == 0);
   CHECK(textbook.out == textbook_flag.out);
+  // The full-model line names the file's cluster and tokens, not the chapter's 1,024 H100 and 1.4T.
+  CHECK(
+      textbook.out.find("closed-form estimate of llama3-70b on 64 x h100-sxm, 1e+11 tokens at $4/GPU-hour") !=
+      std::string::npos);
   CHECK(run_simrun("textbook " + file).out == run_simrun("textbook all " + file).out);
   require_one_safe_line(run_simrun("textbook 1 " + file), "command line: scenario: only exercise 4");
   for (const char* cmd : {"simulate", "estimate", "collective", "topology", "textbook"})

@@ -67,6 +67,7 @@ TEST_CASE("Exercise 2: the chapter's FlashAttention HBM I/O table, digit for dig
   }
   const std::string out = printed(2);
   for (const char* line : chapter) CHECK(out.find(line) != std::string::npos);
+  CHECK(out.find("       N    standard I/O       flash I/O    speed-up\n         512") != std::string::npos);
 
   // Refined: FlashAttention Algorithm 1 on 228 KiB of SRAM: B_c = ⌈116736/256⌉ = 456; the gap
   // saturates below 4·B_c/(3d) ≈ 9.5x and never exceeds it.

@@ -194,6 +194,8 @@ namespace {
 
 // The chapter's printed table header for Exercise 3.
 constexpr const char* kExercise3Header = " seq_len   no checkpt   with checkpt    fits no/yes";
+// Over the chapter's own rows (its f"{N:>8} {std/1e6:>12.1f} MB {flash/1e6:>12.1f} MB {speedup:>10.1f}x").
+constexpr const char* kExercise2Header = "       N    standard I/O       flash I/O    speed-up";
 
 void print_exercise1(std::ostream& out, const TextbookInputs& in) {
   const Exercise1 e = textbook_exercise1(in);
@@ -217,10 +219,12 @@ void print_exercise2(std::ostream& out, const TextbookInputs& in) {
   const Exercise2 e = textbook_exercise2(in);
   fmt::print(out, "Exercise 2: FlashAttention I/O complexity (d = {}, bf16)\n", e.head_dim);
   fmt::print(out, "  chapter:\n");
+  fmt::print(out, "    {}\n", kExercise2Header);
   for (const Exercise2Row& r : e.rows)
     fmt::print(out, "    {:>8} {:>12.1f} MB {:>12.1f} MB {:>10.1f}x\n", r.n, r.standard_bytes / 1e6,
                r.flash_bytes / 1e6, r.speedup);
   fmt::print(out, "  refined (FlashAttention Algorithm 1, B_c = {}):\n", e.block_cols);
+  fmt::print(out, "    {}\n", kExercise2Header);
   for (const Exercise2Row& r : e.rows)
     fmt::print(out, "    {:>8} {:>12.1f} MB {:>12.1f} MB {:>10.1f}x\n", r.n, r.standard_bytes / 1e6,
                r.refined_flash_bytes / 1e6, r.refined_speedup);
@@ -265,13 +269,15 @@ void print_exercise4(std::ostream& out, const TextbookInputs& in) {
   fmt::print(out, "    Observed MFU from 1M tokens/sec: {:.1f}%\n", e.refined_observed_mfu * 100);
   if (e.full_model) {
     const Report& r = *e.full_model;
-    const Layout& l = in.ex4_scenario->layout;
+    const Scenario& s = *in.ex4_scenario;
+    const Layout& l = s.layout;
+    // The scenario named in full: it need not be the chapter's (`simrun textbook 4 FILE`).
     fmt::print(out,
-               "  full model, closed-form estimate (tp{} pp{} dp{} vpp{}, {} recompute, global batch {}): "
-               "step {:.2f} s, "
-               "MFU {:.1f}%, "
-               "{:.0f} tokens/s, goodput {:.3f}, {:.1f} days, ${:.2f}M\n",
-               l.tp, l.pp, l.dp, l.virtual_stages, to_string(l.recompute), l.global_batch, r.step_time_s,
+               "  full model, closed-form estimate of {} on {} x {}, {:.3g} tokens at ${:.3g}/GPU-hour (tp{} "
+               "pp{} dp{} vpp{}, {} recompute, global batch {}): step {:.2f} s, MFU {:.1f}%, {:.0f} "
+               "tokens/s, goodput {:.3f}, {:.1f} days, ${:.2f}M\n",
+               s.model.name, s.cluster.num_gpus, s.cluster.gpu.id, r.run.tokens, s.run.usd_per_gpu_hour, l.tp,
+               l.pp, l.dp, l.virtual_stages, to_string(l.recompute), l.global_batch, r.step_time_s,
                r.mfu * 100, r.tokens_per_s, r.run.goodput, r.run.days, r.run.cost_usd / 1e6);
   }
   fmt::print(out, "  why they differ: {}\n", e.why);
