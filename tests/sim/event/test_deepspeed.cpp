@@ -164,6 +164,58 @@ TEST_CASE("DeepSpeed's pipeline engine runs fewer micro-batches than stages, sen
   }
 }
 
+// DeepSpeed's TrainSchedule.steps() (runtime/pipe/schedule.py), its p2p commands only: each
+// step's micro-batch and direction from _step_to_micro_batch; a forward step sends the previous
+// (backward) step's gradient, then receives its activation; a backward step receives its
+// gradient, then sends the previous (forward) step's activation. "send grad 3" and the like.
+std::vector<std::string> train_schedule_p2p(int64_t stage, int64_t stages, int64_t micro_batches) {
+  const auto valid = [&](int64_t mb) { return mb >= 0 && mb < micro_batches; };
+  std::vector<std::string> out;
+  int64_t prev = -1;
+  for (int64_t step = 0; step < 2 * (micro_batches + stages - 1); ++step) {
+    const bool even_step = step % 2 == 0, even_stage = stage % 2 == 0;
+    const bool forward = even_step == even_stage;
+    int64_t mb = 0;
+    if (forward)
+      mb = (even_step ? step / 2 : (step - 1) / 2) - stage / 2;
+    else
+      mb = even_step ? step / 2 - stages + (stage + 1) / 2 : (step - 1) / 2 - stages + 1 + stage / 2;
+    const bool has_prev_stage = stage > 0, has_next_stage = stage + 1 < stages;
+    if (forward) {
+      if (valid(prev) && has_prev_stage) out.push_back("send grad " + std::to_string(prev));
+      if (valid(mb) && has_prev_stage) out.push_back("recv act " + std::to_string(mb));
+    } else {
+      if (valid(mb) && has_next_stage) out.push_back("recv grad " + std::to_string(mb));
+      if (valid(prev) && has_next_stage) out.push_back("send act " + std::to_string(prev));
+    }
+    prev = mb;
+  }
+  return out;
+}
+
+TEST_CASE("DeepSpeed's pipeline engine sends and receives in TrainSchedule's order on every stage",
+          "[sim][step][deepspeed]") {
+  // Fewer micro-batches than stages (idle steps), as many, and more.
+  for (const int64_t micro_batches : {1, 3, 4, 7}) {
+    const Scenario sc = parse_scenario_text(
+        R"({"framework": "deepspeed", "model": {"name": "llama3-8b", "seq_len": 2048},
+            "cluster": {"gpu": "h100-sxm", "num_gpus": 4},
+            "layout": {"tp": 1, "pp": 4, "dp": 1, "global_batch": )" +
+        std::to_string(micro_batches) + "}}");
+    const Workload w = build_workload(sc, options_of(sc).workload);
+    for (const StageProgram& p : w.stages) {
+      std::vector<std::string> built;
+      for (const Task& t : p.tasks) {
+        if (t.kind != TaskKind::send && t.kind != TaskKind::recv) continue;
+        built.push_back(std::string(t.kind == TaskKind::send ? "send " : "recv ") +
+                        (t.op == OpName::pp_grad ? "grad " : "act ") + std::to_string(t.micro_batch));
+      }
+      INFO(micro_batches << " micro-batches, stage " << p.stage);
+      CHECK(built == train_schedule_p2p(p.stage, 4, micro_batches));
+    }
+  }
+}
+
 TEST_CASE(
     "DeepSpeed's pipeline engine refuses virtual stages, schedules but 1F1B and ZeRO-2/3 over a pipeline",
     "[sim][scenario][deepspeed]") {
