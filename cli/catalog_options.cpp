@@ -23,9 +23,9 @@ Catalogs load_cli_catalogs(const CliEnv& env, const std::vector<std::string>& ca
   // A data folder named by SIMRUN_DATA_DIR (main.cpp data_dir) is checked as the variable's.
   if (env.data_dir_from_env) {
     std::error_code ec;
-    for (const char* part :
-         {"models/catalog", "topologies/gpus", "topologies/fabrics", "sim/framework/profiles"})
-      if (!std::filesystem::is_directory(env.data_dir / part, ec))
+    for (const char* part : {"models/catalog", "topologies/gpus", "topologies/fabrics",
+                             "sim/framework/profiles", "topologies/architectures.json"})
+      if (!std::filesystem::exists(env.data_dir / part, ec))
         throw InputError("environment", "SIMRUN_DATA_DIR",
                          "folder " + quoted_input(env.data_dir.string()) + " holds no " + part +
                              " (a data folder holds the shipped catalogs: docs/catalogs.md)");

@@ -82,12 +82,8 @@ double parse_size(const std::string& text, const char* flag) {
   const std::string bad = quoted_input(text) + " is not a size (e.g. 8, 64K, 128M, 8G)";
   if (text.empty()) throw InputError("command line", flag, bad);
   size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    throw InputError("command line", flag, bad);
-  }
+  double v = leading_decimal(text, used);
+  if (used == 0) throw InputError("command line", flag, bad);
   std::string suffix = text.substr(used);
   for (char& c : suffix) c = char(std::toupper(static_cast<unsigned char>(c)));
   if (suffix == "B") suffix = "";

@@ -27,8 +27,8 @@ std::pair<int64_t, double> parse_pair(const std::string& text, const char* flag,
     const int64_t a = std::stoll(text.substr(0, colon), &used);
     if (used != colon) throw std::invalid_argument("first");
     const std::string second = text.substr(colon + 1);
-    const double b = std::stod(second, &used);
-    if (used != second.size()) throw std::invalid_argument("second");
+    const double b = leading_decimal(second, used);
+    if (used == 0 || used != second.size()) throw std::invalid_argument("second");
     return {a, b};
   } catch (const std::exception&) {
     throw InputError("command line", flag, why);

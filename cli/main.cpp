@@ -7,7 +7,6 @@
 // Exit codes (DESIGN.md): 0 ok, 1 internal error, 2 bad input (one line on stderr),
 // 3 does not fit / infeasible under a hard check.
 #include <algorithm>
-#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -96,34 +95,10 @@ void refuse_empty_arguments(const std::vector<std::string>& args) {
   }
 }
 
-// CLI11 reads 0x10 as 16 (but 0b10 not at all, and 010 as ten): a flag's number is decimal, as in
-// a scenario file, so a prefixed value is refused rather than read another way than it looks.
-void refuse_radix_prefixes(const std::vector<std::string>& args) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    const size_t eq = a.rfind("--", 0) == 0 ? a.find('=') : std::string::npos;
-    const bool after_flag = i > 0 && args[i - 1].size() > 1 && args[i - 1][0] == '-' &&
-                            args[i - 1].find('=') == std::string::npos;
-    if (eq == std::string::npos && !after_flag) continue;
-    std::string_view value =
-        eq == std::string::npos ? std::string_view(a) : std::string_view(a).substr(eq + 1);
-    if (!value.empty() && (value[0] == '-' || value[0] == '+')) value.remove_prefix(1);
-    const bool prefixed = value.size() > 2 && value[0] == '0' &&
-                          std::string_view("xXbBoO").find(value[1]) != std::string_view::npos &&
-                          std::all_of(value.begin() + 2, value.end(),
-                                      [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
-    if (!prefixed) continue;
-    throw simrun::InputError("command line", eq == std::string::npos ? args[i - 1] : a.substr(0, eq),
-                             simrun::quoted_input(a.substr(eq == std::string::npos ? 0 : eq + 1)) +
-                                 " is not a decimal number (give sizes and rates in decimal)");
-  }
-}
-
 // `simrun SCENARIO ...` is `simrun simulate SCENARIO ...`; `--validate` is the validate subcommand.
 std::vector<std::string> normalise_arguments(int argc, char** argv, const CLI::App& app) {
   std::vector<std::string> args(argv + 1, argv + argc);
   refuse_empty_arguments(args);
-  refuse_radix_prefixes(args);
   if (args.empty()) return args;
   if (args[0] == "--validate") args[0] = "validate";
   std::vector<std::string> subcommands;

@@ -122,12 +122,7 @@ double tokens_of(const std::string& text) {
     if (scale > 1) number.pop_back();
   }
   size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(number, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
+  const double v = leading_decimal(number, used);
   if (used == 0 || used != number.size())
     throw InputError(
         "command line", "--batch-tokens",
@@ -168,13 +163,8 @@ nlohmann::json plan_document(const PlanArgs& a, std::vector<std::string>& given)
       }
       const std::string id = g.substr(0, colon), price = g.substr(colon + 1);
       size_t used = 0;
-      double usd = 0;
-      try {
-        usd = std::stod(price, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (price.empty() || used != price.size() || !std::isfinite(usd))
+      const double usd = leading_decimal(price, used);
+      if (used == 0 || used != price.size())
         throw InputError("command line", "--gpu",
                          fmt::format("price {} of {} is not a number ($/GPU-hour, e.g. {}:2.5)",
                                      quoted_input(price), quoted_input(id), quoted_input(id)));

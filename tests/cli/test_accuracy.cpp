@@ -310,7 +310,7 @@ TEST_CASE("simrun accuracy reads a team's rows as a scenario file would: bounds,
   CHECK(big.at("status") == "ok");
   CHECK(big.at("defaults").dump().find("micro_batch 128 does not divide 16 per GPU: micro_batch=16") !=
         std::string::npos);
-  CHECK(status("group_number") == "unsupported: group: expected a string, got a number");
+  CHECK(status("group_number") == "unsupported: group: expected a string, got 7");
   const json& first = report.at("runs").at(rows.size() - 2);
   const json& copy = report.at("runs").at(rows.size() - 1);
   CHECK(first.at("group") == "(none)");

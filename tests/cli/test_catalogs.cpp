@@ -73,6 +73,9 @@ TEST_CASE("an inline GPU and fabric give the report of the catalog entries they 
   }
   const RunResult table = run_ok("simulate " + shell_quoted(inline_file));
   CHECK(table.out.find("1024 x my-h100 (my-ndr") != std::string::npos);
+  // The same report because the inline part runs its architecture's kernels, not the generic ones.
+  CHECK(run_ok("estimate " + shell_quoted(inline_file) + " --explain")
+            .out.find("(Hopper architecture defaults)") != std::string::npos);
 
   // A changed figure changes the report: the inline object is what is simulated.
   gpu["hbm_tb_per_s"] = 1.0;
@@ -133,6 +136,9 @@ TEST_CASE("a user catalog folder adds a GPU, a fabric and a model, from --catalo
   CHECK(flag.out.find("llama3-8b-deep on 16 x h100-96gb (ib-ndr-slow") != std::string::npos);
   // 96 GB read as GiB less 1%, the user entry's capacity without a device query.
   CHECK(flag.out.find("/ 95.04 GiB") != std::string::npos);
+  // Its kernels are Hopper's (topologies/architectures.json), as the part it was copied from.
+  CHECK(run_ok(args + " --explain --catalog " + shell_quoted(user))
+            .out.find("(Hopper architecture defaults)") != std::string::npos);
 
   // SIMRUN_CATALOG: a colon-separated list, empty parts skipped; the child inherits it.
   const fs::path other = fresh_dir("other-catalog");

@@ -145,7 +145,7 @@ TEST_CASE("plan: steps too long for the event simulation: exit 3, saying what to
   CHECK(r.out.empty());
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   CHECK(r.err.find("beyond_event_simulation") != std::string::npos);
-  CHECK(r.err.find("give a smaller batch") != std::string::npos);
+  CHECK(r.err.find("give fewer sequences a step") != std::string::npos);
 }
 
 TEST_CASE("plan: a space too large is refused before the search, with its size and what narrows it") {

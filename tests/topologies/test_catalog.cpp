@@ -1,8 +1,10 @@
 // Tests of the hardware catalog (topologies/gpus/*.json, topologies/fabrics/*.json).
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "simrun/common/error.hpp"
+#include "simrun/common/json_reader.hpp"
 #include "simrun/common/units.hpp"
 #include "simrun/topologies/catalog.hpp"
 
@@ -123,21 +125,45 @@ TEST_CASE("a GPU takes its architecture's compute defaults for the fields its en
   CHECK(gb200.compute_defaults.gemm_max == 0.654);
   CHECK(gb200.compute_defaults.attn_fwd_max == 0.55);
   CHECK(gb200.compute_defaults.gemm_dim_half == 240);
-  CHECK(gb200.compute_defaults.origin == "gb200 catalog, Blackwell architecture");
   CHECK(gb200.compute_defaults.source.find("; the rest: B200's") != std::string::npos);
   // An architecture without figures leaves the generic defaults.
   const GpuSpec& mi300x = catalog().gpu("mi300x", "test", "cluster.gpu");
   CHECK_FALSE(mi300x.compute_defaults.gemm_max);
   CHECK(mi300x.compute_defaults.origin.empty());
-  // A part defined outside the catalog: completed the same way.
-  GpuSpec user = h100;
-  user.compute_defaults = {};
-  user.compute_defaults.gemm_max = 0.6;
-  user.compute_defaults.origin = "mine catalog";
-  const GpuSpec completed = catalog().with_architecture_defaults(user);
-  CHECK(completed.compute_defaults.gemm_max == 0.6);
-  CHECK(completed.compute_defaults.fp8_gemm_max == 0.55);
-  CHECK(completed.compute_defaults.origin == "mine catalog, Hopper architecture");
+  CHECK(gb200.compute_defaults.origin == "gb200's own, Blackwell architecture");
+  // Every NVIDIA part has figures for its kernels: an architecture misspelt in a new file shows here.
+  for (const std::string& id : catalog().gpu_ids()) {
+    const GpuSpec& g = catalog().gpu(id, "test", "cluster.gpu");
+    INFO(id);
+    if (g.vendor == "NVIDIA") CHECK(g.compute_defaults.gemm_max);
+  }
+}
+
+TEST_CASE("a GPU defined outside the catalog takes its architecture's defaults, its own fields first",
+          "[topologies][catalog]") {
+  std::ifstream in(kRoot / "gpus" / "h100-sxm.json");
+  nlohmann::json part = nlohmann::json::parse(in);
+  part.erase("aliases");  // read by the folder reader, beside the entry
+  part["compute_defaults"] = {{"gemm_max", 0.6}, {"source", "our sweep"}};
+  JsonReader reader(part, "mine.json");
+  const GpuSpec mine = catalog().read_gpu_entry(reader, "mine");
+  CHECK(mine.compute_defaults.gemm_max == 0.6);
+  CHECK(mine.compute_defaults.fp8_gemm_max == 0.55);
+  CHECK(mine.compute_defaults.origin == "mine's own, Hopper architecture");
+  CHECK(mine.compute_defaults.source ==
+        "our sweep; the rest: " + catalog().gpu("h100-sxm", "t", "gpu").compute_defaults.source);
+  // A known architecture in other case would run the generic defaults without a word: refused.
+  part["architecture"] = "hopper";
+  JsonReader lower(part, "mine.json");
+  CHECK_THROWS_WITH(catalog().read_gpu_entry(lower, "mine"),
+                    Catch::StartsWith("mine.json: architecture: \"hopper\" is written \"Hopper\""));
+  // A new architecture is legal: the generic defaults, but for the fields the entry gives.
+  part["architecture"] = "Rubin";
+  JsonReader rubin(part, "mine.json");
+  const GpuSpec next = catalog().read_gpu_entry(rubin, "mine");
+  CHECK(next.compute_defaults.gemm_max == 0.6);
+  CHECK_FALSE(next.compute_defaults.fp8_gemm_max);
+  CHECK(next.compute_defaults.origin == "mine's own");
 }
 
 TEST_CASE("a malformed architectures file is refused, naming the file and the field",
@@ -155,8 +181,9 @@ TEST_CASE("a malformed architectures file is refused, naming the file and the fi
   CHECK_THAT(refusal(R"({"about": "x", "architectures": {"Hopper": {"compute_defaults": {"gemm_max": 2,
              "source": "s"}}}})"),
              Catch::Contains("architectures.Hopper.compute_defaults.gemm_max: 2 is out of range"));
-  CHECK_THAT(refusal(R"({"about": "x", "architectures": {"Hopper": {"compute_defaults": {"gemm_max": 0.7}}}})"),
-             Catch::Contains("architectures.Hopper.compute_defaults.source"));
+  CHECK_THAT(
+      refusal(R"({"about": "x", "architectures": {"Hopper": {"compute_defaults": {"gemm_max": 0.7}}}})"),
+      Catch::Contains("architectures.Hopper.compute_defaults.source"));
   CHECK_THAT(refusal(R"({"about": "x", "architectures": {"Hopper": {"defaults": {}}}})"),
              Catch::Contains("architectures.Hopper"));
   CHECK(refusal(R"({"about": "x", "architectures": {}})") == "(no error)");

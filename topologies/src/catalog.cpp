@@ -17,6 +17,7 @@
 #include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/common/json_reader.hpp"
+#include "simrun/common/text.hpp"
 #include "simrun/common/units.hpp"
 
 namespace simrun {
@@ -182,7 +183,7 @@ GpuSpec read_gpu(JsonReader& r, const std::string& id) {
   if (r.has("compute_defaults")) {
     JsonReader c = r.object("compute_defaults");
     g.compute_defaults = read_compute_defaults(c);
-    g.compute_defaults.origin = id + " catalog";
+    g.compute_defaults.origin = id + "'s own";
   }
   if (r.has("flex_dispatcher")) {
     JsonReader f = r.object("flex_dispatcher");
@@ -230,16 +231,21 @@ void HardwareCatalog::add(const std::filesystem::path& gpus_dir, const std::file
 
 void HardwareCatalog::add_folders(const std::filesystem::path& gpus_dir,
                                   const std::filesystem::path& fabrics_dir, FolderRule rule) {
-  const auto read_completed_gpu = [this](JsonReader& r, const std::string& id) {
-    return with_architecture_defaults(read_gpu(r, id));
-  };
+  const auto read_completed_gpu = [this](JsonReader& r, const std::string& id) { return read_gpu_entry(r, id); };
   read_catalog_folder(gpus_dir, "GPU", read_completed_gpu, rule, m_gpus, m_gpu_aliases);
   read_catalog_folder(fabrics_dir, "fabric", read_fabric, rule, m_fabrics, m_fabric_aliases);
 }
 
-GpuSpec HardwareCatalog::with_architecture_defaults(GpuSpec gpu) const {
-  if (const auto it = m_architectures.find(gpu.architecture); it != m_architectures.end())
+GpuSpec HardwareCatalog::read_gpu_entry(JsonReader& r, const std::string& id) const {
+  GpuSpec gpu = read_gpu(r, id);
+  if (const auto it = m_architectures.find(gpu.architecture); it != m_architectures.end()) {
     gpu.compute_defaults = completed(gpu.compute_defaults, it->second);
+    return gpu;
+  }
+  for (const auto& [name, defaults] : m_architectures)
+    if (ascii_lower(name) == ascii_lower(gpu.architecture))
+      r.fail("architecture", quoted_input(gpu.architecture) + " is written \"" + name +
+                                 "\" (its kernels' efficiencies are keyed by that name: topologies/architectures.json)");
   return gpu;
 }
 

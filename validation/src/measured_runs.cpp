@@ -576,6 +576,9 @@ json row_layout(const json& row, std::vector<std::string>& defaults_used) {
 MeasuredRun measured_run(const json& row, const Catalogs& catalogs) {
   MeasuredRun c;
   c.id = row.at("id").get<std::string>();
+  // A group that is not a name would be scored with the ungrouped rows without a word.
+  if (row.contains("group") && !row.at("group").is_null() && !row.at("group").is_string())
+    throw InputError(c.id, "group", "expected a string, got " + printable(row.at("group").dump(), 40));
   c.group = measured_run_group(row);
   const json empty = json::object();
   const json& mj = row.contains("model") ? row.at("model") : empty;

@@ -9,6 +9,7 @@
 
 #include "simrun/common/text.hpp"
 #include "simrun/common/units.hpp"
+#include "simrun/sim/event/simulate.hpp"
 #include "simrun/sim/planner/planner.hpp"
 
 namespace simrun {
@@ -97,13 +98,16 @@ std::string infeasible_text(const PlanRequest& q, const PlanResult& r) {
           c.least_memory->capacity_bytes / kGiB,
           100 * (c.least_memory->peak_bytes_per_gpu / c.least_memory->capacity_bytes - 1),
           memory_remedies(q, *c.least_memory), reasons);
+    // The space's commonest reason, when it is the event simulation's bound: what lowers the passes.
     const auto counts = by_count(r.pruned);
-    const bool too_many_passes = !counts.empty() && counts.front().first == "beyond_event_simulation";
+    const bool too_many_passes = !counts.empty() && counts.front().first == kBeyondEventSimulation;
     return fmt::format("no layout of the space can run this model (pruned: {}){}", reasons,
-                       too_many_passes ? ": most steps have more micro-batches x layers than the event "
-                                         "simulation re-runs (2^19 layer passes); give a smaller batch, "
-                                         "longer sequences or larger micro-batches"
-                                       : "");
+                       too_many_passes
+                           ? fmt::format(": the commonest, a step of more micro-batches x (layers + 2) "
+                                         "than the event simulation re-runs ({:.0f}); give fewer "
+                                         "sequences a step, larger micro-batches or more GPUs",
+                                         kMaxEventLayerPasses)
+                           : "");
   }
   std::string out;
   if (q.deadline_days && c.fastest->days > *q.deadline_days)

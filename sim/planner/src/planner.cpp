@@ -227,7 +227,7 @@ void check_shape(const PlanRequest& q, const PlanSpace& space, uint32_t shape_in
     // micro-batches): a row the event simulation could never re-run.
     std::string pruned;
     if (event_layer_passes(s.model, l) > kMaxEventLayerPasses) {
-      pruned = "beyond_event_simulation";
+      pruned = kBeyondEventSimulation;
     } else if (const auto error = workload_layout_error(s, s.framework.workload, default_schedule(l))) {
       // The layout rules, the framework's pipeline engine and the schedule: what build_workload refuses.
       pruned = error->code;

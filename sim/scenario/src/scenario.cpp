@@ -209,7 +209,7 @@ GpuSpec read_gpu_field(JsonReader& cluster, const Catalogs& catalogs) {
     JsonReader gpu = cluster.object("gpu");
     const std::string id = read_inline_id(gpu, "GPU", catalogs.hardware.gpu_ids());
     read_aliases(gpu);  // a copied catalog file's: read (so checked), but only catalog ids are suggested
-    return catalogs.hardware.with_architecture_defaults(read_gpu(gpu, id));
+    return catalogs.hardware.read_gpu_entry(gpu, id);
   }
   if (!raw.is_string())
     cluster.fail("gpu",

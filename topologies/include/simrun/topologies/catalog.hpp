@@ -15,7 +15,8 @@
 namespace simrun {
 
 // Reads one GPU or fabric object: a catalog file's, or one defined inline in a scenario (the same
-// fields, the same checks: topologies/README.md). `id` is the file stem or the inline "id".
+// fields, the same checks: topologies/README.md). `id` is the file stem or the inline "id". A
+// GPU's compute defaults are its own only: HardwareCatalog::read_gpu_entry adds its architecture's.
 GpuSpec read_gpu(JsonReader& reader, const std::string& id);
 FabricSpec read_fabric(JsonReader& reader, const std::string& id);
 
@@ -43,9 +44,10 @@ class HardwareCatalog {
   const GpuSpec* gpu_named_by_cuda(const std::string& cuda_name) const;
   std::vector<std::string> gpu_ids() const;
   std::vector<std::string> fabric_ids() const;
-  // `gpu` with each compute default it leaves out taken from its architecture's (a GPU defined
-  // inline; the catalog's own entries are completed as they load).
-  GpuSpec with_architecture_defaults(GpuSpec gpu) const;
+  // A GPU object (a catalog file's, a user folder's or one inline in a scenario) as read_gpu reads
+  // it, each compute default it leaves out taken from its architecture's. An architecture named
+  // as a known one but for case ("hopper") is refused: it would silently get the generic defaults.
+  GpuSpec read_gpu_entry(JsonReader& reader, const std::string& id) const;
 
  private:
   void add_folders(const std::filesystem::path& gpus_dir, const std::filesystem::path& fabrics_dir,

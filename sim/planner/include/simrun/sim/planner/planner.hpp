@@ -60,6 +60,8 @@ struct PlanPoint {
 // Why a point left the search, counted per reason (e.g. "memory", "tp_divides_heads",
 // "over_deadline"; from the event phase "memory_event" and "event_refused").
 using PruneCounts = std::map<std::string, int64_t>;
+// A step of more micro-batch layer passes than the event simulation re-runs (kMaxEventLayerPasses).
+inline constexpr const char* kBeyondEventSimulation = "beyond_event_simulation";
 // The reasons, most frequent first (equal counts by name).
 std::vector<std::pair<std::string, int64_t>> by_count(const PruneCounts& pruned);
 
