@@ -148,6 +148,13 @@ double collective_s(CollectiveOp op, double bytes, int64_t n, const LinkCost& li
     case CollectiveOp::all_to_all:
       return all_to_all_s(bytes, n, link);
     case CollectiveOp::send_recv:
+      if (link.domain_shape && !link.domain_shape->nvswitch && n > 2) {
+        // On a full mesh a send rides the one link to its peer (a ring's neighbour), where the
+        // group's link spreads its collectives over the n − 1 peer links (group_link).
+        LinkCost peer_link = link;
+        peer_link.bytes_per_s /= double(n - 1);
+        return send_recv_s(bytes, peer_link);
+      }
       return send_recv_s(bytes, link);
     case CollectiveOp::broadcast:
     case CollectiveOp::reduce:
