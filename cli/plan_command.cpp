@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <csignal>
+#include <ctime>
 #include <exception>
 #include <iostream>
 #include <memory>
@@ -30,18 +31,34 @@ namespace {
 
 // Set by SIGINT: the search stops and prints the best found so far (exit 130).
 std::atomic<bool> g_interrupted{false};
+// When the first SIGINT came (CLOCK_MONOTONIC, ns; 0: none yet).
+std::atomic<int64_t> g_first_interrupt_ns{0};
+// One Ctrl-C can arrive twice: sent to the process and to its process group (timeout(1), a shell's
+// job control beside mpirun's forwarding). A second within this time is the same one.
+constexpr int64_t kSameInterruptNs = 500'000'000;
 
-static_assert(std::atomic<bool>::is_always_lock_free, "a signal handler may only touch lock-free atomics");
+static_assert(std::atomic<bool>::is_always_lock_free && std::atomic<int64_t>::is_always_lock_free,
+              "a signal handler may only touch lock-free atomics");
 
 extern "C" void on_interrupt(int) {
-  g_interrupted.store(true);
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);  // async-signal-safe (POSIX)
+  const int64_t now_ns = int64_t(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+  int64_t first = 0;
+  if (g_first_interrupt_ns.compare_exchange_strong(first, now_ns)) {
+    g_interrupted.store(true);
+    return;
+  }
+  if (now_ns - first < kSameInterruptNs) return;
   std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
+  std::raise(SIGINT);
 }
 
 // Ctrl-C stops the search while it lives; the default action comes back however the scope ends.
 struct InterruptScope {
   InterruptScope() {
     g_interrupted.store(false);
+    g_first_interrupt_ns.store(0);
     std::signal(SIGINT, on_interrupt);
   }
   ~InterruptScope() { std::signal(SIGINT, SIG_DFL); }
