@@ -284,6 +284,22 @@ TEST_CASE("plan: a dense model searches no expert TP: every row differs") {
   CHECK_THAT(plan.at("warnings")[0].get<std::string>(), Catch::StartsWith("the model is dense"));
 }
 
+TEST_CASE("plan: with one replica the ZeRO stages are one point, searched once") {
+  // TP 8 on 8 GPUs: dp 1, nothing to shard; z0, z1 and z3 filled the top-k with copies.
+  const json plan = run_simrun_json(
+      "plan --model llama3-8b --gpu h100-sxm:2.5 --min-gpus 8 --max-gpus 8 --tp 8 --pp 1,2 --cp 1 "
+      "--top-k 50 --json");
+  REQUIRE(!plan.at("ranked").empty());
+  std::set<std::string> rows;
+  for (const json& row : plan.at("ranked")) {
+    json layout = row.at("layout");
+    CHECK(layout.at("dp") == 1);
+    CHECK(layout.at("zero_stage") == 0);
+    rows.insert(layout.dump() + row.at("framework").dump());
+  }
+  CHECK(rows.size() == plan.at("ranked").size());
+}
+
 TEST_CASE("plan: rows beyond the event simulation are pruned before the estimate, not crashed on") {
   // 2^24 sequences per step (the scenario's most): every layout's micro-batches are beyond what the
   // event simulation handles, so nothing can be ranked: exit 3, saying why.

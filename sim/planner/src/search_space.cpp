@@ -147,6 +147,7 @@ PlanSpace build_space(const PlanRequest& q, const Catalogs& catalogs) {
     const std::vector<int64_t> mbs = or_default(a.micro_batch, {1, 2, 4, 8});
     // Megatron-Core's three: DDP, the distributed optimizer (ZeRO-1) and FSDP (ZeRO-3).
     const std::vector<int64_t> zeros = or_default(a.zero_stage, {0, 1, 3});
+    space.lowest_zero_stage = int(*std::min_element(zeros.begin(), zeros.end()));
     const std::vector<std::string> recomputes = or_default(a.recompute, {"none", "selective", "full"});
     for (int64_t tp : tps)
       for (int64_t pp : pps)
@@ -212,6 +213,11 @@ std::vector<DataParallelChoice> data_parallel_choices(const PlanRequest& q, cons
   const int64_t step = node / std::gcd(node, mp);
   for (int64_t dp = step; dp <= dp_max; dp += step) {
     if (dp * mp < min_gpus) continue;
+    // One replica of the dense and the expert weights: ZeRO has nothing to shard, and every stage
+    // is the same point (the lowest searched stands for them).
+    const bool one_replica =
+        dp * shape.cp == 1 && (!space.model.is_moe() || shape.tp <= shape.ep * shape.expert_tp);
+    if (one_replica && shape.zero_stage > space.lowest_zero_stage) continue;
     // The largest batch in the range this layout divides into micro-batches (more micro-batches
     // per step only shrink the pipeline bubble's share), within what the event simulation can
     // re-run where the range allows (else the point is pruned as beyond it, and counted).

@@ -49,6 +49,9 @@ struct PlanSpace {
   std::vector<PlanBase> bases;
   std::vector<PlanShape> shapes;
   int64_t size = 0;  // points: Σ over shapes of their data-parallel choices
+  // The lowest ZeRO stage searched: with no data parallelism to shard over, the stages are one
+  // layout, searched at this one.
+  int lowest_zero_stage = 0;
 };
 
 PlanSpace build_space(const PlanRequest& request, const Catalogs& catalogs);
