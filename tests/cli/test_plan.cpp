@@ -182,6 +182,13 @@ TEST_CASE("plan: bad input is one line and exit 2") {
                  R"({"model": "llama3-8b", "gpus": [{"gpu": "h100-sxm", "usd_per_gpu_hour": "2$"}],
                                     "max_gpus": 64})");
   require_one_safe_line(run_simrun("plan " + shell_quoted(price)), "gpus[0].usd_per_gpu_hour");
+  // A price table's file that is not there: named by the field (or flag) that names it.
+  const auto no_table = write_file(
+      "plan-no-table.json",
+      R"({"model": "llama3-8b", "gpus": [{"gpu": "h100-sxm"}], "max_gpus": 64, "prices": "nofile.json"})");
+  require_one_safe_line(run_simrun("plan " + shell_quoted(no_table)), "plan-no-table.json: prices: no file");
+  require_one_safe_line(run_simrun(base + "--gpu h100-sxm --prices nofile.json"),
+                        "command line: --prices: no file");
   require_one_safe_line(run_simrun(base + "--gpu h100-sxm:2.5 --threads 100000"), "--threads");
   require_one_safe_line(run_simrun(base + "--gpu h100-sxm:2.5 --global-batch 20000000"), "--global-batch");
   // Both ways of giving the batch: refused, as in a plan file (the later one was kept, silently).

@@ -71,6 +71,9 @@ std::map<std::string, double> read_prices(JsonReader& top, const std::filesystem
   nlohmann::json table = v;
   if (v.is_string()) {
     const std::filesystem::path p = base_dir / v.get<std::string>();
+    std::error_code ec;
+    if (!std::filesystem::exists(p, ec))  // named by the field that names it; errors inside it by the file
+      top.fail("prices", "no file " + quoted_input(p.string()) + " (a JSON object of GPU id to $/GPU-hour)");
     table = load_json_file(p);
     file = p.string();
     path = "";
