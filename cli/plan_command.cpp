@@ -581,6 +581,13 @@ Command add_plan_command(CLI::App& root, const CliEnv& env) {
           std::cout << fmt::format("\nrow {}: the scenario (simrun simulate FILE reruns it)\n{}\n\n",
                                    *a->explain_row,
                                    plan_point_scenario_json(q, p, result.frameworks).dump(2));
+          // An interrupted plan's row that carries the estimate's numbers: explained as simulated.
+          if (p.fidelity != "event")
+            std::cout << fmt::format(
+                "the row holds the closed-form estimate's numbers (the plan was interrupted before its "
+                "event simulation); explained here as the event simulation runs it: step {:.3f} s against "
+                "the row's {:.3f} s\n\n",
+                explained->step_time_s, p.step_time_s);
           print_report_explain(*explained, std::cout);
         }
         return result.interrupted ? 130 : 0;
