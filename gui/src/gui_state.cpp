@@ -225,9 +225,16 @@ nlohmann::json GuiState::dump() const {
                                {"fraction", l.bandwidth_fraction},
                                {"link", l.link == LinkClass::scale_up ? "scale-up" : "nic"}});
   if (!plan_error.empty()) j["plan_error"] = plan_error;
-  if (plan_result)
+  if (plan_result) {
     j["plan"] = {{"evaluated", plan_result->evaluated}, {"pareto", plan_result->pareto.size()}};
+    if (const std::string miss = plan_infeasible(); !miss.empty()) j["plan"]["infeasible"] = miss;
+  }
   return j;
+}
+
+std::string GuiState::plan_infeasible() const {
+  if (!plan_result || !plan_request || !plan_result->ranked.empty() || plan_result->interrupted) return "";
+  return infeasible_text(*plan_request, *plan_result);
 }
 
 }  // namespace simrun::gui

@@ -103,6 +103,9 @@ class GuiState {
   std::optional<PlanResult> plan_result;
   std::optional<PlanRequest> plan_request;  // of plan_result
   std::string plan_error;
+  // What the plan's answer misses when nothing is ranked ("no plan meets the 1-day deadline: ..."),
+  // as `simrun plan` says it with exit 3; empty otherwise.
+  std::string plan_infeasible() const;
   void start_plan();
   PlanProgress plan_progress() const { return m_worker.plan_progress(); }
   bool planning() const { return m_worker.planning(); }

@@ -102,17 +102,18 @@ int run(int argc, char** argv) {
     return 1;
   }
   for (int i = 0; i < 3; ++i) app.frame();  // the refined figures, settled
-  if (!screenshot.empty() && !app.screenshot(screenshot)) {
-    std::cerr << "simrun-gui: could not write " << screenshot << "\n";
-    return 1;
-  }
+  if (!screenshot.empty() && !app.screenshot(screenshot))
+    return bad_input("command line: --screenshot: cannot write " + simrun::quoted_input(screenshot));
   if (!dump_state.empty()) {
     std::ofstream out(dump_state);
     out << state.dump().dump(2) << "\n";
-    if (!out) {
-      std::cerr << "simrun-gui: could not write " << dump_state << "\n";
-      return 1;
-    }
+    if (!out)
+      return bad_input("command line: --dump-state: cannot write " + simrun::quoted_input(dump_state));
+  }
+  // A plan with nothing to rank is `simrun plan`'s exit 3, its line on stderr (the outputs written).
+  if (const std::string miss = state.plan_infeasible(); !miss.empty()) {
+    std::cerr << simrun::printable(plan_file + ": " + miss, simrun::kErrorLineMaxBytes) << "\n";
+    return 3;
   }
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "panels.hpp"
+#include "simrun/common/text.hpp"
 
 namespace simrun::gui {
 namespace {
@@ -52,6 +53,8 @@ void PlanView::draw(GuiState& state) {
   if (!state.plan_error.empty()) ImGui::TextColored(kErrorColour, "%s", state.plan_error.c_str());
   if (!state.plan_result || !state.plan_request) return;
   const PlanResult& r = *state.plan_result;
+  if (const std::string miss = state.plan_infeasible(); !miss.empty())
+    ImGui::TextColored(kErrorColour, "%s", miss.c_str());
   ImGui::Text("%lld points, %lld estimated, %lld simulated; Pareto front of %zu (click a point to load it)",
               static_cast<long long>(r.space_size), static_cast<long long>(r.evaluated),
               static_cast<long long>(r.simulated), r.pareto.size());
@@ -79,8 +82,9 @@ void PlanView::draw(GuiState& state) {
   draw->AddText(ImVec2(o.x + size.x / 2 - 20, o.y + size.y - m + 10), text, "days");
   draw->AddText(ImVec2(x_of(d0) - 10, o.y + size.y - m + 10), text, fmt::format("{:.1f}", d0).c_str());
   draw->AddText(ImVec2(x_of(d1) - 30, o.y + size.y - m + 10), text, fmt::format("{:.1f}", d1).c_str());
-  draw->AddText(ImVec2(o.x + 2, y_of(c1) - 7), text, fmt::format("${:.2f}M", c1 / 1e6).c_str());
-  draw->AddText(ImVec2(o.x + 2, y_of(c0) - 7), text, fmt::format("${:.2f}M", c0 / 1e6).c_str());
+  // Four significant digits: the ends of a narrow front ($59.5k, $60.8k) read apart.
+  draw->AddText(ImVec2(o.x + 2, y_of(c1) - 7), text, usd_text(c1, 4).c_str());
+  draw->AddText(ImVec2(o.x + 2, y_of(c0) - 7), text, usd_text(c0, 4).c_str());
   // The legend: a colour per GPU type of the request.
   for (size_t g = 0; g < state.plan_request->gpus.size(); ++g) {
     const ImVec2 at(o.x + size.x - 160, o.y + m / 2 + 10 + 18 * float(g));

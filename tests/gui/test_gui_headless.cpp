@@ -103,4 +103,26 @@ TEST_CASE("gui headless: a scenario it cannot load is one line and exit 2", "[gu
   require_one_safe_line(run_gui("--scenario /nonexistent.json --screenshot x.png"), "cannot open file");
   require_one_safe_line(run_gui("--scenario " + shell_quoted(kExample) + " --view nope --screenshot x.png"),
                         "--view");
+  // An output it cannot write names its flag, as simrun's --trace does.
+  require_one_safe_line(run_gui("--scenario " + shell_quoted(kExample) + " --dump-state /nonexistent/s.json"),
+                        "command line: --dump-state: cannot write");
+}
+
+TEST_CASE("gui headless: a plan with nothing to rank says what misses, exit 3 as simrun plan",
+          "[gui][headless]") {
+  if (const std::string why = why_no_display(); !why.empty()) {
+    WARN(why);
+    return;
+  }
+  const auto plan =
+      write_file("gui-plan-deadline.json",
+                 R"({"model": "llama3-70b", "gpus": [{"gpu": "h100-sxm", "usd_per_gpu_hour": 2.5}],
+                                   "max_gpus": 64, "deadline_days": 1, "search": {"tp": 8, "pp": [1, 2],
+                                   "zero_stage": 1, "recompute": "full"}})");
+  const auto state = scratch_dir() / "gui-plan-deadline-state.json";
+  const RunResult r =
+      run_gui("--view plan --plan " + shell_quoted(plan) + " --dump-state " + shell_quoted(state));
+  CHECK(r.exit_code == 3);
+  CHECK(r.err.find("no plan meets the 1-day deadline") != std::string::npos);
+  CHECK(read_json(state).at("plan").at("infeasible").get<std::string>().find("no plan meets") == 0);
 }
