@@ -23,7 +23,9 @@ namespace {
 constexpr std::array<const char*, 2> kShells = {"bash", "zsh"};
 
 // Arguments naming files (option or positional names as the walk meets them).
-const std::set<std::string> kFileArguments = {"--trace", "--calibration", "--dot", "--catalog", "scenario", "runs"};
+const std::set<std::string> kFileArguments = {"--trace",  "--calibration", "--dot",         "--catalog",
+                                              "--prices", "--out",         "--write-bands", "scenario",
+                                              "runs",     "plan",          "exercise"};
 
 enum class ValueKind {
   none,   // a flag
@@ -81,6 +83,8 @@ ArgumentCompletion argument_of(const CLI::Option& o, const Catalogs& catalogs) {
   } else if (name == "--model") {
     a.value = ValueKind::files;
     a.words = catalogs.models.ids();
+  } else if (name == "exercise") {  // `simrun textbook 4` or `simrun textbook FILE`
+    a.words = {"1", "2", "3", "4", "all"};
   } else if (name == "shell") {
     a.value = ValueKind::words;
     a.words.assign(kShells.begin(), kShells.end());

@@ -132,6 +132,12 @@ TEST_CASE("the bash function completes subcommands, each one's flags, catalog id
   CHECK(contains(bash_completions({"simrun", "simulate", "sce"}), "scenario.json"));
   CHECK(contains(bash_completions({"simrun", "simulate", "--trace", "trace-"}), "trace-out.json"));
   CHECK(contains(bash_completions({"simrun", "estimate", "--calibration", ""}), "trace-out.json"));
+  // ...and for a plan file, a price table, bands, validate's output and textbook's exercise or file.
+  CHECK(contains(bash_completions({"simrun", "plan", "sce"}), "scenario.json"));
+  CHECK(contains(bash_completions({"simrun", "plan", "--prices", "sce"}), "scenario.json"));
+  CHECK(contains(bash_completions({"simrun", "accuracy", "--write-bands", "sce"}), "scenario.json"));
+  CHECK(contains(bash_completions({"simrun", "textbook", ""}), "all"));
+  CHECK(contains(bash_completions({"simrun", "textbook", "sce"}), "scenario.json"));
   // Each subcommand its own flags: estimate has no --trace.
   CHECK(bash_completions({"simrun", "estimate", "--trac"}).empty());
   CHECK(contains(bash_completions({"simrun", "collective", "--minb"}), "--minbytes"));
