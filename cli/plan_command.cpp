@@ -282,8 +282,12 @@ nlohmann::json result_json(const PlanRequest& q, const PlanResult& r) {
   return j;
 }
 
+// The ranking's table shows each row's rank; the Pareto front's has none.
+enum class RankColumn { shown, blank };
+
 void print_rows(std::ostream& out, const PlanRequest& q, const PlanResult& r,
-                const std::vector<PlanPoint>& rows, bool ranks) {
+                const std::vector<PlanPoint>& rows, RankColumn rank_column) {
+  const bool ranks = rank_column == RankColumn::shown;
   // The GPU and layout columns as wide as their widest cell in either table (a user's GPU id, an
   // MoE layout), so that the ranking and the front line up.
   size_t gpu_width = 10, layout_width = 40;
@@ -321,11 +325,11 @@ void print_table(std::ostream& out, const PlanRequest& q, const PlanResult& r, c
                      points_text(r.space_size), r.evaluated, r.simulated, workers, r.wall_s,
                      r.interrupted ? " (interrupted: the best found so far)" : "");
   out << "ranked (ties within " << int(100 * kPlanTieTolerance) << "% share a rank)\n";
-  print_rows(out, q, r, r.ranked, true);
+  print_rows(out, q, r, r.ranked, RankColumn::shown);
   if (!r.why.empty()) out << "\n" << r.why << "\n";
   for (const std::string& w : r.warnings) out << "warning: " << w << "\n";
   out << "\nPareto front, days against dollars (every GPU type and size)\n";
-  print_rows(out, q, r, r.pareto, false);
+  print_rows(out, q, r, r.pareto, RankColumn::blank);
   int64_t total = 0;
   for (const auto& [reason, n] : r.pruned) total += n;
   out << fmt::format("\npruned {} of {}", total, points_text(r.space_size));

@@ -1,6 +1,7 @@
-// `simrun topology [SCENARIO.json] [--dot FILE] [--json|--csv]`: the cluster graph of a scenario (or of
-// --gpu/--gpus/--fabric flags): element counts per kind and tier, bisection bandwidth, per-GPU
-// injection bandwidth; Graphviz DOT for small clusters. JSON and CSV echo the cluster's inputs.
+// `simrun topology [SCENARIO.json] [--dot FILE|-] [--json|--csv]`: the cluster graph of a scenario (or
+// of --gpu/--gpus/--fabric flags): element counts per kind and tier, bisection bandwidth, per-GPU
+// injection bandwidth; Graphviz DOT for small clusters (`--dot -`: on stdout, the summary on
+// stderr). JSON and CSV echo the cluster's inputs.
 #include <fmt/format.h>
 
 #include <fstream>

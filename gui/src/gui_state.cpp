@@ -90,8 +90,14 @@ void GuiState::set(const std::string& path, const nlohmann::json& value) {
 }
 
 void GuiState::set_text(const std::string& path, const std::string& text) {
-  nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
-  set(path, value.is_discarded() ? nlohmann::json(text) : value);
+  // A JSON value as a scenario file's reader reads it (depth and number range checked), else the text.
+  nlohmann::json value;
+  try {
+    value = parse_json_text(text, "command line");
+  } catch (const InputError&) {
+    value = nlohmann::json(text);
+  }
+  set(path, value);
 }
 
 nlohmann::json GuiState::get(const std::string& path) const {
@@ -191,9 +197,8 @@ void GuiState::pin() {
 void GuiState::start_plan() {
   plan_error.clear();
   try {
-    const nlohmann::json doc = nlohmann::json::parse(plan_text, nullptr, false);
-    if (doc.is_discarded())
-      throw InputError(plan_file, "(top level)", "not JSON (a plan file: docs/planner.md)");
+    // As simrun plan reads a plan file: duplicate keys, depth and number range checked, the line named.
+    const nlohmann::json doc = parse_json_text(plan_text, plan_file);
     m_plan_running =
         parse_plan_request(doc, plan_file, m_catalogs, std::filesystem::path(plan_file).parent_path());
     m_worker.plan(*m_plan_running, m_catalogs);

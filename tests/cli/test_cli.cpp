@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "cli_run.hpp"
 
@@ -480,6 +481,28 @@ TEST_CASE("a job that fails before a restart is over never finishes, and the rep
     // The CSV's cells are the JSON's values: empty where the JSON holds null, never "inf".
     const RunResult csv = run_simrun(command + " " + file + " --csv");
     CHECK(csv.out.find(",inf") == std::string::npos);
+    // The cells by column, up to the first quoted one (the run's totals come before it).
+    const auto cells = [](const std::string& line) {
+      std::vector<std::string> out;
+      std::string cell;
+      for (const char c : line.substr(0, line.find('"'))) {
+        if (c != ',') {
+          cell += c;
+          continue;
+        }
+        out.push_back(cell);
+        cell.clear();
+      }
+      return out;
+    };
+    const size_t eol = csv.out.find('\n');
+    const std::vector<std::string> header = cells(csv.out.substr(0, eol)), row = cells(csv.out.substr(eol + 1));
+    for (const char* key : {"days", "gpu_hours", "cost_usd", "energy_kwh"}) {
+      const auto at = std::find(header.begin(), header.end(), key);
+      REQUIRE(at != header.end());
+      REQUIRE(size_t(at - header.begin()) < row.size());
+      CHECK(row[size_t(at - header.begin())].empty());
+    }
     // A checkpoint interval under a minute is given in seconds, not "every 0 min".
     CHECK(table.out.find("min)") == std::string::npos);
     CHECK(table.out.find(" s)") != std::string::npos);

@@ -115,7 +115,8 @@ TEST_CASE("a value nested past 64 levels is bad input, not a stack overflow when
   const std::string deep = R"({"prices": {"h100": )" + std::string(100000, '[') + std::string(100000, ']') + "}}";
   const std::string e = error_of([&] { simrun::parse_json_text(deep, "x.json"); });
   CHECK(e == "x.json: prices.h100[0]…: nested deeper than 64 levels (simrun's files are a few levels deep)");
-  CHECK_NOTHROW(simrun::parse_json_text(std::string(63, '[') + std::string(63, ']'), "x.json"));
+  CHECK_NOTHROW(simrun::parse_json_text(std::string(64, '[') + std::string(64, ']'), "x.json"));
+  CHECK_THROWS(simrun::parse_json_text(std::string(65, '[') + std::string(65, ']'), "x.json"));
 }
 
 TEST_CASE("edit distance and nearest name", "[common][json]") {

@@ -13,9 +13,9 @@ double saturate(double x, double half) { return x <= 0 ? 0.0 : x / (x + half); }
 
 }  // namespace
 
-// The defaults: ComputeParams' member initialisers (generic), replaced by what the GPU's catalog
-// file states for its architecture's kernels (topologies/gpus/*.json "compute_defaults", each
-// with its sources: cuBLAS GEMM sweeps, FlashAttention-2/3 papers, checked against the yardstick,
+// The defaults: ComputeParams' member initialisers (generic), replaced by what the GPU's spec
+// states for its kernels (its catalog entry's "compute_defaults", the rest its architecture's in
+// topologies/architectures.json; each with its sources: cuBLAS GEMM sweeps, FlashAttention-2/3 papers, checked against the yardstick,
 // bench/validate_measured). mem_bw_fraction 0.8 (STREAM-like on HBM) and launch_overhead 3 µs
 // stay generic.
 ComputeParams default_compute_params(const GpuSpec& gpu) {

@@ -115,18 +115,19 @@ TEST_CASE("compute defaults come from the GPU catalog's data, not from architect
   const GpuSpec a100 = catalogs.hardware.gpu("a100-80gb", "t.json", "cluster.gpu");
   const GpuSpec b200 = catalogs.hardware.gpu("b200", "t.json", "cluster.gpu");
   const GpuSpec mi300x = catalogs.hardware.gpu("mi300x", "t.json", "cluster.gpu");
-  // topologies/gpus/h100-sxm.json and a100-80gb.json (their "compute_defaults" blocks).
+  // Hopper's and Ampere's (topologies/architectures.json), which these parts state nothing over.
   CHECK(default_compute_params(h100).gemm_max == 0.72);
   CHECK(default_compute_params(h100).attn_fa2_bwd_max == 0.20);
   CHECK(default_compute_params(a100).gemm_dim_half == 260);
   CHECK(default_compute_params(a100).attn_fa2_fwd_max == default_compute_params(a100).attn_fwd_max);
   CHECK_FALSE(h100.compute_defaults.source.empty());
-  // A part whose file states none keeps the generic defaults, whatever its architecture's name.
+  // A part of an architecture without figures (CDNA 3) that states none keeps the generic defaults.
   CHECK(default_compute_params(mi300x).gemm_max == ComputeParams{}.gemm_max);
-  // Blackwell's from the measured microbenchmarks (b200.json: 77.6% of peak in isolation ×
+  // Blackwell's from the measured microbenchmarks (B200's, architectures.json: 77.6% of peak in isolation ×
   // Hopper's in-loop ratio 0.897; NVFP4 0.582 × 0.776).
   CHECK(default_compute_params(b200).gemm_max == Approx(0.696));
   CHECK(default_compute_params(b200).fp4_gemm_max == Approx(0.452));
+  // The spec's figures, not its architecture's name, decide: no branch on names in code.
   GpuSpec renamed = h100;
   renamed.architecture = "Ampere";
   CHECK(default_compute_params(renamed).gemm_max == 0.72);

@@ -40,7 +40,8 @@ namespace simrun {
 inline constexpr double kCommOverlapSlowdown = 0.15;
 
 // The compute model's parameters. The member initialisers are the generic defaults;
-// default_compute_params() takes the GPU catalog file's "compute_defaults" over them;
+// default_compute_params() takes the GPU spec's compute defaults over them (its catalog entry's own,
+// the rest its architecture's: topologies/architectures.json);
 // calibration.json replaces any of them per GPU kind.
 struct ComputeParams {
   // Large bf16/fp16 GEMMs: fraction of the dense datasheet peak sustained by cuBLAS in a
@@ -73,8 +74,8 @@ struct ComputeParams {
   double launch_overhead_s = 3e-6;
 };
 
-// The defaults for a GPU: its catalog file's "compute_defaults" (with their sources) over the
-// generic member initialisers.
+// The defaults for a GPU: its spec's compute defaults (its entry's own and its architecture's, with
+// their sources) over the generic member initialisers.
 ComputeParams default_compute_params(const GpuSpec& gpu);
 
 class ComputeModel {
