@@ -68,6 +68,32 @@ TEST_CASE("a slow link warns on a congested layout, pipelined or not", "[sim][an
   CHECK(warns(across, "a slow link on a congested layout"));
 }
 
+TEST_CASE("ring attention across nodes with fewer NICs than GPUs warns in both fidelities",
+          "[sim][analytic][agreement]") {
+  // Llama-3 8B on 16 H100, TP 4 × CP 4 at 64K tokens: the event's step 12% longer with one NIC a
+  // node; none with a NIC per GPU, nor with CP inside a node.
+  auto with = [](int64_t nics, int64_t tp, int64_t cp) {
+    Scenario s = test::llama3_70b_1024_h100();
+    s.model.layers = 4;
+    s.model.seq_len = 65536;
+    s.cluster = test::h100_cluster(16);
+    s.cluster.nics_per_node = nics;
+    s.layout.tp = tp;
+    s.layout.cp = cp;
+    s.layout.pp = 1;
+    s.layout.virtual_stages = 1;
+    s.layout.dp = 16 / (tp * cp);
+    s.layout.micro_batch = 1;
+    s.layout.global_batch = s.layout.dp;
+    return s;
+  };
+  const Scenario one_nic = with(1, 4, 4);
+  CHECK(warns(estimate(one_nic), "ring attention across nodes with 1 NIC for 8 GPUs a node"));
+  CHECK(warns(simulate(one_nic, SimulateOptions{}).report, "ring attention across nodes"));
+  CHECK_FALSE(warns(estimate(with(8, 4, 4)), "ring attention across nodes"));
+  CHECK_FALSE(warns(estimate(with(1, 4, 2)), "ring attention across nodes"));
+}
+
 TEST_CASE("DP groups leaving a partial NVL72 rack warn, congested or not", "[sim][analytic][agreement]") {
   // Llama-3 70B, TP 2, 2K tokens: DP groups of 128 over 3 racks and 40 GPUs of a fourth (20
   // members there against 36) run 42% apart; on 4 full racks they agree. With CP 2 under ZeRO-3
