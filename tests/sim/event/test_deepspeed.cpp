@@ -31,6 +31,15 @@ Scenario small_zero3(const std::string& framework, int64_t zero_stage = 3, const
 
 SimulateOptions options_of(const Scenario& sc) { return framework_simulate_options(sc); }
 
+// Llama-3 8B over DeepSpeed's pipeline engine, 4 stages on 4 H100, `global_batch` micro-batches of one.
+Scenario deepspeed_pipeline_of_4(int64_t global_batch) {
+  return parse_scenario_text(
+      R"({"framework": "deepspeed", "model": {"name": "llama3-8b", "seq_len": 2048},
+          "cluster": {"gpu": "h100-sxm", "num_gpus": 4},
+          "layout": {"tp": 1, "pp": 4, "dp": 1, "global_batch": )" +
+      std::to_string(global_batch) + "}}");
+}
+
 struct Both {
   double event = 0, analytic = 0;
 };
@@ -152,11 +161,7 @@ TEST_CASE("DeepSpeed's pipeline engine runs fewer micro-batches than stages, sen
   // at step 7, and sends the activation at step 1; it does not post the gradient's receive first.
   // Each stage's idle steps send what the step before made (the step deadlocked before).
   for (const int64_t global_batch : {1, 2, 3, 4}) {
-    const Scenario sc = parse_scenario_text(
-        R"({"framework": "deepspeed", "model": {"name": "llama3-8b", "seq_len": 2048},
-            "cluster": {"gpu": "h100-sxm", "num_gpus": 4},
-            "layout": {"tp": 1, "pp": 4, "dp": 1, "global_batch": )" +
-        std::to_string(global_batch) + "}}");
+    const Scenario sc = deepspeed_pipeline_of_4(global_batch);
     const Both b = step_of(sc);
     INFO("global batch " << global_batch << ": event " << b.event << " s, analytic " << b.analytic << " s");
     CHECK(b.event > 0);
@@ -197,11 +202,7 @@ TEST_CASE("DeepSpeed's pipeline engine sends and receives in TrainSchedule's ord
           "[sim][step][deepspeed]") {
   // Fewer micro-batches than stages (idle steps), as many, and more.
   for (const int64_t micro_batches : {1, 3, 4, 7}) {
-    const Scenario sc = parse_scenario_text(
-        R"({"framework": "deepspeed", "model": {"name": "llama3-8b", "seq_len": 2048},
-            "cluster": {"gpu": "h100-sxm", "num_gpus": 4},
-            "layout": {"tp": 1, "pp": 4, "dp": 1, "global_batch": )" +
-        std::to_string(micro_batches) + "}}");
+    const Scenario sc = deepspeed_pipeline_of_4(micro_batches);
     const Workload w = build_workload(sc, options_of(sc).workload);
     for (const StageProgram& p : w.stages) {
       std::vector<std::string> built;
