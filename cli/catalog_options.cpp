@@ -25,7 +25,9 @@ Catalogs load_cli_catalogs(const CliEnv& env, const std::vector<std::string>& ca
     std::error_code ec;
     for (const char* part : {"models/catalog", "topologies/gpus", "topologies/fabrics",
                              "sim/framework/profiles", "topologies/architectures.json"})
-      if (!std::filesystem::exists(env.data_dir / part, ec))
+      if (std::string_view(part).ends_with(".json")
+              ? !std::filesystem::is_regular_file(env.data_dir / part, ec)
+              : !std::filesystem::is_directory(env.data_dir / part, ec))
         throw InputError("environment", "SIMRUN_DATA_DIR",
                          "folder " + quoted_input(env.data_dir.string()) + " holds no " + part +
                              " (a data folder holds the shipped catalogs: docs/catalogs.md)");

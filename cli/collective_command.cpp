@@ -16,6 +16,7 @@
 #include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
 #include "simrun/common/json_reader.hpp"
+#include "simrun/common/typed_numbers.hpp"
 #include "simrun/sim/collectives/collective_sweep.hpp"
 #include "simrun/sim/report/inputs.hpp"
 

@@ -118,14 +118,6 @@ void add_fault_options(CLI::App& cmd, FaultArgs& args, bool event_simulation);
 std::vector<Straggler> stragglers_of(const FaultArgs& args, const Scenario& scenario);
 std::vector<SlowLink> slow_links_of(const FaultArgs& args);
 
-// A flag's number is decimal, as a scenario file's (cli/app.cpp): std::stod's reading of the
-// start of `text`, but 0 characters used where it starts with a blank, a radix prefix (0x10,
-// 0x1p40, 0b1, 0o7) or names no finite number (inf, nan). For the flags that parse their own
-// values (sizes with suffixes, RANK:SLOWDOWN, GPU:PRICE).
-double leading_decimal(const std::string& text, size_t& used);
-// Whether `text` starts, after a sign, with a radix prefix: 0x, 0b or 0o (either case).
-bool radix_prefixed(std::string_view text);
-
 // Every subcommand on `app` (cli/app.cpp), with --version and --help; main() runs the parsed one.
 std::vector<Command> add_commands(CLI::App& app, const CliEnv& env);
 

@@ -10,6 +10,7 @@
 #include "command.hpp"
 #include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
+#include "simrun/common/typed_numbers.hpp"
 
 namespace simrun::cli {
 namespace {

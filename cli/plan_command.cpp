@@ -3,6 +3,7 @@
 // the capacity planner (sim/planner, docs/planner.md). The flags write into the plan document the
 // file holds, so both are read by one parser; --json echoes that document as "request".
 #include <fmt/format.h>
+#include <signal.h>  // sigaction
 
 #include <algorithm>
 #include <atomic>
@@ -22,6 +23,7 @@
 #include "simrun/common/error.hpp"
 #include "simrun/common/json_reader.hpp"
 #include "simrun/common/text.hpp"
+#include "simrun/common/typed_numbers.hpp"
 #include "simrun/common/units.hpp"
 #include "simrun/sim/event/simulate.hpp"
 #include "simrun/sim/planner/planner.hpp"
@@ -40,6 +42,15 @@ constexpr int64_t kSameInterruptNs = 500'000'000;
 static_assert(std::atomic<bool>::is_always_lock_free && std::atomic<int64_t>::is_always_lock_free,
               "a signal handler may only touch lock-free atomics");
 
+// SIGINT's action (sigaction: signal() is unspecified in a process with threads; both are
+// async-signal-safe).
+void set_sigint(void (*handler)(int)) {
+  struct sigaction action {};
+  action.sa_handler = handler;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+}
+
 extern "C" void on_interrupt(int) {
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC, &now);  // async-signal-safe (POSIX)
@@ -50,18 +61,20 @@ extern "C" void on_interrupt(int) {
     return;
   }
   if (now_ns - first < kSameInterruptNs) return;
-  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
+  set_sigint(SIG_DFL);  // a second Ctrl-C ends the process at once
   std::raise(SIGINT);
 }
 
-// Ctrl-C stops the search while it lives; the default action comes back however the scope ends.
+// Ctrl-C stops the search while it lives (the search and the printing of its answer, so that
+// the same Ctrl-C arriving twice does not cut the answer short); the default action comes back
+// however the scope ends.
 struct InterruptScope {
   InterruptScope() {
     g_interrupted.store(false);
     g_first_interrupt_ns.store(0);
-    std::signal(SIGINT, on_interrupt);
+    set_sigint(on_interrupt);
   }
-  ~InterruptScope() { std::signal(SIGINT, SIG_DFL); }
+  ~InterruptScope() { set_sigint(SIG_DFL); }
   InterruptScope(const InterruptScope&) = delete;
   InterruptScope& operator=(const InterruptScope&) = delete;
 };
@@ -540,10 +553,8 @@ Command add_plan_command(CLI::App& root, const CliEnv& env) {
             }
             line->show(text);
           };
-        const std::optional<PlanResult> on_rank = [&] {
-          const InterruptScope interrupt;
-          return plan_on_ranks(launch, q, *catalogs, control);
-        }();
+        const InterruptScope interrupt;
+        const std::optional<PlanResult> on_rank = plan_on_ranks(launch, q, *catalogs, control);
         if (line) line->clear();
         if (!on_rank) return 0;  // a rank other than 0: rank 0 prints the whole plan
         const PlanResult& result = *on_rank;

@@ -90,14 +90,21 @@ void GuiState::set(const std::string& path, const nlohmann::json& value) {
 }
 
 void GuiState::set_text(const std::string& path, const std::string& text) {
-  // A JSON value as a scenario file's reader reads it (depth and number range checked), else the text.
-  nlohmann::json value;
-  try {
-    value = parse_json_text(text, "command line");
-  } catch (const InputError&) {
-    value = nlohmann::json(text);
+  // What starts as a JSON value (a number, an object, a list, true, false, null) is read as a scenario
+  // file's reader reads it, its error named by the setting; any other text is a string (a model id).
+  const size_t first = text.find_first_not_of(" \t");
+  const bool json_value = first != std::string::npos &&
+                          (std::string_view("-0123456789{[\"").find(text[first]) != std::string_view::npos ||
+                           text == "true" || text == "false" || text == "null");
+  if (!json_value) {
+    set(path, nlohmann::json(text));
+    return;
   }
-  set(path, value);
+  try {
+    set(path, parse_json_text(text, "command line"));
+  } catch (const InputError& e) {
+    throw InputError("command line", "--set " + path, e.why());
+  }
 }
 
 nlohmann::json GuiState::get(const std::string& path) const {

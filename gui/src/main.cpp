@@ -14,6 +14,7 @@
 #include "app.hpp"
 #include "simrun/common/echo.hpp"
 #include "simrun/common/error.hpp"
+#include "simrun/common/typed_numbers.hpp"
 
 namespace {
 
@@ -42,6 +43,7 @@ int run(int argc, char** argv) {
   cli.add_option("--scenario", scenario, "Scenario file to open (the same file simrun reads)");
   cli.add_option("--screenshot", screenshot, "Headless: draw, write this PNG and exit");
   cli.add_option("--frames", frames, "Headless: frames drawn before the screenshot (default 3)")
+      ->transform(CLI::Validator(simrun::decimal_integer_error, ""))  // decimal, as simrun's flags
       ->check(CLI::Range(1, 10000));
   cli.add_option("--view", view, "The view shown: results, memory, timeline, compare or plan");
   cli.add_option("--set", sets, "A scenario field by its path, e.g. layout.tp=4 (repeatable)");
@@ -49,7 +51,9 @@ int run(int argc, char** argv) {
   cli.add_option("--plan", plan_file,
                  "Run this plan request (a plan file, docs/planner.md) in the plan view");
   cli.add_option("--dump-state", dump_state, "Headless: write the state (scenario, figures) as JSON");
-  cli.add_option("--size", width, "Window width in pixels (default 1600)")->check(CLI::Range(320, 8192));
+  cli.add_option("--size", width, "Window width in pixels (default 1600)")
+      ->transform(CLI::Validator(simrun::decimal_integer_error, ""))
+      ->check(CLI::Range(320, 8192));
   try {
     cli.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

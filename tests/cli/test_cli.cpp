@@ -573,6 +573,17 @@ TEST_CASE("a bad value from a flag names the flag, not the scenario file it repl
   require_one_safe_line(run_simrun("estimate --model llama3-8b --gpu h100-sxm --gpus 16 --tp=0b10"),
                         "command line: --tp: \"0b10\" is not a decimal number");
   require_one_safe_line(run_simrun("collective -b 0x100"), "command line: -b: \"0x100\"");
+  // Every way a number reaches a flag: a rate, a list's element, a leading blank (strtoll skips it
+  // and reads " 010" as octal), a price, a slowdown; a file named like a number stays a file.
+  const std::string llama = "estimate --model llama3-8b --gpu h100-sxm --gpus 16 ";
+  require_one_safe_line(run_simrun(llama + "--tokens 0x1p40"), "command line: --tokens: \"0x1p40\"");
+  require_one_safe_line(run_simrun(llama + "--tp ' 010'"), "command line: --tp: \" 010\" is not a decimal");
+  require_one_safe_line(run_simrun("plan --model llama3-8b --gpu h100-sxm:2 --max-gpus 16 --tp 2,0x4"),
+                        "command line: --tp: \"0x4\" is not a decimal");
+  require_one_safe_line(run_simrun("plan --model llama3-8b --gpu h100-sxm:0x2 --max-gpus 16"),
+                        "command line: --gpu: price \"0x2\"");
+  require_one_safe_line(run_simrun(llama + "--straggler 0:0x2"), "command line: --straggler: expected");
+  require_one_safe_line(run_simrun(llama + "--calibration 0x10"), "0x10: cannot open file");
   // A value the file gave stays the file's.
   auto doc = good_scenario();
   doc["layout"]["pp"] = 0;

@@ -43,6 +43,22 @@ TEST_CASE("gui state: an invalid value says why and leaves the document as it wa
   CHECK_FALSE(state.figures());
 }
 
+TEST_CASE("gui state: a setting's text is a JSON value when it starts as one, else a string",
+          "[gui][state]") {
+  GuiState state(load_catalogs(SIMRUN_DATA_DIR), SIMRUN_DATA_DIR);
+  REQUIRE(state.load(std::string(SIMRUN_DATA_DIR) + "/examples/llama3-70b-h100.json"));
+  state.set_text("layout.tp", "4");
+  CHECK(state.get("layout.tp") == 4);
+  state.set_text("run.tokens", "1e12");
+  CHECK(state.get("run.tokens") == 1e12);
+  state.set_text("model", "llama3-8b");
+  CHECK(state.get("model") == "llama3-8b");
+  // A number it cannot hold is refused, named by the setting, not set as the string "1e999".
+  CHECK_THROWS_WITH(state.set_text("layout.tp", "1e999"),
+                    Catch::StartsWith("command line: --set layout.tp: 1e999 is out of range"));
+  CHECK(state.get("layout.tp") == 4);
+}
+
 TEST_CASE("gui state: a file it cannot load is one line, and the shown scenario stays", "[gui][state]") {
   GuiState state(load_catalogs(SIMRUN_DATA_DIR), SIMRUN_DATA_DIR);
   const nlohmann::json doc = state.doc();

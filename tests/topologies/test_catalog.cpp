@@ -155,8 +155,14 @@ TEST_CASE("a GPU defined outside the catalog takes its architecture's defaults, 
   // A known architecture in other case would run the generic defaults without a word: refused.
   part["architecture"] = "hopper";
   JsonReader lower(part, "mine.json");
-  CHECK_THROWS_WITH(catalog().read_gpu_entry(lower, "mine"),
-                    Catch::StartsWith("mine.json: architecture: \"hopper\" is written \"Hopper\""));
+  CHECK_THROWS_WITH(
+      catalog().read_gpu_entry(lower, "mine"),
+      Catch::StartsWith("mine.json: architecture: \"hopper\" is not an architecture with compute "
+                        "defaults; did you mean \"Hopper\"?"));
+  part["architecture"] = "Blackwell-Ultra";  // a letter off
+  JsonReader dashed(part, "mine.json");
+  CHECK_THROWS_WITH(catalog().read_gpu_entry(dashed, "mine"),
+                    Catch::Contains("did you mean \"Blackwell Ultra\"?"));
   // A new architecture is legal: the generic defaults, but for the fields the entry gives.
   part["architecture"] = "Rubin";
   JsonReader rubin(part, "mine.json");

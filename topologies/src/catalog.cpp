@@ -231,7 +231,9 @@ void HardwareCatalog::add(const std::filesystem::path& gpus_dir, const std::file
 
 void HardwareCatalog::add_folders(const std::filesystem::path& gpus_dir,
                                   const std::filesystem::path& fabrics_dir, FolderRule rule) {
-  const auto read_completed_gpu = [this](JsonReader& r, const std::string& id) { return read_gpu_entry(r, id); };
+  const auto read_completed_gpu = [this](JsonReader& r, const std::string& id) {
+    return read_gpu_entry(r, id);
+  };
   read_catalog_folder(gpus_dir, "GPU", read_completed_gpu, rule, m_gpus, m_gpu_aliases);
   read_catalog_folder(fabrics_dir, "fabric", read_fabric, rule, m_fabrics, m_fabric_aliases);
 }
@@ -242,10 +244,14 @@ GpuSpec HardwareCatalog::read_gpu_entry(JsonReader& r, const std::string& id) co
     gpu.compute_defaults = completed(gpu.compute_defaults, it->second);
     return gpu;
   }
+  // A near miss ("hopper", "Hopper ", "Blackwell-Ultra") would run the generic defaults without a
+  // word; a name unlike any (AMD's, a new one) is an architecture without figures.
   for (const auto& [name, defaults] : m_architectures)
-    if (ascii_lower(name) == ascii_lower(gpu.architecture))
-      r.fail("architecture", quoted_input(gpu.architecture) + " is written \"" + name +
-                                 "\" (its kernels' efficiencies are keyed by that name: topologies/architectures.json)");
+    if (edit_distance(ascii_lower(name), ascii_lower(gpu.architecture)) <= 2)
+      r.fail("architecture",
+             quoted_input(gpu.architecture) +
+                 " is not an architecture with compute defaults; did you mean \"" + name +
+                 "\"? (topologies/architectures.json; another name takes the generic defaults)");
   return gpu;
 }
 

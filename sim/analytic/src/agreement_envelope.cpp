@@ -43,10 +43,12 @@ std::optional<std::string> agreement_warning(const Scenario& s, const AnalyticOp
         "oversubscribed fat tree");
   if (!options.slow_links.empty() && !partial_rack && congested(s, estimate))
     reasons.push_back("a slow link on a congested layout: measured up to 17% apart (MI300X)");
-  if (l.cp > 1 && s.cluster.nics_per_node < s.cluster.gpus_per_node && !tp_cp_inside_scale_up(s))
+  // Ring attention's sends (p2p, and a2a+p2p's ring level) across nodes that share a NIC.
+  const bool ring = l.cp_comm_type == CpCommType::p2p || l.cp_comm_type == CpCommType::a2a_p2p;
+  if (l.cp > 1 && ring && s.cluster.nics_per_node < s.cluster.gpus_per_node && !tp_cp_inside_scale_up(s))
     reasons.push_back(fmt::format(
         "ring attention across nodes with {} NIC{} for {} GPUs a node: the estimate's NIC sharing is "
-        "coarser than the event's flows, measured up to 23% apart (MI300X, 2 NICs a node; 12% on "
+        "coarser than the event's flows, measured up to 23% apart (MI300X with 2 NICs a node; 22% on "
         "H100 with one), the event's step longer",
         s.cluster.nics_per_node, s.cluster.nics_per_node == 1 ? "" : "s", s.cluster.gpus_per_node));
   if (l.zero_stage == 3 && l.pp > 1 && l.num_microbatches() < l.pp)

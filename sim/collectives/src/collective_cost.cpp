@@ -149,6 +149,7 @@ double collective_s(CollectiveOp op, double bytes, int64_t n, const LinkCost& li
       return all_to_all_s(bytes, n, link);
     case CollectiveOp::send_recv:
       if (link.domain_shape && !link.domain_shape->nvswitch && n > 2) {
+        SIMRUN_ASSERT(link.domain_shape->ranks == n, "the domain shape describes another group size");
         // On a full mesh a send rides the one link to its peer (a ring's neighbour), where the
         // group's link spreads its collectives over the n − 1 peer links (group_link).
         LinkCost peer_link = link;

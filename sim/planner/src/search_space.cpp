@@ -134,6 +134,9 @@ PlanSpace build_space(const PlanRequest& q, const Catalogs& catalogs) {
     }
   }
 
+  // Megatron-Core's three: DDP, the distributed optimizer (ZeRO-1) and FSDP (ZeRO-3).
+  const std::vector<int64_t> zeros = or_default(a.zero_stage, {0, 1, 3});
+  space.lowest_zero_stage = int(*std::min_element(zeros.begin(), zeros.end()));
   for (int32_t b = 0; b < int32_t(space.bases.size()); ++b) {
     const PlanBase& base = space.bases[size_t(b)];
     const ModelSpec& m = space.model;
@@ -145,9 +148,6 @@ PlanSpace build_space(const PlanRequest& q, const Catalogs& catalogs) {
     const std::vector<int64_t> eps =
         m.is_moe() ? or_default(a.ep, powers_of_two(m.moe->experts)) : std::vector<int64_t>{1};
     const std::vector<int64_t> mbs = or_default(a.micro_batch, {1, 2, 4, 8});
-    // Megatron-Core's three: DDP, the distributed optimizer (ZeRO-1) and FSDP (ZeRO-3).
-    const std::vector<int64_t> zeros = or_default(a.zero_stage, {0, 1, 3});
-    space.lowest_zero_stage = int(*std::min_element(zeros.begin(), zeros.end()));
     const std::vector<std::string> recomputes = or_default(a.recompute, {"none", "selective", "full"});
     for (int64_t tp : tps)
       for (int64_t pp : pps)
