@@ -2,6 +2,7 @@
 // and is not blank; a changed setting changes the figures; a scenario it cannot load is one line
 // and exit 2. Skipped, with a warning, where xvfb-run is not installed.
 #include <stb_image.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -28,13 +29,17 @@ std::string why_no_display() {
 
 // `simrun-gui ARGS` under a virtual X server. Under the sanitizers without LeakSanitizer: Mesa and
 // GLFW keep allocations past exit that are not simrun's (the GUI's state is leak-checked in-process
-// by test_gui).
+// by test_gui). The X authority file is the test's own (-f): xvfb-run's temporary folder for it
+// can fail to go while the server still writes there, and xvfb-run then exits 5 in place of the
+// GUI's status ("problem while cleaning up temporary directory", seen under ASan in CI).
 RunResult run_gui(const std::string& args) {
+  static int calls = 0;
   const auto out = scratch_dir() / "gui-stdout.txt", err = scratch_dir() / "gui-stderr.txt";
-  const std::string cmd =
-      "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0\" xvfb-run -a -s '-screen 0 "
-      "1600x1000x24' " +
-      shell_quoted(SIMRUN_GUI_BINARY) + " " + args + " >" + shell_quoted(out) + " 2>" + shell_quoted(err);
+  const auto auth = scratch_dir() / ("xauth-" + std::to_string(::getpid()) + "-" + std::to_string(++calls));
+  const std::string cmd = "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0\" xvfb-run -a -f " +
+                          shell_quoted(auth) + " -s '-screen 0 1600x1000x24' " +
+                          shell_quoted(SIMRUN_GUI_BINARY) + " " + args + " >" + shell_quoted(out) + " 2>" +
+                          shell_quoted(err);
   const int status = std::system(cmd.c_str());
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(out), read_text(err)};
 }
