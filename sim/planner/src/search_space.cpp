@@ -215,8 +215,13 @@ std::vector<DataParallelChoice> data_parallel_choices(const PlanRequest& q, cons
     if (dp * mp < min_gpus) continue;
     // One replica of the dense and the expert weights: ZeRO has nothing to shard, and every stage
     // is the same point (the lowest searched stands for them).
-    const bool one_replica =
-        dp * shape.cp == 1 && (!space.model.is_moe() || shape.tp <= shape.ep * shape.expert_tp);
+    Layout sizes;  // Layout::expert_dp() holds the expert replicas' rule
+    sizes.tp = shape.tp;
+    sizes.cp = shape.cp;
+    sizes.dp = dp;
+    sizes.ep = shape.ep;
+    sizes.expert_tp = shape.expert_tp;
+    const bool one_replica = dp * shape.cp == 1 && (!space.model.is_moe() || sizes.expert_dp() == 1);
     if (one_replica && shape.zero_stage > space.lowest_zero_stage) continue;
     // The largest batch in the range this layout divides into micro-batches (more micro-batches
     // per step only shrink the pipeline bubble's share), within what the event simulation can
