@@ -249,9 +249,9 @@ GpuSpec HardwareCatalog::read_gpu_entry(JsonReader& r, const std::string& id) co
   for (const auto& [name, defaults] : m_architectures)
     if (edit_distance(ascii_lower(name), ascii_lower(gpu.architecture)) <= 2)
       r.fail("architecture",
-             quoted_input(gpu.architecture) +
-                 " is not an architecture with compute defaults; did you mean \"" + name +
-                 "\"? (topologies/architectures.json; another name takes the generic defaults)");
+             quoted_input(gpu.architecture) + " is not an architecture with compute defaults; did you mean " +
+                 quoted_input(name) +
+                 "? (topologies/architectures.json; another name takes the generic defaults)");
   return gpu;
 }
 
